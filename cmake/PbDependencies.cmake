@@ -1,0 +1,18 @@
+# SPDX-License-Identifier: MIT
+# Every third-party dependency, from Debian 12 packages only.
+find_package(CLI11 REQUIRED CONFIG)
+find_package(fmt REQUIRED CONFIG)
+find_package(spdlog REQUIRED CONFIG)
+find_package(nlohmann_json 3.11 REQUIRED CONFIG)
+find_package(tomlplusplus REQUIRED CONFIG)
+find_package(yaml-cpp REQUIRED CONFIG)
+find_package(SQLite3 REQUIRED)
+find_package(CURL REQUIRED)
+find_package(Threads REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(hiredis REQUIRED IMPORTED_TARGET hiredis)
+find_path(PB_HTTPLIB_INCLUDE httplib.h)
+if(PB_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+  include(GoogleTest)
+endif()

@@ -1,0 +1,29 @@
+# SPDX-License-Identifier: MIT
+# pb_settings: language level and sanitizers for every target; pb_warnings: our warning set.
+if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
+  set(CMAKE_BUILD_TYPE RelWithDebInfo CACHE STRING "Build type" FORCE)
+endif()
+
+find_program(PB_CCACHE ccache)
+if(PB_CCACHE AND NOT CMAKE_CXX_COMPILER_LAUNCHER)
+  set(CMAKE_CXX_COMPILER_LAUNCHER "${PB_CCACHE}")
+endif()
+
+add_library(pb_settings INTERFACE)
+target_compile_features(pb_settings INTERFACE cxx_std_20)
+set(CMAKE_CXX_EXTENSIONS OFF)
+target_compile_definitions(pb_settings INTERFACE $<$<CONFIG:Debug>:_GLIBCXX_ASSERTIONS>
+                                                 PB_VERSION="${PROJECT_VERSION}")
+if(PB_SANITIZE)
+  target_compile_options(pb_settings INTERFACE -fsanitize=address,undefined
+                                               -fno-sanitize-recover=undefined
+                                               -fno-omit-frame-pointer)
+  target_link_options(pb_settings INTERFACE -fsanitize=address,undefined)
+endif()
+
+add_library(pb_warnings INTERFACE)
+target_compile_options(pb_warnings INTERFACE -Wall -Wextra -Wpedantic -Wshadow
+                                             -Wnon-virtual-dtor -Woverloaded-virtual)
+if(EXISTS "${PROJECT_SOURCE_DIR}/.git" OR DEFINED ENV{CI})
+  target_compile_options(pb_warnings INTERFACE -Werror)
+endif()

@@ -1,0 +1,10 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+namespace pb::cli {
+
+// Runs the whole program: parse, dispatch, report errors once as "primebeaker: error: ...".
+// Returns the process exit code (decisions.md §3).
+int run(int argc, char** argv);
+
+} // namespace pb::cli

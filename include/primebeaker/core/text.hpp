@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pb::text {
+
+std::vector<std::string> split(std::string_view text, char separator);
+std::string join(const std::vector<std::string>& parts, std::string_view separator);
+std::string_view trim(std::string_view text);
+bool starts_with(std::string_view text, std::string_view prefix);
+
+// POSIX shell single-quoting: the result is one word for sh/bash whatever `word` holds.
+// For rendering container commands and for display; never for running our own children.
+std::string shell_quote(std::string_view word);
+
+// Levenshtein distance, for "did you mean" hints.
+size_t edit_distance(std::string_view a, std::string_view b);
+
+} // namespace pb::text

@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: MIT
+#include <primebeaker/core/command_tree.hpp>
+#include <primebeaker/core/error.hpp>
+#include <primebeaker/core/text.hpp>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+namespace pb::cli {
+
+CLI::App& CommandTree::command(std::initializer_list<std::string_view> path,
+                               const std::string& description) {
+  CLI::App* current = &m_root;
+  size_t depth = 0;
+  for (const auto name : path) {
+    ++depth;
+    const std::string key(name);
+    CLI::App* next = nullptr;
+    for (CLI::App* sub : current->get_subcommands([](CLI::App*) { return true; })) {
+      if (sub->get_name() == key) {
+        next = sub;
+        break;
+      }
+    }
+    const bool last = depth == path.size();
+    if (next == nullptr) {
+      next = current->add_subcommand(key, last ? description : std::string());
+      next->fallthrough(false);
+      current->require_subcommand(1);
+    } else if (last && next->get_description().empty()) {
+      next->description(description);
+    }
+    current = next;
+  }
+  return *current;
+}
+
+std::string flag(std::string_view kebab_name, std::string_view extra) {
+  std::string names;
+  if (!extra.empty()) {
+    names = std::string(extra) + ",";
+  }
+  names += "--" + std::string(kebab_name);
+  std::string snake(kebab_name);
+  for (char& c : snake) {
+    if (c == '-') {
+      c = '_';
+    }
+  }
+  if (snake != kebab_name) {
+    names += ",--" + snake;
+  }
+  return names;
+}
+
+CLI::Option* add_list_option(CLI::App& app, std::string_view kebab_name,
+                             std::vector<std::string>& target, const std::string& help) {
+  auto* option = app.add_option_function<std::vector<std::string>>(
+      flag(kebab_name),
+      [&target, name = std::string(kebab_name)](const std::vector<std::string>& values) {
+        target.clear();
+        for (const auto& value : values) {
+          const auto trimmed = text::trim(value);
+          if (!trimmed.empty() && trimmed.front() == '[') {
+            const auto parsed = nlohmann::json::parse(trimmed, nullptr, false);
+            if (parsed.is_array() &&
+                std::all_of(parsed.begin(), parsed.end(), [](const auto& v) { return v.is_string(); })) {
+              for (const auto& item : parsed) {
+                target.push_back(item.template get<std::string>());
+              }
+              continue;
+            }
+            throw usage_error("--" + name + ": " + value + " is not a JSON list of strings");
+          }
+          target.push_back(value);
+        }
+      },
+      help);
+  option->allow_extra_args(false);
+  option->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  return option;
+}
+
+} // namespace pb::cli

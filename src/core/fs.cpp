@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: MIT
+#include <primebeaker/core/error.hpp>
+#include <primebeaker/core/fs.hpp>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fmt/format.h>
+#include <iostream>
+#include <iterator>
+#include <sstream>
+#include <vector>
+
+namespace pb::fs {
+namespace {
+
+std::string os_reason(int err) { return std::strerror(err); }
+
+Error write_error(const std::filesystem::path& path, const std::string& what, int err) {
+  return failure(fmt::format("cannot write {}: {}: {}", path.string(), what, os_reason(err)));
+}
+
+mode_t current_umask() {
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  return mask;
+}
+
+// The file a write should replace: follows symlinks so the link itself survives.
+std::filesystem::path write_target(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (std::filesystem::is_symlink(std::filesystem::symlink_status(path, ec))) {
+    auto resolved = std::filesystem::weakly_canonical(path, ec);
+    if (!ec) {
+      return resolved;
+    }
+  }
+  return path;
+}
+
+} // namespace
+
+std::string read_file(const std::filesystem::path& path, int missing_code) {
+  if (path == "-") {
+    std::ostringstream buffer;
+    buffer << std::cin.rdbuf();
+    return buffer.str();
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    throw Error(missing_code, fmt::format("cannot read {}: {}", path.string(), os_reason(errno)));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    throw Error(missing_code, fmt::format("cannot read {}: Is a directory", path.string()));
+  }
+  std::string content;
+  if (st.st_size > 0) {
+    content.reserve(static_cast<size_t>(st.st_size));
+  }
+  char chunk[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      throw Error(missing_code, fmt::format("cannot read {}: {}", path.string(), os_reason(err)));
+    }
+    if (n == 0) {
+      break;
+    }
+    content.append(chunk, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return content;
+}
+
+void write_file_atomic(const std::filesystem::path& requested, std::string_view content,
+                       std::optional<mode_t> new_file_mode) {
+  const std::filesystem::path path = write_target(requested);
+  std::filesystem::path dir = path.parent_path();
+  if (dir.empty()) {
+    dir = ".";
+  }
+  mode_t mode = new_file_mode.value_or(0666) & ~current_umask();
+  struct stat existing {};
+  if (::stat(path.c_str(), &existing) == 0) {
+    if (S_ISDIR(existing.st_mode)) {
+      throw failure(fmt::format("cannot write {}: Is a directory", requested.string()));
+    }
+    mode = existing.st_mode & 07777;
+  }
+
+  std::string tmpl = (dir / ("." + path.filename().string() + ".tmp.XXXXXX")).string();
+  std::vector<char> name(tmpl.begin(), tmpl.end());
+  name.push_back('\0');
+  const int fd = ::mkostemp(name.data(), O_CLOEXEC);
+  if (fd < 0) {
+    throw write_error(requested, "cannot create a temporary file in " + dir.string(), errno);
+  }
+  const std::string tmp_path(name.data());
+  auto fail = [&](const std::string& what) {
+    const int err = errno;
+    ::close(fd);
+    ::unlink(tmp_path.c_str());
+    return write_error(requested, what, err);
+  };
+
+  size_t written = 0;
+  while (written < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + written, content.size() - written);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n < 0) {
+      throw fail("write failed");
+    }
+    written += static_cast<size_t>(n);
+  }
+  if (::fchmod(fd, mode) != 0) {
+    throw fail("cannot set the file mode");
+  }
+  if (::fsync(fd) != 0) {
+    throw fail("fsync failed");
+  }
+  if (::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(tmp_path.c_str());
+    throw write_error(requested, "close failed", err);
+  }
+  if (::rename(tmp_path.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp_path.c_str());
+    throw write_error(requested, "rename failed", err);
+  }
+  // Durability of the rename itself; failure here does not undo a completed write.
+  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd >= 0) {
+    ::fsync(dir_fd);
+    ::close(dir_fd);
+  }
+}
+
+std::string RealFileSystem::read_file(const std::filesystem::path& path) {
+  return fs::read_file(path);
+}
+
+void RealFileSystem::write_file_atomic(const std::filesystem::path& path,
+                                       std::string_view content) {
+  fs::write_file_atomic(path, content);
+}
+
+bool RealFileSystem::exists(const std::filesystem::path& path) {
+  std::error_code ec;
+  return std::filesystem::exists(path, ec);
+}
+
+} // namespace pb::fs

@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: MIT
+#include "test_support.hpp"
+
+#include <primebeaker/core/error.hpp>
+#include <primebeaker/core/fs.hpp>
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace {
+
+mode_t mode_of(const std::filesystem::path& p) {
+  struct stat st {};
+  ::stat(p.c_str(), &st);
+  return st.st_mode & 07777;
+}
+
+TEST(AtomicWrite, ReplacesContentAndKeepsMode) {
+  pb::test::TempDir dir;
+  const auto file = dir / "a.toml";
+  pb::test::write_file(file, "old\n", 0640);
+  pb::fs::write_file_atomic(file, "new\n");
+  EXPECT_EQ(pb::test::read_file(file), "new\n");
+  EXPECT_EQ(mode_of(file), 0640U);
+  // No temporary left behind.
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 1);
+}
+
+TEST(AtomicWrite, NewFileGetsRequestedModeUnderUmask) {
+  pb::test::TempDir dir;
+  const mode_t old = ::umask(022);
+  pb::fs::write_file_atomic(dir / "spec.json", "{}", 0666);
+  ::umask(old);
+  EXPECT_EQ(mode_of(dir / "spec.json"), 0644U);
+}
+
+TEST(AtomicWrite, WritesThroughSymlinkKeepingTheLink) {
+  pb::test::TempDir dir;
+  pb::test::write_file(dir / "real.toml", "a = 1\n");
+  std::filesystem::create_symlink("real.toml", dir / "link.toml");
+  pb::fs::write_file_atomic(dir / "link.toml", "a = 2\n");
+  EXPECT_TRUE(std::filesystem::is_symlink(dir / "link.toml"));
+  EXPECT_EQ(pb::test::read_file(dir / "real.toml"), "a = 2\n");
+}
+
+TEST(AtomicWrite, RefusingDirectoryLeavesOldFileIntact) {
+  if (::geteuid() == 0) {
+    // root ignores directory permissions; use a full-path failure instead.
+    pb::test::TempDir dir;
+    EXPECT_THROW(pb::fs::write_file_atomic(dir / "missing-dir" / "x", "y"), pb::Error);
+    return;
+  }
+  pb::test::TempDir dir;
+  pb::test::write_file(dir / "sub" / "a.toml", "keep\n");
+  std::filesystem::permissions(dir / "sub", std::filesystem::perms::owner_read |
+                                                std::filesystem::perms::owner_exec);
+  EXPECT_THROW(pb::fs::write_file_atomic(dir / "sub" / "a.toml", "lost\n"), pb::Error);
+  EXPECT_EQ(pb::test::read_file(dir / "sub" / "a.toml"), "keep\n");
+}
+
+TEST(AtomicWrite, ErrorNamesThePath) {
+  pb::test::TempDir dir;
+  try {
+    pb::fs::write_file_atomic(dir / "nope" / "x.json", "{}");
+    FAIL() << "expected an error";
+  } catch (const pb::Error& e) {
+    EXPECT_EQ(e.code(), 1);
+    EXPECT_NE(std::string(e.what()).find("nope/x.json"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ReadFile, MissingFileIsBadInputNamingIt) {
+  try {
+    pb::fs::read_file("/nonexistent/file.toml");
+    FAIL() << "expected an error";
+  } catch (const pb::Error& e) {
+    EXPECT_EQ(e.code(), 3);
+    EXPECT_EQ(std::string(e.what()),
+              "cannot read /nonexistent/file.toml: No such file or directory");
+  }
+}
+
+TEST(ReadFile, ReadsBinaryExactly) {
+  pb::test::TempDir dir;
+  const std::string bytes("\xEF\xBB\xBF" "a = 1\r\n\0b", 11);
+  pb::test::write_file(dir / "f", bytes);
+  EXPECT_EQ(pb::fs::read_file(dir / "f"), bytes);
+}
+
+} // namespace

@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: MIT
+#include <primebeaker/core/process.hpp>
+#include <primebeaker/core/text.hpp>
+
+#include <gtest/gtest.h>
+
+namespace {
+
+TEST(ShellQuote, SurvivesBashUnchanged) {
+  const std::vector<std::string> words = {"plain", "a b", "it's", "$(id)", "`x`", "\"q\"",
+                                          "line\nbreak", "ünï", "", "*", "a;b|c&d"};
+  for (const auto& w : words) {
+    pb::proc::Command c;
+    c.argv = {"bash", "-c", "printf %s " + pb::text::shell_quote(w)};
+    const auto r = pb::proc::SystemRunner().run(c);
+    EXPECT_EQ(r.out, w) << "word: " << w;
+  }
+}
+
+TEST(Text, SplitJoinTrim) {
+  EXPECT_EQ(pb::text::split("a,,b", ','), (std::vector<std::string>{"a", "", "b"}));
+  EXPECT_EQ(pb::text::join({"a", "b"}, ", "), "a, b");
+  EXPECT_EQ(pb::text::trim("  x y \n"), "x y");
+  EXPECT_EQ(pb::text::edit_distance("preveiw", "preview"), 2U);
+}
+
+} // namespace
