@@ -13,6 +13,7 @@
 #include <primebeaker/services/launcher.hpp>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <iostream>
 
@@ -50,13 +51,29 @@ void register_field_command(cli::CommandTree &tree,
                            info.name);
   CLI::App &command = tree.command(path, description);
   command.allow_extras();
+  // Field flags are not ours to know, so they must not fall through to the root (which would
+  // reject them); -v after the subcommand is honoured below instead.
+  command.fallthrough(false);
   command.footer(fmt::format(
       "Every --field value (or --field=value) is passed to {}.{} as is; --service-cluster a,b "
       "is read as service_clusters. --python selects the interpreter.",
       info.module,
       info.config_class));
   command.callback([&command, stack, submit] {
-    const auto parsed = config_from_flags(stack, command.remaining());
+    std::vector<std::string> args;
+    int verbosity = 0;
+    for (const auto &arg : command.remaining()) {
+      if (arg == "--verbose" || (arg.size() >= 2 && arg[0] == '-' && arg[1] == 'v' &&
+                                 arg.find_first_not_of('v', 1) == std::string::npos)) {
+        verbosity += arg == "--verbose" ? 1 : static_cast<int>(arg.size() - 1);
+      } else {
+        args.push_back(arg);
+      }
+    }
+    if (verbosity > 0) {
+      spdlog::set_level(verbosity >= 2 ? spdlog::level::debug : spdlog::level::info);
+    }
+    const auto parsed = config_from_flags(stack, args);
     const auto env = env::snapshot();
     proc::SystemRunner runner;
     LiteRegistry launcher(runner, resolve_python(parsed.python, env));
