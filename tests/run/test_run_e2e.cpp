@@ -61,9 +61,9 @@ protected:
     // The search-agent example, with every /weka path moved under this test's own mount.
     const auto example = source_dir() / "examples" / "search-agent-webterminal";
     write_file(
-        m_dir / "cfg" / "multinode-rl.toml",
+        m_dir / "weka" / "cfg" / "multinode-rl.toml",
         std::regex_replace(read_file(example / "multinode-rl.toml"), std::regex("/weka"), mount()));
-    write_file(m_dir / "cfg" / "run.yaml",
+    write_file(m_dir / "weka" / "cfg" / "run.yaml",
                std::regex_replace(read_file(example / "run.yaml"), std::regex("/weka"), mount()));
   }
 
@@ -104,11 +104,12 @@ protected:
 
 TEST_F(RunE2E, PreviewShowsBothLaunchesAndTouchesNothing) {
   const auto before = tree_digest(m_dir.path());
-  const auto result = run({"run", "preview", "--config", "cfg/run.yaml"});
+  const auto result = run({"run", "preview", "--config", "weka/cfg/run.yaml"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const auto out = json::parse(result.out);
   std::vector<std::string> keys;
-  for (const auto &[key, value] : out.items()) {
+  const auto ordered = nlohmann::ordered_json::parse(result.out);
+  for (const auto &[key, value] : ordered.items()) {
     keys.push_back(key);
   }
   EXPECT_EQ(keys, (std::vector<std::string>{"service", "rl"}));
@@ -131,7 +132,7 @@ TEST_F(RunE2E, PreviewShowsBothLaunchesAndTouchesNothing) {
 }
 
 TEST_F(RunE2E, LaunchStartsServicesThenRl) {
-  const auto result = run({"run", "launch", "cfg/run.yaml"});
+  const auto result = run({"run", "launch", "weka/cfg/run.yaml"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const auto out = json::parse(result.out);
   EXPECT_EQ(out["service_experiment_id"], "01SERVICE");
@@ -148,7 +149,7 @@ TEST_F(RunE2E, LaunchStartsServicesThenRl) {
 }
 
 TEST_F(RunE2E, FailedRlSubmissionStopsTheServiceExperiment) {
-  const auto result = run({"run", "launch", "cfg/run.yaml"}, {{"FAKE_RL_CREATE_FAIL", "1"}});
+  const auto result = run({"run", "launch", "weka/cfg/run.yaml"}, {{"FAKE_RL_CREATE_FAIL", "1"}});
   EXPECT_EQ(result.exit_code, 4) << result.err;
   EXPECT_NE(result.err.find("workspace quota exceeded"), std::string::npos) << result.err;
   EXPECT_NE(result.err.find("stopped service experiment 01SERVICE (rollback)"), std::string::npos)
@@ -160,7 +161,7 @@ TEST_F(RunE2E, FailedRlSubmissionStopsTheServiceExperiment) {
 }
 
 TEST_F(RunE2E, FailedStopIsReportedWithTheOriginalError) {
-  const auto result = run({"run", "launch", "cfg/run.yaml"},
+  const auto result = run({"run", "launch", "weka/cfg/run.yaml"},
                           {{"FAKE_RL_CREATE_FAIL", "1"}, {"FAKE_STOP_FAIL", "1"}});
   EXPECT_EQ(result.exit_code, 4) << result.err;
   EXPECT_NE(result.err.find("workspace quota exceeded"), std::string::npos) << result.err;
@@ -174,7 +175,7 @@ TEST_F(RunE2E, FailedStopIsReportedWithTheOriginalError) {
 }
 
 TEST_F(RunE2E, UnreadableReceiptIsAnErrorNamingTheLaunch) {
-  const auto result = run({"run", "launch", "cfg/run.yaml"},
+  const auto result = run({"run", "launch", "weka/cfg/run.yaml"},
                           {{"FAKE_SERVICE_RECEIPT", R"({"jobs": [{"id": "01JOB"}]})"}});
   EXPECT_EQ(result.exit_code, 1) << result.err;
   EXPECT_NE(result.err.find("LiteRegistry launch receipt did not contain exactly one service "
@@ -191,12 +192,12 @@ TEST_F(RunE2E, UnreadableReceiptIsAnErrorNamingTheLaunch) {
 }
 
 TEST_F(RunE2E, BadRlSettingsLaunchNothing) {
-  auto text = read_file(m_dir / "cfg" / "run.yaml");
+  auto text = read_file(m_dir / "weka" / "cfg" / "run.yaml");
   text = std::regex_replace(text,
                             std::regex("priority: high\n  min_runtime_hours: 4\n  mount"),
                             "priority: low\n  min_runtime_hours: 4\n  mount");
-  write_file(m_dir / "cfg" / "run.yaml", text);
-  const auto result = run({"run", "launch", "cfg/run.yaml"});
+  write_file(m_dir / "weka" / "cfg" / "run.yaml", text);
+  const auto result = run({"run", "launch", "weka/cfg/run.yaml"});
   EXPECT_EQ(result.exit_code, 3) << result.err;
   EXPECT_NE(result.err.find("--priority must be normal, high, or urgent, got 'low'"),
             std::string::npos)
@@ -209,21 +210,21 @@ TEST_F(RunE2E, BadRlSettingsLaunchNothing) {
 TEST_F(RunE2E, PodmanStackRunsThroughThePodmanLauncher) {
   const auto example = source_dir() / "examples" / "podman-terminal";
   write_file(
-      m_dir / "pod" / "multinode-rl.toml",
+      m_dir / "weka" / "pod" / "multinode-rl.toml",
       std::regex_replace(read_file(example / "multinode-rl.toml"), std::regex("/weka"), mount()));
-  write_file(m_dir / "pod" / "run.yaml",
+  write_file(m_dir / "weka" / "pod" / "run.yaml",
              std::regex_replace(read_file(example / "run.yaml"), std::regex("/weka"), mount()) +
                  "  # test mount\n");
-  auto text = read_file(m_dir / "pod" / "run.yaml");
+  auto text = read_file(m_dir / "weka" / "pod" / "run.yaml");
   text = std::regex_replace(
       text, std::regex("  working_dir:"), "  mount_path: " + mount() + "\n  working_dir:");
-  write_file(m_dir / "pod" / "run.yaml", text);
-  auto result = run({"run", "preview", "pod/run.yaml"});
+  write_file(m_dir / "weka" / "pod" / "run.yaml", text);
+  auto result = run({"run", "preview", "weka/pod/run.yaml"});
   EXPECT_EQ(result.exit_code, 3);
   EXPECT_NE(result.err.find("unresolved environment variable in run YAML value '${REGISTRY}'"),
             std::string::npos)
       << result.err;
-  result = run({"run", "launch", "pod/run.yaml"}, {{"REGISTRY", "redis://registry-host:6379"}});
+  result = run({"run", "launch", "weka/pod/run.yaml"}, {{"REGISTRY", "redis://registry-host:6379"}});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const auto out = json::parse(result.out);
   EXPECT_EQ(out["service"]["experiment_name"], "primebeaker-podman-terminal-p16-fake");
