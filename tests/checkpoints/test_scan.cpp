@@ -382,6 +382,30 @@ TEST(CheckpointScan, StatCallsPerStepAreRanksPlusTwo) {
   EXPECT_EQ(result.listing.stats.directories_read, 2U + 25U);
 }
 
+// Large trees are listed by several workers; the result and the counts must not depend on it.
+TEST(CheckpointScan, ParallelListingMatchesTheRule) {
+  TempDir tmp;
+  CheckpointTree tree(tmp / "out");
+  std::vector<std::int64_t> expected;
+  for (int step = 1; step <= 400; ++step) {
+    const std::string name = "step_" + std::to_string(step);
+    tree.complete_step(name, 2);
+    if (step % 7 == 0) {
+      fs::remove(tree.shard(name, 1));
+    } else if (step % 11 == 0) {
+      tree.write_progress(name, "");
+    } else {
+      expected.push_back(step);
+    }
+  }
+  const auto result = scan(tree.output_dir(), 2);
+  EXPECT_EQ(result.complete(), expected);
+  EXPECT_EQ(result.listing.stats.directories_read, 2U + 400U);
+  // Four per step, minus the shards that are not there.
+  EXPECT_EQ(result.listing.stats.stat_calls, 400U * 4 - 400U / 7);
+  EXPECT_EQ(require_step(result.statuses, std::nullopt).step, 400);
+}
+
 TEST(CheckpointScan, ListingOneStepMatchesTheFullListing) {
   TempDir tmp;
   CheckpointTree tree(tmp / "out");

@@ -76,7 +76,8 @@ struct TreeListing {
 
 // Lists the checkpoint tree of `source` (only step `only_name` when given). Symlinks are
 // followed; a dangling one counts as missing. Throws pb::Error (exit 1) when the trainer root
-// is not a directory. Never opens a file for reading.
+// is not a directory. Never opens a file for reading. Large trees are listed by up to 4 worker
+// threads (PB_SCAN_WORKERS overrides, for benchmarks).
 TreeListing list_steps(const CheckpointSource &source,
                        const std::optional<std::string> &only_name = std::nullopt);
 

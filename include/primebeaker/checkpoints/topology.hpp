@@ -18,8 +18,8 @@ int expected_trainer_ranks(const toml::Document &document);
 
 // The checkpoint source of a TOML: `output_dir` (relative to `cwd`, as Prime-RL resolves it;
 // default "outputs"), `ckpt.output_dir` for the trainer root when set, the post-v0.8.0 run
-// directory (`output_dir/<run.name>`) when the TOML is of that generation. Reads directories
-// only (layout detection). Throws pb::Error (exit 3) for a bad TOML value.
+// directory (`output_dir/<run.name>`) when the TOML is of that generation. No I/O.
+// Throws pb::Error (exit 3) for a bad TOML value.
 CheckpointSource source_from_toml(const toml::Document &document, const std::filesystem::path &cwd);
 
 // True when the TOML is of the post-v0.8.0 generation (prime-rl-beaker.md §1.10: a [resume],
