@@ -496,7 +496,11 @@ proc::Argv probe_gateway_argv(const std::string &self, const RlEnv &env) {
   for (const auto &path : env.local_search_model_paths) {
     argv.insert(argv.end(), {"--model-path", path});
   }
-  argv.insert(argv.end(), {"--required-path", "/judge"});
+  argv.insert(argv.end(),
+              {"--required-path",
+               "/judge",
+               "--timeout",
+               fmt::format("{}", env.tuning.gateway_probe_timeout_seconds)});
   return argv;
 }
 

@@ -146,8 +146,14 @@ struct Replica {
   }
 
   // Runs one step to completion under supervision; other children ending are unexpected.
-  proc::ExitStatus run_step(const std::string &name, proc::SpawnSpec s) {
-    supervisor.start(name, std::move(s), ChildOptions{});
+  // `quiet` discards the step's stdout (the registry commands print JSON results).
+  proc::ExitStatus run_step(const std::string &name, proc::SpawnSpec s, bool quiet = false) {
+    ChildOptions options;
+    if (quiet) {
+      options.out = proc::Output::null();
+      options.err = proc::Output::inherit();
+    }
+    supervisor.start(name, std::move(s), options);
     std::optional<proc::ExitStatus> result;
     while (!result) {
       tick(tuning.poll_seconds, [&](const std::string &who, const proc::ExitStatus &status) {
@@ -217,6 +223,19 @@ struct Replica {
     return code;
   }
 };
+
+ChildOptions to_file(proc::Output output) {
+  ChildOptions options;
+  options.out = std::move(output);
+  return options;
+}
+
+ChildOptions tee_to(std::filesystem::path log, bool strip) {
+  ChildOptions options;
+  options.tee = std::move(log);
+  options.strip_rank_prefix = strip;
+  return options;
+}
 
 void require_programs(const EnvMap &env, const std::vector<std::string> &programs) {
   const auto it = env.find("PATH");
@@ -454,7 +473,8 @@ void rl_body(Replica &r,
 
   // Registry barrier (every replica).
   note(r.rank, "waiting for the registry {}", env.registry);
-  const auto redis = r.run_step("registry barrier", r.spec(wait_redis_argv(self, env, stop_file)));
+  const auto redis =
+      r.run_step("registry barrier", r.spec(wait_redis_argv(self, env, stop_file)), true);
   if (redis.code() != 0) {
     if (r.rendezvous.read("shutdown.requested")) {
       r.check_peers();
@@ -516,10 +536,9 @@ void rl_body(Replica &r,
     const std::string router_url = fmt::format("http://{}:{}/v1", address, runtime.router_port);
     r.rendezvous.publish("router.url", router_url + "\n");
     r.rendezvous.publish("admin.urls", text::join(admin_urls, " ") + "\n");
-    r.supervisor.start(
-        "vllm-router",
-        r.spec(router_argv(runtime, workers)),
-        {proc::Output::append_to(paths.logs / "inference" / "router.log"), {}, false});
+    r.supervisor.start("vllm-router",
+                       r.spec(router_argv(runtime, workers)),
+                       to_file(proc::Output::append_to(paths.logs / "inference" / "router.log")));
   }
 
   // Local inference servers, one per TP block of this node's slice.
@@ -537,7 +556,7 @@ void rl_body(Replica &r,
     r.supervisor.start(
         fmt::format("inference server {}", k),
         r.spec(inference_argv(paths.config_dir, port), extra),
-        {{}, paths.logs / "inference" / fmt::format("node_{}_rank{}.log", r.rank, k), false});
+        tee_to(paths.logs / "inference" / fmt::format("node_{}_rank{}.log", r.rank, k), false));
   }
   note(r.rank, "started {} inference server(s)", blocks.size());
 
@@ -554,12 +573,12 @@ void rl_body(Replica &r,
   r.supervisor.start(
       "gateway",
       r.spec(local_gateway_argv(env)),
-      {proc::Output::truncate_to(env.output_dir / "literegistry-gateway.log"), {}, false});
+      to_file(proc::Output::truncate_to(env.output_dir / "literegistry-gateway.log")));
   r.pause(env.tuning.gateway_settle_seconds);
   if (!env.required_services.empty()) {
     note(r.rank, "waiting for required services {}", env.required_services_json);
-    const auto barrier =
-        r.run_step("required-service barrier", r.spec(wait_services_argv(self, env, stop_file)));
+    const auto barrier = r.run_step(
+        "required-service barrier", r.spec(wait_services_argv(self, env, stop_file)), true);
     if (barrier.code() != 0) {
       throw failure(fmt::format("the required-service barrier failed ({}): expected {}",
                                 barrier.describe(),
@@ -568,7 +587,7 @@ void rl_body(Replica &r,
   }
   bool ready = false;
   for (int attempt = 1; attempt <= env.tuning.gateway_probe_attempts && !ready; ++attempt) {
-    const auto probe = r.run_step("gateway probe", r.spec(probe_gateway_argv(self, env)));
+    const auto probe = r.run_step("gateway probe", r.spec(probe_gateway_argv(self, env)), true);
     ready = probe.code() == 0;
     if (!ready && attempt < env.tuning.gateway_probe_attempts) {
       r.pause(env.tuning.gateway_probe_interval_seconds);
@@ -595,14 +614,14 @@ void rl_body(Replica &r,
   r.supervisor.start(
       "trainer",
       r.spec(trainer_argv(runtime, place.train_gpus, paths, master_addr), trainer_extra),
-      {{}, paths.logs / "trainer" / "node_0.log", true});
+      tee_to(paths.logs / "trainer" / "node_0.log", true));
   EnvMap orchestrator_extra = runtime.orchestrator_env;
   orchestrator_extra["WANDB_SHARED_LABEL"] = "orchestrator";
   r.supervisor.start(
       "orchestrator",
       r.spec(orchestrator_argv(runtime, paths, router_url, published_admin, master_addr),
              orchestrator_extra),
-      {proc::Output::truncate_to(paths.logs / "orchestrator.log"), {}, false});
+      to_file(proc::Output::truncate_to(paths.logs / "orchestrator.log")));
   note(r.rank, "trainer and orchestrator started");
   (void)process_env;
 
@@ -663,7 +682,7 @@ void sft_body(Replica &r, const SftEnv &env, const Paths &paths) {
   r.supervisor.start(
       "torchrun",
       r.spec(sft_torchrun_argv(env, runtime, paths, master_addr), runtime.trainer_env),
-      {{}, paths.logs / "trainer" / fmt::format("node_{}.log", r.rank), true});
+      tee_to(paths.logs / "trainer" / fmt::format("node_{}.log", r.rank), true));
   note(r.rank, "trainer started (node rank {} of {})", r.rank, env.total_nodes);
   for (;;) {
     r.tick(r.tuning.poll_seconds, [&](const std::string &who, const proc::ExitStatus &status) {

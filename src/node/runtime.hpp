@@ -69,6 +69,7 @@ struct ChildOptions {
   proc::Output out;                         // used unless tee is set
   std::optional<std::filesystem::path> tee; // append each line here and echo it to stdout
   bool strip_rank_prefix = false;
+  std::optional<proc::Output> err; // stderr (default: like stdout), unless tee is set
 };
 
 class Supervisor {

@@ -282,7 +282,7 @@ void Supervisor::start(const std::string &name, proc::SpawnSpec spec, const Chil
     spec.err = proc::Output::pipe();
   } else {
     spec.out = options.out;
-    spec.err = options.out;
+    spec.err = options.err.value_or(options.out);
   }
   spdlog::info("starting {}: {}", name, proc::argv_to_json(spec.argv));
   m->child = proc::Child::spawn(spec);

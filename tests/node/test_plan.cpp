@@ -261,7 +261,9 @@ TEST(NodeArgv, ChildrenAsLaunchMdSays) {
                             "--model-path",
                             "localsearch:bc-rl-v1",
                             "--required-path",
-                            "/judge"}));
+                            "/judge",
+                            "--timeout",
+                            "70"}));
 }
 
 TEST(NodeArgv, SftTorchrun) {
