@@ -702,6 +702,13 @@ void prepare_common(Replica &r,
                     const EnvMap &process_env,
                     const Paths &paths,
                     std::vector<std::filesystem::path> dirs) {
+  // Relative paths of the contract (OUTPUT_DIR as written in the TOML) are relative to it.
+  std::error_code cd_error;
+  std::filesystem::current_path(env.working_dir, cd_error);
+  if (cd_error) {
+    throw failure(fmt::format(
+        "cannot change to WORKING_DIR {}: {}", env.working_dir.string(), cd_error.message()));
+  }
   Signals::install();
   proc::become_subreaper();
   r.child_env = process_env;

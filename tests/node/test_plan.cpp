@@ -56,7 +56,7 @@ TEST(NodeEnv, ParsesTheRlContract) {
   EXPECT_EQ(env.required_services.at("judge"), 1);
   EXPECT_EQ(env.local_search_model_paths, std::vector<std::string>{"localsearch:bc-rl-v1"});
   EXPECT_FALSE(env.setup_command);
-  EXPECT_DOUBLE_EQ(env.tuning.poll_seconds, 1.0);
+  EXPECT_DOUBLE_EQ(env.tuning.poll_seconds, 0.5);
 }
 
 TEST(NodeEnv, MissingVariablesAreNamedWithExit2) {

@@ -18,7 +18,7 @@ using EnvMap = std::map<std::string, std::string>;
 
 // Timing knobs, from PRIMEBEAKER_NODE_* variables (docs/node.md) so tests can run fast.
 struct Tuning {
-  double poll_seconds = 1.0;           // rendezvous waits and the peer watcher
+  double poll_seconds = 0.5;           // rendezvous waits and the peer watcher
   double stop_grace_seconds = 15.0;    // SIGTERM -> SIGKILL for each child's process group
   double gateway_settle_seconds = 5.0; // before the first gateway liveness check
   int gateway_probe_attempts = 35;
