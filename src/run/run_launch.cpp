@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <csignal>
 #include <iostream>
 
 namespace pb::run {
@@ -25,9 +26,45 @@ std::string service_name(const OrderedJson &receipt) {
   return "(unnamed)";
 }
 
+volatile std::sig_atomic_t g_interrupted = 0;
+
+extern "C" void remember_signal(int signal) {
+  g_interrupted = signal;
+}
+
+// While alive, SIGINT and SIGTERM are remembered instead of killing us, so that an interrupted
+// RL submission (the beaker child dies with the terminal's signal) still rolls the services back.
+class InterruptGuard {
+public:
+  InterruptGuard() {
+    g_interrupted = 0;
+    struct sigaction action {};
+    action.sa_handler = remember_signal;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(SIGINT, &action, &m_old_int);
+    ::sigaction(SIGTERM, &action, &m_old_term);
+  }
+  ~InterruptGuard() {
+    ::sigaction(SIGINT, &m_old_int, nullptr);
+    ::sigaction(SIGTERM, &m_old_term, nullptr);
+  }
+  InterruptGuard(const InterruptGuard &) = delete;
+  InterruptGuard &operator=(const InterruptGuard &) = delete;
+  static int signal() { return g_interrupted; }
+
+private:
+  struct sigaction m_old_int {};
+  struct sigaction m_old_term {};
+};
+
 // Stops the service experiment after a failed RL submission and says so under the original
 // error, which keeps its message and exit code.
 [[noreturn]] void roll_back(Error error, const std::string &service_id, beaker::Client &beaker) {
+  if (const int signal = InterruptGuard::signal(); signal != 0) {
+    error = Error(signal == SIGTERM ? ExitCode::terminated : ExitCode::interrupted,
+                  fmt::format("interrupted while submitting RL ({})", error.what()),
+                  error.context());
+  }
   try {
     beaker.stop_experiment(service_id);
     error.add_context(fmt::format("stopped service experiment {} (rollback)", service_id));
@@ -96,8 +133,13 @@ OrderedJson run_launch(const RunConfig &config, const RunInputs &inputs, RunEffe
   spdlog::info("service experiment {} launched; submitting RL", service_id);
 
   OrderedJson rl;
+  const InterruptGuard guard;
   try {
     rl = launch::execute_submit(plan_rl(config, inputs, service_id), effects.launch);
+    if (InterruptGuard::signal() != 0) {
+      // Too late to take it back: the RL run exists and needs its services.
+      spdlog::warn("interrupted, but the RL experiment was already submitted; nothing was stopped");
+    }
   } catch (const Error &error) {
     roll_back(error, service_id, effects.beaker);
   } catch (const std::exception &error) {

@@ -21,6 +21,7 @@ case "$1 $2 $3" in
     if [ -n "$FAKE_SERVICE_RECEIPT" ]; then echo "$FAKE_SERVICE_RECEIPT";
     else echo '{"id": "01SERVICE", "jobs": [{"id": "01JOB"}]}'; fi ;;
   "experiment create --name")
+    if [ -n "$FAKE_RL_CREATE_INTERRUPT" ]; then kill -INT "$PPID"; exit 130; fi
     if [ -n "$FAKE_RL_CREATE_FAIL" ]; then echo "workspace quota exceeded" >&2; exit 1; fi
     echo "Experiment 01RL submitted" ;;
   "experiment stop "*)
@@ -160,6 +161,21 @@ TEST_F(RunE2E, FailedRlSubmissionStopsTheServiceExperiment) {
   EXPECT_TRUE(result.out.empty());
 }
 
+TEST_F(RunE2E, InterruptedRlSubmissionStillRollsBack) {
+  // The terminal's Ctrl-C reaches beaker and primebeaker alike; the fake beaker plays both.
+  const auto result =
+      run({"run", "launch", "weka/cfg/run.yaml"}, {{"FAKE_RL_CREATE_INTERRUPT", "1"}});
+  EXPECT_EQ(result.exit_code, 130) << result.err;
+  EXPECT_NE(result.err.find("primebeaker: error: interrupted while submitting RL"),
+            std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("stopped service experiment 01SERVICE (rollback)"), std::string::npos)
+      << result.err;
+  const auto calls = beaker_calls();
+  ASSERT_EQ(calls.size(), 3U);
+  EXPECT_EQ(calls[2], (std::vector<std::string>{"beaker", "experiment", "stop", "01SERVICE"}));
+}
+
 TEST_F(RunE2E, FailedStopIsReportedWithTheOriginalError) {
   const auto result = run({"run", "launch", "weka/cfg/run.yaml"},
                           {{"FAKE_RL_CREATE_FAIL", "1"}, {"FAKE_STOP_FAIL", "1"}});
@@ -224,7 +240,8 @@ TEST_F(RunE2E, PodmanStackRunsThroughThePodmanLauncher) {
   EXPECT_NE(result.err.find("unresolved environment variable in run YAML value '${REGISTRY}'"),
             std::string::npos)
       << result.err;
-  result = run({"run", "launch", "weka/pod/run.yaml"}, {{"REGISTRY", "redis://registry-host:6379"}});
+  result =
+      run({"run", "launch", "weka/pod/run.yaml"}, {{"REGISTRY", "redis://registry-host:6379"}});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const auto out = json::parse(result.out);
   EXPECT_EQ(out["service"]["experiment_name"], "primebeaker-podman-terminal-p16-fake");
