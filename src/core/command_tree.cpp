@@ -25,7 +25,7 @@ CLI::App& CommandTree::command(std::initializer_list<std::string_view> path,
     const bool last = depth == path.size();
     if (next == nullptr) {
       next = current->add_subcommand(key, last ? description : std::string());
-      next->fallthrough(false);
+      next->fallthrough(true); // root flags such as -v work after any subcommand
       current->require_subcommand(1);
     } else if (last && next->get_description().empty()) {
       next->description(description);

@@ -15,16 +15,17 @@ TEST(ReadApi, ExactTypesAndPositions) {
   EXPECT_FALSE(doc.root().find("a")->floating());
   EXPECT_EQ(doc.root().find("b")->floating(), 8.0);
   EXPECT_FALSE(doc.root().find("b")->integer());
-  const auto* gpus = doc.root().find_path({"deployment", "num_gpus"});
+  const auto *gpus = doc.root().find_path({"deployment", "num_gpus"});
   ASSERT_NE(gpus, nullptr);
   EXPECT_EQ(gpus->type(), Type::integer);
   EXPECT_EQ(doc.location(*gpus), "t.toml:4:12");
 }
 
 TEST(ReadApi, KeysResolveSemantically) {
-  for (const char* text : {"[a.b]\nc = 1\n", "[a]\nb.c = 1\n", "a.b.c = 1\n", "a = { b = { c = 1 } }\n"}) {
+  for (const char *text :
+       {"[a.b]\nc = 1\n", "[a]\nb.c = 1\n", "a.b.c = 1\n", "a = { b = { c = 1 } }\n"}) {
     const auto doc = Document::parse(text, "t.toml");
-    const auto* c = doc.root().find_path({"a", "b", "c"});
+    const auto *c = doc.root().find_path({"a", "b", "c"});
     ASSERT_NE(c, nullptr) << text;
     EXPECT_EQ(c->integer(), 1) << text;
   }
@@ -34,7 +35,7 @@ TEST(ReadApi, InvalidTomlNamesFileLineColumn) {
   try {
     Document::parse("a = 1\nb = \n", "bad.toml");
     FAIL() << "expected an error";
-  } catch (const pb::Error& e) {
+  } catch (const pb::Error &e) {
     EXPECT_EQ(e.code(), 3);
     EXPECT_EQ(std::string(e.what()).rfind("bad.toml:2:", 0), 0U) << e.what();
   }

@@ -39,7 +39,22 @@ enum class Type : std::uint8_t {
 // "date-local", "time-local", plus "array" and "table".
 std::string_view type_name(Type type);
 
+// The parts of a date/time value. Which parts are meaningful depends on the type: local dates
+// have no time, local times no date, only offset date-times an offset.
+struct DateTime {
+  int year = 0, month = 0, day = 0;
+  int hour = 0, minute = 0, second = 0;
+  std::uint32_t nanosecond = 0; // fractional digits past nanoseconds are truncated
+  int offset_minutes = 0;
+};
+
 class Value;
+namespace syntax {
+struct Tree;
+}
+namespace detail {
+struct Parsed;
+}
 using Member = std::pair<std::string, Value>;
 
 // One semantic value. Scalars keep their decoded value and their exact source spelling.
@@ -57,28 +72,30 @@ public:
 
   // Typed accessors: nullptr / nullopt when the value has another type. Integers are
   // never floats and floats never integers (`8` vs `8.0`).
-  const std::string* string() const;
+  const std::string *string() const;
   std::optional<std::int64_t> integer() const;
   std::optional<double> floating() const;
   std::optional<bool> boolean() const;
+  // Date/time parts of the four date/time types.
+  std::optional<DateTime> datetime() const;
   // The exact source text of a scalar (`0xFF`, `'lit'`, `1979-05-27 07:32:00Z`).
-  const std::string& raw() const { return m_raw; }
+  const std::string &raw() const { return m_raw; }
 
-  const std::vector<Value>* array() const;
-  const std::vector<Member>* table() const; // members in document order
-  const Value* find(std::string_view key) const; // direct member of a table
-  const Value* find_path(std::initializer_list<std::string_view> keys) const;
-  const Value* find_path(const std::vector<std::string>& keys) const;
+  const std::vector<Value> *array() const;
+  const std::vector<Member> *table() const;      // members in document order
+  const Value *find(std::string_view key) const; // direct member of a table
+  const Value *find_path(std::initializer_list<std::string_view> keys) const;
+  const Value *find_path(const std::vector<std::string> &keys) const;
 
   // Builders used by parsers.
-  std::vector<Value>& mutable_array();
-  std::vector<Member>& mutable_table();
-  Value* mutable_find(std::string_view key);
+  std::vector<Value> &mutable_array();
+  std::vector<Member> &mutable_table();
+  Value *mutable_find(std::string_view key);
   void set_position(Position position) { m_position = position; }
 
   // Semantic equality: same types, same decoded scalars (floats by value, nan == nan),
   // same members regardless of order. Positions and spellings are ignored.
-  friend bool semantically_equal(const Value& a, const Value& b);
+  friend bool semantically_equal(const Value &a, const Value &b);
 
 private:
   Type m_type = Type::table;
@@ -96,19 +113,27 @@ public:
   // Throws pb::Error (exit 3) "SOURCE:LINE:COL: message" when the text is not valid TOML 1.0.
   static Document parse(std::string text, std::string source_name);
   // Reads and parses a file ("-" is stdin). Missing or unreadable files are exit 3 as well.
-  static Document load(const std::filesystem::path& path);
+  static Document load(const std::filesystem::path &path);
 
-  const std::string& source_name() const { return m_source_name; }
-  const std::string& text() const { return m_text; }
-  const Value& root() const { return m_root; }
+  const std::string &source_name() const { return m_source_name; }
+  const std::string &text() const { return m_text; }
+  const Value &root() const { return m_root; }
 
   // "SOURCE:LINE:COL" of a value, or just "SOURCE" when it has no position; for messages.
-  std::string location(const Value& value) const;
+  std::string location(const Value &value) const;
+
+  // The lossless syntax tree (include <primebeaker/toml/syntax.hpp>); its tokens cover text().
+  const syntax::Tree &syntax() const;
+  // Concatenates the tokens of the syntax tree: equal to text() by construction.
+  std::string print() const;
+  // Internal model the edit API works on.
+  const detail::Parsed &parsed() const { return *m_parsed; }
 
 private:
   std::string m_source_name;
   std::string m_text;
   Value m_root;
+  std::shared_ptr<const detail::Parsed> m_parsed;
 };
 
 } // namespace pb::toml

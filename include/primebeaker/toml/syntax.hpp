@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: MIT
+// The concrete syntax tree of a TOML document. Every byte of the input belongs to exactly one
+// token, so concatenating the tokens gives the input back byte for byte. On top of the tokens,
+// the tree records the document's lines (key/value lines, headers, comments, blank lines) and
+// the byte spans of keys, values and comments that edits splice.
+#pragma once
+
+#include <primebeaker/toml/value.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pb::toml::syntax {
+
+inline constexpr std::uint32_t npos = UINT32_MAX;
+
+enum class TokenKind : std::uint8_t {
+  bom,
+  whitespace, // spaces and tabs
+  newline,    // LF or CRLF
+  comment,    // from '#' to the end of the line, newline excluded
+  bare_key,
+  basic_string,
+  literal_string,
+  multiline_basic_string,
+  multiline_literal_string,
+  integer,
+  floating,
+  boolean,
+  datetime, // any of the four date/time kinds
+  dot,
+  equals,
+  comma,
+  bracket_open,  // '[' or '[['
+  bracket_close, // ']' or ']]'
+  brace_open,
+  brace_close,
+};
+
+// A token covers text[begin, end).
+struct Token {
+  TokenKind kind;
+  std::uint32_t begin;
+  std::uint32_t end;
+};
+
+// A half-open byte range of the document text.
+struct Span {
+  std::uint32_t begin = 0;
+  std::uint32_t end = 0;
+};
+
+// One segment of a (possibly dotted) key, with its decoded name.
+struct KeySegment {
+  Span span;
+  std::string name;
+};
+
+// A value as written: a scalar, an array (children are value ids) or an inline table
+// (children are key/value ids). `commas` holds the offsets of the separating commas.
+struct ValueNode {
+  Type type = Type::string;
+  Span span;
+  std::vector<std::uint32_t> children;
+  std::vector<std::uint32_t> commas;
+};
+
+// `key = value`, either on a line of its own or an entry of an inline table.
+struct KeyValue {
+  std::vector<KeySegment> key;
+  Span key_span;
+  std::uint32_t equals = 0;
+  std::uint32_t value = npos; // ValueNode id
+  Span comment{npos, npos};   // same-line comment of a top-level key/value, if any
+  bool inline_entry = false;
+};
+
+// `[a.b]` or `[[a.b]]`; span covers the brackets.
+struct Header {
+  bool array = false;
+  std::vector<KeySegment> key;
+  Span span;
+  Span comment{npos, npos};
+};
+
+enum class LineKind : std::uint8_t { blank, comment, key_value, table, array_table };
+
+// A top-level line: [begin, end) including its newline (a key/value whose value spans lines
+// is one Line). content_end is where the newline starts (== end without a final newline).
+// The lines tile the document after the BOM.
+struct Line {
+  LineKind kind = LineKind::blank;
+  std::uint32_t item = npos; // KeyValue or Header id
+  std::uint32_t begin = 0;
+  std::uint32_t content_end = 0;
+  std::uint32_t end = 0;
+};
+
+struct Tree {
+  std::vector<Token> tokens;
+  std::vector<Line> lines;
+  std::vector<KeyValue> key_values;
+  std::vector<Header> headers;
+  std::vector<ValueNode> values;
+  std::uint32_t body_begin = 0; // 3 after a UTF-8 BOM, else 0
+  std::uint32_t crlf_newlines = 0;
+  std::uint32_t lf_newlines = 0;
+};
+
+} // namespace pb::toml::syntax

@@ -1,0 +1,437 @@
+// SPDX-License-Identifier: MIT
+#include "stores.hpp"
+
+#include <primebeaker/registry/records.hpp>
+
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+namespace pb::registry {
+namespace {
+
+void append_python_string(std::string &out, std::string_view text) {
+  static const char *const k_hex = "0123456789abcdef";
+  auto escape_unit = [&out](uint32_t unit) {
+    out += "\\u";
+    for (int shift = 12; shift >= 0; shift -= 4) {
+      out.push_back(k_hex[(unit >> shift) & 15]);
+    }
+  };
+  out.push_back('"');
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    switch (c) {
+    case '"':
+      out += "\\\"";
+      continue;
+    case '\\':
+      out += "\\\\";
+      continue;
+    case '\n':
+      out += "\\n";
+      continue;
+    case '\r':
+      out += "\\r";
+      continue;
+    case '\t':
+      out += "\\t";
+      continue;
+    case '\b':
+      out += "\\b";
+      continue;
+    case '\f':
+      out += "\\f";
+      continue;
+    default:
+      break;
+    }
+    if (c >= 0x20 && c < 0x7f) {
+      out.push_back(static_cast<char>(c));
+      continue;
+    }
+    if (c < 0x80) {
+      escape_unit(c);
+      continue;
+    }
+    // Decode one UTF-8 sequence (nlohmann already validated it) into a code point.
+    int extra = c >= 0xf0 ? 3 : c >= 0xe0 ? 2 : 1;
+    uint32_t code = c & (0x3f >> extra);
+    for (int k = 0; k < extra && i + 1 < text.size(); ++k) {
+      code = (code << 6) | (static_cast<unsigned char>(text[++i]) & 0x3f);
+    }
+    if (code >= 0x10000) {
+      code -= 0x10000;
+      escape_unit(0xd800 + (code >> 10));
+      escape_unit(0xdc00 + (code & 0x3ff));
+    } else {
+      escape_unit(code);
+    }
+  }
+  out.push_back('"');
+}
+
+// Python's float repr: shortest round-trip digits, scientific below 1e-4 and from 1e16.
+std::string python_float(double value) {
+  if (std::isnan(value)) {
+    return "NaN";
+  }
+  if (std::isinf(value)) {
+    return value > 0 ? "Infinity" : "-Infinity";
+  }
+  if (value == 0) {
+    return std::signbit(value) ? "-0.0" : "0.0";
+  }
+  std::array<char, 64> buffer{};
+  const auto result = std::to_chars(
+      buffer.data(), buffer.data() + buffer.size(), value, std::chars_format::scientific);
+  const std::string sci(buffer.data(), result.ptr);
+  const auto e = sci.find('e');
+  const bool negative = sci[0] == '-';
+  std::string digits;
+  for (size_t i = negative ? 1 : 0; i < e; ++i) {
+    if (sci[i] != '.') {
+      digits.push_back(sci[i]);
+    }
+  }
+  const int exponent = std::stoi(sci.substr(e + 1));
+  std::string out = negative ? "-" : "";
+  if (exponent >= -4 && exponent < 16) {
+    if (exponent < 0) {
+      out += "0." + std::string(static_cast<size_t>(-exponent - 1), '0') + digits;
+    } else if (static_cast<int>(digits.size()) <= exponent + 1) {
+      out += digits + std::string(static_cast<size_t>(exponent + 1) - digits.size(), '0') + ".0";
+    } else {
+      out += digits.substr(0, static_cast<size_t>(exponent) + 1) + "." +
+             digits.substr(static_cast<size_t>(exponent) + 1);
+    }
+    return out;
+  }
+  out += digits.substr(0, 1);
+  if (digits.size() > 1) {
+    out += "." + digits.substr(1);
+  }
+  const int magnitude = std::abs(exponent);
+  out += exponent < 0 ? "e-" : "e+";
+  if (magnitude < 10) {
+    out += "0";
+  }
+  out += std::to_string(magnitude);
+  return out;
+}
+
+void append_python_json(std::string &out,
+                        const nlohmann::ordered_json &value,
+                        std::string_view item_sep,
+                        std::string_view key_sep) {
+  switch (value.type()) {
+  case nlohmann::ordered_json::value_t::object: {
+    out.push_back('{');
+    bool first = true;
+    for (auto it = value.begin(); it != value.end(); ++it) {
+      if (!first) {
+        out += item_sep;
+      }
+      first = false;
+      append_python_string(out, it.key());
+      out += key_sep;
+      append_python_json(out, it.value(), item_sep, key_sep);
+    }
+    out.push_back('}');
+    return;
+  }
+  case nlohmann::ordered_json::value_t::array: {
+    out.push_back('[');
+    bool first = true;
+    for (const auto &item : value) {
+      if (!first) {
+        out += item_sep;
+      }
+      first = false;
+      append_python_json(out, item, item_sep, key_sep);
+    }
+    out.push_back(']');
+    return;
+  }
+  case nlohmann::ordered_json::value_t::string:
+    append_python_string(out, value.get_ref<const std::string &>());
+    return;
+  case nlohmann::ordered_json::value_t::number_float:
+    out += python_float(value.get<double>());
+    return;
+  default:
+    out += value.dump(); // integers, booleans, null: the same spelling in Python
+    return;
+  }
+}
+
+// Sorts object keys at every level (json.dumps(sort_keys=True)); nlohmann::json's std::map
+// orders by bytes, which for UTF-8 is code point order, as Python sorts.
+nlohmann::ordered_json sorted(const nlohmann::ordered_json &value) {
+  if (value.is_object()) {
+    std::map<std::string, nlohmann::ordered_json> items;
+    for (auto it = value.begin(); it != value.end(); ++it) {
+      items.emplace(it.key(), sorted(it.value()));
+    }
+    nlohmann::ordered_json out = nlohmann::ordered_json::object();
+    for (auto &[key, item] : items) {
+      out[key] = std::move(item);
+    }
+    return out;
+  }
+  if (value.is_array()) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (const auto &item : value) {
+      out.push_back(sorted(item));
+    }
+    return out;
+  }
+  return value;
+}
+
+bool is_number(const nlohmann::ordered_json &value) {
+  return value.is_number() && !value.is_boolean();
+}
+
+// ---- SHA-256 (FIPS 180-4), small and dependency-free ----
+constexpr std::array<uint32_t, 64> k_round = {
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
+
+uint32_t rotr(uint32_t x, int n) {
+  return (x >> n) | (x << (32 - n));
+}
+
+void sha256_block(std::array<uint32_t, 8> &h, const unsigned char *block) {
+  std::array<uint32_t, 64> w{};
+  for (int i = 0; i < 16; ++i) {
+    w[i] = (uint32_t{block[4 * i]} << 24) | (uint32_t{block[4 * i + 1]} << 16) |
+           (uint32_t{block[4 * i + 2]} << 8) | uint32_t{block[4 * i + 3]};
+  }
+  for (int i = 16; i < 64; ++i) {
+    const uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
+    const uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
+    w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+  }
+  auto v = h;
+  for (int i = 0; i < 64; ++i) {
+    const uint32_t s1 = rotr(v[4], 6) ^ rotr(v[4], 11) ^ rotr(v[4], 25);
+    const uint32_t ch = (v[4] & v[5]) ^ (~v[4] & v[6]);
+    const uint32_t t1 = v[7] + s1 + ch + k_round[i] + w[i];
+    const uint32_t s0 = rotr(v[0], 2) ^ rotr(v[0], 13) ^ rotr(v[0], 22);
+    const uint32_t maj = (v[0] & v[1]) ^ (v[0] & v[2]) ^ (v[1] & v[2]);
+    const uint32_t t2 = s0 + maj;
+    v = {t1 + t2, v[0], v[1], v[2], v[3] + t1, v[4], v[5], v[6]};
+  }
+  for (int i = 0; i < 8; ++i) {
+    h[i] += v[i];
+  }
+}
+
+} // namespace
+
+bool ServerRecord::live_at(double now, double window_seconds) const {
+  return now - last_heartbeat <= window_seconds;
+}
+
+ServerRecord make_server_record(const std::string &server_id,
+                                const std::string &host,
+                                int port,
+                                const std::string &uri,
+                                double last_heartbeat,
+                                nlohmann::ordered_json metadata) {
+  ServerRecord record;
+  record.server_id = server_id;
+  record.host = host;
+  record.port = port;
+  record.uri = uri;
+  record.last_heartbeat = last_heartbeat;
+  if (!metadata.is_object()) {
+    metadata = nlohmann::ordered_json::object();
+  }
+  const auto model_path = metadata.find("model_path");
+  record.service = model_path != metadata.end() && model_path->is_string()
+                       ? model_path->get<std::string>()
+                       : "default";
+  record.fields = nlohmann::ordered_json::object();
+  record.fields["server_id"] = server_id;
+  record.fields["host"] = host;
+  record.fields["port"] = port;
+  record.fields["last_heartbeat"] = last_heartbeat;
+  record.fields["metadata"] = std::move(metadata);
+  record.fields["status"] = "active";
+  record.fields["uri"] = uri;
+  return record;
+}
+
+std::optional<ServerRecord> decode_server_record(std::string_view key, std::string_view bytes) {
+  auto parsed = nlohmann::ordered_json::parse(bytes, nullptr, false);
+  if (parsed.is_discarded() || !parsed.is_object()) {
+    return std::nullopt;
+  }
+  const auto heartbeat = parsed.find("last_heartbeat");
+  if (heartbeat == parsed.end() || !is_number(*heartbeat) ||
+      !std::isfinite(heartbeat->get<double>())) {
+    return std::nullopt;
+  }
+  ServerRecord record;
+  record.last_heartbeat = heartbeat->get<double>();
+  const auto text_field = [&parsed](const char *name) -> std::string {
+    const auto it = parsed.find(name);
+    return it != parsed.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  record.server_id = text_field("server_id");
+  if (record.server_id.empty() && key.substr(0, k_server_prefix.size()) == k_server_prefix) {
+    record.server_id = std::string(key.substr(k_server_prefix.size()));
+  }
+  record.host = text_field("host");
+  record.uri = text_field("uri");
+  if (const auto port = parsed.find("port"); port != parsed.end() && is_number(*port)) {
+    record.port = port->get<double>();
+  }
+  record.service = "default";
+  if (const auto metadata = parsed.find("metadata");
+      metadata != parsed.end() && metadata->is_object()) {
+    if (const auto model = metadata->find("model_path");
+        model != metadata->end() && model->is_string()) {
+      record.service = model->get<std::string>();
+    }
+  }
+  record.fields = std::move(parsed);
+  return record;
+}
+
+std::string encode_server_record(const ServerRecord &record) {
+  auto fields = record.fields.is_object() ? record.fields : nlohmann::ordered_json::object();
+  // The typed members win over stale copies in `fields` (a heartbeat changes last_heartbeat).
+  fields["last_heartbeat"] = record.last_heartbeat;
+  return python_json(fields);
+}
+
+std::string EndpointRecord::key() const {
+  return "endpoint_" + name + "_" + sha256_hex(publisher_id);
+}
+
+std::string encode_endpoint_record(const EndpointRecord &record) {
+  nlohmann::ordered_json value = nlohmann::ordered_json::object();
+  value["metadata"] =
+      record.metadata.is_object() ? record.metadata : nlohmann::ordered_json::object();
+  value["name"] = record.name;
+  value["published_at"] = record.published_at;
+  value["publisher_id"] = record.publisher_id;
+  value["schema_version"] = 1;
+  std::string uri = record.uri;
+  while (!uri.empty() && uri.back() == '/') {
+    uri.pop_back();
+  }
+  value["uri"] = uri;
+  return python_json(sorted(value), ",", ":");
+}
+
+bool valid_endpoint_name(std::string_view name) {
+  if (name.empty() || name.size() > 128 || std::isalnum(static_cast<unsigned char>(name[0])) == 0) {
+    return false;
+  }
+  for (const char c : name) {
+    if (std::isalnum(static_cast<unsigned char>(c)) == 0 && c != '_' && c != '.' && c != '-') {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::optional<EndpointRecord> decode_endpoint_record(std::string_view bytes,
+                                                     std::string_view expected_name) {
+  const auto parsed = nlohmann::ordered_json::parse(bytes, nullptr, false);
+  if (parsed.is_discarded() || !parsed.is_object()) {
+    return std::nullopt;
+  }
+  const auto version = parsed.find("schema_version");
+  if (version == parsed.end() || !version->is_number_integer() || version->get<int64_t>() != 1) {
+    return std::nullopt;
+  }
+  const auto get_string = [&parsed](const char *name) -> std::optional<std::string> {
+    const auto it = parsed.find(name);
+    if (it == parsed.end() || !it->is_string()) {
+      return std::nullopt;
+    }
+    return it->get<std::string>();
+  };
+  EndpointRecord record;
+  const auto name = get_string("name");
+  const auto uri = get_string("uri");
+  const auto publisher = get_string("publisher_id");
+  if (!name || !uri || !publisher || *name != expected_name || !valid_endpoint_name(*name) ||
+      publisher->empty() || uri->empty() || uri->find_first_of(" \t\r\n") != std::string::npos ||
+      uri->find("://") == std::string::npos || uri->find("://") + 3 >= uri->size()) {
+    return std::nullopt;
+  }
+  const auto published = parsed.find("published_at");
+  if (published == parsed.end() || !is_number(*published)) {
+    return std::nullopt;
+  }
+  record.name = *name;
+  record.uri = *uri;
+  record.publisher_id = *publisher;
+  record.published_at = published->get<double>();
+  if (const auto metadata = parsed.find("metadata");
+      metadata != parsed.end() && metadata->is_object()) {
+    record.metadata = *metadata;
+  }
+  return record;
+}
+
+std::string python_json(const nlohmann::ordered_json &value,
+                        std::string_view item_separator,
+                        std::string_view key_separator) {
+  std::string out;
+  append_python_json(out, value, item_separator, key_separator);
+  return out;
+}
+
+std::string sha256_hex(std::string_view data) {
+  std::array<uint32_t, 8> h = {0x6a09e667,
+                               0xbb67ae85,
+                               0x3c6ef372,
+                               0xa54ff53a,
+                               0x510e527f,
+                               0x9b05688c,
+                               0x1f83d9ab,
+                               0x5be0cd19};
+  std::string message(data);
+  const uint64_t bit_length = static_cast<uint64_t>(data.size()) * 8;
+  message.push_back(static_cast<char>(0x80));
+  while (message.size() % 64 != 56) {
+    message.push_back('\0');
+  }
+  for (int shift = 56; shift >= 0; shift -= 8) {
+    message.push_back(static_cast<char>((bit_length >> shift) & 0xff));
+  }
+  for (size_t offset = 0; offset < message.size(); offset += 64) {
+    sha256_block(h, reinterpret_cast<const unsigned char *>(message.data() + offset));
+  }
+  static const char *const k_hex = "0123456789abcdef";
+  std::string out;
+  for (const uint32_t word : h) {
+    for (int shift = 28; shift >= 0; shift -= 4) {
+      out.push_back(k_hex[(word >> shift) & 15]);
+    }
+  }
+  return out;
+}
+
+} // namespace pb::registry
+
+namespace pb::registry::detail {
+std::string python_float_text(double value) {
+  return python_float(value);
+}
+} // namespace pb::registry::detail

@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: MIT
+// `primebeaker toml get|set|unset|check`.
+#include <primebeaker/core/command_tree.hpp>
+#include <primebeaker/core/error.hpp>
+#include <primebeaker/core/fs.hpp>
+#include <primebeaker/core/json.hpp>
+#include <primebeaker/toml/edit.hpp>
+#include <primebeaker/toml/format.hpp>
+#include <primebeaker/toml/value.hpp>
+
+#include <fmt/format.h>
+
+#include <sys/stat.h>
+
+#include <iostream>
+
+namespace pb::toml {
+namespace {
+
+struct GetOptions {
+  std::string file;
+  std::string key;
+  std::string format = "value";
+};
+
+struct EditOptions {
+  std::string file;
+  std::string key;
+  std::string value;
+  bool string = false;
+  std::string type;
+  std::string value_file;
+  bool dry_run = false;
+  std::string output;
+  bool if_exists = false;
+  bool prune = false;
+};
+
+struct CheckOptions {
+  std::vector<std::string> files;
+};
+
+void run_get(const GetOptions &o) {
+  const Document doc = Document::load(o.file);
+  const KeyPath path = KeyPath::parse(o.key);
+  const bool many = std::any_of(path.steps.begin(), path.steps.end(), [](const PathStep &s) {
+    return s.kind == PathStep::Kind::all;
+  });
+  if (o.format == "toml") {
+    std::cout << source_text(doc, path);
+    return;
+  }
+  const auto values = lookup(doc, path);
+  if (o.format == "value") {
+    for (const Value *value : values) {
+      std::cout << to_value_text(*value);
+    }
+    return;
+  }
+  const bool tagged = o.format == "tagged-json";
+  auto convert = [tagged](const Value &v) { return tagged ? to_tagged_json(v) : to_json(v); };
+  if (!many) {
+    print_json(std::cout, convert(*values.front()));
+    return;
+  }
+  OrderedJson list = OrderedJson::array();
+  for (const Value *value : values) {
+    list.push_back(convert(*value));
+  }
+  print_json(std::cout, list);
+}
+
+std::optional<Type> parse_type(std::string_view name) {
+  static constexpr std::pair<std::string_view, Type> names[] = {
+      {"string", Type::string},
+      {"integer", Type::integer},
+      {"float", Type::floating},
+      {"boolean", Type::boolean},
+      {"bool", Type::boolean},
+      {"datetime", Type::offset_datetime},
+      {"datetime-local", Type::local_datetime},
+      {"date-local", Type::local_date},
+      {"time-local", Type::local_time},
+      {"array", Type::array},
+      {"table", Type::table},
+  };
+  for (const auto &[n, t] : names) {
+    if (n == name) {
+      return t;
+    }
+  }
+  return std::nullopt;
+}
+
+// Refuses in-place edits of files nobody may write (root could, but the mode says "don't").
+void check_writable(const std::string &path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return; // write_file_atomic reports it
+  }
+  if ((st.st_mode & 0222) == 0) {
+    throw failure(
+        fmt::format("{} is read-only (mode {:04o}); nothing written", path, st.st_mode & 07777));
+  }
+}
+
+void emit(const EditOptions &o, const Document &before, const std::string &after) {
+  if (o.dry_run) {
+    std::cout << unified_diff(before.text(), after, o.file == "-" ? "<stdin>" : o.file);
+    return;
+  }
+  const std::string target = !o.output.empty() ? o.output : o.file;
+  if (target == "-") {
+    std::cout << after;
+    return;
+  }
+  if (o.output.empty() || o.output == o.file) {
+    check_writable(target);
+  }
+  fs::write_file_atomic(target, after);
+}
+
+void run_set(const EditOptions &o) {
+  const bool has_value = !o.value.empty() || o.string;
+  if (!o.value_file.empty() && !o.value.empty()) {
+    throw usage_error("give VALUE or --value-file, not both");
+  }
+  if (o.value_file.empty() && !has_value) {
+    throw usage_error("missing VALUE (or --value-file FILE)");
+  }
+  const Document doc = Document::load(o.file);
+  std::string value = o.value;
+  if (!o.value_file.empty()) {
+    if (o.value_file == "-" && o.file == "-") {
+      throw usage_error("FILE and --value-file cannot both be stdin");
+    }
+    value = fs::read_file(o.value_file);
+  }
+  const std::string literal = o.string ? quote_string(value) : value;
+  if (!o.type.empty()) {
+    const auto expected = parse_type(o.type);
+    if (!expected) {
+      throw usage_error(fmt::format(
+          "--type {}: expected string, integer, float, boolean, datetime, datetime-local, "
+          "date-local, time-local, array or table",
+          o.type));
+    }
+    const Value parsed = parse_value_literal(literal);
+    if (parsed.type() != *expected) {
+      throw usage_error(fmt::format(
+          "value '{}' is {}, not {} (--type)", value, type_name(parsed.type()), o.type));
+    }
+  }
+  emit(o, doc, set(doc, o.key, literal));
+}
+
+void run_unset(const EditOptions &o) {
+  const Document doc = Document::load(o.file);
+  emit(o, doc, unset(doc, o.key, {o.if_exists, o.prune}));
+}
+
+void run_check(const CheckOptions &o) {
+  int invalid = 0;
+  for (const auto &file : o.files) {
+    try {
+      (void)Document::load(file);
+    } catch (const Error &e) {
+      ++invalid;
+      std::cerr << e.what() << '\n';
+    }
+  }
+  if (invalid > 0) {
+    throw Error(ExitCode::bad_input, "");
+  }
+}
+
+} // namespace
+
+void register_commands(cli::CommandTree &tree) {
+  tree.command({"toml"}, "Read and edit TOML files, keeping every byte an edit does not touch");
+
+  auto &get_cmd = tree.command({"toml", "get"}, "Print the value at a key path");
+  auto &g = tree.make_options<GetOptions>();
+  get_cmd.add_option("FILE", g.file, "TOML file ('-' for stdin)")->required();
+  get_cmd
+      .add_option("KEY",
+                  g.key,
+                  "key path: a.b, \"a.b\".c, bin[0].name, deps[-1], x[*]; '.' is "
+                  "the whole document")
+      ->required();
+  get_cmd
+      .add_option(cli::flag("format"),
+                  g.format,
+                  "value (default), toml (exact source bytes), json, tagged-json (toml-test)")
+      ->check(CLI::IsMember({"value", "toml", "json", "tagged-json"}));
+  get_cmd.callback([&g] { run_get(g); });
+
+  auto &set_cmd = tree.command({"toml", "set"}, "Set a key to a value, editing the file in place");
+  auto &s = tree.make_options<EditOptions>();
+  set_cmd.add_option("FILE", s.file, "TOML file ('-': read stdin, print the result)")->required();
+  set_cmd
+      .add_option("KEY",
+                  s.key,
+                  "key path: a.b, \"a.b\".c, bin[0].name, deps[+] (append), "
+                  "deps[-1] (last)")
+      ->required();
+  set_cmd.add_option("VALUE",
+                     s.value,
+                     "a TOML value literal: 8080, 3.5, true, '\"text\"', '[1, 2]', '{ a = 1 }', "
+                     "1979-05-27 (with -s: plain text stored as a string)");
+  set_cmd.add_flag(cli::flag("string", "-s"), s.string, "store VALUE as a string");
+  set_cmd.add_option(cli::flag("type"),
+                     s.type,
+                     "assert the value's type: string, integer, float, boolean, datetime, "
+                     "datetime-local, date-local, time-local, array, table");
+  set_cmd.add_option(cli::flag("value-file"), s.value_file, "read VALUE from a file ('-': stdin)");
+  set_cmd.add_flag(cli::flag("dry-run"), s.dry_run, "print a unified diff, write nothing");
+  set_cmd.add_option(cli::flag("output", "-o"),
+                     s.output,
+                     "write the result here instead of in place ('-': stdout)");
+  set_cmd.callback([&s] { run_set(s); });
+
+  auto &unset_cmd = tree.command({"toml", "unset"}, "Remove a key and the comments it owns");
+  auto &u = tree.make_options<EditOptions>();
+  unset_cmd.add_option("FILE", u.file, "TOML file ('-': read stdin, print the result)")->required();
+  unset_cmd.add_option("KEY", u.key, "key path (see `toml set --help`)")->required();
+  unset_cmd.add_flag(cli::flag("if-exists"), u.if_exists, "a missing key is not an error");
+  unset_cmd.add_flag(cli::flag("prune"), u.prune, "also remove [tables] left empty");
+  unset_cmd.add_flag(cli::flag("dry-run"), u.dry_run, "print a unified diff, write nothing");
+  unset_cmd.add_option(cli::flag("output", "-o"),
+                       u.output,
+                       "write the result here instead of in place ('-': stdout)");
+  unset_cmd.callback([&u] { run_unset(u); });
+
+  auto &check_cmd = tree.command({"toml", "check"},
+                                 "Validate TOML files; prints FILE:LINE:COL: message per invalid "
+                                 "file and exits 3");
+  auto &c = tree.make_options<CheckOptions>();
+  check_cmd.add_option("FILE", c.files, "TOML files ('-' for stdin)")->required();
+  check_cmd.callback([&c] { run_check(c); });
+}
+
+} // namespace pb::toml

@@ -1,0 +1,1200 @@
+// SPDX-License-Identifier: MIT
+// The lossless TOML 1.0 parser: one pass over the text that emits a token for every byte,
+// records lines, keys and values with their byte spans, and builds the semantic model with
+// TOML's definition rules (no table defined twice, no extending inline tables or static arrays,
+// dotted keys never reopening a table defined elsewhere).
+#include "model.hpp"
+
+#include <primebeaker/core/error.hpp>
+#include <primebeaker/core/fs.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace pb::toml {
+namespace detail {
+
+Node *Node::find(std::string_view key) const {
+  if (m_index) {
+    const auto it = m_index->find(key);
+    return it == m_index->end() ? nullptr : it->second;
+  }
+  for (Node *child : children) {
+    if (child->name == key) {
+      return child;
+    }
+  }
+  return nullptr;
+}
+
+void Node::add(Node *child) {
+  child->parent = this;
+  children.push_back(child);
+  if (type != Type::table) {
+    return;
+  }
+  // Linear search is fastest for small tables; big ones (500 sibling tables) get a hash index
+  // so that building stays linear.
+  constexpr std::size_t index_from = 12;
+  if (m_index) {
+    m_index->emplace(child->name, child);
+  } else if (children.size() >= index_from) {
+    m_index = std::make_unique<std::unordered_map<std::string_view, Node *>>();
+    m_index->reserve(children.size() * 2);
+    for (Node *c : children) {
+      m_index->emplace(c->name, c);
+    }
+  }
+}
+
+Position Parsed::position(std::uint32_t offset) const {
+  const auto it = std::upper_bound(line_starts.begin(), line_starts.end(), offset);
+  const auto line = static_cast<std::uint32_t>(it - line_starts.begin());
+  std::uint32_t column = offset - line_starts[line - 1] + 1;
+  if (line == 1 && tree.body_begin > 0 && column > tree.body_begin) {
+    column -= tree.body_begin; // the BOM is not a column
+  }
+  return {line, column};
+}
+
+Position Parsed::position_of(const Node &node) const {
+  if (node.value != npos) {
+    return position(tree.values[node.value].span.begin);
+  }
+  if (node.header != npos) {
+    return position(tree.headers[node.header].span.begin);
+  }
+  if (node.origin == Origin::array_of_tables && !node.children.empty()) {
+    return position_of(*node.children.front());
+  }
+  if (node.name_offset != npos) {
+    return position(node.name_offset);
+  }
+  return {};
+}
+
+namespace {
+
+using syntax::KeySegment;
+using syntax::KeyValue;
+using syntax::Line;
+using syntax::LineKind;
+using syntax::Span;
+using syntax::TokenKind;
+
+constexpr int max_depth = 256;
+
+bool is_bare_key_char(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '-';
+}
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+bool is_hex(char c) {
+  return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+bool is_word_char(char c) {
+  return is_bare_key_char(c) || c == '.' || c == '+' || c == ':';
+}
+
+// Offset of the first byte that is not well-formed UTF-8, or npos.
+std::uint32_t invalid_utf8_at(std::string_view s) {
+  const auto *b = reinterpret_cast<const unsigned char *>(s.data());
+  const std::size_t n = s.size();
+  std::size_t i = 0;
+  while (i < n) {
+    const unsigned char c = b[i];
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    std::size_t len = 0;
+    std::uint32_t cp = 0;
+    if ((c & 0xE0) == 0xC0) {
+      len = 2;
+      cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      len = 3;
+      cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      len = 4;
+      cp = c & 0x07;
+    } else {
+      return static_cast<std::uint32_t>(i);
+    }
+    if (i + len > n) {
+      return static_cast<std::uint32_t>(i);
+    }
+    for (std::size_t k = 1; k < len; ++k) {
+      if ((b[i + k] & 0xC0) != 0x80) {
+        return static_cast<std::uint32_t>(i);
+      }
+      cp = (cp << 6) | (b[i + k] & 0x3F);
+    }
+    const bool overlong =
+        (len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000);
+    if (overlong || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+      return static_cast<std::uint32_t>(i);
+    }
+    i += len;
+  }
+  return npos;
+}
+
+void append_utf8(std::string &out, std::uint32_t cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+std::string_view article_type(const Node &node) {
+  switch (node.type) {
+  case Type::table:
+    return "a table";
+  case Type::array:
+    return node.origin == Origin::array_of_tables ? "an array of tables" : "an array";
+  case Type::string:
+    return "a string";
+  case Type::integer:
+    return "an integer";
+  case Type::floating:
+    return "a float";
+  case Type::boolean:
+    return "a boolean";
+  default:
+    return "a date/time";
+  }
+}
+
+class Parser {
+public:
+  Parser(std::string_view text, Parsed &out)
+      : s(text), n(static_cast<std::uint32_t>(text.size())), m_out(out), t(out.tree) {}
+
+  void run() {
+    if (s.size() >= UINT32_MAX - 1) {
+      fail(0, "file too large");
+    }
+    index_lines();
+    if (const auto bad = invalid_utf8_at(s); bad != npos) {
+      fail(bad, "invalid UTF-8");
+    }
+    t.tokens.reserve(n / 4 + 16);
+    m_out.root = make(Type::table, Origin::root);
+    m_current = m_out.root;
+    if (s.substr(0, 3) == "\xEF\xBB\xBF") {
+      p = 3;
+      emit(TokenKind::bom, 0);
+      t.body_begin = 3;
+    }
+    while (p < n) {
+      top_level_line();
+    }
+    m_out.key_value_line.assign(t.key_values.size(), npos);
+    m_out.header_line.assign(t.headers.size(), npos);
+    for (std::uint32_t i = 0; i < t.lines.size(); ++i) {
+      const auto &line = t.lines[i];
+      if (line.kind == LineKind::key_value) {
+        m_out.key_value_line[line.item] = i;
+      } else if (line.kind == LineKind::table || line.kind == LineKind::array_table) {
+        m_out.header_line[line.item] = i;
+      }
+    }
+  }
+
+private:
+  std::string_view s;
+  std::uint32_t n;
+  std::uint32_t p = 0;
+  Parsed &m_out;
+  syntax::Tree &t;
+  Node *m_current = nullptr;
+  std::int32_t m_section = 0;
+  std::int32_t m_section_seq = 0;
+
+  [[noreturn]] void fail(std::uint32_t at, std::string message) {
+    throw ParseFailure{std::min(at, n), std::move(message)};
+  }
+
+  void index_lines() {
+    auto &starts = m_out.line_starts;
+    starts.reserve(n / 24 + 2);
+    starts.push_back(0);
+    const char *data = s.data();
+    const char *end = data + n;
+    for (const char *c = data; (c = static_cast<const char *>(std::memchr(c, '\n', end - c)));
+         ++c) {
+      starts.push_back(static_cast<std::uint32_t>(c - data + 1));
+    }
+  }
+
+  std::string position_text(const Node &node) const {
+    const Position pos = m_out.position_of(node);
+    if (pos.line == 0) {
+      return {};
+    }
+    return fmt::format(" (at line {}, column {})", pos.line, pos.column);
+  }
+
+  Node *make(Type type, Origin origin) {
+    Node &node = m_out.nodes.emplace_back();
+    node.type = type;
+    node.origin = origin;
+    return &node;
+  }
+
+  char peek(std::uint32_t k = 0) const { return p + k < n ? s[p + k] : '\0'; }
+  bool at(std::string_view word) const { return s.substr(p, word.size()) == word; }
+  void emit(TokenKind kind, std::uint32_t begin) { t.tokens.push_back({kind, begin, p}); }
+
+  void skip_ws() {
+    const std::uint32_t b = p;
+    while (p < n && (s[p] == ' ' || s[p] == '\t')) {
+      ++p;
+    }
+    if (p > b) {
+      emit(TokenKind::whitespace, b);
+    }
+  }
+
+  bool newline() {
+    const std::uint32_t b = p;
+    if (peek() == '\n') {
+      ++p;
+      ++t.lf_newlines;
+    } else if (peek() == '\r') {
+      if (peek(1) != '\n') {
+        fail(p, "carriage return not followed by a line feed");
+      }
+      p += 2;
+      ++t.crlf_newlines;
+    } else {
+      return false;
+    }
+    emit(TokenKind::newline, b);
+    return true;
+  }
+
+  void comment() {
+    const std::uint32_t b = p++;
+    while (p < n) {
+      const auto c = static_cast<unsigned char>(s[p]);
+      if (c == '\n' || (c == '\r' && peek(1) == '\n')) {
+        break;
+      }
+      if ((c < 0x20 && c != '\t') || c == 0x7F) {
+        fail(p, "control character in a comment");
+      }
+      ++p;
+    }
+    emit(TokenKind::comment, b);
+  }
+
+  void top_level_line() {
+    Line line;
+    line.begin = p;
+    skip_ws();
+    const char c = peek();
+    Span *comment_span = nullptr;
+    if (p >= n || c == '\n' || c == '\r') {
+      line.kind = LineKind::blank;
+    } else if (c == '#') {
+      line.kind = LineKind::comment;
+      comment();
+    } else if (c == '[') {
+      line.item = header();
+      line.kind = t.headers[line.item].array ? LineKind::array_table : LineKind::table;
+      comment_span = nullptr;
+    } else {
+      line.kind = LineKind::key_value;
+      line.item = key_value(m_current, 0, false);
+    }
+    if (line.kind == LineKind::table || line.kind == LineKind::array_table ||
+        line.kind == LineKind::key_value) {
+      skip_ws();
+      if (peek() == '#') {
+        const std::uint32_t b = p;
+        comment();
+        if (line.kind == LineKind::key_value) {
+          comment_span = &t.key_values[line.item].comment;
+        } else {
+          comment_span = &t.headers[line.item].comment;
+        }
+        *comment_span = {b, p};
+      }
+    }
+    line.content_end = p;
+    if (p < n && !newline()) {
+      fail(p,
+           line.kind == LineKind::key_value ? "expected a newline or a comment after the value"
+                                            : "expected a newline or a comment after the header");
+    }
+    line.end = p;
+    t.lines.push_back(line);
+  }
+
+  // A simple key: bare, "basic" or 'literal'.
+  KeySegment simple_key() {
+    KeySegment seg;
+    seg.span.begin = p;
+    const char c = peek();
+    if (is_bare_key_char(c)) {
+      while (p < n && is_bare_key_char(s[p])) {
+        ++p;
+      }
+      seg.name.assign(s.substr(seg.span.begin, p - seg.span.begin));
+      emit(TokenKind::bare_key, seg.span.begin);
+    } else if (c == '"') {
+      if (at("\"\"\"")) {
+        fail(p, "a multi-line string cannot be a key");
+      }
+      seg.name = basic_string(false);
+    } else if (c == '\'') {
+      if (at("'''")) {
+        fail(p, "a multi-line string cannot be a key");
+      }
+      seg.name = literal_string(false);
+    } else if (p >= n) {
+      fail(p, "expected a key, found the end of the file");
+    } else if (c == '\n' || c == '\r') {
+      fail(p, "expected a key, found the end of the line");
+    } else {
+      fail(p, fmt::format("expected a key, found '{}'", printable(c)));
+    }
+    seg.span.end = p;
+    return seg;
+  }
+
+  static std::string printable(char c) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7F) {
+      return fmt::format("\\x{:02X}", u);
+    }
+    return std::string(1, c);
+  }
+
+  Span dotted_key(std::vector<KeySegment> &segments) {
+    Span span{p, p};
+    for (;;) {
+      segments.push_back(simple_key());
+      span.end = p;
+      skip_ws();
+      if (peek() != '.') {
+        break;
+      }
+      ++p;
+      emit(TokenKind::dot, p - 1);
+      skip_ws();
+      if (segments.size() > max_depth) {
+        fail(p, "key has too many parts");
+      }
+    }
+    return span;
+  }
+
+  static std::string joined(const std::vector<KeySegment> &segments, std::size_t count) {
+    std::string out;
+    for (std::size_t i = 0; i < count; ++i) {
+      if (i > 0) {
+        out += '.';
+      }
+      out += segments[i].name;
+    }
+    return out;
+  }
+
+  std::uint32_t header() {
+    const std::uint32_t id = static_cast<std::uint32_t>(t.headers.size());
+    t.headers.emplace_back();
+    syntax::Header h;
+    h.span.begin = p;
+    h.array = at("[[");
+    p += h.array ? 2 : 1;
+    emit(TokenKind::bracket_open, h.span.begin);
+    skip_ws();
+    dotted_key(h.key);
+    if (h.array ? !at("]]") : peek() != ']') {
+      fail(p,
+           h.array ? "expected ']]' to close the array-of-tables header"
+                   : "expected ']' to close the table header");
+    }
+    const std::uint32_t b = p;
+    p += h.array ? 2 : 1;
+    emit(TokenKind::bracket_close, b);
+    h.span.end = p;
+    define_header(h, id);
+    t.headers[id] = std::move(h);
+    return id;
+  }
+
+  void define_header(const syntax::Header &h, std::uint32_t id) {
+    Node *table = m_out.root;
+    for (std::size_t i = 0; i + 1 < h.key.size(); ++i) {
+      const auto &seg = h.key[i];
+      Node *child = table->find(seg.name);
+      if (child == nullptr) {
+        child = make(Type::table, Origin::implicit);
+        child->name = seg.name;
+        table->add(child);
+      } else if (child->origin == Origin::array_of_tables) {
+        child = child->children.back();
+      } else if (child->type != Type::table) {
+        fail(seg.span.begin,
+             fmt::format("key '{}' is {}{}, not a table",
+                         joined(h.key, i + 1),
+                         article_type(*child),
+                         position_text(*child)));
+      } else if (child->frozen) {
+        fail(seg.span.begin,
+             fmt::format("inline table '{}'{} cannot be extended",
+                         joined(h.key, i + 1),
+                         position_text(*child)));
+      }
+      table = child;
+    }
+    const auto &last = h.key.back();
+    Node *child = table->find(last.name);
+    const std::string full = joined(h.key, h.key.size());
+    if (!h.array) {
+      if (child == nullptr) {
+        child = make(Type::table, Origin::header);
+        child->name = last.name;
+        table->add(child);
+      } else if (child->type == Type::table && child->origin == Origin::implicit &&
+                 child->dotted_section < 0) {
+        child->origin = Origin::header;
+      } else if (child->type == Type::table) {
+        fail(last.span.begin,
+             fmt::format("table '{}' is already defined{}", full, position_text(*child)));
+      } else {
+        fail(last.span.begin,
+             fmt::format(
+                 "key '{}' is already {}{}", full, article_type(*child), position_text(*child)));
+      }
+      child->header = id;
+      m_current = child;
+    } else {
+      Node *array = child;
+      if (array == nullptr) {
+        array = make(Type::array, Origin::array_of_tables);
+        array->name = last.name;
+        table->add(array);
+      } else if (array->origin != Origin::array_of_tables) {
+        fail(last.span.begin,
+             fmt::format("key '{}' is already {}{}, not an array of tables",
+                         full,
+                         article_type(*array),
+                         position_text(*array)));
+      }
+      Node *element = make(Type::table, Origin::header);
+      element->header = id;
+      array->add(element);
+      m_current = element;
+    }
+    m_section = ++m_section_seq;
+  }
+
+  // `key = value` into `table`; returns the KeyValue id.
+  std::uint32_t key_value(Node *table, int depth, bool inline_entry) {
+    const std::uint32_t id = static_cast<std::uint32_t>(t.key_values.size());
+    t.key_values.emplace_back();
+    KeyValue kv;
+    kv.inline_entry = inline_entry;
+    kv.key_span = dotted_key(kv.key);
+    if (peek() != '=') {
+      fail(p,
+           p >= n || peek() == '\n' || peek() == '\r'
+               ? "expected '=' after the key, found the end of the line"
+               : "expected '=' after the key");
+    }
+    kv.equals = p++;
+    emit(TokenKind::equals, kv.equals);
+    skip_ws();
+    auto [value_id, node] = value(depth);
+    kv.value = value_id;
+    node->key_value = id;
+    attach(table, kv.key, node);
+    t.key_values[id] = std::move(kv);
+    return id;
+  }
+
+  void attach(Node *table, const std::vector<KeySegment> &key, Node *node) {
+    for (std::size_t i = 0; i + 1 < key.size(); ++i) {
+      const auto &seg = key[i];
+      Node *child = table->find(seg.name);
+      if (child == nullptr) {
+        child = make(Type::table, Origin::dotted);
+        child->name = seg.name;
+        child->name_offset = seg.span.begin;
+        child->dotted_section = m_section;
+        table->add(child);
+      } else {
+        if (child->type != Type::table) {
+          fail(seg.span.begin,
+               fmt::format("key '{}' is already {}{}",
+                           joined(key, i + 1),
+                           article_type(*child),
+                           position_text(*child)));
+        }
+        if (child->frozen) {
+          fail(seg.span.begin,
+               fmt::format("inline table '{}'{} cannot be extended",
+                           joined(key, i + 1),
+                           position_text(*child)));
+        }
+        if (child->origin == Origin::header ||
+            (child->dotted_section >= 0 && child->dotted_section != m_section)) {
+          fail(seg.span.begin,
+               fmt::format("table '{}' is already defined{}; a dotted key cannot add to it",
+                           joined(key, i + 1),
+                           position_text(*child)));
+        }
+        child->dotted_section = m_section;
+      }
+      table = child;
+    }
+    const auto &last = key.back();
+    if (const Node *existing = table->find(last.name)) {
+      fail(last.span.begin,
+           fmt::format(
+               "key '{}' is already defined{}", joined(key, key.size()), position_text(*existing)));
+    }
+    node->name = last.name;
+    table->add(node);
+  }
+
+  std::pair<std::uint32_t, Node *> value(int depth) {
+    if (depth > max_depth) {
+      fail(p, "values nested too deeply");
+    }
+    const std::uint32_t id = static_cast<std::uint32_t>(t.values.size());
+    t.values.emplace_back();
+    const std::uint32_t b = p;
+    const char c = peek();
+    Node *node = nullptr;
+    if (c == '"') {
+      node = make(Type::string, Origin::literal);
+      node->decoded = basic_string(at("\"\"\""));
+    } else if (c == '\'') {
+      node = make(Type::string, Origin::literal);
+      node->decoded = literal_string(at("'''"));
+    } else if (c == '[') {
+      node = array(depth, id);
+    } else if (c == '{') {
+      node = inline_table(depth, id);
+    } else if (at("true") || at("false")) {
+      p += c == 't' ? 4 : 5;
+      emit(TokenKind::boolean, b);
+      node = make(Type::boolean, Origin::literal);
+    } else if (c == '+' || c == '-' || is_digit(c) || c == 'i' || c == 'n') {
+      node = make(number_or_datetime(), Origin::literal);
+    } else if (p >= n || c == '\n' || c == '\r') {
+      fail(p, "expected a value, found the end of the line");
+    } else {
+      fail(p, fmt::format("expected a value, found '{}'", printable(c)));
+    }
+    const char next = peek();
+    if (p < n && !(next == ' ' || next == '\t' || next == '\n' || next == '\r' || next == '#' ||
+                   next == ',' || next == ']' || next == '}')) {
+      fail(p, fmt::format("unexpected '{}' after the value", printable(next)));
+    }
+    node->value = id;
+    auto &v = t.values[id];
+    v.type = node->type;
+    v.span = {b, p};
+    return {id, node};
+  }
+
+  void skip_array_trivia() {
+    for (;;) {
+      skip_ws();
+      if (newline()) {
+        continue;
+      }
+      if (peek() == '#') {
+        comment();
+        continue;
+      }
+      return;
+    }
+  }
+
+  Node *array(int depth, std::uint32_t id) {
+    const std::uint32_t b = p++;
+    emit(TokenKind::bracket_open, b);
+    Node *node = make(Type::array, Origin::literal);
+    std::vector<std::uint32_t> children;
+    std::vector<std::uint32_t> commas;
+    for (;;) {
+      skip_array_trivia();
+      if (peek() == ']') {
+        break;
+      }
+      if (p >= n) {
+        fail(b, "unterminated array");
+      }
+      auto [child_id, child] = value(depth + 1);
+      children.push_back(child_id);
+      node->add(child);
+      skip_array_trivia();
+      if (peek() == ',') {
+        commas.push_back(p++);
+        emit(TokenKind::comma, p - 1);
+        continue;
+      }
+      if (peek() == ']') {
+        break;
+      }
+      if (p >= n) {
+        fail(b, "unterminated array");
+      }
+      fail(p, "expected ',' or ']' after an array element");
+    }
+    ++p;
+    emit(TokenKind::bracket_close, p - 1);
+    node->frozen = true;
+    auto &v = t.values[id];
+    v.children = std::move(children);
+    v.commas = std::move(commas);
+    return node;
+  }
+
+  Node *inline_table(int depth, std::uint32_t id) {
+    const std::uint32_t b = p++;
+    emit(TokenKind::brace_open, b);
+    Node *node = make(Type::table, Origin::literal);
+    const std::int32_t saved_section = m_section;
+    m_section = ++m_section_seq;
+    std::vector<std::uint32_t> children;
+    std::vector<std::uint32_t> commas;
+    skip_ws();
+    if (peek() != '}') {
+      for (;;) {
+        if (peek() == '\n' || peek() == '\r') {
+          fail(p, "an inline table must be on one line (TOML 1.0)");
+        }
+        if (peek() == '}') {
+          fail(p, "trailing comma in an inline table (not allowed in TOML 1.0)");
+        }
+        children.push_back(key_value(node, depth + 1, true));
+        skip_ws();
+        if (peek() == ',') {
+          commas.push_back(p++);
+          emit(TokenKind::comma, p - 1);
+          skip_ws();
+          continue;
+        }
+        if (peek() == '}') {
+          break;
+        }
+        if (p >= n) {
+          fail(b, "unterminated inline table");
+        }
+        if (peek() == '\n' || peek() == '\r') {
+          fail(p, "an inline table must be on one line (TOML 1.0)");
+        }
+        fail(p, "expected ',' or '}' after an inline table entry");
+      }
+    }
+    ++p;
+    emit(TokenKind::brace_close, p - 1);
+    m_section = saved_section;
+    freeze(node);
+    auto &v = t.values[id];
+    v.children = std::move(children);
+    v.commas = std::move(commas);
+    return node;
+  }
+
+  static void freeze(Node *node) {
+    node->frozen = true;
+    for (Node *child : node->children) {
+      if (!child->frozen) {
+        freeze(child);
+      }
+    }
+  }
+
+  std::uint32_t hex_escape(std::uint32_t digits) {
+    std::uint32_t cp = 0;
+    const std::uint32_t b = p - 2;
+    for (std::uint32_t k = 0; k < digits; ++k) {
+      const char c = peek();
+      if (!is_hex(c)) {
+        fail(p, fmt::format("expected {} hex digits in the unicode escape", digits));
+      }
+      cp = cp * 16 + static_cast<std::uint32_t>(is_digit(c) ? c - '0' : (c | 0x20) - 'a' + 10);
+      ++p;
+    }
+    if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+      fail(b, "unicode escape is not a Unicode scalar value");
+    }
+    return cp;
+  }
+
+  std::string basic_string(bool multiline) {
+    const std::uint32_t b = p;
+    p += multiline ? 3 : 1;
+    std::string out;
+    if (multiline && (peek() == '\n' || (peek() == '\r' && peek(1) == '\n'))) {
+      p += peek() == '\n' ? 1 : 2; // a newline right after the opening quotes is trimmed
+    }
+    for (;;) {
+      if (p >= n) {
+        fail(b, "unterminated string");
+      }
+      const auto c = static_cast<unsigned char>(s[p]);
+      if (c == '"') {
+        if (!multiline) {
+          ++p;
+          break;
+        }
+        std::uint32_t quotes = 0;
+        while (peek(quotes) == '"') {
+          ++quotes;
+        }
+        if (quotes >= 3) {
+          if (quotes > 5) {
+            fail(p, "too many quotes at the end of a multi-line string");
+          }
+          out.append(quotes - 3, '"');
+          p += quotes;
+          break;
+        }
+        out.append(quotes, '"');
+        p += quotes;
+      } else if (c == '\\') {
+        ++p;
+        const char e = peek();
+        ++p;
+        switch (e) {
+        case 'b':
+          out += '\b';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case '"':
+          out += '"';
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case 'u':
+          append_utf8(out, hex_escape(4));
+          break;
+        case 'U':
+          append_utf8(out, hex_escape(8));
+          break;
+        default:
+          if (multiline && (e == ' ' || e == '\t' || e == '\n' || e == '\r')) {
+            --p;
+            while (peek() == ' ' || peek() == '\t') {
+              ++p;
+            }
+            if (!(peek() == '\n' || (peek() == '\r' && peek(1) == '\n'))) {
+              fail(p, "a line-ending backslash must be followed only by whitespace");
+            }
+            while (peek() == ' ' || peek() == '\t' || peek() == '\n' ||
+                   (peek() == '\r' && peek(1) == '\n')) {
+              ++p;
+            }
+          } else {
+            fail(p - 2, "invalid escape sequence");
+          }
+        }
+      } else if (c == '\n') {
+        if (!multiline) {
+          fail(p, "newline in a single-line string");
+        }
+        out += '\n';
+        ++p;
+      } else if (c == '\r') {
+        if (!multiline || peek(1) != '\n') {
+          fail(p, "carriage return in a string");
+        }
+        out += "\r\n";
+        p += 2;
+      } else if ((c < 0x20 && c != '\t') || c == 0x7F) {
+        fail(p, "control character in a string");
+      } else {
+        const std::uint32_t run = p;
+        while (p < n) {
+          const auto d = static_cast<unsigned char>(s[p]);
+          if (d == '"' || d == '\\' || (d < 0x20 && d != '\t') || d == 0x7F) {
+            break;
+          }
+          ++p;
+        }
+        out.append(s.substr(run, p - run));
+      }
+    }
+    emit(multiline ? TokenKind::multiline_basic_string : TokenKind::basic_string, b);
+    return out;
+  }
+
+  std::string literal_string(bool multiline) {
+    const std::uint32_t b = p;
+    p += multiline ? 3 : 1;
+    if (multiline && (peek() == '\n' || (peek() == '\r' && peek(1) == '\n'))) {
+      p += peek() == '\n' ? 1 : 2;
+    }
+    std::string out;
+    for (;;) {
+      if (p >= n) {
+        fail(b, "unterminated string");
+      }
+      const auto c = static_cast<unsigned char>(s[p]);
+      if (c == '\'') {
+        if (!multiline) {
+          ++p;
+          break;
+        }
+        std::uint32_t quotes = 0;
+        while (peek(quotes) == '\'') {
+          ++quotes;
+        }
+        if (quotes >= 3) {
+          if (quotes > 5) {
+            fail(p, "too many quotes at the end of a multi-line string");
+          }
+          out.append(quotes - 3, '\'');
+          p += quotes;
+          break;
+        }
+        out.append(quotes, '\'');
+        p += quotes;
+      } else if (c == '\n') {
+        if (!multiline) {
+          fail(p, "newline in a single-line string");
+        }
+        out += '\n';
+        ++p;
+      } else if (c == '\r') {
+        if (!multiline || peek(1) != '\n') {
+          fail(p, "carriage return in a string");
+        }
+        out += "\r\n";
+        p += 2;
+      } else if ((c < 0x20 && c != '\t') || c == 0x7F) {
+        fail(p, "control character in a string");
+      } else {
+        const std::uint32_t run = p;
+        while (p < n) {
+          const auto d = static_cast<unsigned char>(s[p]);
+          if (d == '\'' || (d < 0x20 && d != '\t') || d == 0x7F) {
+            break;
+          }
+          ++p;
+        }
+        out.append(s.substr(run, p - run));
+      }
+    }
+    emit(multiline ? TokenKind::multiline_literal_string : TokenKind::literal_string, b);
+    return out;
+  }
+
+  // Digits of `base` with single underscores between digits, starting at w[i]; returns the end.
+  std::size_t digits(std::string_view w, std::size_t i, int base, std::uint32_t b) {
+    auto ok = [base](char c) {
+      return base == 16  ? is_hex(c)
+             : base == 8 ? (c >= '0' && c <= '7')
+             : base == 2 ? (c == '0' || c == '1')
+                         : is_digit(c);
+    };
+    if (i >= w.size() || !ok(w[i])) {
+      fail(b + static_cast<std::uint32_t>(i), "expected a digit");
+    }
+    while (i < w.size()) {
+      if (ok(w[i])) {
+        ++i;
+      } else if (w[i] == '_' && i + 1 < w.size() && ok(w[i + 1])) {
+        i += 2;
+      } else if (w[i] == '_') {
+        fail(b + static_cast<std::uint32_t>(i), "an underscore must be between two digits");
+      } else {
+        break;
+      }
+    }
+    return i;
+  }
+
+  static bool fits_int64(std::string_view w, std::size_t from, int base, bool negative) {
+    std::uint64_t value = 0;
+    const std::uint64_t limit = negative ? 9223372036854775808ULL : 9223372036854775807ULL;
+    for (std::size_t i = from; i < w.size(); ++i) {
+      const char c = w[i];
+      if (c == '_') {
+        continue;
+      }
+      const auto d = static_cast<std::uint64_t>(is_digit(c) ? c - '0' : (c | 0x20) - 'a' + 10);
+      if (value > (limit - d) / static_cast<std::uint64_t>(base)) {
+        return false;
+      }
+      value = value * static_cast<std::uint64_t>(base) + d;
+    }
+    return true;
+  }
+
+  Type number_or_datetime() {
+    const std::uint32_t b = p;
+    while (p < n && is_word_char(s[p])) {
+      ++p;
+    }
+    // `1979-05-27 07:32:00`: a space may separate date and time.
+    if (p - b == 10 && is_digit(s[b]) && s[b + 4] == '-' && peek() == ' ' && is_digit(peek(1)) &&
+        is_digit(peek(2)) && peek(3) == ':') {
+      ++p;
+      while (p < n && is_word_char(s[p])) {
+        ++p;
+      }
+    }
+    const std::string_view w = s.substr(b, p - b);
+    Type type;
+    if (w.size() >= 5 && is_digit(w[0]) && is_digit(w[1]) && is_digit(w[2]) && is_digit(w[3]) &&
+        w[4] == '-') {
+      type = datetime(w, b);
+    } else if (w.size() >= 3 && is_digit(w[0]) && is_digit(w[1]) && w[2] == ':') {
+      if (time_of_day(w, 0, b) != w.size()) {
+        fail(b, "invalid local time");
+      }
+      type = Type::local_time;
+    } else {
+      type = number(w, b);
+    }
+    emit(type == Type::integer    ? TokenKind::integer
+         : type == Type::floating ? TokenKind::floating
+                                  : TokenKind::datetime,
+         b);
+    return type;
+  }
+
+  Type number(std::string_view w, std::uint32_t b) {
+    std::size_t i = 0;
+    const bool negative = !w.empty() && w[0] == '-';
+    if (!w.empty() && (w[0] == '+' || w[0] == '-')) {
+      ++i;
+    }
+    const std::string_view rest = w.substr(i);
+    if (rest == "inf" || rest == "nan") {
+      return Type::floating;
+    }
+    if (rest.size() >= 2 && rest[0] == '0' &&
+        (rest[1] == 'x' || rest[1] == 'o' || rest[1] == 'b')) {
+      if (i > 0) {
+        fail(b, "a sign is not allowed on hexadecimal, octal or binary integers");
+      }
+      const int base = rest[1] == 'x' ? 16 : rest[1] == 'o' ? 8 : 2;
+      const std::size_t end = digits(w, 2, base, b);
+      if (end != w.size()) {
+        fail(b + static_cast<std::uint32_t>(end), "invalid integer");
+      }
+      if (!fits_int64(w, 2, base, false)) {
+        fail(b, "integer does not fit in 64 bits");
+      }
+      return Type::integer;
+    }
+    if (i >= w.size() || !is_digit(w[i])) {
+      fail(b, w.empty() ? "expected a value" : fmt::format("invalid value '{}'", w));
+    }
+    const std::size_t int_begin = i;
+    std::size_t end = digits(w, i, 10, b);
+    if (w[int_begin] == '0' && end - int_begin > 1) {
+      fail(b + static_cast<std::uint32_t>(int_begin), "leading zeros are not allowed");
+    }
+    bool is_float = false;
+    if (end < w.size() && w[end] == '.') {
+      is_float = true;
+      end = digits(w, end + 1, 10, b);
+    }
+    if (end < w.size() && (w[end] == 'e' || w[end] == 'E')) {
+      is_float = true;
+      ++end;
+      if (end < w.size() && (w[end] == '+' || w[end] == '-')) {
+        ++end;
+      }
+      end = digits(w, end, 10, b);
+    }
+    if (end != w.size()) {
+      fail(b + static_cast<std::uint32_t>(end), fmt::format("invalid number '{}'", w));
+    }
+    if (!is_float && !fits_int64(w, int_begin, 10, negative)) {
+      fail(b, "integer does not fit in 64 bits");
+    }
+    return is_float ? Type::floating : Type::integer;
+  }
+
+  static int two(std::string_view w, std::size_t i) {
+    if (i + 2 > w.size() || !is_digit(w[i]) || !is_digit(w[i + 1])) {
+      return -1;
+    }
+    return (w[i] - '0') * 10 + (w[i + 1] - '0');
+  }
+
+  // HH:MM:SS[.frac] at w[i]; returns the end offset.
+  std::size_t time_of_day(std::string_view w, std::size_t i, std::uint32_t b) {
+    const int hour = two(w, i);
+    const int minute = i + 2 < w.size() && w[i + 2] == ':' ? two(w, i + 3) : -1;
+    const int second = i + 5 < w.size() && w[i + 5] == ':' ? two(w, i + 6) : -1;
+    if (hour < 0 || minute < 0 || second < 0) {
+      fail(b + static_cast<std::uint32_t>(i), "invalid time: expected HH:MM:SS");
+    }
+    if (hour > 23 || minute > 59 || second > 60) {
+      fail(b + static_cast<std::uint32_t>(i), "time out of range");
+    }
+    i += 8;
+    if (i < w.size() && w[i] == '.') {
+      ++i;
+      const std::size_t f = i;
+      while (i < w.size() && is_digit(w[i])) {
+        ++i;
+      }
+      if (i == f) {
+        fail(b + static_cast<std::uint32_t>(i), "expected digits after the decimal point");
+      }
+    }
+    return i;
+  }
+
+  Type datetime(std::string_view w, std::uint32_t b) {
+    const int year = two(w, 0) * 100 + two(w, 2);
+    const int month = w.size() > 5 ? two(w, 5) : -1;
+    const int day = w.size() > 8 && w[7] == '-' ? two(w, 8) : -1;
+    if (month < 0 || day < 0) {
+      fail(b, "invalid date: expected YYYY-MM-DD");
+    }
+    static constexpr int days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    if (month < 1 || month > 12 || day < 1 ||
+        day > days[month - 1] + (month == 2 && leap ? 1 : 0)) {
+      fail(b, "date out of range");
+    }
+    if (w.size() == 10) {
+      return Type::local_date;
+    }
+    if (!(w[10] == 'T' || w[10] == 't' || w[10] == ' ')) {
+      fail(b + 10, "invalid date-time: expected 'T' between date and time");
+    }
+    std::size_t i = time_of_day(w, 11, b);
+    if (i == w.size()) {
+      return Type::local_datetime;
+    }
+    if ((w[i] == 'Z' || w[i] == 'z') && i + 1 == w.size()) {
+      return Type::offset_datetime;
+    }
+    if (w[i] == '+' || w[i] == '-') {
+      const int hour = two(w, i + 1);
+      const int minute = i + 3 < w.size() && w[i + 3] == ':' ? two(w, i + 4) : -1;
+      if (hour >= 0 && minute >= 0 && i + 6 == w.size()) {
+        if (hour > 23 || minute > 59) {
+          fail(b + static_cast<std::uint32_t>(i), "time offset out of range");
+        }
+        return Type::offset_datetime;
+      }
+    }
+    fail(b + static_cast<std::uint32_t>(i), "invalid time offset");
+  }
+};
+
+Value to_value(const Parsed &parsed, std::string_view text, const Node &node) {
+  const Position pos = node.origin == Origin::root ? Position{} : parsed.position_of(node);
+  switch (node.type) {
+  case Type::table: {
+    Value table = Value::make_table(pos);
+    auto &members = table.mutable_table();
+    members.reserve(node.children.size());
+    for (const Node *child : node.children) {
+      members.emplace_back(child->name, to_value(parsed, text, *child));
+    }
+    return table;
+  }
+  case Type::array: {
+    Value array = Value::make_array(pos);
+    auto &items = array.mutable_array();
+    items.reserve(node.children.size());
+    for (const Node *child : node.children) {
+      items.push_back(to_value(parsed, text, *child));
+    }
+    return array;
+  }
+  default: {
+    const auto span = parsed.tree.values[node.value].span;
+    std::string raw(text.substr(span.begin, span.end - span.begin));
+    if (node.type == Type::string) {
+      return Value::make_string(node.decoded, std::move(raw), pos);
+    }
+    return Value::make_scalar(node.type, std::move(raw), pos);
+  }
+  }
+}
+
+} // namespace
+
+void parse_into(std::string_view text, Parsed &out) {
+  Parser(text, out).run();
+}
+
+} // namespace detail
+
+Document Document::parse(std::string text, std::string source_name) {
+  Document doc;
+  doc.m_source_name = std::move(source_name);
+  doc.m_text = std::move(text);
+  auto parsed = std::make_shared<detail::Parsed>();
+  try {
+    detail::parse_into(doc.m_text, *parsed);
+  } catch (const detail::ParseFailure &e) {
+    if (parsed->line_starts.empty()) {
+      parsed->line_starts.push_back(0);
+    }
+    const Position pos = parsed->position(e.offset);
+    throw input_error(
+        fmt::format("{}:{}:{}: {}", doc.m_source_name, pos.line, pos.column, e.message));
+  }
+  doc.m_root = detail::to_value(*parsed, doc.m_text, *parsed->root);
+  doc.m_parsed = std::move(parsed);
+  return doc;
+}
+
+Document Document::load(const std::filesystem::path &path) {
+  return parse(fs::read_file(path), path.string());
+}
+
+const syntax::Tree &Document::syntax() const {
+  return m_parsed->tree;
+}
+
+std::string Document::print() const {
+  std::string out;
+  out.reserve(m_text.size());
+  for (const auto &token : m_parsed->tree.tokens) {
+    out.append(m_text, token.begin, token.end - token.begin);
+  }
+  return out;
+}
+
+} // namespace pb::toml

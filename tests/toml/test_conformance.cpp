@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: MIT
+// The conformance gate: toml-test's TOML 1.0 list (../shared/corpus/toml-test). Every valid file
+// round-trips byte for byte through the CST and decodes to its .json expectation; every invalid
+// file is rejected with exit 3 and FILE:LINE:COL.
+#include "tagged_compare.hpp"
+#include "test_support.hpp"
+
+#include <primebeaker/core/error.hpp>
+#include <primebeaker/toml/format.hpp>
+#include <primebeaker/toml/reference.hpp>
+#include <primebeaker/toml/syntax.hpp>
+#include <primebeaker/toml/value.hpp>
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <regex>
+
+namespace {
+
+namespace fs = std::filesystem;
+using pb::toml::Document;
+
+fs::path corpus() {
+  return pb::test::shared_dir() / "corpus" / "toml-test" / "tests";
+}
+
+std::vector<std::string> listed(const std::string &prefix) {
+  std::ifstream list(corpus() / "files-toml-1.0.0");
+  std::vector<std::string> out;
+  for (std::string line; std::getline(list, line);) {
+    if (line.rfind(prefix, 0) == 0 && line.size() > 5 && line.substr(line.size() - 5) == ".toml") {
+      out.push_back(line);
+    }
+  }
+  return out;
+}
+
+// Every byte in exactly one token, in order.
+::testing::AssertionResult tokens_tile(const Document &doc) {
+  std::uint32_t at = 0;
+  for (const auto &token : doc.syntax().tokens) {
+    if (token.begin != at || token.end <= token.begin) {
+      return ::testing::AssertionFailure() << "token gap or overlap at byte " << at;
+    }
+    at = token.end;
+  }
+  if (at != doc.text().size()) {
+    return ::testing::AssertionFailure() << "tokens end at " << at << " of " << doc.text().size();
+  }
+  return ::testing::AssertionSuccess();
+}
+
+TEST(Conformance, ValidFilesRoundTripAndDecode) {
+  const auto files = listed("valid/");
+  ASSERT_EQ(files.size(), 210U);
+  int passed = 0;
+  for (const auto &name : files) {
+    SCOPED_TRACE(name);
+    const std::string text = pb::test::read_file(corpus() / name);
+    const std::string json_name = name.substr(0, name.size() - 5) + ".json";
+    const auto expected = pb::OrderedJson::parse(pb::test::read_file(corpus() / json_name));
+    try {
+      const Document doc = Document::parse(text, name);
+      ASSERT_EQ(doc.print(), text) << "round trip differs";
+      ASSERT_TRUE(tokens_tile(doc));
+      std::string where;
+      ASSERT_TRUE(
+          pb::toml::test::tagged_equal(expected, pb::toml::to_tagged_json(doc.root()), where))
+          << where;
+      // The second opinion agrees with our reading.
+      ASSERT_TRUE(semantically_equal(doc.root(), pb::toml::reference_parse(text, name)));
+      ++passed;
+    } catch (const pb::Error &e) {
+      ADD_FAILURE() << "rejected: " << e.what();
+    }
+  }
+  EXPECT_EQ(passed, 210);
+  std::cout << "[conformance] valid passed: " << passed << "/" << files.size() << '\n';
+}
+
+TEST(Conformance, InvalidFilesAreRejectedWithLineAndColumn) {
+  const auto files = listed("invalid/");
+  ASSERT_EQ(files.size(), 499U);
+  const std::regex located(R"(^invalid/[^:]+\.toml:[0-9]+:[0-9]+: .+)");
+  int rejected = 0;
+  for (const auto &name : files) {
+    SCOPED_TRACE(name);
+    const std::string text = pb::test::read_file(corpus() / name);
+    try {
+      (void)Document::parse(text, name);
+      ADD_FAILURE() << "accepted an invalid file";
+    } catch (const pb::Error &e) {
+      EXPECT_EQ(e.code(), 3);
+      EXPECT_TRUE(std::regex_match(std::string(e.what()), located)) << e.what();
+      ++rejected;
+    }
+  }
+  EXPECT_EQ(rejected, 499);
+  std::cout << "[conformance] invalid rejected: " << rejected << "/" << files.size() << '\n';
+}
+
+// The same gate through the real binary: `toml check` over all invalid files prints one
+// FILE:LINE:COL line each and exits 3; over all valid files it exits 0.
+TEST(Conformance, CheckCommandOverTheWholeList) {
+  std::vector<std::string> args{"toml", "check"};
+  for (const auto &name : listed("invalid/")) {
+    args.push_back((corpus() / name).string());
+  }
+  auto r = pb::test::run_primebeaker(args);
+  EXPECT_EQ(r.exit_code, 3);
+  const std::regex line(R"(^/.+\.toml:[0-9]+:[0-9]+: .+$)");
+  std::size_t lines = 0;
+  std::istringstream err(r.err);
+  for (std::string l; std::getline(err, l); ++lines) {
+    EXPECT_TRUE(std::regex_match(l, line)) << l;
+  }
+  EXPECT_EQ(lines, 499U);
+
+  args.resize(2);
+  for (const auto &name : listed("valid/")) {
+    args.push_back((corpus() / name).string());
+  }
+  r = pb::test::run_primebeaker(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+}
+
+// `toml get - . --format tagged-json` is a toml-test decoder (stdin in, tagged JSON out).
+TEST(Conformance, GetIsATomlTestDecoder) {
+  for (const std::string name : {"valid/spec-1.0.0/table-0.toml",
+                                 "valid/datetime/milliseconds.toml",
+                                 "valid/string/multiline-quotes.toml",
+                                 "valid/float/inf-and-nan.toml"}) {
+    SCOPED_TRACE(name);
+    pb::test::RunOptions options;
+    options.stdin_data = pb::test::read_file(corpus() / name);
+    const auto r =
+        pb::test::run_primebeaker({"toml", "get", "-", ".", "--format", "tagged-json"}, options);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto expected = pb::OrderedJson::parse(
+        pb::test::read_file(corpus() / (name.substr(0, name.size() - 5) + ".json")));
+    std::string where;
+    EXPECT_TRUE(pb::toml::test::tagged_equal(expected, pb::OrderedJson::parse(r.out), where))
+        << where;
+    // and --format toml reproduces the input byte for byte
+    const auto raw =
+        pb::test::run_primebeaker({"toml", "get", "-", ".", "--format", "toml"}, options);
+    EXPECT_EQ(raw.out, *options.stdin_data);
+  }
+}
+
+} // namespace
