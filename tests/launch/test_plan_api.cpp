@@ -126,6 +126,26 @@ TEST(PlanApi, ResumeStyleOverridesAndExtraEnv) {
   EXPECT_EQ(beaker::parse_created_experiment_id(receipt["stdout"].get<std::string>()), "01NEW");
 }
 
+TEST(PlanApi, ConfigPathIsReRootedAtASymlinkedMount) {
+  const auto document = toml::Document::parse(k_multinode, "/weka/runs/new.toml");
+  LaunchOptions options;
+  options.registry = "redis://r:1";
+  auto inputs = inputs_for(document);
+  inputs.config_path = "/weka/runs/new.toml";
+  inputs.resolve = [](const std::filesystem::path &p) {
+    const std::string text = p.string();
+    return text.rfind("/weka", 0) == 0 ? std::filesystem::path("/mnt/weka" + text.substr(5)) : p;
+  };
+  const auto plan = launch::make_plan(options, inputs);
+  for (const auto &e : plan.spec["tasks"][0]["envVars"]) {
+    if (e["name"] == "CONFIG_PATH") {
+      EXPECT_EQ(e["value"], "/weka/runs/new.toml");
+    }
+  }
+  options.working_dir = "/mnt/other";
+  EXPECT_THROW(launch::make_plan(options, inputs), Error);
+}
+
 TEST(PlanApi, PlansArePure) {
   const auto document = toml::Document::parse(k_multinode, "/weka/runs/new.toml");
   LaunchOptions options;

@@ -219,7 +219,10 @@ TEST_F(Validation, SingleNodeSftKeys) {
       replace_line(sft, "type = \"single_node\"", "type = \"multi_node\"\nnum_nodes = 1"),
       "multi-node SFT needs deployment.num_nodes >= 2");
   expect_toml_error(
-      "sft", example_text("examples/rl/rl.toml"), "single-node SFT needs a [data] table");
+      "sft",
+      example_text("examples/rl/rl.toml"),
+      "case.toml: this looks like an RL TOML (it has [orchestrator]); use `primebeaker rl`");
+  expect_toml_error("rl", example_text("examples/sft/sft.toml"), "this looks like an SFT TOML");
 }
 
 TEST_F(Validation, SingleNodeRlKeys) {
