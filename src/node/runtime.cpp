@@ -486,11 +486,7 @@ int run_with_trap(Replica &r, const std::function<void()> &body) {
 
 // ---------------------------------------------------------------------------------------------
 
-void rl_body(Replica &r,
-             const RlEnv &env,
-             const RlPlacement &place,
-             const Paths &paths,
-             const EnvMap &process_env) {
+void rl_body(Replica &r, const RlEnv &env, const RlPlacement &place, const Paths &paths) {
   r.rendezvous.join();
   note(r.rank, "joined attempt {} in {}", r.rendezvous.attempt(), env.rendezvous_dir.string());
   const bool leader = place.role != Role::inference;
@@ -661,7 +657,6 @@ void rl_body(Replica &r,
              orchestrator_extra),
       to_file(proc::Output::truncate_to(paths.logs / "orchestrator.log")));
   note(r.rank, "trainer and orchestrator started");
-  (void)process_env;
 
   // Completion (launch.md §3.2 step 22).
   int finished = 0;
@@ -778,7 +773,7 @@ int run_rl(const EnvMap &process_env) {
       process_env,
       paths,
       {paths.config_dir, paths.logs / "inference", paths.logs / "trainer", env.output_dir});
-  return run_with_trap(r, [&] { rl_body(r, env, place, paths, process_env); });
+  return run_with_trap(r, [&] { rl_body(r, env, place, paths); });
 }
 
 int run_sft(const EnvMap &process_env) {
