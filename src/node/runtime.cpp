@@ -74,6 +74,7 @@ struct Replica {
   Supervisor supervisor;
   EnvMap child_env; // what every child starts from
   std::filesystem::path working_dir;
+  std::filesystem::path local_tmp; // node-local scratch of this replica
   std::optional<std::string> managed_service_id;
 
   Replica(const CommonEnv &env, std::string role_, bool sft_)
@@ -146,13 +147,7 @@ struct Replica {
   }
 
   // Runs one step to completion under supervision; other children ending are unexpected.
-  // `quiet` discards the step's stdout (the registry commands print JSON results).
-  proc::ExitStatus run_step(const std::string &name, proc::SpawnSpec s, bool quiet = false) {
-    ChildOptions options;
-    if (quiet) {
-      options.out = proc::Output::null();
-      options.err = proc::Output::inherit();
-    }
+  proc::ExitStatus run_step(const std::string &name, proc::SpawnSpec s, ChildOptions options = {}) {
     supervisor.start(name, std::move(s), options);
     std::optional<proc::ExitStatus> result;
     while (!result) {
@@ -165,6 +160,40 @@ struct Replica {
       });
     }
     return *result;
+  }
+
+  // A `primebeaker registry ...` step: its JSON result is not needed and its error line becomes
+  // part of ours (one error line per failure). A stop caused by a peer's shutdown is 92.
+  struct StepOutcome {
+    proc::ExitStatus status;
+    std::string error; // the step's own message, without the "primebeaker: error: " prefix
+  };
+  StepOutcome registry_step(const std::string &name, proc::SpawnSpec s) {
+    const auto err_file = local_tmp / "registry-step.stderr";
+    ChildOptions options;
+    options.out = proc::Output::null();
+    options.err = proc::Output::truncate_to(err_file);
+    StepOutcome outcome{run_step(name, std::move(s), options), {}};
+    if (outcome.status.code() != 0) {
+      if (rendezvous.read("shutdown.requested")) {
+        check_peers();
+      }
+      std::string text;
+      try {
+        text = fs::read_file(err_file);
+      } catch (const Error &) {
+      }
+      for (const auto &line : text::split(text, '\n')) {
+        constexpr std::string_view prefix = "primebeaker: error: ";
+        if (text::starts_with(line, prefix)) {
+          outcome.error = line.substr(prefix.size());
+        }
+      }
+      if (outcome.error.empty()) {
+        outcome.error = outcome.status.describe();
+      }
+    }
+    return outcome;
   }
 
   // Supervised sleep.
@@ -223,6 +252,17 @@ struct Replica {
     return code;
   }
 };
+
+// "2-3", "0", "none": for the summary line.
+std::string gpu_range(const Slice &slice) {
+  if (slice.count == 0) {
+    return "none";
+  }
+  if (slice.count == 1) {
+    return std::to_string(slice.start);
+  }
+  return fmt::format("{}-{}", slice.start, slice.start + slice.count - 1);
+}
 
 ChildOptions to_file(proc::Output output) {
   ChildOptions options;
@@ -446,11 +486,7 @@ int run_with_trap(Replica &r, const std::function<void()> &body) {
 
 // ---------------------------------------------------------------------------------------------
 
-void rl_body(Replica &r,
-             const RlEnv &env,
-             const RlPlacement &place,
-             const Paths &paths,
-             const EnvMap &process_env) {
+void rl_body(Replica &r, const RlEnv &env, const RlPlacement &place, const Paths &paths) {
   r.rendezvous.join();
   note(r.rank, "joined attempt {} in {}", r.rendezvous.attempt(), env.rendezvous_dir.string());
   const bool leader = place.role != Role::inference;
@@ -474,12 +510,9 @@ void rl_body(Replica &r,
   // Registry barrier (every replica).
   note(r.rank, "waiting for the registry {}", env.registry);
   const auto redis =
-      r.run_step("registry barrier", r.spec(wait_redis_argv(self, env, stop_file)), true);
-  if (redis.code() != 0) {
-    if (r.rendezvous.read("shutdown.requested")) {
-      r.check_peers();
-    }
-    throw failure(fmt::format("the registry barrier failed ({})", redis.describe()));
+      r.registry_step("registry barrier", r.spec(wait_redis_argv(self, env, stop_file)));
+  if (redis.status.code() != 0) {
+    throw failure("the registry barrier failed: " + redis.error);
   }
 
   // Address and layout publication.
@@ -487,11 +520,11 @@ void rl_body(Replica &r,
   r.rendezvous.publish(fmt::format("host.{}", r.rank), address + "\n");
   r.rendezvous.publish(fmt::format("layout.{}", r.rank), layout_text(place.inference) + "\n");
   note(r.rank,
-       "rank={} role={} train={} infer={} host={}",
+       "rank={} role={} train GPUs={} inference GPUs={} host={}",
        r.rank,
        role_name(place.role),
-       place.train_gpus,
-       layout_text(place.inference),
+       gpu_range({0, place.train_gpus}),
+       gpu_range(place.inference),
        address);
   std::vector<NodeSlot> slots;
   for (int n = 0; n < env.total_nodes; ++n) {
@@ -577,25 +610,26 @@ void rl_body(Replica &r,
   r.pause(env.tuning.gateway_settle_seconds);
   if (!env.required_services.empty()) {
     note(r.rank, "waiting for required services {}", env.required_services_json);
-    const auto barrier = r.run_step(
-        "required-service barrier", r.spec(wait_services_argv(self, env, stop_file)), true);
-    if (barrier.code() != 0) {
-      throw failure(fmt::format("the required-service barrier failed ({}): expected {}",
-                                barrier.describe(),
-                                env.required_services_json));
+    const auto barrier = r.registry_step("required-service barrier",
+                                         r.spec(wait_services_argv(self, env, stop_file)));
+    if (barrier.status.code() != 0) {
+      throw failure("the required-service barrier failed: " + barrier.error);
     }
   }
   bool ready = false;
+  std::string last_probe_error;
   for (int attempt = 1; attempt <= env.tuning.gateway_probe_attempts && !ready; ++attempt) {
-    const auto probe = r.run_step("gateway probe", r.spec(probe_gateway_argv(self, env)), true);
-    ready = probe.code() == 0;
+    const auto probe = r.registry_step("gateway probe", r.spec(probe_gateway_argv(self, env)));
+    ready = probe.status.code() == 0;
+    last_probe_error = probe.error;
     if (!ready && attempt < env.tuning.gateway_probe_attempts) {
       r.pause(env.tuning.gateway_probe_interval_seconds);
     }
   }
   if (!ready) {
-    throw failure(fmt::format("gateway failed readiness after {} attempts (log: {})",
+    throw failure(fmt::format("gateway failed readiness after {} attempts: {} (log: {})",
                               env.tuning.gateway_probe_attempts,
+                              last_probe_error,
                               (env.output_dir / "literegistry-gateway.log").string()));
   }
   note(r.rank, "gateway ready on port {}", env.gateway_port);
@@ -623,7 +657,6 @@ void rl_body(Replica &r,
              orchestrator_extra),
       to_file(proc::Output::truncate_to(paths.logs / "orchestrator.log")));
   note(r.rank, "trainer and orchestrator started");
-  (void)process_env;
 
   // Completion (launch.md §3.2 step 22).
   int finished = 0;
@@ -711,6 +744,7 @@ void prepare_common(Replica &r,
   }
   Signals::install();
   proc::become_subreaper();
+  r.local_tmp = paths.local_tmp;
   r.child_env = process_env;
   for (const auto &[k, v] : cache_defaults(process_env, env.scratch, paths.local_tmp)) {
     r.child_env[k] = v;
@@ -739,7 +773,7 @@ int run_rl(const EnvMap &process_env) {
       process_env,
       paths,
       {paths.config_dir, paths.logs / "inference", paths.logs / "trainer", env.output_dir});
-  return run_with_trap(r, [&] { rl_body(r, env, place, paths, process_env); });
+  return run_with_trap(r, [&] { rl_body(r, env, place, paths); });
 }
 
 int run_sft(const EnvMap &process_env) {

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <iostream>
 #include <regex>
 #include <set>
 #include <thread>
@@ -181,6 +182,9 @@ legacy.id = "my_own_env"
 
 [trainer.env_vars]
 TRAINER_ONLY = "yes"
+
+[ckpt]
+resume_step = -1
 )";
 
 class Cluster {
@@ -235,6 +239,9 @@ public:
   }
 
   ~Cluster() {
+    if (std::getenv("PB_SHOW_REPLICA_LOGS") != nullptr) { // for debugging a test
+      std::cerr << diagnostics();
+    }
     for (auto &c : m_children) {
       if (c.valid() && !c.poll()) {
         c.signal_group(SIGKILL);
@@ -318,7 +325,8 @@ public:
         spec.env[k] = v;
       }
       spec.cwd = m_root / "work";
-      spec.out = pb::proc::Output::truncate_to(log_path(r));
+      write_file(log_path(r), "");
+      spec.out = pb::proc::Output::append_to(log_path(r));
       spec.err = pb::proc::Output::append_to(log_path(r));
       m_children[r] = pb::proc::Child::spawn(spec);
     }
@@ -446,6 +454,17 @@ TEST(NodeRl, ThreeReplicasSucceedWithEverythingWiredAsSpecified) {
   cluster.extra_env()["REQUIRED_LITEREGISTRY_SERVICES"] = R"({"terminal":2})";
   cluster.extra_env()["PRIMEBEAKER_SETUP_COMMAND"] =
       "echo setup-ran > \"$PB_CTL/setup.$BEAKER_REPLICA_RANK\"";
+  cluster.extra_env()["PRIMEBEAKER_MANAGED_SERVICE_EXPERIMENT_ID"] = "01SERVICESTACK";
+  cluster.extra_env()["BEAKER_TOKEN"] = "token";
+  // Runtime state of an interrupted run: checkpoint 4 is where it resumes from.
+  const fs::path out = cluster.root() / "out";
+  for (const char *d : {"checkpoints/step_4",
+                        "rollouts/step_3",
+                        "rollouts/step_5",
+                        "run_default/rollouts/step_4",
+                        "run_default/broadcasts/step_6"}) {
+    fs::create_directories(out / d);
+  }
   cluster.start_all({2, 1, 0}); // order must not matter
   // The required-service barrier holds rank 0 until two terminal servers are live.
   std::this_thread::sleep_for(500ms);
@@ -564,6 +583,19 @@ TEST(NodeRl, ThreeReplicasSucceedWithEverythingWiredAsSpecified) {
   EXPECT_EQ(nlohmann::json::parse(read_file(cluster.ctl("search.json")))["model_path"],
             "localsearch:bc-rl-v1");
 
+  // Stale rollouts/broadcasts above the resume step are gone, the rest kept.
+  EXPECT_TRUE(fs::exists(out / "rollouts/step_3"));
+  EXPECT_TRUE(fs::exists(out / "run_default/rollouts/step_4"));
+  EXPECT_FALSE(fs::exists(out / "rollouts/step_5"));
+  EXPECT_FALSE(fs::exists(out / "run_default/broadcasts/step_6"));
+  EXPECT_TRUE(fs::exists(out / "checkpoints/step_4"));
+  // Managed service cleanup: rank 0 stops the service stack once.
+  const auto beaker = cluster.fakes().calls("beaker");
+  ASSERT_EQ(beaker.size(), 1U);
+  EXPECT_EQ(beaker[0].argv,
+            (std::vector<std::string>{"beaker", "experiment", "stop", "01SERVICESTACK"}));
+  EXPECT_EQ(beaker[0].env.at("BEAKER_REPLICA_RANK"), "0");
+
   // Published outcome; nothing left running.
   EXPECT_EQ(read_file(cluster.attempt_dir() / "status.0"), "0 mixed\n");
   EXPECT_EQ(read_file(cluster.attempt_dir() / "status.1"), "0 inference\n");
@@ -663,6 +695,39 @@ TEST(NodeRl, FilesOfAnEarlierAttemptAreIgnored) {
       EXPECT_EQ(url.find("10.9.9.9"), std::string::npos) << url;
     }
   }
+}
+
+TEST(NodeRl, GatewayDyingBeforeReadinessStopsTheJob) {
+  Cluster cluster("rl", 2);
+  cluster.extra_env()["TOTAL_INFER_RANKS"] = "3";
+  write_file(cluster.ctl("gateway-fail"), "");
+  cluster.start_all();
+  const auto codes = cluster.wait_all();
+  EXPECT_EQ(codes, (std::vector<int>{4, 92})) << cluster.diagnostics();
+  EXPECT_NE(cluster.log(0).find("primebeaker: error: gateway failed (exit code 4)"),
+            std::string::npos)
+      << cluster.log(0);
+  EXPECT_TRUE(cluster.fakes().calls("torchrun").empty());
+  expect_no_survivors(cluster);
+}
+
+TEST(NodeRl, RequiredServiceBarrierTimesOut) {
+  Cluster cluster("rl", 2);
+  cluster.extra_env()["TOTAL_INFER_RANKS"] = "3";
+  cluster.extra_env()["REQUIRED_LITEREGISTRY_SERVICES"] = R"({"judge":1})";
+  cluster.extra_env()["RENDEZVOUS_TIMEOUT_SECONDS"] = "2";
+  cluster.start_all();
+  const auto codes = cluster.wait_all();
+  EXPECT_EQ(codes, (std::vector<int>{1, 92})) << cluster.diagnostics();
+  EXPECT_NE(
+      cluster.log(0).find("primebeaker: error: the required-service barrier failed: timed out "
+                          "after 2.0s waiting for services in file://" +
+                          (cluster.root() / "registry").string() +
+                          ": {\"judge\": {\"expected\": 1, \"observed\": 0}}\n"),
+      std::string::npos)
+      << cluster.log(0);
+  EXPECT_EQ(cluster.log(0).find("primebeaker: error: timed out"), std::string::npos); // said once
+  EXPECT_TRUE(cluster.fakes().calls("torchrun").empty());
 }
 
 TEST(NodeRl, InvalidConfigIsExit3NamingTheFileAndStopsPeers) {
