@@ -133,6 +133,17 @@ void check_under_mount(const std::vector<CheckedPath> &paths,
   }
 }
 
+// The resolved TOML path as the container sees it: re-rooted at the mount path as given, so a
+// submitter whose mount is a symlink (/weka -> /mnt/weka) still embeds /weka/... .
+std::string
+container_path(const std::string &resolved, const std::string &mount, const LaunchInputs &inputs) {
+  const std::string mount_resolved = inputs.resolve(mount).string();
+  if (mount_resolved == mount || !path_is_under(resolved, mount_resolved)) {
+    return resolved;
+  }
+  return normalize_path(mount + "/" + resolved.substr(mount_resolved.size()));
+}
+
 CheckedPath toml_path(const toml::Document &document, const primerl::PathKey &key) {
   std::vector<std::string> parts = text::split(key.key, '.');
   const toml::Value *value = document.root().find_path(parts);
@@ -258,6 +269,17 @@ LaunchPlan make_plan(const LaunchOptions &options, const LaunchInputs &inputs) {
                                 ? Topology::multi_node
                                 : Topology::single_node;
   const bool multi = topology == Topology::multi_node;
+  const bool has_orchestrator = document.root().find("orchestrator") != nullptr;
+  if (program == Program::sft && has_orchestrator) {
+    throw input_error(fmt::format("{}: this looks like an RL TOML (it has [orchestrator]); use "
+                                  "`primebeaker rl`",
+                                  document.source_name()));
+  }
+  if (program == Program::rl && !has_orchestrator && document.root().find("data") != nullptr) {
+    throw input_error(fmt::format("{}: this looks like an SFT TOML ([data], no [orchestrator]); "
+                                  "use `primebeaker sft`",
+                                  document.source_name()));
+  }
   if (multi && program == Program::rl && options.registry.empty()) {
     throw usage_error("multi-node RL requires --registry=redis://...");
   }
@@ -422,7 +444,7 @@ LaunchPlan make_plan(const LaunchOptions &options, const LaunchInputs &inputs) {
   values["HOME"] = home_dir;
   values["WORKING_DIR"] = working_dir;
   values["SCRATCH"] = scratch_dir;
-  values["CONFIG_PATH"] = config_path.string();
+  values["CONFIG_PATH"] = container_path(config_path.string(), mount, inputs);
   values["OUTPUT_DIR"] = output_dir.value;
   values["WANDB_RUN_ID"] = run_id;
   values["WANDB_RESUME"] = "allow";

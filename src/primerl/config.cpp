@@ -145,7 +145,13 @@ private:
     if (value.is(Type::array)) {
       return "an array";
     }
-    return fmt::format("{} ({})", value.raw(), toml::type_name(value.type()));
+    std::string spelled = value.raw();
+    // A float spelled like an integer (an engine that re-renders "2.0" as "2") would read as
+    // a contradiction next to "(float)".
+    if (value.is(Type::floating) && spelled.find_first_of(".eEn") == std::string::npos) {
+      spelled += ".0";
+    }
+    return fmt::format("{} ({})", spelled, toml::type_name(value.type()));
   }
 
   const Document &m_doc;

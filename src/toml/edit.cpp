@@ -1178,6 +1178,12 @@ private:
 
   void remove_lines(std::uint32_t first, std::uint32_t last, std::uint32_t floor) {
     const std::uint32_t n = g.line_count();
+    // Removing the start of the document: do not leave it starting with blank lines.
+    if (first == 0) {
+      while (last < n && g.line(last).kind == LineKind::blank) {
+        ++last;
+      }
+    }
     std::uint32_t begin = g.offset_of_line(first);
     const std::uint32_t end = g.offset_of_line(last);
     if (last >= n) {

@@ -6,12 +6,14 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 namespace {
 
 using pb::test::run_primebeaker;
 using pb::test::TempDir;
 
-const char* const sample = R"(# Build settings
+const char *const sample = R"(# Build settings
 title = "demo"
 port = 0x1F  # hex
 ratio = 8.0
@@ -50,7 +52,8 @@ TEST_F(TomlCommands, GetJsonAndTaggedJson) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "{\n  \"host\": \"localhost\",\n  \"ports\": [\n    8001,\n    8002\n  ]\n}\n");
   r = run_primebeaker({"toml", "get", file, "ratio", "--format=tagged-json"});
-  EXPECT_EQ(pb::OrderedJson::parse(r.out), pb::OrderedJson::parse(R"({"type":"float","value":"8"})"));
+  EXPECT_EQ(pb::OrderedJson::parse(r.out),
+            pb::OrderedJson::parse(R"({"type":"float","value":"8"})"));
   r = run_primebeaker({"toml", "get", file, "port", "--format", "json"});
   EXPECT_EQ(r.out, "31\n");
   r = run_primebeaker({"toml", "get", file, "when", "--format", "json"});
@@ -77,21 +80,143 @@ TEST_F(TomlCommands, GetErrors) {
   pb::test::write_file(dir / "bad.toml", "a = 1\nb = [1,,2]\n");
   r = run_primebeaker({"toml", "get", (dir / "bad.toml").string(), "a"});
   EXPECT_EQ(r.exit_code, 3);
-  EXPECT_EQ(r.err, "primebeaker: error: " + (dir / "bad.toml").string() +
-                       ":2:8: expected a value, found ','\n");
+  EXPECT_EQ(r.err,
+            "primebeaker: error: " + (dir / "bad.toml").string() +
+                ":2:8: expected a value, found ','\n");
 }
 
 TEST_F(TomlCommands, CheckReportsEachInvalidFile) {
   pb::test::write_file(dir / "bad1.toml", "a = 1\na = 2\n");
   pb::test::write_file(dir / "bad2.toml", "[x\n");
-  const auto r = run_primebeaker({"toml", "check", file, (dir / "bad1.toml").string(),
-                                  (dir / "bad2.toml").string()});
+  const auto r = run_primebeaker(
+      {"toml", "check", file, (dir / "bad1.toml").string(), (dir / "bad2.toml").string()});
   EXPECT_EQ(r.exit_code, 3);
-  EXPECT_EQ(r.err, (dir / "bad1.toml").string() +
-                       ":2:1: key 'a' is already defined (at line 1, column 5)\n" +
-                       (dir / "bad2.toml").string() +
-                       ":1:3: expected ']' to close the table header\n");
+  EXPECT_EQ(r.err,
+            (dir / "bad1.toml").string() +
+                ":2:1: key 'a' is already defined (at line 1, column 5)\n" +
+                (dir / "bad2.toml").string() + ":1:3: expected ']' to close the table header\n");
   EXPECT_EQ(run_primebeaker({"toml", "check", file}).exit_code, 0);
+}
+
+TEST_F(TomlCommands, SetInPlaceKeepsEverythingElse) {
+  auto r = run_primebeaker({"toml", "set", file, "server.host", "-s", "example.org"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+  std::string expected = sample;
+  expected.replace(expected.find("\"localhost\""), 11, "\"example.org\"");
+  EXPECT_EQ(pb::test::read_file(file), expected);
+  r = run_primebeaker({"toml", "set", file, "ratio", "-5", "--type", "integer"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(run_primebeaker({"toml", "get", file, "ratio", "--format", "json"}).out, "-5\n");
+}
+
+TEST_F(TomlCommands, SetDryRunPrintsUnifiedDiff) {
+  const auto r = run_primebeaker({"toml", "set", file, "server.timeout", "30", "--dry-run"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "--- " + file + "\n+++ " + file +
+                "\n@@ -8,6 +8,7 @@\n [server]\n host = \"localhost\"   # where\n ports = [8001, "
+                "8002]\n+timeout = 30\n \n [[bin]]\n name = \"first\"\n");
+  EXPECT_EQ(pb::test::read_file(file), sample);
+}
+
+TEST_F(TomlCommands, OutputToStdoutAndToAnotherFile) {
+  auto r = run_primebeaker({"toml", "set", file, "title", "\"x\"", "-o", "-"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string expected = sample;
+  expected.replace(expected.find("\"demo\""), 6, "\"x\"");
+  EXPECT_EQ(r.out, expected);
+  EXPECT_EQ(pb::test::read_file(file), sample);
+  const std::string other = (dir / "other.toml").string();
+  r = run_primebeaker({"toml", "unset", file, "bin[0]", "--output", other});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(pb::test::read_file(file), sample);
+  EXPECT_EQ(run_primebeaker({"toml", "get", other, "bin[0].name"}).out, "second\n");
+}
+
+TEST_F(TomlCommands, StdinAndValueFile) {
+  pb::test::RunOptions in;
+  in.stdin_data = "a = 1 # one\n";
+  auto r = run_primebeaker({"toml", "set", "-", "a", "2"}, in);
+  EXPECT_EQ(r.out, "a = 2 # one\n");
+  pb::test::write_file(dir / "value.txt", "line one\nline two\n");
+  r = run_primebeaker({"toml",
+                       "set",
+                       file,
+                       "notes",
+                       "-s",
+                       "--value-file",
+                       (dir / "value.txt").string(),
+                       "-o",
+                       "-"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("tags = [\"a\", \"b\"]\nnotes = \"line one\\nline two\\n\"\n"),
+            std::string::npos)
+      << r.out;
+  in.stdin_data = "[1, 2,\n 3]\n";
+  r = run_primebeaker({"toml", "set", file, "list", "--value-file", "-", "-o", "-"}, in);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("tags = [\"a\", \"b\"]\nlist = [1, 2,\n 3]\n"), std::string::npos) << r.out;
+}
+
+TEST_F(TomlCommands, UnsetFlags) {
+  auto r = run_primebeaker({"toml", "unset", file, "nope"});
+  EXPECT_EQ(r.exit_code, 1);
+  r = run_primebeaker({"toml", "unset", file, "nope", "--if-exists"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(pb::test::read_file(file), sample);
+  r = run_primebeaker({"toml", "unset", file, "server.host", "--dry-run"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("-host = \"localhost\"   # where\n"), std::string::npos) << r.out;
+  EXPECT_EQ(pb::test::read_file(file), sample);
+}
+
+// Bad input changes nothing on disk: digest of the directory before and after.
+TEST_F(TomlCommands, BadInputChangesNothing) {
+  pb::test::write_file(dir / "invalid.toml", "a = 1\n[b\n");
+  pb::test::write_file(dir / "readonly.toml", "a = 1\n", 0444);
+  pb::test::write_file(dir / "not-a-dir", "x = 1\n");
+  const std::string before = pb::test::tree_digest(dir.path());
+  struct Attempt {
+    std::vector<std::string> args;
+    int code;
+  };
+  const std::string invalid = (dir / "invalid.toml").string();
+  const std::vector<Attempt> attempts = {
+      {{"toml", "set", invalid, "a", "2"}, 3}, // invalid TOML
+      {{"toml", "unset", invalid, "a"}, 3},
+      {{"toml", "set", file, "server..host", "1"}, 2}, // bad key path
+      {{"toml", "set", file, "bin[x]", "1"}, 2},
+      {{"toml", "set", file, "title", "hello"}, 2}, // bad value literal
+      {{"toml", "set", file, "title", "0.2.0"}, 2},
+      {{"toml", "set", file, "title", "1", "--type", "string"}, 2}, // --type mismatch
+      {{"toml", "set", file, "port.x", "1"}, 2},                    // conflicting path
+      {{"toml", "set", file, "tags.x", "1"}, 2},
+      {{"toml", "set", (dir / "missing.toml").string(), "a", "1"}, 3},  // missing file
+      {{"toml", "set", (dir / "readonly.toml").string(), "a", "2"}, 1}, // read-only file
+      {{"toml", "unset", (dir / "readonly.toml").string(), "a"}, 1},
+      // a directory that refuses the temporary file: its "parent" is a regular file
+      {{"toml", "set", file, "title", "\"x\"", "-o", (dir / "not-a-dir" / "out.toml").string()}, 1},
+  };
+  for (const auto &a : attempts) {
+    const auto r = run_primebeaker(a.args);
+    EXPECT_EQ(r.exit_code, a.code) << a.args[2] << " " << a.args[3] << ": " << r.err;
+    EXPECT_EQ(r.err.rfind("primebeaker: error: ", 0), 0U) << r.err;
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(pb::test::tree_digest(dir.path()), before) << a.args[3];
+  }
+  // A directory without write permission refuses the temporary file too; root ignores the mode
+  // bits, so this part only runs as an ordinary user.
+  if (::geteuid() != 0) {
+    const auto locked = dir / "locked";
+    pb::test::write_file(locked / "f.toml", "a = 1\n");
+    std::filesystem::permissions(
+        locked, std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec);
+    const std::string locked_before = pb::test::tree_digest(locked);
+    const auto r = run_primebeaker({"toml", "set", (locked / "f.toml").string(), "a", "2"});
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_EQ(pb::test::tree_digest(locked), locked_before);
+  }
 }
 
 } // namespace

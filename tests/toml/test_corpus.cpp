@@ -12,9 +12,9 @@ namespace {
 
 std::vector<std::filesystem::path> corpus_files() {
   std::vector<std::filesystem::path> out;
-  for (const char* folder : {"prime-rl", "primebeaker-examples"}) {
-    for (const auto& entry :
-         std::filesystem::recursive_directory_iterator(pb::test::shared_dir() / "corpus" / folder)) {
+  for (const char *folder : {"prime-rl", "primebeaker-examples"}) {
+    for (const auto &entry : std::filesystem::recursive_directory_iterator(pb::test::shared_dir() /
+                                                                           "corpus" / folder)) {
       if (entry.path().extension() == ".toml") {
         out.push_back(entry.path());
       }
@@ -27,7 +27,7 @@ std::vector<std::filesystem::path> corpus_files() {
 TEST(Corpus, RealWorldFilesRoundTrip) {
   const auto files = corpus_files();
   ASSERT_GE(files.size(), 20U);
-  for (const auto& path : files) {
+  for (const auto &path : files) {
     SCOPED_TRACE(path.string());
     const std::string text = pb::test::read_file(path);
     const auto doc = pb::toml::Document::parse(text, path.string());
