@@ -18,7 +18,7 @@
 namespace pb::registry {
 namespace {
 
-std::chrono::milliseconds seconds_option(double seconds, const std::string& flag_name) {
+std::chrono::milliseconds seconds_option(double seconds, const std::string &flag_name) {
   if (!std::isfinite(seconds) || seconds < 0) {
     throw usage_error("--" + flag_name + " must be a non-negative number of seconds");
   }
@@ -34,14 +34,14 @@ public:
       std::cerr << "\r\033[K" << std::flush;
     }
   }
-  ProgressLine(const ProgressLine&) = delete;
-  ProgressLine& operator=(const ProgressLine&) = delete;
+  ProgressLine(const ProgressLine &) = delete;
+  ProgressLine &operator=(const ProgressLine &) = delete;
 
-  std::function<void(const std::string&)> callback() {
+  std::function<void(const std::string &)> callback() {
     if (!m_enabled) {
       return {};
     }
-    return [this](const std::string& line) {
+    return [this](const std::string &line) {
       const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(
           std::chrono::steady_clock::now() - m_start);
       std::cerr << "\r\033[K" << line << " (" << seconds.count() << "s)" << std::flush;
@@ -55,7 +55,7 @@ private:
   std::chrono::steady_clock::time_point m_start = std::chrono::steady_clock::now();
 };
 
-OrderedJson server_json(const ServerRecord& server, double now) {
+OrderedJson server_json(const ServerRecord &server, double now) {
   OrderedJson row = OrderedJson::object();
   row["server_id"] = server.server_id;
   row["uri"] = server.uri;
@@ -77,16 +77,16 @@ struct ListOptions {
   double window = k_default_heartbeat_window;
 };
 
-void run_list(const ListOptions& options) {
+void run_list(const ListOptions &options) {
   auto registry = open_registry(options.registry);
   SystemClock clock;
   const double now = epoch_seconds(clock.now());
   const auto groups = group_by_service(registry->live_servers(now, options.window));
   if (options.json) {
     OrderedJson out = OrderedJson::object();
-    for (const auto& [service, servers] : groups) {
+    for (const auto &[service, servers] : groups) {
       OrderedJson rows = OrderedJson::array();
-      for (const auto& server : servers) {
+      for (const auto &server : servers) {
         rows.push_back(server_json(server, now));
       }
       out[service] = std::move(rows);
@@ -98,13 +98,13 @@ void run_list(const ListOptions& options) {
     std::cout << "no live endpoints in " << registry->display() << "\n";
     return;
   }
-  for (const auto& [service, servers] : groups) {
+  for (const auto &[service, servers] : groups) {
     std::cout << service << " (" << servers.size() << ")\n";
-    for (const auto& server : servers) {
+    for (const auto &server : servers) {
       char age[32];
       std::snprintf(age, sizeof age, "%.1fs", now - server.last_heartbeat);
-      std::cout << "  " << (server.uri.empty() ? "(no uri)" : server.uri) << "  " << server.server_id
-                << "  heartbeat " << age << " ago\n";
+      std::cout << "  " << (server.uri.empty() ? "(no uri)" : server.uri) << "  "
+                << server.server_id << "  heartbeat " << age << " ago\n";
     }
   }
 }
@@ -120,7 +120,7 @@ struct RegisterOptions {
   std::optional<double> heartbeat;
 };
 
-int port_of(const std::string& uri) {
+int port_of(const std::string &uri) {
   const auto scheme_end = uri.find("://");
   if (scheme_end == std::string::npos || scheme_end + 3 >= uri.size()) {
     throw usage_error("--uri must look like http://host:port, got '" + uri + "'");
@@ -133,7 +133,7 @@ int port_of(const std::string& uri) {
   const auto colon = netloc.rfind(':');
   if (colon != std::string::npos && (bracket == std::string::npos || colon > bracket)) {
     const std::string digits = netloc.substr(colon + 1);
-    char* end = nullptr;
+    char *end = nullptr;
     const long port = std::strtol(digits.c_str(), &end, 10);
     if (digits.empty() || *end != '\0' || port < 1 || port > 65535) {
       throw usage_error("--uri has an invalid port: '" + uri + "'");
@@ -155,7 +155,7 @@ std::string local_hostname() {
   return host.substr(0, host.find('.')); // socket.gethostname() short name
 }
 
-void run_register(const RegisterOptions& options) {
+void run_register(const RegisterOptions &options) {
   auto registry = open_registry(options.registry);
   if (options.service.empty()) {
     throw usage_error("--service must not be empty");
@@ -206,14 +206,16 @@ struct PublishOptions {
   double ttl = 30;
 };
 
-void run_publish(const PublishOptions& options) {
+void run_publish(const PublishOptions &options) {
   auto registry = open_registry(options.registry);
   if (!valid_endpoint_name(options.name)) {
-    throw usage_error("--name must match [A-Za-z0-9][A-Za-z0-9_.-]{0,127}, got '" + options.name + "'");
+    throw usage_error("--name must match [A-Za-z0-9][A-Za-z0-9_.-]{0,127}, got '" + options.name +
+                      "'");
   }
   if (options.uri.empty() || options.uri.find_first_of(" \t\r\n") != std::string::npos ||
       options.uri.find("://") == std::string::npos) {
-    throw usage_error("--uri must be a URI with a scheme and host, got '" + redact_uri(options.uri) + "'");
+    throw usage_error("--uri must be a URI with a scheme and host, got '" +
+                      redact_uri(options.uri) + "'");
   }
   if (!(options.ttl > 0) || !std::isfinite(options.ttl)) {
     throw usage_error("--ttl must be a positive number of seconds");
@@ -247,13 +249,13 @@ struct WaitCommandOptions {
   std::string registry;
   double timeout = 0;
   std::string stop_file;
-  double poll_interval = 0.25;
+  double poll_interval = 0.1;
   std::vector<std::string> require;
   std::string requirements_json;
   double window = k_default_heartbeat_window;
 };
 
-WaitOptions wait_options(const WaitCommandOptions& options, ProgressLine& progress) {
+WaitOptions wait_options(const WaitCommandOptions &options, ProgressLine &progress) {
   WaitOptions wait;
   wait.timeout = seconds_option(options.timeout, "timeout");
   wait.poll_interval = seconds_option(options.poll_interval, "poll-interval");
@@ -271,7 +273,7 @@ WaitOptions wait_options(const WaitCommandOptions& options, ProgressLine& progre
   return wait;
 }
 
-void run_wait_redis(const WaitCommandOptions& options) {
+void run_wait_redis(const WaitCommandOptions &options) {
   auto registry = open_registry(options.registry);
   ProgressLine progress;
   const auto result = wait_for_redis(*registry, wait_options(options, progress));
@@ -279,10 +281,10 @@ void run_wait_redis(const WaitCommandOptions& options) {
   std::cout << registry->display() << "\n";
 }
 
-void run_wait_services(const WaitCommandOptions& options) {
+void run_wait_services(const WaitCommandOptions &options) {
   Requirements requirements = parse_requirements(options.require);
   if (!options.requirements_json.empty()) {
-    for (const auto& [name, count] : parse_requirements_json(options.requirements_json)) {
+    for (const auto &[name, count] : parse_requirements_json(options.requirements_json)) {
       requirements[name] = count;
     }
   }
@@ -291,7 +293,7 @@ void run_wait_services(const WaitCommandOptions& options) {
   const auto result = wait_for_services(*registry, requirements, wait_options(options, progress));
   throw_unless_ready(result.status, result.message);
   OrderedJson observed = OrderedJson::object();
-  for (const auto& [name, count] : result.observed) { // std::map: sorted keys
+  for (const auto &[name, count] : result.observed) { // std::map: sorted keys
     observed[name] = count;
   }
   print_json(std::cout, observed);
@@ -306,7 +308,7 @@ struct ProbeOptions {
   double timeout = 70;
 };
 
-void run_probe(const ProbeOptions& options) {
+void run_probe(const ProbeOptions &options) {
   GatewayProbe probe;
   probe.url = options.url;
   probe.model_paths = options.model_paths;
@@ -316,7 +318,7 @@ void run_probe(const ProbeOptions& options) {
       throw usage_error("--model-paths-json must be a JSON list of strings, got " +
                         options.model_paths_json);
     }
-    for (const auto& item : parsed) {
+    for (const auto &item : parsed) {
       if (!item.is_string()) {
         throw usage_error("--model-paths-json must be a JSON list of strings, got " +
                           options.model_paths_json);
@@ -331,7 +333,7 @@ void run_probe(const ProbeOptions& options) {
   }
   probe.health_timeout = std::min(probe.health_timeout, probe.timeout);
   OrderedJson checks = OrderedJson::array();
-  for (const auto& check : probe_gateway(probe)) {
+  for (const auto &check : probe_gateway(probe)) {
     OrderedJson row = OrderedJson::object();
     row["method"] = check.method;
     row["path"] = check.path;
@@ -350,97 +352,108 @@ void run_probe(const ProbeOptions& options) {
 
 } // namespace
 
-void register_commands(cli::CommandTree& tree) {
+void register_commands(cli::CommandTree &tree) {
   tree.command({"registry"}, "Read and write LiteRegistry registries (file, sqlite, redis, head+)");
   const std::string uri_help =
       "Registry URI: /dir, file:///dir, sqlite:///db.sqlite3, redis://host:port[/db], "
       "head+file|sqlite|redis://...";
 
   {
-    auto& options = tree.make_options<ListOptions>();
-    auto& cmd = tree.command({"registry", "list"}, "List live endpoints grouped by service");
+    auto &options = tree.make_options<ListOptions>();
+    auto &cmd = tree.command({"registry", "list"}, "List live endpoints grouped by service");
     cmd.add_option(cli::flag("registry"), options.registry, uri_help)->required();
     cmd.add_flag(cli::flag("json"), options.json, "Print JSON {service: [endpoints]}");
-    cmd.add_option(cli::flag("heartbeat-window"), options.window,
-                   "Liveness window in seconds (inclusive)")
+    cmd.add_option(
+           cli::flag("heartbeat-window"), options.window, "Liveness window in seconds (inclusive)")
         ->capture_default_str();
     cmd.callback([&options] { run_list(options); });
   }
   {
-    auto& options = tree.make_options<RegisterOptions>();
-    auto& cmd = tree.command({"registry", "register"},
+    auto &options = tree.make_options<RegisterOptions>();
+    auto &cmd = tree.command({"registry", "register"},
                              "Publish one endpoint as a LiteRegistry server record");
     cmd.add_option(cli::flag("registry"), options.registry, uri_help)->required();
     cmd.add_option(cli::flag("service"), options.service, "Service name (metadata.model_path)")
         ->required();
-    cmd.add_option(cli::flag("uri"), options.uri, "Endpoint URL, e.g. http://node01:20306")->required();
-    cmd.add_option(cli::flag("host"), options.host, "Host name stored in the record (default: ours)");
-    cmd.add_option(cli::flag("server-id"), options.server_id,
-                   "Server id (default: <host>-<uuid4 hex>)");
+    cmd.add_option(cli::flag("uri"), options.uri, "Endpoint URL, e.g. http://node01:20306")
+        ->required();
+    cmd.add_option(
+        cli::flag("host"), options.host, "Host name stored in the record (default: ours)");
+    cmd.add_option(
+        cli::flag("server-id"), options.server_id, "Server id (default: <host>-<uuid4 hex>)");
     cmd.add_option(cli::flag("metadata"), options.metadata_json, "Extra metadata as a JSON object");
-    cmd.add_option(cli::flag("heartbeat"), options.heartbeat,
-                   "last_heartbeat as Unix seconds (default: now)");
+    cmd.add_option(
+        cli::flag("heartbeat"), options.heartbeat, "last_heartbeat as Unix seconds (default: now)");
     cmd.callback([&options] { run_register(options); });
   }
   {
-    auto& options = tree.make_options<PublishOptions>();
-    auto& cmd = tree.command({"registry", "publish-endpoint"},
+    auto &options = tree.make_options<PublishOptions>();
+    auto &cmd = tree.command({"registry", "publish-endpoint"},
                              "Publish one TTL'd endpoint record (e.g. name redis for a head)");
     cmd.add_option(cli::flag("registry"), options.registry, "Endpoint registry URI")->required();
-    cmd.add_option(cli::flag("name"), options.name, "Endpoint name (redis, gateway, ...)")->required();
+    cmd.add_option(cli::flag("name"), options.name, "Endpoint name (redis, gateway, ...)")
+        ->required();
     cmd.add_option(cli::flag("uri"), options.uri, "Endpoint URI")->required();
-    cmd.add_option(cli::flag("publisher-id"), options.publisher_id,
+    cmd.add_option(cli::flag("publisher-id"),
+                   options.publisher_id,
                    "Publisher id (default: manual-<uuid hex>)");
     cmd.add_option(cli::flag("ttl"), options.ttl, "Seconds until the record expires")
         ->capture_default_str();
     cmd.callback([&options] { run_publish(options); });
   }
   {
-    auto& options = tree.make_options<WaitCommandOptions>();
+    auto &options = tree.make_options<WaitCommandOptions>();
     options.timeout = 600;
-    auto& cmd = tree.command({"registry", "wait-redis"},
+    auto &cmd = tree.command({"registry", "wait-redis"},
                              "Wait until the registry's Redis answers PING (head+ resolved)");
     cmd.add_option(cli::flag("registry"), options.registry, uri_help)->required();
     cmd.add_option(cli::flag("timeout"), options.timeout, "Seconds to wait")->capture_default_str();
-    cmd.add_option(cli::flag("stop-file"), options.stop_file,
-                   "Give up (exit 92) as soon as this file exists");
+    cmd.add_option(
+        cli::flag("stop-file"), options.stop_file, "Give up (exit 92) as soon as this file exists");
     cmd.add_option(cli::flag("poll-interval"), options.poll_interval, "Seconds between attempts")
         ->capture_default_str();
     cmd.callback([&options] { run_wait_redis(options); });
   }
   {
-    auto& options = tree.make_options<WaitCommandOptions>();
+    auto &options = tree.make_options<WaitCommandOptions>();
     options.timeout = 1800;
-    auto& cmd = tree.command({"registry", "wait-services"},
+    auto &cmd = tree.command({"registry", "wait-services"},
                              "Wait until every named service has N live endpoints");
     cmd.add_option(cli::flag("registry"), options.registry, uri_help)->required();
-    cli::add_list_option(cmd, "require", options.require,
-                         "NAME=COUNT (repeat for several services)");
-    cmd.add_option(cli::flag("requirements-json"), options.requirements_json,
+    cli::add_list_option(
+        cmd, "require", options.require, "NAME=COUNT (repeat for several services)");
+    cmd.add_option(cli::flag("requirements-json"),
+                   options.requirements_json,
                    "Requirements as a JSON object {\"name\": count} (reference spelling)");
     cmd.add_option(cli::flag("timeout"), options.timeout, "Seconds to wait")->capture_default_str();
-    cmd.add_option(cli::flag("stop-file"), options.stop_file,
-                   "Give up (exit 92) as soon as this file exists");
+    cmd.add_option(
+        cli::flag("stop-file"), options.stop_file, "Give up (exit 92) as soon as this file exists");
     cmd.add_option(cli::flag("poll-interval"), options.poll_interval, "Seconds between reads")
         ->capture_default_str();
-    cmd.add_option(cli::flag("heartbeat-window"), options.window,
-                   "Liveness window in seconds (inclusive)")
+    cmd.add_option(
+           cli::flag("heartbeat-window"), options.window, "Liveness window in seconds (inclusive)")
         ->capture_default_str();
     cmd.callback([&options] { run_wait_services(options); });
   }
   {
-    auto& options = tree.make_options<ProbeOptions>();
-    auto& cmd = tree.command({"registry", "probe-gateway"},
+    auto &options = tree.make_options<ProbeOptions>();
+    auto &cmd = tree.command({"registry", "probe-gateway"},
                              "Check that a tool gateway is ready (health, routes, search)");
     cmd.add_option(cli::flag("url"), options.url, "Gateway base URL, e.g. http://127.0.0.1:1212")
         ->required();
-    cli::add_list_option(cmd, "model-path", options.model_paths,
+    cli::add_list_option(cmd,
+                         "model-path",
+                         options.model_paths,
                          "Search service that must answer POST /search (repeatable)");
-    cmd.add_option(cli::flag("model-paths-json"), options.model_paths_json,
+    cmd.add_option(cli::flag("model-paths-json"),
+                   options.model_paths_json,
                    "Model paths as a JSON list (reference spelling)");
-    cli::add_list_option(cmd, "required-path", options.required_paths,
+    cli::add_list_option(cmd,
+                         "required-path",
+                         options.required_paths,
                          "Route that must exist (OPTIONS 200/204/405), repeatable");
-    cmd.add_option(cli::flag("timeout"), options.timeout, "Seconds per request")->capture_default_str();
+    cmd.add_option(cli::flag("timeout"), options.timeout, "Seconds per request")
+        ->capture_default_str();
     cmd.callback([&options] { run_probe(options); });
   }
 }

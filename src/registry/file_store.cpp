@@ -16,9 +16,9 @@ namespace {
 
 namespace stdfs = std::filesystem;
 
-constexpr const char* k_ttl_dir = ".literegistry_ttl";
+constexpr const char *k_ttl_dir = ".literegistry_ttl";
 
-std::optional<std::string> read_if_present(const stdfs::path& path) {
+std::optional<std::string> read_if_present(const stdfs::path &path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return std::nullopt;
@@ -38,22 +38,23 @@ public:
 
   std::vector<ServerRecord> live_servers(double now, double window_seconds) override {
     std::vector<ServerRecord> out;
-    for (const auto& [key, value] : live_items(std::string(k_server_prefix), now)) {
-      if (auto record = decode_server_record(key, value); record && record->live_at(now, window_seconds)) {
+    for (const auto &[key, value] : live_items(std::string(k_server_prefix), now)) {
+      if (auto record = decode_server_record(key, value);
+          record && record->live_at(now, window_seconds)) {
         out.push_back(std::move(*record));
       }
     }
     return out;
   }
 
-  void put_server(const ServerRecord& record) override {
+  void put_server(const ServerRecord &record) override {
     ensure_root();
     std::error_code ec;
     stdfs::remove(sidecar(record.key()), ec); // a server record has no TTL
     pb::fs::write_file_atomic(m_root / record.key(), encode_server_record(record));
   }
 
-  bool remove_server(const std::string& server_id) override {
+  bool remove_server(const std::string &server_id) override {
     const std::string key = std::string(k_server_prefix) + server_id;
     std::error_code ec;
     const bool removed_value = stdfs::remove(m_root / key, ec);
@@ -61,9 +62,9 @@ public:
     return removed_value || removed_ttl;
   }
 
-  std::vector<EndpointRecord> endpoint_records(const std::string& name, double now) override {
+  std::vector<EndpointRecord> endpoint_records(const std::string &name, double now) override {
     std::vector<EndpointRecord> out;
-    for (const auto& [key, value] : live_items("endpoint_" + name + "_", now)) {
+    for (const auto &[key, value] : live_items("endpoint_" + name + "_", now)) {
       if (auto record = decode_endpoint_record(value, name)) {
         out.push_back(std::move(*record));
       }
@@ -71,7 +72,7 @@ public:
     return out;
   }
 
-  void put_endpoint(const EndpointRecord& record, double ttl_seconds, double now) override {
+  void put_endpoint(const EndpointRecord &record, double ttl_seconds, double now) override {
     if (!(ttl_seconds > 0)) {
       throw usage_error("an endpoint TTL must be a positive number of seconds");
     }
@@ -86,7 +87,7 @@ public:
   void check_reachable(double) override { require_root(); }
 
 private:
-  stdfs::path sidecar(const std::string& key) const { return m_root / k_ttl_dir / sha256_hex(key); }
+  stdfs::path sidecar(const std::string &key) const { return m_root / k_ttl_dir / sha256_hex(key); }
 
   void ensure_root() {
     std::error_code ec;
@@ -108,13 +109,13 @@ private:
   }
 
   // Expired per its sidecar? Readers never delete: a reader must not race a writer's rename.
-  bool expired(const std::string& key, double now) const {
+  bool expired(const std::string &key, double now) const {
     const auto text = read_if_present(sidecar(key));
     if (!text) {
       return false;
     }
     const std::string trimmed(pb::text::trim(*text));
-    char* end = nullptr;
+    char *end = nullptr;
     const double expiry = std::strtod(trimmed.c_str(), &end);
     if (trimmed.empty() || end != trimmed.c_str() + trimmed.size()) {
       return false; // unparsable sidecar: ignored, the value stays valid (§2.5)
@@ -122,7 +123,8 @@ private:
     return now >= expiry;
   }
 
-  std::vector<std::pair<std::string, std::string>> live_items(const std::string& prefix, double now) {
+  std::vector<std::pair<std::string, std::string>> live_items(const std::string &prefix,
+                                                              double now) {
     require_root();
     std::vector<std::pair<std::string, std::string>> items;
     std::error_code ec;
@@ -152,7 +154,7 @@ private:
 
 } // namespace
 
-std::unique_ptr<Registry> open_file_store(const Location& location) {
+std::unique_ptr<Registry> open_file_store(const Location &location) {
   return std::make_unique<FileStore>(location.path);
 }
 

@@ -11,8 +11,8 @@
 namespace pb::registry {
 namespace {
 
-size_t collect_body(char* data, size_t size, size_t count, void* target) {
-  auto* body = static_cast<std::string*>(target);
+size_t collect_body(char *data, size_t size, size_t count, void *target) {
+  auto *body = static_cast<std::string *>(target);
   // Only the first bytes are ever shown; keep memory bounded on a chatty endpoint.
   const size_t bytes = size * count;
   if (body->size() < 4096) {
@@ -26,24 +26,25 @@ struct Response {
   std::string body;
 };
 
-Response request(const std::string& base_url,
-                 const std::string& method,
-                 const std::string& path,
-                 const std::optional<std::string>& json_body,
+Response request(const std::string &base_url,
+                 const std::string &method,
+                 const std::string &path,
+                 const std::optional<std::string> &json_body,
                  std::chrono::milliseconds timeout) {
   static std::once_flag init;
   std::call_once(init, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-  std::unique_ptr<CURL, void (*)(CURL*)> curl(curl_easy_init(), curl_easy_cleanup);
+  std::unique_ptr<CURL, void (*)(CURL *)> curl(curl_easy_init(), curl_easy_cleanup);
   if (!curl) {
     throw failure("gateway probe could not start libcurl");
   }
   const std::string url = base_url + path;
   Response response;
-  curl_slist* headers = nullptr;
+  curl_slist *headers = nullptr;
   curl_easy_setopt(curl.get(), CURLOPT_URL, url.c_str());
   curl_easy_setopt(curl.get(), CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(curl.get(), CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
-  curl_easy_setopt(curl.get(), CURLOPT_CONNECTTIMEOUT_MS,
+  curl_easy_setopt(curl.get(),
+                   CURLOPT_CONNECTTIMEOUT_MS,
                    static_cast<long>(std::min<long long>(timeout.count(), 10000)));
   curl_easy_setopt(curl.get(), CURLOPT_WRITEFUNCTION, collect_body);
   curl_easy_setopt(curl.get(), CURLOPT_WRITEDATA, &response.body);
@@ -60,20 +61,21 @@ Response request(const std::string& base_url,
   const CURLcode code = curl_easy_perform(curl.get());
   curl_slist_free_all(headers);
   if (code != CURLE_OK) {
-    throw failure("gateway probe could not reach " + redact_uri(url) + ": " + curl_easy_strerror(code));
+    throw failure("gateway probe could not reach " + redact_uri(url) + ": " +
+                  curl_easy_strerror(code));
   }
   curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &response.status);
   return response;
 }
 
-[[noreturn]] void http_failure(const std::string& what, const Response& response) {
+[[noreturn]] void http_failure(const std::string &what, const Response &response) {
   throw failure("gateway probe returned HTTP " + std::to_string(response.status) + " for " + what +
                 ": " + response.body.substr(0, 1000));
 }
 
 } // namespace
 
-std::vector<ProbeCheck> probe_gateway(const GatewayProbe& probe) {
+std::vector<ProbeCheck> probe_gateway(const GatewayProbe &probe) {
   std::string base = probe.url;
   while (!base.empty() && base.back() == '/') {
     base.pop_back();
@@ -98,7 +100,7 @@ std::vector<ProbeCheck> probe_gateway(const GatewayProbe& probe) {
     }
     checks.push_back({"OPTIONS", path, "", response.status});
   }
-  for (const auto& model_path : probe.model_paths) {
+  for (const auto &model_path : probe.model_paths) {
     const nlohmann::ordered_json body = {
         {"mode", "query"}, {"query", "PrimeBeaker readiness probe"}, {"model_path", model_path}};
     const auto response = request(base, "POST", "/search", body.dump(), probe.timeout);

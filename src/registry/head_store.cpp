@@ -12,7 +12,7 @@ namespace {
 
 class HeadStore final : public Registry {
 public:
-  HeadStore(const Location& location, const OpenOptions& options)
+  HeadStore(const Location &location, const OpenOptions &options)
       : m_location(location), m_options(options),
         m_head(open_registry(*location.head_backend, options)) {}
 
@@ -21,31 +21,33 @@ public:
   BackendKind kind() const override { return BackendKind::head; }
 
   std::vector<ServerRecord> live_servers(double now, double window_seconds) override {
-    return with_redis(now, [&](Registry& redis) { return redis.live_servers(now, window_seconds); });
+    return with_redis(now,
+                      [&](Registry &redis) { return redis.live_servers(now, window_seconds); });
   }
 
-  void put_server(const ServerRecord& record) override {
-    with_redis(record.last_heartbeat, [&](Registry& redis) {
+  void put_server(const ServerRecord &record) override {
+    with_redis(record.last_heartbeat, [&](Registry &redis) {
       redis.put_server(record);
       return 0;
     });
   }
 
-  bool remove_server(const std::string& server_id) override {
-    return with_redis(m_last_check, [&](Registry& redis) { return redis.remove_server(server_id); });
+  bool remove_server(const std::string &server_id) override {
+    return with_redis(m_last_check,
+                      [&](Registry &redis) { return redis.remove_server(server_id); });
   }
 
   // Endpoint records (gateway, redis) live in the head backend itself (§7.2).
-  std::vector<EndpointRecord> endpoint_records(const std::string& name, double now) override {
+  std::vector<EndpointRecord> endpoint_records(const std::string &name, double now) override {
     return m_head->endpoint_records(name, now);
   }
 
-  void put_endpoint(const EndpointRecord& record, double ttl_seconds, double now) override {
+  void put_endpoint(const EndpointRecord &record, double ttl_seconds, double now) override {
     m_head->put_endpoint(record, ttl_seconds, now);
   }
 
   void check_reachable(double now) override {
-    with_redis(now, [](Registry& redis) {
+    with_redis(now, [](Registry &redis) {
       redis.check_reachable(0);
       return 0;
     });
@@ -55,18 +57,19 @@ private:
   // Runs `operation` on the current Redis; any failure drops the client so the next call
   // re-reads the head (failover), then rethrows for the caller's retry loop.
   template <typename Operation>
-  auto with_redis(double now, Operation operation) -> decltype(operation(std::declval<Registry&>())) {
-    Registry& redis = resolve(now);
+  auto with_redis(double now, Operation operation)
+      -> decltype(operation(std::declval<Registry &>())) {
+    Registry &redis = resolve(now);
     try {
       return operation(redis);
-    } catch (const Error&) {
+    } catch (const Error &) {
       m_redis.reset();
       m_identity.clear();
       throw;
     }
   }
 
-  Registry& resolve(double now) {
+  Registry &resolve(double now) {
     if (m_redis && now - m_last_check < m_options.head_refresh_seconds && now >= m_last_check) {
       return *m_redis;
     }
@@ -88,9 +91,9 @@ private:
     Location target;
     try {
       target = parse_location(uri, m_options.parse);
-    } catch (const Error& error) {
-      throw failure("head registry " + m_head->display() + " publishes an unusable Redis: " +
-                    error.what());
+    } catch (const Error &error) {
+      throw failure("head registry " + m_head->display() +
+                    " publishes an unusable Redis: " + error.what());
     }
     if (target.kind != BackendKind::redis) {
       throw failure("head registry " + m_head->display() + " publishes " + redact_uri(uri) +
@@ -118,7 +121,7 @@ private:
 
 } // namespace
 
-std::unique_ptr<Registry> open_head_store(const Location& location, const OpenOptions& options) {
+std::unique_ptr<Registry> open_head_store(const Location &location, const OpenOptions &options) {
   return std::make_unique<HeadStore>(location, options);
 }
 

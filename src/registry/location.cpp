@@ -24,7 +24,7 @@ SplitUrl split_url(std::string_view text) {
   SplitUrl out;
   const auto colon = text.find(':');
   out.scheme = std::string(text.substr(0, colon));
-  for (char& c : out.scheme) {
+  for (char &c : out.scheme) {
     c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   }
   std::string_view rest = text.substr(colon + 1);
@@ -64,7 +64,8 @@ int hex_value(char c) {
 std::string percent_decode(std::string_view text) {
   std::string out;
   for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '%' && i + 2 < text.size() && hex_value(text[i + 1]) >= 0 && hex_value(text[i + 2]) >= 0) {
+    if (text[i] == '%' && i + 2 < text.size() && hex_value(text[i + 1]) >= 0 &&
+        hex_value(text[i + 2]) >= 0) {
       out.push_back(static_cast<char>(hex_value(text[i + 1]) * 16 + hex_value(text[i + 2])));
       i += 2;
     } else {
@@ -74,11 +75,11 @@ std::string percent_decode(std::string_view text) {
   return out;
 }
 
-Error bad_uri(std::string_view uri, const std::string& why) {
+Error bad_uri(std::string_view uri, const std::string &why) {
   return usage_error("invalid registry URI " + redact_uri(uri) + ": " + why);
 }
 
-std::filesystem::path expand_user(const std::string& path, const ParseContext& context) {
+std::filesystem::path expand_user(const std::string &path, const ParseContext &context) {
   if (context.home.empty() || path.empty() || path[0] != '~') {
     return path;
   }
@@ -91,8 +92,8 @@ std::filesystem::path expand_user(const std::string& path, const ParseContext& c
   return path; // ~otheruser: not expanded (no passwd lookups in a pure parser)
 }
 
-std::filesystem::path make_absolute(const std::filesystem::path& path,
-                                    const ParseContext& context) {
+std::filesystem::path make_absolute(const std::filesystem::path &path,
+                                    const ParseContext &context) {
   if (path.is_absolute()) {
     return path.lexically_normal();
   }
@@ -107,17 +108,19 @@ std::string strip_trailing_slash(std::filesystem::path path) {
   return text;
 }
 
-Location parse_file(std::string_view uri, const ParseContext& context) {
+Location parse_file(std::string_view uri, const ParseContext &context) {
   Location location;
   location.kind = BackendKind::file;
   if (!text::starts_with(uri, "file:")) {
-    location.path = strip_trailing_slash(make_absolute(expand_user(std::string(uri), context), context));
+    location.path =
+        strip_trailing_slash(make_absolute(expand_user(std::string(uri), context), context));
     return location;
   }
   const auto split = split_url(uri);
   if (split.netloc != "" && split.netloc != "localhost") {
-    throw bad_uri(uri, "a file:// registry must be local (host empty or localhost), got host '" +
-                           split.netloc + "'");
+    throw bad_uri(uri,
+                  "a file:// registry must be local (host empty or localhost), got host '" +
+                      split.netloc + "'");
   }
   if (split.has_query || split.has_fragment) {
     throw bad_uri(uri, "a file:// registry takes no query or fragment");
@@ -130,13 +133,14 @@ Location parse_file(std::string_view uri, const ParseContext& context) {
   return location;
 }
 
-Location parse_sqlite(std::string_view uri, const ParseContext& context) {
+Location parse_sqlite(std::string_view uri, const ParseContext &context) {
   Location location;
   location.kind = BackendKind::sqlite;
   const auto split = split_url(uri);
   if (split.netloc != "" && split.netloc != "localhost") {
-    throw bad_uri(uri, "an SQLite registry must be a local file; use "
-                       "sqlite:///absolute/path/to/registry.sqlite3");
+    throw bad_uri(uri,
+                  "an SQLite registry must be a local file; use "
+                  "sqlite:///absolute/path/to/registry.sqlite3");
   }
   if (split.has_query || split.has_fragment) {
     throw bad_uri(uri, "an sqlite:// registry takes no query or fragment");
@@ -156,7 +160,7 @@ Location parse_redis(std::string_view uri) {
   Location location;
   location.kind = BackendKind::redis;
   const auto split = split_url(uri);
-  auto& address = location.redis;
+  auto &address = location.redis;
   address.tls = split.scheme == "rediss";
   if (split.has_query || split.has_fragment) {
     throw bad_uri(uri, "query parameters and fragments are not supported in redis:// URIs");
@@ -197,7 +201,8 @@ Location parse_redis(std::string_view uri) {
   }
   if (!port_text.empty()) {
     int port = 0;
-    const auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+    const auto [end, ec] =
+        std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
     if (ec != std::errc() || end != port_text.data() + port_text.size() || port < 1 ||
         port > 65535) {
       throw bad_uri(uri, "port '" + port_text + "' is not a number in 1..65535");
@@ -223,8 +228,9 @@ Location parse_redis(std::string_view uri) {
 }
 
 // coop.endpoints.normalize_endpoint_registry: what a head+ prefix may wrap.
-Location parse_endpoint_registry(std::string_view uri, std::string_view original,
-                                 const ParseContext& context) {
+Location parse_endpoint_registry(std::string_view uri,
+                                 std::string_view original,
+                                 const ParseContext &context) {
   if (uri.empty()) {
     throw bad_uri(original, "the head registry after 'head+' is empty");
   }
@@ -294,21 +300,22 @@ ParseContext current_parse_context() {
   return context;
 }
 
-Location parse_location(std::string_view uri) { return parse_location(uri, current_parse_context()); }
+Location parse_location(std::string_view uri) {
+  return parse_location(uri, current_parse_context());
+}
 
-Location parse_location(std::string_view raw, const ParseContext& context) {
+Location parse_location(std::string_view raw, const ParseContext &context) {
   const std::string_view uri = text::trim(raw);
   if (uri.empty()) {
     throw usage_error("the registry URI is empty");
   }
   if (text::starts_with(uri, "head+") || text::starts_with(uri, "head://")) {
-    std::string backend = text::starts_with(uri, "head+")
-                              ? std::string(uri.substr(5))
-                              : "file://" + std::string(uri.substr(7));
+    std::string backend = text::starts_with(uri, "head+") ? std::string(uri.substr(5))
+                                                          : "file://" + std::string(uri.substr(7));
     Location location;
     location.kind = BackendKind::head;
-    location.head_backend =
-        std::make_shared<const Location>(parse_endpoint_registry(text::trim(backend), uri, context));
+    location.head_backend = std::make_shared<const Location>(
+        parse_endpoint_registry(text::trim(backend), uri, context));
     return location;
   }
   if (text::starts_with(uri, "redis://") || text::starts_with(uri, "rediss://")) {
@@ -321,8 +328,9 @@ Location parse_location(std::string_view raw, const ParseContext& context) {
     return parse_file(uri, context);
   }
   if (const auto scheme_end = uri.find("://"); scheme_end != std::string_view::npos) {
-    throw bad_uri(uri, "unsupported scheme '" + std::string(uri.substr(0, scheme_end)) +
-                           "'; use file://, sqlite://, redis:// or head+file|sqlite|redis://");
+    throw bad_uri(uri,
+                  "unsupported scheme '" + std::string(uri.substr(0, scheme_end)) +
+                      "'; use file://, sqlite://, redis:// or head+file|sqlite|redis://");
   }
   return parse_file(uri, context);
 }
@@ -356,8 +364,8 @@ std::string redact_uri(std::string_view text) {
   }
 }
 
-std::string file_uri(const std::filesystem::path& absolute_path) {
-  static const char* const k_hex = "0123456789ABCDEF";
+std::string file_uri(const std::filesystem::path &absolute_path) {
+  static const char *const k_hex = "0123456789ABCDEF";
   std::string out = "file://";
   for (const unsigned char c : absolute_path.string()) {
     if (std::isalnum(c) != 0 || c == '/' || c == '_' || c == '.' || c == '-' || c == '~') {
@@ -371,9 +379,9 @@ std::string file_uri(const std::filesystem::path& absolute_path) {
   return out;
 }
 
-std::string beaker_rewrite(const std::string& uri,
-                           const std::optional<std::string>& node_hostname,
-                           const std::optional<std::string>& host_gateway) {
+std::string beaker_rewrite(const std::string &uri,
+                           const std::optional<std::string> &node_hostname,
+                           const std::optional<std::string> &host_gateway) {
   if (!node_hostname || !host_gateway || node_hostname->empty() || host_gateway->empty()) {
     return uri;
   }

@@ -12,8 +12,8 @@
 namespace pb::registry {
 namespace {
 
-void append_python_string(std::string& out, std::string_view text) {
-  static const char* const k_hex = "0123456789abcdef";
+void append_python_string(std::string &out, std::string_view text) {
+  static const char *const k_hex = "0123456789abcdef";
   auto escape_unit = [&out](uint32_t unit) {
     out += "\\u";
     for (int shift = 12; shift >= 0; shift -= 4) {
@@ -85,8 +85,8 @@ std::string python_float(double value) {
     return std::signbit(value) ? "-0.0" : "0.0";
   }
   std::array<char, 64> buffer{};
-  const auto result =
-      std::to_chars(buffer.data(), buffer.data() + buffer.size(), value, std::chars_format::scientific);
+  const auto result = std::to_chars(
+      buffer.data(), buffer.data() + buffer.size(), value, std::chars_format::scientific);
   const std::string sci(buffer.data(), result.ptr);
   const auto e = sci.find('e');
   const bool negative = sci[0] == '-';
@@ -122,8 +122,10 @@ std::string python_float(double value) {
   return out;
 }
 
-void append_python_json(std::string& out, const nlohmann::ordered_json& value,
-                        std::string_view item_sep, std::string_view key_sep) {
+void append_python_json(std::string &out,
+                        const nlohmann::ordered_json &value,
+                        std::string_view item_sep,
+                        std::string_view key_sep) {
   switch (value.type()) {
   case nlohmann::ordered_json::value_t::object: {
     out.push_back('{');
@@ -143,7 +145,7 @@ void append_python_json(std::string& out, const nlohmann::ordered_json& value,
   case nlohmann::ordered_json::value_t::array: {
     out.push_back('[');
     bool first = true;
-    for (const auto& item : value) {
+    for (const auto &item : value) {
       if (!first) {
         out += item_sep;
       }
@@ -154,7 +156,7 @@ void append_python_json(std::string& out, const nlohmann::ordered_json& value,
     return;
   }
   case nlohmann::ordered_json::value_t::string:
-    append_python_string(out, value.get_ref<const std::string&>());
+    append_python_string(out, value.get_ref<const std::string &>());
     return;
   case nlohmann::ordered_json::value_t::number_float:
     out += python_float(value.get<double>());
@@ -167,21 +169,21 @@ void append_python_json(std::string& out, const nlohmann::ordered_json& value,
 
 // Sorts object keys at every level (json.dumps(sort_keys=True)); nlohmann::json's std::map
 // orders by bytes, which for UTF-8 is code point order, as Python sorts.
-nlohmann::ordered_json sorted(const nlohmann::ordered_json& value) {
+nlohmann::ordered_json sorted(const nlohmann::ordered_json &value) {
   if (value.is_object()) {
     std::map<std::string, nlohmann::ordered_json> items;
     for (auto it = value.begin(); it != value.end(); ++it) {
       items.emplace(it.key(), sorted(it.value()));
     }
     nlohmann::ordered_json out = nlohmann::ordered_json::object();
-    for (auto& [key, item] : items) {
+    for (auto &[key, item] : items) {
       out[key] = std::move(item);
     }
     return out;
   }
   if (value.is_array()) {
     nlohmann::ordered_json out = nlohmann::ordered_json::array();
-    for (const auto& item : value) {
+    for (const auto &item : value) {
       out.push_back(sorted(item));
     }
     return out;
@@ -189,7 +191,7 @@ nlohmann::ordered_json sorted(const nlohmann::ordered_json& value) {
   return value;
 }
 
-bool is_number(const nlohmann::ordered_json& value) {
+bool is_number(const nlohmann::ordered_json &value) {
   return value.is_number() && !value.is_boolean();
 }
 
@@ -204,9 +206,11 @@ constexpr std::array<uint32_t, 64> k_round = {
     0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
     0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
 
-uint32_t rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+uint32_t rotr(uint32_t x, int n) {
+  return (x >> n) | (x << (32 - n));
+}
 
-void sha256_block(std::array<uint32_t, 8>& h, const unsigned char* block) {
+void sha256_block(std::array<uint32_t, 8> &h, const unsigned char *block) {
   std::array<uint32_t, 64> w{};
   for (int i = 0; i < 16; ++i) {
     w[i] = (uint32_t{block[4 * i]} << 24) | (uint32_t{block[4 * i + 1]} << 16) |
@@ -238,10 +242,10 @@ bool ServerRecord::live_at(double now, double window_seconds) const {
   return now - last_heartbeat <= window_seconds;
 }
 
-ServerRecord make_server_record(const std::string& server_id,
-                                const std::string& host,
+ServerRecord make_server_record(const std::string &server_id,
+                                const std::string &host,
                                 int port,
-                                const std::string& uri,
+                                const std::string &uri,
                                 double last_heartbeat,
                                 nlohmann::ordered_json metadata) {
   ServerRecord record;
@@ -280,7 +284,7 @@ std::optional<ServerRecord> decode_server_record(std::string_view key, std::stri
   }
   ServerRecord record;
   record.last_heartbeat = heartbeat->get<double>();
-  const auto text_field = [&parsed](const char* name) -> std::string {
+  const auto text_field = [&parsed](const char *name) -> std::string {
     const auto it = parsed.find(name);
     return it != parsed.end() && it->is_string() ? it->get<std::string>() : std::string();
   };
@@ -305,18 +309,21 @@ std::optional<ServerRecord> decode_server_record(std::string_view key, std::stri
   return record;
 }
 
-std::string encode_server_record(const ServerRecord& record) {
+std::string encode_server_record(const ServerRecord &record) {
   auto fields = record.fields.is_object() ? record.fields : nlohmann::ordered_json::object();
   // The typed members win over stale copies in `fields` (a heartbeat changes last_heartbeat).
   fields["last_heartbeat"] = record.last_heartbeat;
   return python_json(fields);
 }
 
-std::string EndpointRecord::key() const { return "endpoint_" + name + "_" + sha256_hex(publisher_id); }
+std::string EndpointRecord::key() const {
+  return "endpoint_" + name + "_" + sha256_hex(publisher_id);
+}
 
-std::string encode_endpoint_record(const EndpointRecord& record) {
+std::string encode_endpoint_record(const EndpointRecord &record) {
   nlohmann::ordered_json value = nlohmann::ordered_json::object();
-  value["metadata"] = record.metadata.is_object() ? record.metadata : nlohmann::ordered_json::object();
+  value["metadata"] =
+      record.metadata.is_object() ? record.metadata : nlohmann::ordered_json::object();
   value["name"] = record.name;
   value["published_at"] = record.published_at;
   value["publisher_id"] = record.publisher_id;
@@ -351,7 +358,7 @@ std::optional<EndpointRecord> decode_endpoint_record(std::string_view bytes,
   if (version == parsed.end() || !version->is_number_integer() || version->get<int64_t>() != 1) {
     return std::nullopt;
   }
-  const auto get_string = [&parsed](const char* name) -> std::optional<std::string> {
+  const auto get_string = [&parsed](const char *name) -> std::optional<std::string> {
     const auto it = parsed.find(name);
     if (it == parsed.end() || !it->is_string()) {
       return std::nullopt;
@@ -375,13 +382,14 @@ std::optional<EndpointRecord> decode_endpoint_record(std::string_view bytes,
   record.uri = *uri;
   record.publisher_id = *publisher;
   record.published_at = published->get<double>();
-  if (const auto metadata = parsed.find("metadata"); metadata != parsed.end() && metadata->is_object()) {
+  if (const auto metadata = parsed.find("metadata");
+      metadata != parsed.end() && metadata->is_object()) {
     record.metadata = *metadata;
   }
   return record;
 }
 
-std::string python_json(const nlohmann::ordered_json& value,
+std::string python_json(const nlohmann::ordered_json &value,
                         std::string_view item_separator,
                         std::string_view key_separator) {
   std::string out;
@@ -390,8 +398,14 @@ std::string python_json(const nlohmann::ordered_json& value,
 }
 
 std::string sha256_hex(std::string_view data) {
-  std::array<uint32_t, 8> h = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                               0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+  std::array<uint32_t, 8> h = {0x6a09e667,
+                               0xbb67ae85,
+                               0x3c6ef372,
+                               0xa54ff53a,
+                               0x510e527f,
+                               0x9b05688c,
+                               0x1f83d9ab,
+                               0x5be0cd19};
   std::string message(data);
   const uint64_t bit_length = static_cast<uint64_t>(data.size()) * 8;
   message.push_back(static_cast<char>(0x80));
@@ -402,9 +416,9 @@ std::string sha256_hex(std::string_view data) {
     message.push_back(static_cast<char>((bit_length >> shift) & 0xff));
   }
   for (size_t offset = 0; offset < message.size(); offset += 64) {
-    sha256_block(h, reinterpret_cast<const unsigned char*>(message.data() + offset));
+    sha256_block(h, reinterpret_cast<const unsigned char *>(message.data() + offset));
   }
-  static const char* const k_hex = "0123456789abcdef";
+  static const char *const k_hex = "0123456789abcdef";
   std::string out;
   for (const uint32_t word : h) {
     for (int shift = 28; shift >= 0; shift -= 4) {
@@ -417,5 +431,7 @@ std::string sha256_hex(std::string_view data) {
 } // namespace pb::registry
 
 namespace pb::registry::detail {
-std::string python_float_text(double value) { return python_float(value); }
+std::string python_float_text(double value) {
+  return python_float(value);
+}
 } // namespace pb::registry::detail

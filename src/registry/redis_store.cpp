@@ -12,7 +12,7 @@
 
 namespace pb::registry {
 
-std::string tls_unsupported_message(const RedisAddress& address) {
+std::string tls_unsupported_message(const RedisAddress &address) {
   return "cannot connect to " + address.redacted() +
          ": rediss:// (Redis over TLS) is not supported by this build (Debian's hiredis 0.14 has "
          "no TLS); use redis:// on a trusted network or a head+ registry that publishes a "
@@ -22,9 +22,11 @@ std::string tls_unsupported_message(const RedisAddress& address) {
 namespace detail {
 namespace {
 
-using Reply = std::unique_ptr<redisReply, void (*)(redisReply*)>;
+using Reply = std::unique_ptr<redisReply, void (*)(redisReply *)>;
 
-void free_reply(redisReply* reply) { freeReplyObject(reply); }
+void free_reply(redisReply *reply) {
+  freeReplyObject(reply);
+}
 
 timeval to_timeval(std::chrono::milliseconds timeout) {
   timeval tv{};
@@ -39,35 +41,35 @@ public:
   Connection(RedisAddress address, std::chrono::milliseconds timeout)
       : m_address(std::move(address)), m_timeout(timeout) {}
   ~Connection() { reset(); }
-  Connection(const Connection&) = delete;
-  Connection& operator=(const Connection&) = delete;
+  Connection(const Connection &) = delete;
+  Connection &operator=(const Connection &) = delete;
 
-  const RedisAddress& address() const { return m_address; }
+  const RedisAddress &address() const { return m_address; }
 
   // Sends every command of `batch` in one round trip and returns the replies in order.
   // Throws pb::Error (exit 1) on I/O errors and on error replies.
-  std::vector<Reply> pipeline(const std::vector<std::vector<std::string>>& batch) {
+  std::vector<Reply> pipeline(const std::vector<std::vector<std::string>> &batch) {
     connect();
-    for (const auto& command : batch) {
+    for (const auto &command : batch) {
       append(command);
     }
     std::vector<Reply> replies;
     for (size_t i = 0; i < batch.size(); ++i) {
-      void* raw = nullptr;
+      void *raw = nullptr;
       if (redisGetReply(m_context, &raw) != REDIS_OK || raw == nullptr) {
         fail_io();
       }
-      Reply reply(static_cast<redisReply*>(raw), free_reply);
+      Reply reply(static_cast<redisReply *>(raw), free_reply);
       if (reply->type == REDIS_REPLY_ERROR) {
-        throw failure("Redis at " + m_address.redacted() + " answered " + batch[i][0] + " with: " +
-                      std::string(reply->str, reply->len));
+        throw failure("Redis at " + m_address.redacted() + " answered " + batch[i][0] +
+                      " with: " + std::string(reply->str, reply->len));
       }
       replies.push_back(std::move(reply));
     }
     return replies;
   }
 
-  Reply command(const std::vector<std::string>& command) {
+  Reply command(const std::vector<std::string> &command) {
     auto replies = pipeline({command});
     return std::move(replies.front());
   }
@@ -80,22 +82,23 @@ public:
   }
 
 private:
-  void append(const std::vector<std::string>& command) {
-    std::vector<const char*> argv;
+  void append(const std::vector<std::string> &command) {
+    std::vector<const char *> argv;
     std::vector<size_t> lengths;
-    for (const auto& part : command) {
+    for (const auto &part : command) {
       argv.push_back(part.data());
       lengths.push_back(part.size());
     }
-    if (redisAppendCommandArgv(m_context, static_cast<int>(argv.size()), argv.data(),
-                               lengths.data()) != REDIS_OK) {
+    if (redisAppendCommandArgv(
+            m_context, static_cast<int>(argv.size()), argv.data(), lengths.data()) != REDIS_OK) {
       fail_io();
     }
   }
 
   [[noreturn]] void fail_io() {
-    const std::string reason =
-        m_context != nullptr && m_context->errstr[0] != '\0' ? m_context->errstr : "connection lost";
+    const std::string reason = m_context != nullptr && m_context->errstr[0] != '\0'
+                                   ? m_context->errstr
+                                   : "connection lost";
     reset();
     throw failure("Redis at " + m_address.redacted() + " is not reachable: " + reason);
   }
@@ -107,7 +110,8 @@ private:
     if (m_address.tls) {
       throw failure(tls_unsupported_message(m_address));
     }
-    m_context = redisConnectWithTimeout(m_address.host.c_str(), m_address.port, to_timeval(m_timeout));
+    m_context =
+        redisConnectWithTimeout(m_address.host.c_str(), m_address.port, to_timeval(m_timeout));
     if (m_context == nullptr) {
       throw failure("Redis at " + m_address.redacted() + " is not reachable: out of memory");
     }
@@ -117,9 +121,10 @@ private:
     redisSetTimeout(m_context, to_timeval(m_timeout));
     std::vector<std::vector<std::string>> setup;
     if (!m_address.password.empty()) {
-      setup.push_back(m_address.username.empty()
-                          ? std::vector<std::string>{"AUTH", m_address.password}
-                          : std::vector<std::string>{"AUTH", m_address.username, m_address.password});
+      setup.push_back(
+          m_address.username.empty()
+              ? std::vector<std::string>{"AUTH", m_address.password}
+              : std::vector<std::string>{"AUTH", m_address.username, m_address.password});
     }
     if (m_address.database != 0) {
       setup.push_back({"SELECT", std::to_string(m_address.database)});
@@ -127,15 +132,15 @@ private:
     if (setup.empty()) {
       return;
     }
-    for (const auto& command : setup) {
+    for (const auto &command : setup) {
       append(command);
     }
     for (size_t i = 0; i < setup.size(); ++i) {
-      void* raw = nullptr;
+      void *raw = nullptr;
       if (redisGetReply(m_context, &raw) != REDIS_OK || raw == nullptr) {
         fail_io();
       }
-      Reply reply(static_cast<redisReply*>(raw), free_reply);
+      Reply reply(static_cast<redisReply *>(raw), free_reply);
       if (reply->type == REDIS_REPLY_ERROR) {
         const std::string what = setup[i][0];
         const std::string text(reply->str, reply->len); // never echoes the password back
@@ -147,7 +152,7 @@ private:
 
   RedisAddress m_address;
   std::chrono::milliseconds m_timeout;
-  redisContext* m_context = nullptr;
+  redisContext *m_context = nullptr;
 };
 
 std::string format_score(double value) {
@@ -168,12 +173,13 @@ public:
   std::vector<ServerRecord> live_servers(double now, double window_seconds) override {
     // The cutoff is widened by a microsecond so %.6f rounding can never drop the inclusive
     // edge; the exact age rule is applied to each record afterwards.
-    const auto members = m_connection.command(
-        {"ZRANGEBYSCORE", std::string(k_heartbeat_index), format_score(now - window_seconds - 1e-6),
-         "+inf"});
+    const auto members = m_connection.command({"ZRANGEBYSCORE",
+                                               std::string(k_heartbeat_index),
+                                               format_score(now - window_seconds - 1e-6),
+                                               "+inf"});
     std::vector<std::string> keys;
     for (size_t i = 0; i < members->elements; ++i) {
-      const redisReply* member = members->element[i];
+      const redisReply *member = members->element[i];
       if (member->type == REDIS_REPLY_STRING) {
         keys.emplace_back(member->str, member->len);
       }
@@ -188,7 +194,7 @@ public:
       }
       const auto values = m_connection.command(mget);
       for (size_t i = 0; i < values->elements; ++i) {
-        const redisReply* value = values->element[i];
+        const redisReply *value = values->element[i];
         if (value->type != REDIS_REPLY_STRING) {
           continue; // the record vanished: index entries never make a record routable
         }
@@ -201,24 +207,25 @@ public:
     return out;
   }
 
-  void put_server(const ServerRecord& record) override {
+  void put_server(const ServerRecord &record) override {
     const std::string key = record.key();
-    m_connection.pipeline({{"MULTI"},
-                           {"SET", key, encode_server_record(record)},
-                           {"ZADD", std::string(k_heartbeat_index), format_score(record.last_heartbeat), key},
-                           {"EXEC"}});
+    m_connection.pipeline(
+        {{"MULTI"},
+         {"SET", key, encode_server_record(record)},
+         {"ZADD", std::string(k_heartbeat_index), format_score(record.last_heartbeat), key},
+         {"EXEC"}});
   }
 
-  bool remove_server(const std::string& server_id) override {
+  bool remove_server(const std::string &server_id) override {
     const std::string key = std::string(k_server_prefix) + server_id;
     const auto replies = m_connection.pipeline(
         {{"MULTI"}, {"DEL", key}, {"ZREM", std::string(k_heartbeat_index), key}, {"EXEC"}});
-    const redisReply* exec = replies.back().get();
+    const redisReply *exec = replies.back().get();
     return exec->type == REDIS_REPLY_ARRAY && exec->elements >= 1 &&
            exec->element[0]->type == REDIS_REPLY_INTEGER && exec->element[0]->integer > 0;
   }
 
-  std::vector<EndpointRecord> endpoint_records(const std::string& name, double) override {
+  std::vector<EndpointRecord> endpoint_records(const std::string &name, double) override {
     const std::string pattern = "endpoint_" + name + "_*";
     std::vector<std::string> keys;
     std::string cursor = "0";
@@ -228,7 +235,7 @@ public:
         throw failure("Redis at " + display() + " gave an unexpected SCAN reply");
       }
       cursor.assign(reply->element[0]->str, reply->element[0]->len);
-      const redisReply* batch = reply->element[1];
+      const redisReply *batch = reply->element[1];
       for (size_t i = 0; i < batch->elements; ++i) {
         keys.emplace_back(batch->element[i]->str, batch->element[i]->len);
       }
@@ -243,7 +250,7 @@ public:
     mget.insert(mget.end(), keys.begin(), keys.end());
     const auto values = m_connection.command(mget);
     for (size_t i = 0; i < values->elements; ++i) {
-      const redisReply* value = values->element[i];
+      const redisReply *value = values->element[i];
       if (value->type == REDIS_REPLY_STRING) {
         if (auto record = decode_endpoint_record(std::string_view(value->str, value->len), name)) {
           out.push_back(std::move(*record));
@@ -253,11 +260,12 @@ public:
     return out;
   }
 
-  void put_endpoint(const EndpointRecord& record, double ttl_seconds, double) override {
+  void put_endpoint(const EndpointRecord &record, double ttl_seconds, double) override {
     if (!(ttl_seconds > 0) || !std::isfinite(ttl_seconds)) {
       throw usage_error("an endpoint TTL must be a positive number of seconds");
     }
-    const auto milliseconds = std::max<long long>(1, static_cast<long long>(std::ceil(ttl_seconds * 1000)));
+    const auto milliseconds =
+        std::max<long long>(1, static_cast<long long>(std::ceil(ttl_seconds * 1000)));
     m_connection.command(
         {"SET", record.key(), encode_endpoint_record(record), "PX", std::to_string(milliseconds)});
   }
@@ -275,13 +283,13 @@ private:
 
 } // namespace
 
-std::unique_ptr<Registry> open_redis_store(const Location& location, const OpenOptions& options) {
+std::unique_ptr<Registry> open_redis_store(const Location &location, const OpenOptions &options) {
   return std::make_unique<RedisStore>(location.redis, options.redis_timeout);
 }
 
 } // namespace detail
 
-void ping_redis(const RedisAddress& address, std::chrono::milliseconds timeout) {
+void ping_redis(const RedisAddress &address, std::chrono::milliseconds timeout) {
   Location location;
   location.kind = BackendKind::redis;
   location.redis = address;

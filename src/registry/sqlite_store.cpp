@@ -13,7 +13,7 @@ namespace {
 
 namespace stdfs = std::filesystem;
 
-constexpr const char* k_schema = R"sql(
+constexpr const char *k_schema = R"sql(
 CREATE TABLE IF NOT EXISTS literegistry_kv (
   key        TEXT PRIMARY KEY,
   value      BLOB NOT NULL,
@@ -45,9 +45,10 @@ std::string prefix_upper_bound(std::string prefix) {
 // One connection for one operation, closed on scope exit.
 class Connection {
 public:
-  Connection(const stdfs::path& path, bool writable, std::chrono::milliseconds busy_timeout)
+  Connection(const stdfs::path &path, bool writable, std::chrono::milliseconds busy_timeout)
       : m_path(path) {
-    const int flags = writable ? (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) : SQLITE_OPEN_READONLY;
+    const int flags =
+        writable ? (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) : SQLITE_OPEN_READONLY;
     if (sqlite3_open_v2(path.c_str(), &m_db, flags | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK) {
       const std::string reason = m_db != nullptr ? sqlite3_errmsg(m_db) : "out of memory";
       sqlite3_close(m_db);
@@ -63,11 +64,11 @@ public:
     }
   }
   ~Connection() { sqlite3_close(m_db); }
-  Connection(const Connection&) = delete;
-  Connection& operator=(const Connection&) = delete;
+  Connection(const Connection &) = delete;
+  Connection &operator=(const Connection &) = delete;
 
-  void exec(const char* sql) {
-    char* message = nullptr;
+  void exec(const char *sql) {
+    char *message = nullptr;
     if (sqlite3_exec(m_db, sql, nullptr, nullptr, &message) != SQLITE_OK) {
       const std::string reason = message != nullptr ? message : sqlite3_errmsg(m_db);
       sqlite3_free(message);
@@ -75,15 +76,15 @@ public:
     }
   }
 
-  sqlite3_stmt* prepare(const char* sql) {
-    sqlite3_stmt* statement = nullptr;
+  sqlite3_stmt *prepare(const char *sql) {
+    sqlite3_stmt *statement = nullptr;
     if (sqlite3_prepare_v2(m_db, sql, -1, &statement, nullptr) != SQLITE_OK) {
       throw failure("registry database " + m_path.string() + ": " + sqlite3_errmsg(m_db));
     }
     return statement;
   }
 
-  [[noreturn]] void fail(sqlite3_stmt* statement) {
+  [[noreturn]] void fail(sqlite3_stmt *statement) {
     const std::string reason = sqlite3_errmsg(m_db);
     sqlite3_finalize(statement);
     throw failure("registry database " + m_path.string() + ": " + reason);
@@ -91,7 +92,7 @@ public:
 
 private:
   stdfs::path m_path;
-  sqlite3* m_db = nullptr;
+  sqlite3 *m_db = nullptr;
 };
 
 class SqliteStore final : public Registry {
@@ -105,21 +106,22 @@ public:
 
   std::vector<ServerRecord> live_servers(double now, double window_seconds) override {
     std::vector<ServerRecord> out;
-    for (const auto& [key, value] : live_items(std::string(k_server_prefix), now)) {
-      if (auto record = decode_server_record(key, value); record && record->live_at(now, window_seconds)) {
+    for (const auto &[key, value] : live_items(std::string(k_server_prefix), now)) {
+      if (auto record = decode_server_record(key, value);
+          record && record->live_at(now, window_seconds)) {
         out.push_back(std::move(*record));
       }
     }
     return out;
   }
 
-  void put_server(const ServerRecord& record) override {
+  void put_server(const ServerRecord &record) override {
     upsert(record.key(), encode_server_record(record), std::nullopt);
   }
 
-  bool remove_server(const std::string& server_id) override {
+  bool remove_server(const std::string &server_id) override {
     auto db = open_writable();
-    sqlite3_stmt* statement = db.prepare("DELETE FROM literegistry_kv WHERE key = ?");
+    sqlite3_stmt *statement = db.prepare("DELETE FROM literegistry_kv WHERE key = ?");
     const std::string key = std::string(k_server_prefix) + server_id;
     sqlite3_bind_text(statement, 1, key.data(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
     if (sqlite3_step(statement) != SQLITE_DONE) {
@@ -129,9 +131,9 @@ public:
     return true;
   }
 
-  std::vector<EndpointRecord> endpoint_records(const std::string& name, double now) override {
+  std::vector<EndpointRecord> endpoint_records(const std::string &name, double now) override {
     std::vector<EndpointRecord> out;
-    for (const auto& [key, value] : live_items("endpoint_" + name + "_", now)) {
+    for (const auto &[key, value] : live_items("endpoint_" + name + "_", now)) {
       if (auto record = decode_endpoint_record(value, name)) {
         out.push_back(std::move(*record));
       }
@@ -139,7 +141,7 @@ public:
     return out;
   }
 
-  void put_endpoint(const EndpointRecord& record, double ttl_seconds, double now) override {
+  void put_endpoint(const EndpointRecord &record, double ttl_seconds, double now) override {
     if (!(ttl_seconds > 0) || !std::isfinite(ttl_seconds)) {
       throw usage_error("an endpoint TTL must be a positive number of seconds");
     }
@@ -155,9 +157,9 @@ private:
     return Connection(m_path, true, m_busy_timeout);
   }
 
-  void upsert(const std::string& key, const std::string& value, std::optional<double> expires_at) {
+  void upsert(const std::string &key, const std::string &value, std::optional<double> expires_at) {
     auto db = open_writable();
-    sqlite3_stmt* statement = db.prepare(
+    sqlite3_stmt *statement = db.prepare(
         "INSERT INTO literegistry_kv(key, value, expires_at) VALUES (?, ?, ?) "
         "ON CONFLICT(key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at");
     sqlite3_bind_text(statement, 1, key.data(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
@@ -173,24 +175,26 @@ private:
     sqlite3_finalize(statement);
   }
 
-  std::vector<std::pair<std::string, std::string>> live_items(const std::string& prefix, double now) {
+  std::vector<std::pair<std::string, std::string>> live_items(const std::string &prefix,
+                                                              double now) {
     std::error_code ec;
     if (!stdfs::exists(m_path, ec)) {
       throw failure("registry database " + m_path.string() + " does not exist (yet)");
     }
     Connection db(m_path, false, m_busy_timeout);
-    sqlite3_stmt* statement = db.prepare(
+    sqlite3_stmt *statement = db.prepare(
         "SELECT key, value FROM literegistry_kv WHERE (expires_at IS NULL OR expires_at > ?) "
         "AND key >= ? AND key < ? ORDER BY key");
     const std::string upper = prefix_upper_bound(prefix);
     sqlite3_bind_double(statement, 1, now);
-    sqlite3_bind_text(statement, 2, prefix.data(), static_cast<int>(prefix.size()), SQLITE_TRANSIENT);
+    sqlite3_bind_text(
+        statement, 2, prefix.data(), static_cast<int>(prefix.size()), SQLITE_TRANSIENT);
     sqlite3_bind_text(statement, 3, upper.data(), static_cast<int>(upper.size()), SQLITE_TRANSIENT);
     std::vector<std::pair<std::string, std::string>> items;
     int rc = 0;
     while ((rc = sqlite3_step(statement)) == SQLITE_ROW) {
-      const auto* key = reinterpret_cast<const char*>(sqlite3_column_text(statement, 0));
-      const auto* blob = static_cast<const char*>(sqlite3_column_blob(statement, 1));
+      const auto *key = reinterpret_cast<const char *>(sqlite3_column_text(statement, 0));
+      const auto *blob = static_cast<const char *>(sqlite3_column_blob(statement, 1));
       const int size = sqlite3_column_bytes(statement, 1);
       items.emplace_back(key != nullptr ? key : "", std::string(blob != nullptr ? blob : "", size));
     }
@@ -207,7 +211,7 @@ private:
 
 } // namespace
 
-std::unique_ptr<Registry> open_sqlite_store(const Location& location, const OpenOptions& options) {
+std::unique_ptr<Registry> open_sqlite_store(const Location &location, const OpenOptions &options) {
   return std::make_unique<SqliteStore>(location.path, options.sqlite_busy_timeout);
 }
 

@@ -12,8 +12,10 @@
 namespace pb::registry {
 namespace {
 
-void add_requirement(Requirements& out, const std::string& name, long long count,
-                     const std::string& shown) {
+void add_requirement(Requirements &out,
+                     const std::string &name,
+                     long long count,
+                     const std::string &shown) {
   if (name.empty()) {
     throw usage_error("service requirement " + shown + " has an empty service name");
   }
@@ -27,7 +29,7 @@ void add_requirement(Requirements& out, const std::string& name, long long count
 }
 
 struct Timing {
-  Clock& clock;
+  Clock &clock;
   std::chrono::system_clock::time_point start;
   std::chrono::system_clock::time_point deadline;
 
@@ -36,20 +38,22 @@ struct Timing {
   }
 };
 
-SystemClock& system_clock_instance() {
+SystemClock &system_clock_instance() {
   static SystemClock clock;
   return clock;
 }
 
-bool stop_requested(const WaitOptions& options) {
+bool stop_requested(const WaitOptions &options) {
   std::error_code ec;
   return options.stop_file && std::filesystem::is_regular_file(*options.stop_file, ec);
 }
 
 // Sleeps one poll interval, but never past the deadline.
-void pause(const WaitOptions& options, Timing& timing) {
-  auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(timing.deadline - timing.clock.now());
-  auto interval = std::min(options.poll_interval, std::max(remaining, std::chrono::milliseconds(0)));
+void pause(const WaitOptions &options, Timing &timing) {
+  auto remaining =
+      std::chrono::duration_cast<std::chrono::milliseconds>(timing.deadline - timing.clock.now());
+  auto interval =
+      std::min(options.poll_interval, std::max(remaining, std::chrono::milliseconds(0)));
   if (interval.count() <= 0) {
     return;
   }
@@ -60,9 +64,10 @@ void pause(const WaitOptions& options, Timing& timing) {
   }
 }
 
-std::string counts_text(const Requirements& requirements, const std::map<std::string, int>& observed) {
+std::string counts_text(const Requirements &requirements,
+                        const std::map<std::string, int> &observed) {
   std::string out;
-  for (const auto& [name, count] : requirements) {
+  for (const auto &[name, count] : requirements) {
     const auto it = observed.find(name);
     if (!out.empty()) {
       out += ", ";
@@ -81,12 +86,12 @@ std::string seconds_text(std::chrono::milliseconds elapsed) {
 
 } // namespace
 
-Requirements parse_requirements(const std::vector<std::string>& name_equals_count) {
+Requirements parse_requirements(const std::vector<std::string> &name_equals_count) {
   Requirements out;
-  for (const auto& entry : name_equals_count) {
+  for (const auto &entry : name_equals_count) {
     const auto trimmed = std::string(text::trim(entry));
     if (!trimmed.empty() && trimmed.front() == '{') {
-      for (const auto& [name, count] : parse_requirements_json(trimmed)) {
+      for (const auto &[name, count] : parse_requirements_json(trimmed)) {
         out[name] = count;
       }
       continue;
@@ -98,7 +103,8 @@ Requirements parse_requirements(const std::vector<std::string>& name_equals_coun
     const std::string name(text::trim(std::string_view(trimmed).substr(0, equals)));
     const std::string count_text(text::trim(std::string_view(trimmed).substr(equals + 1)));
     long long count = 0;
-    const auto [end, ec] = std::from_chars(count_text.data(), count_text.data() + count_text.size(), count);
+    const auto [end, ec] =
+        std::from_chars(count_text.data(), count_text.data() + count_text.size(), count);
     if (ec != std::errc() || end != count_text.data() + count_text.size()) {
       throw usage_error("--require expects NAME=COUNT with an integer count, got '" + entry + "'");
     }
@@ -107,7 +113,7 @@ Requirements parse_requirements(const std::vector<std::string>& name_equals_coun
   return out;
 }
 
-Requirements parse_requirements_json(const std::string& json_object) {
+Requirements parse_requirements_json(const std::string &json_object) {
   const auto parsed = nlohmann::json::parse(json_object, nullptr, false);
   if (parsed.is_discarded() || !parsed.is_object()) {
     throw usage_error("service requirements must be a JSON object {\"name\": count}, got " +
@@ -124,10 +130,10 @@ Requirements parse_requirements_json(const std::string& json_object) {
   return out;
 }
 
-ServiceWaitResult wait_for_services(Registry& registry,
-                                    const Requirements& requirements,
-                                    const WaitOptions& options) {
-  Clock& clock = options.clock != nullptr ? *options.clock : system_clock_instance();
+ServiceWaitResult wait_for_services(Registry &registry,
+                                    const Requirements &requirements,
+                                    const WaitOptions &options) {
+  Clock &clock = options.clock != nullptr ? *options.clock : system_clock_instance();
   Timing timing{clock, clock.now(), clock.now() + options.timeout};
   ServiceWaitResult result;
   if (requirements.empty()) {
@@ -137,7 +143,8 @@ ServiceWaitResult wait_for_services(Registry& registry,
   while (true) {
     if (stop_requested(options)) {
       result.status = WaitStatus::stopped;
-      result.message = "shutdown requested while waiting for services: " + options.stop_file->string();
+      result.message =
+          "shutdown requested while waiting for services: " + options.stop_file->string();
       break;
     }
     ++result.polls;
@@ -146,7 +153,7 @@ ServiceWaitResult wait_for_services(Registry& registry,
       result.observed = count_by_service(registry.live_servers(now, options.heartbeat_window));
       result.last_error.reset();
       bool ready = true;
-      for (const auto& [name, count] : requirements) {
+      for (const auto &[name, count] : requirements) {
         const auto it = result.observed.find(name);
         ready = ready && it != result.observed.end() && it->second >= count;
       }
@@ -154,28 +161,31 @@ ServiceWaitResult wait_for_services(Registry& registry,
         result.status = WaitStatus::ready;
         break;
       }
-    } catch (const Error& error) {
+    } catch (const std::exception &error) { // every read failure is retried until the deadline
       result.last_error = error.what();
     }
     if (options.progress) {
-      options.progress("waiting for services in " + registry.display() + ": " +
-                       (result.last_error ? *result.last_error : counts_text(requirements, result.observed)));
+      options.progress(
+          "waiting for services in " + registry.display() + ": " +
+          (result.last_error ? *result.last_error : counts_text(requirements, result.observed)));
     }
     if (clock.now() >= timing.deadline) {
       result.status = WaitStatus::timed_out;
       if (result.last_error) {
-        result.message = "timed out after " + seconds_text(timing.elapsed()) + " waiting for services in " + registry.display() + ": " +
+        result.message = "timed out after " + seconds_text(timing.elapsed()) +
+                         " waiting for services in " + registry.display() + ": " +
                          *result.last_error;
       } else {
         nlohmann::ordered_json missing = nlohmann::ordered_json::object();
-        for (const auto& [name, count] : requirements) {
+        for (const auto &[name, count] : requirements) {
           const auto it = result.observed.find(name);
           const int seen = it == result.observed.end() ? 0 : it->second;
           if (seen < count) {
             missing[name] = {{"expected", count}, {"observed", seen}};
           }
         }
-        result.message = "timed out after " + seconds_text(timing.elapsed()) + " waiting for services in " + registry.display() + ": " +
+        result.message = "timed out after " + seconds_text(timing.elapsed()) +
+                         " waiting for services in " + registry.display() + ": " +
                          python_json(missing);
       }
       break;
@@ -186,8 +196,8 @@ ServiceWaitResult wait_for_services(Registry& registry,
   return result;
 }
 
-RedisWaitResult wait_for_redis(Registry& registry, const WaitOptions& options) {
-  Clock& clock = options.clock != nullptr ? *options.clock : system_clock_instance();
+RedisWaitResult wait_for_redis(Registry &registry, const WaitOptions &options) {
+  Clock &clock = options.clock != nullptr ? *options.clock : system_clock_instance();
   Timing timing{clock, clock.now(), clock.now() + options.timeout};
   RedisWaitResult result;
   // Directories and SQLite files have no server to wait for.
@@ -207,7 +217,7 @@ RedisWaitResult wait_for_redis(Registry& registry, const WaitOptions& options) {
       result.last_error.reset();
       result.status = WaitStatus::ready;
       break;
-    } catch (const Error& error) {
+    } catch (const std::exception &error) { // every read failure is retried until the deadline
       result.last_error = error.what();
     }
     if (options.progress) {
@@ -215,7 +225,8 @@ RedisWaitResult wait_for_redis(Registry& registry, const WaitOptions& options) {
     }
     if (clock.now() >= timing.deadline) {
       result.status = WaitStatus::timed_out;
-      result.message = "timed out after " + seconds_text(timing.elapsed()) + " waiting for Redis at " + registry.display() + ": " +
+      result.message = "timed out after " + seconds_text(timing.elapsed()) +
+                       " waiting for Redis at " + registry.display() + ": " +
                        result.last_error.value_or("no answer");
       break;
     }
@@ -225,7 +236,7 @@ RedisWaitResult wait_for_redis(Registry& registry, const WaitOptions& options) {
   return result;
 }
 
-void throw_unless_ready(WaitStatus status, const std::string& message) {
+void throw_unless_ready(WaitStatus status, const std::string &message) {
   switch (status) {
   case WaitStatus::ready:
     return;

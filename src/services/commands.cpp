@@ -55,7 +55,8 @@ void register_field_command(cli::CommandTree &tree,
   // reject them); -v after the subcommand is honoured below instead.
   command.fallthrough(false);
   command.footer(fmt::format(
-      "Every --field value (or --field=value) is passed to {}.{} as is; --service-cluster a,b "
+      "Every --field value, --field=value or bare --flag (booleans; --no-flag for false) becomes "
+      "a field of {}.{}, its text converted to the field's declared type; --service-cluster a,b "
       "is read as service_clusters. --python selects the interpreter.",
       info.module,
       info.config_class));

@@ -17,8 +17,8 @@ struct GatewayProbe {
 };
 
 struct ProbeCheck {
-  std::string method; // GET, OPTIONS, POST
-  std::string path;   // /health, /judge, /search
+  std::string method;     // GET, OPTIONS, POST
+  std::string path;       // /health, /judge, /search
   std::string model_path; // POST /search only
   long status = 0;
 };
@@ -27,6 +27,6 @@ struct ProbeCheck {
 // path) and returns them on success. Throws pb::Error (exit 1) at the first failure:
 // "gateway probe returned HTTP <code>: <up to 1000 chars of body>" or
 // "gateway probe could not reach <url>: <reason>".
-std::vector<ProbeCheck> probe_gateway(const GatewayProbe& probe);
+std::vector<ProbeCheck> probe_gateway(const GatewayProbe &probe);
 
 } // namespace pb::registry

@@ -52,19 +52,19 @@ ParseContext current_parse_context(); // reads $HOME and the working directory
 // redis://, rediss:// and head+file|sqlite|redis:// (plus the legacy head:///). Throws
 // pb::Error (exit 2) naming the URI and what is wrong. rediss:// parses (so it can be
 // reported precisely) but every attempt to connect to it fails with a clear TLS error.
-Location parse_location(std::string_view uri, const ParseContext& context);
+Location parse_location(std::string_view uri, const ParseContext &context);
 Location parse_location(std::string_view uri); // with current_parse_context()
 
 // Replaces the password of every redis:// or rediss:// URL inside `text` (also after head+).
 std::string redact_uri(std::string_view text);
 
 // Percent-encodes a path the way Python's Path.as_uri does ("file:///a%20b").
-std::string file_uri(const std::filesystem::path& absolute_path);
+std::string file_uri(const std::filesystem::path &absolute_path);
 
 // The Beaker host-gateway rewrite of §3.5: when both values are set and the URI's host equals
 // `node_hostname`, the host becomes `host_gateway` (bracketed if IPv6). Pure.
-std::string beaker_rewrite(const std::string& uri,
-                           const std::optional<std::string>& node_hostname,
-                           const std::optional<std::string>& host_gateway);
+std::string beaker_rewrite(const std::string &uri,
+                           const std::optional<std::string> &node_hostname,
+                           const std::optional<std::string> &host_gateway);
 
 } // namespace pb::registry

@@ -34,10 +34,10 @@ struct ServerRecord {
 
 // Builds the record ServerRegistry.register_server writes: server_id, host, port,
 // last_heartbeat, metadata, status "active", uri, in that order. Pure.
-ServerRecord make_server_record(const std::string& server_id,
-                                const std::string& host,
+ServerRecord make_server_record(const std::string &server_id,
+                                const std::string &host,
                                 int port,
-                                const std::string& uri,
+                                const std::string &uri,
                                 double last_heartbeat,
                                 nlohmann::ordered_json metadata);
 
@@ -46,7 +46,7 @@ ServerRecord make_server_record(const std::string& server_id,
 // the key.
 std::optional<ServerRecord> decode_server_record(std::string_view key, std::string_view bytes);
 // Python json.dumps with default separators (", ", ": ") and ensure_ascii: LiteRegistry's bytes.
-std::string encode_server_record(const ServerRecord& record);
+std::string encode_server_record(const ServerRecord &record);
 
 // One endpoint record, schema version 1 (§3.1).
 struct EndpointRecord {
@@ -61,7 +61,7 @@ struct EndpointRecord {
 };
 
 // Compact JSON with sorted keys (separators "," and ":"), ensure_ascii, schema_version 1.
-std::string encode_endpoint_record(const EndpointRecord& record);
+std::string encode_endpoint_record(const EndpointRecord &record);
 // nullopt unless schema_version is exactly 1, name/uri/publisher are valid and the name equals
 // `expected_name`.
 std::optional<EndpointRecord> decode_endpoint_record(std::string_view bytes,
@@ -71,7 +71,7 @@ bool valid_endpoint_name(std::string_view name);
 
 // Python's json.dumps(value, ensure_ascii=True) with the given separators; floats as Python's
 // repr (shortest round-trip, "1.0", "1e-05"). Keys are emitted in the order `value` holds them.
-std::string python_json(const nlohmann::ordered_json& value,
+std::string python_json(const nlohmann::ordered_json &value,
                         std::string_view item_separator = ", ",
                         std::string_view key_separator = ": ");
 

@@ -39,16 +39,16 @@ public:
   // Writes (registers or heartbeats) one server record the way ServerRegistry does: the record
   // under server_<id> without TTL; on Redis also ZADD to the heartbeat index, in one MULTI/EXEC.
   // Creates a missing directory or database.
-  virtual void put_server(const ServerRecord& record) = 0;
+  virtual void put_server(const ServerRecord &record) = 0;
 
   // Deregisters: deletes server_<id> (Redis: DEL + ZREM). True if something was removed.
-  virtual bool remove_server(const std::string& server_id) = 0;
+  virtual bool remove_server(const std::string &server_id) = 0;
 
   // Live endpoint records named `name` at `now` (TTL honoured), in key order.
-  virtual std::vector<EndpointRecord> endpoint_records(const std::string& name, double now) = 0;
+  virtual std::vector<EndpointRecord> endpoint_records(const std::string &name, double now) = 0;
 
   // Publishes an endpoint record under its key with a TTL (seconds, > 0), as coop.endpoints.
-  virtual void put_endpoint(const EndpointRecord& record, double ttl_seconds, double now) = 0;
+  virtual void put_endpoint(const EndpointRecord &record, double ttl_seconds, double now) = 0;
 
   // Checks that the store answers: Redis PING (head: resolve, then PING); a directory or
   // database must exist and be readable. Throws pb::Error (exit 1) with the reason.
@@ -58,7 +58,7 @@ public:
 // What opening needs besides the URI.
 struct OpenOptions {
   ParseContext parse = current_parse_context();
-  std::chrono::milliseconds redis_timeout{2000};   // connect and per-command timeout
+  std::chrono::milliseconds redis_timeout{2000}; // connect and per-command timeout
   std::chrono::milliseconds sqlite_busy_timeout{30000};
   // BEAKER_NODE_HOSTNAME / BEAKER_HOST_GATEWAY for the head rewrite (§3.5).
   std::optional<std::string> beaker_node_hostname;
@@ -71,28 +71,27 @@ OpenOptions default_open_options(); // reads $HOME, the cwd and the two BEAKER_*
 // store is touched by the first call. Throws pb::Error (exit 2) for a malformed or unsupported
 // URI (including rediss://, which Debian's hiredis cannot speak).
 std::unique_ptr<Registry> open_registry(std::string_view uri,
-                                        const OpenOptions& options = default_open_options());
-std::unique_ptr<Registry> open_registry(const Location& location, const OpenOptions& options);
+                                        const OpenOptions &options = default_open_options());
+std::unique_ptr<Registry> open_registry(const Location &location, const OpenOptions &options);
 
 // Live servers grouped by service (metadata.model_path, "default" when missing): the counts
 // RegistryClient.models() would give. Pure.
-std::map<std::string, std::vector<ServerRecord>> group_by_service(
-    const std::vector<ServerRecord>& servers);
-std::map<std::string, int> count_by_service(const std::vector<ServerRecord>& servers);
+std::map<std::string, std::vector<ServerRecord>>
+group_by_service(const std::vector<ServerRecord> &servers);
+std::map<std::string, int> count_by_service(const std::vector<ServerRecord> &servers);
 
 // The newest (greatest published_at) live endpoint record named `name`, if any.
-std::optional<EndpointRecord> newest_endpoint(Registry& registry,
-                                              const std::string& name,
-                                              double now);
+std::optional<EndpointRecord>
+newest_endpoint(Registry &registry, const std::string &name, double now);
 
 // A fresh server id: "<host>-<uuid4 hex>" (32 hex characters from /dev/urandom).
-std::string new_server_id(const std::string& host);
+std::string new_server_id(const std::string &host);
 
 // Sends RESP PING (with AUTH/SELECT from the address) and expects PONG. Throws pb::Error
 // (exit 1) naming the redacted address and the reason; rediss:// gets the TLS error.
-void ping_redis(const RedisAddress& address, std::chrono::milliseconds timeout);
+void ping_redis(const RedisAddress &address, std::chrono::milliseconds timeout);
 
 // The message every rediss:// attempt fails with.
-std::string tls_unsupported_message(const RedisAddress& address);
+std::string tls_unsupported_message(const RedisAddress &address);
 
 } // namespace pb::registry

@@ -19,20 +19,20 @@ namespace pb::registry {
 // `NAME=COUNT` strings or a JSON object {"name": count}: names non-empty, counts positive
 // integers (booleans rejected). Throws pb::Error (exit 2) naming the bad entry. Pure.
 using Requirements = std::map<std::string, int>;
-Requirements parse_requirements(const std::vector<std::string>& name_equals_count);
-Requirements parse_requirements_json(const std::string& json_object);
+Requirements parse_requirements(const std::vector<std::string> &name_equals_count);
+Requirements parse_requirements_json(const std::string &json_object);
 
 // How a wait runs. The clock and the sleep are injectable so tests control time: a fake
 // sleep that advances a fake clock makes a 30-minute timeout take no real time.
 struct WaitOptions {
   std::chrono::milliseconds timeout{1800 * 1000};
-  std::chrono::milliseconds poll_interval{250};
+  std::chrono::milliseconds poll_interval{100};
   std::optional<std::filesystem::path> stop_file; // exists as a regular file -> stop
   double heartbeat_window = k_default_heartbeat_window;
-  Clock* clock = nullptr;                                  // nullptr: the system clock
-  std::function<void(std::chrono::milliseconds)> sleep;    // empty: std::this_thread::sleep_for
+  Clock *clock = nullptr;                               // nullptr: the system clock
+  std::function<void(std::chrono::milliseconds)> sleep; // empty: std::this_thread::sleep_for
   // Called after every poll with a one-line status (for a progress line on a terminal).
-  std::function<void(const std::string&)> progress;
+  std::function<void(const std::string &)> progress;
 };
 
 enum class WaitStatus { ready, timed_out, stopped };
@@ -52,9 +52,8 @@ struct ServiceWaitResult {
 // the deadline passes, or the stop file appears (checked before every poll). Read errors
 // (registry not there yet, Redis down) are remembered and retried. Empty requirements return
 // ready at once without touching the registry. Never throws for store errors.
-ServiceWaitResult wait_for_services(Registry& registry,
-                                    const Requirements& requirements,
-                                    const WaitOptions& options);
+ServiceWaitResult
+wait_for_services(Registry &registry, const Requirements &requirements, const WaitOptions &options);
 
 struct RedisWaitResult {
   WaitStatus status = WaitStatus::timed_out;
@@ -66,10 +65,10 @@ struct RedisWaitResult {
 
 // Polls until the registry's Redis answers PING: redis:// directly, head+ after resolving the
 // head's newest `redis` record. file and sqlite registries have no server: ready at once.
-RedisWaitResult wait_for_redis(Registry& registry, const WaitOptions& options);
+RedisWaitResult wait_for_redis(Registry &registry, const WaitOptions &options);
 
 // pb::Error for a finished wait that did not succeed: timed_out -> exit 1 with the message,
 // stopped -> exit 92 (peer_shutdown). Returns normally for ready.
-void throw_unless_ready(WaitStatus status, const std::string& message);
+void throw_unless_ready(WaitStatus status, const std::string &message);
 
 } // namespace pb::registry

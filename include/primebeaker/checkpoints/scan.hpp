@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: MIT
+// Whole-topology checkpoint discovery (resume-run-services.md §1.5, prime-rl-beaker.md §2.8).
+// Two halves: list_steps() is the only I/O (directory listings and stat calls, never file
+// contents); evaluate_step() and select_step() are pure functions over what it listed.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pb::checkpoints {
+
+// Where a Prime-RL generation keeps checkpoints.
+//   v0_8_0:      <out>/checkpoints/step_N/trainer/ and
+//   <out>/run_default/checkpoints/step_N/orchestrator/ post_v0_8_0:
+//   <run>/checkpoints/step_N/{trainer,orchestrator}/ (one root for both owners)
+enum class Layout : std::uint8_t { v0_8_0, post_v0_8_0 };
+
+// "v0.8.0" / "post-v0.8.0", as printed in listings.
+std::string_view layout_name(Layout layout);
+
+// Where one run's checkpoints live and how many trainer ranks wrote each step.
+struct CheckpointSource {
+  Layout layout = Layout::v0_8_0;
+  std::filesystem::path output_dir;        // what paths in messages are relative to
+  std::filesystem::path trainer_root;      // holds step_N/trainer/
+  std::filesystem::path orchestrator_root; // holds step_N/orchestrator/progress.pt
+  int expected_ranks = 0;                  // trainer shards per step (>= 1)
+};
+
+// Locates the checkpoint roots under `output_dir` from what is on disk, and says which layout
+// it is: run_default/checkpoints beside checkpoints/ is v0.8.0; step_N/orchestrator/ inside
+// checkpoints/ (here or one run directory down) is post-v0.8.0. Reads directories only.
+// Throws pb::Error (exit 1) naming the missing trainer root when neither is found.
+CheckpointSource detect_source(const std::filesystem::path &output_dir, int expected_ranks);
+
+// What one directory entry turned out to be. `size` is meaningful for `regular` only.
+enum class EntryKind : std::uint8_t { missing, regular, directory, other, dangling_symlink };
+struct FileState {
+  EntryKind kind = EntryKind::missing;
+  std::uint64_t size = 0;
+  bool operator==(const FileState &) const = default;
+};
+
+// The raw facts about one step name, as listed. Only the files completeness depends on are
+// stat'ed: .metadata, the expected __<rank>_0.distcp shards and progress.pt.
+struct StepListing {
+  std::string name;                      // directory name as found ("step_20", "step_007")
+  std::int64_t step = 0;                 // its number (step_007 -> 7)
+  bool in_trainer_root = false;          // <trainer_root>/<name> is a directory
+  bool in_orchestrator_root = false;     // <orchestrator_root>/<name> is a directory
+  bool via_symlink = false;              // a step directory is a symlink (followed)
+  FileState trainer_dir;                 // <name>/trainer
+  FileState metadata;                    // <name>/trainer/.metadata
+  std::vector<FileState> rank_shards;    // index r: <name>/trainer/__r_0.distcp
+  std::vector<std::string> extra_shards; // other *.distcp names in <name>/trainer, sorted
+  FileState progress;                    // <name>/orchestrator/progress.pt
+};
+
+// Work done by a listing: the figures the benchmark reports.
+struct ScanStats {
+  std::uint64_t stat_calls = 0;       // fstatat() calls
+  std::uint64_t directories_read = 0; // directories opened and listed
+};
+
+struct TreeListing {
+  CheckpointSource source;
+  bool orchestrator_root_exists = false;
+  std::vector<StepListing> steps;   // ascending by step, then name
+  std::vector<std::string> ignored; // entries of the roots that are not step_<N> directories
+  ScanStats stats;
+};
+
+// Lists the checkpoint tree of `source` (only step `only_name` when given). Symlinks are
+// followed; a dangling one counts as missing. Throws pb::Error (exit 1) when the trainer root
+// is not a directory. Never opens a file for reading. Large trees are listed by up to 4 worker
+// threads (PB_SCAN_WORKERS overrides, for benchmarks).
+TreeListing list_steps(const CheckpointSource &source,
+                       const std::optional<std::string> &only_name = std::nullopt);
+
+// One shard of a complete step, for the checkpoint record.
+struct ShardRecord {
+  std::filesystem::path path;
+  std::uint64_t size = 0;
+  bool operator==(const ShardRecord &) const = default;
+};
+
+// Everything a resume depends on for one complete step, with byte sizes: re-listing the step
+// must give an equal record, or the checkpoint changed under us.
+struct CheckpointRecord {
+  std::int64_t step = 0;
+  std::filesystem::path trainer_dir;
+  std::filesystem::path trainer_metadata;
+  std::uint64_t trainer_metadata_size = 0;
+  std::vector<ShardRecord> trainer_shards; // in rank order
+  std::filesystem::path orchestrator_progress;
+  std::uint64_t orchestrator_progress_size = 0;
+  bool operator==(const CheckpointRecord &) const = default;
+};
+
+// The verdict on one step: complete, or exactly what is missing or wrong (one line per file,
+// paths relative to the output directory).
+struct StepStatus {
+  std::int64_t step = 0;
+  std::string name;
+  bool complete = false;
+  std::vector<std::string> missing;
+  std::uint64_t shards_found = 0; // *.distcp entries in the trainer directory
+  bool metadata_ok = false;
+  bool progress_ok = false;
+};
+
+// Pure. A step is complete iff its name is canonical (step_<N>, as Prime-RL looks it up),
+// .metadata is a non-empty regular file, each of the expected ranks has exactly one non-empty
+// __<r>_0.distcp shard, there is no other *.distcp file, and progress.pt is non-empty.
+StepStatus evaluate_step(const StepListing &listing, const CheckpointSource &source);
+
+// Pure. evaluate_step() for every listed step, ascending.
+std::vector<StepStatus> evaluate(const TreeListing &listing);
+
+// Pure. The record of a step that evaluate_step() found complete (absolute paths, sizes).
+CheckpointRecord make_record(const StepListing &listing, const CheckpointSource &source);
+
+// Pure. The newest complete step; nullopt when none is complete.
+std::optional<std::int64_t> newest_complete(const std::vector<StepStatus> &steps);
+
+// Pure. The step a resume uses: `requested` if it is complete, else the newest complete one.
+// Throws pb::Error (exit 1): "no complete common checkpoint ..." or "step S is not a complete
+// common checkpoint; available: a, b" (with what S lacks as context lines).
+const StepStatus &require_step(const std::vector<StepStatus> &steps,
+                               std::optional<std::int64_t> requested);
+
+// The step number of a step directory name ("step_20" -> 20, "step_007" -> 7); nullopt for
+// anything else ("step_", "step_x", "step_1a", numbers that do not fit in 63 bits).
+std::optional<std::int64_t> parse_step_name(std::string_view name);
+
+} // namespace pb::checkpoints

@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: MIT
+// The public launch API: the shared launch flag set (cli.md "Launch flags ... are one shared
+// set with one parser"), the pure plan of an `sft`/`rl` launch (spec JSON, output JSON, beaker
+// argv), and its execution (write the spec atomically, submit). Used by `sft`/`rl`
+// preview|submit, `rl resume` (multi-node RL relaunch) and `run` (RL after services).
+#pragma once
+
+#include <primebeaker/core/json.hpp>
+#include <primebeaker/core/process.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+namespace pb::fs {
+class FileSystem;
+}
+namespace pb::toml {
+class Document;
+}
+namespace pb::beaker {
+class Client;
+}
+
+namespace pb::launch {
+
+enum class Program { sft, rl };
+enum class Topology { single_node, multi_node };
+
+std::string_view program_name(Program program); // "sft" / "rl"
+
+// Every launch flag, with the reference's defaults (launch.md §1.2). Values are kept as given;
+// make_plan() validates them. Optional fields distinguish "not given" from any given value.
+struct LaunchOptions {
+  std::filesystem::path toml;
+  std::string image; // empty: catalog default for the workspace
+  std::string workspace = "ai2/oe-agents";
+  std::vector<std::string> clusters; // empty: {"ai2/holmes"}
+  std::string priority = "high";
+  std::int64_t min_runtime_hours = 0;
+  std::string mount_path = "/weka";
+  std::string dataset = "oe-adapt-default";
+  std::string working_dir = "/weka";
+  std::string scratch_dir = "/weka";
+  std::string home_dir = "/weka";
+  // nullopt: the default secret name (WANDB_API_KEY / HF_TOKEN), which an explicit
+  // `--secret WANDB_API_KEY=...` replaces. Empty: disabled. A given name conflicting with a
+  // `--secret` of the same variable is an error naming both flags.
+  std::optional<std::string> wandb_secret;
+  std::optional<std::string> hf_secret;
+  std::string wandb_run_id;                 // empty: the launch id
+  std::vector<std::string> env;             // NAME=VALUE, later duplicates win
+  std::vector<std::string> secrets;         // NAME=SECRETNAME, later duplicates win
+  std::optional<std::string> setup_command; // shell text, run with `bash -lc` in the container
+  std::string budget;
+  std::string description;                        // empty: "PrimeBeaker [multi-node ]SFT|RL <name>"
+  std::int64_t rendezvous_timeout_seconds = 1800; // multi-node
+  std::string registry;                           // RL; required for multi-node RL
+  std::string wandb_entity;                       // RL: fallback W&B entity
+  std::int64_t gateway_port = 1212;               // multi-node RL
+  std::int64_t gateway_workers = 8;               // multi-node RL
+  std::vector<std::string> required_services;     // multi-node RL: NAME=COUNT
+  bool write_spec = false;                        // preview: also write the spec file
+
+  // Kebab names of the flags that were given (filled by the CLI registration and by
+  // apply_setting), for callers whose defaults come from elsewhere (rl resume).
+  std::set<std::string> given;
+  bool was_given(std::string_view kebab_name) const;
+};
+
+// Kebab names of every launch flag, in help order ("toml", "image", ..., "write-spec").
+const std::vector<std::string> &launch_flag_names();
+
+// Adds the launch flags named in `only` (all of launch_flag_names() when empty) to `app`:
+// kebab-case and snake_case spellings, `--flag value` and `--flag=value`, list flags that
+// accumulate and accept one JSON list literal, `--write-spec/--no-write-spec`. Values go
+// through apply_setting(), so the CLI and YAML callers share one parser. `--toml` is required
+// when registered unless `toml_required` is false.
+void register_launch_flags(CLI::App &app,
+                           LaunchOptions &options,
+                           const std::vector<std::string> &only = {},
+                           bool toml_required = true);
+
+// The one parser: sets the launch setting `name` (kebab or snake_case) from text values (one
+// for scalars; list settings append each value). Integers must be whole numbers; booleans
+// true/false. Records the name in options.given. Unknown names and bad values throw pb::Error
+// exit 2 naming the flag ("--min-runtime-hours expects a whole number, got 'x'").
+void apply_setting(LaunchOptions &options,
+                   std::string_view name,
+                   const std::vector<std::string> &values);
+
+// Resolves a path the way the mount check needs it (absolute, symlinks followed where they
+// exist). The real one is resolve_real_path; tests may pass their own.
+using PathResolver = std::function<std::filesystem::path(const std::filesystem::path &)>;
+std::filesystem::path resolve_real_path(const std::filesystem::path &absolute_path);
+
+// Everything make_plan needs besides the options, already loaded: no I/O happens in make_plan.
+struct LaunchInputs {
+  Program program = Program::rl;
+  const toml::Document *document = nullptr; // the training TOML (required)
+  // The TOML path as the container will see it (CONFIG_PATH): normally options.toml made
+  // absolute; rl resume passes its generated TOML path (which need not exist yet).
+  std::filesystem::path config_path;
+  std::filesystem::path cwd;                      // relative paths are checked against it
+  std::map<std::string, std::string> environment; // the caller's environment snapshot
+  std::string launch_id;                          // see choose_launch_id()
+  std::optional<std::string> experiment_name;     // replaces wandb.name (rl resume)
+  PathResolver resolve = resolve_real_path;
+};
+
+// PRIMEBEAKER_LAUNCH_ID from `environment` when set (it must be 1-64 of [A-Za-z0-9_-], else
+// pb::Error exit 2), otherwise `random_id` (callers pass 32 random lowercase hex). Pure.
+std::string choose_launch_id(const std::map<std::string, std::string> &environment,
+                             const std::string &random_id);
+
+// 32 lowercase hex characters from the system's random device (the only non-pure helper).
+std::string random_hex_id();
+
+struct LaunchPlan {
+  Program program = Program::rl;
+  Topology topology = Topology::single_node;
+  std::string experiment_name;
+  std::string workspace;
+  std::string launch_id; // shown in the output for multi-node only
+  std::filesystem::path spec_path;
+  OrderedJson spec;          // the Beaker spec (launch.md §2)
+  std::string spec_text;     // the spec file's bytes (JSON, 2-space indent, trailing newline)
+  proc::Argv submit_command; // {"beaker", "experiment", "create", "--name", ...}
+  OrderedJson wandb_run;     // {run_id, project, entity, name, offline, url}
+  bool write_spec = false;
+
+  // The preview object of launch.md §1.5 (experiment_name, [launch_id], spec_path, spec,
+  // submit_command, wandb_run).
+  OrderedJson preview_json() const;
+  // The submit receipt: experiment_name, [launch_id], spec_path, stdout, wandb_run.
+  OrderedJson receipt_json(const std::string &beaker_stdout) const;
+};
+
+// The whole launch as a value: reads the TOML's launch keys (primerl), validates every flag
+// and key (launch.md §1.4, §4.3; errors name the flag or the TOML key with line:column) and
+// renders the spec of the topology deployment.type asks for. Pure; throws pb::Error
+// (2 for flags, 3 for the TOML).
+LaunchPlan make_plan(const LaunchOptions &options, const LaunchInputs &inputs);
+
+struct LaunchEffects {
+  fs::FileSystem &files;
+  beaker::Client &beaker;
+};
+
+// preview: writes the spec only when plan.write_spec, returns preview_json(). Never runs
+// beaker.
+OrderedJson execute_preview(const LaunchPlan &plan, LaunchEffects &effects);
+
+// submit: writes the spec atomically (parents created), then runs `beaker experiment create`;
+// returns the receipt. beaker failing or missing throws pb::Error exit 4 with its stderr.
+OrderedJson execute_submit(const LaunchPlan &plan, LaunchEffects &effects);
+
+// The CLI glue: loads the TOML named by options.toml, snapshots the environment and cwd, picks
+// the launch id, then make_plan(). For callers that start from options only (run, tests).
+LaunchPlan plan_from_options(Program program, const LaunchOptions &options);
+
+} // namespace pb::launch

@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: MIT
+// What primebeaker reads from a Prime-RL training TOML: its config generation
+// (decisions.md §6), deployment.type, the launch keys of launch.md §4.3 and the GPU accounting
+// of launch.md §2.4 / prime-rl-beaker.md §1.8. Every reader is pure over a parsed document and
+// throws pb::Error exit 3 "FILE:LINE:COL: <key> ..." naming the key it rejects.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pb::toml {
+class Document;
+}
+
+namespace pb::primerl {
+
+enum class Generation {
+  v0_2_to_v0_4, // inference_gpu_ids / trainer_gpu_ids, [[orchestrator.env]] without [deployment]
+  v0_5,         // [deployment] with [[orchestrator.env]]
+  v0_6_to_v0_7, // [[orchestrator.train.env]]
+  v0_8,         // [[orchestrator.train.source]] (the supported generation)
+  post_v0_8,    // [resume], [run], [monitors], or top-level clean with [deployment]
+  undetermined, // none of the above (e.g. SFT TOMLs, RL without environments)
+};
+
+struct GenerationInfo {
+  Generation generation = Generation::undetermined;
+  std::string evidence; // the key that decided it, e.g. "[resume] at file.toml:3:1"
+};
+
+// "v0.2-v0.4", "v0.5", "v0.6-v0.7", "v0.8.0", "post-v0.8.0", "undetermined".
+std::string_view generation_name(Generation generation);
+
+// First match wins, in the order of the enum comments above (post-v0.8.0 first).
+GenerationInfo detect_generation(const toml::Document &document);
+
+// Throws pb::Error exit 3 unless the generation is v0.8.0 or undetermined: the message names
+// the generation, the key that shows it, and what is not supported.
+void require_supported_generation(const toml::Document &document);
+
+enum class DeploymentType { single_node, multi_node };
+
+// deployment.type: missing table/key or non-string -> "training TOML needs deployment.type";
+// other values -> "unsupported deployment.type '<v>'".
+DeploymentType read_deployment_type(const toml::Document &document);
+
+struct Wandb {
+  std::string name;
+  std::string project;
+  std::optional<std::string> entity; // non-empty when set
+  bool offline = false;
+};
+
+// A path-valued key as written in the TOML, with its location for messages.
+struct PathKey {
+  std::string key;   // dotted, e.g. "data.name"
+  std::string value; // as written
+};
+
+struct SingleNodeSft {
+  PathKey output_dir;
+  std::int64_t max_steps = 0;
+  std::int64_t num_gpus = 0;
+  std::int64_t gpus_per_node = 0;
+  Wandb wandb;
+  PathKey data_name;
+  PathKey val_data_name;
+  std::int64_t val_interval = 0;
+  std::int64_t ckpt_interval = 0;
+};
+
+struct SingleNodeRl {
+  PathKey output_dir;
+  Wandb wandb;
+  std::int64_t num_train_gpus = 0;
+  std::int64_t num_infer_gpus = 0;
+  std::int64_t gpus_per_node = 0;
+  std::int64_t gpu_count() const { return num_train_gpus + num_infer_gpus; }
+};
+
+struct MultiNodeSft {
+  PathKey output_dir;
+  Wandb wandb;
+  PathKey data_name;
+  PathKey val_data_name;
+  std::int64_t num_nodes = 2;
+  std::int64_t gpus_per_node = 8;
+};
+
+// The heterogeneous multi-node RL layout (launch.md §2.4): replica 0 runs the trainer on
+// trainer_gpus GPUs and, when mixed_infer_gpus > 0, inference on the rest of its node.
+struct MultiNodeRl {
+  PathKey output_dir;
+  Wandb wandb;
+  std::int64_t gpus_per_node = 8;
+  std::int64_t num_train_nodes = 1;
+  std::int64_t num_infer_nodes = 1;
+  std::int64_t trainer_gpus = 0;     // trainer.model.cp x trainer.model.dp_replicate
+  std::int64_t mixed_infer_gpus = 0; // inference GPUs on replica 0
+  std::int64_t total_infer_gpus = 0;
+  std::int64_t total_infer_ranks = 0; // = inference.parallel.dp = inference.api_server_count
+  std::int64_t tensor_parallel = 1;
+  std::int64_t total_nodes = 0; // Beaker replicas
+  // Sorted unique orchestrator.{train,eval}.source[*].legacy.args.local_search_model_path.
+  std::vector<std::string> local_search_model_paths;
+};
+
+SingleNodeSft read_single_node_sft(const toml::Document &document);
+SingleNodeRl read_single_node_rl(const toml::Document &document);
+MultiNodeSft read_multi_node_sft(const toml::Document &document);
+MultiNodeRl read_multi_node_rl(const toml::Document &document);
+
+// The W&B section alone (wandb.name and wandb.project required, non-empty strings; name must
+// be usable as a Beaker experiment name: letters, digits, '.', '_', '-').
+Wandb read_wandb(const toml::Document &document);
+
+} // namespace pb::primerl

@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: MIT
+// `primebeaker checkpoints list (--toml F | --output-dir D --ranks N) [--json]`.
+#include <primebeaker/checkpoints/report.hpp>
+#include <primebeaker/checkpoints/topology.hpp>
+#include <primebeaker/core/command_tree.hpp>
+#include <primebeaker/core/error.hpp>
+#include <primebeaker/core/json.hpp>
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <iostream>
+
+namespace pb::checkpoints {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ListOptions {
+  std::string toml;
+  std::string output_dir;
+  int ranks = 0;
+  bool json = false;
+};
+
+// Where to look, from the flags: pure apart from reading the TOML the user named.
+CheckpointSource resolve_source(const ListOptions &options, const fs::path &cwd) {
+  if (options.toml.empty() == options.output_dir.empty()) {
+    throw usage_error("checkpoints list needs exactly one of --toml FILE or --output-dir DIR");
+  }
+  if (!options.toml.empty()) {
+    if (options.ranks != 0) {
+      throw usage_error(
+          "--ranks goes with --output-dir; with --toml the rank count comes from the TOML");
+    }
+    return source_from_toml(toml::Document::load(options.toml), cwd);
+  }
+  if (options.ranks < 1) {
+    throw usage_error("--output-dir needs --ranks N (trainer ranks per step, at least 1)");
+  }
+  fs::path output_dir(options.output_dir);
+  if (output_dir.is_relative()) {
+    output_dir = cwd / output_dir;
+  }
+  output_dir = output_dir.lexically_normal();
+  if (output_dir.filename().empty() && output_dir.has_parent_path()) {
+    output_dir = output_dir.parent_path();
+  }
+  return detect_source(output_dir, options.ranks);
+}
+
+void run_list(const ListOptions &options) {
+  const CheckpointSource source = resolve_source(options, fs::current_path());
+  const auto started = std::chrono::steady_clock::now();
+  const TreeListing listing = list_steps(source);
+  const auto statuses = evaluate(listing);
+  const auto elapsed =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started);
+  spdlog::info("scanned {} steps in {:.1f} ms: {} stat calls, {} directories read",
+               listing.steps.size(),
+               elapsed.count(),
+               listing.stats.stat_calls,
+               listing.stats.directories_read);
+  if (options.json) {
+    print_json(std::cout, listing_json(listing, statuses));
+  } else {
+    std::cout << listing_table(listing, statuses);
+  }
+}
+
+} // namespace
+
+void register_commands(cli::CommandTree &tree) {
+  tree.command({"checkpoints"}, "Inspect Prime-RL checkpoint trees");
+  CLI::App &list = tree.command(
+      {"checkpoints", "list"},
+      "List every checkpoint step, whether trainer and orchestrator both finished it, and the "
+      "step a resume would pick");
+  auto &options = tree.make_options<ListOptions>();
+  list.add_option(cli::flag("toml"),
+                  options.toml,
+                  "Training TOML: output_dir and the trainer rank count come from it");
+  list.add_option(
+      cli::flag("output-dir"), options.output_dir, "The run's output_dir (with --ranks)");
+  list.add_option(
+      cli::flag("ranks"), options.ranks, "Trainer ranks (DCP shards) per step (with --output-dir)");
+  list.add_flag(cli::flag("json"), options.json, "Print one JSON object instead of a table");
+  list.callback([&options] { run_list(options); });
+}
+
+} // namespace pb::checkpoints

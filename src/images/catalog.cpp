@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: MIT
+#include <primebeaker/core/error.hpp>
+#include <primebeaker/images/catalog.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace pb::images {
+
+namespace {
+
+std::string text_field(const nlohmann::json &object, const char *key, const std::string &where) {
+  const auto it = object.find(key);
+  if (it == object.end() || !it->is_string()) {
+    throw input_error(fmt::format("image catalog {}: {} needs a string '{}'", where, where, key));
+  }
+  return it->get<std::string>();
+}
+
+} // namespace
+
+Catalog Catalog::parse(std::string_view json_text, const std::string &source) {
+  const auto json = nlohmann::ordered_json::parse(json_text, nullptr, false);
+  if (json.is_discarded() || !json.is_object()) {
+    throw input_error(fmt::format("image catalog {} is not a JSON object", source));
+  }
+  if (json.value("schema_version", 0) != 1) {
+    throw input_error(fmt::format("unsupported image catalog schema in {}", source));
+  }
+  Catalog catalog;
+  catalog.default_base_role = json.value("default_base_role", std::string());
+  const auto roles = json.find("roles");
+  if (roles == json.end() || !roles->is_object()) {
+    throw input_error(fmt::format("image catalog {} has no 'roles' object", source));
+  }
+  for (const auto &[name, body] : roles->items()) {
+    Role role;
+    role.name = name;
+    role.purpose = body.value("purpose", std::string());
+    const auto locations = body.find("locations");
+    if (locations == body.end() || !locations->is_array()) {
+      throw input_error(
+          fmt::format("image catalog {}: role {} has no 'locations' array", source, name));
+    }
+    for (const auto &item : *locations) {
+      const std::string where = fmt::format("{} role {}", source, name);
+      Location location;
+      location.immutable_uri = text_field(item, "immutable_uri", where);
+      location.name = text_field(item, "name", where);
+      location.workspace = text_field(item, "workspace", where);
+      location.created = item.value("created", std::string());
+      location.committed = item.value("committed", std::string());
+      location.size_bytes = item.value("size_bytes", std::int64_t{0});
+      role.locations.push_back(std::move(location));
+    }
+    catalog.roles.push_back(std::move(role));
+  }
+  catalog.role(catalog.default_base_role); // the default role must exist
+  return catalog;
+}
+
+const Catalog &Catalog::builtin() {
+  static const Catalog catalog = parse(builtin_catalog_text(), "images/catalog.json (built in)");
+  return catalog;
+}
+
+const Role &Catalog::role(std::string_view role_name) const {
+  for (const auto &role : roles) {
+    if (role.name == role_name) {
+      return role;
+    }
+  }
+  throw usage_error(fmt::format("unknown image role '{}'", role_name));
+}
+
+const Location &Catalog::default_location(std::string_view workspace,
+                                          std::string_view role_name) const {
+  const Role &chosen = role(role_name.empty() ? std::string_view(default_base_role) : role_name);
+  for (const auto &location : chosen.locations) {
+    if (workspace.empty() || location.workspace == workspace) {
+      return location;
+    }
+  }
+  std::vector<std::string> known;
+  for (const auto &location : chosen.locations) {
+    if (std::find(known.begin(), known.end(), location.workspace) == known.end()) {
+      known.push_back(location.workspace);
+    }
+  }
+  throw usage_error(fmt::format("no cataloged Prime-RL image for workspace '{}' (cataloged: {}); "
+                                "pass --image",
+                                workspace,
+                                fmt::join(known, ", ")));
+}
+
+OrderedJson list_json(const Catalog &catalog) {
+  OrderedJson rows = OrderedJson::array();
+  const Role &role = catalog.role(catalog.default_base_role);
+  for (const auto &location : role.locations) {
+    OrderedJson row = OrderedJson::object();
+    row["role"] = role.name;
+    row["immutable_uri"] = location.immutable_uri;
+    row["name"] = location.name;
+    row["workspace"] = location.workspace;
+    row["size_bytes"] = location.size_bytes;
+    row["created"] = location.created;
+    row["committed"] = location.committed;
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+} // namespace pb::images

@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: MIT
+// `primebeaker images list` and `primebeaker images default --workspace WS`.
+#include <primebeaker/core/command_tree.hpp>
+#include <primebeaker/core/json.hpp>
+#include <primebeaker/images/catalog.hpp>
+
+#include <iostream>
+
+namespace pb::images {
+
+void register_commands(pb::cli::CommandTree &tree) {
+  tree.command({"images"}, "The Prime-RL image catalog built into primebeaker");
+
+  auto &list =
+      tree.command({"images", "list"}, "Print the default role's cataloged images as a JSON array");
+  list.callback([] { print_json(std::cout, list_json(Catalog::builtin())); });
+
+  struct DefaultOptions {
+    std::string workspace = "ai2/oe-agents";
+    std::string role;
+  };
+  auto &options = tree.make_options<DefaultOptions>();
+  auto &fallback = tree.command({"images", "default"},
+                                "Print the image a launch uses for a workspace when --image is "
+                                "not given (beaker://ID)");
+  fallback.add_option(pb::cli::flag("workspace"), options.workspace, "Beaker workspace")
+      ->capture_default_str();
+  fallback.add_option(pb::cli::flag("role"),
+                      options.role,
+                      "Catalog role (default: the catalog's default base role)");
+  fallback.callback([&options] {
+    std::cout << Catalog::builtin().default_location(options.workspace, options.role).immutable_uri
+              << '\n';
+  });
+}
+
+} // namespace pb::images

@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: MIT
+// `sft|rl preview|submit`, `node single`, `toml rewrite-envs`.
+#include "node_single.hpp"
+
+#include <primebeaker/beaker/client.hpp>
+#include <primebeaker/core/command_tree.hpp>
+#include <primebeaker/core/env.hpp>
+#include <primebeaker/core/fs.hpp>
+#include <primebeaker/core/json.hpp>
+#include <primebeaker/launch/launch.hpp>
+#include <primebeaker/launch/rewrite_envs.hpp>
+#include <primebeaker/toml/value.hpp>
+
+#include <spdlog/spdlog.h>
+
+#include <iostream>
+
+namespace pb::launch {
+
+namespace {
+
+void add_launch_command(pb::cli::CommandTree &tree, Program program, bool submit) {
+  const std::string name(program_name(program));
+  const std::string what = program == Program::sft ? "SFT" : "RL";
+  auto &command =
+      tree.command({name, submit ? "submit" : "preview"},
+                   submit ? "Write the Beaker spec of a Prime-RL " + what + " run and submit it"
+                          : "Print the Beaker spec of a Prime-RL " + what +
+                                " run as JSON; touches nothing unless --write-spec");
+  auto &options = tree.make_options<LaunchOptions>();
+  register_launch_flags(command, options);
+  command.callback([&options, program, submit] {
+    const LaunchPlan plan = plan_from_options(program, options);
+    proc::SystemRunner runner;
+    fs::RealFileSystem files;
+    beaker::Client client(runner, beaker::program_from_environment(env::snapshot()));
+    LaunchEffects effects{files, client};
+    print_json(std::cout, submit ? execute_submit(plan, effects) : execute_preview(plan, effects));
+  });
+}
+
+} // namespace
+
+void register_commands(pb::cli::CommandTree &tree) {
+  tree.command({"sft"}, "Prime-RL SFT on Beaker: preview or submit");
+  tree.command({"rl"}, "Prime-RL RL on Beaker: preview, submit (and resume)");
+  for (const Program program : {Program::sft, Program::rl}) {
+    add_launch_command(tree, program, false);
+    add_launch_command(tree, program, true);
+  }
+
+  auto &program = tree.make_options<std::string>();
+  auto &single = tree.command({"node", "single"},
+                              "In-container: run a single-node Prime-RL job from the spec's env "
+                              "(setup command, caches, checks, then exec sft/rl)");
+  single.add_option("PROGRAM", program, "sft or rl")->required();
+  single.callback([&program] {
+    proc::SystemRunner runner;
+    run_single_node(plan_single_node(program, env::snapshot()), runner);
+  });
+
+  struct RewriteOptions {
+    std::string source;
+    std::string destination;
+  };
+  auto &rewrite = tree.make_options<RewriteOptions>();
+  auto &command = tree.command({"toml", "rewrite-envs"},
+                               "Write SRC to DST with legacy environment ids pointed at "
+                               "primebeaker.environments.* (comments and layout kept)");
+  command.add_option("SRC", rewrite.source, "Source training TOML (never edited)")->required();
+  command.add_option("DST", rewrite.destination, "Where to write the runtime TOML")->required();
+  command.callback([&rewrite] {
+    const auto document = toml::Document::load(rewrite.source);
+    const auto rewrites = plan_environment_rewrites(document);
+    const std::string text = rewrite_environment_ids(document);
+    for (const auto &item : rewrites) {
+      spdlog::info("{}: {} -> {}", item.location, item.from, item.to);
+    }
+    pb::fs::write_file_atomic(rewrite.destination, text);
+  });
+}
+
+} // namespace pb::launch

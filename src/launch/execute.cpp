@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: MIT
+// The effects of a launch plan, and the glue from options to a plan.
+#include "paths.hpp"
+
+#include <primebeaker/beaker/client.hpp>
+#include <primebeaker/core/env.hpp>
+#include <primebeaker/core/error.hpp>
+#include <primebeaker/core/fs.hpp>
+#include <primebeaker/launch/launch.hpp>
+#include <primebeaker/toml/value.hpp>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <system_error>
+
+namespace pb::launch {
+
+std::string normalize_path(std::string_view path) {
+  const bool absolute = !path.empty() && path.front() == '/';
+  std::string out = absolute ? "/" : "";
+  size_t start = 0;
+  while (start <= path.size()) {
+    auto end = path.find('/', start);
+    if (end == std::string_view::npos) {
+      end = path.size();
+    }
+    const auto part = path.substr(start, end - start);
+    if (!part.empty() && part != ".") {
+      if (!out.empty() && out.back() != '/') {
+        out += '/';
+      }
+      out += part;
+    }
+    start = end + 1;
+  }
+  return out.empty() ? "." : out;
+}
+
+bool path_is_under(std::string_view path, std::string_view root) {
+  if (root == "/") {
+    return !path.empty() && path.front() == '/';
+  }
+  if (path.size() < root.size() || path.substr(0, root.size()) != root) {
+    return false;
+  }
+  return path.size() == root.size() || path[root.size()] == '/';
+}
+
+std::filesystem::path resolve_real_path(const std::filesystem::path &absolute_path) {
+  std::error_code ec;
+  auto resolved = std::filesystem::weakly_canonical(absolute_path, ec);
+  if (ec) {
+    return absolute_path;
+  }
+  return normalize_path(resolved.string());
+}
+
+namespace {
+
+void write_spec(const LaunchPlan &plan, LaunchEffects &effects) {
+  std::error_code ec;
+  std::filesystem::create_directories(plan.spec_path.parent_path(), ec);
+  if (ec) {
+    throw failure(
+        fmt::format("cannot create {}: {}", plan.spec_path.parent_path().string(), ec.message()));
+  }
+  effects.files.write_file_atomic(plan.spec_path, plan.spec_text);
+  spdlog::info("wrote {}", plan.spec_path.string());
+}
+
+} // namespace
+
+OrderedJson execute_preview(const LaunchPlan &plan, LaunchEffects &effects) {
+  if (plan.write_spec) {
+    write_spec(plan, effects);
+  }
+  return plan.preview_json();
+}
+
+OrderedJson execute_submit(const LaunchPlan &plan, LaunchEffects &effects) {
+  write_spec(plan, effects);
+  const std::string out = effects.beaker.create_experiment(
+      plan.experiment_name, plan.workspace, plan.spec_path.string());
+  return plan.receipt_json(out);
+}
+
+LaunchPlan plan_from_options(Program program, const LaunchOptions &options) {
+  if (options.toml.empty()) {
+    throw usage_error("--toml is required");
+  }
+  const auto document = toml::Document::load(options.toml);
+  LaunchInputs inputs;
+  inputs.program = program;
+  inputs.document = &document;
+  inputs.cwd = std::filesystem::current_path();
+  inputs.config_path = options.toml.is_absolute() ? options.toml : inputs.cwd / options.toml;
+  inputs.environment = env::snapshot();
+  inputs.launch_id = choose_launch_id(inputs.environment, random_hex_id());
+  return make_plan(options, inputs);
+}
+
+} // namespace pb::launch

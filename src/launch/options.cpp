@@ -1,0 +1,290 @@
+// SPDX-License-Identifier: MIT
+// The shared launch flag set and its one parser (cli.md, decisions.md §3).
+#include <primebeaker/core/command_tree.hpp>
+#include <primebeaker/core/error.hpp>
+#include <primebeaker/core/text.hpp>
+#include <primebeaker/launch/launch.hpp>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <charconv>
+
+namespace pb::launch {
+
+namespace {
+
+enum class Kind { text, optional_text, integer, list, boolean };
+
+struct FlagInfo {
+  const char *name;
+  Kind kind;
+  const char *help;
+};
+
+const std::vector<FlagInfo> &flag_table() {
+  static const std::vector<FlagInfo> table = {
+      {"toml", Kind::text, "Prime-RL training TOML; its deployment.type selects the topology"},
+      {"image",
+       Kind::text,
+       "beaker://<ref> for a Beaker image, else a Docker image (default: the catalog's image "
+       "for --workspace)"},
+      {"workspace", Kind::text, "Beaker workspace (ACCOUNT/NAME) [ai2/oe-agents]"},
+      {"cluster", Kind::list, "Beaker cluster; repeat for several [ai2/holmes]"},
+      {"priority", Kind::text, "normal, high or urgent [high]"},
+      {"min-runtime-hours", Kind::integer, "Minimum runtime in hours, >= 0 [0]"},
+      {"mount-path", Kind::text, "Where the Weka dataset is mounted in the container [/weka]"},
+      {"dataset", Kind::text, "Weka dataset (bucket) mounted at --mount-path [oe-adapt-default]"},
+      {"working-dir", Kind::text, "Directory the container works in [/weka]"},
+      {"scratch-dir", Kind::text, "Root for spec files, rendezvous dirs and caches [/weka]"},
+      {"home-dir", Kind::text, "HOME in the container [/weka]"},
+      {"wandb-secret",
+       Kind::optional_text,
+       "Beaker secret exposed as WANDB_API_KEY; empty disables [WANDB_API_KEY]"},
+      {"hf-secret",
+       Kind::optional_text,
+       "Beaker secret exposed as HF_TOKEN; empty disables [HF_TOKEN]"},
+      {"wandb-run-id", Kind::text, "W&B run id shared by all processes (default: the launch id)"},
+      {"env", Kind::list, "NAME=VALUE environment variable; repeat for several"},
+      {"secret", Kind::list, "NAME=SECRET: env var NAME from Beaker secret SECRET; repeatable"},
+      {"setup-command",
+       Kind::optional_text,
+       "Shell text run with bash -lc in the container before training"},
+      {"budget", Kind::text, "Beaker budget account"},
+      {"description", Kind::text, "Experiment description"},
+      {"rendezvous-timeout-seconds",
+       Kind::integer,
+       "Multi-node: timeout of each barrier in seconds, > 0 [1800]"},
+      {"registry",
+       Kind::text,
+       "RL: LiteRegistry URI (redis://, rediss://, head+...); required for multi-node RL"},
+      {"wandb-entity", Kind::text, "RL: W&B entity when the TOML has none"},
+      {"gateway-port", Kind::integer, "Multi-node RL: local tool gateway port, 1-65535 [1212]"},
+      {"gateway-workers", Kind::integer, "Multi-node RL: gateway worker processes, > 0 [8]"},
+      {"required-service",
+       Kind::list,
+       "Multi-node RL: NAME=COUNT live LiteRegistry services needed before training; "
+       "repeatable"},
+      {"write-spec", Kind::boolean, "preview: also write the spec file (--no-write-spec)"},
+  };
+  return table;
+}
+
+std::string kebab(std::string_view name) {
+  std::string out(name);
+  while (!out.empty() && out.front() == '-') {
+    out.erase(out.begin());
+  }
+  for (char &c : out) {
+    if (c == '_') {
+      c = '-';
+    }
+  }
+  return out;
+}
+
+const FlagInfo &find_flag(const std::string &name) {
+  for (const auto &info : flag_table()) {
+    if (name == info.name) {
+      return info;
+    }
+  }
+  throw usage_error(fmt::format("unknown launch setting '{}'", name));
+}
+
+std::int64_t parse_integer(const std::string &flag_name, const std::string &text) {
+  const std::string_view trimmed = text::trim(text);
+  std::int64_t value = 0;
+  const char *first = trimmed.data();
+  const char *last = trimmed.data() + trimmed.size();
+  if (!trimmed.empty() && *first == '+') {
+    ++first;
+  }
+  const auto [end, ec] = std::from_chars(first, last, value);
+  if (trimmed.empty() || ec != std::errc() || end != last) {
+    throw usage_error(fmt::format("--{} expects a whole number, got '{}'", flag_name, text));
+  }
+  return value;
+}
+
+bool parse_boolean(const std::string &flag_name, const std::string &text) {
+  if (text == "true" || text == "True" || text == "1") {
+    return true;
+  }
+  if (text == "false" || text == "False" || text == "0") {
+    return false;
+  }
+  throw usage_error(fmt::format("--{} expects true or false, got '{}'", flag_name, text));
+}
+
+// Each value is one item, or one JSON list literal of strings (decisions.md §3).
+std::vector<std::string> list_items(const std::string &flag_name,
+                                    const std::vector<std::string> &values) {
+  std::vector<std::string> items;
+  for (const auto &value : values) {
+    const auto trimmed = text::trim(value);
+    if (!trimmed.empty() && trimmed.front() == '[') {
+      const auto parsed = nlohmann::json::parse(trimmed, nullptr, false);
+      if (!parsed.is_array() ||
+          !std::all_of(parsed.begin(), parsed.end(), [](const auto &v) { return v.is_string(); })) {
+        throw usage_error(fmt::format("--{}: {} is not a JSON list of strings", flag_name, value));
+      }
+      for (const auto &item : parsed) {
+        items.push_back(item.template get<std::string>());
+      }
+      continue;
+    }
+    items.push_back(value);
+  }
+  return items;
+}
+
+std::string *text_field(LaunchOptions &o, const std::string &name) {
+  if (name == "image")
+    return &o.image;
+  if (name == "workspace")
+    return &o.workspace;
+  if (name == "priority")
+    return &o.priority;
+  if (name == "mount-path")
+    return &o.mount_path;
+  if (name == "dataset")
+    return &o.dataset;
+  if (name == "working-dir")
+    return &o.working_dir;
+  if (name == "scratch-dir")
+    return &o.scratch_dir;
+  if (name == "home-dir")
+    return &o.home_dir;
+  if (name == "wandb-run-id")
+    return &o.wandb_run_id;
+  if (name == "budget")
+    return &o.budget;
+  if (name == "description")
+    return &o.description;
+  if (name == "registry")
+    return &o.registry;
+  if (name == "wandb-entity")
+    return &o.wandb_entity;
+  return nullptr;
+}
+
+} // namespace
+
+bool LaunchOptions::was_given(std::string_view kebab_name) const {
+  return given.count(std::string(kebab_name)) > 0;
+}
+
+const std::vector<std::string> &launch_flag_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const auto &info : flag_table()) {
+      out.emplace_back(info.name);
+    }
+    return out;
+  }();
+  return names;
+}
+
+void apply_setting(LaunchOptions &options,
+                   std::string_view raw_name,
+                   const std::vector<std::string> &values) {
+  const std::string name = kebab(raw_name);
+  const FlagInfo &info = find_flag(name);
+  if (info.kind != Kind::list && values.size() != 1) {
+    throw usage_error(fmt::format("--{} takes one value, got {}", name, values.size()));
+  }
+  options.given.insert(name);
+  switch (info.kind) {
+  case Kind::text:
+    if (name == "toml") {
+      options.toml = values.front();
+    } else {
+      *text_field(options, name) = values.front();
+    }
+    return;
+  case Kind::optional_text:
+    if (name == "wandb-secret") {
+      options.wandb_secret = values.front();
+    } else if (name == "hf-secret") {
+      options.hf_secret = values.front();
+    } else {
+      options.setup_command = values.front();
+    }
+    return;
+  case Kind::integer: {
+    const auto number = parse_integer(name, values.front());
+    if (name == "min-runtime-hours") {
+      options.min_runtime_hours = number;
+    } else if (name == "rendezvous-timeout-seconds") {
+      options.rendezvous_timeout_seconds = number;
+    } else if (name == "gateway-port") {
+      options.gateway_port = number;
+    } else {
+      options.gateway_workers = number;
+    }
+    return;
+  }
+  case Kind::boolean:
+    options.write_spec = parse_boolean(name, values.front());
+    return;
+  case Kind::list: {
+    auto items = list_items(name, values);
+    auto &target = name == "cluster"  ? options.clusters
+                   : name == "env"    ? options.env
+                   : name == "secret" ? options.secrets
+                                      : options.required_services;
+    target.insert(target.end(), items.begin(), items.end());
+    return;
+  }
+  }
+}
+
+void register_launch_flags(CLI::App &app,
+                           LaunchOptions &options,
+                           const std::vector<std::string> &only,
+                           bool toml_required) {
+  for (const auto &info : flag_table()) {
+    const std::string name = info.name;
+    if (!only.empty() && std::find(only.begin(), only.end(), name) == only.end()) {
+      continue;
+    }
+    if (info.kind == Kind::boolean) {
+      std::string snake = name;
+      std::replace(snake.begin(), snake.end(), '-', '_');
+      const std::string names = pb::cli::flag(name) + ",!--no-" + name + ",!--no_" + snake;
+      app.add_flag_function(
+          names,
+          [&options, name](std::int64_t count) {
+            apply_setting(options, name, {count > 0 ? "true" : "false"});
+          },
+          info.help);
+      continue;
+    }
+    if (info.kind == Kind::list) {
+      auto *option = app.add_option_function<std::vector<std::string>>(
+          pb::cli::flag(name),
+          [&options, name](const std::vector<std::string> &values) {
+            apply_setting(options, name, values);
+          },
+          info.help);
+      option->allow_extra_args(false);
+      option->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+      continue;
+    }
+    auto *option = app.add_option_function<std::string>(
+        pb::cli::flag(name),
+        [&options, name](const std::string &value) { apply_setting(options, name, {value}); },
+        info.help);
+    option->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    if (name == "toml") {
+      option->type_name("FILE");
+      if (toml_required) {
+        option->required();
+      }
+    }
+  }
+}
+
+} // namespace pb::launch

@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: MIT
+// The environment-path rewrite through the lossless TOML engine: only the rewritten string
+// literals change, so comments and layout survive (decisions.md §2).
+#include <primebeaker/core/error.hpp>
+#include <primebeaker/launch/rewrite_envs.hpp>
+#include <primebeaker/toml/edit.hpp>
+#include <primebeaker/toml/value.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace pb::launch {
+
+using toml::Type;
+using toml::Value;
+
+const std::vector<std::string> &bundled_environment_modules() {
+  static const std::vector<std::string> modules = {
+      "articulated_harness_env",
+      "jtc_code_tool_label_env",
+      "jtc_label_env",
+      "jtc_multiple_choice_accuracy_env",
+      "jtc_reward_model_env",
+      "jtc_rubrichub_judge_env",
+      "jtc_search_agent_env",
+      "jtc_search_agent_visit_env",
+      "jtc_search_agent_visit_judge_env",
+      "jtc_search_agent_webterminal_env",
+      "jtc_search_agent_webterminal_judge_env",
+      "jtc_search_visit_agent_env",
+      "jtc_search_visit_agent_judge_env",
+      "jtc_terminal_tool_label_env",
+      "jtc_tool_label_env",
+      "podman_terminal_env",
+  };
+  return modules;
+}
+
+std::vector<EnvironmentRewrite> plan_environment_rewrites(const toml::Document &document) {
+  const Value *orchestrator = document.root().find("orchestrator");
+  if (orchestrator == nullptr || !orchestrator->is(Type::table)) {
+    throw input_error(
+        fmt::format("{}: RL TOML needs an [orchestrator] table", document.source_name()));
+  }
+  const auto &modules = bundled_environment_modules();
+  std::vector<EnvironmentRewrite> rewrites;
+  for (const char *split : {"train", "eval"}) {
+    for (const char *collection : {"source", "env"}) {
+      const Value *entries = orchestrator->find_path({split, collection});
+      if (entries == nullptr || !entries->is(Type::array)) {
+        continue;
+      }
+      for (size_t i = 0; i < entries->array()->size(); ++i) {
+        const Value &entry = (*entries->array())[i];
+        const Value *id = entry.is(Type::table) ? entry.find_path({"legacy", "id"}) : nullptr;
+        if (id == nullptr || id->string() == nullptr || id->string()->empty()) {
+          continue;
+        }
+        const std::string &old_id = *id->string();
+        const auto dot = old_id.rfind('.');
+        const std::string module = dot == std::string::npos ? old_id : old_id.substr(dot + 1);
+        if (!std::binary_search(modules.begin(), modules.end(), module)) {
+          continue;
+        }
+        const std::string new_id = "primebeaker.environments." + module;
+        if (new_id == old_id) {
+          continue;
+        }
+        rewrites.push_back({{"orchestrator", split, collection, std::to_string(i), "legacy", "id"},
+                            old_id,
+                            new_id,
+                            document.location(*id)});
+      }
+    }
+  }
+  return rewrites;
+}
+
+std::string rewrite_environment_ids(const toml::Document &document) {
+  const auto rewrites = plan_environment_rewrites(document);
+  if (rewrites.empty()) {
+    return document.text();
+  }
+  // The lossless engine splices each string and verifies the result (decisions.md §2).
+  toml::Editor editor(document);
+  for (const auto &rewrite : rewrites) {
+    const auto &k = rewrite.key;
+    editor.set_string(fmt::format("{}.{}.{}[{}].{}.{}", k[0], k[1], k[2], k[3], k[4], k[5]),
+                      rewrite.to);
+  }
+  return editor.text();
+}
+
+} // namespace pb::launch

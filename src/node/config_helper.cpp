@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: MIT
+// The one piece of the node runtime that stays in Python (decisions.md §1): resolving the
+// training TOML through Prime-RL's own config models. The binary writes this helper out and runs
+// it with python3; the helper reads a JSON request, lets Prime-RL validate the config and write
+// its per-component TOMLs, and answers with JSON (env maps and runtime values). Everything else
+// (env files, runtime.ready, stale-state cleanup) is done in C++ by the caller.
+#include "config_helper.hpp"
+
+namespace pb::node {
+
+const std::vector<std::string> &bundled_environment_modules() {
+  static const std::vector<std::string> modules = {
+      "articulated_harness_env",
+      "jtc_code_tool_label_env",
+      "jtc_label_env",
+      "jtc_multiple_choice_accuracy_env",
+      "podman_terminal_env",
+      "jtc_reward_model_env",
+      "jtc_rubrichub_judge_env",
+      "jtc_search_agent_env",
+      "jtc_search_agent_visit_env",
+      "jtc_search_agent_visit_judge_env",
+      "jtc_search_agent_webterminal_env",
+      "jtc_search_agent_webterminal_judge_env",
+      "jtc_search_visit_agent_env",
+      "jtc_search_visit_agent_judge_env",
+      "jtc_terminal_tool_label_env",
+      "jtc_tool_label_env",
+  };
+  return modules;
+}
+
+const char *config_helper_source() {
+  return R"PY(# Written by primebeaker (node runtime): resolves a training TOML through Prime-RL.
+# usage: python3 <this file> <request.json> <result.json>
+import json
+import os
+import sys
+import tomllib
+from pathlib import Path
+
+
+class ConfigProblem(Exception):
+    pass
+
+
+def rewrite_environment_namespace(raw, modules):
+    orchestrator = raw.get("orchestrator")
+    if not isinstance(orchestrator, dict):
+        return
+    for split in ("train", "eval"):
+        section = orchestrator.get(split)
+        if not isinstance(section, dict):
+            continue
+        for collection in ("source", "env"):
+            entries = section.get(collection)
+            if not isinstance(entries, list):
+                continue
+            for entry in entries:
+                legacy = entry.get("legacy") if isinstance(entry, dict) else None
+                ident = legacy.get("id") if isinstance(legacy, dict) else None
+                if isinstance(ident, str) and ident:
+                    module = ident.rsplit(".", 1)[-1]
+                    if module in modules:
+                        legacy["id"] = "primebeaker.environments." + module
+
+
+def load(path):
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except OSError as error:
+        raise ConfigProblem(f"cannot read {path}: {error.strerror}")
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigProblem(f"{path}: {error}")
+
+
+def strings(values):
+    return {str(key): str(value) for key, value in values.items()}
+
+
+def prepare_rl(request):
+    from prime_rl.configs.rl import RLConfig
+    from prime_rl.entrypoints.rl import write_subconfigs
+    from prime_rl.utils.process import (
+        DEFAULT_COMMON_ENV_VARS,
+        DEFAULT_INFERENCE_ENV_VARS,
+        DEFAULT_TRAINER_ENV_VARS,
+    )
+
+    raw = load(request["config"])
+    if not isinstance(raw.get("orchestrator"), dict):
+        raise ConfigProblem("RL TOML needs an [orchestrator] table")
+    rewrite_environment_namespace(raw, set(request["environment_modules"]))
+    raw.setdefault("slurm", {})
+    inference_raw = raw.get("inference")
+    if isinstance(inference_raw, dict):
+        deployment = inference_raw.get("deployment")
+        if isinstance(deployment, dict) and deployment.get("type") in {"multi_node", "disaggregated"}:
+            inference_raw.setdefault("slurm", {})
+    config = RLConfig.model_validate(raw)
+    if config.inference is None or config.inference.router is None:
+        raise ConfigProblem("multi-node RL requires inference with a router")
+    if config.inference.enable_expert_parallel:
+        raise ConfigProblem("heterogeneous Beaker RL currently supports dense inference")
+    checkpoint = config.ckpt
+    checkpoint_base = None
+    resume_step = None
+    if checkpoint is not None:
+        resume_step = checkpoint.resume_step
+        checkpoint_base = checkpoint.output_dir
+    if config.weight_broadcast.type in {"nccl", "nixl"}:
+        world_size = config.inference.parallel.dp * config.inference.parallel.tp
+        config.trainer.weight_broadcast.inference_world_size = world_size
+        config.orchestrator.weight_broadcast.inference_world_size = world_size
+        if config.weight_broadcast.type == "nccl":
+            config.trainer.weight_broadcast.host = "0.0.0.0"
+    router_policy = config.inference.router.policy
+    config.inference.router = None
+    config_dir = Path(request["config_dir"])
+    config_dir.mkdir(parents=True, exist_ok=True)
+    write_subconfigs(config, config_dir)
+    common = {**DEFAULT_COMMON_ENV_VARS, **config.env_vars}
+    return {
+        "trainer_env": strings({**common, **DEFAULT_TRAINER_ENV_VARS, **config.trainer.env_vars}),
+        "orchestrator_env": strings({**common, **config.orchestrator.env_vars}),
+        "inference_env": strings({**common, **DEFAULT_INFERENCE_ENV_VARS, **config.inference.env_vars}),
+        "runtime": {
+            "ROUTER_PORT": int(config.inference.server.port),
+            "ROUTER_POLICY": str(router_policy),
+            "BACKEND_PORT": int(config.inference.backend_port),
+            "INFERENCE_TP": int(config.inference.parallel.tp),
+            "TRAINER_RANKS_FILTER": ",".join(str(rank) for rank in config.trainer.log.ranks_filter),
+            "USE_NCCL_BROADCAST": int(config.weight_broadcast.type == "nccl"),
+            "USE_ZMQ_TRANSPORT": int(config.rollout_transport.type == "zmq"),
+        },
+        "stale_state": {
+            "output_dir": str(config.output_dir),
+            "checkpoint_base": str(checkpoint_base or config.output_dir),
+            "resume_step": resume_step,
+        },
+    }
+
+
+def prepare_sft(request):
+    from prime_rl.configs.sft import SFTConfig
+    from prime_rl.entrypoints.sft import write_config
+    from prime_rl.utils.process import DEFAULT_COMMON_ENV_VARS, DEFAULT_TRAINER_ENV_VARS
+
+    raw = load(request["config"])
+    raw.setdefault("slurm", {})
+    config = SFTConfig.model_validate(raw)
+    output = Path(request["output"])
+    output.parent.mkdir(parents=True, exist_ok=True)
+    write_config(config, output, exclude={"deployment", "slurm", "dry_run", "clean_output_dir"})
+    return {
+        "trainer_env": strings({**DEFAULT_COMMON_ENV_VARS, **DEFAULT_TRAINER_ENV_VARS, **config.env_vars}),
+        "runtime": {
+            "TRAINER_RANKS_FILTER": ",".join(str(rank) for rank in config.log.ranks_filter),
+        },
+    }
+
+
+def write_result(path, value):
+    temporary = path + ".tmp"
+    with open(temporary, "w", encoding="utf-8") as handle:
+        json.dump(value, handle)
+    os.replace(temporary, path)
+
+
+def main():
+    request_path, result_path = sys.argv[1], sys.argv[2]
+    with open(request_path, encoding="utf-8") as handle:
+        request = json.load(handle)
+    try:
+        result = prepare_rl(request) if request["kind"] == "rl" else prepare_sft(request)
+    except ImportError as error:
+        write_result(result_path, {"error": f"Prime-RL is not importable: {error}", "kind": "import"})
+        return 4
+    except ConfigProblem as error:
+        write_result(result_path, {"error": str(error), "kind": "config"})
+        return 3
+    except ValueError as error:  # pydantic's ValidationError is a ValueError
+        lines = str(error).strip().splitlines()
+        write_result(result_path, {"error": lines[0] if lines else "invalid config",
+                                   "detail": lines[1:21], "kind": "config"})
+        return 3
+    write_result(result_path, result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+)PY";
+}
+
+} // namespace pb::node

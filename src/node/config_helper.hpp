@@ -1,0 +1,19 @@
+// SPDX-License-Identifier: MIT
+// Private to the node module: the embedded Prime-RL config helper (decisions.md §1).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace pb::node {
+
+// The Python source written out and run as `python3 <file> <request.json> <result.json>`.
+// Exit 0 with the result, 3 for a config problem, 4 when Prime-RL cannot be imported; the
+// result file carries {"error", "kind", "detail"} then.
+const char *config_helper_source();
+
+// Environment module names the namespace rewrite maps to primebeaker.environments.<module>
+// (launch.md §4.2).
+const std::vector<std::string> &bundled_environment_modules();
+
+} // namespace pb::node

@@ -1,0 +1,597 @@
+// SPDX-License-Identifier: MIT
+#include <primebeaker/core/error.hpp>
+#include <primebeaker/core/text.hpp>
+#include <primebeaker/node/plan.hpp>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+
+namespace pb::node {
+namespace {
+
+const std::vector<std::string> k_common_required = {"TOTAL_NODES",
+                                                    "GPUS_PER_NODE",
+                                                    "CONFIG_PATH",
+                                                    "OUTPUT_DIR",
+                                                    "WORKING_DIR",
+                                                    "SCRATCH",
+                                                    "LAUNCH_ID",
+                                                    "RENDEZVOUS_DIR",
+                                                    "RENDEZVOUS_TIMEOUT_SECONDS"};
+const std::vector<std::string> k_rl_required = {"TOTAL_NODES",
+                                                "TOTAL_INFER_RANKS",
+                                                "GPUS_PER_NODE",
+                                                "TRAINER_GPU_COUNT",
+                                                "MIXED_INFER_GPU_COUNT",
+                                                "CONFIG_PATH",
+                                                "OUTPUT_DIR",
+                                                "WORKING_DIR",
+                                                "SCRATCH",
+                                                "LAUNCH_ID",
+                                                "RENDEZVOUS_DIR",
+                                                "RENDEZVOUS_TIMEOUT_SECONDS",
+                                                "REGISTRY",
+                                                "GATEWAY_PORT",
+                                                "GATEWAY_WORKERS",
+                                                "REQUIRED_LITEREGISTRY_SERVICES",
+                                                "LOCAL_SEARCH_MODEL_PATHS_JSON"};
+
+void require(const EnvMap &env, std::vector<std::string> names) {
+  names.push_back("BEAKER_REPLICA_RANK");
+  std::vector<std::string> missing;
+  for (const auto &name : names) {
+    const auto it = env.find(name);
+    if (it == env.end() || it->second.empty()) {
+      missing.push_back(name);
+    }
+  }
+  if (missing.size() == 1) {
+    throw usage_error("missing required environment variable: " + missing.front());
+  }
+  if (!missing.empty()) {
+    throw usage_error("missing required environment variables: " + text::join(missing, ", "));
+  }
+}
+
+std::optional<long long> parse_integer(std::string_view text) {
+  text = text::trim(text);
+  long long value = 0;
+  const auto *end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || ptr != end || text.empty()) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+int integer_var(const EnvMap &env, const std::string &name, long long min, long long max) {
+  const std::string &raw = env.at(name);
+  const auto value = parse_integer(raw);
+  if (!value || *value < min || *value > max) {
+    throw usage_error(
+        fmt::format("invalid {}='{}': expected an integer from {} to {}", name, raw, min, max));
+  }
+  return static_cast<int>(*value);
+}
+
+double seconds_var(const EnvMap &env, const std::string &name, double fallback) {
+  const auto it = env.find(name);
+  if (it == env.end() || it->second.empty()) {
+    return fallback;
+  }
+  try {
+    size_t used = 0;
+    const double value = std::stod(it->second, &used);
+    if (used == it->second.size() && value >= 0) {
+      return value;
+    }
+  } catch (const std::exception &) {
+  }
+  throw usage_error(fmt::format("invalid {}='{}': expected a number of seconds", name, it->second));
+}
+
+std::optional<std::string> optional_var(const EnvMap &env, const std::string &name) {
+  const auto it = env.find(name);
+  if (it == env.end() || it->second.empty()) {
+    return std::nullopt;
+  }
+  return it->second;
+}
+
+void fill_common(const EnvMap &env, CommonEnv &out) {
+  constexpr long long big = 1'000'000'000;
+  out.total_nodes = integer_var(env, "TOTAL_NODES", 1, 100000);
+  out.gpus_per_node = integer_var(env, "GPUS_PER_NODE", 1, 1024);
+  out.config_path = env.at("CONFIG_PATH");
+  out.output_dir = env.at("OUTPUT_DIR");
+  out.working_dir = env.at("WORKING_DIR");
+  out.scratch = env.at("SCRATCH");
+  out.launch_id = env.at("LAUNCH_ID");
+  out.rendezvous_dir = env.at("RENDEZVOUS_DIR");
+  out.rendezvous_timeout_seconds = integer_var(env, "RENDEZVOUS_TIMEOUT_SECONDS", 1, big);
+  const auto rank = parse_integer(env.at("BEAKER_REPLICA_RANK"));
+  if (!rank || *rank < 0 || *rank >= out.total_nodes) {
+    throw usage_error(fmt::format(
+        "invalid node rank {} (TOTAL_NODES={})", env.at("BEAKER_REPLICA_RANK"), out.total_nodes));
+  }
+  out.rank = static_cast<int>(*rank);
+  out.setup_command = optional_var(env, "PRIMEBEAKER_SETUP_COMMAND");
+  out.tuning = parse_tuning(env);
+}
+
+} // namespace
+
+Tuning parse_tuning(const EnvMap &env) {
+  Tuning t;
+  t.poll_seconds =
+      std::max(0.01, seconds_var(env, "PRIMEBEAKER_NODE_POLL_SECONDS", t.poll_seconds));
+  t.stop_grace_seconds =
+      seconds_var(env, "PRIMEBEAKER_NODE_STOP_GRACE_SECONDS", t.stop_grace_seconds);
+  t.gateway_settle_seconds =
+      seconds_var(env, "PRIMEBEAKER_NODE_GATEWAY_SETTLE_SECONDS", t.gateway_settle_seconds);
+  t.gateway_probe_interval_seconds = seconds_var(
+      env, "PRIMEBEAKER_NODE_GATEWAY_PROBE_INTERVAL_SECONDS", t.gateway_probe_interval_seconds);
+  t.gateway_probe_timeout_seconds = seconds_var(
+      env, "PRIMEBEAKER_NODE_GATEWAY_PROBE_TIMEOUT_SECONDS", t.gateway_probe_timeout_seconds);
+  if (optional_var(env, "PRIMEBEAKER_NODE_GATEWAY_PROBE_ATTEMPTS")) {
+    t.gateway_probe_attempts =
+        integer_var(env, "PRIMEBEAKER_NODE_GATEWAY_PROBE_ATTEMPTS", 1, 100000);
+  }
+  t.host = optional_var(env, "PRIMEBEAKER_NODE_HOST");
+  if (const auto root = optional_var(env, "PRIMEBEAKER_NODE_LOCAL_ROOT")) {
+    t.local_root = *root;
+  }
+  return t;
+}
+
+SftEnv parse_sft_env(const EnvMap &env) {
+  require(env, k_common_required);
+  SftEnv out;
+  fill_common(env, out);
+  return out;
+}
+
+RlEnv parse_rl_env(const EnvMap &env) {
+  require(env, k_rl_required);
+  RlEnv out;
+  fill_common(env, out);
+  out.total_infer_ranks = integer_var(env, "TOTAL_INFER_RANKS", 1, 1000000);
+  out.trainer_gpu_count = integer_var(env, "TRAINER_GPU_COUNT", 1, 1024);
+  out.mixed_infer_gpu_count = integer_var(env, "MIXED_INFER_GPU_COUNT", 0, 1024);
+  out.registry = env.at("REGISTRY");
+  out.gateway_port = integer_var(env, "GATEWAY_PORT", 1, 65535);
+  out.gateway_workers = integer_var(env, "GATEWAY_WORKERS", 1, 100000);
+
+  out.required_services_json = env.at("REQUIRED_LITEREGISTRY_SERVICES");
+  const auto services = nlohmann::json::parse(out.required_services_json, nullptr, false);
+  if (!services.is_object()) {
+    throw usage_error("invalid REQUIRED_LITEREGISTRY_SERVICES: expected a JSON object of "
+                      "service name to count, got " +
+                      out.required_services_json);
+  }
+  for (const auto &[name, count] : services.items()) {
+    if (name.empty() || !count.is_number_integer() || count.get<long long>() < 1 ||
+        count.get<long long>() > 1000000) {
+      throw usage_error(fmt::format("invalid REQUIRED_LITEREGISTRY_SERVICES: '{}' needs a "
+                                    "positive integer count, got {}",
+                                    name,
+                                    count.dump()));
+    }
+    out.required_services[name] = count.get<int>();
+  }
+  const auto paths = nlohmann::json::parse(env.at("LOCAL_SEARCH_MODEL_PATHS_JSON"), nullptr, false);
+  if (!paths.is_array() || !std::all_of(paths.begin(), paths.end(), [](const auto &p) {
+        return p.is_string() && !p.template get<std::string>().empty();
+      })) {
+    throw usage_error("invalid LOCAL_SEARCH_MODEL_PATHS_JSON: expected a JSON array of "
+                      "non-empty strings, got " +
+                      env.at("LOCAL_SEARCH_MODEL_PATHS_JSON"));
+  }
+  for (const auto &p : paths) {
+    out.local_search_model_paths.push_back(p.get<std::string>());
+  }
+  out.managed_service_experiment_id =
+      optional_var(env, "PRIMEBEAKER_MANAGED_SERVICE_EXPERIMENT_ID");
+  if (out.managed_service_experiment_id && !optional_var(env, "BEAKER_TOKEN")) {
+    throw usage_error("missing BEAKER_TOKEN for managed service cleanup "
+                      "(PRIMEBEAKER_MANAGED_SERVICE_EXPERIMENT_ID is set)");
+  }
+  return out;
+}
+
+std::string role_name(Role role) {
+  switch (role) {
+  case Role::trainer:
+    return "trainer";
+  case Role::mixed:
+    return "mixed";
+  default:
+    return "inference";
+  }
+}
+
+RlPlacement place_rl(const RlEnv &env) {
+  RlPlacement p;
+  if (env.rank == 0) {
+    p.train_gpus = env.trainer_gpu_count;
+    if (env.mixed_infer_gpu_count > 0) {
+      p.role = Role::mixed;
+      p.inference = {env.trainer_gpu_count, env.mixed_infer_gpu_count};
+    } else {
+      p.role = Role::trainer;
+      p.inference = {0, 0};
+    }
+  } else {
+    p.role = Role::inference;
+    p.inference = {0, env.gpus_per_node};
+  }
+  if (p.train_gpus + p.inference.count > env.gpus_per_node) {
+    throw usage_error(fmt::format("GPU partition exceeds node: {} trainer + {} inference GPUs > "
+                                  "GPUS_PER_NODE={}",
+                                  p.train_gpus,
+                                  p.inference.count,
+                                  env.gpus_per_node));
+  }
+  return p;
+}
+
+std::string layout_text(const Slice &slice) {
+  return fmt::format("{} {}", slice.start, slice.count);
+}
+
+std::optional<Slice> parse_layout(const std::string &text) {
+  const auto parts = text::split(text::trim(text), ' ');
+  if (parts.size() != 2) {
+    return std::nullopt;
+  }
+  const auto start = parse_integer(parts[0]);
+  const auto count = parse_integer(parts[1]);
+  if (!start || !count || *start < 0 || *count < 0) {
+    return std::nullopt;
+  }
+  return Slice{static_cast<int>(*start), static_cast<int>(*count)};
+}
+
+std::vector<std::string> tp_blocks(const Slice &slice, int tp) {
+  std::vector<std::string> blocks;
+  for (int k = 0; k + tp <= slice.count; k += tp) {
+    std::vector<std::string> ids;
+    for (int g = 0; g < tp; ++g) {
+      ids.push_back(std::to_string(slice.start + k + g));
+    }
+    blocks.push_back(text::join(ids, ","));
+  }
+  return blocks;
+}
+
+std::vector<Worker>
+global_workers(const std::vector<NodeSlot> &nodes, int backend_port, int tp, int expected_ranks) {
+  std::vector<Worker> workers;
+  for (size_t rank = 0; rank < nodes.size(); ++rank) {
+    const auto &node = nodes[rank];
+    if (tp <= 0 || node.inference.count % tp != 0) {
+      throw usage_error(fmt::format("inference slice not divisible by TP: node {} has {} "
+                                    "inference GPUs, INFERENCE_TP={}",
+                                    rank,
+                                    node.inference.count,
+                                    tp));
+    }
+    for (int k = 0; k < node.inference.count / tp; ++k) {
+      Worker w;
+      w.url = fmt::format("http://{}:{}", node.host, backend_port + k);
+      w.admin_url = w.url + "/v1";
+      workers.push_back(std::move(w));
+    }
+  }
+  if (static_cast<int>(workers.size()) != expected_ranks) {
+    throw usage_error(fmt::format("inference rank count mismatch: the nodes provide {} "
+                                  "inference ranks, TOTAL_INFER_RANKS={}",
+                                  workers.size(),
+                                  expected_ranks));
+  }
+  return workers;
+}
+
+Paths rl_paths(const RlEnv &env) {
+  Paths p;
+  p.config_dir = env.output_dir / "configs";
+  p.logs = env.output_dir / "logs";
+  p.local_tmp =
+      env.tuning.local_root / fmt::format("primebeaker-rl-{}-{}", env.launch_id, env.rank);
+  return p;
+}
+
+Paths sft_paths(const SftEnv &env) {
+  Paths p;
+  p.config_dir = env.output_dir / "configs";
+  p.logs = env.output_dir / "logs";
+  p.local_tmp =
+      env.tuning.local_root / fmt::format("primebeaker-sft-{}-{}", env.launch_id, env.rank);
+  return p;
+}
+
+EnvMap cache_defaults(const EnvMap &env,
+                      const std::filesystem::path &scratch,
+                      const std::filesystem::path &local_tmp) {
+  EnvMap out;
+  auto value = [&](const std::string &name) -> std::string {
+    if (const auto it = out.find(name); it != out.end()) {
+      return it->second;
+    }
+    return env.at(name);
+  };
+  auto set_default = [&](const std::string &name, const std::string &fallback) {
+    const auto it = env.find(name);
+    if (it == env.end() || it->second.empty()) {
+      out[name] = fallback;
+    }
+  };
+  set_default("XDG_CACHE_HOME", (scratch / ".cache").string());
+  set_default("HF_HOME", value("XDG_CACHE_HOME") + "/huggingface");
+  set_default("TORCH_HOME", value("XDG_CACHE_HOME") + "/torch");
+  set_default("TORCHINDUCTOR_CACHE_DIR", value("TORCH_HOME") + "/inductor");
+  set_default("TRITON_CACHE_DIR", value("XDG_CACHE_HOME") + "/triton");
+  set_default("VLLM_CACHE_ROOT", value("XDG_CACHE_HOME") + "/vllm");
+  set_default("TMPDIR", local_tmp.string());
+  return out;
+}
+
+proc::Argv router_argv(const RlRuntime &runtime, const std::vector<Worker> &workers) {
+  proc::Argv argv = {"vllm-router",
+                     "--policy",
+                     runtime.router_policy,
+                     "--host",
+                     "0.0.0.0",
+                     "--port",
+                     std::to_string(runtime.router_port),
+                     "--request-id-headers",
+                     "x-session-id",
+                     "--prometheus-port",
+                     std::to_string(runtime.router_port + 21000),
+                     "--worker-startup-timeout-secs",
+                     "4200",
+                     "--worker-urls"};
+  for (const auto &w : workers) {
+    argv.push_back(w.url);
+  }
+  return argv;
+}
+
+proc::Argv inference_argv(const std::filesystem::path &config_dir, int port) {
+  return {"inference",
+          "@",
+          (config_dir / "inference.toml").string(),
+          "--server.host",
+          "0.0.0.0",
+          "--server.port",
+          std::to_string(port),
+          "--parallel.dp",
+          "1",
+          "--data-parallel-size-local",
+          "1",
+          "--api-server-count",
+          "1"};
+}
+
+proc::Argv trainer_argv(const RlRuntime &runtime,
+                        int train_gpus,
+                        const Paths &paths,
+                        const std::string &master_addr) {
+  proc::Argv argv = {"torchrun",
+                     "--role=trainer",
+                     "--standalone",
+                     "--nnodes=1",
+                     fmt::format("--nproc-per-node={}", train_gpus),
+                     "--node-rank=0",
+                     "--log-dir=" + (paths.logs / "trainer" / "torchrun").string(),
+                     "--tee=3",
+                     "--redirects=3",
+                     "--local-ranks-filter=" + runtime.trainer_ranks_filter,
+                     "-m",
+                     "prime_rl.trainer.rl.train",
+                     "@",
+                     (paths.config_dir / "trainer.toml").string()};
+  if (runtime.use_zmq_transport) {
+    argv.insert(argv.end(), {"--rollout_transport.host", master_addr});
+  }
+  return argv;
+}
+
+proc::Argv orchestrator_argv(const RlRuntime &runtime,
+                             const Paths &paths,
+                             const std::string &router_url,
+                             const std::vector<std::string> &admin_urls,
+                             const std::string &master_addr) {
+  proc::Argv argv = {"orchestrator",
+                     "@",
+                     (paths.config_dir / "orchestrator.toml").string(),
+                     "--model.client.base-url",
+                     router_url,
+                     "--model.client.admin-base-url"};
+  argv.insert(argv.end(), admin_urls.begin(), admin_urls.end());
+  if (runtime.use_nccl_broadcast) {
+    argv.insert(argv.end(), {"--weight_broadcast.host", master_addr});
+  }
+  if (runtime.use_zmq_transport) {
+    argv.insert(argv.end(), {"--rollout_transport.host", master_addr});
+  }
+  return argv;
+}
+
+proc::Argv sft_torchrun_argv(const SftEnv &env,
+                             const SftRuntime &runtime,
+                             const Paths &paths,
+                             const std::string &master_addr) {
+  return {"torchrun",
+          "--role=trainer",
+          fmt::format("--nnodes={}", env.total_nodes),
+          fmt::format("--nproc-per-node={}", env.gpus_per_node),
+          fmt::format("--node-rank={}", env.rank),
+          fmt::format("--rdzv-endpoint={}:29500", master_addr),
+          "--rdzv-id=primebeaker_" + env.launch_id,
+          "--log-dir=" + (paths.logs / "trainer" / "torchrun").string(),
+          "--tee=3",
+          "--redirects=3",
+          "--local-ranks-filter=" + runtime.trainer_ranks_filter,
+          "-m",
+          "prime_rl.trainer.sft.train",
+          "@",
+          (paths.config_dir / "sft.toml").string()};
+}
+
+proc::Argv local_gateway_argv(const RlEnv &env) {
+  return {"python3",
+          "-m",
+          "literegistry.gateway",
+          "--registry",
+          env.registry,
+          "--port",
+          std::to_string(env.gateway_port),
+          "--workers",
+          std::to_string(env.gateway_workers),
+          "--timeout",
+          "800",
+          "--judge-timeout",
+          "800"};
+}
+
+proc::Argv
+wait_redis_argv(const std::string &self, const RlEnv &env, const std::filesystem::path &stop_file) {
+  return {self,
+          "registry",
+          "wait-redis",
+          "--registry",
+          env.registry,
+          "--timeout",
+          std::to_string(env.rendezvous_timeout_seconds),
+          "--stop-file",
+          stop_file.string()};
+}
+
+proc::Argv wait_services_argv(const std::string &self,
+                              const RlEnv &env,
+                              const std::filesystem::path &stop_file) {
+  proc::Argv argv = {self, "registry", "wait-services", "--registry", env.registry};
+  for (const auto &[name, count] : env.required_services) {
+    argv.insert(argv.end(), {"--require", fmt::format("{}={}", name, count)});
+  }
+  argv.insert(argv.end(),
+              {"--timeout",
+               std::to_string(env.rendezvous_timeout_seconds),
+               "--stop-file",
+               stop_file.string()});
+  return argv;
+}
+
+proc::Argv probe_gateway_argv(const std::string &self, const RlEnv &env) {
+  proc::Argv argv = {self,
+                     "registry",
+                     "probe-gateway",
+                     "--url",
+                     fmt::format("http://127.0.0.1:{}", env.gateway_port)};
+  for (const auto &path : env.local_search_model_paths) {
+    argv.insert(argv.end(), {"--model-path", path});
+  }
+  argv.insert(argv.end(),
+              {"--required-path",
+               "/judge",
+               "--timeout",
+               fmt::format("{}", env.tuning.gateway_probe_timeout_seconds)});
+  return argv;
+}
+
+std::optional<int> watcher_verdict(const Observation &seen, bool sft) {
+  if (seen.complete && !sft) {
+    return 0;
+  }
+  if (seen.shutdown_requested) {
+    return static_cast<int>(ExitCode::peer_shutdown);
+  }
+  for (const auto &[rank, status] : seen.statuses) {
+    if (status.code != 0) {
+      return static_cast<int>(ExitCode::peer_failed);
+    }
+  }
+  if (sft) {
+    return std::nullopt;
+  }
+  for (const auto &[rank, status] : seen.statuses) {
+    if (status.role != "inference") {
+      return 0;
+    }
+  }
+  if (!seen.statuses.empty()) {
+    return static_cast<int>(ExitCode::unexpected_exit);
+  }
+  return std::nullopt;
+}
+
+std::string status_text(int code, const std::string &role) {
+  return fmt::format("{} {}\n", code, role);
+}
+
+std::optional<PeerStatus> parse_status(const std::string &text) {
+  const auto parts = text::split(text::trim(text), ' ');
+  if (parts.size() != 2) {
+    return std::nullopt;
+  }
+  const auto code = parse_integer(parts[0]);
+  if (!code) {
+    return std::nullopt;
+  }
+  return PeerStatus{static_cast<int>(*code), parts[1]};
+}
+
+int stale_step_cutoff(std::optional<int> resume_step, const std::vector<int> &checkpoint_steps) {
+  if (resume_step && *resume_step == -1) {
+    if (checkpoint_steps.empty()) {
+      return -1;
+    }
+    return *std::max_element(checkpoint_steps.begin(), checkpoint_steps.end());
+  }
+  return resume_step.value_or(-1);
+}
+
+std::string strip_rank_prefix(const std::string &line) {
+  // "[default0]:text" -> "text"
+  if (line.empty() || line[0] != '[') {
+    return line;
+  }
+  size_t i = 1;
+  while (i < line.size() && std::isalpha(static_cast<unsigned char>(line[i]))) {
+    ++i;
+  }
+  const size_t letters_end = i;
+  while (i < line.size() && std::isdigit(static_cast<unsigned char>(line[i]))) {
+    ++i;
+  }
+  if (letters_end == 1 || i == letters_end || i + 1 >= line.size() + 1 ||
+      line.compare(i, 2, "]:") != 0) {
+    return line;
+  }
+  return line.substr(i + 2);
+}
+
+std::string env_file_text(const EnvMap &values, const std::string &file_name) {
+  std::string out;
+  for (const auto &[name, value] : values) {
+    const bool valid = !name.empty() &&
+                       (std::isupper(static_cast<unsigned char>(name[0])) || name[0] == '_') &&
+                       std::all_of(name.begin(), name.end(), [](char c) {
+                         return std::isupper(static_cast<unsigned char>(c)) ||
+                                std::isdigit(static_cast<unsigned char>(c)) || c == '_';
+                       });
+    if (!valid) {
+      throw input_error(
+          fmt::format("unsafe environment variable name in {}: '{}'", file_name, name));
+    }
+    out += "export " + name + "=" + text::shell_quote(value) + "\n";
+  }
+  return out;
+}
+
+} // namespace pb::node

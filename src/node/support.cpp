@@ -1,0 +1,479 @@
+// SPDX-License-Identifier: MIT
+// Signals, the attempt-keyed rendezvous directory, child supervision and host facts.
+#include "runtime.hpp"
+
+#include <primebeaker/core/error.hpp>
+#include <primebeaker/core/fs.hpp>
+#include <primebeaker/core/text.hpp>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <iostream>
+#include <random>
+#include <thread>
+
+namespace pb::node {
+namespace {
+
+volatile sig_atomic_t g_pending_signal = 0;
+int g_wake[2] = {-1, -1};
+
+void on_signal(int sig) {
+  if (sig != SIGCHLD && g_pending_signal == 0) {
+    g_pending_signal = sig;
+  }
+  const int saved = errno;
+  if (g_wake[1] >= 0) {
+    (void)!::write(g_wake[1], "x", 1);
+  }
+  errno = saved;
+}
+
+std::string random_hex(size_t bytes) {
+  std::random_device device;
+  std::string out;
+  for (size_t i = 0; i < bytes; ++i) {
+    out += fmt::format("{:02x}", device() & 0xff);
+  }
+  return out;
+}
+
+std::chrono::steady_clock::time_point deadline_after(int seconds) {
+  return std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+}
+
+} // namespace
+
+void Signals::install() {
+  if (g_wake[0] < 0) {
+    if (::pipe2(g_wake, O_CLOEXEC | O_NONBLOCK) != 0) {
+      throw failure(fmt::format("cannot create a pipe: {}", std::strerror(errno)));
+    }
+  }
+  struct sigaction action {};
+  action.sa_handler = on_signal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) {
+    ::sigaction(sig, &action, nullptr);
+  }
+}
+
+int Signals::pending() {
+  return g_pending_signal;
+}
+
+void Signals::check() {
+  const int sig = pending();
+  if (sig == SIGINT) {
+    throw Error(ExitCode::interrupted, "interrupted (SIGINT)");
+  }
+  if (sig != 0) {
+    throw Error(ExitCode::terminated,
+                fmt::format("terminated ({})", sig == SIGTERM ? "SIGTERM" : "SIGHUP"));
+  }
+}
+
+void Signals::sleep(double seconds, const std::vector<int> &extra_fds) {
+  if (pending() != 0) {
+    return;
+  }
+  std::vector<pollfd> fds;
+  if (g_wake[0] >= 0) {
+    fds.push_back({g_wake[0], POLLIN, 0});
+  }
+  for (int fd : extra_fds) {
+    fds.push_back({fd, POLLIN, 0});
+  }
+  const int ms = static_cast<int>(seconds * 1000.0);
+  const int n = ::poll(fds.data(), fds.size(), ms < 0 ? 0 : ms);
+  if (n > 0 && g_wake[0] >= 0 && (fds[0].revents & POLLIN)) {
+    char buffer[256];
+    while (::read(g_wake[0], buffer, sizeof buffer) > 0) {
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+Rendezvous::Rendezvous(
+    std::filesystem::path root, int rank, int total, double poll_seconds, int timeout_seconds)
+    : m_root(std::move(root)), m_rank(rank), m_total(total), m_poll(poll_seconds),
+      m_timeout(timeout_seconds) {}
+
+namespace {
+
+std::optional<std::string> read_nonempty(const std::filesystem::path &path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    return std::nullopt;
+  }
+  try {
+    std::string content = fs::read_file(path);
+    if (text::trim(content).empty()) {
+      return std::nullopt;
+    }
+    return content;
+  } catch (const Error &) {
+    return std::nullopt;
+  }
+}
+
+} // namespace
+
+void Rendezvous::join() {
+  std::error_code ec;
+  std::filesystem::create_directories(m_root, ec);
+  if (ec) {
+    throw failure(fmt::format(
+        "cannot create the rendezvous directory {}: {}", m_root.string(), ec.message()));
+  }
+  const auto deadline = deadline_after(m_timeout);
+  if (m_rank == 0) {
+    const std::string attempt = random_hex(16);
+    const auto dir = m_root / ("attempt-" + attempt);
+    std::filesystem::create_directories(dir / "runtime");
+    fs::write_file_atomic(m_root / "attempt", attempt + "\n");
+    std::map<int, std::string> nonces;
+    while (static_cast<int>(nonces.size()) < m_total - 1) {
+      for (int r = 1; r < m_total; ++r) {
+        if (nonces.count(r) != 0) {
+          continue;
+        }
+        const auto content = read_nonempty(m_root / fmt::format("join.{}", r));
+        if (!content) {
+          continue;
+        }
+        const auto parts = text::split(text::trim(*content), ' ');
+        if (parts.size() == 2 && parts[0] == attempt) {
+          nonces[r] = parts[1];
+        }
+      }
+      if (static_cast<int>(nonces.size()) == m_total - 1) {
+        break;
+      }
+      Signals::check();
+      if (std::chrono::steady_clock::now() >= deadline) {
+        std::vector<std::string> missing;
+        for (int r = 1; r < m_total; ++r) {
+          if (nonces.count(r) == 0) {
+            missing.push_back(std::to_string(r));
+          }
+        }
+        throw failure(fmt::format("timed out after {} s waiting for replicas {} to join attempt {}",
+                                  m_timeout,
+                                  text::join(missing, ", "),
+                                  attempt));
+      }
+      Signals::sleep(m_poll);
+    }
+    std::string roster;
+    for (const auto &[r, nonce] : nonces) {
+      roster += fmt::format("{} {}\n", r, nonce);
+    }
+    fs::write_file_atomic(dir / "roster", roster.empty() ? "0\n" : roster);
+    m_attempt = attempt;
+    m_dir = dir;
+    return;
+  }
+
+  const std::string nonce = random_hex(16);
+  const std::string expected = fmt::format("{} {}", m_rank, nonce);
+  std::string announced;
+  for (;;) {
+    if (const auto attempt_text = read_nonempty(m_root / "attempt")) {
+      const std::string attempt(text::trim(*attempt_text));
+      if (attempt != announced) {
+        fs::write_file_atomic(m_root / fmt::format("join.{}", m_rank),
+                              attempt + " " + nonce + "\n");
+        announced = attempt;
+      }
+      if (const auto roster = read_nonempty(m_root / ("attempt-" + attempt) / "roster")) {
+        for (const auto &line : text::split(*roster, '\n')) {
+          if (text::trim(line) == expected) {
+            m_attempt = attempt;
+            m_dir = m_root / ("attempt-" + attempt);
+            return;
+          }
+        }
+      }
+    }
+    Signals::check();
+    if (std::chrono::steady_clock::now() >= deadline) {
+      throw failure(
+          fmt::format("timed out after {} s waiting for replica 0 to start an attempt in {}",
+                      m_timeout,
+                      m_root.string()));
+    }
+    Signals::sleep(m_poll);
+  }
+}
+
+void Rendezvous::publish(const std::string &name, const std::string &content) {
+  fs::write_file_atomic(file(name), content);
+}
+
+std::optional<std::string> Rendezvous::read(const std::string &name) const {
+  return read_nonempty(file(name));
+}
+
+std::string Rendezvous::wait_for(const std::string &name, const std::string &what) {
+  const auto deadline = deadline_after(m_timeout);
+  for (;;) {
+    if (auto content = read(name)) {
+      return *content;
+    }
+    if (const auto reason = read("shutdown.requested")) {
+      throw Error(ExitCode::peer_shutdown,
+                  fmt::format("shutdown requested while waiting for {}: {}",
+                              what,
+                              std::string(text::trim(*reason))));
+    }
+    Signals::check();
+    if (std::chrono::steady_clock::now() >= deadline) {
+      throw failure(fmt::format(
+          "timed out after {} s waiting for {} ({})", m_timeout, what, file(name).string()));
+    }
+    Signals::sleep(m_poll);
+  }
+}
+
+Observation Rendezvous::observe() const {
+  Observation seen;
+  seen.complete = read("complete").has_value();
+  seen.shutdown_requested = read("shutdown.requested").has_value();
+  for (int r = 0; r < m_total; ++r) {
+    if (r == m_rank) {
+      continue;
+    }
+    if (const auto content = read(fmt::format("status.{}", r))) {
+      if (const auto status = parse_status(*content)) {
+        seen.statuses[r] = *status;
+      }
+    }
+  }
+  return seen;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+void Supervisor::start(const std::string &name, proc::SpawnSpec spec, const ChildOptions &options) {
+  auto m = std::make_unique<Managed>();
+  m->name = name;
+  m->strip = options.strip_rank_prefix;
+  if (options.tee) {
+    m->tee = std::make_unique<std::ofstream>(*options.tee, std::ios::app | std::ios::binary);
+    if (!*m->tee) {
+      throw failure(fmt::format("cannot open the log file {}", options.tee->string()));
+    }
+    spec.out = proc::Output::pipe();
+    spec.err = proc::Output::pipe();
+  } else {
+    spec.out = options.out;
+    spec.err = options.err.value_or(options.out);
+  }
+  spdlog::info("starting {}: {}", name, proc::argv_to_json(spec.argv));
+  m->child = proc::Child::spawn(spec);
+  m_children.push_back(std::move(m));
+}
+
+void Supervisor::pump(Managed &m, bool final) {
+  if (m.child.pipe_fd() < 0) {
+    return;
+  }
+  m.partial += m.child.read_available();
+  size_t start = 0;
+  for (;;) {
+    const auto nl = m.partial.find('\n', start);
+    if (nl == std::string::npos) {
+      break;
+    }
+    std::string line = m.partial.substr(start, nl - start);
+    if (m.strip) {
+      line = strip_rank_prefix(line);
+    }
+    *m.tee << line << '\n';
+    std::cout << line << '\n';
+    start = nl + 1;
+  }
+  m.partial.erase(0, start);
+  if (final && !m.partial.empty()) {
+    const std::string line = m.strip ? strip_rank_prefix(m.partial) : m.partial;
+    *m.tee << line << '\n';
+    std::cout << line << '\n';
+    m.partial.clear();
+  }
+  m.tee->flush();
+  std::cout.flush();
+}
+
+std::optional<std::pair<std::string, proc::ExitStatus>> Supervisor::wait_event(double seconds) {
+  auto collect = [this]() -> std::optional<std::pair<std::string, proc::ExitStatus>> {
+    for (auto &m : m_children) {
+      pump(*m, false);
+      if (m->reported) {
+        continue;
+      }
+      if (const auto status = m->child.poll()) {
+        pump(*m, true);
+        m->reported = true;
+        return std::make_pair(m->name, *status);
+      }
+    }
+    return std::nullopt;
+  };
+  if (auto event = collect()) {
+    return event;
+  }
+  std::vector<int> fds;
+  for (auto &m : m_children) {
+    if (m->child.pipe_fd() >= 0) {
+      fds.push_back(m->child.pipe_fd());
+    }
+  }
+  Signals::sleep(seconds, fds);
+  // Orphans we inherited as a subreaper (or as PID 1 in a container) are reaped now and then.
+  const auto now = std::chrono::steady_clock::now();
+  if (now - m_last_reap > std::chrono::seconds(5)) {
+    m_last_reap = now;
+    std::vector<pid_t> tracked;
+    for (auto &m : m_children) {
+      if (!m->child.poll()) {
+        tracked.push_back(m->child.pid());
+      }
+    }
+    proc::reap_untracked_zombies(tracked);
+  }
+  return collect();
+}
+
+bool Supervisor::running(const std::string &name) {
+  for (auto &m : m_children) {
+    if (m->name == name) {
+      return !m->child.poll().has_value();
+    }
+  }
+  return false;
+}
+
+void Supervisor::stop_all(double grace_seconds) {
+  for (auto &m : m_children) {
+    m->child.signal_group(SIGTERM);
+  }
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(static_cast<long>(grace_seconds * 1000));
+  for (;;) {
+    bool all_done = true;
+    for (auto &m : m_children) {
+      pump(*m, false);
+      if (!m->child.poll()) {
+        all_done = false;
+      }
+    }
+    if (all_done || std::chrono::steady_clock::now() >= deadline) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (auto &m : m_children) {
+    m->child.signal_group(SIGKILL);
+    m->child.wait();
+    pump(*m, true);
+  }
+  proc::kill_remaining_children();
+}
+
+// ---------------------------------------------------------------------------------------------
+
+std::string self_executable() {
+  std::error_code ec;
+  const auto path = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("primebeaker") : path.string();
+}
+
+std::string local_address(const Tuning &tuning) {
+  if (tuning.host) {
+    return *tuning.host;
+  }
+  ifaddrs *list = nullptr;
+  if (::getifaddrs(&list) == 0) {
+    for (ifaddrs *it = list; it != nullptr; it = it->ifa_next) {
+      if (it->ifa_addr == nullptr || it->ifa_addr->sa_family != AF_INET ||
+          (it->ifa_flags & IFF_LOOPBACK) != 0 || (it->ifa_flags & IFF_UP) == 0) {
+        continue;
+      }
+      char buffer[INET_ADDRSTRLEN] = {};
+      const auto *in = reinterpret_cast<const sockaddr_in *>(it->ifa_addr);
+      if (::inet_ntop(AF_INET, &in->sin_addr, buffer, sizeof buffer) != nullptr) {
+        ::freeifaddrs(list);
+        return buffer;
+      }
+    }
+    ::freeifaddrs(list);
+  }
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  return host;
+}
+
+std::optional<std::string> interface_of(const std::string &address) {
+  ifaddrs *list = nullptr;
+  if (::getifaddrs(&list) != 0) {
+    return std::nullopt;
+  }
+  std::optional<std::string> found;
+  for (ifaddrs *it = list; it != nullptr; it = it->ifa_next) {
+    if (it->ifa_addr == nullptr || it->ifa_addr->sa_family != AF_INET) {
+      continue;
+    }
+    char buffer[INET_ADDRSTRLEN] = {};
+    const auto *in = reinterpret_cast<const sockaddr_in *>(it->ifa_addr);
+    if (::inet_ntop(AF_INET, &in->sin_addr, buffer, sizeof buffer) != nullptr &&
+        address == buffer) {
+      found = it->ifa_name;
+      break;
+    }
+  }
+  ::freeifaddrs(list);
+  return found;
+}
+
+std::optional<std::string> infiniband_hcas() {
+  const std::filesystem::path root = "/sys/class/infiniband";
+  std::error_code ec;
+  if (!std::filesystem::is_directory(root, ec)) {
+    return std::nullopt;
+  }
+  std::vector<std::string> hcas;
+  for (const auto &hca : std::filesystem::directory_iterator(root, ec)) {
+    std::error_code port_ec;
+    for (const auto &port : std::filesystem::directory_iterator(hca.path() / "ports", port_ec)) {
+      std::string layer;
+      std::ifstream in(port.path() / "link_layer");
+      std::getline(in, layer);
+      if (text::trim(layer) == "InfiniBand") {
+        hcas.push_back(hca.path().filename().string());
+        break;
+      }
+    }
+  }
+  std::sort(hcas.begin(), hcas.end());
+  if (hcas.empty()) {
+    return std::nullopt;
+  }
+  return text::join(hcas, ",");
+}
+
+} // namespace pb::node

@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: MIT
+// The beaker client against a fake `beaker` program that records its argv.
+#include "test_support.hpp"
+
+#include <primebeaker/beaker/client.hpp>
+#include <primebeaker/core/error.hpp>
+
+#include <gtest/gtest.h>
+
+namespace pb::beaker {
+namespace {
+
+class ClientTest : public ::testing::Test {
+protected:
+  ClientTest() : m_fakes(m_tmp.path()) {}
+  std::string fake(const std::string &behaviour) {
+    m_fakes.add("beaker", behaviour);
+    return (m_fakes.bin() / "beaker").string();
+  }
+  test::TempDir m_tmp;
+  test::FakeBin m_fakes;
+  proc::SystemRunner m_runner;
+};
+
+TEST_F(ClientTest, ProgramFromEnvironment) {
+  EXPECT_EQ(program_from_environment({}), "beaker");
+  EXPECT_EQ(program_from_environment({{"PRIMEBEAKER_BEAKER", ""}}), "beaker");
+  EXPECT_EQ(program_from_environment({{"PRIMEBEAKER_BEAKER", "/opt/b"}}), "/opt/b");
+}
+
+TEST_F(ClientTest, CreateRunsTheDocumentedArgv) {
+  Client client(m_runner, fake("echo 'Experiment 01ABC submitted. See progress at x'"));
+  const auto out = client.create_experiment("name with space", "ai2/ws", "/weka/spec.json");
+  EXPECT_EQ(parse_created_experiment_id(out), "01ABC");
+  const auto calls = m_fakes.calls("beaker");
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].argv,
+            (std::vector<std::string>{"beaker",
+                                      "experiment",
+                                      "create",
+                                      "--name",
+                                      "name with space",
+                                      "--workspace",
+                                      "ai2/ws",
+                                      "/weka/spec.json"}));
+}
+
+TEST_F(ClientTest, CreateFailureCarriesStderrOrStdout) {
+  Client client(m_runner, fake("echo 'denied' >&2; exit 2"));
+  try {
+    client.create_experiment("n", "ai2/ws", "/s.json");
+    FAIL();
+  } catch (const Error &error) {
+    EXPECT_EQ(error.code(), 4);
+    EXPECT_STREQ(error.what(), "beaker could not create experiment n (exit code 2): denied");
+  }
+  Client quiet(m_runner, fake("echo 'only stdout'; exit 1"));
+  try {
+    quiet.create_experiment("n", "ai2/ws", "/s.json");
+    FAIL();
+  } catch (const Error &error) {
+    EXPECT_STREQ(error.what(), "beaker could not create experiment n (exit code 1): only stdout");
+  }
+}
+
+TEST_F(ClientTest, MissingProgramIsExit4WithAHint) {
+  Client client(m_runner, (m_tmp.path() / "no-such-beaker").string());
+  try {
+    client.create_experiment("n", "ai2/ws", "/s.json");
+    FAIL();
+  } catch (const Error &error) {
+    EXPECT_EQ(error.code(), 4);
+    ASSERT_FALSE(error.context().empty());
+    EXPECT_NE(error.context().back().find("PRIMEBEAKER_BEAKER"), std::string::npos);
+  }
+}
+
+TEST_F(ClientTest, GetExperimentParsesArrayOrObject) {
+  Client array(m_runner, fake(R"(echo '[{"id": "01A", "jobs": []}]')"));
+  auto got = array.get_experiment("01A");
+  ASSERT_TRUE(got.is_array());
+  EXPECT_EQ(got[0]["id"], "01A");
+  EXPECT_EQ(m_fakes.calls("beaker").back().argv,
+            (std::vector<std::string>{"beaker", "experiment", "get", "01A", "--format", "json"}));
+  Client object(m_runner, fake(R"(echo '{"id": "01B"}')"));
+  got = object.get_experiment("01B");
+  EXPECT_EQ(got[0]["id"], "01B");
+  Client garbage(m_runner, fake("echo 'not json'"));
+  EXPECT_THROW(garbage.get_experiment("x"), Error);
+}
+
+TEST_F(ClientTest, StopAndParseId) {
+  Client client(m_runner, fake("exit 0"));
+  client.stop_experiment("01S");
+  EXPECT_EQ(m_fakes.calls("beaker").back().argv,
+            (std::vector<std::string>{"beaker", "experiment", "stop", "01S"}));
+  Client failing(m_runner, fake("echo nope >&2; exit 1"));
+  EXPECT_THROW(failing.stop_experiment("01S"), Error);
+  EXPECT_EQ(parse_created_experiment_id("\x1b[1mExperiment \x1b[32m01XYZ\x1b[0m submitted."),
+            "01XYZ");
+  EXPECT_EQ(parse_created_experiment_id("nothing here"), std::nullopt);
+}
+
+} // namespace
+} // namespace pb::beaker

@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: MIT
+// `primebeaker checkpoints list`, end to end through the real binary.
+#include "checkpoint_tree.hpp"
+#include "test_support.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+using pb::test::CheckpointTree;
+using pb::test::run_primebeaker;
+using pb::test::TempDir;
+
+// step_10 complete, step_20 without progress.pt, step_30 missing rank 1, step_40 orchestrator only.
+void build_mixed_tree(CheckpointTree &tree) {
+  tree.complete_step("step_10", 2);
+  tree.write_shard("step_20", 0);
+  tree.write_shard("step_20", 1);
+  tree.write_metadata("step_20");
+  tree.write_shard("step_30", 0);
+  tree.write_metadata("step_30");
+  tree.write_progress("step_30");
+  tree.write_progress("step_40");
+  pb::test::write_file(tree.output_dir() / "checkpoints/README", "not a step");
+}
+
+TEST(CheckpointsList, JsonListsEveryStepAndTheSelection) {
+  TempDir tmp;
+  CheckpointTree tree(tmp / "out");
+  build_mixed_tree(tree);
+  const std::string before = pb::test::tree_digest(tmp.path());
+  const auto result = run_primebeaker(
+      {"checkpoints", "list", "--output-dir", (tmp / "out").string(), "--ranks", "2", "--json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(pb::test::tree_digest(tmp.path()), before);
+  const std::string out = (tmp / "out").string();
+  const auto expected = nlohmann::ordered_json::parse(R"({
+    "selected_step": 10,
+    "expected_ranks": 2,
+    "layout": "v0.8.0",
+    "output_dir": ")" + out + R"(",
+    "trainer_root": ")" + out + R"(/checkpoints",
+    "orchestrator_root": ")" + out + R"(/run_default/checkpoints",
+    "orchestrator_root_exists": true,
+    "steps": [
+      {"step": 10, "name": "step_10", "complete": true, "missing": [], "trainer_shards": 2,
+       "trainer_metadata": true, "orchestrator_progress": true},
+      {"step": 20, "name": "step_20", "complete": false,
+       "missing": ["run_default/checkpoints/step_20/orchestrator/progress.pt"], "trainer_shards": 2,
+       "trainer_metadata": true, "orchestrator_progress": false},
+      {"step": 30, "name": "step_30", "complete": false,
+       "missing": ["checkpoints/step_30/trainer/__1_0.distcp"], "trainer_shards": 1,
+       "trainer_metadata": true, "orchestrator_progress": true},
+      {"step": 40, "name": "step_40", "complete": false,
+       "missing": ["checkpoints/step_40/trainer"], "trainer_shards": 0,
+       "trainer_metadata": false, "orchestrator_progress": true}
+    ],
+    "ignored": ["checkpoints/README"],
+    "scan": {"stat_calls": 11, "directories_read": 5}
+  })");
+  EXPECT_EQ(result.out, expected.dump(2) + "\n");
+}
+
+TEST(CheckpointsList, TableByDefault) {
+  TempDir tmp;
+  CheckpointTree tree(tmp / "out");
+  build_mixed_tree(tree);
+  const auto result = run_primebeaker(
+      {"checkpoints", "list", "--output_dir=" + (tmp / "out").string(), "--ranks=2"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out,
+            "Checkpoints in " + (tmp / "out").string() +
+                " (Prime-RL v0.8.0 layout), 2 trainer ranks per step\n"
+                "STEP  SHARDS       METADATA  PROGRESS  STATUS\n"
+                "  10  2/2          yes       yes       complete\n"
+                "  20  2/2          yes       no        incomplete\n"
+                "      missing: run_default/checkpoints/step_20/orchestrator/progress.pt\n"
+                "  30  1/2          yes       yes       incomplete\n"
+                "      missing: checkpoints/step_30/trainer/__1_0.distcp\n"
+                "  40  0/2          no        yes       incomplete\n"
+                "      missing: checkpoints/step_40/trainer\n"
+                "Ignored 1 entry that are not step_<N> directories\n"
+                "A resume would use step 10.\n");
+}
+
+TEST(CheckpointsList, FromTomlAndRelativeOutputDir) {
+  TempDir tmp;
+  CheckpointTree tree(tmp / "work/out");
+  tree.complete_step("step_5", 4);
+  tree.complete_step("step_6", 2); // from a smaller world size: extra ranks missing
+  pb::test::write_file(
+      tmp / "work/rl.toml",
+      "output_dir = \"out\"  # relative: resolved against the working directory\n"
+      "[deployment]\ntype = \"multi_node\"\n[trainer.model]\ncp = 2\ndp_replicate = 2\n");
+  pb::test::RunOptions options;
+  options.cwd = tmp / "work";
+  const auto result =
+      run_primebeaker({"checkpoints", "list", "--toml", "rl.toml", "--json"}, options);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto json = nlohmann::json::parse(result.out);
+  EXPECT_EQ(json["expected_ranks"], 4);
+  EXPECT_EQ(json["selected_step"], 5);
+  EXPECT_EQ(json["output_dir"], (tmp / "work/out").string());
+  EXPECT_EQ(
+      json["steps"][1]["missing"],
+      nlohmann::json::parse(
+          R"(["checkpoints/step_6/trainer/__2_0.distcp", "checkpoints/step_6/trainer/__3_0.distcp"])"));
+
+  const auto relative = run_primebeaker(
+      {"checkpoints", "list", "--output-dir", "out", "--ranks", "4", "--json"}, options);
+  ASSERT_EQ(relative.exit_code, 0) << relative.err;
+  EXPECT_EQ(nlohmann::json::parse(relative.out)["output_dir"], (tmp / "work/out").string());
+}
+
+TEST(CheckpointsList, NothingCompleteIsNullAndSaysSo) {
+  TempDir tmp;
+  CheckpointTree tree(tmp / "out");
+  tree.write_shard("step_1", 0);
+  const auto json = run_primebeaker(
+      {"checkpoints", "list", "--output-dir", (tmp / "out").string(), "--ranks", "1", "--json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto parsed = nlohmann::json::parse(json.out);
+  EXPECT_TRUE(parsed["selected_step"].is_null());
+  EXPECT_EQ(parsed["orchestrator_root_exists"], false);
+  const auto table = run_primebeaker(
+      {"checkpoints", "list", "--output-dir", (tmp / "out").string(), "--ranks", "1"});
+  EXPECT_NE(table.out.find("No orchestrator checkpoint root: "), std::string::npos);
+  EXPECT_NE(table.out.find(
+                "No step is complete for both trainer and orchestrator: a resume would refuse.\n"),
+            std::string::npos);
+}
+
+TEST(CheckpointsList, ManyMissingShardsAreSummarisedInTheTable) {
+  TempDir tmp;
+  CheckpointTree tree(tmp / "out");
+  tree.write_metadata("step_1");
+  tree.write_progress("step_1");
+  const auto result = run_primebeaker(
+      {"checkpoints", "list", "--output-dir", (tmp / "out").string(), "--ranks", "64"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("      missing: checkpoints/step_1/trainer/__3_0.distcp\n"
+                            "      ... and 60 more (see --json)\n"),
+            std::string::npos)
+      << result.out;
+}
+
+TEST(CheckpointsList, UsageErrors) {
+  TempDir tmp;
+  const auto check =
+      [](const std::vector<std::string> &args, int code, const std::string &message) {
+        const auto result = run_primebeaker(args);
+        EXPECT_EQ(result.exit_code, code) << result.err;
+        EXPECT_EQ(result.err.rfind("primebeaker: error: " + message, 0), 0U) << result.err;
+        EXPECT_EQ(result.out, "");
+      };
+  check({"checkpoints", "list"},
+        2,
+        "checkpoints list needs exactly one of --toml FILE or --output-dir DIR");
+  check({"checkpoints", "list", "--toml", "a", "--output-dir", "b"},
+        2,
+        "checkpoints list needs exactly one of --toml FILE or --output-dir DIR");
+  check({"checkpoints", "list", "--output-dir", "b"}, 2, "--output-dir needs --ranks N");
+  check({"checkpoints", "list", "--output-dir", "b", "--ranks", "0"},
+        2,
+        "--output-dir needs --ranks N");
+  check({"checkpoints", "list", "--toml", "a.toml", "--ranks", "2"},
+        2,
+        "--ranks goes with --output-dir");
+  check({"checkpoints", "list", "--output-dir", (tmp / "none").string(), "--ranks", "1"},
+        1,
+        "trainer checkpoint root not found: " + (tmp / "none/checkpoints").string());
+  pb::test::write_file(tmp / "bad.toml",
+                       "[deployment]\ntype = \"multi_node\"\n[trainer.model]\ncp = -1\n");
+  check({"checkpoints", "list", "--toml", (tmp / "bad.toml").string()},
+        3,
+        (tmp / "bad.toml").string() + ":4:6: trainer.model.cp must be a positive integer, got -1");
+}
+
+} // namespace

@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: MIT
+// A temp "Weka mount" holding a copy of examples/ and tests/launch/data/, a fake beaker on
+// PATH, and helpers to run `primebeaker` inside it with the mount flags.
+#pragma once
+
+#include "test_support.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace pb::test {
+
+class LaunchFixture : public ::testing::Test {
+protected:
+  LaunchFixture();
+
+  // The mount root (cwd of every run), and a path inside it.
+  std::filesystem::path mount() const { return m_tmp.path() / "weka"; }
+  std::string at(const std::string &relative) const { return (mount() / relative).string(); }
+
+  // --mount-path/--working-dir/--scratch-dir/--home-dir pointing at the mount.
+  std::vector<std::string> mount_flags() const;
+
+  // Runs primebeaker with `args` + mount_flags() (when `with_mount`), cwd = mount, fake beaker
+  // first on PATH, PRIMEBEAKER_LAUNCH_ID pinned.
+  RunResult run(std::vector<std::string> args,
+                bool with_mount = true,
+                std::map<std::string, std::string> env = {});
+
+  // `text` with the temp dir replaced by <TMP>.
+  std::string normalized(const std::string &text) const;
+
+  // Compares `actual` with tests/launch/golden/<name>; PB_UPDATE_GOLDEN=1 rewrites it.
+  void expect_golden(const std::string &name, const std::string &actual) const;
+
+  void write(const std::string &relative, const std::string &content) const;
+  std::string read(const std::string &relative) const;
+
+  TempDir m_tmp;
+  FakeBin m_fakes;
+};
+
+// The bundled example or test-data TOML text, for tests that edit one key.
+std::string example_text(const std::string &relative);
+
+// `text` with `old_text` (must occur once) replaced by `new_text`.
+std::string
+replace_once(const std::string &text, const std::string &old_text, const std::string &new_text);
+
+// `text` with the line starting with `prefix` replaced by `replacement` (must exist once).
+std::string
+replace_line(const std::string &text, const std::string &prefix, const std::string &replacement);
+
+} // namespace pb::test

@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: MIT
+// The public launch API as other modules use it (rl resume, run): pure plans from a parsed
+// document, the shared flag parser, execution against recording effects.
+#include "test_support.hpp"
+
+#include <primebeaker/beaker/client.hpp>
+#include <primebeaker/core/error.hpp>
+#include <primebeaker/core/fs.hpp>
+#include <primebeaker/launch/launch.hpp>
+#include <primebeaker/toml/value.hpp>
+
+#include <CLI/CLI.hpp>
+#include <gtest/gtest.h>
+
+namespace pb::test {
+namespace {
+
+using launch::LaunchInputs;
+using launch::LaunchOptions;
+
+const char *const k_multinode = R"(output_dir = "/weka/runs/out"
+[deployment]
+type = "multi_node"
+num_train_nodes = 1
+num_infer_nodes = 1
+[trainer.model]
+dp_replicate = 8
+[inference]
+api_server_count = 8
+[inference.parallel]
+dp = 8
+[wandb]
+project = "p"
+name = "source-run"
+[orchestrator]
+)";
+
+LaunchInputs inputs_for(const toml::Document &document) {
+  LaunchInputs inputs;
+  inputs.program = launch::Program::rl;
+  inputs.document = &document;
+  inputs.config_path = "/weka/runs/out/primebeaker_resume/configs/new.toml"; // need not exist
+  inputs.cwd = "/weka";
+  inputs.launch_id = "attempt1";
+  inputs.resolve = [](const std::filesystem::path &p) { return p; };
+  return inputs;
+}
+
+class RecordingFiles final : public fs::FileSystem {
+public:
+  std::string read_file(const std::filesystem::path &) override { return {}; }
+  void write_file_atomic(const std::filesystem::path &path, std::string_view content) override {
+    writes.emplace_back(path.string(), std::string(content));
+  }
+  bool exists(const std::filesystem::path &) override { return false; }
+  std::vector<std::pair<std::string, std::string>> writes;
+};
+
+class RecordingRunner final : public proc::Runner {
+public:
+  proc::Result run(const proc::Command &command) override {
+    calls.push_back(command.argv);
+    proc::Result result;
+    result.exit_code = 0;
+    result.out = "Experiment 01NEW submitted.\n";
+    return result;
+  }
+  std::vector<proc::Argv> calls;
+};
+
+TEST(PlanApi, ResumeStyleOverridesAndExtraEnv) {
+  const auto document = toml::Document::parse(k_multinode, "/weka/runs/new.toml");
+  LaunchOptions options;
+  options.registry = "redis://r:1";
+  options.scratch_dir = "/weka/scratch";
+  options.image = "beaker://01IMAGE";
+  options.wandb_run_id = "shared";
+  options.wandb_secret = ""; // the source had none
+  options.description = "PrimeBeaker whole-topology resume of 01SRC from common checkpoint step 20";
+  options.env = {"PRIMEBEAKER_RESUME_PARENT_EXPERIMENT_ID=01SRC", "PRIMEBEAKER_RESUME_STEP=20"};
+  options.secrets = {"BEAKER_TOKEN=training-token"};
+  auto inputs = inputs_for(document);
+  inputs.experiment_name = "source-run-resume-step20";
+  const auto plan = launch::make_plan(options, inputs);
+  EXPECT_EQ(plan.experiment_name, "source-run-resume-step20");
+  EXPECT_EQ(plan.spec_path,
+            "/weka/scratch/primebeaker/beaker_experiments/"
+            "source-run-resume-step20-attempt1.json");
+  const auto &task = plan.spec["tasks"][0];
+  std::map<std::string, std::string> values;
+  std::map<std::string, std::string> secrets;
+  for (const auto &e : task["envVars"]) {
+    if (e.contains("secret")) {
+      secrets[e["name"]] = e["secret"];
+    } else {
+      values[e["name"]] = e["value"];
+    }
+  }
+  EXPECT_EQ(values["CONFIG_PATH"], "/weka/runs/out/primebeaker_resume/configs/new.toml");
+  EXPECT_EQ(values["LAUNCH_ID"], "attempt1");
+  EXPECT_EQ(values["RENDEZVOUS_DIR"],
+            "/weka/scratch/primebeaker/rendezvous/source-run-resume-step20-attempt1");
+  EXPECT_EQ(values["PRIMEBEAKER_RESUME_STEP"], "20");
+  EXPECT_EQ(values["WANDB_SHARED_RUN_ID"], "shared");
+  EXPECT_EQ(secrets,
+            (std::map<std::string, std::string>{{"BEAKER_TOKEN", "training-token"},
+                                                {"HF_TOKEN", "HF_TOKEN"}}));
+  EXPECT_EQ(plan.spec["description"], options.description);
+  EXPECT_EQ(plan.wandb_run["name"], "source-run-resume-step20");
+  EXPECT_EQ(plan.preview_json()["launch_id"], "attempt1");
+
+  RecordingFiles files;
+  RecordingRunner runner;
+  beaker::Client client(runner, "beaker");
+  launch::LaunchEffects effects{files, client};
+  EXPECT_EQ(launch::execute_preview(plan, effects), plan.preview_json());
+  EXPECT_TRUE(files.writes.empty());
+  EXPECT_TRUE(runner.calls.empty());
+  const auto receipt = launch::execute_submit(plan, effects);
+  ASSERT_EQ(files.writes.size(), 1u);
+  EXPECT_EQ(files.writes[0].first, plan.spec_path.string());
+  EXPECT_EQ(files.writes[0].second, plan.spec_text);
+  ASSERT_EQ(runner.calls.size(), 1u);
+  EXPECT_EQ(runner.calls[0], plan.submit_command);
+  EXPECT_EQ(receipt["stdout"], "Experiment 01NEW submitted.\n");
+  EXPECT_EQ(beaker::parse_created_experiment_id(receipt["stdout"].get<std::string>()), "01NEW");
+}
+
+TEST(PlanApi, ConfigPathIsReRootedAtASymlinkedMount) {
+  const auto document = toml::Document::parse(k_multinode, "/weka/runs/new.toml");
+  LaunchOptions options;
+  options.registry = "redis://r:1";
+  auto inputs = inputs_for(document);
+  inputs.config_path = "/weka/runs/new.toml";
+  inputs.resolve = [](const std::filesystem::path &p) {
+    const std::string text = p.string();
+    return text.rfind("/weka", 0) == 0 ? std::filesystem::path("/mnt/weka" + text.substr(5)) : p;
+  };
+  const auto plan = launch::make_plan(options, inputs);
+  for (const auto &e : plan.spec["tasks"][0]["envVars"]) {
+    if (e["name"] == "CONFIG_PATH") {
+      EXPECT_EQ(e["value"], "/weka/runs/new.toml");
+    }
+  }
+  options.working_dir = "/mnt/other";
+  EXPECT_THROW(launch::make_plan(options, inputs), Error);
+}
+
+TEST(PlanApi, PlansArePure) {
+  const auto document = toml::Document::parse(k_multinode, "/weka/runs/new.toml");
+  LaunchOptions options;
+  options.registry = "redis://r:1";
+  const auto a = launch::make_plan(options, inputs_for(document));
+  const auto b = launch::make_plan(options, inputs_for(document));
+  EXPECT_EQ(a.spec_text, b.spec_text);
+  EXPECT_EQ(a.preview_json(), b.preview_json());
+}
+
+TEST(PlanApi, SharedFlagParserForCliAndYaml) {
+  LaunchOptions from_cli;
+  CLI::App app;
+  launch::register_launch_flags(app, from_cli);
+  app.parse("--toml x.toml --cluster a/b --cluster c/d --required-service terminal=2 "
+            "--gateway_workers 3",
+            false);
+  LaunchOptions from_yaml;
+  launch::apply_setting(from_yaml, "toml", {"x.toml"});
+  launch::apply_setting(from_yaml, "cluster", {"a/b", "c/d"});
+  launch::apply_setting(from_yaml, "required_service", {R"(["terminal=2"])"});
+  launch::apply_setting(from_yaml, "gateway-workers", {"3"});
+  EXPECT_EQ(from_cli.clusters, from_yaml.clusters);
+  EXPECT_EQ(from_cli.required_services, from_yaml.required_services);
+  EXPECT_EQ(from_cli.gateway_workers, 3);
+  EXPECT_EQ(from_yaml.gateway_workers, 3);
+  EXPECT_TRUE(from_cli.was_given("cluster"));
+  EXPECT_FALSE(from_cli.was_given("image"));
+  EXPECT_EQ(from_cli.given, from_yaml.given);
+  EXPECT_THROW(launch::apply_setting(from_yaml, "colour", {"x"}), Error);
+  try {
+    launch::apply_setting(from_yaml, "min_runtime_hours", {"1.5"});
+    FAIL();
+  } catch (const Error &error) {
+    EXPECT_EQ(error.code(), 2);
+    EXPECT_STREQ(error.what(), "--min-runtime-hours expects a whole number, got '1.5'");
+  }
+}
+
+TEST(PlanApi, OnlySomeFlagsForResumeOverrides) {
+  LaunchOptions options;
+  CLI::App app;
+  launch::register_launch_flags(app, options, {"image", "workspace", "cluster"}, false);
+  EXPECT_NO_THROW(app.parse("--image beaker://x", false));
+  EXPECT_EQ(options.image, "beaker://x");
+  EXPECT_THROW(app.parse("--priority high", false), CLI::ParseError);
+}
+
+TEST(PlanApi, LaunchIdPinning) {
+  EXPECT_EQ(launch::choose_launch_id({}, "random"), "random");
+  EXPECT_EQ(launch::choose_launch_id({{"PRIMEBEAKER_LAUNCH_ID", "pinned-1"}}, "random"),
+            "pinned-1");
+  EXPECT_THROW(launch::choose_launch_id({{"PRIMEBEAKER_LAUNCH_ID", "../x"}}, "r"), Error);
+  const auto id = launch::random_hex_id();
+  EXPECT_EQ(id.size(), 32u);
+  EXPECT_NE(id, launch::random_hex_id());
+}
+
+} // namespace
+} // namespace pb::test

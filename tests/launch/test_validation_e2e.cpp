@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: MIT
+// Every validation of launch.md §1.4 / §4.3 through the real binary: exit code, the one-line
+// message, and nothing written or run.
+#include "launch_fixture.hpp"
+
+namespace pb::test {
+namespace {
+
+struct FlagCase {
+  const char *name;
+  std::vector<std::string> args;
+  int exit_code;
+  const char *message;
+};
+
+class Validation : public LaunchFixture {
+protected:
+  void expect_error(const std::vector<std::string> &args,
+                    int exit_code,
+                    const std::string &message,
+                    const std::string &label) {
+    const std::string before = tree_digest(m_tmp.path());
+    const auto result = run(args);
+    EXPECT_EQ(result.exit_code, exit_code) << label << ": " << result.err;
+    EXPECT_EQ(result.out, "") << label;
+    EXPECT_NE(normalized(result.err).find(message), std::string::npos)
+        << label << ": expected '" << message << "' in\n"
+        << normalized(result.err);
+    EXPECT_EQ(result.err.rfind("primebeaker: error: ", 0), 0u) << label;
+    EXPECT_EQ(tree_digest(m_tmp.path()), before) << label << " changed the file tree";
+    EXPECT_TRUE(m_fakes.calls("beaker").empty()) << label << " ran beaker";
+  }
+
+  // Writes `toml` as case.toml in the mount and previews it with `program`.
+  void expect_toml_error(const std::string &program,
+                         const std::string &toml,
+                         const std::string &message,
+                         std::vector<std::string> extra = {}) {
+    write("case.toml", toml);
+    std::vector<std::string> args = {program, "preview", "--toml", "case.toml"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    expect_error(args, 3, message, message);
+  }
+};
+
+TEST_F(Validation, Flags) {
+  const std::vector<std::string> rl = {"rl", "preview", "--toml", "examples/rl/rl.toml"};
+  const std::vector<std::string> multi = {
+      "rl", "preview", "--toml", "examples/multinode-rl/rl.toml", "--registry", "redis://r:1"};
+  const std::vector<FlagCase> cases = {
+      {"priority",
+       {"--priority", "low"},
+       2,
+       "--priority must be normal, high, or urgent, got 'low'"},
+      {"workspace", {"--workspace", "noslash"}, 2, "--workspace must look like ACCOUNT/NAME"},
+      {"uncataloged workspace",
+       {"--workspace", "ai2/elsewhere"},
+       2,
+       "no cataloged Prime-RL image for workspace 'ai2/elsewhere'"},
+      {"min runtime negative",
+       {"--min-runtime-hours", "-1"},
+       2,
+       "--min-runtime-hours must be >= 0, got -1"},
+      {"min runtime text",
+       {"--min-runtime-hours", "two"},
+       2,
+       "--min-runtime-hours expects a whole number, got 'two'"},
+      {"env without =", {"--env", "FEATURE"}, 2, "--env expects NAME=VALUE, got 'FEATURE'"},
+      {"env empty value", {"--env", "FEATURE="}, 2, "--env expects NAME=VALUE, got 'FEATURE='"},
+      {"env bad name", {"--env", "1BAD=x"}, 2, "--env: '1BAD' is not an environment variable name"},
+      {"secret empty name", {"--secret", "=x"}, 2, "--secret expects NAME=SECRETNAME, got '=x'"},
+      {"reserved",
+       {"--env", "CONFIG_PATH=/x"},
+       2,
+       "reserved environment names cannot be overridden: [CONFIG_PATH]"},
+      {"value and secret",
+       {"--env", "HF_TOKEN=x"},
+       2,
+       "environment names cannot be both values and secrets: [HF_TOKEN]"},
+      {"secret vs wandb-secret",
+       {"--secret", "WANDB_API_KEY=mine", "--wandb-secret", "team"},
+       2,
+       "--secret WANDB_API_KEY=mine and --wandb-secret=team both set WANDB_API_KEY"},
+      {"secret vs hf-secret",
+       {"--secret", "HF_TOKEN=mine", "--hf-secret", "other"},
+       2,
+       "--secret HF_TOKEN=mine and --hf-secret=other both set HF_TOKEN"},
+      {"empty cluster", {"--cluster", ""}, 2, "at least one non-empty Beaker cluster is required"},
+      {"bad cluster list",
+       {"--cluster", "[1,2]"},
+       2,
+       "--cluster: [1,2] is not a JSON list of strings"},
+      {"relative mount",
+       {"--mount-path", "weka"},
+       2,
+       "--mount-path must be an absolute container path, got 'weka'"},
+      {"working dir outside mount",
+       {"--working-dir", "/elsewhere"},
+       2,
+       "launch path must be under mounted path <TMP>/weka: /elsewhere (--working-dir)"},
+      {"unknown flag", {"--colour", "red"}, 2, "--colour"},
+  };
+  for (const auto &c : cases) {
+    auto args = rl;
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    expect_error(args, c.exit_code, c.message, c.name);
+  }
+  const std::vector<FlagCase> multi_cases = {
+      {"rendezvous",
+       {"--rendezvous-timeout-seconds", "0"},
+       2,
+       "--rendezvous-timeout-seconds must be > 0, got 0"},
+      {"required service text",
+       {"--required-service", "terminal=x"},
+       2,
+       "--required-service expects NAME=COUNT, got terminal='x'"},
+      {"required service shape",
+       {"--required-service", "terminal"},
+       2,
+       "--required-service expects NAME=COUNT, got 'terminal'"},
+      {"required service zero",
+       {"--required-service", "terminal=0"},
+       2,
+       "--required-service counts must be positive"},
+      {"gateway port", {"--gateway-port", "70000"}, 2, "--gateway-port must be in 1..65535"},
+      {"gateway workers", {"--gateway-workers", "0"}, 2, "--gateway-workers must be > 0, got 0"},
+  };
+  for (const auto &c : multi_cases) {
+    auto args = multi;
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    expect_error(args, c.exit_code, c.message, c.name);
+  }
+  expect_error({"rl", "preview", "--toml", "examples/multinode-rl/rl.toml"},
+               2,
+               "multi-node RL requires --registry=redis://...",
+               "registry");
+  expect_error({"rl", "preview"}, 2, "--toml is required", "missing --toml");
+  expect_error({"rl", "preview", "--toml", "missing.toml"}, 3, "missing.toml", "missing file");
+  // The TOML itself must be under the mount.
+  write("../outside.toml", example_text("examples/rl/rl.toml"));
+  expect_error({"rl", "preview", "--toml", at("../outside.toml")},
+               2,
+               "launch path must be under mounted path <TMP>/weka: <TMP>/outside.toml (--toml)",
+               "toml outside mount");
+}
+
+TEST_F(Validation, DeploymentAndGeneration) {
+  const std::string rl = example_text("examples/rl/rl.toml");
+  expect_toml_error("rl",
+                    replace_line(rl, "type = \"single_node\"", "kind = \"single_node\""),
+                    "case.toml: training TOML needs deployment.type");
+  expect_toml_error("rl",
+                    replace_line(rl, "type = \"single_node\"", "type = \"cluster\""),
+                    "case.toml:11:8: unsupported deployment.type 'cluster'");
+  expect_toml_error(
+      "rl", "[deployment]\ntype = 7\n", "case.toml:2:8: training TOML needs deployment.type");
+  expect_toml_error("rl",
+                    rl + "\n[resume]\nstep = 3\n",
+                    "this is a Prime-RL post-v0.8.0 config ([resume] at case.toml:");
+  expect_toml_error(
+      "rl",
+      "[deployment]\ntype = \"single_node\"\n\n[[orchestrator.train.env]]\nid = \"x\"\n",
+      "this is a Prime-RL v0.6-v0.7 config (orchestrator.train.env at case.toml:4:1)");
+  expect_toml_error("rl",
+                    "[deployment]\ntype = \"single_node\"\n[[orchestrator.env]]\nid = \"x\"\n",
+                    "this is a Prime-RL v0.5 config");
+  expect_toml_error("rl", "trainer_gpu_ids = [1]\n", "this is a Prime-RL v0.2-v0.4 config");
+  expect_toml_error("rl", "x = [", "case.toml:1:");
+}
+
+TEST_F(Validation, SingleNodeSftKeys) {
+  const std::string sft = example_text("examples/sft/sft.toml");
+  expect_toml_error(
+      "sft",
+      replace_line(sft, "num_gpus = 2", "num_gpus = 1"),
+      "single-node SFT requires deployment.num_gpus (1) == deployment.gpus_per_node (2)");
+  expect_toml_error("sft",
+                    replace_line(sft, "num_gpus = 2", "num_gpus = 2.0"),
+                    "deployment.num_gpus must be a positive integer, got 2.0 (float)");
+  expect_toml_error("sft",
+                    replace_line(sft, "num_gpus = 2", "num_gpus = true"),
+                    "deployment.num_gpus must be a positive integer, got true (bool)");
+  expect_toml_error("sft",
+                    replace_line(sft, "eval_on_start = true", "eval_on_start = false"),
+                    "SFT TOML must set val.eval_on_start = true");
+  expect_toml_error("sft",
+                    replace_line(sft, "max_steps = 2", "max_steps = 0"),
+                    "case.toml:5:13: max_steps must be a positive integer, got 0 (integer)");
+  expect_toml_error("sft",
+                    replace_once(sft, "interval = 1\neval", "interval = 3\neval"),
+                    "SFT val.interval (3) must not exceed max_steps (2)");
+  expect_toml_error("sft",
+                    replace_once(replace_line(sft, "max_steps = 2", "max_steps = 9"),
+                                 "interval = 1\neval",
+                                 "interval = 3\neval"),
+                    "SFT val.interval (3) must be no larger than ckpt.interval (1)");
+  expect_toml_error("sft",
+                    replace_line(sft, "[val.data]", "[val.dataset]"),
+                    "case.toml: single-node SFT needs a [val.data] table");
+  expect_toml_error("sft",
+                    replace_line(sft, "name = \"primebeaker-example-sft\"", "title = \"x\""),
+                    "wandb.name is required for a Beaker launch");
+  expect_toml_error("sft",
+                    replace_line(sft, "name = \"primebeaker-example-sft\"", "name = \"a/b\""),
+                    "wandb.name 'a/b' cannot be a Beaker experiment name");
+  expect_toml_error("sft",
+                    replace_line(sft, "project = \"primebeaker-examples\"", "project = \"\""),
+                    "wandb.project must be a non-empty string");
+  expect_toml_error("sft",
+                    replace_line(sft, "offline = true", "offline = \"yes\""),
+                    "wandb.offline must be true or false");
+  expect_toml_error(
+      "sft",
+      replace_line(sft, "output_dir = \"outputs/tiny-sft\"", "output_dir = \"/elsewhere\""),
+      "launch path must be under mounted path <TMP>/weka: /elsewhere (output_dir at "
+      "case.toml:6:14)");
+  expect_toml_error(
+      "sft",
+      replace_line(sft, "type = \"single_node\"", "type = \"multi_node\"\nnum_nodes = 1"),
+      "multi-node SFT needs deployment.num_nodes >= 2");
+  expect_toml_error(
+      "sft",
+      example_text("examples/rl/rl.toml"),
+      "case.toml: this looks like an RL TOML (it has [orchestrator]); use `primebeaker rl`");
+  expect_toml_error("rl", example_text("examples/sft/sft.toml"), "this looks like an SFT TOML");
+}
+
+TEST_F(Validation, SingleNodeRlKeys) {
+  const std::string rl = example_text("examples/rl/rl.toml");
+  expect_toml_error("rl",
+                    replace_line(rl, "gpus_per_node = 2", "gpus_per_node = 4"),
+                    "single-node RL requires deployment.num_train_gpus (1) + num_infer_gpus (1) == "
+                    "gpus_per_node (4)");
+  expect_toml_error("rl",
+                    replace_line(rl, "num_infer_gpus = 1", "num_infer_gpus = 0"),
+                    "deployment.num_infer_gpus must be a positive integer, got 0");
+  expect_toml_error("rl",
+                    replace_line(rl, "num_infer_gpus = 1", "# no inference"),
+                    "case.toml:10:1: deployment.num_infer_gpus is required for single-node RL");
+  const auto no_orchestrator = rl.substr(0, rl.find("[orchestrator]"));
+  expect_toml_error(
+      "rl", no_orchestrator, "case.toml: single-node RL needs a [orchestrator] table");
+  expect_toml_error("rl",
+                    replace_line(rl, "output_dir = \"outputs/tiny-rl\"", "# none"),
+                    "output_dir is required for single-node RL");
+}
+
+TEST_F(Validation, MultiNodeRlAccounting) {
+  const std::string rl = example_text("examples/multinode-rl/rl.toml");
+  const std::vector<std::string> registry = {"--registry", "redis://r:1"};
+  expect_toml_error("rl",
+                    replace_line(rl, "num_train_nodes = 1", "num_train_nodes = 2"),
+                    "heterogeneous Beaker RL currently supports exactly one trainer node",
+                    registry);
+  expect_toml_error("rl",
+                    replace_line(rl, "num_infer_replicas = 1", "num_infer_replicas = 2"),
+                    "heterogeneous Beaker RL requires deployment.num_infer_replicas = 1",
+                    registry);
+  expect_toml_error("rl",
+                    replace_line(rl, "dp_replicate = 2", "dp_replicate = 8"),
+                    "trainer GPU count trainer.model.cp x dp_replicate = 16 exceeds "
+                    "deployment.gpus_per_node (8)",
+                    registry);
+  expect_toml_error(
+      "rl",
+      replace_line(rl, "tp = 2", "tp = 3"),
+      "each inference-bearing GPU slice must be divisible by inference.parallel.tp (3)",
+      registry);
+  expect_toml_error("rl",
+                    replace_line(rl, "dp = 6", "dp = 5"),
+                    "inference.parallel.dp (5) and inference.api_server_count (6) must both equal "
+                    "the external-LB rank count (12 inference GPUs / tp 2 = 6)",
+                    registry);
+  expect_toml_error("rl",
+                    replace_line(rl, "tp = 2", "tp = 2.0"),
+                    "inference.parallel.tp must be a positive integer, got 2.0 (float)",
+                    registry);
+  expect_toml_error("rl",
+                    replace_line(rl, "[inference.parallel]", "[inference.para]"),
+                    "multi-node RL needs a [inference.parallel] table",
+                    registry);
+  expect_toml_error("rl",
+                    replace_line(rl, "num_infer_nodes = 2", "# none"),
+                    "deployment.num_infer_nodes is required for multi-node RL",
+                    registry);
+  expect_toml_error("rl",
+                    replace_line(rl,
+                                 "local_search_model_path = \"localsearch:example-index\"",
+                                 "local_search_model_path = \"\""),
+                    "local_search_model_path must be a non-empty string",
+                    registry);
+  expect_toml_error("rl",
+                    replace_line(rl,
+                                 "api_server_count = 6",
+                                 "api_server_count = 6\nenable_expert_parallel = true"),
+                    "heterogeneous Beaker RL currently supports dense inference",
+                    registry);
+  expect_toml_error(
+      "rl",
+      replace_line(rl, "api_server_count = 6", "api_server_count = 6\nrouter = \"None\""),
+      "multi-node RL requires inference with a router",
+      registry);
+}
+
+} // namespace
+} // namespace pb::test

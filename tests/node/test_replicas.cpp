@@ -1,0 +1,847 @@
+// SPDX-License-Identifier: MIT
+// End-to-end: several real `primebeaker node rl|sft` processes on one machine, one per
+// BEAKER_REPLICA_RANK, sharing a temp rendezvous directory. torchrun, orchestrator, inference
+// and vllm-router are fakes on PATH (pb::test::FakeBin); Prime-RL and LiteRegistry's gateway are
+// fake Python packages on PYTHONPATH, so the real config helper and the real python3 run.
+#include "test_support.hpp"
+
+#include <primebeaker/core/subprocess.hpp>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+#include <regex>
+#include <set>
+#include <thread>
+
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+using pb::test::read_file;
+using pb::test::write_file;
+
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  ::bind(fd, reinterpret_cast<sockaddr *>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr *>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+bool running(pid_t pid) {
+  if (::kill(pid, 0) != 0) {
+    return false;
+  }
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  const auto close = line.rfind(')');
+  return close == std::string::npos || close + 2 >= line.size() || line[close + 2] != 'Z';
+}
+
+// Fake Prime-RL: records what it validated, writes the per-component configs it is asked for.
+const char *k_fake_prime_rl_rl = R"PY(
+import json, os
+from pathlib import Path
+from types import SimpleNamespace as NS
+
+class RLConfig:
+    @staticmethod
+    def model_validate(raw):
+        with open(os.environ["PB_CTL"] + "/validated.json", "w") as handle:
+            json.dump(raw, handle)
+        if raw.get("fail_validation"):
+            raise ValueError("1 validation error for RLConfig\nmodel.name\n  Field required")
+        inference = raw.get("inference", {})
+        parallel = inference.get("parallel", {})
+        ckpt = raw.get("ckpt")
+        return NS(
+            output_dir=Path(raw["output_dir"]),
+            env_vars=raw.get("env_vars", {}),
+            ckpt=NS(resume_step=ckpt.get("resume_step"), output_dir=None) if isinstance(ckpt, dict) else None,
+            inference=NS(
+                router=NS(policy=inference["router"].get("policy", "round_robin")) if "router" in inference else None,
+                enable_expert_parallel=inference.get("enable_expert_parallel", False),
+                parallel=NS(dp=parallel.get("dp", 1), tp=parallel.get("tp", 1)),
+                server=NS(port=inference.get("server", {}).get("port", 8000)),
+                backend_port=inference.get("backend_port", 8100),
+                env_vars=inference.get("env_vars", {}),
+            ),
+            weight_broadcast=NS(type=raw.get("weight_broadcast", {}).get("type", "filesystem")),
+            rollout_transport=NS(type=raw.get("rollout_transport", {}).get("type", "filesystem")),
+            trainer=NS(env_vars=raw.get("trainer", {}).get("env_vars", {}), log=NS(ranks_filter=[0]),
+                       weight_broadcast=NS(inference_world_size=None, host=None)),
+            orchestrator=NS(env_vars=raw.get("orchestrator", {}).get("env_vars", {}),
+                            weight_broadcast=NS(inference_world_size=None)),
+        )
+)PY";
+
+const char *k_fake_prime_rl_rl_entry = R"PY(
+def write_subconfigs(config, config_dir):
+    world = config.trainer.weight_broadcast.inference_world_size
+    for name in ("trainer", "orchestrator", "inference"):
+        (config_dir / f"{name}.toml").write_text(f"# fake {name} config\nworld = {world!r}\n")
+)PY";
+
+const char *k_fake_prime_rl_sft = R"PY(
+import json, os
+from types import SimpleNamespace as NS
+
+class SFTConfig:
+    @staticmethod
+    def model_validate(raw):
+        with open(os.environ["PB_CTL"] + "/validated.json", "w") as handle:
+            json.dump(raw, handle)
+        return NS(env_vars=raw.get("env_vars", {}), log=NS(ranks_filter=[0, 1]))
+)PY";
+
+const char *k_fake_prime_rl_sft_entry = R"PY(
+def write_config(config, path, exclude):
+    path.write_text("# fake sft config\nexclude = " + repr(sorted(exclude)) + "\n")
+)PY";
+
+const char *k_fake_process = R"PY(
+DEFAULT_COMMON_ENV_VARS = {"PB_COMMON": "common"}
+DEFAULT_TRAINER_ENV_VARS = {"PB_TRAINER_DEFAULT": "trainer"}
+DEFAULT_INFERENCE_ENV_VARS = {"PB_INFERENCE_DEFAULT": "inference"}
+)PY";
+
+// Fake LiteRegistry gateway: records its argv and env, answers the readiness probe.
+const char *k_fake_gateway = R"PY(
+import json, os, sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+ctl = os.environ["PB_CTL"]
+with open(f"{ctl}/gateway.{os.getpid()}.json", "w") as handle:
+    json.dump({"argv": sys.argv[1:], "pid": os.getpid(), "rank": os.environ.get("BEAKER_REPLICA_RANK")}, handle)
+if os.path.exists(f"{ctl}/gateway-fail"):
+    sys.exit(4)
+port = int(sys.argv[sys.argv.index("--port") + 1])
+
+class Handler(BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+    def reply(self, code):
+        self.send_response(code)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"ok")
+    def do_GET(self):
+        self.reply(200 if self.path == "/health" else 404)
+    def do_OPTIONS(self):
+        self.reply(204)
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length", 0))
+        body = json.loads(self.rfile.read(length) or b"{}")
+        with open(f"{ctl}/search.json", "w") as handle:
+            json.dump(body, handle)
+        self.reply(200 if self.path == "/search" else 404)
+
+ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
+)PY";
+
+const char *k_rl_toml = R"(output_dir = "OUT"
+
+[deployment]
+type = "multi_node"
+
+[inference]
+backend_port = 8100
+
+[inference.parallel]
+tp = 2
+dp = 5
+
+[inference.router]
+policy = "cache_aware"
+
+[inference.server]
+port = 8000
+
+[orchestrator]
+
+[[orchestrator.train.source]]
+legacy.id = "some.legacy.pkg.jtc_label_env"
+
+[[orchestrator.eval.source]]
+legacy.id = "my_own_env"
+
+[trainer.env_vars]
+TRAINER_ONLY = "yes"
+
+[ckpt]
+resume_step = -1
+)";
+
+class Cluster {
+public:
+  explicit Cluster(std::string kind, int nodes)
+      : m_kind(std::move(kind)), m_nodes(nodes), m_fakes(m_root / "fakes") {
+    for (const char *d :
+         {"rdv", "out", "work", "scratch", "registry", "ctl", "ctl/pids", "local"}) {
+      fs::create_directories(m_root / d);
+    }
+    const auto py = m_root / "pylib";
+    write_file(py / "prime_rl/__init__.py", "");
+    write_file(py / "prime_rl/configs/__init__.py", "");
+    write_file(py / "prime_rl/configs/rl.py", k_fake_prime_rl_rl);
+    write_file(py / "prime_rl/configs/sft.py", k_fake_prime_rl_sft);
+    write_file(py / "prime_rl/entrypoints/__init__.py", "");
+    write_file(py / "prime_rl/entrypoints/rl.py", k_fake_prime_rl_rl_entry);
+    write_file(py / "prime_rl/entrypoints/sft.py", k_fake_prime_rl_sft_entry);
+    write_file(py / "prime_rl/utils/__init__.py", "");
+    write_file(py / "prime_rl/utils/process.py", k_fake_process);
+    write_file(py / "literegistry/__init__.py", "");
+    write_file(py / "literegistry/gateway/__init__.py", "");
+    write_file(py / "literegistry/gateway/__main__.py", k_fake_gateway);
+
+    const std::string ctl = "\"$PB_CTL\"";
+    const std::string remember_pid =
+        "echo $$ > " + ctl + "/pids/$(basename $0)-$BEAKER_REPLICA_RANK-$$\n";
+    // Long-running services; a ctl file makes one fail after a moment.
+    m_fakes.add("inference",
+                remember_pid + "if [ -e " + ctl +
+                    "/fail-inference-$BEAKER_REPLICA_RANK ]; then sleep 0.5; exit 3; fi\n"
+                    "if [ -e " +
+                    ctl +
+                    "/quit-inference-$BEAKER_REPLICA_RANK ]; then sleep 0.5; exit 0; fi\n"
+                    "exec sleep 1000");
+    m_fakes.add("vllm-router", remember_pid + "exec sleep 1000");
+    m_fakes.add("orchestrator", remember_pid + "sleep 0.3; exit 0");
+    // torchrun: trainer of RL or one SFT node.
+    m_fakes.add("torchrun",
+                remember_pid +
+                    "echo \"[default0]:trainer step 1 on node $BEAKER_REPLICA_RANK\"\n"
+                    "if [ -e " +
+                    ctl +
+                    "/hang-torchrun ]; then exec sleep 1000; fi\n"
+                    "if [ -e " +
+                    ctl +
+                    "/fail-torchrun-$BEAKER_REPLICA_RANK ]; then sleep 0.2; exit 7; fi\n"
+                    "sleep 0.3; exit 0");
+    m_fakes.add("beaker", "exit 0");
+
+    write_file(
+        m_root / "config.toml",
+        std::regex_replace(std::string(k_rl_toml), std::regex("OUT"), (m_root / "out").string()));
+    m_gateway_port = free_port();
+  }
+
+  ~Cluster() {
+    if (std::getenv("PB_SHOW_REPLICA_LOGS") != nullptr) { // for debugging a test
+      std::cerr << diagnostics();
+    }
+    for (auto &c : m_children) {
+      if (c.valid() && !c.poll()) {
+        c.signal_group(SIGKILL);
+        c.wait();
+      }
+    }
+  }
+
+  const fs::path &root() const { return m_root.path(); }
+  fs::path rdv() const { return m_root / "rdv"; }
+  fs::path ctl(const std::string &name) const { return m_root / "ctl" / name; }
+  pb::test::FakeBin &fakes() { return m_fakes; }
+  int gateway_port() const { return m_gateway_port; }
+  std::map<std::string, std::string> &extra_env() { return m_extra; }
+
+  std::map<std::string, std::string> env(int rank) const {
+    std::map<std::string, std::string> e = {
+        {"PATH", m_fakes.bin().string() + ":/usr/bin:/bin"},
+        {"HOME", (m_root / "work").string()},
+        {"LANG", "C.UTF-8"},
+        {"PYTHONPATH", (m_root / "pylib").string()},
+        {"PYTHONDONTWRITEBYTECODE", "1"},
+        {"PB_CTL", (m_root / "ctl").string()},
+        {"BEAKER_REPLICA_RANK", std::to_string(rank)},
+        {"TOTAL_NODES", std::to_string(m_nodes)},
+        {"GPUS_PER_NODE", "4"},
+        {"CONFIG_PATH", (m_root / "config.toml").string()},
+        {"OUTPUT_DIR", (m_root / "out").string()},
+        {"WORKING_DIR", (m_root / "work").string()},
+        {"SCRATCH", (m_root / "scratch").string()},
+        {"LAUNCH_ID", "0123456789abcdef0123456789abcdef"},
+        {"RENDEZVOUS_DIR", rdv().string()},
+        {"RENDEZVOUS_TIMEOUT_SECONDS", "30"},
+        {"WANDB_RUN_ID", "shared-run"},
+        {"PRIMEBEAKER_NODE_POLL_SECONDS", "0.1"},
+        {"PRIMEBEAKER_NODE_STOP_GRACE_SECONDS", "2"},
+        {"PRIMEBEAKER_NODE_GATEWAY_SETTLE_SECONDS", "0.2"},
+        {"PRIMEBEAKER_NODE_GATEWAY_PROBE_INTERVAL_SECONDS", "0.2"},
+        {"PRIMEBEAKER_NODE_HOST", "127.0.0.1"},
+        {"PRIMEBEAKER_NODE_LOCAL_ROOT", (m_root / "local").string()},
+    };
+    if (m_kind == "rl") {
+      // 3 nodes x 4 GPUs, trainer on 2 GPUs of node 0, tp 2: 1 + 2 + 2 inference ranks.
+      e["TOTAL_INFER_RANKS"] = std::to_string(1 + 2 * (m_nodes - 1));
+      e["TRAINER_GPU_COUNT"] = "2";
+      e["MIXED_INFER_GPU_COUNT"] = "2";
+      e["REGISTRY"] = "file://" + (m_root / "registry").string();
+      e["GATEWAY_PORT"] = std::to_string(m_gateway_port);
+      e["GATEWAY_WORKERS"] = "3";
+      e["REQUIRED_LITEREGISTRY_SERVICES"] = "{}";
+      e["LOCAL_SEARCH_MODEL_PATHS_JSON"] = R"(["localsearch:bc-rl-v1"])";
+    }
+    for (const auto &[k, v] : m_extra) {
+      e[k] = v;
+    }
+    return e;
+  }
+
+  // Starts every replica (ranks in `order`), each logging to <root>/replica.<rank>.log.
+  void start_all(std::vector<int> order = {}) {
+    if (order.empty()) {
+      for (int r = 0; r < m_nodes; ++r) {
+        order.push_back(r);
+      }
+    }
+    for (int r : order) {
+      start(r);
+    }
+  }
+
+  void start(int r) {
+    if (m_children.empty()) {
+      m_children.resize(m_nodes);
+      m_exit_codes.assign(m_nodes, -1);
+      m_exit_times.assign(m_nodes, {});
+    }
+    {
+      pb::proc::SpawnSpec spec;
+      spec.argv = {pb::test::binary_path().string(), "node", m_kind};
+      for (const auto &[k, v] : env(r)) {
+        spec.env[k] = v;
+      }
+      spec.cwd = m_root / "work";
+      write_file(log_path(r), "");
+      spec.out = pb::proc::Output::append_to(log_path(r));
+      spec.err = pb::proc::Output::append_to(log_path(r));
+      m_children[r] = pb::proc::Child::spawn(spec);
+    }
+  }
+
+  fs::path log_path(int rank) const {
+    return m_root / ("replica." + std::to_string(rank) + ".log");
+  }
+  std::string log(int rank) const { return read_file(log_path(rank)); }
+  pid_t pid(int rank) const { return m_children[rank].pid(); }
+
+  // Waits for every replica, returning their exit codes; records when each one exited.
+  std::vector<int> wait_all(std::chrono::seconds limit = 60s) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    for (;;) {
+      bool all = true;
+      for (int r = 0; r < m_nodes; ++r) {
+        if (m_exit_codes[r] >= 0) {
+          continue;
+        }
+        if (const auto status = m_children[r].poll()) {
+          m_exit_codes[r] = status->code();
+          m_exit_times[r] = std::chrono::steady_clock::now();
+        } else {
+          all = false;
+        }
+      }
+      if (all || std::chrono::steady_clock::now() > deadline) {
+        return m_exit_codes;
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+  }
+  std::chrono::steady_clock::time_point exit_time(int rank) const { return m_exit_times[rank]; }
+
+  // Blocks until `predicate` holds or 30 s pass.
+  static bool eventually(const std::function<bool()> &predicate, std::chrono::seconds limit = 30s) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (predicate()) {
+        return true;
+      }
+      std::this_thread::sleep_for(20ms);
+    }
+    return predicate();
+  }
+
+  // Pids every fake service recorded (ctl/pids/<program>-<rank>-<pid>).
+  std::vector<pid_t> recorded_pids(const std::string &program = "", int rank = -1) const {
+    std::vector<pid_t> pids;
+    for (const auto &entry : fs::directory_iterator(m_root / "ctl" / "pids")) {
+      const std::string name = entry.path().filename().string();
+      const auto first = name.find('-', program.empty() ? 0 : program.size());
+      const auto last = name.rfind('-');
+      if (!program.empty() && name.rfind(program + "-", 0) != 0) {
+        continue;
+      }
+      if (rank >= 0 && name.substr(first + 1, last - first - 1) != std::to_string(rank)) {
+        continue;
+      }
+      pids.push_back(static_cast<pid_t>(std::stoi(name.substr(last + 1))));
+    }
+    return pids;
+  }
+
+  fs::path attempt_dir() const {
+    const std::string attempt(read_file(rdv() / "attempt"));
+    return rdv() / ("attempt-" + attempt.substr(0, attempt.find('\n')));
+  }
+
+  std::string diagnostics() const {
+    std::string out;
+    for (int r = 0; r < m_nodes; ++r) {
+      out += "--- replica " + std::to_string(r) + "\n" + (fs::exists(log_path(r)) ? log(r) : "") +
+             "\n";
+    }
+    return out;
+  }
+
+private:
+  std::string m_kind;
+  int m_nodes;
+  pb::test::TempDir m_root;
+  pb::test::FakeBin m_fakes;
+  int m_gateway_port = 0;
+  std::map<std::string, std::string> m_extra;
+  std::vector<pb::proc::Child> m_children;
+  std::vector<int> m_exit_codes;
+  std::vector<std::chrono::steady_clock::time_point> m_exit_times;
+};
+
+std::vector<std::string> strings_after(const std::vector<std::string> &argv,
+                                       const std::string &flag) {
+  std::vector<std::string> out;
+  auto it = std::find(argv.begin(), argv.end(), flag);
+  for (++it; it < argv.end() && it->rfind("--", 0) != 0; ++it) {
+    out.push_back(*it);
+  }
+  return out;
+}
+
+void expect_no_survivors(const Cluster &cluster) {
+  for (const pid_t pid : cluster.recorded_pids()) {
+    EXPECT_TRUE(Cluster::eventually([&] { return !running(pid); }, 5s))
+        << "pid " << pid << " survived";
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+TEST(NodeRl, MissingEnvironmentExits2NamingTheVariable) {
+  Cluster cluster("rl", 1);
+  auto env = cluster.env(0);
+  env.erase("REGISTRY");
+  pb::test::RunOptions options;
+  options.env = env;
+  const auto r = pb::test::run_primebeaker({"node", "rl"}, options);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "primebeaker: error: missing required environment variable: REGISTRY\n");
+  EXPECT_TRUE(fs::is_empty(cluster.rdv())); // nothing published
+}
+
+TEST(NodeRl, ThreeReplicasSucceedWithEverythingWiredAsSpecified) {
+  Cluster cluster("rl", 3);
+  cluster.extra_env()["REQUIRED_LITEREGISTRY_SERVICES"] = R"({"terminal":2})";
+  cluster.extra_env()["PRIMEBEAKER_SETUP_COMMAND"] =
+      "echo setup-ran > \"$PB_CTL/setup.$BEAKER_REPLICA_RANK\"";
+  cluster.extra_env()["PRIMEBEAKER_MANAGED_SERVICE_EXPERIMENT_ID"] = "01SERVICESTACK";
+  cluster.extra_env()["BEAKER_TOKEN"] = "token";
+  // Runtime state of an interrupted run: checkpoint 4 is where it resumes from.
+  const fs::path out = cluster.root() / "out";
+  for (const char *d : {"checkpoints/step_4",
+                        "rollouts/step_3",
+                        "rollouts/step_5",
+                        "run_default/rollouts/step_4",
+                        "run_default/broadcasts/step_6"}) {
+    fs::create_directories(out / d);
+  }
+  cluster.start_all({2, 1, 0}); // order must not matter
+  // The required-service barrier holds rank 0 until two terminal servers are live.
+  std::this_thread::sleep_for(500ms);
+  EXPECT_TRUE(cluster.fakes().calls("torchrun").empty());
+  for (int i = 0; i < 2; ++i) {
+    pb::test::RunOptions o;
+    const auto reg = pb::test::run_primebeaker({"registry",
+                                                "register",
+                                                "--registry",
+                                                "file://" + (cluster.root() / "registry").string(),
+                                                "--service",
+                                                "terminal",
+                                                "--uri",
+                                                "http://10.0.0.9:" + std::to_string(2000 + i)},
+                                               o);
+    ASSERT_EQ(reg.exit_code, 0) << reg.err;
+  }
+  const auto codes = cluster.wait_all();
+  ASSERT_EQ(codes, (std::vector<int>{0, 0, 0})) << cluster.diagnostics();
+
+  // Setup command on every replica, in the working dir.
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(read_file(cluster.ctl("setup." + std::to_string(r))), "setup-ran\n");
+  }
+  // Config materialisation through the (fake) Prime-RL code, with the namespace rewrite.
+  const auto validated = nlohmann::json::parse(read_file(cluster.ctl("validated.json")));
+  EXPECT_EQ(validated["orchestrator"]["train"]["source"][0]["legacy"]["id"],
+            "primebeaker.environments.jtc_label_env");
+  EXPECT_EQ(validated["orchestrator"]["eval"]["source"][0]["legacy"]["id"], "my_own_env");
+  EXPECT_TRUE(validated.contains("slurm"));
+  const fs::path configs = cluster.root() / "out" / "configs";
+  EXPECT_NE(read_file(configs / "trainer.toml").find("fake trainer config"), std::string::npos);
+  const fs::path runtime = cluster.attempt_dir() / "runtime";
+  EXPECT_EQ(read_file(runtime / "runtime.ready"), "ready\n");
+  const std::string runtime_env = read_file(runtime / "runtime.env");
+  EXPECT_NE(runtime_env.find("export ROUTER_POLICY=cache_aware\n"), std::string::npos);
+  EXPECT_NE(runtime_env.find("export INFERENCE_TP=2\n"), std::string::npos);
+  EXPECT_NE(read_file(runtime / "trainer.env").find("export TRAINER_ONLY=yes\n"),
+            std::string::npos);
+
+  // Inference servers: 1 on rank 0 (GPUs 2,3), 2 on ranks 1 and 2, each with its cache dir.
+  const auto inference = cluster.fakes().calls("inference");
+  ASSERT_EQ(inference.size(), 5U);
+  std::multiset<std::string> slices;
+  for (const auto &call : inference) {
+    const std::string rank = call.env.at("BEAKER_REPLICA_RANK");
+    slices.insert(rank + ":" + call.env.at("CUDA_VISIBLE_DEVICES") + ":" + call.argv[6]);
+    const std::string k = call.argv[6] == "8100" ? "0" : "1";
+    const fs::path cache = cluster.root() / "local" /
+                           ("primebeaker-rl-0123456789abcdef0123456789abcdef-" + rank) /
+                           "inference" / ("node_" + rank + "_rank" + k);
+    EXPECT_EQ(call.env.at("VLLM_CACHE_ROOT"), (cache / "vllm").string());
+    EXPECT_EQ(call.env.at("TORCHINDUCTOR_CACHE_DIR"), (cache / "inductor").string());
+    EXPECT_EQ(call.env.at("VLLM_RPC_BASE_PATH"), (cache / "rpc").string());
+    EXPECT_EQ(call.env.at("PB_INFERENCE_DEFAULT"), "inference");
+    EXPECT_EQ(call.env.at("MASTER_ADDR"), "127.0.0.1");
+    EXPECT_EQ(std::vector<std::string>(call.argv.begin() + 1, call.argv.begin() + 5),
+              (std::vector<std::string>{
+                  "@", (configs / "inference.toml").string(), "--server.host", "0.0.0.0"}));
+  }
+  EXPECT_EQ(slices,
+            (std::multiset<std::string>{
+                "0:2,3:8100", "1:0,1:8100", "1:2,3:8101", "2:0,1:8100", "2:2,3:8101"}));
+
+  // Router on rank 0 over all five workers.
+  const auto router = cluster.fakes().calls("vllm-router");
+  ASSERT_EQ(router.size(), 1U);
+  EXPECT_EQ(strings_after(router[0].argv, "--worker-urls").size(), 5U);
+  EXPECT_EQ(strings_after(router[0].argv, "--policy"), std::vector<std::string>{"cache_aware"});
+  EXPECT_EQ(strings_after(router[0].argv, "--prometheus-port"), std::vector<std::string>{"29000"});
+  EXPECT_EQ(read_file(cluster.attempt_dir() / "router.url"), "http://127.0.0.1:8000/v1\n");
+
+  // Trainer and orchestrator on rank 0.
+  const auto trainer = cluster.fakes().calls("torchrun");
+  ASSERT_EQ(trainer.size(), 1U);
+  EXPECT_EQ(trainer[0].env.at("CUDA_VISIBLE_DEVICES"), "0,1");
+  EXPECT_EQ(trainer[0].env.at("WANDB_SHARED_LABEL"), "trainer");
+  EXPECT_EQ(trainer[0].env.at("WANDB_RUN_ID"), "shared-run");
+  EXPECT_EQ(trainer[0].env.at("TRAINER_ONLY"), "yes");
+  EXPECT_EQ(trainer[0].env.at("PB_TRAINER_DEFAULT"), "trainer");
+  EXPECT_EQ(trainer[0].cwd, (cluster.root() / "work").string());
+  EXPECT_EQ(trainer[0].argv[4], "--nproc-per-node=2");
+  EXPECT_EQ(trainer[0].argv.back(), (configs / "trainer.toml").string());
+  const auto orchestrator = cluster.fakes().calls("orchestrator");
+  ASSERT_EQ(orchestrator.size(), 1U);
+  EXPECT_EQ(orchestrator[0].env.at("WANDB_SHARED_LABEL"), "orchestrator");
+  EXPECT_EQ(strings_after(orchestrator[0].argv, "--model.client.base-url"),
+            std::vector<std::string>{"http://127.0.0.1:8000/v1"});
+  EXPECT_EQ(strings_after(orchestrator[0].argv, "--model.client.admin-base-url").size(), 5U);
+  // The trainer's rank prefix is stripped in its node log.
+  EXPECT_NE(
+      read_file(cluster.root() / "out/logs/trainer/node_0.log").find("trainer step 1 on node 0\n"),
+      std::string::npos);
+
+  // The gateway ran on rank 0 only, with the flags of launch.md §3.5, and was probed.
+  int gateways = 0;
+  for (const auto &entry : fs::directory_iterator(cluster.root() / "ctl")) {
+    if (entry.path().filename().string().rfind("gateway.", 0) == 0) {
+      ++gateways;
+      const auto g = nlohmann::json::parse(read_file(entry.path()));
+      EXPECT_EQ(g["rank"], "0");
+      EXPECT_EQ(g["argv"],
+                nlohmann::json({"--registry",
+                                "file://" + (cluster.root() / "registry").string(),
+                                "--port",
+                                std::to_string(cluster.gateway_port()),
+                                "--workers",
+                                "3",
+                                "--timeout",
+                                "800",
+                                "--judge-timeout",
+                                "800"}));
+    }
+  }
+  EXPECT_EQ(gateways, 1);
+  EXPECT_EQ(nlohmann::json::parse(read_file(cluster.ctl("search.json")))["model_path"],
+            "localsearch:bc-rl-v1");
+
+  // Stale rollouts/broadcasts above the resume step are gone, the rest kept.
+  EXPECT_TRUE(fs::exists(out / "rollouts/step_3"));
+  EXPECT_TRUE(fs::exists(out / "run_default/rollouts/step_4"));
+  EXPECT_FALSE(fs::exists(out / "rollouts/step_5"));
+  EXPECT_FALSE(fs::exists(out / "run_default/broadcasts/step_6"));
+  EXPECT_TRUE(fs::exists(out / "checkpoints/step_4"));
+  // Managed service cleanup: rank 0 stops the service stack once.
+  const auto beaker = cluster.fakes().calls("beaker");
+  ASSERT_EQ(beaker.size(), 1U);
+  EXPECT_EQ(beaker[0].argv,
+            (std::vector<std::string>{"beaker", "experiment", "stop", "01SERVICESTACK"}));
+  EXPECT_EQ(beaker[0].env.at("BEAKER_REPLICA_RANK"), "0");
+
+  // Published outcome; nothing left running.
+  EXPECT_EQ(read_file(cluster.attempt_dir() / "status.0"), "0 mixed\n");
+  EXPECT_EQ(read_file(cluster.attempt_dir() / "status.1"), "0 inference\n");
+  EXPECT_TRUE(fs::exists(cluster.attempt_dir() / "complete"));
+  EXPECT_FALSE(fs::exists(cluster.attempt_dir() / "shutdown.requested"));
+  expect_no_survivors(cluster);
+}
+
+TEST(NodeRl, TrainerFailureOnRank0StopsEveryReplicaWithin10Seconds) {
+  Cluster cluster("rl", 3);
+  write_file(cluster.ctl("fail-torchrun-0"), "");
+  cluster.start_all();
+  const auto codes = cluster.wait_all();
+  ASSERT_EQ(codes, (std::vector<int>{7, 92, 92})) << cluster.diagnostics();
+  for (int r : {1, 2}) {
+    EXPECT_LT(cluster.exit_time(r) - cluster.exit_time(0), 10s);
+    EXPECT_NE(cluster.log(r).find(
+                  "shutdown requested by a peer: Prime-RL node 0 (mixed) exited with code 7"),
+              std::string::npos)
+        << cluster.log(r);
+  }
+  EXPECT_NE(cluster.log(0).find("primebeaker: error: trainer failed (exit code 7)"),
+            std::string::npos);
+  EXPECT_EQ(read_file(cluster.attempt_dir() / "status.0"), "7 mixed\n");
+  EXPECT_EQ(read_file(cluster.attempt_dir() / "status.2"), "92 inference\n");
+  expect_no_survivors(cluster);
+}
+
+TEST(NodeRl, InferenceFailureOnRank2StopsRank0) {
+  Cluster cluster("rl", 3);
+  write_file(cluster.ctl("hang-torchrun"), "");
+  write_file(cluster.ctl("fail-inference-2"), "");
+  cluster.start_all();
+  const auto codes = cluster.wait_all();
+  EXPECT_EQ(codes[2], 3) << cluster.diagnostics();
+  EXPECT_EQ(codes[0], 92);
+  EXPECT_EQ(codes[1], 92);
+  EXPECT_NE(cluster.log(2).find("inference server"), std::string::npos);
+  EXPECT_EQ(read_file(cluster.attempt_dir() / "shutdown.requested"),
+            "Prime-RL node 2 (inference) exited with code 3\n");
+  expect_no_survivors(cluster); // the hanging trainer on rank 0 too
+}
+
+TEST(NodeRl, AnInferenceServerExitingCleanlyIsAnUnexpectedExit) {
+  Cluster cluster("rl", 2);
+  cluster.extra_env()["TOTAL_INFER_RANKS"] = "3";
+  write_file(cluster.ctl("hang-torchrun"), "");
+  write_file(cluster.ctl("quit-inference-1"), "");
+  cluster.start_all();
+  const auto codes = cluster.wait_all();
+  EXPECT_EQ(codes, (std::vector<int>{92, 91})) << cluster.diagnostics();
+  EXPECT_NE(cluster.log(1).find("exited cleanly while the job was still running"),
+            std::string::npos)
+      << cluster.log(1);
+  EXPECT_EQ(read_file(cluster.attempt_dir() / "status.1"), "91 inference\n");
+  expect_no_survivors(cluster);
+}
+
+TEST(NodeRl, SigtermStopsTheReplicaAndItsChildrenAndPublishesTheShutdown) {
+  Cluster cluster("rl", 3);
+  write_file(cluster.ctl("hang-torchrun"), "");
+  cluster.start_all();
+  ASSERT_TRUE(Cluster::eventually([&] {
+    return cluster.recorded_pids("inference", 1).size() == 2;
+  })) << cluster.diagnostics();
+  ASSERT_TRUE(Cluster::eventually([&] { return cluster.recorded_pids("torchrun", 0).size() == 1; }))
+      << cluster.diagnostics();
+  const auto rank1_children = cluster.recorded_pids("", 1);
+  ::kill(cluster.pid(1), SIGTERM);
+  const auto codes = cluster.wait_all();
+  EXPECT_EQ(codes, (std::vector<int>{92, 143, 92})) << cluster.diagnostics();
+  for (const pid_t pid : rank1_children) {
+    EXPECT_FALSE(running(pid));
+  }
+  EXPECT_EQ(read_file(cluster.attempt_dir() / "shutdown.requested"),
+            "Prime-RL node 1 (inference) exited with code 143\n");
+  EXPECT_NE(cluster.log(1).find("primebeaker: error: terminated (SIGTERM)"), std::string::npos);
+  expect_no_survivors(cluster);
+}
+
+TEST(NodeRl, FilesOfAnEarlierAttemptAreIgnored) {
+  Cluster cluster("rl", 3);
+  // What a crashed earlier attempt left: its attempt dir with a failure and stale hosts, plus the
+  // flat files of the reference layout.
+  const fs::path old = cluster.rdv() / "attempt-0000";
+  write_file(cluster.rdv() / "attempt", "0000\n");
+  write_file(cluster.rdv() / "join.1", "0000 oldnonce\n");
+  write_file(cluster.rdv() / "join.2", "0000 oldnonce\n");
+  write_file(old / "roster", "1 oldnonce\n2 oldnonce\n");
+  for (int r = 0; r < 3; ++r) {
+    write_file(old / ("host." + std::to_string(r)), "10.9.9.9\n");
+    write_file(old / ("layout." + std::to_string(r)), "0 4\n");
+    write_file(cluster.rdv() / ("host." + std::to_string(r)), "10.9.9.9\n");
+    write_file(cluster.rdv() / ("status." + std::to_string(r)), "1 inference\n");
+  }
+  write_file(old / "status.1", "1 inference\n");
+  write_file(old / "shutdown.requested", "Prime-RL node 1 (inference) exited with code 1\n");
+  write_file(old / "runtime/runtime.ready", "ready\n");
+  write_file(cluster.rdv() / "shutdown.requested", "old attempt\n");
+  // Peers start first and see the old attempt before rank 0 begins a new one.
+  cluster.start(1);
+  cluster.start(2);
+  std::this_thread::sleep_for(700ms);
+  EXPECT_EQ(read_file(cluster.rdv() / "join.1").rfind("0000 ", 0), 0U); // joined the old one
+  EXPECT_TRUE(cluster.fakes().calls("inference").empty());
+  cluster.start(0);
+  const auto codes = cluster.wait_all();
+  ASSERT_EQ(codes, (std::vector<int>{0, 0, 0})) << cluster.diagnostics();
+  EXPECT_NE(cluster.attempt_dir(), old);
+  for (const auto &call : cluster.fakes().calls("vllm-router")) {
+    for (const auto &url : strings_after(call.argv, "--worker-urls")) {
+      EXPECT_EQ(url.find("10.9.9.9"), std::string::npos) << url;
+    }
+  }
+}
+
+TEST(NodeRl, GatewayDyingBeforeReadinessStopsTheJob) {
+  Cluster cluster("rl", 2);
+  cluster.extra_env()["TOTAL_INFER_RANKS"] = "3";
+  write_file(cluster.ctl("gateway-fail"), "");
+  cluster.start_all();
+  const auto codes = cluster.wait_all();
+  EXPECT_EQ(codes, (std::vector<int>{4, 92})) << cluster.diagnostics();
+  EXPECT_NE(cluster.log(0).find("primebeaker: error: gateway failed (exit code 4)"),
+            std::string::npos)
+      << cluster.log(0);
+  EXPECT_TRUE(cluster.fakes().calls("torchrun").empty());
+  expect_no_survivors(cluster);
+}
+
+TEST(NodeRl, RequiredServiceBarrierTimesOut) {
+  Cluster cluster("rl", 2);
+  cluster.extra_env()["TOTAL_INFER_RANKS"] = "3";
+  cluster.extra_env()["REQUIRED_LITEREGISTRY_SERVICES"] = R"({"judge":1})";
+  cluster.extra_env()["RENDEZVOUS_TIMEOUT_SECONDS"] = "2";
+  cluster.start_all();
+  const auto codes = cluster.wait_all();
+  EXPECT_EQ(codes, (std::vector<int>{1, 92})) << cluster.diagnostics();
+  EXPECT_NE(
+      cluster.log(0).find("primebeaker: error: the required-service barrier failed: timed out "
+                          "after 2.0s waiting for services in file://" +
+                          (cluster.root() / "registry").string() +
+                          ": {\"judge\": {\"expected\": 1, \"observed\": 0}}\n"),
+      std::string::npos)
+      << cluster.log(0);
+  EXPECT_EQ(cluster.log(0).find("primebeaker: error: timed out"), std::string::npos); // said once
+  EXPECT_TRUE(cluster.fakes().calls("torchrun").empty());
+}
+
+TEST(NodeRl, InvalidConfigIsExit3NamingTheFileAndStopsPeers) {
+  Cluster cluster("rl", 2);
+  cluster.extra_env()["TOTAL_INFER_RANKS"] = "3";
+  write_file(cluster.root() / "config.toml",
+             "fail_validation = true\n" + read_file(cluster.root() / "config.toml"));
+  cluster.start_all();
+  const auto codes = cluster.wait_all();
+  EXPECT_EQ(codes, (std::vector<int>{3, 92})) << cluster.diagnostics();
+  EXPECT_NE(cluster.log(0).find("primebeaker: error: " + (cluster.root() / "config.toml").string() +
+                                ": 1 validation error for RLConfig\n  model.name\n"),
+            std::string::npos)
+      << cluster.log(0);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+TEST(NodeSft, ThreeNodesRunTorchrunWithTheirNodeRankAndRendezvousEndpoint) {
+  Cluster cluster("sft", 3);
+  cluster.start_all();
+  const auto codes = cluster.wait_all();
+  ASSERT_EQ(codes, (std::vector<int>{0, 0, 0})) << cluster.diagnostics();
+  const auto calls = cluster.fakes().calls("torchrun");
+  ASSERT_EQ(calls.size(), 3U);
+  std::set<std::string> ranks;
+  for (const auto &call : calls) {
+    const std::string rank = call.env.at("BEAKER_REPLICA_RANK");
+    ranks.insert(rank);
+    EXPECT_EQ(call.argv,
+              (std::vector<std::string>{"torchrun",
+                                        "--role=trainer",
+                                        "--nnodes=3",
+                                        "--nproc-per-node=4",
+                                        "--node-rank=" + rank,
+                                        "--rdzv-endpoint=127.0.0.1:29500",
+                                        "--rdzv-id=primebeaker_0123456789abcdef0123456789abcdef",
+                                        "--log-dir=" +
+                                            (cluster.root() / "out/logs/trainer/torchrun").string(),
+                                        "--tee=3",
+                                        "--redirects=3",
+                                        "--local-ranks-filter=0,1",
+                                        "-m",
+                                        "prime_rl.trainer.sft.train",
+                                        "@",
+                                        (cluster.root() / "out/configs/sft.toml").string()}));
+    EXPECT_EQ(call.env.at("MASTER_ADDR"), "127.0.0.1");
+    EXPECT_EQ(call.env.at("PB_TRAINER_DEFAULT"), "trainer");
+    EXPECT_EQ(call.env.at("XDG_CACHE_HOME"), (cluster.root() / "scratch/.cache").string());
+    EXPECT_EQ(
+        call.env.at("TMPDIR"),
+        (cluster.root() / "local" / ("primebeaker-sft-0123456789abcdef0123456789abcdef-" + rank))
+            .string());
+    EXPECT_NE(read_file(cluster.root() / ("out/logs/trainer/node_" + rank + ".log"))
+                  .find("trainer step 1 on node " + rank + "\n"),
+              std::string::npos);
+  }
+  EXPECT_EQ(ranks, (std::set<std::string>{"0", "1", "2"}));
+  EXPECT_NE(read_file(cluster.root() / "out/configs/sft.toml").find("fake sft config"),
+            std::string::npos);
+  EXPECT_EQ(read_file(cluster.attempt_dir() / "status.2"), "0 sft\n");
+  EXPECT_FALSE(fs::exists(cluster.attempt_dir() / "shutdown.requested"));
+}
+
+TEST(NodeSft, ANodeFailureStopsTheOthers) {
+  Cluster cluster("sft", 3);
+  write_file(cluster.ctl("hang-torchrun"), "");
+  cluster.start_all();
+  ASSERT_TRUE(Cluster::eventually([&] { return cluster.recorded_pids("torchrun").size() == 3; }))
+      << cluster.diagnostics();
+  // Kill node 1's trainer from outside, as a crash would.
+  for (const pid_t pid : cluster.recorded_pids("torchrun", 1)) {
+    ::kill(pid, SIGKILL);
+  }
+  const auto codes = cluster.wait_all();
+  EXPECT_EQ(codes, (std::vector<int>{92, 137, 92})) << cluster.diagnostics();
+  for (int r : {0, 2}) {
+    EXPECT_LT(cluster.exit_time(r) - cluster.exit_time(1), 10s);
+  }
+  EXPECT_EQ(read_file(cluster.attempt_dir() / "shutdown.requested"),
+            "SFT node 1 exited with code 137\n");
+  expect_no_survivors(cluster);
+}
+
+TEST(NodeSft, SigtermOnANodePublishesTheShutdown) {
+  Cluster cluster("sft", 2);
+  write_file(cluster.ctl("hang-torchrun"), "");
+  cluster.start_all();
+  ASSERT_TRUE(Cluster::eventually([&] { return cluster.recorded_pids("torchrun").size() == 2; }))
+      << cluster.diagnostics();
+  ::kill(cluster.pid(0), SIGTERM);
+  const auto codes = cluster.wait_all();
+  EXPECT_EQ(codes, (std::vector<int>{143, 92})) << cluster.diagnostics();
+  EXPECT_EQ(read_file(cluster.attempt_dir() / "shutdown.requested"),
+            "SFT node 0 exited with code 143\n");
+  expect_no_survivors(cluster);
+}
+
+} // namespace
