@@ -323,7 +323,7 @@ void become_subreaper() {
 
 namespace {
 
-std::vector<pid_t> direct_children() {
+std::vector<pid_t> direct_children(bool zombies_only = false) {
   std::vector<pid_t> result;
   const pid_t self = ::getpid();
   DIR *proc = ::opendir("/proc");
@@ -347,7 +347,8 @@ std::vector<pid_t> direct_children() {
     }
     char state = 0;
     int ppid = 0;
-    if (std::sscanf(line.c_str() + close + 1, " %c %d", &state, &ppid) == 2 && ppid == self) {
+    if (std::sscanf(line.c_str() + close + 1, " %c %d", &state, &ppid) == 2 && ppid == self &&
+        (!zombies_only || state == 'Z')) {
       result.push_back(static_cast<pid_t>(std::atoi(name)));
     }
   }
@@ -356,6 +357,15 @@ std::vector<pid_t> direct_children() {
 }
 
 } // namespace
+
+void reap_untracked_zombies(const std::vector<pid_t> &keep) {
+  for (const pid_t pid : direct_children(true)) {
+    if (std::find(keep.begin(), keep.end(), pid) == keep.end()) {
+      int status = 0;
+      ::waitpid(pid, &status, WNOHANG);
+    }
+  }
+}
 
 void kill_remaining_children(const std::vector<pid_t> &keep) {
   // Killing a child can orphan its own children onto us; repeat until none are left.

@@ -94,6 +94,7 @@ private:
   };
   void pump(Managed &m, bool final);
   std::vector<std::unique_ptr<Managed>> m_children;
+  std::chrono::steady_clock::time_point m_last_reap{};
 };
 
 // The path of this binary, for running our own `registry ...` subcommands.

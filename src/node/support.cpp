@@ -344,6 +344,18 @@ std::optional<std::pair<std::string, proc::ExitStatus>> Supervisor::wait_event(d
     }
   }
   Signals::sleep(seconds, fds);
+  // Orphans we inherited as a subreaper (or as PID 1 in a container) are reaped now and then.
+  const auto now = std::chrono::steady_clock::now();
+  if (now - m_last_reap > std::chrono::seconds(5)) {
+    m_last_reap = now;
+    std::vector<pid_t> tracked;
+    for (auto &m : m_children) {
+      if (!m->child.poll()) {
+        tracked.push_back(m->child.pid());
+      }
+    }
+    proc::reap_untracked_zombies(tracked);
+  }
   return collect();
 }
 

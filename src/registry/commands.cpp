@@ -249,7 +249,7 @@ struct WaitCommandOptions {
   std::string registry;
   double timeout = 0;
   std::string stop_file;
-  double poll_interval = 0.25;
+  double poll_interval = 0.1;
   std::vector<std::string> require;
   std::string requirements_json;
   double window = k_default_heartbeat_window;

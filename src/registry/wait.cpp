@@ -161,7 +161,7 @@ ServiceWaitResult wait_for_services(Registry &registry,
         result.status = WaitStatus::ready;
         break;
       }
-    } catch (const Error &error) {
+    } catch (const std::exception &error) { // every read failure is retried until the deadline
       result.last_error = error.what();
     }
     if (options.progress) {
@@ -217,7 +217,7 @@ RedisWaitResult wait_for_redis(Registry &registry, const WaitOptions &options) {
       result.last_error.reset();
       result.status = WaitStatus::ready;
       break;
-    } catch (const Error &error) {
+    } catch (const std::exception &error) { // every read failure is retried until the deadline
       result.last_error = error.what();
     }
     if (options.progress) {

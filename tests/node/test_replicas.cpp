@@ -216,6 +216,9 @@ public:
     m_fakes.add("inference",
                 remember_pid + "if [ -e " + ctl +
                     "/fail-inference-$BEAKER_REPLICA_RANK ]; then sleep 0.5; exit 3; fi\n"
+                    "if [ -e " +
+                    ctl +
+                    "/quit-inference-$BEAKER_REPLICA_RANK ]; then sleep 0.5; exit 0; fi\n"
                     "exec sleep 1000");
     m_fakes.add("vllm-router", remember_pid + "exec sleep 1000");
     m_fakes.add("orchestrator", remember_pid + "sleep 0.3; exit 0");
@@ -637,6 +640,21 @@ TEST(NodeRl, InferenceFailureOnRank2StopsRank0) {
   EXPECT_EQ(read_file(cluster.attempt_dir() / "shutdown.requested"),
             "Prime-RL node 2 (inference) exited with code 3\n");
   expect_no_survivors(cluster); // the hanging trainer on rank 0 too
+}
+
+TEST(NodeRl, AnInferenceServerExitingCleanlyIsAnUnexpectedExit) {
+  Cluster cluster("rl", 2);
+  cluster.extra_env()["TOTAL_INFER_RANKS"] = "3";
+  write_file(cluster.ctl("hang-torchrun"), "");
+  write_file(cluster.ctl("quit-inference-1"), "");
+  cluster.start_all();
+  const auto codes = cluster.wait_all();
+  EXPECT_EQ(codes, (std::vector<int>{92, 91})) << cluster.diagnostics();
+  EXPECT_NE(cluster.log(1).find("exited cleanly while the job was still running"),
+            std::string::npos)
+      << cluster.log(1);
+  EXPECT_EQ(read_file(cluster.attempt_dir() / "status.1"), "91 inference\n");
+  expect_no_survivors(cluster);
 }
 
 TEST(NodeRl, SigtermStopsTheReplicaAndItsChildrenAndPublishesTheShutdown) {

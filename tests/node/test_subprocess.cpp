@@ -146,4 +146,24 @@ TEST(Child, OrphansInOtherGroupsAreFoundAfterBecomingSubreaper) {
   EXPECT_FALSE(alive(escaped));
 }
 
+TEST(Child, UntrackedZombiesAreReapedTrackedOnesAreLeftAlone) {
+  pb::test::TempDir dir;
+  pb::proc::become_subreaper();
+  auto tracked = Child::spawn(bash("exit 5"));
+  // An orphan that exits: as subreaper we inherit it, and it turns into our zombie.
+  auto parent =
+      Child::spawn(bash("(echo $BASHPID > " + (dir / "pid").string() + "; sleep 0.2) & exit 0"));
+  const pid_t orphan = read_pid(dir / "pid");
+  ASSERT_GT(orphan, 0);
+  parent.wait();
+  ASSERT_TRUE(std::filesystem::exists("/proc/" + std::to_string(orphan)));
+  for (int i = 0; i < 200 && alive(orphan); ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+  std::this_thread::sleep_for(50ms); // tracked has exited by now as well
+  pb::proc::reap_untracked_zombies({tracked.pid()});
+  EXPECT_FALSE(std::filesystem::exists("/proc/" + std::to_string(orphan))); // reaped
+  EXPECT_EQ(tracked.wait().code(), 5); // its status was not stolen
+}
+
 } // namespace

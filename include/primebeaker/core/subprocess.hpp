@@ -97,4 +97,8 @@ void become_subreaper();
 // exited. With become_subreaper() this covers orphaned grandchildren too.
 void kill_remaining_children(const std::vector<pid_t> &keep = {});
 
+// Reaps exited children of this process that are not in `keep` (orphans a subreaper or PID 1
+// inherited), so they do not pile up as zombies during a long run. Never blocks.
+void reap_untracked_zombies(const std::vector<pid_t> &keep);
+
 } // namespace pb::proc

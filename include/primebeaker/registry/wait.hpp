@@ -26,7 +26,7 @@ Requirements parse_requirements_json(const std::string &json_object);
 // sleep that advances a fake clock makes a 30-minute timeout take no real time.
 struct WaitOptions {
   std::chrono::milliseconds timeout{1800 * 1000};
-  std::chrono::milliseconds poll_interval{250};
+  std::chrono::milliseconds poll_interval{100};
   std::optional<std::filesystem::path> stop_file; // exists as a regular file -> stop
   double heartbeat_window = k_default_heartbeat_window;
   Clock *clock = nullptr;                               // nullptr: the system clock

@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: MIT
+// `primebeaker run preview|launch --config run.yaml` (resume-run-services.md §2): a LiteRegistry
+// service stack and the RL experiment that uses it, from one strict primebeaker.run/v1 file.
+#pragma once
+
+#include <primebeaker/core/json.hpp>
+#include <primebeaker/launch/launch.hpp>
+#include <primebeaker/services/launcher.hpp>
+#include <primebeaker/services/yaml_tree.hpp>
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pb::toml {
+class Document;
+}
+namespace pb::beaker {
+class Client;
+}
+
+namespace pb::run {
+
+inline constexpr std::string_view k_run_schema = "primebeaker.run/v1";
+inline constexpr std::string_view k_managed_id_env = "PRIMEBEAKER_MANAGED_SERVICE_EXPERIMENT_ID";
+inline constexpr std::string_view k_managed_token_env = "BEAKER_TOKEN";
+inline constexpr std::string_view k_preview_placeholder = "<created-at-launch>";
+
+// A validated run YAML: the service config for LiteRegistry's base launcher, the RL launch
+// options (aliases converted, registry derived; the lifecycle not yet injected) and the lifecycle.
+struct RunConfig {
+  std::filesystem::path config_path;             // the YAML, absolute
+  services::Stack stack = services::Stack::base; // service_stack: (a primebeaker extension)
+  services::LauncherConfig service;
+  launch::LaunchOptions rl;
+  std::string rl_toml_location; // "run.yaml:L:C" of rl.toml, for messages
+  bool cleanup_service_on_training_exit = true;
+  std::string beaker_token_secret = "BEAKER_TOKEN";
+};
+
+// Checks and converts a parsed run YAML (schema, keys, $VAR expansion, rl aliases, rl.toml
+// relative to the YAML's directory, registry derivation). `yaml_path` is absolute. Every error
+// names the file and line:column (pb::Error exit 3). Pure.
+RunConfig load_run_config(const services::YamlDocument &document,
+                          const std::filesystem::path &yaml_path,
+                          const std::map<std::string, std::string> &env);
+
+// rl.registry when the YAML gives none: service.registry verbatim, else head+<head_registry>
+// (unless already head+...), else nothing. Pure.
+std::optional<std::string> derive_registry(const services::LauncherConfig &service);
+
+// The RL options with trainer-owned cleanup injected: PRIMEBEAKER_MANAGED_SERVICE_EXPERIMENT_ID
+// and the BEAKER_TOKEN secret when the lifecycle asks for it, after checking that the TOML is
+// multi-node and that the YAML does not set either itself. Throws pb::Error exit 3. Pure.
+launch::LaunchOptions rl_options_with_lifecycle(const RunConfig &config,
+                                                const toml::Document &rl_toml,
+                                                const std::string &service_experiment_id);
+
+// The service experiment IDs in a LiteRegistry launch receipt (resume-run-services.md §2.8):
+// under "beaker" (or the receipt itself), records' experiment_id / experimentId / id, then
+// "experiment" / "experiments"; de-duplicated in order. Pure.
+std::vector<std::string> receipt_experiment_ids(const OrderedJson &receipt);
+
+// What run launch talks to.
+struct RunEffects {
+  services::LiteRegistry &services;
+  launch::LaunchEffects &launch;
+  beaker::Client &beaker; // rollback: beaker experiment stop
+};
+
+// Everything besides the config: the loaded TOML and the launch inputs (environment, cwd,
+// launch id) the RL plan is made from.
+struct RunInputs {
+  const toml::Document *rl_toml = nullptr;
+  launch::LaunchInputs launch;
+};
+
+// preview: the service preview, then the RL preview with the placeholder ID; submits nothing
+// and writes nothing (unless rl.write_spec). Returns {"service": ..., "rl": ...}.
+OrderedJson run_preview(const RunConfig &config, const RunInputs &inputs, RunEffects &effects);
+
+// launch: validates the RL half first, launches the services, reads the one service experiment
+// ID from the receipt (an error naming what was launched if it cannot), submits RL, and stops
+// the service experiment if that fails (both errors reported if the stop fails too).
+// Returns {"service_experiment_id", "service", "rl"}.
+OrderedJson run_launch(const RunConfig &config, const RunInputs &inputs, RunEffects &effects);
+
+} // namespace pb::run

@@ -1,0 +1,230 @@
+// SPDX-License-Identifier: MIT
+// The effects of a joint run: service stack first, then RL, with rollback; and the CLI.
+#include <primebeaker/beaker/client.hpp>
+#include <primebeaker/core/command_tree.hpp>
+#include <primebeaker/core/env.hpp>
+#include <primebeaker/core/error.hpp>
+#include <primebeaker/core/fs.hpp>
+#include <primebeaker/core/text.hpp>
+#include <primebeaker/run/run.hpp>
+#include <primebeaker/toml/value.hpp>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+#include <iostream>
+
+namespace pb::run {
+namespace {
+
+std::string service_name(const OrderedJson &receipt) {
+  if (receipt.is_object() && receipt.contains("experiment_name") &&
+      receipt["experiment_name"].is_string()) {
+    return receipt["experiment_name"].get<std::string>();
+  }
+  return "(unnamed)";
+}
+
+volatile std::sig_atomic_t g_interrupted = 0;
+
+extern "C" void remember_signal(int signal) {
+  g_interrupted = signal;
+}
+
+// While alive, SIGINT and SIGTERM are remembered instead of killing us, so that an interrupted
+// RL submission (the beaker child dies with the terminal's signal) still rolls the services back.
+class InterruptGuard {
+public:
+  InterruptGuard() {
+    g_interrupted = 0;
+    struct sigaction action {};
+    action.sa_handler = remember_signal;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(SIGINT, &action, &m_old_int);
+    ::sigaction(SIGTERM, &action, &m_old_term);
+  }
+  ~InterruptGuard() {
+    ::sigaction(SIGINT, &m_old_int, nullptr);
+    ::sigaction(SIGTERM, &m_old_term, nullptr);
+  }
+  InterruptGuard(const InterruptGuard &) = delete;
+  InterruptGuard &operator=(const InterruptGuard &) = delete;
+  static int signal() { return g_interrupted; }
+
+private:
+  struct sigaction m_old_int {};
+  struct sigaction m_old_term {};
+};
+
+// Stops the service experiment after a failed RL submission and says so under the original
+// error, which keeps its message and exit code.
+[[noreturn]] void roll_back(Error error, const std::string &service_id, beaker::Client &beaker) {
+  if (const int signal = InterruptGuard::signal(); signal != 0) {
+    error = Error(signal == SIGTERM ? ExitCode::terminated : ExitCode::interrupted,
+                  fmt::format("interrupted while submitting RL ({})", error.what()),
+                  error.context());
+  }
+  try {
+    beaker.stop_experiment(service_id);
+    error.add_context(fmt::format("stopped service experiment {} (rollback)", service_id));
+  } catch (const Error &stop_error) {
+    error.add_context(fmt::format(
+        "also failed to stop service experiment {}: {}", service_id, stop_error.what()));
+    for (const auto &line : stop_error.context()) {
+      error.add_context("  " + line);
+    }
+    error.add_context(fmt::format("it is still running: beaker experiment stop {}", service_id));
+  }
+  throw error;
+}
+
+// The RL plan; a flag error from the launch layer is a bad run YAML here (its rl: keys are the
+// flags), so it becomes exit 3 and says where the setting lives.
+launch::LaunchPlan plan_rl(const RunConfig &config,
+                           const RunInputs &inputs,
+                           const std::string &service_experiment_id) {
+  const auto options = rl_options_with_lifecycle(config, *inputs.rl_toml, service_experiment_id);
+  try {
+    return launch::make_plan(options, inputs.launch);
+  } catch (const Error &error) {
+    if (error.code() != static_cast<int>(ExitCode::usage)) {
+      throw;
+    }
+    Error wrapped(ExitCode::bad_input, error.what(), error.context());
+    wrapped.add_context(fmt::format("in the rl: section of {} (each --flag is the rl key of the "
+                                    "same name in snake_case)",
+                                    config.config_path.string()));
+    throw wrapped;
+  }
+}
+
+} // namespace
+
+OrderedJson run_preview(const RunConfig &config, const RunInputs &inputs, RunEffects &effects) {
+  OrderedJson result;
+  result["service"] = effects.services.preview(config.service);
+  const auto plan = plan_rl(config, inputs, std::string(k_preview_placeholder));
+  result["rl"] = launch::execute_preview(plan, effects.launch);
+  return result;
+}
+
+OrderedJson run_launch(const RunConfig &config, const RunInputs &inputs, RunEffects &effects) {
+  // Everything about the RL half that can be checked is checked before anything is launched,
+  // so a typo in the RL settings never creates (and then stops) a service experiment.
+  plan_rl(config, inputs, std::string(k_preview_placeholder));
+
+  const OrderedJson receipt = effects.services.submit(config.service);
+  const auto ids = receipt_experiment_ids(receipt);
+  if (ids.size() != 1) {
+    const std::string name = service_name(receipt);
+    Error error = failure(fmt::format(
+        "LiteRegistry launch receipt did not contain exactly one service experiment ID (found "
+        "{}); RL was not submitted",
+        ids.empty() ? std::string("none") : "[" + text::join(ids, ", ") + "]"));
+    error.add_context(fmt::format("service experiment {} was launched and is NOT stopped", name));
+    error.add_context(fmt::format("receipt: {}", receipt.dump()));
+    for (const auto &id : ids) {
+      error.add_context(fmt::format("to stop it: beaker experiment stop {}", id));
+    }
+    throw error;
+  }
+  const std::string &service_id = ids.front();
+  spdlog::info("service experiment {} launched; submitting RL", service_id);
+
+  OrderedJson rl;
+  const InterruptGuard guard;
+  try {
+    rl = launch::execute_submit(plan_rl(config, inputs, service_id), effects.launch);
+    if (InterruptGuard::signal() != 0) {
+      // Too late to take it back: the RL run exists and needs its services.
+      spdlog::warn("interrupted, but the RL experiment was already submitted; nothing was stopped");
+    }
+  } catch (const Error &error) {
+    roll_back(error, service_id, effects.beaker);
+  } catch (const std::exception &error) {
+    roll_back(
+        failure(fmt::format("RL submission failed: {}", error.what())), service_id, effects.beaker);
+  }
+  OrderedJson result;
+  result["service_experiment_id"] = service_id;
+  result["service"] = receipt;
+  result["rl"] = rl;
+  return result;
+}
+
+namespace {
+
+struct RunCommandOptions {
+  std::string config_path;
+  std::optional<std::string> python;
+};
+
+void run_command(const RunCommandOptions &options, bool submit) {
+  if (options.config_path.empty()) {
+    throw usage_error("--config RUN.yaml is required");
+  }
+  const auto env = env::snapshot();
+  std::filesystem::path yaml_path(options.config_path);
+  if (options.config_path == "~" || text::starts_with(options.config_path, "~/")) {
+    if (const auto home = env.find("HOME"); home != env.end()) {
+      yaml_path = home->second + options.config_path.substr(1);
+    }
+  }
+  const auto text = fs::read_file(yaml_path);
+  const auto document = services::parse_yaml(text, options.config_path);
+  std::error_code ec;
+  auto absolute = std::filesystem::weakly_canonical(std::filesystem::absolute(yaml_path), ec);
+  const RunConfig config = load_run_config(document, ec ? yaml_path : absolute, env);
+
+  const auto rl_toml = toml::Document::load(config.rl.toml);
+  RunInputs inputs;
+  inputs.rl_toml = &rl_toml;
+  inputs.launch.program = launch::Program::rl;
+  inputs.launch.document = &rl_toml;
+  inputs.launch.config_path = config.rl.toml;
+  inputs.launch.cwd = std::filesystem::current_path();
+  inputs.launch.environment = env;
+  inputs.launch.launch_id = launch::choose_launch_id(env, launch::random_hex_id());
+
+  proc::SystemRunner runner;
+  services::LiteRegistry literegistry(runner, services::resolve_python(options.python, env));
+  if (const auto beaker_env = env.find("PRIMEBEAKER_BEAKER"); beaker_env != env.end()) {
+    const auto path = env.find("PATH");
+    literegistry.use_beaker(beaker_env->second, path != env.end() ? path->second : "/usr/bin:/bin");
+  }
+  fs::RealFileSystem files;
+  beaker::Client beaker(runner, beaker::program_from_environment(env));
+  launch::LaunchEffects launch_effects{files, beaker};
+  RunEffects effects{literegistry, launch_effects, beaker};
+  print_json(std::cout,
+             submit ? run_launch(config, inputs, effects) : run_preview(config, inputs, effects));
+}
+
+void register_run_command(cli::CommandTree &tree, std::string_view name, bool submit) {
+  CLI::App &command = tree.command(
+      {"run", name},
+      submit ? "Launch the LiteRegistry services of a run YAML, then its RL experiment (the "
+               "services are stopped again if the RL submission fails)"
+             : "Preview the services and the RL experiment of a run YAML (submits nothing)");
+  auto &options = tree.make_options<RunCommandOptions>();
+  command.add_option("config", options.config_path, "The primebeaker.run/v1 YAML")
+      ->type_name("FILE");
+  command.add_option(cli::flag("config"), options.config_path, "The primebeaker.run/v1 YAML")
+      ->type_name("FILE");
+  command.add_option(cli::flag("python"),
+                     options.python,
+                     "Python interpreter that has LiteRegistry's launchers "
+                     "(default: $PRIMEBEAKER_PYTHON, else python3)");
+  command.callback([&options, submit] { run_command(options, submit); });
+}
+
+} // namespace
+
+void register_commands(cli::CommandTree &tree) {
+  tree.command({"run"}, "A LiteRegistry service stack and the RL run that uses it, from one YAML");
+  register_run_command(tree, "preview", false);
+  register_run_command(tree, "launch", true);
+}
+
+} // namespace pb::run
