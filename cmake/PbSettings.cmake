@@ -32,8 +32,3 @@ endif()
 if(EXISTS "${PROJECT_SOURCE_DIR}/.git" OR DEFINED ENV{CI})
   target_compile_options(pb_warnings INTERFACE -Werror)
 endif()
-# GCC 12 at -O2/-O3 reports -Wrestrict inside libstdc++ for `"literal" + std::string` (GCC bug
-# 105329), which broke Release builds (.ci/demo) under -Werror.
-if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 13)
-  target_compile_options(pb_warnings INTERFACE -Wno-restrict)
-endif()
