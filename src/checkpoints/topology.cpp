@@ -1,37 +1,13 @@
 // SPDX-License-Identifier: MIT
 #include <primebeaker/checkpoints/topology.hpp>
 #include <primebeaker/core/error.hpp>
+#include <primebeaker/primerl/config.hpp>
 
 namespace pb::checkpoints {
 
 namespace {
 
 namespace fs = std::filesystem;
-
-// A positive integer at `path`, or `fallback` when absent; anything else is a clear exit 3.
-std::int64_t positive_integer(const toml::Document &document,
-                              std::initializer_list<std::string_view> path,
-                              std::int64_t fallback) {
-  const toml::Value *value = document.root().find_path(path);
-  std::string dotted;
-  for (const auto key : path) {
-    dotted += (dotted.empty() ? "" : ".") + std::string(key);
-  }
-  if (value == nullptr) {
-    return fallback;
-  }
-  const auto number = value->integer();
-  if (!number) {
-    throw input_error(document.location(*value) + ": " + dotted +
-                      " must be a positive integer, not a " +
-                      std::string(toml::type_name(value->type())));
-  }
-  if (*number < 1) {
-    throw input_error(document.location(*value) + ": " + dotted +
-                      " must be a positive integer, got " + std::to_string(*number));
-  }
-  return *number;
-}
 
 const std::string *string_at(const toml::Document &document,
                              std::initializer_list<std::string_view> path,
@@ -49,38 +25,25 @@ const std::string *string_at(const toml::Document &document,
 } // namespace
 
 bool is_post_v0_8_0(const toml::Document &document) {
-  const auto &root = document.root();
-  const auto is_table = [&](std::string_view key) {
-    const auto *value = root.find(key);
-    return value != nullptr && value->is(toml::Type::table);
-  };
-  return is_table("resume") || is_table("monitors") || is_table("run") ||
-         (root.find("clean") != nullptr && root.find("deployment") != nullptr);
+  return primerl::detect_generation(document).generation == primerl::Generation::post_v0_8;
 }
 
 int expected_trainer_ranks(const toml::Document &document) {
-  const std::string *type = string_at(document, {"deployment", "type"}, "deployment.type");
-  std::int64_t ranks = 0;
-  if (type != nullptr && *type == "multi_node") {
-    ranks = positive_integer(document, {"trainer", "model", "cp"}, 1) *
-            positive_integer(document, {"trainer", "model", "dp_replicate"}, 1);
-  } else if (type == nullptr || *type == "single_node") {
-    ranks = positive_integer(document, {"deployment", "num_train_gpus"}, 1);
-  } else {
-    const auto *value = document.root().find_path({"deployment", "type"});
-    throw input_error(document.location(*value) +
-                      ": deployment.type must be \"single_node\" or "
-                      "\"multi_node\", got \"" +
-                      *type + "\"");
-  }
-  if (ranks > 1 << 20) {
-    throw input_error(document.source_name() + ": " + std::to_string(ranks) +
-                      " trainer ranks is not a plausible trainer world size");
-  }
+  // The GPU accounting is primerl's (launch.md §2.4): the same numbers the launch used.
+  const auto type = primerl::read_deployment_type(document);
+  const std::int64_t ranks = type == primerl::DeploymentType::multi_node
+                                 ? primerl::read_multi_node_rl(document).trainer_gpus
+                                 : primerl::read_single_node_rl(document).num_train_gpus;
   return static_cast<int>(ranks);
 }
 
 CheckpointSource source_from_toml(const toml::Document &document, const fs::path &cwd) {
+  if (is_post_v0_8_0(document)) {
+    const auto info = primerl::detect_generation(document);
+    throw input_error(document.source_name() + ": a post-v0.8.0 Prime-RL config (" + info.evidence +
+                      "); its checkpoints live in <output_dir>/<run.name>/checkpoints/step_N/"
+                      "{trainer,orchestrator}: list them with --output-dir RUN_DIR --ranks N");
+  }
   const int ranks = expected_trainer_ranks(document);
   const std::string *output = string_at(document, {"output_dir"}, "output_dir");
   fs::path output_dir = output != nullptr ? fs::path(*output) : fs::path("outputs");
@@ -90,22 +53,6 @@ CheckpointSource source_from_toml(const toml::Document &document, const fs::path
   output_dir = output_dir.lexically_normal();
   if (!output_dir.empty() && output_dir.filename().empty()) {
     output_dir = output_dir.parent_path();
-  }
-
-  if (is_post_v0_8_0(document)) {
-    const std::string *run_name = string_at(document, {"run", "name"}, "run.name");
-    if (run_name == nullptr) {
-      throw input_error(document.source_name() +
-                        ": a post-v0.8.0 Prime-RL config without run.name; pass --output-dir with "
-                        "the run directory and --ranks instead");
-    }
-    CheckpointSource source;
-    source.layout = Layout::post_v0_8_0;
-    source.output_dir = output_dir / *run_name;
-    source.trainer_root = source.output_dir / "checkpoints";
-    source.orchestrator_root = source.trainer_root;
-    source.expected_ranks = ranks;
-    return source;
   }
 
   CheckpointSource source;

@@ -9,7 +9,7 @@ namespace pb::node {
 
 void register_commands(pb::cli::CommandTree &tree) {
   tree.command({"node"},
-               "In-container replica runtime of multi-node jobs (reads its settings "
+               "In-container runtime: what each replica of a rendered spec runs (reads its settings "
                "from the environment the rendered spec sets)");
   auto &rl = tree.command({"node", "rl"},
                           "Run one replica of a multi-node RL job: trainer, orchestrator, vLLM "

@@ -93,7 +93,9 @@ TEST(CheckpointsList, FromTomlAndRelativeOutputDir) {
   pb::test::write_file(
       tmp / "work/rl.toml",
       "output_dir = \"out\"  # relative: resolved against the working directory\n"
-      "[deployment]\ntype = \"multi_node\"\n[trainer.model]\ncp = 2\ndp_replicate = 2\n");
+      "[deployment]\ntype = \"multi_node\"\nnum_train_nodes = 1\nnum_infer_nodes = 2\n"
+      "[trainer.model]\ncp = 2\ndp_replicate = 2\n[inference]\napi_server_count = 12\n"
+      "[inference.parallel]\ndp = 12\n[wandb]\nproject = \"p\"\nname = \"n\"\n");
   pb::test::RunOptions options;
   options.cwd = tmp / "work";
   const auto result =
@@ -171,11 +173,10 @@ TEST(CheckpointsList, UsageErrors) {
   check({"checkpoints", "list", "--output-dir", (tmp / "none").string(), "--ranks", "1"},
         1,
         "trainer checkpoint root not found: " + (tmp / "none/checkpoints").string());
-  pb::test::write_file(tmp / "bad.toml",
-                       "[deployment]\ntype = \"multi_node\"\n[trainer.model]\ncp = -1\n");
+  pb::test::write_file(tmp / "bad.toml", "[deployment]\ntype = \"cluster\"\n");
   check({"checkpoints", "list", "--toml", (tmp / "bad.toml").string()},
         3,
-        (tmp / "bad.toml").string() + ":4:6: trainer.model.cp must be a positive integer, got -1");
+        (tmp / "bad.toml").string() + ":2:8: ");
 }
 
 } // namespace

@@ -12,6 +12,34 @@ namespace fs = std::filesystem;
 using namespace pb::checkpoints;
 using pb::toml::Document;
 
+// A launchable heterogeneous multi-node RL TOML (1 trainer node + 1 more inference node).
+std::string multi_node(const std::string &cp,
+                       const std::string &dp_replicate,
+                       int trainer_gpus,
+                       const std::string &extra = "") {
+  const int inference = (8 - trainer_gpus) + 8 * (trainer_gpus < 8 ? 1 : 2);
+  return "output_dir = \"/weka/out\"\n" + extra +
+         "[deployment]\ntype = \"multi_node\"\ngpus_per_node = 8\nnum_train_nodes = "
+         "1\nnum_infer_nodes = 2\n"
+         "[trainer.model]\ncp = " +
+         cp + "\ndp_replicate = " + dp_replicate +
+         "\n"
+         "[inference]\napi_server_count = " +
+         std::to_string(inference) +
+         "\n"
+         "[inference.parallel]\ntp = 1\ndp = " +
+         std::to_string(inference) +
+         "\n"
+         "[wandb]\nproject = \"p\"\nname = \"n\"\n[orchestrator]\n";
+}
+
+std::string single_node(int train, int infer) {
+  return "output_dir = \"/weka/out\"\n[deployment]\ntype = \"single_node\"\ngpus_per_node = " +
+         std::to_string(train + infer) + "\nnum_train_gpus = " + std::to_string(train) +
+         "\nnum_infer_gpus = " + std::to_string(infer) +
+         "\n[wandb]\nproject = \"p\"\nname = \"n\"\n[orchestrator]\n";
+}
+
 int ranks_of(const std::string &text) {
   return expected_trainer_ranks(Document::parse(text, "t.toml"));
 }
@@ -28,52 +56,41 @@ std::string error_of(const std::string &text) {
 
 TEST(CheckpointTopology, MultiNodeRanksAreCpTimesDpReplicate) {
   // The reference's worked example (resume-run-services.md §1.4): 4 shards per step.
-  EXPECT_EQ(
-      ranks_of("[deployment]\ntype = \"multi_node\"\n[trainer.model]\ncp = 2\ndp_replicate = 2\n"),
-      4);
-  EXPECT_EQ(ranks_of("[deployment]\ntype = \"multi_node\"\n[trainer.model]\ndp_replicate = 8\n"),
-            8);
-  EXPECT_EQ(ranks_of("deployment.type = \"multi_node\"\ntrainer.model = { cp = 3 }\n"), 3);
-  EXPECT_EQ(ranks_of("[deployment]\ntype = \"multi_node\"\n"), 1);
+  EXPECT_EQ(ranks_of(multi_node("2", "2", 4)), 4);
+  EXPECT_EQ(ranks_of(multi_node("1", "8", 8)), 8);
+  EXPECT_EQ(ranks_of(multi_node("3", "1", 3)), 3);
 }
 
 TEST(CheckpointTopology, SingleNodeRanksAreTrainGpus) {
-  EXPECT_EQ(ranks_of("[deployment]\nnum_train_gpus = 3\nnum_infer_gpus = 5\n"), 3);
-  EXPECT_EQ(ranks_of("[deployment]\ntype = \"single_node\"\n"), 1);
-  EXPECT_EQ(ranks_of("output_dir = \"x\"\n"), 1);
+  EXPECT_EQ(ranks_of(single_node(3, 5)), 3);
+  EXPECT_EQ(ranks_of(single_node(1, 1)), 1);
 }
 
-TEST(CheckpointTopology, BadFactorsNameFileLineColumn) {
-  EXPECT_EQ(error_of("[deployment]\ntype = \"multi_node\"\n[trainer.model]\ncp = 0\n"),
-            "t.toml:4:6: trainer.model.cp must be a positive integer, got 0");
-  EXPECT_EQ(error_of("[deployment]\ntype = \"multi_node\"\n[trainer.model]\ndp_replicate = true\n"),
-            "t.toml:4:16: trainer.model.dp_replicate must be a positive integer, not a bool");
-  EXPECT_EQ(error_of("[deployment]\ntype = \"multi_node\"\n[trainer.model]\ncp = 2.0\n"),
-            "t.toml:4:6: trainer.model.cp must be a positive integer, not a float");
-  EXPECT_EQ(
-      error_of("[deployment]\ntype = \"cluster\"\n"),
-      "t.toml:2:8: deployment.type must be \"single_node\" or \"multi_node\", got \"cluster\"");
-  EXPECT_EQ(error_of("[deployment]\ntype = 3\n"), "t.toml:2:8: deployment.type must be a string");
+TEST(CheckpointTopology, BadTomlsNameFileLineColumn) {
+  const auto zero = error_of(multi_node("0", "2", 0));
+  EXPECT_EQ(zero.rfind("t.toml:", 0), 0U) << zero;
+  EXPECT_NE(zero.find("trainer.model.cp"), std::string::npos) << zero;
+  const auto boolean = error_of(multi_node("2", "true", 2));
+  EXPECT_NE(boolean.find("trainer.model.dp_replicate"), std::string::npos) << boolean;
+  EXPECT_NE(error_of("[deployment]\ntype = \"cluster\"\n").find("t.toml:2:8:"), std::string::npos);
+  EXPECT_NE(error_of("x = 1\n").find("deployment.type"), std::string::npos);
 }
 
 TEST(CheckpointTopology, CorpusExamples) {
   const fs::path corpus = pb::test::shared_dir() / "corpus";
-  EXPECT_EQ(
-      expected_trainer_ranks(Document::load(
-          corpus / "primebeaker-examples/examples-search-agent-webterminal-multinode-rl.toml")),
-      8);
+  const auto search = Document::load(
+      corpus / "primebeaker-examples/examples-search-agent-webterminal-multinode-rl.toml");
+  EXPECT_EQ(expected_trainer_ranks(search), 8);
   EXPECT_EQ(expected_trainer_ranks(
                 Document::load(corpus / "primebeaker-examples/examples-rl-config.toml")),
             1);
-  const auto source = source_from_toml(
-      Document::load(corpus /
-                     "primebeaker-examples/examples-search-agent-webterminal-multinode-rl.toml"),
-      "/cwd");
+  const auto source = source_from_toml(search, "/cwd");
   EXPECT_EQ(source.layout, Layout::v0_8_0);
   EXPECT_EQ(source.output_dir,
             "/weka/gfaria/primebeaker/outputs/search-agent-webterminal-qwen35-4b");
   EXPECT_EQ(source.trainer_root, source.output_dir / "checkpoints");
   EXPECT_EQ(source.orchestrator_root, source.output_dir / "run_default/checkpoints");
+  EXPECT_EQ(source.expected_ranks, 8);
   EXPECT_TRUE(is_post_v0_8_0(
       Document::load(corpus / "prime-rl/main-559b4477-examples-basic-wordle-rl.toml")));
   EXPECT_FALSE(is_post_v0_8_0(
@@ -81,23 +98,25 @@ TEST(CheckpointTopology, CorpusExamples) {
 }
 
 TEST(CheckpointTopology, SourceFromToml) {
-  auto source = source_from_toml(Document::parse("output_dir = \"runs/a/\"\n", "t.toml"), "/work");
+  std::string text = multi_node("2", "2", 4);
+  text.replace(text.find("\"/weka/out\""), 11, "\"runs/a/\"");
+  auto source = source_from_toml(Document::parse(text, "t.toml"), "/work");
   EXPECT_EQ(source.output_dir, "/work/runs/a");
-  EXPECT_EQ(source.expected_ranks, 1);
-  source = source_from_toml(Document::parse("x = 1\n", "t.toml"), "/work");
-  EXPECT_EQ(source.output_dir, "/work/outputs"); // Prime-RL's default
+  EXPECT_EQ(source.expected_ranks, 4);
   source = source_from_toml(
-      Document::parse("output_dir = \"/o\"\n[ckpt]\noutput_dir = \"/fast\"\n", "t.toml"), "/w");
+      Document::parse(multi_node("2", "2", 4, "[ckpt]\noutput_dir = \"/fast\"\n"), "t.toml"), "/w");
   EXPECT_EQ(source.trainer_root, "/fast/checkpoints");
-  EXPECT_EQ(source.orchestrator_root, "/o/run_default/checkpoints");
-  source = source_from_toml(
-      Document::parse("output_dir = \"/o\"\n[run]\nname = \"r1\"\n[resume]\n", "t.toml"), "/w");
-  EXPECT_EQ(source.layout, Layout::post_v0_8_0);
-  EXPECT_EQ(source.trainer_root, "/o/r1/checkpoints");
-  EXPECT_EQ(source.orchestrator_root, "/o/r1/checkpoints");
-  EXPECT_THROW(source_from_toml(Document::parse("output_dir = 3\n", "t.toml"), "/w"), pb::Error);
-  EXPECT_THROW(source_from_toml(Document::parse("output_dir = \"/o\"\n[resume]\n", "t.toml"), "/w"),
-               pb::Error);
+  EXPECT_EQ(source.orchestrator_root, "/weka/out/run_default/checkpoints");
+  try {
+    source_from_toml(Document::parse(multi_node("2", "2", 4, "[resume]\n"), "t.toml"), "/w");
+    FAIL();
+  } catch (const pb::Error &e) {
+    EXPECT_EQ(e.code(), 3);
+    EXPECT_NE(std::string(e.what()).find("post-v0.8.0 Prime-RL config"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("--output-dir RUN_DIR --ranks N"), std::string::npos)
+        << e.what();
+  }
 }
 
 } // namespace

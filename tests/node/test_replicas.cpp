@@ -607,6 +607,65 @@ TEST(NodeRl, ThreeReplicasSucceedWithEverythingWiredAsSpecified) {
   expect_no_survivors(cluster);
 }
 
+// The contract end to end: the env `rl preview` renders (launch module) is what `node rl` runs on.
+TEST(NodeRl, RunsFromTheEnvironmentThatRlPreviewRenders) {
+  Cluster cluster("rl", 2);
+  const fs::path root = cluster.root();
+  write_file(root / "multinode-rl.toml",
+             "output_dir = \"" + (root / "out").string() +
+                 "\"\n"
+                 "[deployment]\ntype = \"multi_node\"\ngpus_per_node = 4\nnum_train_nodes = 1\n"
+                 "num_infer_nodes = 2\n"
+                 "[wandb]\nname = \"contract-run\"\nproject = \"p\"\n"
+                 "[trainer.model]\ndp_replicate = 2\n"
+                 "[inference]\napi_server_count = 3\n[inference.parallel]\ntp = 2\ndp = 3\n"
+                 "[inference.router]\npolicy = \"round_robin\"\n"
+                 "[orchestrator]\n[[orchestrator.train.source]]\n"
+                 "legacy.args.local_search_model_path = \"localsearch:x\"\n");
+  const auto preview = pb::test::run_primebeaker({"rl",
+                                                  "preview",
+                                                  "--toml",
+                                                  (root / "multinode-rl.toml").string(),
+                                                  "--registry",
+                                                  "file://" + (root / "registry").string(),
+                                                  "--mount-path",
+                                                  root.string(),
+                                                  "--working-dir",
+                                                  (root / "work").string(),
+                                                  "--scratch-dir",
+                                                  (root / "scratch").string(),
+                                                  "--home-dir",
+                                                  (root / "work").string(),
+                                                  "--image",
+                                                  "beaker://team/image",
+                                                  "--wandb-run-id",
+                                                  "run1",
+                                                  "--gateway-port",
+                                                  std::to_string(cluster.gateway_port()),
+                                                  "--gateway-workers",
+                                                  "2"});
+  ASSERT_EQ(preview.exit_code, 0) << preview.err;
+  const auto task = nlohmann::json::parse(preview.out)["spec"]["tasks"][0];
+  ASSERT_EQ(task["command"], nlohmann::json({"primebeaker", "node", "rl"}));
+  ASSERT_EQ(task["replicas"], 2);
+  for (const auto &var : task["envVars"]) {
+    if (var.contains("value")) {
+      cluster.extra_env()[var["name"].get<std::string>()] = var["value"].get<std::string>();
+    }
+  }
+  cluster.start_all();
+  const auto codes = cluster.wait_all();
+  ASSERT_EQ(codes, (std::vector<int>{0, 0})) << cluster.diagnostics();
+  EXPECT_EQ(cluster.fakes().calls("inference").size(), 3U); // 1 on the mixed node + 2
+  const auto trainer = cluster.fakes().calls("torchrun");
+  ASSERT_EQ(trainer.size(), 1U);
+  EXPECT_EQ(trainer[0].env.at("WANDB_SHARED_RUN_ID"), "run1");
+  EXPECT_EQ(trainer[0].env.at("CUDA_VISIBLE_DEVICES"), "0,1");
+  const fs::path rendezvous = cluster.extra_env().at("RENDEZVOUS_DIR");
+  EXPECT_EQ(rendezvous.parent_path(), root / "scratch/primebeaker/rendezvous");
+  EXPECT_TRUE(fs::exists(rendezvous / "attempt"));
+}
+
 TEST(NodeRl, TrainerFailureOnRank0StopsEveryReplicaWithin10Seconds) {
   Cluster cluster("rl", 3);
   write_file(cluster.ctl("fail-torchrun-0"), "");

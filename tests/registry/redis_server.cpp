@@ -90,9 +90,12 @@ RedisServer::RedisServer(std::vector<std::string> extra_args, int port)
         m_pid = std::stoi(read_file(pid_file));
       }
       if (m_pid != 0) {
-        std::vector<std::string> ping = {"PING"};
-        if (cli(ping).find("PONG") != std::string::npos ||
-            cli(ping).find("NOAUTH") != std::string::npos) {
+        // The answer must come from our process: if our bind lost a race, someone else's
+        // server may be listening on the port.
+        const std::string info = cli({"INFO", "server"});
+        if (info.find("process_id:" + std::to_string(m_pid) + "\r") != std::string::npos ||
+            (info.find("NOAUTH") != std::string::npos && running(m_pid) &&
+             cli({"PING"}).find("NOAUTH") != std::string::npos)) {
           return;
         }
         if (!running(m_pid)) {

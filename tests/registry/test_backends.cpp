@@ -384,3 +384,36 @@ TEST(Head, PublishedTlsRedisIsAClearError) {
 
 } // namespace
 } // namespace pb::registry
+
+namespace pb::registry {
+namespace {
+
+TEST(FileStore, SkipsTempFilesAndDirectoriesAndHonoursSidecars) {
+  test::TempDir dir;
+  const double now = test::wall_now();
+  const auto root = dir / "reg";
+  auto raw = test::raw_file_store(root);
+  raw->put_server("server_plain", test::python_server_record("plain", "python", now), now);
+  // A writer's in-flight temp file and a stray directory are not records.
+  test::write_file(root / ".server_tmp.abcd1234.tmp",
+                   test::python_server_record("tmp", "python", now));
+  std::filesystem::create_directories(root / "server_subdir");
+  // TTL sidecars apply to server records too when present (literegistry.md §8.2).
+  raw->put_with_expiry(
+      "server_expired", test::python_server_record("expired", "python", now), now - 1, now);
+  raw->put_with_expiry(
+      "server_future", test::python_server_record("future", "python", now), now + 60, now);
+  raw->put_server("server_badttl", test::python_server_record("badttl", "python", now), now);
+  test::write_file(root / ".literegistry_ttl" / sha256_hex("server_badttl"), "not a number");
+  auto registry = open_registry(root.string());
+  std::vector<std::string> ids;
+  for (const auto &server : registry->live_servers(now, 240)) {
+    ids.push_back(server.server_id);
+  }
+  EXPECT_EQ(ids, (std::vector<std::string>{"badttl", "future", "plain"}));
+  // Reading deleted nothing.
+  EXPECT_TRUE(std::filesystem::exists(root / "server_expired"));
+}
+
+} // namespace
+} // namespace pb::registry

@@ -8,6 +8,10 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include <pty.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <regex>
 #include <thread>
 
@@ -154,29 +158,53 @@ TEST(RegistryCommands, EveryBackendThroughTheBinary) {
 
 TEST(RegistryCommands, WaitServicesReturnsSoonAfterTheNthRegistration) {
   test::TempDir dir;
-  const std::string reg = (dir / "reg").string();
-  std::thread late_writer([&] {
-    for (int i = 0; i < 3; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(300));
-      run_primebeaker({"registry",
-                       "register",
-                       "--registry",
-                       reg,
-                       "--service",
-                       "search",
-                       "--uri",
-                       "http://s:" + std::to_string(7000 + i)});
-    }
-  });
-  const auto start = std::chrono::steady_clock::now();
-  const auto result = run_primebeaker(
-      {"registry", "wait-services", "--registry", reg, "--require", "search=3", "--timeout", "30"});
-  const auto elapsed = std::chrono::steady_clock::now() - start;
-  late_writer.join();
-  EXPECT_EQ(result.exit_code, 0) << result.err;
-  EXPECT_EQ(parse_json(result.out), parse_json(R"({"search": 3})"));
-  EXPECT_LT(elapsed, std::chrono::seconds(10));
-  EXPECT_EQ(result.err, ""); // no progress line when stderr is not a terminal
+  test::RedisServer redis;
+  ASSERT_EQ(run_primebeaker({"registry",
+                             "publish-endpoint",
+                             "--registry",
+                             (dir / "head").string(),
+                             "--name",
+                             "redis",
+                             "--uri",
+                             redis.uri() + "/2",
+                             "--ttl",
+                             "120"})
+                .exit_code,
+            0);
+  for (const std::string &reg :
+       std::vector<std::string>{(dir / "reg").string(),
+                                "sqlite://" + (dir / "reg.sqlite3").string(),
+                                redis.uri(),
+                                "head+file://" + (dir / "head").string()}) {
+    std::thread late_writer([&] {
+      for (int i = 0; i < 3; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        run_primebeaker({"registry",
+                         "register",
+                         "--registry",
+                         reg,
+                         "--service",
+                         "search",
+                         "--uri",
+                         "http://s:" + std::to_string(7000 + i)});
+      }
+    });
+    const auto start = std::chrono::steady_clock::now();
+    const auto result = run_primebeaker({"registry",
+                                         "wait-services",
+                                         "--registry",
+                                         reg,
+                                         "--require",
+                                         "search=3",
+                                         "--timeout",
+                                         "30"});
+    const auto elapsed = std::chrono::steady_clock::now() - start;
+    late_writer.join();
+    EXPECT_EQ(result.exit_code, 0) << reg << ": " << result.err;
+    EXPECT_EQ(result.out, "{\n  \"search\": 3\n}\n") << reg;
+    EXPECT_LT(elapsed, std::chrono::seconds(15)) << reg;
+    EXPECT_EQ(result.err, "") << reg; // no progress line when stderr is not a terminal
+  }
 }
 
 TEST(RegistryCommands, WaitServicesTimeoutAndStopFile) {
@@ -421,6 +449,58 @@ TEST(ProbeGateway, Failures) {
   EXPECT_NE(unreachable.err.find("gateway probe could not reach http://127.0.0.1:"),
             std::string::npos)
       << unreachable.err;
+}
+
+} // namespace
+} // namespace pb::registry
+
+namespace pb::registry {
+namespace {
+
+// Runs the binary with a pseudo-terminal as stdin/stdout/stderr, as a person at a shell would.
+std::pair<int, std::string> run_on_terminal(const std::vector<std::string> &args) {
+  std::vector<std::string> argv_storage = {test::binary_path().string()};
+  argv_storage.insert(argv_storage.end(), args.begin(), args.end());
+  std::vector<char *> argv;
+  for (auto &arg : argv_storage) {
+    argv.push_back(arg.data());
+  }
+  argv.push_back(nullptr);
+  int master = -1;
+  const pid_t pid = ::forkpty(&master, nullptr, nullptr, nullptr);
+  if (pid == 0) {
+    ::setenv("NO_COLOR", "1", 1);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  std::string output;
+  char buffer[4096];
+  while (true) {
+    const ssize_t got = ::read(master, buffer, sizeof buffer);
+    if (got <= 0) {
+      break; // EIO once the child has exited and the pty is closed
+    }
+    output.append(buffer, static_cast<size_t>(got));
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ::close(master);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), output};
+}
+
+TEST(RegistryCommands, ProgressLineOnATerminal) {
+  test::TempDir dir;
+  const std::string reg = (dir / "reg").string();
+  run_primebeaker(
+      {"registry", "register", "--registry", reg, "--service", "judge", "--uri", "http://j:1"});
+  const auto [code, output] = run_on_terminal(
+      {"registry", "wait-services", "--registry", reg, "--require", "judge=2", "--timeout", "0.5"});
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(output.find("\r\033[Kwaiting for services in file://" + reg + ": judge 1/2 ("),
+            std::string::npos)
+      << output;
+  // The progress line is cleared before the error is printed.
+  EXPECT_NE(output.find("\r\033[Kprimebeaker: error: timed out"), std::string::npos) << output;
 }
 
 } // namespace

@@ -9,21 +9,19 @@
 
 namespace pb::checkpoints {
 
-// The trainer rank count (= DCP shards per step) of a Prime-RL RL TOML, read with the typed API:
-// multi_node: trainer.model.cp x trainer.model.dp_replicate (the reference's heterogeneous
-// layout, resume-run-services.md §1.4); single_node (or no [deployment]):
-// deployment.num_train_gpus (default 1). Each factor must be a positive integer; otherwise
-// pb::Error (exit 3) naming FILE:LINE:COL. No I/O.
+// The trainer rank count (= DCP shards per step) of a Prime-RL RL TOML, from primerl's GPU
+// accounting: multi_node -> trainer.model.cp x trainer.model.dp_replicate (the heterogeneous
+// Beaker layout), single_node -> deployment.num_train_gpus. The TOML must be launchable
+// (primerl's validation); otherwise pb::Error (exit 3) naming FILE:LINE:COL. No I/O.
 int expected_trainer_ranks(const toml::Document &document);
 
 // The checkpoint source of a TOML: `output_dir` (relative to `cwd`, as Prime-RL resolves it;
-// default "outputs"), `ckpt.output_dir` for the trainer root when set, the post-v0.8.0 run
-// directory (`output_dir/<run.name>`) when the TOML is of that generation. No I/O.
-// Throws pb::Error (exit 3) for a bad TOML value.
+// default "outputs") and `ckpt.output_dir` / `trainer.ckpt.output_dir` for the trainer root when
+// set. A post-v0.8.0 config is refused (exit 3) with the directory layout to pass to
+// --output-dir instead. No I/O.
 CheckpointSource source_from_toml(const toml::Document &document, const std::filesystem::path &cwd);
 
-// True when the TOML is of the post-v0.8.0 generation (prime-rl-beaker.md §1.10: a [resume],
-// [monitors] or [run] table, or top-level `clean` next to [deployment]). No I/O.
+// True when primerl detects the post-v0.8.0 generation (decisions.md §6). No I/O.
 bool is_post_v0_8_0(const toml::Document &document);
 
 } // namespace pb::checkpoints

@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: MIT
+// `primebeaker rl resume --from-experiment ID [--resume-step N] [--dry-run] [overrides]`.
+#include "execute.hpp"
+#include "plan.hpp"
+#include "source.hpp"
+
+#include <primebeaker/beaker/client.hpp>
+#include <primebeaker/checkpoints/topology.hpp>
+#include <primebeaker/core/command_tree.hpp>
+#include <primebeaker/core/env.hpp>
+#include <primebeaker/core/error.hpp>
+#include <primebeaker/core/fs.hpp>
+#include <primebeaker/core/json.hpp>
+#include <primebeaker/primerl/config.hpp>
+#include <primebeaker/toml/value.hpp>
+
+#include <spdlog/spdlog.h>
+
+#include <iostream>
+
+namespace pb::resume {
+
+namespace {
+
+namespace stdfs = std::filesystem;
+
+stdfs::path absolute_from(const stdfs::path &base, const std::string &path) {
+  const stdfs::path given(path);
+  return (given.is_relative() ? base / given : given).lexically_normal();
+}
+
+std::string checked_attempt_id(const std::string &id) {
+  const bool ok = !id.empty() && id.size() <= 64 && std::all_of(id.begin(), id.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-';
+  });
+  if (!ok) {
+    // It names files under the output directory, so it must be a plain name.
+    throw usage_error("--attempt-id must be 1-64 letters, digits, '_' or '-', got '" + id + "'");
+  }
+  return id;
+}
+
+void run_resume(const ResumeOptions &options) {
+  if (options.from_experiment.empty()) {
+    throw usage_error("rl resume needs --from-experiment ID");
+  }
+  const auto environment = env::snapshot();
+  const stdfs::path cwd = stdfs::current_path();
+  const std::string attempt_id =
+      options.attempt_id.empty() ? launch::choose_launch_id(environment, launch::random_hex_id())
+                                 : checked_attempt_id(options.attempt_id);
+  proc::SystemRunner runner;
+  beaker::Client beaker(runner, beaker::program_from_environment(environment));
+
+  ResumeInputs inputs;
+  inputs.source = parse_source(options.from_experiment,
+                               beaker.get_experiment(options.from_experiment),
+                               options.inherit_managed_service);
+  for (const auto &[name, value] : inputs.source.not_inherited) {
+    spdlog::warn(
+        "not inheriting {}={} from {} (a joint run's service cleanup belongs to the original "
+        "run; pass --inherit-managed-service to keep it)",
+        name,
+        value,
+        inputs.source.id);
+  }
+  // Relative paths in the source are relative to its WORKING_DIR, as in the container.
+  const stdfs::path source_working_dir(inputs.source.working_dir);
+  inputs.config_path = options.config.empty()
+                           ? absolute_from(source_working_dir, inputs.source.config_path)
+                           : absolute_from(cwd, options.config);
+  const auto config = toml::Document::load(inputs.config_path);
+  primerl::require_supported_generation(config);
+  if (primerl::read_deployment_type(config) != primerl::DeploymentType::multi_node) {
+    throw input_error(
+        inputs.config_path.string() +
+        ": rl resume relaunches multi-node RL runs (deployment.type = \"multi_node\")");
+  }
+  inputs.config = &config;
+  const auto source = checkpoints::source_from_toml(config, source_working_dir);
+  inputs.resolved_config_output_dir = launch::resolve_real_path(source.output_dir);
+  inputs.resolved_source_output_dir =
+      launch::resolve_real_path(absolute_from(source_working_dir, inputs.source.output_dir));
+  if (inputs.resolved_config_output_dir != inputs.resolved_source_output_dir) {
+    throw failure("config output_dir " + inputs.resolved_config_output_dir.string() +
+                  " does not match source " + inputs.resolved_source_output_dir.string());
+  }
+  inputs.listing = checkpoints::list_steps(source);
+  inputs.attempt_id = attempt_id;
+  inputs.random_run_id = launch::random_hex_id();
+  inputs.cwd = cwd;
+  inputs.environment = environment;
+  const ResumePlan plan = make_plan(options, inputs);
+
+  fs::RealFileSystem files;
+  SystemClock clock;
+  ResumeEffects effects{beaker, files, clock};
+  if (options.dry_run) {
+    // Read-only checks run too, so a dry run says what a real resume would refuse.
+    OrderedJson out = OrderedJson::object();
+    out["resume"] = plan.resume_json();
+    out["generated_config"] = plan.generated_config;
+    out["refusals"] = refusals(plan, effects);
+    print_json(std::cout, out);
+    return;
+  }
+  print_json(std::cout, execute(plan, effects));
+}
+
+} // namespace
+
+void register_commands(cli::CommandTree &tree) {
+  tree.command({"rl"}, "Prime-RL reinforcement learning on Beaker");
+  CLI::App &app = tree.command(
+      {"rl", "resume"},
+      "Start a fresh whole-topology experiment that continues a multi-node RL run from its newest "
+      "(or a chosen) checkpoint step that trainer and orchestrator both finished");
+  auto &options = tree.make_options<ResumeOptions>();
+  app.add_option("from_experiment_id," + cli::flag("from-experiment"),
+                 options.from_experiment,
+                 "Beaker experiment ID of the run to continue (also the first positional)");
+  app.add_option(cli::flag("config"),
+                 options.config,
+                 "Training TOML instead of the source's CONFIG_PATH (same output_dir required)");
+  app.add_option(cli::flag("resume-step"),
+                 options.resume_step,
+                 "Resume from this step (it must be complete); default: the newest complete one");
+  app.add_option(cli::flag("experiment-name"),
+                 options.experiment_name,
+                 "Base of the new experiment name (default: the source's name)");
+  app.add_option(
+      cli::flag("attempt-id"),
+      options.attempt_id,
+      "Identity of this attempt (file names, LAUNCH_ID); default PRIMEBEAKER_LAUNCH_ID or random");
+  app.add_flag(cli::flag("dry-run") + ",!--no-dry-run",
+               options.dry_run,
+               "Print the plan and the resume TOML; write nothing, submit nothing");
+  app.add_flag(
+      cli::flag("inherit-managed-service"),
+      options.inherit_managed_service,
+      "Keep the source's PRIMEBEAKER_MANAGED_SERVICE_EXPERIMENT_ID (its trainer stops that "
+      "service experiment on exit)");
+  launch::register_launch_flags(app, options.overrides, override_flag_names(), false);
+  // Unset overrides come from the source experiment, not from the launch defaults.
+  const std::vector<std::pair<std::string, std::string>> help = {
+      {"image", "Runtime image (beaker://<ref> or a Docker ref); default: the source's"},
+      {"workspace", "Destination Beaker workspace; default: the source's"},
+      {"cluster", "Beaker cluster, repeat for several; default: the source's"},
+      {"priority", "normal, high or urgent; default: the source's"},
+      {"min-runtime-hours", "Minimum runtime in hours (0 is honoured); default: the source's"},
+      {"budget", "Beaker budget account; never inherited from the source"},
+      {"registry", "LiteRegistry URI for the new run; default: the source's REGISTRY"},
+  };
+  for (const auto &[name, text] : help) {
+    if (CLI::Option *option = app.get_option_no_throw("--" + name)) {
+      option->default_str("");
+      option->description(text);
+    }
+  }
+  app.callback([&options] { run_resume(options); });
+}
+
+} // namespace pb::resume

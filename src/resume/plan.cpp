@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: MIT
+#include "plan.hpp"
+
+#include <primebeaker/checkpoints/report.hpp>
+#include <primebeaker/core/error.hpp>
+#include <primebeaker/core/text.hpp>
+#include <primebeaker/toml/edit.hpp>
+#include <primebeaker/toml/value.hpp>
+
+#include <algorithm>
+
+namespace pb::resume {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+bool name_character(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
+         c == '_' || c == '-';
+}
+
+std::string strip_dashes_and_dots(std::string text, bool leading) {
+  const auto edge = [](char c) { return c == '-' || c == '.'; };
+  while (!text.empty() && edge(text.back())) {
+    text.pop_back();
+  }
+  if (leading) {
+    const auto first = std::find_if_not(text.begin(), text.end(), edge);
+    text.erase(text.begin(), first);
+  }
+  return text;
+}
+
+// Refuses a step that Prime-RL would not train from: at or past any max_steps.
+void check_max_steps(const toml::Document &config, std::int64_t step) {
+  for (const auto &path : {std::vector<std::string>{"max_steps"},
+                           std::vector<std::string>{"trainer", "max_steps"},
+                           std::vector<std::string>{"orchestrator", "max_steps"}}) {
+    const toml::Value *value = config.root().find_path(path);
+    if (value != nullptr && value->integer() && step >= *value->integer()) {
+      throw failure("checkpoint step " + std::to_string(step) + " already reached " +
+                    text::join(path, ".") + "=" + std::to_string(*value->integer()) + " (" +
+                    config.location(*value) + ")");
+    }
+  }
+}
+
+} // namespace
+
+const std::vector<std::string> &override_flag_names() {
+  static const std::vector<std::string> names = {
+      "image", "workspace", "cluster", "priority", "min-runtime-hours", "budget", "registry"};
+  return names;
+}
+
+std::string
+resume_experiment_name(const std::string &base, std::int64_t step, const std::string &attempt_id) {
+  std::string sanitised;
+  bool in_run = false;
+  for (const char c : base) {
+    if (name_character(c)) {
+      sanitised += c;
+      in_run = false;
+    } else if (!in_run) {
+      sanitised += '-';
+      in_run = true;
+    }
+  }
+  sanitised = strip_dashes_and_dots(sanitised, true);
+  if (sanitised.empty()) {
+    sanitised = "primebeaker";
+  }
+  const std::string suffix = "-resume-step" + std::to_string(step) + "-" + attempt_id.substr(0, 8);
+  const std::size_t room = suffix.size() < 128 ? 128 - suffix.size() : 0;
+  if (sanitised.size() > room) {
+    sanitised = strip_dashes_and_dots(sanitised.substr(0, room), false);
+  }
+  return sanitised + suffix;
+}
+
+OrderedJson ResumePlan::resume_json() const {
+  OrderedJson out = OrderedJson::object();
+  out["source_experiment_id"] = source_id;
+  out["source_experiment_name"] = source_name;
+  out["checkpoint"] = checkpoints::record_json(record);
+  out["source_config_path"] = source_config_path.string();
+  out["generated_config_path"] = generated_config_path.string();
+  out["manifest_path"] = manifest_path.string();
+  out["experiment_name"] = experiment_name;
+  out["attempt_id"] = attempt_id;
+  out["launch"] = launch.preview_json();
+  if (!not_inherited.empty()) {
+    OrderedJson dropped = OrderedJson::object();
+    for (const auto &[name, value] : not_inherited) {
+      dropped[name] = value;
+    }
+    out["not_inherited"] = std::move(dropped);
+  }
+  return out;
+}
+
+ResumePlan make_plan(const ResumeOptions &options, const ResumeInputs &inputs) {
+  const SourceExperiment &source = inputs.source;
+  const toml::Document &config = *inputs.config;
+  const checkpoints::CheckpointSource &checkpoints = inputs.listing.source;
+  if (checkpoints.layout != checkpoints::Layout::v0_8_0) {
+    throw input_error(config.source_name() +
+                      ": rl resume supports the Prime-RL v0.8.0 checkpoint layout only, "
+                      "not " +
+                      std::string(checkpoints::layout_name(checkpoints.layout)));
+  }
+  if (inputs.resolved_config_output_dir != inputs.resolved_source_output_dir) {
+    throw failure("config output_dir " + inputs.resolved_config_output_dir.string() +
+                  " does not match source " + inputs.resolved_source_output_dir.string());
+  }
+
+  const auto statuses = checkpoints::evaluate(inputs.listing);
+  const checkpoints::StepStatus &selected =
+      checkpoints::require_step(statuses, options.resume_step);
+  const auto listed = std::find_if(
+      inputs.listing.steps.begin(),
+      inputs.listing.steps.end(),
+      [&](const checkpoints::StepListing &step) { return step.name == selected.name; });
+  ResumePlan plan;
+  plan.record = checkpoints::make_record(*listed, checkpoints);
+  plan.step_name = selected.name;
+  const std::int64_t step = selected.step;
+  check_max_steps(config, step);
+
+  std::string registry =
+      options.overrides.was_given("registry") ? options.overrides.registry : std::string();
+  if (registry.empty() && source.registry) {
+    registry = *source.registry;
+  }
+  if (registry.empty()) {
+    throw failure(
+        "the source experiment recorded no external LiteRegistry endpoint (REGISTRY); deploy one "
+        "with `primebeaker services launch` and pass --registry URI");
+  }
+
+  plan.source_id = source.id;
+  plan.source_name = source.name;
+  plan.source_job_ids = source.job_ids;
+  plan.checkpoints = checkpoints;
+  plan.attempt_id = inputs.attempt_id;
+  plan.experiment_name = resume_experiment_name(
+      options.experiment_name.empty() ? source.name : options.experiment_name,
+      step,
+      inputs.attempt_id);
+  plan.source_config_path = inputs.config_path;
+  const fs::path artifacts = checkpoints.output_dir / "primebeaker_resume";
+  plan.generated_config_path =
+      artifacts / "configs" / (plan.experiment_name + "-" + inputs.attempt_id + ".toml");
+  plan.manifest_path = artifacts / "attempts" / (inputs.attempt_id + ".json");
+  plan.broadcast_archive = artifacts / "broadcast_archives" / inputs.attempt_id;
+  plan.broadcasts_dir = checkpoints.output_dir / "run_default" / "broadcasts";
+  plan.not_inherited = source.not_inherited;
+
+  // The resume TOML: the source text with only these keys changed; every other byte is kept.
+  toml::Editor editor(config);
+  editor.set("clean_output_dir", "false");
+  plan.edited_keys.push_back("clean_output_dir");
+  editor.set("ckpt.resume_step", std::to_string(step));
+  plan.edited_keys.push_back("ckpt.resume_step");
+  // A sub-config value wins over the shared one in Prime-RL, so it must say the same step.
+  for (const char *key : {"trainer.ckpt.resume_step", "orchestrator.ckpt.resume_step"}) {
+    if (config.root().find_path(text::split(key, '.')) != nullptr) {
+      editor.set(key, std::to_string(step));
+      plan.edited_keys.push_back(key);
+    }
+  }
+  const toml::Value *wandb = config.root().find("wandb");
+  if (wandb != nullptr && wandb->is(toml::Type::table) && wandb->find("name") == nullptr) {
+    editor.set_string("wandb.name", plan.experiment_name);
+    plan.edited_keys.push_back("wandb.name");
+  }
+  plan.generated_config = editor.text();
+  const auto generated =
+      toml::Document::parse(plan.generated_config, plan.generated_config_path.string());
+  const toml::Value *clean = generated.root().find("clean_output_dir");
+  if (clean == nullptr || clean->boolean() != false) {
+    throw failure("internal error: resume config must preserve its output directory");
+  }
+  const toml::Value *resume_step = generated.root().find_path({"ckpt", "resume_step"});
+  if (resume_step == nullptr || resume_step->integer() != step) {
+    throw failure("internal error: resume config did not record the selected checkpoint");
+  }
+
+  // The launch: the ordinary multi-node RL launcher, fed from the source plus overrides.
+  const launch::LaunchOptions &given = options.overrides;
+  launch::LaunchOptions launch_options;
+  launch_options.toml = plan.generated_config_path;
+  launch_options.image = given.was_given("image") ? given.image : source.image;
+  launch_options.workspace = given.was_given("workspace") ? given.workspace : source.workspace;
+  launch_options.clusters = given.was_given("cluster") ? given.clusters : source.clusters;
+  launch_options.priority =
+      given.was_given("priority") && !given.priority.empty() ? given.priority : source.priority;
+  launch_options.min_runtime_hours =
+      given.was_given("min-runtime-hours") ? given.min_runtime_hours : source.min_runtime_hours;
+  launch_options.budget = given.was_given("budget") ? given.budget : std::string();
+  launch_options.registry = registry;
+  launch_options.mount_path = source.mount_path;
+  launch_options.dataset = source.dataset;
+  launch_options.working_dir = source.working_dir;
+  launch_options.scratch_dir = source.scratch_dir;
+  launch_options.home_dir = source.home_dir;
+  launch_options.gateway_port = source.gateway_port;
+  launch_options.gateway_workers = source.gateway_workers;
+  launch_options.rendezvous_timeout_seconds = source.rendezvous_timeout_seconds;
+  for (const auto &[name, count] : source.required_services) {
+    launch_options.required_services.push_back(name + "=" + std::to_string(count));
+  }
+  launch_options.setup_command = source.setup_command;
+  launch_options.wandb_secret = source.wandb_secret.value_or("");
+  launch_options.hf_secret = source.hf_secret.value_or("");
+  launch_options.wandb_run_id = source.wandb_run_id.value_or(inputs.random_run_id);
+  for (const auto &[name, value] : source.env) {
+    launch_options.env.push_back(name + "=" + value);
+  }
+  launch_options.env.push_back("PRIMEBEAKER_RESUME_PARENT_EXPERIMENT_ID=" + source.id);
+  launch_options.env.push_back("PRIMEBEAKER_RESUME_STEP=" + std::to_string(step));
+  for (const auto &[name, secret] : source.secrets) {
+    launch_options.secrets.push_back(name + "=" + secret);
+  }
+  launch_options.description = "PrimeBeaker whole-topology resume of " + source.id +
+                               " from common checkpoint step " + std::to_string(step);
+
+  launch::LaunchInputs launch_inputs;
+  launch_inputs.program = launch::Program::rl;
+  launch_inputs.document = &generated;
+  launch_inputs.config_path = plan.generated_config_path;
+  launch_inputs.cwd = inputs.cwd;
+  launch_inputs.environment = inputs.environment;
+  launch_inputs.launch_id = inputs.attempt_id;
+  launch_inputs.experiment_name = plan.experiment_name;
+  launch_inputs.resolve = inputs.resolve;
+  plan.launch = launch::make_plan(launch_options, launch_inputs);
+  if (plan.launch.topology != launch::Topology::multi_node) {
+    throw input_error(config.source_name() + ": rl resume relaunches multi-node RL runs "
+                                             "(deployment.type = \"multi_node\")");
+  }
+  return plan;
+}
+
+} // namespace pb::resume

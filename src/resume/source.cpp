@@ -1,0 +1,319 @@
+// SPDX-License-Identifier: MIT
+#include "source.hpp"
+
+#include <primebeaker/core/error.hpp>
+#include <primebeaker/core/text.hpp>
+
+#include <algorithm>
+#include <set>
+
+namespace pb::resume {
+
+namespace {
+
+const std::set<std::string> &regenerated_names() {
+  static const std::set<std::string> names = {"HOME",
+                                              "WORKING_DIR",
+                                              "SCRATCH",
+                                              "CONFIG_PATH",
+                                              "OUTPUT_DIR",
+                                              "LAUNCH_ID",
+                                              "RENDEZVOUS_DIR",
+                                              "RENDEZVOUS_TIMEOUT_SECONDS",
+                                              "WANDB_RUN_ID",
+                                              "WANDB_SHARED_RUN_ID",
+                                              "WANDB_RESUME",
+                                              "REGISTRY",
+                                              "TOTAL_NODES",
+                                              "TOTAL_INFER_RANKS",
+                                              "GPUS_PER_NODE",
+                                              "TRAINER_GPU_COUNT",
+                                              "MIXED_INFER_GPU_COUNT",
+                                              "GATEWAY_PORT",
+                                              "GATEWAY_WORKERS",
+                                              "REQUIRED_LITEREGISTRY_SERVICES",
+                                              "LOCAL_SEARCH_MODEL_PATHS_JSON",
+                                              "PRIMEBEAKER_SETUP_COMMAND"};
+  return names;
+}
+
+constexpr const char *k_managed_service_env = "PRIMEBEAKER_MANAGED_SERVICE_EXPERIMENT_ID";
+
+const OrderedJson *member(const OrderedJson &object, const char *key) {
+  if (!object.is_object()) {
+    return nullptr;
+  }
+  const auto it = object.find(key);
+  return it == object.end() ? nullptr : &*it;
+}
+
+std::string string_or(const OrderedJson *value, const std::string &fallback) {
+  return value != nullptr && value->is_string() && !value->get<std::string>().empty()
+             ? value->get<std::string>()
+             : fallback;
+}
+
+// The job's plain-valued envVars as name -> value, secrets as name -> secret.
+struct JobEnv {
+  std::vector<std::pair<std::string, std::string>> plain;
+  std::vector<std::pair<std::string, std::string>> secrets;
+  const std::string *find(const std::string &name) const {
+    for (const auto &[key, value] : plain) {
+      if (key == name) {
+        return &value;
+      }
+    }
+    return nullptr;
+  }
+};
+
+JobEnv job_env(const OrderedJson &spec) {
+  JobEnv env;
+  const OrderedJson *vars = member(spec, "envVars");
+  if (vars == nullptr || !vars->is_array()) {
+    return env;
+  }
+  for (const auto &entry : *vars) {
+    const OrderedJson *name = member(entry, "name");
+    if (name == nullptr || !name->is_string()) {
+      continue;
+    }
+    if (const OrderedJson *value = member(entry, "value"); value != nullptr && value->is_string()) {
+      env.plain.emplace_back(name->get<std::string>(), value->get<std::string>());
+    } else if (const OrderedJson *secret = member(entry, "secret");
+               secret != nullptr && secret->is_string()) {
+      env.secrets.emplace_back(name->get<std::string>(), secret->get<std::string>());
+    }
+  }
+  return env;
+}
+
+std::int64_t positive_env(const JobEnv &env, const char *name, std::int64_t fallback) {
+  const std::string *value = env.find(name);
+  if (value == nullptr) {
+    return fallback;
+  }
+  const std::string text(text::trim(*value));
+  std::size_t used = 0;
+  long long number = 0;
+  try {
+    number = std::stoll(text, &used);
+  } catch (const std::exception &) {
+    used = 0;
+  }
+  if (text.empty() || used != text.size() || number < 1) {
+    throw failure("source experiment has invalid " + std::string(name) + "=" + *value);
+  }
+  return number;
+}
+
+bool timestamp_set(const OrderedJson *value) {
+  if (value == nullptr || value->is_null()) {
+    return false;
+  }
+  // Go's zero time means "never happened".
+  return !(value->is_string() && text::starts_with(value->get<std::string>(), "0001-01-01"));
+}
+
+} // namespace
+
+bool is_regenerated_env_name(const std::string &name) {
+  return regenerated_names().count(name) > 0 || text::starts_with(name, "DATADEV_") ||
+         text::starts_with(name, "PRIMEBEAKER_RESUME_");
+}
+
+SourceExperiment
+parse_source(const std::string &id, const OrderedJson &payload, bool keep_managed_service) {
+  const OrderedJson *experiment = &payload;
+  if (payload.is_array()) {
+    experiment = payload.empty() ? nullptr : &payload.front();
+  }
+  if (experiment == nullptr || !experiment->is_object()) {
+    throw failure("Beaker did not return experiment " + id);
+  }
+  const OrderedJson *jobs = member(*experiment, "jobs");
+  if (jobs == nullptr || !jobs->is_array() || jobs->empty()) {
+    throw failure("experiment " + id + " has no jobs");
+  }
+
+  SourceExperiment source;
+  source.id = id;
+  for (const auto &job : *jobs) {
+    if (const OrderedJson *job_id = member(job, "id"); job_id != nullptr && job_id->is_string()) {
+      source.job_ids.push_back(job_id->get<std::string>());
+    }
+  }
+  const OrderedJson *spec = nullptr;
+  JobEnv env;
+  for (const auto &job : *jobs) {
+    const OrderedJson *candidate = member(job, "execution");
+    candidate = candidate != nullptr ? member(*candidate, "spec") : nullptr;
+    if (candidate == nullptr) {
+      continue;
+    }
+    JobEnv candidate_env = job_env(*candidate);
+    if (candidate_env.find("CONFIG_PATH") != nullptr &&
+        candidate_env.find("OUTPUT_DIR") != nullptr) {
+      spec = candidate;
+      env = std::move(candidate_env);
+      break;
+    }
+  }
+  if (spec == nullptr) {
+    throw failure("experiment " + id +
+                  " is not a PrimeBeaker/Prime-RL launch (no job sets CONFIG_PATH and OUTPUT_DIR)");
+  }
+
+  const std::string full_name = string_or(member(*experiment, "name"), id);
+  const auto slash = full_name.find('/');
+  source.name = slash == std::string::npos ? full_name : full_name.substr(slash + 1);
+  if (source.name.empty()) {
+    source.name = id;
+  }
+  const OrderedJson *workspace_ref = member(*experiment, "workspaceRef");
+  source.workspace = string_or(
+      workspace_ref != nullptr ? member(*workspace_ref, "fullName") : nullptr, "ai2/oe-agents");
+
+  const OrderedJson *image = member(*spec, "image");
+  const std::string beaker_image =
+      string_or(image != nullptr ? member(*image, "beaker") : nullptr, "");
+  if (beaker_image.empty()) {
+    throw failure("experiment " + id + " has no Beaker image");
+  }
+  source.image =
+      text::starts_with(beaker_image, "beaker://") ? beaker_image : "beaker://" + beaker_image;
+
+  const OrderedJson *constraints = member(*spec, "constraints");
+  if (const OrderedJson *clusters =
+          constraints != nullptr ? member(*constraints, "cluster") : nullptr;
+      clusters != nullptr && clusters->is_array()) {
+    for (const auto &cluster : *clusters) {
+      if (cluster.is_string()) {
+        source.clusters.push_back(cluster.get<std::string>());
+      }
+    }
+  }
+  if (source.clusters.empty()) {
+    source.clusters = {"ai2/holmes"};
+  }
+  const OrderedJson *context = member(*spec, "context");
+  source.priority = string_or(context != nullptr ? member(*context, "priority") : nullptr, "high");
+  const std::string min_runtime =
+      string_or(context != nullptr ? member(*context, "minRuntime") : nullptr, "");
+  if (min_runtime.size() > 1 && min_runtime.back() == 'h' &&
+      std::all_of(min_runtime.begin(),
+                  min_runtime.end() - 1,
+                  [](char c) { return c >= '0' && c <= '9'; }) &&
+      min_runtime.size() < 12) {
+    source.min_runtime_hours = std::stoll(min_runtime.substr(0, min_runtime.size() - 1));
+  }
+  source.mount_path = "/weka";
+  source.dataset = "oe-adapt-default";
+  if (const OrderedJson *datasets = member(*spec, "datasets");
+      datasets != nullptr && datasets->is_array() && !datasets->empty()) {
+    const OrderedJson &first = datasets->front();
+    source.mount_path = string_or(member(first, "mountPath"), "/weka");
+    const OrderedJson *dataset_source = member(first, "source");
+    source.dataset = string_or(
+        dataset_source != nullptr ? member(*dataset_source, "weka") : nullptr, "oe-adapt-default");
+  }
+
+  source.config_path = *env.find("CONFIG_PATH");
+  source.output_dir = *env.find("OUTPUT_DIR");
+  if (const std::string *registry = env.find("REGISTRY");
+      registry != nullptr && !registry->empty()) {
+    source.registry = *registry;
+  }
+  if (const std::string *run_id = env.find("WANDB_SHARED_RUN_ID");
+      run_id != nullptr && !run_id->empty()) {
+    source.wandb_run_id = *run_id;
+  }
+  const auto plain_or = [&](const char *name, const char *fallback) {
+    const std::string *value = env.find(name);
+    return value != nullptr ? *value : std::string(fallback);
+  };
+  source.working_dir = plain_or("WORKING_DIR", "/weka");
+  source.scratch_dir = plain_or("SCRATCH", "/weka");
+  source.home_dir = plain_or("HOME", "/weka");
+  source.gateway_port = positive_env(env, "GATEWAY_PORT", 1212);
+  source.gateway_workers = positive_env(env, "GATEWAY_WORKERS", 8);
+  source.rendezvous_timeout_seconds = positive_env(env, "RENDEZVOUS_TIMEOUT_SECONDS", 1800);
+  if (const std::string *services = env.find("REQUIRED_LITEREGISTRY_SERVICES")) {
+    const auto parsed = OrderedJson::parse(*services, nullptr, false);
+    if (parsed.is_discarded()) {
+      throw failure("source has invalid REQUIRED_LITEREGISTRY_SERVICES: " + *services);
+    }
+    if (!parsed.is_object()) {
+      throw failure("source REQUIRED_LITEREGISTRY_SERVICES must be an object, got " + *services);
+    }
+    for (const auto &[name, count] : parsed.items()) {
+      if (!count.is_number_integer() && !(count.is_string() && !count.get<std::string>().empty())) {
+        throw failure("source has invalid REQUIRED_LITEREGISTRY_SERVICES count for " + name);
+      }
+      source.required_services[name] = count.is_number_integer()
+                                           ? count.get<std::int64_t>()
+                                           : std::stoll(count.get<std::string>());
+    }
+  }
+  if (const std::string *setup = env.find("PRIMEBEAKER_SETUP_COMMAND")) {
+    source.setup_command = *setup;
+  }
+  for (const auto &[name, value] : env.plain) {
+    if (is_regenerated_env_name(name)) {
+      continue;
+    }
+    if (name == k_managed_service_env && !keep_managed_service) {
+      source.not_inherited.emplace_back(name, value);
+      continue;
+    }
+    source.env.emplace_back(name, value);
+  }
+  for (const auto &[name, secret] : env.secrets) {
+    if (name == "WANDB_API_KEY") {
+      source.wandb_secret = secret;
+    } else if (name == "HF_TOKEN") {
+      source.hf_secret = secret;
+    } else {
+      source.secrets.emplace_back(name, secret);
+    }
+  }
+  std::sort(source.env.begin(), source.env.end());
+  std::sort(source.secrets.begin(), source.secrets.end());
+  return source;
+}
+
+std::vector<JobState> parse_jobs(const OrderedJson &payload,
+                                 const std::vector<std::string> &job_ids) {
+  std::vector<const OrderedJson *> jobs;
+  if (payload.is_array()) {
+    for (const auto &job : payload) {
+      jobs.push_back(&job);
+    }
+  } else {
+    jobs.push_back(&payload);
+  }
+  std::vector<JobState> states;
+  std::set<std::string> seen;
+  for (const OrderedJson *job : jobs) {
+    if (!job->is_object()) {
+      continue;
+    }
+    JobState state;
+    state.id = string_or(member(*job, "id"), "unknown");
+    state.name = string_or(member(*job, "name"), "unknown");
+    const OrderedJson *status = member(*job, "status");
+    state.active = !(
+        status != nullptr && status->is_object() &&
+        (timestamp_set(member(*status, "exited")) || timestamp_set(member(*status, "finalized"))));
+    seen.insert(state.id);
+    states.push_back(std::move(state));
+  }
+  for (const auto &id : job_ids) {
+    if (seen.count(id) == 0) {
+      states.push_back({id, "status unknown: not in beaker's answer", true});
+    }
+  }
+  return states;
+}
+
+} // namespace pb::resume

@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: MIT
+// The source experiment of `rl resume`, read from `beaker experiment get --format json`
+// (resume-run-services.md §1.3, prime-rl-beaker.md §5.3).
+#pragma once
+
+#include <primebeaker/core/json.hpp>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace pb::resume {
+
+// What a new launch inherits from the source experiment.
+struct SourceExperiment {
+  std::string id;
+  std::string name;      // E.name after the first '/', or the id
+  std::string workspace; // E.workspaceRef.fullName, default ai2/oe-agents
+  std::vector<std::string> job_ids;
+  std::string image; // beaker://<S.image.beaker>
+  std::vector<std::string> clusters;
+  std::string priority;
+  std::int64_t min_runtime_hours = 0;
+  std::string mount_path;
+  std::string dataset;
+  std::string config_path;
+  std::string output_dir;
+  std::optional<std::string> registry;
+  std::optional<std::string> wandb_run_id;
+  std::string working_dir;
+  std::string scratch_dir;
+  std::string home_dir;
+  std::int64_t gateway_port = 1212;
+  std::int64_t gateway_workers = 8;
+  std::int64_t rendezvous_timeout_seconds = 1800;
+  std::map<std::string, std::int64_t> required_services;
+  std::optional<std::string> setup_command;
+  std::optional<std::string> wandb_secret;                  // secret behind WANDB_API_KEY
+  std::optional<std::string> hf_secret;                     // secret behind HF_TOKEN
+  std::vector<std::pair<std::string, std::string>> env;     // carried plain values, by name
+  std::vector<std::pair<std::string, std::string>> secrets; // carried secrets, by name
+  // Plain values deliberately not carried (decisions.md §7): name=value.
+  std::vector<std::pair<std::string, std::string>> not_inherited;
+};
+
+// Parses the experiment payload (an array, first element used, or one object). Pure.
+// `keep_managed_service`: carry PRIMEBEAKER_MANAGED_SERVICE_EXPERIMENT_ID (off by default).
+// Throws pb::Error (exit 1) with the reference's messages: "Beaker did not return experiment
+// ID", "experiment ID has no jobs", "... is not a PrimeBeaker/Prime-RL launch", "... has no
+// Beaker image", "source experiment has invalid NAME=value".
+SourceExperiment
+parse_source(const std::string &id, const OrderedJson &payload, bool keep_managed_service);
+
+// Environment names the launcher regenerates, so they are never carried (§1.3).
+bool is_regenerated_env_name(const std::string &name);
+
+// One job of `beaker job get`, judged: active unless its status has a set `exited` or
+// `finalized` timestamp (Go's zero time 0001-01-01... counts as unset).
+struct JobState {
+  std::string id;
+  std::string name;
+  bool active = true;
+};
+
+// Parses `beaker job get ... --format json` (array or one object) for `job_ids`; a requested
+// job missing from the answer is active with status unknown. Pure.
+std::vector<JobState> parse_jobs(const OrderedJson &payload,
+                                 const std::vector<std::string> &job_ids);
+
+} // namespace pb::resume
