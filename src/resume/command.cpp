@@ -142,6 +142,22 @@ void register_commands(cli::CommandTree &tree) {
       "Keep the source's PRIMEBEAKER_MANAGED_SERVICE_EXPERIMENT_ID (its trainer stops that "
       "service experiment on exit)");
   launch::register_launch_flags(app, options.overrides, override_flag_names(), false);
+  // Unset overrides come from the source experiment, not from the launch defaults.
+  const std::vector<std::pair<std::string, std::string>> help = {
+      {"image", "Runtime image (beaker://<ref> or a Docker ref); default: the source's"},
+      {"workspace", "Destination Beaker workspace; default: the source's"},
+      {"cluster", "Beaker cluster, repeat for several; default: the source's"},
+      {"priority", "normal, high or urgent; default: the source's"},
+      {"min-runtime-hours", "Minimum runtime in hours (0 is honoured); default: the source's"},
+      {"budget", "Beaker budget account; never inherited from the source"},
+      {"registry", "LiteRegistry URI for the new run; default: the source's REGISTRY"},
+  };
+  for (const auto &[name, text] : help) {
+    if (CLI::Option *option = app.get_option_no_throw("--" + name)) {
+      option->default_str("");
+      option->description(text);
+    }
+  }
   app.callback([&options] { run_resume(options); });
 }
 

@@ -189,6 +189,10 @@ void run_command(const RunCommandOptions &options, bool submit) {
 
   proc::SystemRunner runner;
   services::LiteRegistry literegistry(runner, services::resolve_python(options.python, env));
+  if (const auto beaker_env = env.find("PRIMEBEAKER_BEAKER"); beaker_env != env.end()) {
+    const auto path = env.find("PATH");
+    literegistry.use_beaker(beaker_env->second, path != env.end() ? path->second : "/usr/bin:/bin");
+  }
   fs::RealFileSystem files;
   beaker::Client beaker(runner, beaker::program_from_environment(env));
   launch::LaunchEffects launch_effects{files, beaker};

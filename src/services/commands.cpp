@@ -31,6 +31,15 @@ struct StopOptions {
   std::optional<std::string> python;
 };
 
+// PRIMEBEAKER_BEAKER applies to the upstream launchers' beaker calls too.
+void use_beaker_from(LiteRegistry &launcher, const std::map<std::string, std::string> &env) {
+  const auto beaker = env.find("PRIMEBEAKER_BEAKER");
+  const auto path = env.find("PATH");
+  if (beaker != env.end()) {
+    launcher.use_beaker(beaker->second, path != env.end() ? path->second : "/usr/bin:/bin");
+  }
+}
+
 void add_python_option(CLI::App &command, std::optional<std::string> &target) {
   command.add_option(cli::flag("python"),
                      target,
@@ -78,6 +87,7 @@ void register_field_command(cli::CommandTree &tree,
     const auto env = env::snapshot();
     proc::SystemRunner runner;
     LiteRegistry launcher(runner, resolve_python(parsed.python, env));
+    use_beaker_from(launcher, env);
     print_json(std::cout,
                submit ? launcher.submit(parsed.config) : launcher.preview(parsed.config));
   });
@@ -121,6 +131,7 @@ void register_yaml_command(cli::CommandTree &tree,
     const auto config = load_services_yaml(stack, document, env);
     proc::SystemRunner runner;
     LiteRegistry launcher(runner, resolve_python(options.python, env));
+    use_beaker_from(launcher, env);
     print_json(std::cout, submit ? launcher.submit(config) : launcher.preview(config));
   });
 }
@@ -146,7 +157,9 @@ void register_stop_command(cli::CommandTree &tree,
       throw usage_error("an experiment ID is required: services stop ID");
     }
     proc::SystemRunner runner;
-    LiteRegistry launcher(runner, resolve_python(options.python, env::snapshot()));
+    const auto env = env::snapshot();
+    LiteRegistry launcher(runner, resolve_python(options.python, env));
+    use_beaker_from(launcher, env);
     print_json(std::cout, launcher.stop(stack, options.experiment_id, options.dry_run));
   });
 }

@@ -181,6 +181,20 @@ OrderedJson config_request(std::string_view action, const LauncherConfig &config
 LiteRegistry::LiteRegistry(proc::Runner &runner, std::string python)
     : m_runner(runner), m_python(std::move(python)) {}
 
+void LiteRegistry::use_beaker(const std::string &program, const std::string &path_list) {
+  if (program.empty() || program == "beaker") {
+    return;
+  }
+  const std::filesystem::path path(program);
+  if (path.filename() != "beaker" || !path.has_parent_path()) {
+    spdlog::warn("PRIMEBEAKER_BEAKER={} is not used by LiteRegistry's launchers, which run "
+                 "`beaker` from PATH",
+                 program);
+    return;
+  }
+  m_helper_path = path.parent_path().string() + ":" + path_list;
+}
+
 OrderedJson LiteRegistry::call(const OrderedJson &request, const LauncherConfig *config) {
   proc::Command command;
   command.argv = {m_python, "-c", std::string(helper_source())};
@@ -188,6 +202,9 @@ OrderedJson LiteRegistry::call(const OrderedJson &request, const LauncherConfig 
   // Importing must not leave __pycache__ behind: preview touches nothing on disk.
   command.env_set["PYTHONDONTWRITEBYTECODE"] = "1";
   command.env_set["PYTHONIOENCODING"] = "utf-8";
+  if (m_helper_path) {
+    command.env_set["PATH"] = *m_helper_path;
+  }
   proc::Result result;
   try {
     result = m_runner.run(command);

@@ -134,6 +134,18 @@ TEST_F(ServicesE2E, LaunchReportsBeakerFailureAsToolFailure) {
       << result.err;
 }
 
+TEST_F(ServicesE2E, PrimebeakerBeakerReachesTheUpstreamLauncher) {
+  // A beaker that is not on PATH at all, named by PRIMEBEAKER_BEAKER.
+  FakeBin elsewhere(m_dir / "elsewhere");
+  elsewhere.add("beaker", "echo '{\"id\": \"01OTHER\"}'");
+  std::filesystem::remove(m_fakes.bin() / "beaker");
+  const auto result =
+      run({"services", "launch"}, {{"PRIMEBEAKER_BEAKER", (elsewhere.bin() / "beaker").string()}});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(nlohmann::json::parse(result.out)["beaker"]["id"], "01OTHER");
+  EXPECT_EQ(elsewhere.calls("beaker").size(), 1U);
+}
+
 TEST_F(ServicesE2E, StopRunsBeakerUnlessDryRun) {
   auto result = run({"services", "stop", "01SERVICE", "--dry-run"});
   ASSERT_EQ(result.exit_code, 0) << result.err;

@@ -71,6 +71,11 @@ class LiteRegistry {
 public:
   LiteRegistry(proc::Runner &runner, std::string python);
 
+  // The `beaker` program as primebeaker resolves it (PRIMEBEAKER_BEAKER). Upstream launchers run
+  // plain `beaker` from PATH, so a path ending in /beaker has its directory put first on the
+  // helper's PATH; `path_list` is our PATH. Pure setter.
+  void use_beaker(const std::string &program, const std::string &path_list);
+
   // preview(): upstream `{experiment_name, config, spec}`; no Beaker call, nothing written.
   OrderedJson preview(const LauncherConfig &config);
   // submit(): upstream `{experiment_name, beaker}`; creates one Beaker experiment.
@@ -91,6 +96,7 @@ private:
 
   proc::Runner &m_runner;
   std::string m_python;
+  std::optional<std::string> m_helper_path; // PATH for the helper, when beaker was relocated
 };
 
 } // namespace pb::services
