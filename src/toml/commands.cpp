@@ -104,9 +104,9 @@ void check_writable(const std::string &path) {
   }
 }
 
-void emit(const EditOptions &o, const Document &before, const std::string &after) {
+void emit(const EditOptions &o, const std::string &before, const std::string &after) {
   if (o.dry_run) {
-    std::cout << unified_diff(before.text(), after, o.file == "-" ? "<stdin>" : o.file);
+    std::cout << unified_diff(before, after, o.file == "-" ? "<stdin>" : o.file);
     return;
   }
   const std::string target = !o.output.empty() ? o.output : o.file;
@@ -128,7 +128,7 @@ void run_set(const EditOptions &o) {
   if (o.value_file.empty() && !has_value) {
     throw usage_error("missing VALUE (or --value-file FILE)");
   }
-  const Document doc = Document::load(o.file);
+  Document doc = Document::load(o.file);
   std::string value = o.value;
   if (!o.value_file.empty()) {
     if (o.value_file == "-" && o.file == "-") {
@@ -151,12 +151,14 @@ void run_set(const EditOptions &o) {
           "value '{}' is {}, not {} (--type)", value, type_name(parsed.type()), o.type));
     }
   }
-  emit(o, doc, set(doc, o.key, literal));
+  std::string before = o.dry_run ? doc.text() : std::string();
+  emit(o, before, set(std::move(doc), o.key, literal));
 }
 
 void run_unset(const EditOptions &o) {
-  const Document doc = Document::load(o.file);
-  emit(o, doc, unset(doc, o.key, {o.if_exists, o.prune}));
+  Document doc = Document::load(o.file);
+  std::string before = o.dry_run ? doc.text() : std::string();
+  emit(o, before, unset(std::move(doc), o.key, {o.if_exists, o.prune}));
 }
 
 void run_check(const CheckOptions &o) {

@@ -11,8 +11,16 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 namespace pb::toml {
+
+namespace detail {
+struct DocumentAccess {
+  static Value &root(Document &doc) { return doc.m_root; }
+};
+} // namespace detail
+
 namespace {
 
 using detail::Node;
@@ -447,14 +455,8 @@ public:
 // ---------------------------------------------------------------------------------------------
 // Splices
 
-struct Splice {
-  std::uint32_t begin;
-  std::uint32_t end;
-  std::string text;
-};
-
-std::string apply(std::string_view text, std::vector<Splice> splices) {
-  std::sort(splices.begin(), splices.end(), [](const Splice &a, const Splice &b) {
+std::string apply(std::string_view text, std::vector<Splice> &splices) {
+  std::stable_sort(splices.begin(), splices.end(), [](const Splice &a, const Splice &b) {
     return a.begin < b.begin;
   });
   std::string out;
@@ -508,8 +510,8 @@ Literal parse_literal(std::string_view literal) {
       out.doc.parsed().root->children.front()->key_value != 0) {
     throw usage_error(fmt::format("bad value literal '{}': expected exactly one value", trimmed));
   }
-  for (const auto &token : out.doc.syntax().tokens) {
-    if (token.kind == syntax::TokenKind::comment) {
+  for (const auto kind : out.doc.syntax().token_kind) {
+    if (kind == syntax::TokenKind::comment) {
       throw usage_error(fmt::format("bad value literal '{}': comments are not allowed", trimmed));
     }
   }
@@ -545,15 +547,18 @@ std::vector<std::string> relative_names(const Node *ancestor, const Node *node) 
 struct Outcome {
   std::string text;
   Value expected;
+  std::vector<Splice> splices;
 };
 
 class Engine {
 public:
-  explicit Engine(const Document &doc)
-      : m_doc(doc), g(doc), t(doc.parsed().tree), text(doc.text()) {}
+  // `movable_root`: the document's values, which the engine may consume to build the expected
+  // result without a copy (nullptr: copy them).
+  Engine(const Document &doc, Value *movable_root)
+      : m_doc(doc), m_movable_root(movable_root), g(doc), t(doc.parsed().tree), text(doc.text()) {}
 
   Outcome set(const KeyPath &path, const Literal &literal) {
-    Outcome out{{}, m_doc.root()};
+    Outcome out{{}, take_root(), {}};
     const Node *node = m_doc.parsed().root;
     Value *expected = &out.expected;
     std::size_t i = 0;
@@ -630,12 +635,13 @@ public:
       }
       target->mutable_table().emplace_back(rest.back(), std::move(value));
     }
-    out.text = apply(text, std::move(m_splices));
+    out.text = apply(text, m_splices);
+    out.splices = std::move(m_splices);
     return out;
   }
 
   Outcome unset(const KeyPath &path, bool prune) {
-    Outcome out{{}, m_doc.root()};
+    Outcome out{{}, take_root(), {}};
     if (path.steps.empty()) {
       throw usage_error("cannot unset the document root");
     }
@@ -691,12 +697,21 @@ public:
       erase_from(*values[k - 1], *chain[k - 1], table);
     }
     flush_removed_lines();
-    out.text = apply(text, std::move(m_splices));
+    out.text = apply(text, m_splices);
+    out.splices = std::move(m_splices);
     return out;
   }
 
 private:
+  Value take_root() {
+    if (m_movable_root != nullptr) {
+      return std::move(*m_movable_root);
+    }
+    return m_doc.root();
+  }
+
   const Document &m_doc;
+  Value *m_movable_root;
   Geometry g;
   const syntax::Tree &t;
   std::string_view text;
@@ -1255,51 +1270,79 @@ private:
   }
 };
 
-Document verified(const Document &doc, Outcome outcome, std::string_view what) {
-  Document result;
-  try {
-    result = Document::parse(std::move(outcome.text), doc.source_name());
-  } catch (const Error &e) {
-    throw failure(fmt::format("{}: edit verification failed, nothing written: the result would "
-                              "not be valid TOML ({})",
-                              what,
-                              e.what()));
-  }
-  if (!semantically_equal(result.root(), outcome.expected)) {
-    throw failure(fmt::format("{}: edit verification failed, nothing written: the result would "
-                              "not mean what was asked",
-                              what));
+// The checked result of an edit: the text, and when asked for, its parsed document.
+struct Checked {
+  std::string text;
+  std::optional<Document> document;
+};
+
+// Verification: toml++ (an independent parser) must read the new text as exactly the intended
+// meaning; with `reparse`, our own parser must too (and its document is returned).
+Checked verified(const Document &doc, Outcome outcome, std::string_view what, bool reparse) {
+  auto refuse = [&](const std::string &why) {
+    return failure(fmt::format("{}: edit verification failed, nothing written: {}", what, why));
+  };
+  Checked out;
+  if (reparse) {
+    try {
+      out.document = Document::parse(outcome.text, doc.source_name());
+    } catch (const Error &e) {
+      throw refuse(fmt::format("the result would not be valid TOML ({})", e.what()));
+    }
+    if (!semantically_equal(out.document->root(), outcome.expected)) {
+      throw refuse("the result would not mean what was asked");
+    }
   }
   std::string why;
-  if (!reference_matches(outcome.expected, result.text(), why)) {
-    throw failure(fmt::format("{}: edit verification failed, nothing written: {}", what, why));
+  if (!reference_matches(outcome.expected, outcome.text, why)) {
+    throw refuse(why);
   }
-  return result;
+  out.text = std::move(outcome.text);
+  return out;
 }
 
-Document set_document(const Document &doc, std::string_view path_text, std::string_view literal) {
+struct EditRequest {
+  std::vector<Splice> *splices = nullptr;
+  Value *movable_root = nullptr;
+  bool reparse = true;
+};
+
+Checked set_document(const Document &doc,
+                     std::string_view path_text,
+                     std::string_view literal,
+                     EditRequest request) {
   const KeyPath path = KeyPath::parse(path_text);
   if (path.steps.empty()) {
     throw usage_error("cannot set the document root; name a key");
   }
   const Literal value = parse_literal(literal);
-  Engine engine(doc);
-  return verified(doc, engine.set(path, value), fmt::format("set {}", path.text()));
+  Engine engine(doc, request.movable_root);
+  Outcome outcome = engine.set(path, value);
+  if (request.splices != nullptr) {
+    *request.splices = outcome.splices;
+  }
+  return verified(doc, std::move(outcome), fmt::format("set {}", path.text()), request.reparse);
 }
 
-Document unset_document(const Document &doc, std::string_view path_text, UnsetOptions options) {
+Checked unset_document(const Document &doc,
+                       std::string_view path_text,
+                       UnsetOptions options,
+                       EditRequest request) {
   const KeyPath path = KeyPath::parse(path_text);
-  Engine engine(doc);
+  Engine engine(doc, request.movable_root);
   Outcome outcome;
   try {
     outcome = engine.unset(path, options.prune);
   } catch (const Error &e) {
     if (options.if_exists && e.code() == static_cast<int>(ExitCode::failure)) {
-      return doc;
+      return {doc.text(), doc};
     }
     throw;
   }
-  return verified(doc, std::move(outcome), fmt::format("unset {}", path.text()));
+  if (request.splices != nullptr) {
+    *request.splices = outcome.splices;
+  }
+  return verified(doc, std::move(outcome), fmt::format("unset {}", path.text()), request.reparse);
 }
 
 } // namespace
@@ -1343,29 +1386,54 @@ std::string source_text(const Document &doc, const KeyPath &path) {
 }
 
 std::string set(const Document &doc, std::string_view path, std::string_view literal) {
-  return set_document(doc, path, literal).text();
+  return set_document(doc, path, literal, {}).text;
+}
+
+std::string set(Document &&doc, std::string_view path, std::string_view literal) {
+  Document owned = std::move(doc);
+  return set_document(owned, path, literal, {nullptr, &detail::DocumentAccess::root(owned), false})
+      .text;
 }
 
 std::string set_string(const Document &doc, std::string_view path, std::string_view text) {
-  return set_document(doc, path, quote_string(text)).text();
+  return set_document(doc, path, quote_string(text), {}).text;
 }
 
 std::string unset(const Document &doc, std::string_view path, UnsetOptions options) {
-  return unset_document(doc, path, options).text();
+  return unset_document(doc, path, options, {}).text;
+}
+
+std::string unset(Document &&doc, std::string_view path, UnsetOptions options) {
+  Document owned = std::move(doc);
+  return unset_document(
+             owned, path, options, {nullptr, &detail::DocumentAccess::root(owned), false})
+      .text;
+}
+
+EditResult set_detailed(const Document &doc, std::string_view path, std::string_view literal) {
+  EditResult result;
+  result.text = set_document(doc, path, literal, {&result.splices}).text;
+  return result;
+}
+
+EditResult unset_detailed(const Document &doc, std::string_view path, UnsetOptions options) {
+  EditResult result;
+  result.text = unset_document(doc, path, options, {&result.splices}).text;
+  return result;
 }
 
 Editor &Editor::set(std::string_view path, std::string_view literal) {
-  m_doc = set_document(m_doc, path, literal);
+  m_doc = std::move(*set_document(m_doc, path, literal, {}).document);
   return *this;
 }
 
 Editor &Editor::set_string(std::string_view path, std::string_view text) {
-  m_doc = set_document(m_doc, path, quote_string(text));
+  m_doc = std::move(*set_document(m_doc, path, quote_string(text), {}).document);
   return *this;
 }
 
 Editor &Editor::unset(std::string_view path, UnsetOptions options) {
-  m_doc = unset_document(m_doc, path, options);
+  m_doc = std::move(*unset_document(m_doc, path, options, {}).document);
   return *this;
 }
 

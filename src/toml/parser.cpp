@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <span>
 
 namespace pb::toml {
 namespace detail {
@@ -77,12 +78,18 @@ Position Parsed::position_of(const Node &node) const {
 
 namespace {
 
-using syntax::KeySegment;
 using syntax::KeyValue;
 using syntax::Line;
 using syntax::LineKind;
 using syntax::Span;
 using syntax::TokenKind;
+
+// One segment of a (possibly dotted) key with its decoded name, while parsing.
+struct KeySegment {
+  Span span;
+  std::string name;
+};
+using Key = std::span<const KeySegment>;
 
 constexpr int max_depth = 256;
 
@@ -194,7 +201,9 @@ public:
     if (const auto bad = invalid_utf8_at(s); bad != npos) {
       fail(bad, "invalid UTF-8");
     }
-    t.tokens.reserve(n / 4 + 16);
+    t.token_begin.reserve(n / 5 + 16);
+    t.token_kind.reserve(n / 5 + 16);
+    t.text_size = n;
     m_out.root = make(Type::table, Origin::root);
     m_current = m_out.root;
     if (s.substr(0, 3) == "\xEF\xBB\xBF") {
@@ -226,6 +235,8 @@ private:
   Node *m_current = nullptr;
   std::int32_t m_section = 0;
   std::int32_t m_section_seq = 0;
+  std::uint32_t m_token_end = 0;
+  std::vector<KeySegment> m_keys; // a stack: each key being parsed owns its top segments
 
   [[noreturn]] void fail(std::uint32_t at, std::string message) {
     throw ParseFailure{std::min(at, n), std::move(message)};
@@ -260,7 +271,14 @@ private:
 
   char peek(std::uint32_t k = 0) const { return p + k < n ? s[p + k] : '\0'; }
   bool at(std::string_view word) const { return s.substr(p, word.size()) == word; }
-  void emit(TokenKind kind, std::uint32_t begin) { t.tokens.push_back({kind, begin, p}); }
+  void emit(TokenKind kind, std::uint32_t begin) {
+    if (begin != m_token_end || p <= begin) {
+      fail(begin, "internal error: tokens do not tile the input");
+    }
+    t.token_begin.push_back(begin);
+    t.token_kind.push_back(kind);
+    m_token_end = p;
+  }
 
   void skip_ws() {
     const std::uint32_t b = p;
@@ -388,10 +406,12 @@ private:
     return std::string(1, c);
   }
 
-  Span dotted_key(std::vector<KeySegment> &segments) {
+  // Parses a dotted key onto m_keys; returns its span.
+  Span dotted_key() {
     Span span{p, p};
+    const std::size_t base = m_keys.size();
     for (;;) {
-      segments.push_back(simple_key());
+      m_keys.push_back(simple_key());
       span.end = p;
       skip_ws();
       if (peek() != '.') {
@@ -400,14 +420,23 @@ private:
       ++p;
       emit(TokenKind::dot, p - 1);
       skip_ws();
-      if (segments.size() > max_depth) {
+      if (m_keys.size() - base > max_depth) {
         fail(p, "key has too many parts");
       }
     }
     return span;
   }
 
-  static std::string joined(const std::vector<KeySegment> &segments, std::size_t count) {
+  // Records the segments m_keys[base..] in the tree.
+  void store_key(std::size_t base, std::uint32_t &first, std::uint32_t &count) {
+    first = static_cast<std::uint32_t>(t.key_segments.size());
+    count = static_cast<std::uint32_t>(m_keys.size() - base);
+    for (std::size_t i = base; i < m_keys.size(); ++i) {
+      t.key_segments.push_back(m_keys[i].span);
+    }
+  }
+
+  static std::string joined(Key segments, std::size_t count) {
     std::string out;
     for (std::size_t i = 0; i < count; ++i) {
       if (i > 0) {
@@ -427,7 +456,8 @@ private:
     p += h.array ? 2 : 1;
     emit(TokenKind::bracket_open, h.span.begin);
     skip_ws();
-    dotted_key(h.key);
+    const std::size_t base = m_keys.size();
+    dotted_key();
     if (h.array ? !at("]]") : peek() != ']') {
       fail(p,
            h.array ? "expected ']]' to close the array-of-tables header"
@@ -437,15 +467,17 @@ private:
     p += h.array ? 2 : 1;
     emit(TokenKind::bracket_close, b);
     h.span.end = p;
-    define_header(h, id);
+    store_key(base, h.key_first, h.key_count);
+    define_header(h, Key(m_keys).subspan(base), id);
+    m_keys.resize(base);
     t.headers[id] = std::move(h);
     return id;
   }
 
-  void define_header(const syntax::Header &h, std::uint32_t id) {
+  void define_header(const syntax::Header &h, Key key, std::uint32_t id) {
     Node *table = m_out.root;
-    for (std::size_t i = 0; i + 1 < h.key.size(); ++i) {
-      const auto &seg = h.key[i];
+    for (std::size_t i = 0; i + 1 < key.size(); ++i) {
+      const auto &seg = key[i];
       Node *child = table->find(seg.name);
       if (child == nullptr) {
         child = make(Type::table, Origin::implicit);
@@ -456,20 +488,20 @@ private:
       } else if (child->type != Type::table) {
         fail(seg.span.begin,
              fmt::format("key '{}' is {}{}, not a table",
-                         joined(h.key, i + 1),
+                         joined(key, i + 1),
                          article_type(*child),
                          position_text(*child)));
       } else if (child->frozen) {
         fail(seg.span.begin,
              fmt::format("inline table '{}'{} cannot be extended",
-                         joined(h.key, i + 1),
+                         joined(key, i + 1),
                          position_text(*child)));
       }
       table = child;
     }
-    const auto &last = h.key.back();
+    const auto &last = key.back();
     Node *child = table->find(last.name);
-    const std::string full = joined(h.key, h.key.size());
+    const std::string full = joined(key, key.size());
     if (!h.array) {
       if (child == nullptr) {
         child = make(Type::table, Origin::header);
@@ -515,7 +547,9 @@ private:
     t.key_values.emplace_back();
     KeyValue kv;
     kv.inline_entry = inline_entry;
-    kv.key_span = dotted_key(kv.key);
+    const std::size_t base = m_keys.size();
+    kv.key_span = dotted_key();
+    store_key(base, kv.key_first, kv.key_count);
     if (peek() != '=') {
       fail(p,
            p >= n || peek() == '\n' || peek() == '\r'
@@ -528,12 +562,13 @@ private:
     auto [value_id, node] = value(depth);
     kv.value = value_id;
     node->key_value = id;
-    attach(table, kv.key, node);
+    attach(table, Key(m_keys).subspan(base), node);
+    m_keys.resize(base);
     t.key_values[id] = std::move(kv);
     return id;
   }
 
-  void attach(Node *table, const std::vector<KeySegment> &key, Node *node) {
+  void attach(Node *table, Key key, Node *node) {
     for (std::size_t i = 0; i + 1 < key.size(); ++i) {
       const auto &seg = key[i];
       Node *child = table->find(seg.name);
@@ -837,7 +872,7 @@ private:
         if (!multiline || peek(1) != '\n') {
           fail(p, "carriage return in a string");
         }
-        out += "\r\n";
+        out += '\n'; // CRLF in a multi-line string reads as LF (as toml++ does)
         p += 2;
       } else if ((c < 0x20 && c != '\t') || c == 0x7F) {
         fail(p, "control character in a string");
@@ -898,7 +933,7 @@ private:
         if (!multiline || peek(1) != '\n') {
           fail(p, "carriage return in a string");
         }
-        out += "\r\n";
+        out += '\n'; // CRLF in a multi-line string reads as LF (as toml++ does)
         p += 2;
       } else if ((c < 0x20 && c != '\t') || c == 0x7F) {
         fail(p, "control character in a string");
@@ -1120,14 +1155,15 @@ private:
   }
 };
 
-Value to_value(const Parsed &parsed, std::string_view text, const Node &node) {
+// Builds the typed values; string contents move out of the nodes (nothing else reads them).
+Value to_value(const Parsed &parsed, std::string_view text, Node &node) {
   const Position pos = node.origin == Origin::root ? Position{} : parsed.position_of(node);
   switch (node.type) {
   case Type::table: {
     Value table = Value::make_table(pos);
     auto &members = table.mutable_table();
     members.reserve(node.children.size());
-    for (const Node *child : node.children) {
+    for (Node *child : node.children) {
       members.emplace_back(child->name, to_value(parsed, text, *child));
     }
     return table;
@@ -1136,7 +1172,7 @@ Value to_value(const Parsed &parsed, std::string_view text, const Node &node) {
     Value array = Value::make_array(pos);
     auto &items = array.mutable_array();
     items.reserve(node.children.size());
-    for (const Node *child : node.children) {
+    for (Node *child : node.children) {
       items.push_back(to_value(parsed, text, *child));
     }
     return array;
@@ -1145,7 +1181,7 @@ Value to_value(const Parsed &parsed, std::string_view text, const Node &node) {
     const auto span = parsed.tree.values[node.value].span;
     std::string raw(text.substr(span.begin, span.end - span.begin));
     if (node.type == Type::string) {
-      return Value::make_string(node.decoded, std::move(raw), pos);
+      return Value::make_string(std::move(node.decoded), std::move(raw), pos);
     }
     return Value::make_scalar(node.type, std::move(raw), pos);
   }
@@ -1191,7 +1227,9 @@ const syntax::Tree &Document::syntax() const {
 std::string Document::print() const {
   std::string out;
   out.reserve(m_text.size());
-  for (const auto &token : m_parsed->tree.tokens) {
+  const auto &tree = m_parsed->tree;
+  for (std::size_t i = 0; i < tree.token_count(); ++i) {
+    const auto token = tree.token(i);
     out.append(m_text, token.begin, token.end - token.begin);
   }
   return out;

@@ -39,7 +39,9 @@ std::vector<std::string> listed(const std::string &prefix) {
 // Every byte in exactly one token, in order.
 ::testing::AssertionResult tokens_tile(const Document &doc) {
   std::uint32_t at = 0;
-  for (const auto &token : doc.syntax().tokens) {
+  const auto &tree = doc.syntax();
+  for (std::size_t i = 0; i < tree.token_count(); ++i) {
+    const auto token = tree.token(i);
     if (token.begin != at || token.end <= token.begin) {
       return ::testing::AssertionFailure() << "token gap or overlap at byte " << at;
     }

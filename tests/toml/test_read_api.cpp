@@ -42,3 +42,15 @@ TEST(ReadApi, InvalidTomlNamesFileLineColumn) {
 }
 
 } // namespace
+
+namespace {
+
+// Found by the fuzzer: a CRLF inside a multi-line string reads as LF (as toml++ reads it), so
+// edits of CRLF files with such strings verify.
+TEST(ReadApi, CrlfInMultiLineStringsReadsAsLf) {
+  const auto doc = Document::parse("a = \"\"\"x\r\ny\"\"\"\r\nb = '''p\r\nq'''\r\n", "t.toml");
+  EXPECT_EQ(*doc.root().find("a")->string(), "x\ny");
+  EXPECT_EQ(*doc.root().find("b")->string(), "p\nq");
+}
+
+} // namespace

@@ -53,6 +53,8 @@ Value parse_value_literal(std::string_view literal);
 // a path through a non-table (setting `a.b` where `a` is an integer) exit 2, a failed
 // verification exit 1.
 std::string set(const Document &doc, std::string_view path, std::string_view literal);
+// The same, consuming `doc` (saves copying its values for the verification on big files).
+std::string set(Document &&doc, std::string_view path, std::string_view literal);
 
 // Like set(), with `text` stored as a string.
 std::string set_string(const Document &doc, std::string_view path, std::string_view text);
@@ -65,6 +67,23 @@ struct UnsetOptions {
 // Removes the key at `path` together with the comments it owns (docs/toml.md) and returns the
 // new text. A missing key is exit 1 unless if_exists.
 std::string unset(const Document &doc, std::string_view path, UnsetOptions options = {});
+std::string unset(Document &&doc, std::string_view path, UnsetOptions options = {});
+
+// One replacement of the original bytes [begin, end) by `text`.
+struct Splice {
+  std::uint32_t begin = 0;
+  std::uint32_t end = 0;
+  std::string text;
+};
+
+// An edit's result with the splices that produced it (sorted, non-overlapping, in the original
+// text's offsets): applying them to the original gives `text`. For tests and diff displays.
+struct EditResult {
+  std::string text;
+  std::vector<Splice> splices;
+};
+EditResult set_detailed(const Document &doc, std::string_view path, std::string_view literal);
+EditResult unset_detailed(const Document &doc, std::string_view path, UnsetOptions options = {});
 
 // Several edits in a row on one document, e.g. for rewriting many keys:
 //   std::string text = Editor(doc).set("ckpt.resume_step", "500").unset("wandb.id").text();

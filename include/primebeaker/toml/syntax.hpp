@@ -51,12 +51,6 @@ struct Span {
   std::uint32_t end = 0;
 };
 
-// One segment of a (possibly dotted) key, with its decoded name.
-struct KeySegment {
-  Span span;
-  std::string name;
-};
-
 // A value as written: a scalar, an array (children are value ids) or an inline table
 // (children are key/value ids). `commas` holds the offsets of the separating commas.
 struct ValueNode {
@@ -68,7 +62,8 @@ struct ValueNode {
 
 // `key = value`, either on a line of its own or an entry of an inline table.
 struct KeyValue {
-  std::vector<KeySegment> key;
+  std::uint32_t key_first = 0; // its segments: Tree::key_segments[key_first, +key_count)
+  std::uint32_t key_count = 0;
   Span key_span;
   std::uint32_t equals = 0;
   std::uint32_t value = npos; // ValueNode id
@@ -79,7 +74,8 @@ struct KeyValue {
 // `[a.b]` or `[[a.b]]`; span covers the brackets.
 struct Header {
   bool array = false;
-  std::vector<KeySegment> key;
+  std::uint32_t key_first = 0;
+  std::uint32_t key_count = 0;
   Span span;
   Span comment{npos, npos};
 };
@@ -98,7 +94,18 @@ struct Line {
 };
 
 struct Tree {
-  std::vector<Token> tokens;
+  // Tokens, stored as columns: token i covers [token_begin[i], token_begin[i + 1]) (the last one
+  // ends at text_size), so they tile the text by construction; the parser also checks that it
+  // emits them back to back.
+  std::vector<std::uint32_t> token_begin;
+  std::vector<TokenKind> token_kind;
+  std::uint32_t text_size = 0;
+  std::size_t token_count() const { return token_begin.size(); }
+  Token token(std::size_t i) const {
+    return {
+        token_kind[i], token_begin[i], i + 1 < token_begin.size() ? token_begin[i + 1] : text_size};
+  }
+  std::vector<Span> key_segments; // each key segment's bytes (quotes included)
   std::vector<Line> lines;
   std::vector<KeyValue> key_values;
   std::vector<Header> headers;

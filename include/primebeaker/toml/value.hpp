@@ -54,7 +54,8 @@ struct Tree;
 }
 namespace detail {
 struct Parsed;
-}
+struct DocumentAccess;
+} // namespace detail
 using Member = std::pair<std::string, Value>;
 
 // One semantic value. Scalars keep their decoded value and their exact source spelling.
@@ -130,6 +131,7 @@ public:
   const detail::Parsed &parsed() const { return *m_parsed; }
 
 private:
+  friend struct detail::DocumentAccess; // the edit API moves the root out of documents it owns
   std::string m_source_name;
   std::string m_text;
   Value m_root;

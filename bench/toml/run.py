@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""TOML engine benchmark (issue 2). Prints, measured in this one run:
+
+1. in-process, on the same bytes: lossless parse + print (our CST) vs toml++ parse, on a
+   generated ~2 MB TOML and on a file of 500 sibling tables (target: ratio <= 1);
+2. whole processes: `primebeaker toml set` of a deep key in the 2 MB file (read, parse, splice,
+   verify with toml++, atomic write) vs a native toml++ program that only parses the same file
+   (target: <= 2.5x), and vs Python tomlkit doing the same set (target: >= 50x faster).
+
+Usage: python3 bench/toml/run.py BUILD_DIR [--runs N] [--tomlkit-runs N] [--no-tomlkit]
+BUILD_DIR is the `cmake -S bench/toml` build (see README.md).
+"""
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+TOMLKIT_SET = r"""
+import sys, tomlkit
+path, out = sys.argv[1], sys.argv[2]
+with open(path) as f:
+    doc = tomlkit.parse(f.read())
+doc["service2900"]["build"]["flags"]["opt"] = "-O3"
+with open(out, "w") as f:
+    f.write(tomlkit.dumps(doc))
+"""
+
+
+def timed(argv, **kwargs):
+    start = time.perf_counter()
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, **kwargs)
+    return time.perf_counter() - start
+
+
+def python_with_tomlkit():
+    for exe in (sys.executable, "/usr/bin/python3"):
+        if exe and subprocess.run([exe, "-c", "import tomlkit"], capture_output=True).returncode == 0:
+            return exe
+    return None
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("build")
+    parser.add_argument("--runs", type=int, default=11)
+    parser.add_argument("--tomlkit-runs", type=int, default=1)
+    parser.add_argument("--no-tomlkit", action="store_true")
+    args = parser.parse_args()
+    build = os.path.abspath(args.build)
+    primebeaker = os.path.join(build, "primebeaker", "primebeaker")
+    tomlpp = os.path.join(build, "tomlpp_parse")
+    work = tempfile.mkdtemp(prefix="pb-toml-bench.")
+    try:
+        subprocess.run([sys.executable, os.path.join(HERE, "generate.py"), work], check=True,
+                       stdout=subprocess.DEVNULL)
+        big = os.path.join(work, "big.toml")
+        siblings = os.path.join(work, "siblings.toml")
+        print(f"inputs: big.toml {os.path.getsize(big)} bytes, siblings.toml "
+              f"{os.path.getsize(siblings)} bytes (500 sibling tables)")
+
+        print("\n1. in-process, same bytes (median):")
+        subprocess.run([os.path.join(build, "toml_bench"), big, siblings], check=True)
+
+        print(f"\n2. whole processes on big.toml (median of {args.runs}, interleaved):")
+        target = os.path.join(work, "edit.toml")
+        key = "service2900.build.flags.opt"
+        ours, anchor = [], []
+        for _ in range(args.runs):
+            shutil.copyfile(big, target)
+            ours.append(timed([primebeaker, "toml", "set", target, key, '"-O3"']))
+            anchor.append(timed([tomlpp, big]))
+        # The edit did what it should, and only that.
+        with open(big) as f:
+            original = f.read()
+        with open(target) as f:
+            edited = f.read()
+        marker = '[service2900.build.flags]\nopt = "-O2"'
+        assert edited == original.replace(marker, marker.replace("-O2", "-O3")), "wrong edit"
+        o, a = statistics.median(ours), statistics.median(anchor)
+        print(f"   primebeaker toml set {key} (verified, written): {o * 1e3:8.1f} ms")
+        print(f"   toml++ parse-only process (anchor):              {a * 1e3:8.1f} ms")
+        print(f"   ratio set / toml++ parse: {o / a:.2f}x   (target <= 2.5x)")
+
+        exe = None if args.no_tomlkit else python_with_tomlkit()
+        if exe is None:
+            print("   tomlkit: not measured (python3-tomlkit not installed or --no-tomlkit)")
+        else:
+            kit = []
+            for _ in range(args.tomlkit_runs):
+                kit.append(timed([exe, "-c", TOMLKIT_SET, big, os.path.join(work, "kit.toml")]))
+            k = statistics.median(kit)
+            version = subprocess.run([exe, "-c", "import tomlkit; print(tomlkit.__version__)"],
+                                     capture_output=True, text=True).stdout.strip()
+            print(f"   Python tomlkit {version} same set (median of {len(kit)}):   {k * 1e3:8.1f} ms")
+            print(f"   ratio tomlkit / primebeaker: {k / o:.1f}x faster   (target >= 50x)")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
