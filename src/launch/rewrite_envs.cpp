@@ -3,6 +3,7 @@
 // literals change, so comments and layout survive (decisions.md §2).
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/launch/rewrite_envs.hpp>
+#include <primebeaker/primerl/environments.hpp>
 #include <primebeaker/toml/edit.hpp>
 #include <primebeaker/toml/value.hpp>
 
@@ -15,35 +16,13 @@ namespace pb::launch {
 using toml::Type;
 using toml::Value;
 
-const std::vector<std::string> &bundled_environment_modules() {
-  static const std::vector<std::string> modules = {
-      "articulated_harness_env",
-      "jtc_code_tool_label_env",
-      "jtc_label_env",
-      "jtc_multiple_choice_accuracy_env",
-      "jtc_reward_model_env",
-      "jtc_rubrichub_judge_env",
-      "jtc_search_agent_env",
-      "jtc_search_agent_visit_env",
-      "jtc_search_agent_visit_judge_env",
-      "jtc_search_agent_webterminal_env",
-      "jtc_search_agent_webterminal_judge_env",
-      "jtc_search_visit_agent_env",
-      "jtc_search_visit_agent_judge_env",
-      "jtc_terminal_tool_label_env",
-      "jtc_tool_label_env",
-      "podman_terminal_env",
-  };
-  return modules;
-}
-
 std::vector<EnvironmentRewrite> plan_environment_rewrites(const toml::Document &document) {
   const Value *orchestrator = document.root().find("orchestrator");
   if (orchestrator == nullptr || !orchestrator->is(Type::table)) {
     throw input_error(
         fmt::format("{}: RL TOML needs an [orchestrator] table", document.source_name()));
   }
-  const auto &modules = bundled_environment_modules();
+  const auto &modules = primerl::bundled_environment_modules();
   std::vector<EnvironmentRewrite> rewrites;
   for (const char *split : {"train", "eval"}) {
     for (const char *collection : {"source", "env"}) {

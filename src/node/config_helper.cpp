@@ -8,28 +8,6 @@
 
 namespace pb::node {
 
-const std::vector<std::string> &bundled_environment_modules() {
-  static const std::vector<std::string> modules = {
-      "articulated_harness_env",
-      "jtc_code_tool_label_env",
-      "jtc_label_env",
-      "jtc_multiple_choice_accuracy_env",
-      "podman_terminal_env",
-      "jtc_reward_model_env",
-      "jtc_rubrichub_judge_env",
-      "jtc_search_agent_env",
-      "jtc_search_agent_visit_env",
-      "jtc_search_agent_visit_judge_env",
-      "jtc_search_agent_webterminal_env",
-      "jtc_search_agent_webterminal_judge_env",
-      "jtc_search_visit_agent_env",
-      "jtc_search_visit_agent_judge_env",
-      "jtc_terminal_tool_label_env",
-      "jtc_tool_label_env",
-  };
-  return modules;
-}
-
 const char *config_helper_source() {
   return R"PY(# Written by primebeaker (node runtime): resolves a training TOML through Prime-RL.
 # usage: python3 <this file> <request.json> <result.json>

@@ -12,8 +12,5 @@ namespace pb::node {
 // result file carries {"error", "kind", "detail"} then.
 const char *config_helper_source();
 
-// Environment module names the namespace rewrite maps to primebeaker.environments.<module>
-// (launch.md §4.2).
-const std::vector<std::string> &bundled_environment_modules();
 
 } // namespace pb::node

@@ -7,6 +7,7 @@
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/fs.hpp>
 #include <primebeaker/core/text.hpp>
+#include <primebeaker/primerl/environments.hpp>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -334,7 +335,7 @@ nlohmann::json run_config_helper(Replica &r,
   const auto request_path = scratch_dir / "config-request.json";
   const auto result_path = scratch_dir / "config-result.json";
   fs::write_file_atomic(script, config_helper_source());
-  request["environment_modules"] = bundled_environment_modules();
+  request["environment_modules"] = primerl::bundled_environment_modules();
   fs::write_file_atomic(request_path, request.dump(2) + "\n");
   std::error_code ec;
   std::filesystem::remove(result_path, ec);

@@ -21,9 +21,6 @@ struct EnvironmentRewrite {
   std::string location; // FILE:LINE:COL of the old value
 };
 
-// The module names primebeaker bundles (environments.md), sorted.
-const std::vector<std::string> &bundled_environment_modules();
-
 // The rewrites `document` needs (possibly none). Requires an [orchestrator] table: pb::Error
 // exit 3 "RL TOML needs an [orchestrator] table". Pure.
 std::vector<EnvironmentRewrite> plan_environment_rewrites(const toml::Document &document);
