@@ -3,20 +3,21 @@
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/text.hpp>
 
-#include <algorithm>
 #include <nlohmann/json.hpp>
+
+#include <algorithm>
 
 namespace pb::cli {
 
-CLI::App& CommandTree::command(std::initializer_list<std::string_view> path,
-                               const std::string& description) {
-  CLI::App* current = &m_root;
+CLI::App &CommandTree::command(std::initializer_list<std::string_view> path,
+                               const std::string &description) {
+  CLI::App *current = &m_root;
   size_t depth = 0;
   for (const auto name : path) {
     ++depth;
     const std::string key(name);
-    CLI::App* next = nullptr;
-    for (CLI::App* sub : current->get_subcommands([](CLI::App*) { return true; })) {
+    CLI::App *next = nullptr;
+    for (CLI::App *sub : current->get_subcommands([](CLI::App *) { return true; })) {
       if (sub->get_name() == key) {
         next = sub;
         break;
@@ -42,7 +43,7 @@ std::string flag(std::string_view kebab_name, std::string_view extra) {
   }
   names += "--" + std::string(kebab_name);
   std::string snake(kebab_name);
-  for (char& c : snake) {
+  for (char &c : snake) {
     if (c == '-') {
       c = '_';
     }
@@ -53,19 +54,22 @@ std::string flag(std::string_view kebab_name, std::string_view extra) {
   return names;
 }
 
-CLI::Option* add_list_option(CLI::App& app, std::string_view kebab_name,
-                             std::vector<std::string>& target, const std::string& help) {
-  auto* option = app.add_option_function<std::vector<std::string>>(
+CLI::Option *add_list_option(CLI::App &app,
+                             std::string_view kebab_name,
+                             std::vector<std::string> &target,
+                             const std::string &help) {
+  auto *option = app.add_option_function<std::vector<std::string>>(
       flag(kebab_name),
-      [&target, name = std::string(kebab_name)](const std::vector<std::string>& values) {
+      [&target, name = std::string(kebab_name)](const std::vector<std::string> &values) {
         target.clear();
-        for (const auto& value : values) {
+        for (const auto &value : values) {
           const auto trimmed = text::trim(value);
           if (!trimmed.empty() && trimmed.front() == '[') {
             const auto parsed = nlohmann::json::parse(trimmed, nullptr, false);
-            if (parsed.is_array() &&
-                std::all_of(parsed.begin(), parsed.end(), [](const auto& v) { return v.is_string(); })) {
-              for (const auto& item : parsed) {
+            if (parsed.is_array() && std::all_of(parsed.begin(), parsed.end(), [](const auto &v) {
+                  return v.is_string();
+                })) {
+              for (const auto &item : parsed) {
                 target.push_back(item.template get<std::string>());
               }
               continue;

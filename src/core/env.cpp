@@ -4,12 +4,12 @@
 #include <cstdlib>
 #include <string_view>
 
-extern char** environ;
+extern char **environ;
 
 namespace pb::env {
 
-std::optional<std::string> get(const std::string& name) {
-  const char* value = std::getenv(name.c_str());
+std::optional<std::string> get(const std::string &name) {
+  const char *value = std::getenv(name.c_str());
   if (value == nullptr) {
     return std::nullopt;
   }
@@ -18,7 +18,7 @@ std::optional<std::string> get(const std::string& name) {
 
 std::map<std::string, std::string> snapshot() {
   std::map<std::string, std::string> result;
-  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+  for (char **entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
     std::string_view kv(*entry);
     const auto eq = kv.find('=');
     if (eq != std::string_view::npos) {

@@ -2,13 +2,14 @@
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/fs.hpp>
 
+#include <fmt/format.h>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <fmt/format.h>
 #include <iostream>
 #include <iterator>
 #include <sstream>
@@ -17,9 +18,11 @@
 namespace pb::fs {
 namespace {
 
-std::string os_reason(int err) { return std::strerror(err); }
+std::string os_reason(int err) {
+  return std::strerror(err);
+}
 
-Error write_error(const std::filesystem::path& path, const std::string& what, int err) {
+Error write_error(const std::filesystem::path &path, const std::string &what, int err) {
   return failure(fmt::format("cannot write {}: {}: {}", path.string(), what, os_reason(err)));
 }
 
@@ -30,7 +33,7 @@ mode_t current_umask() {
 }
 
 // The file a write should replace: follows symlinks so the link itself survives.
-std::filesystem::path write_target(const std::filesystem::path& path) {
+std::filesystem::path write_target(const std::filesystem::path &path) {
   std::error_code ec;
   if (std::filesystem::is_symlink(std::filesystem::symlink_status(path, ec))) {
     auto resolved = std::filesystem::weakly_canonical(path, ec);
@@ -43,7 +46,7 @@ std::filesystem::path write_target(const std::filesystem::path& path) {
 
 } // namespace
 
-std::string read_file(const std::filesystem::path& path, int missing_code) {
+std::string read_file(const std::filesystem::path &path, int missing_code) {
   if (path == "-") {
     std::ostringstream buffer;
     buffer << std::cin.rdbuf();
@@ -82,7 +85,8 @@ std::string read_file(const std::filesystem::path& path, int missing_code) {
   return content;
 }
 
-void write_file_atomic(const std::filesystem::path& requested, std::string_view content,
+void write_file_atomic(const std::filesystem::path &requested,
+                       std::string_view content,
                        std::optional<mode_t> new_file_mode) {
   const std::filesystem::path path = write_target(requested);
   std::filesystem::path dir = path.parent_path();
@@ -106,7 +110,7 @@ void write_file_atomic(const std::filesystem::path& requested, std::string_view 
     throw write_error(requested, "cannot create a temporary file in " + dir.string(), errno);
   }
   const std::string tmp_path(name.data());
-  auto fail = [&](const std::string& what) {
+  auto fail = [&](const std::string &what) {
     const int err = errno;
     ::close(fd);
     ::unlink(tmp_path.c_str());
@@ -148,16 +152,16 @@ void write_file_atomic(const std::filesystem::path& requested, std::string_view 
   }
 }
 
-std::string RealFileSystem::read_file(const std::filesystem::path& path) {
+std::string RealFileSystem::read_file(const std::filesystem::path &path) {
   return fs::read_file(path);
 }
 
-void RealFileSystem::write_file_atomic(const std::filesystem::path& path,
+void RealFileSystem::write_file_atomic(const std::filesystem::path &path,
                                        std::string_view content) {
   fs::write_file_atomic(path, content);
 }
 
-bool RealFileSystem::exists(const std::filesystem::path& path) {
+bool RealFileSystem::exists(const std::filesystem::path &path) {
   std::error_code ec;
   return std::filesystem::exists(path, ec);
 }

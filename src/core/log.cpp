@@ -1,20 +1,23 @@
 // SPDX-License-Identifier: MIT
 #include <primebeaker/core/log.hpp>
 
-#include <unistd.h>
-
-#include <cstdlib>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
+#include <cstdlib>
+
 namespace pb::log {
 
-bool stderr_is_terminal() { return ::isatty(STDERR_FILENO) == 1; }
+bool stderr_is_terminal() {
+  return ::isatty(STDERR_FILENO) == 1;
+}
 
 void init(int verbosity) {
   auto logger = spdlog::stderr_color_st("primebeaker");
   const bool colour = stderr_is_terminal() && std::getenv("NO_COLOR") == nullptr;
-  if (auto* sink = dynamic_cast<spdlog::sinks::stderr_color_sink_st*>(logger->sinks()[0].get())) {
+  if (auto *sink = dynamic_cast<spdlog::sinks::stderr_color_sink_st *>(logger->sinks()[0].get())) {
     sink->set_color_mode(colour ? spdlog::color_mode::automatic : spdlog::color_mode::never);
   }
   logger->set_pattern("primebeaker: %^%l%$: %v");

@@ -3,6 +3,10 @@
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/process.hpp>
 
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -12,9 +16,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
 namespace pb::proc {
 namespace {
@@ -30,8 +31,8 @@ struct Pipe {
     read_end = fds[0];
     write_end = fds[1];
   }
-  Pipe(const Pipe&) = delete;
-  Pipe& operator=(const Pipe&) = delete;
+  Pipe(const Pipe &) = delete;
+  Pipe &operator=(const Pipe &) = delete;
   ~Pipe() {
     close_read();
     close_write();
@@ -50,17 +51,17 @@ struct Pipe {
   }
 };
 
-std::vector<char*> c_strings(std::vector<std::string>& strings) {
-  std::vector<char*> result;
+std::vector<char *> c_strings(std::vector<std::string> &strings) {
+  std::vector<char *> result;
   result.reserve(strings.size() + 1);
-  for (auto& s : strings) {
+  for (auto &s : strings) {
     result.push_back(s.data());
   }
   result.push_back(nullptr);
   return result;
 }
 
-Result finish(Result& result, int status) {
+Result finish(Result &result, int status) {
   if (WIFEXITED(status)) {
     result.exit_code = WEXITSTATUS(status);
   } else if (WIFSIGNALED(status)) {
@@ -81,12 +82,12 @@ std::string Result::status() const {
   return fmt::format("exit code {}", exit_code);
 }
 
-EnvMap child_environment(const Command& command) {
+EnvMap child_environment(const Command &command) {
   EnvMap env = command.clear_env ? EnvMap{} : env::snapshot();
-  for (const auto& name : command.env_unset) {
+  for (const auto &name : command.env_unset) {
     env.erase(name);
   }
-  for (const auto& [name, value] : command.env_set) {
+  for (const auto &[name, value] : command.env_set) {
     env[name] = value;
   }
   return env;
@@ -124,9 +125,11 @@ std::optional<std::filesystem::path> find_executable(std::string_view program,
   return std::nullopt;
 }
 
-std::string argv_to_json(const Argv& argv) { return nlohmann::json(argv).dump(); }
+std::string argv_to_json(const Argv &argv) {
+  return nlohmann::json(argv).dump();
+}
 
-Result SystemRunner::run(const Command& command) {
+Result SystemRunner::run(const Command &command) {
   if (command.argv.empty()) {
     throw failure("internal error: empty command");
   }
@@ -175,13 +178,14 @@ Result SystemRunner::run(const Command& command) {
   Argv argv = command.argv;
   std::vector<std::string> env_strings;
   env_strings.reserve(env.size());
-  for (const auto& [name, value] : env) {
+  for (const auto &[name, value] : env) {
     env_strings.push_back(name + "=" + value);
   }
   auto c_argv = c_strings(argv);
   auto c_env = c_strings(env_strings);
   pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, program->c_str(), &actions, &attr, c_argv.data(), c_env.data());
+  const int rc =
+      ::posix_spawn(&pid, program->c_str(), &actions, &attr, c_argv.data(), c_env.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) {
@@ -236,7 +240,7 @@ Result SystemRunner::run(const Command& command) {
     if (n < 0) {
       break;
     }
-    for (const auto& p : fds) {
+    for (const auto &p : fds) {
       if (p.revents == 0) {
         continue;
       }
@@ -250,8 +254,8 @@ Result SystemRunner::run(const Command& command) {
         }
         continue;
       }
-      Pipe& pipe = p.fd == out.read_end ? out : err;
-      std::string& sink = p.fd == out.read_end ? result.out : result.err;
+      Pipe &pipe = p.fd == out.read_end ? out : err;
+      std::string &sink = p.fd == out.read_end ? result.out : result.err;
       const ssize_t r = ::read(p.fd, buffer, sizeof buffer);
       if (r > 0) {
         sink.append(buffer, static_cast<size_t>(r));

@@ -19,7 +19,7 @@ std::vector<std::string> split(std::string_view text, char separator) {
   }
 }
 
-std::string join(const std::vector<std::string>& parts, std::string_view separator) {
+std::string join(const std::vector<std::string> &parts, std::string_view separator) {
   std::string result;
   for (size_t i = 0; i < parts.size(); ++i) {
     if (i > 0) {
@@ -44,12 +44,11 @@ bool starts_with(std::string_view text, std::string_view prefix) {
 }
 
 std::string shell_quote(std::string_view word) {
-  const bool plain =
-      !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-               c == '_' || c == '-' || c == '.' || c == '/' || c == ':' || c == '=' ||
-               c == ',' || c == '+' || c == '@' || c == '%';
-      });
+  const bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-' || c == '.' || c == '/' || c == ':' || c == '=' || c == ',' || c == '+' ||
+           c == '@' || c == '%';
+  });
   if (plain) {
     return std::string(word);
   }

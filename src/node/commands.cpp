@@ -8,9 +8,10 @@
 namespace pb::node {
 
 void register_commands(pb::cli::CommandTree &tree) {
-  tree.command({"node"},
-               "In-container runtime: what each replica of a rendered spec runs (reads its settings "
-               "from the environment the rendered spec sets)");
+  tree.command(
+      {"node"},
+      "In-container runtime: what each replica of a rendered spec runs (reads its settings "
+      "from the environment the rendered spec sets)");
   auto &rl = tree.command({"node", "rl"},
                           "Run one replica of a multi-node RL job: trainer, orchestrator, vLLM "
                           "router and tool gateway on replica 0, inference servers everywhere");

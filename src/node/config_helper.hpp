@@ -12,5 +12,4 @@ namespace pb::node {
 // result file carries {"error", "kind", "detail"} then.
 const char *config_helper_source();
 
-
 } // namespace pb::node

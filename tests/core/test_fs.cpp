@@ -5,12 +5,13 @@
 #include <primebeaker/core/fs.hpp>
 
 #include <gtest/gtest.h>
+
 #include <sys/stat.h>
 #include <unistd.h>
 
 namespace {
 
-mode_t mode_of(const std::filesystem::path& p) {
+mode_t mode_of(const std::filesystem::path &p) {
   struct stat st {};
   ::stat(p.c_str(), &st);
   return st.st_mode & 07777;
@@ -53,8 +54,8 @@ TEST(AtomicWrite, RefusingDirectoryLeavesOldFileIntact) {
   }
   pb::test::TempDir dir;
   pb::test::write_file(dir / "sub" / "a.toml", "keep\n");
-  std::filesystem::permissions(dir / "sub", std::filesystem::perms::owner_read |
-                                                std::filesystem::perms::owner_exec);
+  std::filesystem::permissions(
+      dir / "sub", std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec);
   EXPECT_THROW(pb::fs::write_file_atomic(dir / "sub" / "a.toml", "lost\n"), pb::Error);
   EXPECT_EQ(pb::test::read_file(dir / "sub" / "a.toml"), "keep\n");
 }
@@ -64,7 +65,7 @@ TEST(AtomicWrite, ErrorNamesThePath) {
   try {
     pb::fs::write_file_atomic(dir / "nope" / "x.json", "{}");
     FAIL() << "expected an error";
-  } catch (const pb::Error& e) {
+  } catch (const pb::Error &e) {
     EXPECT_EQ(e.code(), 1);
     EXPECT_NE(std::string(e.what()).find("nope/x.json"), std::string::npos) << e.what();
   }
@@ -74,7 +75,7 @@ TEST(ReadFile, MissingFileIsBadInputNamingIt) {
   try {
     pb::fs::read_file("/nonexistent/file.toml");
     FAIL() << "expected an error";
-  } catch (const pb::Error& e) {
+  } catch (const pb::Error &e) {
     EXPECT_EQ(e.code(), 3);
     EXPECT_EQ(std::string(e.what()),
               "cannot read /nonexistent/file.toml: No such file or directory");
@@ -83,7 +84,9 @@ TEST(ReadFile, MissingFileIsBadInputNamingIt) {
 
 TEST(ReadFile, ReadsBinaryExactly) {
   pb::test::TempDir dir;
-  const std::string bytes("\xEF\xBB\xBF" "a = 1\r\n\0b", 11);
+  const std::string bytes("\xEF\xBB\xBF"
+                          "a = 1\r\n\0b",
+                          11);
   pb::test::write_file(dir / "f", bytes);
   EXPECT_EQ(pb::fs::read_file(dir / "f"), bytes);
 }

@@ -46,10 +46,9 @@ TEST(SystemRunner, MissingProgramIsToolError) {
   try {
     pb::proc::SystemRunner().run(c);
     FAIL() << "expected an error";
-  } catch (const pb::Error& e) {
+  } catch (const pb::Error &e) {
     EXPECT_EQ(e.code(), 4);
-    EXPECT_EQ(std::string(e.what()),
-              "cannot run pb-definitely-missing-program: not found on PATH");
+    EXPECT_EQ(std::string(e.what()), "cannot run pb-definitely-missing-program: not found on PATH");
   }
 }
 

@@ -7,9 +7,9 @@
 namespace {
 
 TEST(ShellQuote, SurvivesBashUnchanged) {
-  const std::vector<std::string> words = {"plain", "a b", "it's", "$(id)", "`x`", "\"q\"",
-                                          "line\nbreak", "ünï", "", "*", "a;b|c&d"};
-  for (const auto& w : words) {
+  const std::vector<std::string> words = {
+      "plain", "a b", "it's", "$(id)", "`x`", "\"q\"", "line\nbreak", "ünï", "", "*", "a;b|c&d"};
+  for (const auto &w : words) {
     pb::proc::Command c;
     c.argv = {"bash", "-c", "printf %s " + pb::text::shell_quote(w)};
     const auto r = pb::proc::SystemRunner().run(c);

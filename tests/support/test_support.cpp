@@ -13,9 +13,15 @@
 
 namespace pb::test {
 
-std::filesystem::path source_dir() { return PB_SOURCE_DIR; }
-std::filesystem::path shared_dir() { return PB_SHARED_DIR; }
-std::filesystem::path binary_path() { return PB_BINARY; }
+std::filesystem::path source_dir() {
+  return PB_SOURCE_DIR;
+}
+std::filesystem::path shared_dir() {
+  return PB_SHARED_DIR;
+}
+std::filesystem::path binary_path() {
+  return PB_BINARY;
+}
 
 TempDir::TempDir() {
   std::string tmpl = (std::filesystem::temp_directory_path() / "pbtest.XXXXXX").string();
@@ -29,16 +35,17 @@ TempDir::~TempDir() {
   std::error_code ec;
   // Tests make read-only directories on purpose; make them writable so removal succeeds.
   for (auto it = std::filesystem::recursive_directory_iterator(m_path, ec);
-       it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+       it != std::filesystem::recursive_directory_iterator();
+       it.increment(ec)) {
     if (it->is_directory(ec) && !it->is_symlink(ec)) {
-      std::filesystem::permissions(it->path(), std::filesystem::perms::owner_all,
-                                   std::filesystem::perm_options::add, ec);
+      std::filesystem::permissions(
+          it->path(), std::filesystem::perms::owner_all, std::filesystem::perm_options::add, ec);
     }
   }
   std::filesystem::remove_all(m_path, ec);
 }
 
-std::string read_file(const std::filesystem::path& path) {
+std::string read_file(const std::filesystem::path &path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw std::runtime_error("cannot read " + path.string());
@@ -48,7 +55,7 @@ std::string read_file(const std::filesystem::path& path) {
   return buffer.str();
 }
 
-void write_file(const std::filesystem::path& path, const std::string& content, unsigned mode) {
+void write_file(const std::filesystem::path &path, const std::string &content, unsigned mode) {
   if (path.has_parent_path()) {
     std::filesystem::create_directories(path.parent_path());
   }
@@ -62,11 +69,12 @@ void write_file(const std::filesystem::path& path, const std::string& content, u
   ::chmod(path.c_str(), mode);
 }
 
-std::string tree_digest(const std::filesystem::path& dir) {
+std::string tree_digest(const std::filesystem::path &dir) {
   std::vector<std::string> rows;
   std::error_code ec;
   for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
-       it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+       it != std::filesystem::recursive_directory_iterator();
+       it.increment(ec)) {
     struct stat st {};
     ::lstat(it->path().c_str(), &st);
     std::ostringstream row;
@@ -81,28 +89,31 @@ std::string tree_digest(const std::filesystem::path& dir) {
   }
   std::sort(rows.begin(), rows.end());
   std::string digest;
-  for (const auto& row : rows) {
+  for (const auto &row : rows) {
     digest += row + "\n";
   }
   return digest;
 }
 
-RunResult run_primebeaker(const std::vector<std::string>& args, const RunOptions& options) {
+RunResult run_primebeaker(const std::vector<std::string> &args, const RunOptions &options) {
   proc::Command command;
   command.argv.push_back(binary_path().string());
   command.argv.insert(command.argv.end(), args.begin(), args.end());
   command.clear_env = true;
   std::string path;
-  for (const auto& dir : options.path_prepend) {
+  for (const auto &dir : options.path_prepend) {
     path += dir.string() + ":";
   }
   path += "/usr/local/bin:/usr/bin:/bin";
-  command.env_set = {{"PATH", path}, {"LANG", "C.UTF-8"}, {"TZ", "UTC"}, {"NO_COLOR", "1"},
+  command.env_set = {{"PATH", path},
+                     {"LANG", "C.UTF-8"},
+                     {"TZ", "UTC"},
+                     {"NO_COLOR", "1"},
                      {"HOME", std::filesystem::temp_directory_path().string()}};
-  for (const auto& [name, value] : options.env) {
+  for (const auto &[name, value] : options.env) {
     command.env_set[name] = value;
   }
-  for (const auto& name : options.unset_env) {
+  for (const auto &name : options.unset_env) {
     command.env_set.erase(name);
   }
   command.stdin_data = options.stdin_data;
@@ -113,15 +124,16 @@ RunResult run_primebeaker(const std::vector<std::string>& args, const RunOptions
   return {result.signal != 0 ? 128 + result.signal : result.exit_code, result.out, result.err};
 }
 
-FakeBin::FakeBin(const std::filesystem::path& root) : m_bin(root / "bin"), m_calls(root / "calls") {
+FakeBin::FakeBin(const std::filesystem::path &root) : m_bin(root / "bin"), m_calls(root / "calls") {
   std::filesystem::create_directories(m_bin);
   std::filesystem::create_directories(m_calls);
 }
 
-void FakeBin::add(const std::string& name, const std::string& behaviour) {
+void FakeBin::add(const std::string &name, const std::string &behaviour) {
   // Records go to one file per call, named by a nanosecond clock so they sort in call order.
   const std::string script = "#!/bin/bash\n"
-                             "__rec=$(mktemp \"" + m_calls.string() + "/$(date +%s%N)." + name +
+                             "__rec=$(mktemp \"" +
+                             m_calls.string() + "/$(date +%s%N)." + name +
                              ".XXXXXX\")\n"
                              "printf '%s\\0' \"$0\" \"$@\" > \"$__rec.argv\"\n"
                              "env -0 > \"$__rec.env\"\n"
@@ -131,17 +143,17 @@ void FakeBin::add(const std::string& name, const std::string& behaviour) {
   write_file(m_bin / name, script, 0755);
 }
 
-std::vector<FakeCall> FakeBin::calls(const std::string& name) const {
+std::vector<FakeCall> FakeBin::calls(const std::string &name) const {
   std::vector<std::filesystem::path> records;
   const std::string marker = "." + name + ".";
-  for (const auto& entry : std::filesystem::directory_iterator(m_calls)) {
+  for (const auto &entry : std::filesystem::directory_iterator(m_calls)) {
     const std::string file = entry.path().filename().string();
     if (file.find(marker) != std::string::npos && entry.path().extension() == ".argv") {
       records.push_back(entry.path());
     }
   }
   std::sort(records.begin(), records.end());
-  auto split_nul = [](const std::string& data) {
+  auto split_nul = [](const std::string &data) {
     std::vector<std::string> parts;
     size_t start = 0;
     for (size_t i = 0; i < data.size(); ++i) {
@@ -153,7 +165,7 @@ std::vector<FakeCall> FakeBin::calls(const std::string& name) const {
     return parts;
   };
   std::vector<FakeCall> calls;
-  for (const auto& record : records) {
+  for (const auto &record : records) {
     FakeCall call;
     call.argv = split_nul(read_file(record));
     if (!call.argv.empty()) {
@@ -161,7 +173,7 @@ std::vector<FakeCall> FakeBin::calls(const std::string& name) const {
     }
     auto base = record;
     base.replace_extension();
-    for (const auto& kv : split_nul(read_file(base.string() + ".env"))) {
+    for (const auto &kv : split_nul(read_file(base.string() + ".env"))) {
       const auto eq = kv.find('=');
       if (eq != std::string::npos) {
         call.env[kv.substr(0, eq)] = kv.substr(eq + 1);

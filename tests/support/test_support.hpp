@@ -19,26 +19,27 @@ class TempDir {
 public:
   TempDir();
   ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::filesystem::path& path() const { return m_path; }
-  std::filesystem::path operator/(const std::string& name) const { return m_path / name; }
+  TempDir(const TempDir &) = delete;
+  TempDir &operator=(const TempDir &) = delete;
+  const std::filesystem::path &path() const { return m_path; }
+  std::filesystem::path operator/(const std::string &name) const { return m_path / name; }
 
 private:
   std::filesystem::path m_path;
 };
 
-std::string read_file(const std::filesystem::path& path);
-void write_file(const std::filesystem::path& path, const std::string& content,
+std::string read_file(const std::filesystem::path &path);
+void write_file(const std::filesystem::path &path,
+                const std::string &content,
                 unsigned mode = 0644); // creates parent directories
 
 // A digest of every entry under `dir` (names, types, modes, sizes, contents): equal digests
 // before and after a command prove it changed nothing on disk.
-std::string tree_digest(const std::filesystem::path& dir);
+std::string tree_digest(const std::filesystem::path &dir);
 
 struct RunOptions {
-  std::map<std::string, std::string> env;   // set on top of a minimal environment
-  std::vector<std::string> unset_env;       // removed from it
+  std::map<std::string, std::string> env; // set on top of a minimal environment
+  std::vector<std::string> unset_env;     // removed from it
   std::optional<std::string> stdin_data;
   std::optional<std::filesystem::path> cwd;
   std::vector<std::filesystem::path> path_prepend; // fake-bin directories, searched first
@@ -53,7 +54,7 @@ struct RunResult {
 
 // Runs the real primebeaker with `args`. The environment is minimal and fixed (PATH, HOME in a
 // temp dir when not given, LANG=C.UTF-8, TZ=UTC, NO_COLOR=1) plus options.env.
-RunResult run_primebeaker(const std::vector<std::string>& args, const RunOptions& options = {});
+RunResult run_primebeaker(const std::vector<std::string> &args, const RunOptions &options = {});
 
 // One recorded run of a fake program.
 struct FakeCall {
@@ -66,10 +67,10 @@ struct FakeCall {
 // `behaviour` ("$@" holds its arguments). Put `bin()` first on PATH.
 class FakeBin {
 public:
-  explicit FakeBin(const std::filesystem::path& root); // creates root/bin and root/calls
-  void add(const std::string& name, const std::string& behaviour = "exit 0");
-  std::vector<FakeCall> calls(const std::string& name) const; // in call order
-  const std::filesystem::path& bin() const { return m_bin; }
+  explicit FakeBin(const std::filesystem::path &root); // creates root/bin and root/calls
+  void add(const std::string &name, const std::string &behaviour = "exit 0");
+  std::vector<FakeCall> calls(const std::string &name) const; // in call order
+  const std::filesystem::path &bin() const { return m_bin; }
 
 private:
   std::filesystem::path m_bin;

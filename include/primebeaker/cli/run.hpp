@@ -5,6 +5,6 @@ namespace pb::cli {
 
 // Runs the whole program: parse, dispatch, report errors once as "primebeaker: error: ...".
 // Returns the process exit code (decisions.md §3).
-int run(int argc, char** argv);
+int run(int argc, char **argv);
 
 } // namespace pb::cli

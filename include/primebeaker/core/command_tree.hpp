@@ -16,27 +16,27 @@ namespace pb::cli {
 // which the build finds by itself (cmake/PbModules.cmake); no central list to edit.
 class CommandTree {
 public:
-  explicit CommandTree(CLI::App& root) : m_root(root) {}
+  explicit CommandTree(CLI::App &root) : m_root(root) {}
 
   // The command at `path` (e.g. {"toml", "get"}), creating missing levels. A group created here
   // requires one of its subcommands. `description` applies when the last level is created or
   // still has none, so two modules can share a group ("rl" gets preview/submit and resume).
-  CLI::App& command(std::initializer_list<std::string_view> path, const std::string& description);
+  CLI::App &command(std::initializer_list<std::string_view> path, const std::string &description);
 
   // Storage for a command's options that lives as long as the tree (CLI11 binds by reference).
-  template <typename T> T& make_options() {
+  template <typename T> T &make_options() {
     auto holder = std::make_shared<T>();
-    T& ref = *holder;
+    T &ref = *holder;
     m_keep_alive.push_back(std::move(holder));
     return ref;
   }
 
   // Verbosity from -v, readable by commands when they run.
   int verbosity() const { return m_verbosity; }
-  int& verbosity_storage() { return m_verbosity; }
+  int &verbosity_storage() { return m_verbosity; }
 
 private:
-  CLI::App& m_root;
+  CLI::App &m_root;
   std::vector<std::shared_ptr<void>> m_keep_alive;
   int m_verbosity = 0;
 };
@@ -47,7 +47,9 @@ std::string flag(std::string_view kebab_name, std::string_view extra = {});
 
 // Adds a list option that accumulates across repetitions and also takes one JSON list literal
 // (`--cluster='["a","b"]'`), splitting it into elements after parsing.
-CLI::Option* add_list_option(CLI::App& app, std::string_view kebab_name,
-                             std::vector<std::string>& target, const std::string& help);
+CLI::Option *add_list_option(CLI::App &app,
+                             std::string_view kebab_name,
+                             std::vector<std::string> &target,
+                             const std::string &help);
 
 } // namespace pb::cli

@@ -12,7 +12,7 @@ namespace pb {
 using OrderedJson = nlohmann::ordered_json;
 
 // The house JSON form for stdout: 2-space indent, UTF-8 kept, one trailing newline.
-std::string to_pretty_json(const OrderedJson& value);
-void print_json(std::ostream& out, const OrderedJson& value);
+std::string to_pretty_json(const OrderedJson &value);
+void print_json(std::ostream &out, const OrderedJson &value);
 
 } // namespace pb

@@ -8,7 +8,7 @@
 namespace pb::text {
 
 std::vector<std::string> split(std::string_view text, char separator);
-std::string join(const std::vector<std::string>& parts, std::string_view separator);
+std::string join(const std::vector<std::string> &parts, std::string_view separator);
 std::string_view trim(std::string_view text);
 bool starts_with(std::string_view text, std::string_view prefix);
 
