@@ -185,25 +185,6 @@ std::string prefix_text(const KeyPath &path, std::size_t count) {
   return prefix.text();
 }
 
-std::string_view kind_of(const Node &node) {
-  switch (node.type) {
-  case Type::table:
-    return "a table";
-  case Type::array:
-    return node.origin == Origin::array_of_tables ? "an array of tables" : "an array";
-  case Type::string:
-    return "a string";
-  case Type::integer:
-    return "an integer";
-  case Type::floating:
-    return "a float";
-  case Type::boolean:
-    return "a boolean";
-  default:
-    return "a date/time";
-  }
-}
-
 std::size_t member_index(const Node &table, const Node *child) {
   return static_cast<std::size_t>(std::find(table.children.begin(), table.children.end(), child) -
                                   table.children.begin());
@@ -240,7 +221,7 @@ void locate_all(const Document &doc,
                                 path.text(),
                                 doc.source_name(),
                                 where,
-                                kind_of(*at.node),
+                                detail::article_type(*at.node),
                                 at.node->type == Type::array ? " (index it with [n])" : ""));
     }
     const Node *child = at.node->find(s.key);
@@ -256,7 +237,7 @@ void locate_all(const Document &doc,
                               path.text(),
                               doc.source_name(),
                               where,
-                              kind_of(*at.node)));
+                              detail::article_type(*at.node)));
   }
   const auto &items = at.node->children;
   if (s.kind == PathStep::Kind::all) {
@@ -574,7 +555,7 @@ public:
               fmt::format("cannot set '{}': '{}' is {}, not a table{}",
                           path.text(),
                           where.empty() ? "." : where,
-                          kind_of(*node),
+                          detail::article_type(*node),
                           node->type == Type::array ? " (index it with [n] or [+])" : ""));
         }
         const Node *child = node->find(s.key);
@@ -586,8 +567,10 @@ public:
         continue;
       }
       if (node->type != Type::array) {
-        throw usage_error(fmt::format(
-            "cannot set '{}': '{}' is {}, not an array", path.text(), where, kind_of(*node)));
+        throw usage_error(fmt::format("cannot set '{}': '{}' is {}, not an array",
+                                      path.text(),
+                                      where,
+                                      detail::article_type(*node)));
       }
       if (s.kind == PathStep::Kind::append) {
         break;
@@ -778,7 +761,7 @@ private:
       throw usage_error(fmt::format("cannot set '{}': it is {} written as [header] sections or "
                                     "dotted keys; set its keys, or unset it first",
                                     path.text(),
-                                    kind_of(node)));
+                                    detail::article_type(node)));
     }
     const Span span = t.values[node.value].span;
     splice(span.begin, span.end, literal.text);

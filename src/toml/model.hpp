@@ -68,4 +68,7 @@ struct ParseFailure {
 };
 void parse_into(std::string_view text, Parsed &out);
 
+// "a table", "an array of tables", "an integer"...: what a node is, for messages.
+std::string_view article_type(const Node &node);
+
 } // namespace pb::toml::detail

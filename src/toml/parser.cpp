@@ -169,25 +169,6 @@ void append_utf8(std::string &out, std::uint32_t cp) {
   }
 }
 
-std::string_view article_type(const Node &node) {
-  switch (node.type) {
-  case Type::table:
-    return "a table";
-  case Type::array:
-    return node.origin == Origin::array_of_tables ? "an array of tables" : "an array";
-  case Type::string:
-    return "a string";
-  case Type::integer:
-    return "an integer";
-  case Type::floating:
-    return "a float";
-  case Type::boolean:
-    return "a boolean";
-  default:
-    return "a date/time";
-  }
-}
-
 class Parser {
 public:
   Parser(std::string_view text, Parsed &out)
@@ -1192,6 +1173,25 @@ Value to_value(const Parsed &parsed, std::string_view text, Node &node) {
 
 void parse_into(std::string_view text, Parsed &out) {
   Parser(text, out).run();
+}
+
+std::string_view article_type(const Node &node) {
+  switch (node.type) {
+  case Type::table:
+    return "a table";
+  case Type::array:
+    return node.origin == Origin::array_of_tables ? "an array of tables" : "an array";
+  case Type::string:
+    return "a string";
+  case Type::integer:
+    return "an integer";
+  case Type::floating:
+    return "a float";
+  case Type::boolean:
+    return "a boolean";
+  default:
+    return "a date/time";
+  }
 }
 
 } // namespace detail
