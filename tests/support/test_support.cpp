@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -186,6 +187,86 @@ std::vector<FakeCall> FakeBin::calls(const std::string &name) const {
     calls.push_back(std::move(call));
   }
   return calls;
+}
+
+bool args_match(const std::vector<std::string> &args, const std::vector<std::string> &prefix) {
+  if (prefix.size() > args.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < prefix.size(); ++i) {
+    if (prefix[i] != "*" && prefix[i] != args[i]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+FakeBeaker::FakeBeaker(FakeBin &bin) : m_bin(bin), m_rules(bin.bin().parent_path() / "beaker-rules") {
+  std::filesystem::create_directories(m_rules);
+  // Rule folders sort in the order they were added; each holds its prefix (NUL-separated
+  // words), its answers (answer-K.out/.err/.code) and how many calls it has served.
+  m_bin.add("beaker",
+            "for __rule in \"" + m_rules.string() + "\"/*/; do\n"
+            "  mapfile -d '' -t __words < \"$__rule/prefix\"\n"
+            "  (( ${#__words[@]} <= $# )) || continue\n"
+            "  __ok=1; __i=1\n"
+            "  for __w in \"${__words[@]}\"; do\n"
+            "    if [ \"$__w\" != '*' ] && [ \"$__w\" != \"${!__i}\" ]; then __ok=0; break; fi\n"
+            "    __i=$((__i + 1))\n"
+            "  done\n"
+            "  [ $__ok = 1 ] || continue\n"
+            "  __n=$(ls \"$__rule\" | grep -c '\\.code$')\n"
+            "  __served=$(cat \"$__rule/served\" 2>/dev/null || echo 0)\n"
+            "  __k=$__served; (( __k < __n )) || __k=$((__n - 1))\n"
+            "  echo $((__served + 1)) > \"$__rule/served\"\n"
+            "  cat \"$__rule/answer-$__k.out\"; cat \"$__rule/answer-$__k.err\" >&2\n"
+            "  exit \"$(cat \"$__rule/answer-$__k.code\")\"\n"
+            "done\n"
+            "echo \"fake beaker: unexpected call: $*\" >&2\n"
+            "exit 97");
+}
+
+FakeBeaker &FakeBeaker::on(const std::vector<std::string> &prefix,
+                           const std::string &out,
+                           int exit_code,
+                           const std::string &err) {
+  return on_sequence(prefix, {FakeAnswer{out, exit_code, err}});
+}
+
+FakeBeaker &FakeBeaker::on_sequence(const std::vector<std::string> &prefix,
+                                    const std::vector<FakeAnswer> &answers) {
+  if (answers.empty()) {
+    throw std::invalid_argument("FakeBeaker::on_sequence needs at least one answer");
+  }
+  char name[16];
+  std::snprintf(name, sizeof name, "%04d", m_next_rule++);
+  const auto rule = m_rules / name;
+  std::string words;
+  for (const auto &word : prefix) {
+    words += word;
+    words += '\0';
+  }
+  write_file(rule / "prefix", words);
+  for (size_t k = 0; k < answers.size(); ++k) {
+    const std::string stem = "answer-" + std::to_string(k);
+    write_file(rule / (stem + ".out"), answers[k].out);
+    write_file(rule / (stem + ".err"), answers[k].err);
+    write_file(rule / (stem + ".code"), std::to_string(answers[k].exit_code));
+  }
+  return *this;
+}
+
+std::vector<FakeCall> FakeBeaker::calls() const { return m_bin.calls("beaker"); }
+
+std::vector<FakeCall> FakeBeaker::calls_matching(const std::vector<std::string> &prefix) const {
+  std::vector<FakeCall> matching;
+  for (auto &call : calls()) {
+    const std::vector<std::string> args(call.argv.begin() + 1, call.argv.end());
+    if (args_match(args, prefix)) {
+      matching.push_back(std::move(call));
+    }
+  }
+  return matching;
 }
 
 } // namespace pb::test

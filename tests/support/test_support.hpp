@@ -2,6 +2,10 @@
 // Helpers every test binary shares: temp dirs, running the real binary, fake programs on PATH.
 #pragma once
 
+#include <primebeaker/core/error.hpp>
+
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -77,4 +81,55 @@ private:
   std::filesystem::path m_calls;
 };
 
+// A fake `beaker` on PATH that answers from a table instead of an inline script. Rules are
+// tried in the order they were added; the first whose words prefix the call's arguments answers
+// ("*" matches any one word). A rule with several answers plays them in order, the last one
+// repeating, which scripts a lifecycle (pending, running, succeeded). An unmatched call prints
+// "fake beaker: unexpected call: ..." and exits 97, so a test notices calls it did not expect.
+struct FakeAnswer {
+  std::string out;
+  int exit_code = 0;
+  std::string err;
+};
+
+class FakeBeaker {
+public:
+  explicit FakeBeaker(FakeBin &bin); // installs `beaker` into bin
+  FakeBeaker &on(const std::vector<std::string> &prefix,
+                 const std::string &out,
+                 int exit_code = 0,
+                 const std::string &err = {});
+  FakeBeaker &on_sequence(const std::vector<std::string> &prefix,
+                          const std::vector<FakeAnswer> &answers);
+  std::vector<FakeCall> calls() const;
+  // The calls whose arguments start with `prefix` (same matching as the rules).
+  std::vector<FakeCall> calls_matching(const std::vector<std::string> &prefix) const;
+
+private:
+  FakeBin &m_bin;
+  std::filesystem::path m_rules;
+  int m_next_rule = 0;
+};
+
+bool args_match(const std::vector<std::string> &args, const std::vector<std::string> &prefix);
+
 } // namespace pb::test
+
+// Expects `statement` to throw pb::Error with exit code `expected_code` and a message (or a
+// context line) containing `substring`.
+#define EXPECT_PB_ERROR(statement, expected_code, substring)                                    \
+  do {                                                                                         \
+    bool pb_thrown_ = false;                                                                   \
+    try {                                                                                      \
+      statement;                                                                               \
+    } catch (const ::pb::Error &pb_error_) {                                                   \
+      pb_thrown_ = true;                                                                       \
+      EXPECT_EQ(pb_error_.code(), static_cast<int>(expected_code)) << pb_error_.what();        \
+      std::string pb_text_ = pb_error_.what();                                                 \
+      for (const auto &pb_line_ : pb_error_.context()) {                                       \
+        pb_text_ += "\n" + pb_line_;                                                           \
+      }                                                                                        \
+      EXPECT_NE(pb_text_.find(substring), std::string::npos) << pb_text_;                      \
+    }                                                                                          \
+    EXPECT_TRUE(pb_thrown_) << "expected pb::Error from " #statement;                          \
+  } while (false)
