@@ -156,4 +156,8 @@ std::vector<ProbeCheck> probe_gateway(const GatewayProbe &probe) {
   return checks;
 }
 
+long http_get_status(const std::string &url, std::chrono::milliseconds timeout) {
+  return request(url, "GET", "", std::nullopt, timeout).status;
+}
+
 } // namespace pb::registry

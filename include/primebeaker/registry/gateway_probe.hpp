@@ -29,4 +29,9 @@ struct ProbeCheck {
 // "gateway probe could not reach <url>: <reason>".
 std::vector<ProbeCheck> probe_gateway(const GatewayProbe &probe);
 
+// One GET of `url` through the same lazily loaded libcurl (no proxy, redirects not followed):
+// the HTTP status. Throws pb::Error (exit 1) "... could not reach <url>: <reason>" when there
+// is no answer within `timeout`. For health checks with their own rule on the status.
+long http_get_status(const std::string &url, std::chrono::milliseconds timeout);
+
 } // namespace pb::registry

@@ -1,0 +1,291 @@
+// SPDX-License-Identifier: MIT
+// The worker's effects (docs/evaluation-worker.md): signals, the three readiness waits, the one
+// child in its own process group, and the once-only stop of the service experiment.
+#include <primebeaker/core/error.hpp>
+#include <primebeaker/core/text.hpp>
+#include <primebeaker/evaluation_worker/worker.hpp>
+#include <primebeaker/registry/wait.hpp>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <exception>
+#include <iostream>
+
+namespace pb::evaluation_worker {
+namespace {
+
+void note(const std::string &line) {
+  std::cerr << "primebeaker evaluation worker: " << line << '\n' << std::flush;
+}
+
+const char *signal_name(int signal) {
+  switch (signal) {
+  case SIGINT:
+    return "SIGINT";
+  case SIGTERM:
+    return "SIGTERM";
+  case SIGHUP:
+    return "SIGHUP";
+  default:
+    return "a signal";
+  }
+}
+
+volatile sig_atomic_t g_pending = 0;
+int g_wake[2] = {-1, -1};
+
+void on_signal(int signal) {
+  if (signal != SIGCHLD && g_pending == 0) {
+    g_pending = signal;
+  }
+  const int saved = errno;
+  (void)!::write(g_wake[1], "x", 1);
+  errno = saved;
+}
+
+// SIGINT/SIGTERM/SIGHUP become a pending signal; they and SIGCHLD wake sleep() at once. The
+// previous dispositions come back when the scope ends.
+class SignalScope {
+public:
+  SignalScope() {
+    if (g_wake[0] < 0 && ::pipe2(g_wake, O_CLOEXEC | O_NONBLOCK) != 0) {
+      throw failure(std::string("cannot create a pipe: ") + std::strerror(errno));
+    }
+    g_pending = 0;
+    struct sigaction action {};
+    action.sa_handler = on_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    for (size_t i = 0; i < k_signals.size(); ++i) {
+      ::sigaction(k_signals[i], &action, &m_previous[i]);
+    }
+  }
+  ~SignalScope() {
+    for (size_t i = 0; i < k_signals.size(); ++i) {
+      ::sigaction(k_signals[i], &m_previous[i], nullptr);
+    }
+  }
+  SignalScope(const SignalScope &) = delete;
+  SignalScope &operator=(const SignalScope &) = delete;
+
+  static int pending() { return g_pending; }
+
+  // Up to `duration`, returning early on a signal or a child's exit.
+  static void sleep(std::chrono::milliseconds duration) {
+    if (pending() != 0) {
+      return;
+    }
+    pollfd wake{g_wake[0], POLLIN, 0};
+    if (::poll(&wake, 1, static_cast<int>(duration.count())) > 0) {
+      char drain[64];
+      while (::read(g_wake[0], drain, sizeof drain) > 0) {
+      }
+    }
+  }
+
+private:
+  static constexpr std::array<int, 4> k_signals{SIGINT, SIGTERM, SIGHUP, SIGCHLD};
+  std::array<struct sigaction, 4> m_previous{};
+};
+
+// Thrown out of the waits when a terminating signal arrives; deliberately not a std::exception,
+// so no retry loop swallows it.
+struct Interrupted {
+  int signal;
+};
+
+void throw_if_signalled() {
+  if (const int signal = SignalScope::pending()) {
+    throw Interrupted{signal};
+  }
+}
+
+void interruptible_sleep(std::chrono::milliseconds duration) {
+  SignalScope::sleep(duration);
+  throw_if_signalled();
+}
+
+// Progress lines: printed when they change, and again after `every` if they do not.
+class Progress {
+public:
+  explicit Progress(std::chrono::milliseconds every) : m_every(every) {}
+  std::function<void(const std::string &)> callback() {
+    return [this](const std::string &line) {
+      const auto now = std::chrono::steady_clock::now();
+      if (line != m_last || now - m_printed >= m_every) {
+        note(line);
+        m_last = line;
+        m_printed = now;
+      }
+    };
+  }
+
+private:
+  std::chrono::milliseconds m_every;
+  std::string m_last;
+  std::chrono::steady_clock::time_point m_printed{};
+};
+
+// Stops the owned service experiment at most once, whichever way the worker ends.
+class ServiceCleanup {
+public:
+  explicit ServiceCleanup(const WorkerEnv &worker) : m_worker(worker) {}
+  ~ServiceCleanup() {
+    try {
+      run();
+    } catch (...) { // a destructor must not throw; run() already reports its failures
+    }
+  }
+  ServiceCleanup(const ServiceCleanup &) = delete;
+  ServiceCleanup &operator=(const ServiceCleanup &) = delete;
+
+  void run() {
+    if (m_done) {
+      return;
+    }
+    m_done = true;
+    const std::string &id = m_worker.service_experiment_id;
+    if (m_worker.keep_services) {
+      note("keep-services: leaving service experiment " + id + " running");
+      return;
+    }
+    proc::Command stop;
+    stop.argv = {m_worker.beaker, "experiment", "stop", id};
+    stop.timeout = std::chrono::seconds(120);
+    std::string reason;
+    try {
+      const auto result = proc::SystemRunner().run(stop);
+      if (result.ok()) {
+        std::cout << "STOPPED_EXPERIMENT_ID=" << id << '\n' << std::flush;
+        return;
+      }
+      const std::string detail(text::trim(result.err.empty() ? result.out : result.err));
+      reason = result.status() + (detail.empty() ? "" : ": " + detail);
+    } catch (const std::exception &error) {
+      reason = error.what();
+    }
+    std::cerr << "warning: could not stop managed service experiment " << id << " (" << reason
+              << ")\n"
+              << std::flush;
+  }
+
+private:
+  const WorkerEnv &m_worker;
+  bool m_done = false;
+};
+
+// Readiness (docs/evaluation-worker.md, "Readiness"): the registry, the gateway, the roster.
+struct Ready {
+  std::string registry;
+  std::string gateway;
+};
+
+Ready wait_until_ready(const WorkerEnv &worker, const Tuning &tuning) {
+  Progress progress(tuning.progress_every);
+  auto coordination = registry::open_registry(worker.coordination_root);
+  EndpointWait wait;
+  wait.timeout = worker.readiness_timeout;
+  wait.poll_interval = tuning.poll_interval;
+  wait.probe_timeout = tuning.probe_timeout;
+  wait.sleep = interruptible_sleep;
+  wait.progress = progress.callback();
+
+  Ready ready;
+  if (worker.registry) {
+    ready.registry = *worker.registry;
+  } else {
+    wait.name = "redis";
+    wait.check = HealthCheck::redis;
+    ready.registry = wait_for_endpoint(*coordination, wait);
+    note("registry ready: " + registry::redact_uri(ready.registry));
+  }
+  throw_if_signalled();
+  wait.name = "gateway";
+  wait.check = HealthCheck::http;
+  ready.gateway = wait_for_endpoint(*coordination, wait);
+  note("gateway ready: " + ready.gateway);
+  throw_if_signalled();
+
+  if (!worker.required_services.empty()) {
+    auto roster = registry::open_registry(ready.registry);
+    registry::WaitOptions options;
+    options.timeout = worker.readiness_timeout;
+    options.poll_interval = tuning.poll_interval;
+    options.sleep = interruptible_sleep;
+    options.progress = progress.callback();
+    const auto result = registry::wait_for_services(*roster, worker.required_services, options);
+    if (result.status != registry::WaitStatus::ready) {
+      throw failure("timed out waiting for LiteRegistry services: " + result.message);
+    }
+    note("required services ready");
+  }
+  return ready;
+}
+
+// Runs the child until it exits or a terminating signal arrives (forwarded to its group).
+// Returns the worker's exit status.
+int supervise(proc::Child &child, const std::string &what) {
+  while (true) {
+    if (const int signal = SignalScope::pending()) {
+      note(std::string(signal_name(signal)) + " received: forwarding it to " + what);
+      child.signal_group(signal);
+      throw Interrupted{signal};
+    }
+    if (const auto status = child.poll()) {
+      if (status->code() != 0) {
+        note(what + " ended (" + status->describe() + ")");
+      }
+      return exit_status_of(*status);
+    }
+    SignalScope::sleep(std::chrono::seconds(1)); // SIGCHLD wakes it at once
+    proc::reap_untracked_zombies({child.pid()}); // orphans we inherited as subreaper
+  }
+}
+
+} // namespace
+
+int run_worker(const EnvMap &env, const Tuning &tuning) {
+  // Before anything is installed: a bad contract exits 1 and stops nothing.
+  const WorkerEnv worker = parse_worker_env(env);
+
+  SignalScope signals;
+  proc::become_subreaper(); // orphans the child leaves behind stay ours to kill
+  ServiceCleanup cleanup(worker);
+  proc::Child child;
+  int status = 1;
+  std::exception_ptr error;
+  try {
+    const Ready ready = wait_until_ready(worker, tuning);
+    throw_if_signalled();
+    proc::SpawnSpec spec;
+    spec.argv = child_argv(worker);
+    spec.env = child_environment(env, ready.registry, ready.gateway);
+    const std::string what = worker.python + " -m " + worker.module;
+    note("starting " + what);
+    child = proc::Child::spawn(spec);
+    status = supervise(child, what);
+  } catch (const Interrupted &interrupted) {
+    status = 128 + interrupted.signal;
+    error = std::make_exception_ptr(
+        Error(status, std::string("stopped by ") + signal_name(interrupted.signal)));
+  } catch (...) {
+    error = std::current_exception();
+  }
+  // The `finally` of the reference: the child's group, orphans, then the service experiment.
+  if (child.valid()) {
+    child.stop(tuning.stop_grace);
+  }
+  proc::kill_remaining_children();
+  cleanup.run();
+  if (error) {
+    std::rethrow_exception(error);
+  }
+  return status;
+}
+
+} // namespace pb::evaluation_worker
