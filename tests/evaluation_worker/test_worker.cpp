@@ -62,6 +62,13 @@ private:
   std::thread m_thread;
 };
 
+// One redis-server for the whole binary (starting one per test costs more than the test);
+// every World empties it first.
+test::RedisServer &shared_redis() {
+  static test::RedisServer server;
+  return server;
+}
+
 // Everything one worker run needs, with a helper per thing a test does.
 class World {
 public:
@@ -73,6 +80,7 @@ public:
         m_dir / "py" / "fakeeval" / "__main__.py",
         test::read_file(test::source_dir() / "tests/evaluation_worker/fake_eval_module.py"));
     m_raw = test::raw_file_store(root());
+    m_redis.cli({"FLUSHALL"});
   }
 
   std::filesystem::path root() const { return m_dir / "coop"; }
@@ -174,7 +182,7 @@ public:
 
 private:
   test::TempDir m_dir;
-  test::RedisServer m_redis;
+  test::RedisServer &m_redis = shared_redis();
   Gateway m_gateway;
   FakeBin m_fakes;
   FakeBeaker m_beaker;
