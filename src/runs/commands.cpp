@@ -1,0 +1,367 @@
+// SPDX-License-Identifier: MIT
+// `primebeaker status|follow|logs|stop|list` (docs/runs.md).
+#include "interrupt.hpp"
+#include "status.hpp"
+
+#include <primebeaker/beaker/client.hpp>
+#include <primebeaker/core/command_tree.hpp>
+#include <primebeaker/core/env.hpp>
+#include <primebeaker/core/error.hpp>
+#include <primebeaker/core/json.hpp>
+#include <primebeaker/core/text.hpp>
+#include <primebeaker/runs/runs.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+
+namespace pb::runs {
+
+namespace {
+
+constexpr const char *k_default_workspace = "ai2/oe-agents"; // the launch default
+
+BeakerCalls make_beaker(proc::Runner &runner, Timing timing = {}) {
+  return BeakerCalls(runner, beaker::program_from_environment(env::snapshot()), std::move(timing));
+}
+
+struct Loaded {
+  RunTarget target;
+  RunView run;
+};
+
+Loaded load(const std::string &run_argument, BeakerCalls &beaker) {
+  Loaded loaded;
+  loaded.target = resolve_target(run_argument, beaker);
+  loaded.run = parse_run(
+      single_experiment(beaker.get_experiment(loaded.target.reference), loaded.target.reference));
+  return loaded;
+}
+
+// ---- status ----
+
+struct StatusOptions {
+  std::string run;
+  bool json = false;
+};
+
+void run_status(const StatusOptions &options) {
+  proc::SystemRunner runner;
+  auto beaker = make_beaker(runner);
+  const auto loaded = load(options.run, beaker);
+  StatusExtras extras;
+  extras.registry = registry_readiness(loaded.run, std::chrono::system_clock::now());
+  extras.checkpoint = newest_checkpoint(loaded.run);
+  extras.wandb_url = wandb_url(loaded.run, loaded.target);
+  if (options.json) {
+    print_json(std::cout, status_json(loaded.run, loaded.target, extras));
+  } else {
+    std::cout << status_table(loaded.run, loaded.target, extras);
+  }
+}
+
+// ---- follow ----
+
+struct FollowCommandOptions {
+  std::string run;
+  std::string since;
+  std::optional<int> replica;
+  std::string timeout = "0";
+  double poll_interval_seconds = 10;
+};
+
+int run_follow(const FollowCommandOptions &options) {
+  FollowOptions follow;
+  follow.replica = options.replica;
+  if (!options.since.empty()) {
+    follow.since = parse_since(options.since, std::chrono::system_clock::now());
+  }
+  follow.timeout = parse_timeout(options.timeout);
+  if (!(options.poll_interval_seconds > 0) || options.poll_interval_seconds > 3600) {
+    throw usage_error("--poll-interval must be more than 0 and at most 3600 seconds");
+  }
+  follow.poll_interval = std::chrono::milliseconds(
+      static_cast<std::int64_t>(std::llround(options.poll_interval_seconds * 1000)));
+  InterruptGuard guard;
+  proc::SystemRunner runner;
+  auto beaker = make_beaker(runner, interruptible_timing());
+  const auto target = resolve_target(options.run, beaker);
+  return follow_run(target.reference, follow, beaker, std::cout, std::cerr);
+}
+
+// ---- logs ----
+
+struct LogsOptions {
+  std::string run;
+  std::optional<int> replica;
+  std::optional<int> tail;
+};
+
+void run_logs(const LogsOptions &options) {
+  if (options.tail && *options.tail < 0) {
+    throw usage_error("--tail must be >= 0");
+  }
+  proc::SystemRunner runner;
+  auto beaker = make_beaker(runner);
+  const auto loaded = load(options.run, beaker);
+  std::vector<const Replica *> chosen;
+  for (const auto &replica : loaded.run.replicas) {
+    if (!options.replica || replica.rank == *options.replica) {
+      chosen.push_back(&replica);
+    }
+  }
+  if (options.replica && chosen.empty()) {
+    throw usage_error(
+        fmt::format("--replica {}: experiment {} has {}",
+                    *options.replica,
+                    loaded.run.id,
+                    loaded.run.replicas.empty()
+                        ? std::string("no jobs yet")
+                        : fmt::format("replicas 0..{}", loaded.run.replicas.back().rank)));
+  }
+  const bool prefix = chosen.size() > 1;
+  for (const auto *replica : chosen) {
+    if (replica->job_id.empty() || replica->state == JobState::pending ||
+        replica->state == JobState::scheduled) {
+      std::cerr << fmt::format(
+          "[{}] {}: no logs yet\n", replica->label(), state_name(replica->state));
+      continue;
+    }
+    std::vector<std::string> lines;
+    take_new_lines(beaker.job_logs(replica->job_id), 0, true, lines);
+    std::size_t first = 0;
+    if (options.tail && lines.size() > static_cast<std::size_t>(*options.tail)) {
+      first = lines.size() - static_cast<std::size_t>(*options.tail);
+    }
+    for (std::size_t i = first; i < lines.size(); ++i) {
+      if (prefix) {
+        std::cout << '[' << replica->label() << "] ";
+      }
+      std::cout << lines[i] << '\n';
+    }
+  }
+}
+
+// ---- stop ----
+
+struct StopOptions {
+  std::string run;
+  bool yes = false;
+  bool keep_services = false;
+};
+
+bool confirm(const std::string &question) {
+  std::cerr << question << " [y/N] " << std::flush;
+  std::string answer;
+  if (!std::getline(std::cin, answer)) {
+    std::cerr << '\n';
+    return false;
+  }
+  const auto trimmed = std::string(text::trim(answer));
+  return trimmed == "y" || trimmed == "Y" || trimmed == "yes" || trimmed == "YES" ||
+         trimmed == "Yes";
+}
+
+void run_stop(const StopOptions &options) {
+  proc::SystemRunner runner;
+  auto beaker = make_beaker(runner);
+  const auto loaded = load(options.run, beaker);
+  const auto &run = loaded.run;
+  const std::string service =
+      options.keep_services ? "" : service_experiment_id(run, loaded.target);
+  const bool finished = run.outcome != Outcome::running;
+
+  std::string question =
+      fmt::format("Stop experiment {} ({}; {})",
+                  run.id,
+                  run.full_name.empty() ? run.name : run.full_name,
+                  finished ? std::string(outcome_name(run.outcome)) : state_summary(run));
+  if (!service.empty()) {
+    question += fmt::format(" and the service stack it owns, experiment {}", service);
+  }
+  question += "?";
+  if (!options.yes && !confirm(question)) {
+    throw failure("nothing stopped (answer y, or pass --yes)");
+  }
+  OrderedJson out = OrderedJson::object();
+  out["experiment_id"] = run.id;
+  if (finished) {
+    std::cerr << fmt::format("primebeaker: experiment {} already {}; not stopping it\n",
+                             run.id,
+                             outcome_name(run.outcome));
+    out["stopped"] = false;
+  } else {
+    beaker.stop_experiment(run.id);
+    out["stopped"] = true;
+  }
+  if (!service.empty()) {
+    beaker.stop_experiment(service);
+    out["service_experiment_id"] = service;
+    out["service_stopped"] = true;
+  }
+  print_json(std::cout, out);
+}
+
+// ---- list ----
+
+struct ListOptions {
+  std::string workspace = k_default_workspace;
+  bool mine = false;
+  bool json = false;
+  bool all = false;
+  int limit = 20;
+};
+
+void run_list(const ListOptions &options) {
+  if (options.limit < 1) {
+    throw usage_error("--limit must be at least 1");
+  }
+  proc::SystemRunner runner;
+  auto beaker = make_beaker(runner);
+  const auto experiments = beaker.workspace_experiments(options.workspace);
+  const std::string me = options.mine ? beaker.whoami() : "";
+  std::vector<RunView> runs;
+  for (const auto &experiment : experiments) {
+    if (!options.all && !is_primebeaker_launch(experiment)) {
+      continue;
+    }
+    RunView run = parse_run(experiment);
+    if (options.mine && run.author != me) {
+      continue;
+    }
+    runs.push_back(std::move(run));
+  }
+  std::stable_sort(runs.begin(), runs.end(), [](const RunView &a, const RunView &b) {
+    return a.created.value_or(TimePoint{}) > b.created.value_or(TimePoint{});
+  });
+  if (runs.size() > static_cast<std::size_t>(options.limit)) {
+    runs.resize(static_cast<std::size_t>(options.limit));
+  }
+  if (options.json) {
+    OrderedJson out = OrderedJson::array();
+    for (const auto &run : runs) {
+      OrderedJson row = OrderedJson::object();
+      row["experiment_id"] = run.id;
+      row["name"] = run.name;
+      row["author"] = run.author;
+      row["created"] = run.created ? OrderedJson(format_time(*run.created)) : OrderedJson(nullptr);
+      row["outcome"] = std::string(outcome_name(run.outcome));
+      row["summary"] = state_summary(run);
+      row["replicas"] = run.replicas.size();
+      row["url"] = "https://beaker.org/ex/" + run.id;
+      out.push_back(std::move(row));
+    }
+    print_json(std::cout, out);
+    return;
+  }
+  if (runs.empty()) {
+    std::cerr << fmt::format("primebeaker: no primebeaker launches{} in {}\n",
+                             options.mine ? " of yours" : "",
+                             options.workspace);
+    return;
+  }
+  std::vector<std::array<std::string, 5>> rows;
+  rows.push_back({"EXPERIMENT", "NAME", "AUTHOR", "CREATED", "STATUS"});
+  for (const auto &run : runs) {
+    rows.push_back({run.id,
+                    run.name,
+                    run.author,
+                    run.created ? format_time(*run.created).substr(0, 19) + "Z" : "-",
+                    run.outcome == Outcome::running
+                        ? state_summary(run)
+                        : fmt::format("{} ({})", outcome_name(run.outcome), state_summary(run))});
+  }
+  std::array<std::size_t, 5> widths{};
+  for (const auto &row : rows) {
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      widths[i] = std::max(widths[i], row[i].size());
+    }
+  }
+  for (const auto &row : rows) {
+    std::string line;
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      line += i + 1 < row.size() ? fmt::format("{:<{}}  ", row[i], widths[i]) : row[i];
+    }
+    std::cout << line << '\n';
+  }
+}
+
+constexpr const char *k_run_help =
+    "RUN: an experiment id, author/name, a name of yours, or a receipt file (the JSON that "
+    "submit, run launch or rl resume printed)";
+
+} // namespace
+
+void register_commands(cli::CommandTree &tree) {
+  {
+    auto &options = tree.make_options<StatusOptions>();
+    CLI::App &app = tree.command(
+        {"status"},
+        "Per-replica state of a run, registry readiness, newest complete checkpoint, W&B URL");
+    app.add_option("run", options.run, k_run_help)->required();
+    app.add_flag(cli::flag("json"), options.json, "Print one JSON object instead of a table");
+    app.callback([&options] { run_status(options); });
+  }
+  {
+    auto &options = tree.make_options<FollowCommandOptions>();
+    CLI::App &app = tree.command(
+        {"follow"},
+        "Stream every replica's logs until the run ends; the exit code says how it ended "
+        "(0 succeeded, 10 failed, 11 preempted, 12 canceled, 13 timed out, 130 Ctrl-C)");
+    app.add_option("run", options.run, k_run_help)->required();
+    app.add_option(cli::flag("since"),
+                   options.since,
+                   "Only log lines from this time on: RFC 3339, or a duration back (10m, 2h)");
+    app.add_option(cli::flag("replica"), options.replica, "Only this replica rank");
+    app.add_option(cli::flag("timeout"),
+                   options.timeout,
+                   "Stop following after this long (seconds or 30m/2h; 0 = never); the run "
+                   "keeps running")
+        ->capture_default_str();
+    app.add_option(cli::flag("poll-interval"),
+                   options.poll_interval_seconds,
+                   "Seconds between polls of beaker")
+        ->capture_default_str();
+    app.callback([&options] {
+      const int code = run_follow(options);
+      if (code != 0) {
+        throw Error(code, "");
+      }
+    });
+  }
+  {
+    auto &options = tree.make_options<LogsOptions>();
+    CLI::App &app = tree.command({"logs"}, "Print the logs of a run's replicas");
+    app.add_option("run", options.run, k_run_help)->required();
+    app.add_option(cli::flag("replica"), options.replica, "Only this replica rank");
+    app.add_option(cli::flag("tail"), options.tail, "Only the last K lines of each replica");
+    app.callback([&options] { run_logs(options); });
+  }
+  {
+    auto &options = tree.make_options<StopOptions>();
+    CLI::App &app =
+        tree.command({"stop"}, "Stop a run (and the service stack a joint run owns); asks first");
+    app.add_option("run", options.run, k_run_help)->required();
+    app.add_flag(cli::flag("yes", "-y"), options.yes, "Do not ask");
+    app.add_flag(cli::flag("keep-services"),
+                 options.keep_services,
+                 "Leave the service stack of a joint run running");
+    app.callback([&options] { run_stop(options); });
+  }
+  {
+    auto &options = tree.make_options<ListOptions>();
+    CLI::App &app = tree.command({"list"}, "This tool's launches in a workspace, newest first");
+    app.add_option(cli::flag("workspace", "-w"), options.workspace, "Beaker workspace")
+        ->capture_default_str();
+    app.add_flag(cli::flag("mine"), options.mine, "Only experiments you launched");
+    app.add_flag(cli::flag("json"), options.json, "Print a JSON array instead of a table");
+    app.add_flag(cli::flag("all"), options.all, "Every experiment, not only primebeaker's");
+    app.add_option(cli::flag("limit"), options.limit, "At most this many rows")
+        ->capture_default_str();
+    app.callback([&options] { run_list(options); });
+  }
+}
+
+} // namespace pb::runs

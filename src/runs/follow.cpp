@@ -1,0 +1,335 @@
+// SPDX-License-Identifier: MIT
+// `primebeaker follow`: poll the experiment, stream every replica's new log lines with a
+// "[role:rank] " prefix, report state changes, and exit with the outcome's code
+// (docs/runs.md "follow"). Ctrl-C stops following only: nothing here ever stops a run.
+#include "interrupt.hpp"
+
+#include <primebeaker/beaker/client.hpp>
+#include <primebeaker/core/env.hpp>
+#include <primebeaker/core/error.hpp>
+#include <primebeaker/core/text.hpp>
+#include <primebeaker/runs/runs.hpp>
+
+#include <fmt/format.h>
+
+#include <csignal>
+#include <iostream>
+#include <set>
+#include <thread>
+
+namespace pb::runs {
+
+std::size_t take_new_lines(const std::string &log,
+                           std::size_t already,
+                           bool final,
+                           std::vector<std::string> &lines) {
+  std::size_t pos = std::min(already, log.size());
+  const std::size_t start = pos;
+  while (pos < log.size()) {
+    const auto newline = log.find('\n', pos);
+    if (newline == std::string::npos) {
+      if (!final) {
+        break; // an unfinished line: wait for the rest
+      }
+      std::string line = log.substr(pos);
+      if (!line.empty() && line.back() == '\r') {
+        line.pop_back();
+      }
+      lines.push_back(std::move(line));
+      pos = log.size();
+      break;
+    }
+    std::string line = log.substr(pos, newline - pos);
+    if (!line.empty() && line.back() == '\r') {
+      line.pop_back();
+    }
+    lines.push_back(std::move(line));
+    pos = newline + 1;
+  }
+  return pos - start;
+}
+
+bool keep_since(std::string_view line, const std::optional<TimePoint> &since, bool previous) {
+  if (!since) {
+    return true;
+  }
+  const auto space = line.find_first_of(" \t");
+  const auto stamp = parse_time_text(line.substr(0, space));
+  if (!stamp) {
+    return previous;
+  }
+  return *stamp >= *since;
+}
+
+namespace {
+
+std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
+  if (text.empty()) {
+    return std::nullopt;
+  }
+  std::int64_t unit_ms = 1000;
+  std::string_view number = text;
+  switch (text.back()) {
+  case 's':
+    number.remove_suffix(1);
+    break;
+  case 'm':
+    unit_ms = 60'000;
+    number.remove_suffix(1);
+    break;
+  case 'h':
+    unit_ms = 3'600'000;
+    number.remove_suffix(1);
+    break;
+  case 'd':
+    unit_ms = 86'400'000;
+    number.remove_suffix(1);
+    break;
+  default:
+    break;
+  }
+  if (number.empty() || number.size() > 9) {
+    return std::nullopt;
+  }
+  std::int64_t value = 0;
+  for (const char c : number) {
+    if (c < '0' || c > '9') {
+      return std::nullopt;
+    }
+    value = value * 10 + (c - '0');
+  }
+  return std::chrono::milliseconds(value * unit_ms);
+}
+
+} // namespace
+
+TimePoint parse_since(std::string_view text, TimePoint now) {
+  if (const auto stamp = parse_time_text(text)) {
+    return *stamp;
+  }
+  if (const auto duration = parse_duration(text)) {
+    return now - *duration;
+  }
+  throw usage_error(fmt::format(
+      "--since expects an RFC 3339 time (2026-08-10T09:00:00Z) or a duration (90s, 10m, 2h, "
+      "1d), got '{}'",
+      text));
+}
+
+std::optional<std::chrono::milliseconds> parse_timeout(std::string_view text) {
+  const auto duration = parse_duration(text);
+  if (!duration) {
+    throw usage_error(fmt::format(
+        "--timeout expects seconds or a duration (90s, 30m, 2h; 0 = no limit), got '{}'", text));
+  }
+  if (duration->count() == 0) {
+    return std::nullopt;
+  }
+  return duration;
+}
+
+namespace {
+
+int interrupted_exit(int signal) {
+  return 128 + (signal == 0 ? SIGINT : signal);
+}
+
+void say_detached(std::ostream &err, const std::string &id, const char *why) {
+  err << fmt::format("primebeaker: {}; experiment {} keeps running\n", why, id)
+      << fmt::format("  follow again: primebeaker follow {}\n", id)
+      << fmt::format("  stop it:      primebeaker stop {}\n", id);
+  err.flush();
+}
+
+std::string describe_state(const Replica &replica) {
+  std::string text(state_name(replica.state));
+  if (!replica.detail.empty() && replica.state != JobState::running) {
+    text += fmt::format(" ({})", replica.detail);
+  }
+  if (!replica.node.empty() && replica.state == JobState::running) {
+    text += fmt::format(" on node {}", replica.node);
+  }
+  return text;
+}
+
+void print_summary(std::ostream &err, const RunView &run) {
+  if (run.outcome == Outcome::succeeded) {
+    err << fmt::format("primebeaker: experiment {} succeeded\n", run.id);
+  } else {
+    std::string why;
+    if (run.deciding_replica) {
+      const auto &replica = run.replicas[*run.deciding_replica];
+      why = fmt::format(": {} {} (job {})", replica.label(), replica.detail, replica.job_id);
+    }
+    err << fmt::format("primebeaker: experiment {} {}{}\n", run.id, outcome_name(run.outcome), why);
+    for (const auto &replica : run.replicas) {
+      err << fmt::format("  {:<14} {}\n", replica.label(), describe_state(replica));
+    }
+    if (run.deciding_replica) {
+      err << fmt::format("  its logs: primebeaker logs {} --replica {} --tail 200\n",
+                         run.id,
+                         run.replicas[*run.deciding_replica].rank);
+    }
+  }
+  err.flush();
+}
+
+} // namespace
+
+int follow_run(const std::string &experiment_id,
+               const FollowOptions &options,
+               BeakerCalls &beaker,
+               std::ostream &out,
+               std::ostream &err) {
+  Timing &timing = beaker.timing();
+  SystemClock system_clock;
+  Clock &clock = timing.clock != nullptr ? *timing.clock : system_clock;
+  const auto signal = [&] { return timing.interrupted ? timing.interrupted() : 0; };
+  const auto sleep = [&](std::chrono::milliseconds how_long) {
+    if (timing.sleep) {
+      return timing.sleep(how_long);
+    }
+    std::this_thread::sleep_for(how_long);
+    return true;
+  };
+  const auto started = clock.now();
+  std::map<std::string, std::size_t> consumed; // job id -> log bytes already shown
+  std::map<std::string, bool> since_verdict;   // job id -> --since verdict of its last line
+  std::map<std::string, std::string> shown;    // replica label -> last state line shown
+  std::set<std::string> seen_jobs;
+  std::optional<TimePoint> preempted_at;
+  bool announced = false;
+
+  try {
+    for (;;) {
+      if (const int sig = signal(); sig != 0) {
+        say_detached(err, experiment_id, "stopped following");
+        return interrupted_exit(sig);
+      }
+      const RunView run =
+          parse_run(single_experiment(beaker.get_experiment(experiment_id), experiment_id));
+      const std::string id = run.id.empty() ? experiment_id : run.id;
+      if (!announced) {
+        err << fmt::format("primebeaker: following {} {} ({} replica{}); Ctrl-C stops following, "
+                           "not the run\n",
+                           id,
+                           run.name,
+                           run.replicas.size(),
+                           run.replicas.size() == 1 ? "" : "s");
+        announced = true;
+      }
+      if (options.replica && !run.replicas.empty() &&
+          std::none_of(run.replicas.begin(), run.replicas.end(), [&](const Replica &r) {
+            return r.rank == *options.replica;
+          })) {
+        throw usage_error(fmt::format("--replica {}: experiment {} has replicas 0..{}",
+                                      *options.replica,
+                                      id,
+                                      run.replicas.back().rank));
+      }
+      for (const auto &replica : run.replicas) {
+        if (options.replica && replica.rank != *options.replica) {
+          continue;
+        }
+        if (!seen_jobs.count(replica.job_id) && replica.attempts > 1 &&
+            !shown[replica.label()].empty()) {
+          err << fmt::format(
+              "[{}] new job {} (attempt {})\n", replica.label(), replica.job_id, replica.attempts);
+        }
+        seen_jobs.insert(replica.job_id);
+        const std::string state = describe_state(replica);
+        if (shown[replica.label()] != state) {
+          err << fmt::format("[{}] {}\n", replica.label(), state);
+          shown[replica.label()] = state;
+        }
+      }
+      err.flush();
+
+      for (const auto &replica : run.replicas) {
+        if ((options.replica && replica.rank != *options.replica) || replica.job_id.empty() ||
+            replica.state == JobState::pending || replica.state == JobState::scheduled) {
+          continue;
+        }
+        const std::string log = beaker.job_logs(replica.job_id);
+        std::vector<std::string> lines;
+        auto &done = consumed[replica.job_id];
+        done += take_new_lines(log, done, is_terminal(replica.state), lines);
+        auto &verdict = since_verdict.try_emplace(replica.job_id, true).first->second;
+        const std::string prefix = fmt::format("[{}] ", replica.label());
+        for (const auto &line : lines) {
+          verdict = keep_since(line, options.since, verdict);
+          if (verdict) {
+            out << prefix << line << '\n';
+          }
+        }
+        out.flush();
+      }
+
+      if (run.outcome == Outcome::preempted && run.auto_resume) {
+        // Beaker resumes this task by itself: wait for its new job, for a while.
+        if (!preempted_at) {
+          preempted_at = clock.now();
+          err << "primebeaker: preempted; waiting for Beaker to resume it\n";
+        }
+        if (clock.now() - *preempted_at < options.resume_grace) {
+          if (!sleep(options.poll_interval)) {
+            say_detached(err, id, "stopped following");
+            return interrupted_exit(signal());
+          }
+          continue;
+        }
+      }
+      if (run.outcome != Outcome::running) {
+        print_summary(err, run);
+        return exit_code_for(run.outcome);
+      }
+      preempted_at.reset();
+      if (options.timeout && clock.now() - started >= *options.timeout) {
+        say_detached(err, id, fmt::format("--timeout reached ({})", state_summary(run)).c_str());
+        return k_exit_timed_out;
+      }
+      if (!sleep(options.poll_interval)) {
+        say_detached(err, id, "stopped following");
+        return interrupted_exit(signal());
+      }
+    }
+  } catch (const Error &) {
+    if (const int sig = signal(); sig != 0) {
+      say_detached(err, experiment_id, "stopped following");
+      return interrupted_exit(sig);
+    }
+    throw;
+  }
+}
+
+Timing interruptible_timing() {
+  Timing timing;
+  timing.interrupted = [] { return InterruptGuard::signal(); };
+  timing.sleep = [](std::chrono::milliseconds how_long) {
+    const auto until = std::chrono::steady_clock::now() + how_long;
+    while (InterruptGuard::signal() == 0) {
+      const auto left = until - std::chrono::steady_clock::now();
+      if (left <= std::chrono::steady_clock::duration::zero()) {
+        return true;
+      }
+      std::this_thread::sleep_for(
+          std::min<std::chrono::steady_clock::duration>(left, std::chrono::milliseconds(50)));
+    }
+    return false;
+  };
+  return timing;
+}
+
+int follow(const std::string &experiment_id,
+           const FollowOptions &options,
+           proc::Runner &runner,
+           std::ostream &out) {
+  InterruptGuard guard;
+  BeakerCalls beaker(runner,
+                     beaker::program_from_environment(env::snapshot()),
+                     interruptible_timing(),
+                     options.retry);
+  return follow_run(experiment_id, options, beaker, out, std::cerr);
+}
+
+} // namespace pb::runs

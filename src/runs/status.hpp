@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: MIT
+// What `status` shows beyond the replica table, and its two renderings (docs/runs.md).
+#pragma once
+
+#include <primebeaker/runs/runs.hpp>
+
+#include <optional>
+#include <string>
+
+namespace pb::runs {
+
+struct StatusExtras {
+  OrderedJson registry = nullptr;   // registry_readiness()
+  OrderedJson checkpoint = nullptr; // newest_checkpoint()
+  std::optional<std::string> wandb_url;
+};
+
+// "2026-08-10T09:14:03.512Z".
+std::string format_time(TimePoint time);
+
+// The receipt's experiment_url, else https://beaker.org/ex/<id>.
+std::string experiment_url(const RunView &run, const RunTarget &target);
+
+// The service stack a joint run owns: the run-launch receipt's service_experiment_id, else
+// the task's PRIMEBEAKER_MANAGED_SERVICE_EXPERIMENT_ID; empty when none.
+std::string service_experiment_id(const RunView &run, const RunTarget &target);
+
+// {uri, ready, services: {name: {required, live}}} from the task's REGISTRY and
+// REQUIRED_LITEREGISTRY_SERVICES, or {uri, ready: null, error}; null without a registry.
+OrderedJson registry_readiness(const RunView &run, TimePoint now);
+
+// {config_path, output_dir, newest_complete_step} from the task's CONFIG_PATH read where this
+// command runs (WORKING_DIR resolves a relative output_dir), or {config_path, error}; null
+// when the task has no CONFIG_PATH.
+OrderedJson newest_checkpoint(const RunView &run);
+
+// The receipt's wandb_run.url, else one built from WANDB_RUN_ID and the TOML's [wandb].
+std::optional<std::string> wandb_url(const RunView &run, const RunTarget &target);
+
+OrderedJson replica_json(const Replica &replica);
+OrderedJson status_json(const RunView &run, const RunTarget &target, const StatusExtras &extras);
+std::string status_table(const RunView &run, const RunTarget &target, const StatusExtras &extras);
+
+} // namespace pb::runs
