@@ -99,6 +99,7 @@ TEST(WorkerEnv, RejectsBadValuesWithExitOne) {
       {"PRIMEBEAKER_READINESS_TIMEOUT_SECONDS", "0", "must be a positive number of seconds"},
       {"PRIMEBEAKER_READINESS_TIMEOUT_SECONDS", "nan", "must be a positive number of seconds"},
       {"PRIMEBEAKER_REGISTRY", "rediss://", "PRIMEBEAKER_REGISTRY: "},
+      {"PRIMEBEAKER_REGISTRY", "rediss://cache:6380", "PRIMEBEAKER_REGISTRY: "},
   };
   for (const auto &bad : cases) {
     SCOPED_TRACE(bad.name + "=" + bad.value.value_or("<unset>"));

@@ -408,6 +408,18 @@ TEST(Worker, ChildKilledBySigkillGives137) {
   world.expect_stopped_once();
 }
 
+TEST(Worker, MissingInterpreterExitsFourAfterStopping) {
+  World world;
+  world.publish_redis();
+  world.publish_gateway();
+  auto env = world.env();
+  env["PRIMEBEAKER_PYTHON"] = "/nonexistent/python3";
+  const auto result = world.run(env);
+  EXPECT_EQ(result.exit_code, 4) << result.err;
+  EXPECT_NE(result.err.find("/nonexistent/python3"), std::string::npos) << result.err;
+  world.expect_stopped_once();
+}
+
 TEST(Worker, KeepServicesNeverStops) {
   World world;
   world.publish_redis();
