@@ -4,7 +4,7 @@
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/evaluation_worker/worker.hpp>
-#include <primebeaker/registry/location.hpp>
+#include <primebeaker/registry/registry.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -127,10 +127,11 @@ std::map<std::string, int> parse_required(const std::optional<std::string> &text
   return required;
 }
 
-// A registry locator must parse now: a typo fails before anything is started or stopped.
+// A registry locator must be usable now (opening parses it and does no I/O): a typo, or a
+// rediss:// that Debian's hiredis cannot speak, fails before anything is started or stopped.
 void check_locator(const std::string &uri, const char *name) {
   try {
-    (void)registry::parse_location(uri);
+    (void)registry::open_registry(uri);
   } catch (const Error &error) {
     throw failure(std::string(name) + ": " + error.what());
   }

@@ -208,7 +208,7 @@ Ready wait_until_ready(const WorkerEnv &worker, const Tuning &tuning) {
   wait.name = "gateway";
   wait.check = HealthCheck::http;
   ready.gateway = wait_for_endpoint(*coordination, wait);
-  note("gateway ready: " + ready.gateway);
+  note("gateway ready: " + registry::redact_uri(ready.gateway));
   throw_if_signalled();
 
   if (!worker.required_services.empty()) {

@@ -99,6 +99,7 @@ TEST(WorkerEnv, RejectsBadValuesWithExitOne) {
       {"PRIMEBEAKER_READINESS_TIMEOUT_SECONDS", "0", "must be a positive number of seconds"},
       {"PRIMEBEAKER_READINESS_TIMEOUT_SECONDS", "nan", "must be a positive number of seconds"},
       {"PRIMEBEAKER_REGISTRY", "rediss://", "PRIMEBEAKER_REGISTRY: "},
+      {"PRIMEBEAKER_REGISTRY", "rediss://cache:6380", "PRIMEBEAKER_REGISTRY: "},
   };
   for (const auto &bad : cases) {
     SCOPED_TRACE(bad.name + "=" + bad.value.value_or("<unset>"));
@@ -193,6 +194,11 @@ TEST(WaitForEndpoint, NewestHealthyRecordWins) {
   world.publish("gateway", "http://old:1", "a", world.now() - 20);
   world.publish("gateway", "http://new:2", "b", world.now() - 5);
   world.publish("gateway", "http://expired:3", "c", world.now(), -1); // TTL already passed
+  // Newer, but schema version 2: ignored, as coop.endpoints ignores it.
+  registry::EndpointRecord future{"gateway", "http://v2:4", "d", world.now(), {}};
+  std::string v2 = test::python_endpoint_record("gateway", "http://v2:4", "d", world.now());
+  v2.replace(v2.find("\"schema_version\":1"), 18, "\"schema_version\":2");
+  world.raw->put_with_expiry(future.key(), v2, world.now() + 30, world.now());
   auto wait = world.wait("gateway", [](const std::string &) {});
   wait.sleep = [&](std::chrono::milliseconds) { FAIL() << "ready at the first poll"; };
   EXPECT_EQ(wait_for_endpoint(*world.endpoints, wait), "http://new:2");
