@@ -262,7 +262,7 @@ void run_list(const ListOptions &options) {
                              options.workspace);
     return;
   }
-  std::vector<std::array<std::string, 5>> rows;
+  std::vector<std::vector<std::string>> rows;
   rows.push_back({"EXPERIMENT", "NAME", "AUTHOR", "CREATED", "STATUS"});
   for (const auto &run : runs) {
     rows.push_back({run.id,
@@ -273,19 +273,7 @@ void run_list(const ListOptions &options) {
                         ? state_summary(run)
                         : fmt::format("{} ({})", outcome_name(run.outcome), state_summary(run))});
   }
-  std::array<std::size_t, 5> widths{};
-  for (const auto &row : rows) {
-    for (std::size_t i = 0; i < row.size(); ++i) {
-      widths[i] = std::max(widths[i], row[i].size());
-    }
-  }
-  for (const auto &row : rows) {
-    std::string line;
-    for (std::size_t i = 0; i < row.size(); ++i) {
-      line += i + 1 < row.size() ? fmt::format("{:<{}}  ", row[i], widths[i]) : row[i];
-    }
-    std::cout << line << '\n';
-  }
+  std::cout << render_table(rows);
 }
 
 constexpr const char *k_run_help =
