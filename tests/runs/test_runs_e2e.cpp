@@ -336,7 +336,7 @@ TEST(RunsStatus, ReplicasRegistryCheckpointAndWandb) {
   EXPECT_NE(table.out.find("trainer    0     running"), std::string::npos) << table.out;
 }
 
-TEST(RunsStatus, UnknownExperimentIsATool_failure) {
+TEST(RunsStatus, UnknownExperimentIsAToolFailure) {
   Harness h;
   h.beaker.on({"experiment", "get"}, "", 1, "experiment \"nope\" not found");
   const auto result = h.run({"status", "jdoe/nope"});
@@ -372,23 +372,32 @@ TEST(RunsList, OnlyThisToolsLaunchesAndMine) {
                             "01JZ8M3Q4T5V6W7X8Y9Z0FOREI",
                             "jdoe",
                             "hand-made");
-  OrderedJson all = OrderedJson::array({mine, theirs, foreign});
+  // Listed without its jobs: read in full with `experiment get`.
+  const std::string bare_id = "01JZ8M3Q4T5V6W7X8Y9Z0ABARE";
+  auto bare_full = experiment({job(job_id(0), 0, status_running())}, bare_id);
+  bare_full["created"] = stamp(3);
+  auto bare = bare_full;
+  bare.erase("jobs");
+  OrderedJson all = OrderedJson::array({mine, theirs, foreign, bare});
   h.beaker.on({"workspace", "experiments", "ai2/team"}, all.dump());
+  h.beaker.on({"experiment", "get", bare_id}, printed(bare_full));
   h.beaker.on({"account", "whoami"}, R"([{"id": "01HA", "name": "jdoe"}])");
   const auto every = h.run({"list", "--workspace", "ai2/team", "--json"});
   ASSERT_EQ(every.exit_code, 0) << every.err;
   const auto rows = nlohmann::json::parse(every.out);
-  ASSERT_EQ(rows.size(), 2u);
+  ASSERT_EQ(rows.size(), 3u);
   EXPECT_EQ(rows[0]["experiment_id"], "01JZ8M3Q4T5V6W7X8Y9Z0THEIR"); // newest first
   EXPECT_EQ(rows[0]["outcome"], "failed");
-  EXPECT_EQ(rows[1]["summary"], "4 running");
+  EXPECT_EQ(rows[1]["experiment_id"], bare_id);
+  EXPECT_EQ(rows[1]["summary"], "1 running");
+  EXPECT_EQ(rows[2]["summary"], "4 running");
   EXPECT_TRUE(h.beaker.calls_matching({"account", "whoami"}).empty());
 
   const auto only_mine = h.run({"list", "-w", "ai2/team", "--mine", "--json"});
   ASSERT_EQ(only_mine.exit_code, 0) << only_mine.err;
   const auto mine_rows = nlohmann::json::parse(only_mine.out);
-  ASSERT_EQ(mine_rows.size(), 1u);
-  EXPECT_EQ(mine_rows[0]["experiment_id"], k_experiment);
+  ASSERT_EQ(mine_rows.size(), 2u);
+  EXPECT_EQ(mine_rows[1]["experiment_id"], k_experiment);
 }
 
 TEST(RunsResolve, ABareNameIsYours) {
