@@ -264,14 +264,13 @@ JobState classify_job(const OrderedJson &status) {
     return JobState::preempted;
   }
   if (canceled) {
+    // Ended, or canceled before it ever started (nothing left to stop).
+    const bool over = finalized || exited || failed || !parse_time(field(status, "started"));
     if (code == "sibling_task_failed" || code == "sibling_task_retry" ||
         mentions_sibling(string_field(status, "canceledFor"))) {
-      return (finalized || exited || failed) ? JobState::sibling_canceled : JobState::running;
+      return over ? JobState::sibling_canceled : JobState::running;
     }
-    if (finalized || exited || failed) {
-      return JobState::canceled;
-    }
-    return JobState::running; // stopping
+    return over ? JobState::canceled : JobState::running; // running: still stopping
   }
   if (failed) {
     return JobState::failed;

@@ -43,6 +43,14 @@ TEST(RunsClassify, EveryState) {
   failed_no_code["failed"] = stamp(30);
   EXPECT_EQ(classify_job(failed_no_code), JobState::failed);
   EXPECT_EQ(classify_job(status_canceled(4, "stopped by jdoe", 30, 143)), JobState::canceled);
+  auto stopping = status_running();
+  stopping["canceled"] = stamp(20);
+  stopping["canceledCode"] = 4;
+  EXPECT_EQ(classify_job(stopping), JobState::running); // still shutting down
+  auto never_started = status_pending();
+  never_started["canceled"] = stamp(20);
+  never_started["canceledCode"] = 4;
+  EXPECT_EQ(classify_job(never_started), JobState::canceled);
   EXPECT_EQ(classify_job(status_canceled(0, "sibling task failed", 30, 143)),
             JobState::sibling_canceled);
 }
