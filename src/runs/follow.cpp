@@ -142,14 +142,18 @@ void say_detached(std::ostream &err, const std::string &id, const char *why) {
 }
 
 std::string describe_state(const Replica &replica) {
-  std::string text(state_name(replica.state));
-  if (!replica.detail.empty() && replica.state != JobState::running) {
-    text += fmt::format(" ({})", replica.detail);
+  if (replica.state == JobState::running) {
+    return replica.node.empty() ? "running" : "running on node " + replica.node;
   }
-  if (!replica.node.empty() && replica.state == JobState::running) {
-    text += fmt::format(" on node {}", replica.node);
+  if (replica.detail.empty() || !is_terminal(replica.state)) {
+    return std::string(state_name(replica.state));
   }
-  return text;
+  // "canceled: sibling task failed", "preempted: ...", "failed: exit code 1".
+  if (text::starts_with(replica.detail, "canceled") ||
+      text::starts_with(replica.detail, "preempted")) {
+    return replica.detail;
+  }
+  return fmt::format("{}: {}", state_name(replica.state), replica.detail);
 }
 
 void print_summary(std::ostream &err, const RunView &run) {

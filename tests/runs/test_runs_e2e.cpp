@@ -92,7 +92,8 @@ TEST(RunsFollow, FourReplicasInterleavedUntilSucceeded) {
     expected.push_back(fmt::format("[{}] r{} done", labels[rank], rank));
   }
   EXPECT_EQ(lines_of(result.out), expected) << result.out;
-  EXPECT_NE(result.err.find("[inference:3] canceled (sibling)"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("[inference:3] canceled: sibling task completed\n"), std::string::npos)
+      << result.err;
   EXPECT_NE(result.err.find("succeeded"), std::string::npos) << result.err;
   EXPECT_EQ(h.beaker.calls_matching({"job", "logs"}).size(), 12u);
   EXPECT_EQ(h.stops(), 0u);
