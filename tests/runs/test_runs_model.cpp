@@ -323,6 +323,17 @@ public:
   std::chrono::system_clock::time_point now() override { return t; }
 };
 
+// Sleeping only moves the fake clock on.
+Timing fake_timing(FakeClock &clock) {
+  Timing timing;
+  timing.clock = &clock;
+  timing.sleep = [&clock](std::chrono::milliseconds d) {
+    clock.t += d;
+    return true;
+  };
+  return timing;
+}
+
 TEST(RunsFollowLoop, TimeoutUsesTheInjectedClockAndNeverStops) {
   ScriptedRunner runner;
   std::string log;
@@ -332,12 +343,7 @@ TEST(RunsFollowLoop, TimeoutUsesTheInjectedClockAndNeverStops) {
     runner.answers.push_back(answer(0, log));
   }
   FakeClock clock;
-  Timing timing;
-  timing.clock = &clock;
-  timing.sleep = [&](std::chrono::milliseconds d) {
-    clock.t += d;
-    return true;
-  };
+  const Timing timing = fake_timing(clock);
   BeakerCalls beaker(runner, "beaker", timing);
   FollowOptions options;
   options.timeout = std::chrono::minutes(5);
@@ -379,12 +385,7 @@ TEST(RunsFollowLoop, KeepsFollowingThroughAnAutoResumedPreemption) {
                     answer(0, printed(experiment({preempted, finished}))),
                     answer(0, "after 1\nafter 2\n")};
   FakeClock clock;
-  Timing timing;
-  timing.clock = &clock;
-  timing.sleep = [&](std::chrono::milliseconds d) {
-    clock.t += d;
-    return true;
-  };
+  const Timing timing = fake_timing(clock);
   BeakerCalls beaker(runner, "beaker", timing);
   FollowOptions options;
   options.poll_interval = std::chrono::seconds(30);
