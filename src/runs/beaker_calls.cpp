@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The `beaker` calls of the runs module, retried with exponential backoff while they fail
 // transiently (docs/runs.md "Transient failures"), and what a RUN argument names.
+#include "status.hpp"
+
 #include <primebeaker/beaker/client.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/text.hpp>
@@ -20,14 +22,6 @@ namespace pb::runs {
 
 namespace {
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (auto &c : out) {
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  }
-  return out;
-}
-
 std::string failure_detail(const proc::Result &result) {
   std::string detail(text::trim(result.err));
   if (detail.empty()) {
@@ -39,7 +33,7 @@ std::string failure_detail(const proc::Result &result) {
 } // namespace
 
 bool is_transient_failure(std::string_view stderr_text) {
-  const std::string text = lower(stderr_text);
+  const std::string text = lower_case(stderr_text);
   for (const std::string_view marker : {"timeout",
                                         "timed out",
                                         "deadline exceeded",

@@ -223,6 +223,7 @@ void run_list(const ListOptions &options) {
   const auto experiments = beaker.workspace_experiments(options.workspace);
   const std::string me = options.mine ? beaker.whoami() : "";
   std::vector<RunView> runs;
+  std::vector<bool> has_jobs;
   for (const auto &experiment : experiments) {
     if (!options.all && !is_primebeaker_launch(experiment)) {
       continue;
@@ -232,13 +233,24 @@ void run_list(const ListOptions &options) {
       continue;
     }
     runs.push_back(std::move(run));
+    has_jobs.push_back(experiment.is_object() && experiment.contains("jobs"));
   }
-  std::stable_sort(runs.begin(), runs.end(), [](const RunView &a, const RunView &b) {
-    return a.created.value_or(TimePoint{}) > b.created.value_or(TimePoint{});
+  std::vector<std::size_t> order(runs.size());
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    order[i] = i;
+  }
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return runs[a].created.value_or(TimePoint{}) > runs[b].created.value_or(TimePoint{});
   });
-  if (runs.size() > static_cast<std::size_t>(options.limit)) {
-    runs.resize(static_cast<std::size_t>(options.limit));
+  order.resize(std::min(order.size(), static_cast<std::size_t>(options.limit)));
+  std::vector<RunView> shown;
+  for (const auto i : order) {
+    // A listing without jobs (some CLI versions) is completed by one `experiment get`.
+    shown.push_back(
+        has_jobs[i] ? std::move(runs[i])
+                    : parse_run(single_experiment(beaker.get_experiment(runs[i].id), runs[i].id)));
   }
+  runs = std::move(shown);
   if (options.json) {
     OrderedJson out = OrderedJson::array();
     for (const auto &run : runs) {
@@ -262,7 +274,7 @@ void run_list(const ListOptions &options) {
                              options.workspace);
     return;
   }
-  std::vector<std::array<std::string, 5>> rows;
+  std::vector<std::vector<std::string>> rows;
   rows.push_back({"EXPERIMENT", "NAME", "AUTHOR", "CREATED", "STATUS"});
   for (const auto &run : runs) {
     rows.push_back({run.id,
@@ -273,19 +285,7 @@ void run_list(const ListOptions &options) {
                         ? state_summary(run)
                         : fmt::format("{} ({})", outcome_name(run.outcome), state_summary(run))});
   }
-  std::array<std::size_t, 5> widths{};
-  for (const auto &row : rows) {
-    for (std::size_t i = 0; i < row.size(); ++i) {
-      widths[i] = std::max(widths[i], row[i].size());
-    }
-  }
-  for (const auto &row : rows) {
-    std::string line;
-    for (std::size_t i = 0; i < row.size(); ++i) {
-      line += i + 1 < row.size() ? fmt::format("{:<{}}  ", row[i], widths[i]) : row[i];
-    }
-    std::cout << line << '\n';
-  }
+  std::cout << render_table(rows);
 }
 
 constexpr const char *k_run_help =

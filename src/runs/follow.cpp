@@ -67,26 +67,17 @@ std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
   if (text.empty()) {
     return std::nullopt;
   }
-  std::int64_t unit_ms = 1000;
+  std::int64_t unit_ms = 1000; // plain numbers are seconds
   std::string_view number = text;
-  switch (text.back()) {
-  case 's':
-    number.remove_suffix(1);
-    break;
-  case 'm':
-    unit_ms = 60'000;
-    number.remove_suffix(1);
-    break;
-  case 'h':
-    unit_ms = 3'600'000;
-    number.remove_suffix(1);
-    break;
-  case 'd':
-    unit_ms = 86'400'000;
-    number.remove_suffix(1);
-    break;
-  default:
-    break;
+  for (const auto &[suffix, ms] : {std::pair{'s', 1000LL},
+                                   std::pair{'m', 60'000LL},
+                                   std::pair{'h', 3'600'000LL},
+                                   std::pair{'d', 86'400'000LL}}) {
+    if (text.back() == suffix) {
+      unit_ms = ms;
+      number.remove_suffix(1);
+      break;
+    }
   }
   if (number.empty() || number.size() > 9) {
     return std::nullopt;
@@ -142,14 +133,18 @@ void say_detached(std::ostream &err, const std::string &id, const char *why) {
 }
 
 std::string describe_state(const Replica &replica) {
-  std::string text(state_name(replica.state));
-  if (!replica.detail.empty() && replica.state != JobState::running) {
-    text += fmt::format(" ({})", replica.detail);
+  if (replica.state == JobState::running) {
+    return replica.node.empty() ? "running" : "running on node " + replica.node;
   }
-  if (!replica.node.empty() && replica.state == JobState::running) {
-    text += fmt::format(" on node {}", replica.node);
+  if (replica.detail.empty() || !is_terminal(replica.state)) {
+    return std::string(state_name(replica.state));
   }
-  return text;
+  // "canceled: sibling task failed", "preempted: ...", "failed: exit code 1".
+  if (text::starts_with(replica.detail, "canceled") ||
+      text::starts_with(replica.detail, "preempted")) {
+    return replica.detail;
+  }
+  return fmt::format("{}: {}", state_name(replica.state), replica.detail);
 }
 
 void print_summary(std::ostream &err, const RunView &run) {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The per-replica view of a Beaker experiment and the classification rules of docs/runs.md.
 // Everything here is pure.
+#include "status.hpp"
+
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/runs/runs.hpp>
@@ -61,14 +63,6 @@ std::optional<int> int_field(const OrderedJson &object, const char *key) {
   return std::nullopt;
 }
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (auto &c : out) {
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  }
-  return out;
-}
-
 // Beaker's cancellation code as a name: numbers of the REST model, strings of the gRPC one.
 std::string cancel_code_name(const OrderedJson &code) {
   if (code.is_number_integer()) {
@@ -86,7 +80,7 @@ std::string cancel_code_name(const OrderedJson &code) {
     }
   }
   if (code.is_string()) {
-    std::string name = lower(code.get<std::string>());
+    std::string name = lower_case(code.get<std::string>());
     // "CANCELATION_CODE_SYSTEM_PREEMPTION" and similar enum spellings.
     for (const std::string_view prefix : {"cancelation_code_", "cancellation_code_"}) {
       if (text::starts_with(name, prefix)) {
@@ -99,7 +93,7 @@ std::string cancel_code_name(const OrderedJson &code) {
 }
 
 bool mentions_sibling(std::string_view text) {
-  return lower(text).find("sibling") != std::string::npos;
+  return lower_case(text).find("sibling") != std::string::npos;
 }
 
 // The node runtime's "a peer failed" / "shutdown requested by a peer" (docs/node.md).
@@ -270,14 +264,13 @@ JobState classify_job(const OrderedJson &status) {
     return JobState::preempted;
   }
   if (canceled) {
+    // Ended, or canceled before it ever started (nothing left to stop).
+    const bool over = finalized || exited || failed || !parse_time(field(status, "started"));
     if (code == "sibling_task_failed" || code == "sibling_task_retry" ||
         mentions_sibling(string_field(status, "canceledFor"))) {
-      return (finalized || exited || failed) ? JobState::sibling_canceled : JobState::running;
+      return over ? JobState::sibling_canceled : JobState::running;
     }
-    if (finalized || exited || failed) {
-      return JobState::canceled;
-    }
-    return JobState::running; // stopping
+    return over ? JobState::canceled : JobState::running; // running: still stopping
   }
   if (failed) {
     return JobState::failed;
@@ -361,11 +354,6 @@ role_for(const std::vector<std::string> &command, const std::string &task_name, 
 // cancellation; success when every replica ended well.
 void decide_outcome(RunView &run) {
   auto &replicas = run.replicas;
-  if (replicas.empty() || std::any_of(replicas.begin(), replicas.end(), [](const Replica &r) {
-        return !is_terminal(r.state);
-      })) {
-    run.outcome = Outcome::running;
-  }
   for (auto &replica : replicas) {
     replica.consequence =
         replica.state == JobState::sibling_canceled ||

@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <cstdio>
 #include <ctime>
 #include <sstream>
@@ -65,6 +66,32 @@ std::string format_time(TimePoint time) {
   char buffer[32];
   std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%S", &tm);
   return fmt::format("{}.{:03}Z", buffer, millis);
+}
+
+std::string lower_case(std::string_view text) {
+  std::string out(text);
+  for (auto &c : out) {
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return out;
+}
+
+std::string render_table(const std::vector<std::vector<std::string>> &rows) {
+  std::vector<std::size_t> widths;
+  for (const auto &row : rows) {
+    widths.resize(std::max(widths.size(), row.size()), 0);
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      widths[i] = std::max(widths[i], row[i].size());
+    }
+  }
+  std::string out;
+  for (const auto &row : rows) {
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      out += i + 1 < row.size() ? fmt::format("{:<{}}  ", row[i], widths[i]) : row[i];
+    }
+    out += '\n';
+  }
+  return out;
 }
 
 std::string experiment_url(const RunView &run, const RunTarget &target) {
@@ -269,7 +296,7 @@ std::string status_table(const RunView &run, const RunTarget &target, const Stat
     out << fmt::format("services    {} (the service stack this run owns)\n", service);
   }
   out << '\n';
-  std::vector<std::array<std::string, 6>> rows;
+  std::vector<std::vector<std::string>> rows;
   rows.push_back({"ROLE", "RANK", "STATE", "EXIT", "NODE", "DETAIL"});
   for (const auto &replica : run.replicas) {
     rows.push_back({replica.role,
@@ -279,19 +306,7 @@ std::string status_table(const RunView &run, const RunTarget &target, const Stat
                     replica.node.empty() ? "-" : replica.node,
                     replica.detail.empty() ? "-" : replica.detail});
   }
-  std::array<std::size_t, 6> widths{};
-  for (const auto &row : rows) {
-    for (std::size_t i = 0; i < row.size(); ++i) {
-      widths[i] = std::max(widths[i], row[i].size());
-    }
-  }
-  for (const auto &row : rows) {
-    std::string line;
-    for (std::size_t i = 0; i < row.size(); ++i) {
-      line += i + 1 < row.size() ? fmt::format("{:<{}}  ", row[i], widths[i]) : row[i];
-    }
-    out << line << '\n';
-  }
+  out << render_table(rows);
   return out.str();
 }
 

@@ -6,6 +6,8 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace pb::runs {
 
@@ -14,6 +16,12 @@ struct StatusExtras {
   OrderedJson checkpoint = nullptr; // newest_checkpoint()
   std::optional<std::string> wandb_url;
 };
+
+// Left-aligned columns two spaces apart; the last column is not padded.
+std::string render_table(const std::vector<std::vector<std::string>> &rows);
+
+// Lower-case ASCII copy.
+std::string lower_case(std::string_view text);
 
 // "2026-08-10T09:14:03.512Z".
 std::string format_time(TimePoint time);

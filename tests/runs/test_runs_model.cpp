@@ -43,6 +43,14 @@ TEST(RunsClassify, EveryState) {
   failed_no_code["failed"] = stamp(30);
   EXPECT_EQ(classify_job(failed_no_code), JobState::failed);
   EXPECT_EQ(classify_job(status_canceled(4, "stopped by jdoe", 30, 143)), JobState::canceled);
+  auto stopping = status_running();
+  stopping["canceled"] = stamp(20);
+  stopping["canceledCode"] = 4;
+  EXPECT_EQ(classify_job(stopping), JobState::running); // still shutting down
+  auto never_started = status_pending();
+  never_started["canceled"] = stamp(20);
+  never_started["canceledCode"] = 4;
+  EXPECT_EQ(classify_job(never_started), JobState::canceled);
   EXPECT_EQ(classify_job(status_canceled(0, "sibling task failed", 30, 143)),
             JobState::sibling_canceled);
 }
@@ -315,6 +323,17 @@ public:
   std::chrono::system_clock::time_point now() override { return t; }
 };
 
+// Sleeping only moves the fake clock on.
+Timing fake_timing(FakeClock &clock) {
+  Timing timing;
+  timing.clock = &clock;
+  timing.sleep = [&clock](std::chrono::milliseconds d) {
+    clock.t += d;
+    return true;
+  };
+  return timing;
+}
+
 TEST(RunsFollowLoop, TimeoutUsesTheInjectedClockAndNeverStops) {
   ScriptedRunner runner;
   std::string log;
@@ -324,12 +343,7 @@ TEST(RunsFollowLoop, TimeoutUsesTheInjectedClockAndNeverStops) {
     runner.answers.push_back(answer(0, log));
   }
   FakeClock clock;
-  Timing timing;
-  timing.clock = &clock;
-  timing.sleep = [&](std::chrono::milliseconds d) {
-    clock.t += d;
-    return true;
-  };
+  const Timing timing = fake_timing(clock);
   BeakerCalls beaker(runner, "beaker", timing);
   FollowOptions options;
   options.timeout = std::chrono::minutes(5);
@@ -345,6 +359,60 @@ TEST(RunsFollowLoop, TimeoutUsesTheInjectedClockAndNeverStops) {
             "[trainer:0] step 0\n[trainer:0] step 1\n[trainer:0] step 2\n[trainer:0] step 3\n"
             "[trainer:0] step 4\n[trainer:0] step 5\n");
   EXPECT_EQ(runner.ran.size(), 12u);
+}
+
+TEST(RunsFollowLoop, KeepsFollowingThroughAnAutoResumedPreemption) {
+  // Single-node: Beaker resumes a preempted task by itself (context.autoResume), with a new job.
+  auto first =
+      job(job_id(0, 1), 0, status_running(), "T", {}, {"primebeaker", "node", "single", "rl"});
+  first["execution"]["spec"]["context"]["autoResume"] = true;
+  auto preempted = first;
+  preempted["status"] = status_preempted(20);
+  auto second =
+      job(job_id(0, 2), 0, status_running(), "T", {}, {"primebeaker", "node", "single", "rl"});
+  second["status"]["created"] = stamp(21);
+  auto finished = second;
+  finished["status"] = status_exited(0, 40);
+  finished["status"]["created"] = stamp(21);
+
+  ScriptedRunner runner;
+  runner.answers = {answer(0, printed(experiment({first}))),
+                    answer(0, "before\n"),
+                    answer(0, printed(experiment({preempted}))), // no new job yet: wait
+                    answer(0, "before\ncut off"),
+                    answer(0, printed(experiment({preempted, second}))),
+                    answer(0, "after 1\n"),
+                    answer(0, printed(experiment({preempted, finished}))),
+                    answer(0, "after 1\nafter 2\n")};
+  FakeClock clock;
+  const Timing timing = fake_timing(clock);
+  BeakerCalls beaker(runner, "beaker", timing);
+  FollowOptions options;
+  options.poll_interval = std::chrono::seconds(30);
+  std::ostringstream out, err;
+  EXPECT_EQ(follow_run(k_experiment, options, beaker, out, err), 0) << err.str();
+  EXPECT_EQ(out.str(), "[rl:0] before\n[rl:0] cut off\n[rl:0] after 1\n[rl:0] after 2\n");
+  EXPECT_NE(err.str().find("waiting for Beaker to resume it"), std::string::npos) << err.str();
+  EXPECT_NE(err.str().find("[rl:0] new job " + job_id(0, 2) + " (attempt 2)"), std::string::npos)
+      << err.str();
+  EXPECT_TRUE(runner.answers.empty());
+}
+
+TEST(RunsFollowLoop, PreemptionWithoutAutoResumeEndsTheFollow) {
+  ScriptedRunner runner;
+  runner.answers = {answer(0, printed(four(status_preempted(20)))),
+                    answer(0, ""),
+                    answer(0, ""),
+                    answer(0, ""),
+                    answer(0, "")};
+  Timing timing;
+  timing.sleep = [](std::chrono::milliseconds) { return true; };
+  BeakerCalls beaker(runner, "beaker", timing);
+  std::ostringstream out, err;
+  EXPECT_EQ(follow_run(k_experiment, FollowOptions{}, beaker, out, err), k_exit_preempted);
+  EXPECT_NE(err.str().find("experiment " + std::string(k_experiment) + " preempted: trainer:0"),
+            std::string::npos)
+      << err.str();
 }
 
 } // namespace
