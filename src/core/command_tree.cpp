@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include <primebeaker/core/command_tree.hpp>
 #include <primebeaker/core/error.hpp>
+#include <primebeaker/core/spelling.hpp>
 #include <primebeaker/core/text.hpp>
 
 #include <nlohmann/json.hpp>
@@ -42,12 +43,7 @@ std::string flag(std::string_view kebab_name, std::string_view extra) {
     names = std::string(extra) + ",";
   }
   names += "--" + std::string(kebab_name);
-  std::string snake(kebab_name);
-  for (char &c : snake) {
-    if (c == '-') {
-      c = '_';
-    }
-  }
+  const std::string snake = text::snake_case(kebab_name);
   if (snake != kebab_name) {
     names += ",--" + snake;
   }
@@ -61,23 +57,7 @@ CLI::Option *add_list_option(CLI::App &app,
   auto *option = app.add_option_function<std::vector<std::string>>(
       flag(kebab_name),
       [&target, name = std::string(kebab_name)](const std::vector<std::string> &values) {
-        target.clear();
-        for (const auto &value : values) {
-          const auto trimmed = text::trim(value);
-          if (!trimmed.empty() && trimmed.front() == '[') {
-            const auto parsed = nlohmann::json::parse(trimmed, nullptr, false);
-            if (parsed.is_array() && std::all_of(parsed.begin(), parsed.end(), [](const auto &v) {
-                  return v.is_string();
-                })) {
-              for (const auto &item : parsed) {
-                target.push_back(item.template get<std::string>());
-              }
-              continue;
-            }
-            throw usage_error("--" + name + ": " + value + " is not a JSON list of strings");
-          }
-          target.push_back(value);
-        }
+        target = list_values(name, values);
       },
       help);
   option->allow_extra_args(false);

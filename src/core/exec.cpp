@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: MIT
+#include "exec_vectors.hpp"
+
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/exec.hpp>
 
@@ -28,27 +30,13 @@ void exec_replace(const Command &command) {
   if (command.cwd && ::chdir(command.cwd->c_str()) != 0) {
     throw failure(fmt::format("cannot enter {}: {}", command.cwd->string(), std::strerror(errno)));
   }
-  std::vector<std::string> args = command.argv;
-  std::vector<std::string> env_strings;
-  for (const auto &[name, value] : environment) {
-    env_strings.push_back(name + "=" + value);
-  }
-  std::vector<char *> argv;
-  for (auto &arg : args) {
-    argv.push_back(arg.data());
-  }
-  argv.push_back(nullptr);
-  std::vector<char *> envp;
-  for (auto &entry : env_strings) {
-    envp.push_back(entry.data());
-  }
-  envp.push_back(nullptr);
+  const detail::ExecVectors vectors(command.argv, environment);
   spdlog::debug("exec {}", argv_to_json(command.argv));
   std::cout.flush();
   std::cerr.flush();
   spdlog::default_logger()->flush();
   std::fflush(nullptr);
-  ::execve(program->c_str(), argv.data(), envp.data());
+  ::execve(program->c_str(), vectors.argv(), vectors.envp());
   throw tool_error(fmt::format("cannot run {}: {}", program->string(), std::strerror(errno)));
 }
 

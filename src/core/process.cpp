@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: MIT
+#include "exec_vectors.hpp"
+
 #include <primebeaker/core/env.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/process.hpp>
@@ -50,16 +52,6 @@ struct Pipe {
     }
   }
 };
-
-std::vector<char *> c_strings(std::vector<std::string> &strings) {
-  std::vector<char *> result;
-  result.reserve(strings.size() + 1);
-  for (auto &s : strings) {
-    result.push_back(s.data());
-  }
-  result.push_back(nullptr);
-  return result;
-}
 
 Result finish(Result &result, int status) {
   if (WIFEXITED(status)) {
@@ -175,17 +167,10 @@ Result SystemRunner::run(const Command &command) {
   posix_spawnattr_setsigmask(&attr, &no_mask);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
 
-  Argv argv = command.argv;
-  std::vector<std::string> env_strings;
-  env_strings.reserve(env.size());
-  for (const auto &[name, value] : env) {
-    env_strings.push_back(name + "=" + value);
-  }
-  auto c_argv = c_strings(argv);
-  auto c_env = c_strings(env_strings);
+  const detail::ExecVectors vectors(command.argv, env);
   pid_t pid = -1;
   const int rc =
-      ::posix_spawn(&pid, program->c_str(), &actions, &attr, c_argv.data(), c_env.data());
+      ::posix_spawn(&pid, program->c_str(), &actions, &attr, vectors.argv(), vectors.envp());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) {

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: MIT
+#include "exec_vectors.hpp"
+
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/subprocess.hpp>
 
@@ -76,22 +78,7 @@ Child Child::spawn(const SpawnSpec &spec) {
   spdlog::debug("starting {}", argv_to_json(spec.argv));
 
   // Everything the child needs is prepared here: after fork only async-signal-safe calls.
-  std::vector<std::string> argv_strings = spec.argv;
-  std::vector<std::string> env_strings;
-  env_strings.reserve(spec.env.size());
-  for (const auto &[name, value] : spec.env) {
-    env_strings.push_back(name + "=" + value);
-  }
-  std::vector<char *> c_argv;
-  for (auto &s : argv_strings) {
-    c_argv.push_back(s.data());
-  }
-  c_argv.push_back(nullptr);
-  std::vector<char *> c_env;
-  for (auto &s : env_strings) {
-    c_env.push_back(s.data());
-  }
-  c_env.push_back(nullptr);
+  const detail::ExecVectors vectors(spec.argv, spec.env);
   const std::string program_path = program->string();
   const std::string cwd = spec.cwd ? spec.cwd->string() : std::string();
 
@@ -166,7 +153,7 @@ Child Child::spawn(const SpawnSpec &spec) {
       (void)!::write(status_pipe[1], &err, sizeof err);
       ::_exit(127);
     }
-    ::execve(program_path.c_str(), c_argv.data(), c_env.data());
+    ::execve(program_path.c_str(), vectors.argv(), vectors.envp());
     const int err = errno;
     (void)!::write(status_pipe[1], &err, sizeof err);
     ::_exit(127);

@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: MIT
-// `sft|rl preview|submit`, `node single`, `toml rewrite-envs`.
-#include "node_single.hpp"
+// `sft|rl preview|submit`, `toml rewrite-envs`.
 
 #include <primebeaker/beaker/client.hpp>
 #include <primebeaker/core/command_tree.hpp>
@@ -48,16 +47,6 @@ void register_commands(pb::cli::CommandTree &tree) {
     add_launch_command(tree, program, false);
     add_launch_command(tree, program, true);
   }
-
-  auto &program = tree.make_options<std::string>();
-  auto &single = tree.command({"node", "single"},
-                              "In-container: run a single-node Prime-RL job from the spec's env "
-                              "(setup command, caches, checks, then exec sft/rl)");
-  single.add_option("PROGRAM", program, "sft or rl")->required();
-  single.callback([&program] {
-    proc::SystemRunner runner;
-    run_single_node(plan_single_node(program, env::snapshot()), runner);
-  });
 
   struct RewriteOptions {
     std::string source;

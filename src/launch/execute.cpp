@@ -97,6 +97,7 @@ LaunchPlan plan_from_options(Program program, const LaunchOptions &options) {
   inputs.config_path = options.toml.is_absolute() ? options.toml : inputs.cwd / options.toml;
   inputs.environment = env::snapshot();
   inputs.launch_id = choose_launch_id(inputs.environment, random_hex_id());
+  resolve_launch_paths(options, inputs);
   return make_plan(options, inputs);
 }
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
-// The shared launch flag set and its one parser (cli.md, decisions.md §3).
+// The shared launch flag set and its one parser (docs/launch.md "Launch flags").
 #include <primebeaker/core/command_tree.hpp>
 #include <primebeaker/core/error.hpp>
+#include <primebeaker/core/spelling.hpp>
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/launch/launch.hpp>
 
@@ -58,7 +59,8 @@ const std::vector<FlagInfo> &flag_table() {
        "Multi-node: timeout of each barrier in seconds, > 0 [1800]"},
       {"registry",
        Kind::text,
-       "RL: LiteRegistry URI (redis://, rediss://, head+...); required for multi-node RL"},
+       "RL: LiteRegistry URI (redis://host:port, head+redis://..., file:// or sqlite:// path); "
+       "required for multi-node RL, whose replicas cannot use rediss:// (no TLS in this build)"},
       {"wandb-entity", Kind::text, "RL: W&B entity when the TOML has none"},
       {"gateway-port", Kind::integer, "Multi-node RL: local tool gateway port, 1-65535 [1212]"},
       {"gateway-workers", Kind::integer, "Multi-node RL: gateway worker processes, > 0 [8]"},
@@ -72,16 +74,10 @@ const std::vector<FlagInfo> &flag_table() {
 }
 
 std::string kebab(std::string_view name) {
-  std::string out(name);
-  while (!out.empty() && out.front() == '-') {
-    out.erase(out.begin());
+  while (!name.empty() && name.front() == '-') {
+    name.remove_prefix(1);
   }
-  for (char &c : out) {
-    if (c == '_') {
-      c = '-';
-    }
-  }
-  return out;
+  return text::kebab_case(name);
 }
 
 const FlagInfo &find_flag(const std::string &name) {
@@ -116,28 +112,6 @@ bool parse_boolean(const std::string &flag_name, const std::string &text) {
     return false;
   }
   throw usage_error(fmt::format("--{} expects true or false, got '{}'", flag_name, text));
-}
-
-// Each value is one item, or one JSON list literal of strings (decisions.md §3).
-std::vector<std::string> list_items(const std::string &flag_name,
-                                    const std::vector<std::string> &values) {
-  std::vector<std::string> items;
-  for (const auto &value : values) {
-    const auto trimmed = text::trim(value);
-    if (!trimmed.empty() && trimmed.front() == '[') {
-      const auto parsed = nlohmann::json::parse(trimmed, nullptr, false);
-      if (!parsed.is_array() ||
-          !std::all_of(parsed.begin(), parsed.end(), [](const auto &v) { return v.is_string(); })) {
-        throw usage_error(fmt::format("--{}: {} is not a JSON list of strings", flag_name, value));
-      }
-      for (const auto &item : parsed) {
-        items.push_back(item.template get<std::string>());
-      }
-      continue;
-    }
-    items.push_back(value);
-  }
-  return items;
 }
 
 std::string *text_field(LaunchOptions &o, const std::string &name) {
@@ -230,7 +204,7 @@ void apply_setting(LaunchOptions &options,
     options.write_spec = parse_boolean(name, values.front());
     return;
   case Kind::list: {
-    auto items = list_items(name, values);
+    auto items = pb::cli::list_values(name, values);
     auto &target = name == "cluster"  ? options.clusters
                    : name == "env"    ? options.env
                    : name == "secret" ? options.secrets
@@ -251,8 +225,7 @@ void register_launch_flags(CLI::App &app,
       continue;
     }
     if (info.kind == Kind::boolean) {
-      std::string snake = name;
-      std::replace(snake.begin(), snake.end(), '-', '_');
+      const std::string snake = text::snake_case(name);
       const std::string names = pb::cli::flag(name) + ",!--no-" + name + ",!--no_" + snake;
       app.add_flag_function(
           names,

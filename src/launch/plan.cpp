@@ -1,23 +1,23 @@
 // SPDX-License-Identifier: MIT
 // make_plan: options + loaded inputs -> the Beaker spec and everything printed or run. Pure.
+// The seams: plan_flags.cpp (flags), plan_topology.cpp (TOML readers), here the container
+// env (contract::ReplicaEnv), the mount check and the experiment.
 #include "paths.hpp"
+#include "plan_parts.hpp"
 
 #include <primebeaker/beaker/client.hpp>
 #include <primebeaker/beaker/spec.hpp>
 #include <primebeaker/core/error.hpp>
+#include <primebeaker/core/random.hpp>
 #include <primebeaker/core/text.hpp>
-#include <primebeaker/images/catalog.hpp>
 #include <primebeaker/launch/launch.hpp>
 #include <primebeaker/primerl/config.hpp>
 #include <primebeaker/toml/value.hpp>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <charconv>
 #include <map>
-#include <random>
 #include <set>
 
 namespace pb::launch {
@@ -25,65 +25,6 @@ namespace pb::launch {
 namespace {
 
 const char *const k_result_path = "/tmp/beaker-result";
-
-bool is_env_name(std::string_view name) {
-  if (name.empty() || (name.front() >= '0' && name.front() <= '9')) {
-    return false;
-  }
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-  });
-}
-
-// NAME=VALUE items of --env / --secret: split at the first '=', later duplicates win.
-std::map<std::string, std::string> parse_assignments(const std::vector<std::string> &items,
-                                                     std::string_view flag,
-                                                     std::string_view shape) {
-  std::map<std::string, std::string> out;
-  for (const auto &item : items) {
-    const auto eq = item.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == item.size()) {
-      throw usage_error(fmt::format("--{} expects {}, got '{}'", flag, shape, item));
-    }
-    const std::string name = item.substr(0, eq);
-    if (!is_env_name(name)) {
-      throw usage_error(fmt::format("--{}: '{}' is not an environment variable name (letters, "
-                                    "digits and '_', not starting with a digit)",
-                                    flag,
-                                    name));
-    }
-    out[name] = item.substr(eq + 1);
-  }
-  return out;
-}
-
-std::map<std::string, std::int64_t> parse_required_services(const std::vector<std::string> &items) {
-  std::map<std::string, std::int64_t> out;
-  for (const auto &item : items) {
-    const auto eq = item.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == item.size()) {
-      throw usage_error(fmt::format("--required-service expects NAME=COUNT, got '{}'", item));
-    }
-    const std::string count_text = item.substr(eq + 1);
-    std::int64_t count = 0;
-    const auto [end, ec] =
-        std::from_chars(count_text.data(), count_text.data() + count_text.size(), count);
-    if (ec != std::errc() || end != count_text.data() + count_text.size()) {
-      throw usage_error(fmt::format(
-          "--required-service expects NAME=COUNT, got {}='{}'", item.substr(0, eq), count_text));
-    }
-    if (count < 1) {
-      throw usage_error(fmt::format("--required-service counts must be positive, got '{}'", item));
-    }
-    out[item.substr(0, eq)] = count;
-  }
-  return out;
-}
-
-bool disables_secret(const std::string &value) {
-  return value.empty() || value == "None" || value == "none" || value == "null" ||
-         value == "False" || value == "false";
-}
 
 // Python's urllib.parse.quote(text, safe=""): only unreserved characters stay.
 std::string percent_encode(std::string_view text) {
@@ -99,35 +40,18 @@ std::string percent_encode(std::string_view text) {
   return out;
 }
 
-std::string require_absolute_flag(const std::string &flag, const std::string &value) {
-  if (value.empty() || value.front() != '/') {
-    throw usage_error(
-        fmt::format("--{} must be an absolute container path, got '{}'", flag, value));
-  }
-  return normalize_path(value);
-}
-
-struct CheckedPath {
-  std::string label; // "--working-dir" or "output_dir (file.toml:3:1)"
-  std::string value; // as given
-  bool from_toml = false;
-};
+using detail::CheckedPath;
 
 void check_under_mount(const std::vector<CheckedPath> &paths,
                        const std::string &mount,
                        const LaunchInputs &inputs) {
-  const std::filesystem::path mount_resolved = inputs.resolve(mount);
+  const std::string mount_resolved = detail::real_path(inputs, mount);
   for (const auto &path : paths) {
-    std::filesystem::path absolute = path.value;
-    if (absolute.is_relative()) {
-      absolute = inputs.cwd / absolute;
-    }
-    const std::filesystem::path resolved = inputs.resolve(normalize_path(absolute.string()));
-    if (!path_is_under(resolved.string(), mount_resolved.string())) {
-      const std::string message = fmt::format("launch path must be under mounted path {}: {} ({})",
-                                              mount,
-                                              resolved.string(),
-                                              path.label);
+    const std::string resolved =
+        detail::real_path(inputs, detail::absolute_normalized(inputs, path.value));
+    if (!path_is_under(resolved, mount_resolved)) {
+      const std::string message = fmt::format(
+          "launch path must be under mounted path {}: {} ({})", mount, resolved, path.label);
       throw path.from_toml ? input_error(message) : usage_error(message);
     }
   }
@@ -137,20 +61,11 @@ void check_under_mount(const std::vector<CheckedPath> &paths,
 // submitter whose mount is a symlink (/weka -> /mnt/weka) still embeds /weka/... .
 std::string
 container_path(const std::string &resolved, const std::string &mount, const LaunchInputs &inputs) {
-  const std::string mount_resolved = inputs.resolve(mount).string();
+  const std::string mount_resolved = detail::real_path(inputs, mount);
   if (mount_resolved == mount || !path_is_under(resolved, mount_resolved)) {
     return resolved;
   }
   return normalize_path(mount + "/" + resolved.substr(mount_resolved.size()));
-}
-
-CheckedPath toml_path(const toml::Document &document, const primerl::PathKey &key) {
-  std::vector<std::string> parts = text::split(key.key, '.');
-  const toml::Value *value = document.root().find_path(parts);
-  return {
-      fmt::format("{} at {}", key.key, value ? document.location(*value) : document.source_name()),
-      key.value,
-      true};
 }
 
 // The W&B object of the output: entity from the TOML (or, for RL, --wandb-entity).
@@ -201,12 +116,7 @@ std::string choose_launch_id(const std::map<std::string, std::string> &environme
 }
 
 std::string random_hex_id() {
-  std::random_device device;
-  std::string out;
-  for (int i = 0; i < 4; ++i) {
-    out += fmt::format("{:08x}", device());
-  }
-  return out;
+  return random::hex_id();
 }
 
 OrderedJson LaunchPlan::preview_json() const {
@@ -234,243 +144,103 @@ OrderedJson LaunchPlan::receipt_json(const std::string &beaker_stdout) const {
   return out;
 }
 
-LaunchPlan make_plan(const LaunchOptions &options, const LaunchInputs &inputs) {
-  if (inputs.document == nullptr) {
-    throw failure("internal error: make_plan without a TOML document");
+namespace detail {
+
+std::string real_path(const LaunchInputs &inputs, const std::string &path) {
+  const auto it = inputs.real_paths.find(path);
+  return it == inputs.real_paths.end() ? path : it->second;
+}
+
+std::string absolute_normalized(const LaunchInputs &inputs, const std::string &path) {
+  const std::filesystem::path absolute = path;
+  return normalize_path((absolute.is_relative() ? inputs.cwd / absolute : absolute).string());
+}
+
+} // namespace detail
+
+namespace {
+
+contract::Kind kind_of(Program program, bool multi) {
+  if (multi) {
+    return program == Program::sft ? contract::Kind::multi_sft : contract::Kind::multi_rl;
   }
+  return program == Program::sft ? contract::Kind::single_sft : contract::Kind::single_rl;
+}
+
+// Steps 2-3: the TOML's generation and topology, and the program it is written for.
+contract::Kind read_kind(const LaunchOptions &options, const LaunchInputs &inputs) {
   const toml::Document &document = *inputs.document;
-  const Program program = inputs.program;
-
-  // 1. Flags that need nothing else.
-  if (options.priority != "normal" && options.priority != "high" && options.priority != "urgent") {
-    throw usage_error(
-        fmt::format("--priority must be normal, high, or urgent, got '{}'", options.priority));
-  }
-  if (!beaker::is_workspace_name(options.workspace)) {
-    throw usage_error(
-        fmt::format("--workspace must look like ACCOUNT/NAME, got '{}'", options.workspace));
-  }
-  if (options.min_runtime_hours < 0) {
-    throw usage_error(
-        fmt::format("--min-runtime-hours must be >= 0, got {}", options.min_runtime_hours));
-  }
-  if (options.dataset.empty()) {
-    throw usage_error("--dataset cannot be empty");
-  }
-  const std::string mount = require_absolute_flag("mount-path", options.mount_path);
-  const std::string working_dir = require_absolute_flag("working-dir", options.working_dir);
-  const std::string scratch_dir = require_absolute_flag("scratch-dir", options.scratch_dir);
-  const std::string home_dir = require_absolute_flag("home-dir", options.home_dir);
-
-  // 2-3. The TOML's generation and topology.
   primerl::require_supported_generation(document);
-  const auto deployment = primerl::read_deployment_type(document);
-  const Topology topology = deployment == primerl::DeploymentType::multi_node
-                                ? Topology::multi_node
-                                : Topology::single_node;
-  const bool multi = topology == Topology::multi_node;
+  const bool multi = primerl::read_deployment_type(document) == primerl::DeploymentType::multi_node;
   const bool has_orchestrator = document.root().find("orchestrator") != nullptr;
-  if (program == Program::sft && has_orchestrator) {
+  if (inputs.program == Program::sft && has_orchestrator) {
     throw input_error(fmt::format("{}: this looks like an RL TOML (it has [orchestrator]); use "
                                   "`primebeaker rl`",
                                   document.source_name()));
   }
-  if (program == Program::rl && !has_orchestrator && document.root().find("data") != nullptr) {
+  if (inputs.program == Program::rl && !has_orchestrator &&
+      document.root().find("data") != nullptr) {
     throw input_error(fmt::format("{}: this looks like an SFT TOML ([data], no [orchestrator]); "
                                   "use `primebeaker sft`",
                                   document.source_name()));
   }
-  if (multi && program == Program::rl && options.registry.empty()) {
+  if (multi && inputs.program == Program::rl && options.registry.empty()) {
     throw usage_error("multi-node RL requires --registry=redis://...");
   }
+  return kind_of(inputs.program, multi);
+}
 
-  // 4-9. Image, clusters, env, secrets, multi-node knobs.
-  const std::string image_ref =
-      options.image.empty()
-          ? images::Catalog::builtin().default_location(options.workspace).immutable_uri
-          : options.image;
-  const std::vector<std::string> clusters =
-      options.clusters.empty() ? std::vector<std::string>{"ai2/holmes"} : options.clusters;
-  const auto user_env = parse_assignments(options.env, "env", "NAME=VALUE");
-  auto secrets = parse_assignments(options.secrets, "secret", "NAME=SECRETNAME");
-  if (multi && options.rendezvous_timeout_seconds <= 0) {
-    throw usage_error(fmt::format("--rendezvous-timeout-seconds must be > 0, got {}",
-                                  options.rendezvous_timeout_seconds));
-  }
-  const auto required_services = parse_required_services(options.required_services);
-  if (multi && program == Program::rl) {
-    if (options.gateway_port < 1 || options.gateway_port > 65535) {
-      throw usage_error(
-          fmt::format("--gateway-port must be in 1..65535, got {}", options.gateway_port));
+// The container env of the launch: the replica contract, filled from flags and the TOML.
+contract::ReplicaEnv replica_env(const LaunchOptions &options,
+                                 const LaunchInputs &inputs,
+                                 const detail::ValidatedFlags &flags,
+                                 const detail::TopologyRead &read,
+                                 const std::string &experiment_name,
+                                 const std::optional<std::string> &entity,
+                                 const std::string &config_path) {
+  contract::ReplicaEnv replica = read.replica;
+  replica.kind = kind_of(inputs.program, read.replicas > 0);
+  const std::string run_id = options.wandb_run_id.empty() ? inputs.launch_id : options.wandb_run_id;
+  replica.home = flags.home_dir;
+  replica.working_dir = flags.working_dir;
+  replica.scratch = flags.scratch_dir;
+  replica.config_path = container_path(config_path, flags.mount, inputs);
+  replica.output_dir = read.output_dir.value;
+  replica.wandb_run_id = run_id;
+  replica.setup_command = options.setup_command;
+  replica.registry = flags.registry;
+  if (!contract::is_multi_node(replica.kind)) {
+    replica.experiment_name = experiment_name;
+    if (replica.kind == contract::Kind::single_rl) {
+      replica.wandb_shared_run_id = run_id;
+      replica.wandb_entity = entity;
     }
-    if (options.gateway_workers < 1) {
-      throw usage_error(
-          fmt::format("--gateway-workers must be > 0, got {}", options.gateway_workers));
-    }
+    return replica;
   }
-  for (const auto &[variable, flag, chosen] :
-       {std::tuple{"WANDB_API_KEY", "wandb-secret", options.wandb_secret},
-        std::tuple{"HF_TOKEN", "hf-secret", options.hf_secret}}) {
-    const bool user_secret = secrets.count(variable) > 0;
-    if (!chosen) {
-      if (!user_secret) {
-        secrets[variable] = variable; // the default secret name equals the variable name
-      }
-    } else if (!disables_secret(*chosen)) {
-      if (user_secret) {
-        throw usage_error(fmt::format("--secret {}={} and --{}={} both set {}; keep one (or "
-                                      "pass --{}='' to use --secret)",
-                                      variable,
-                                      secrets[variable],
-                                      flag,
-                                      *chosen,
-                                      variable,
-                                      flag));
-      }
-      secrets[variable] = *chosen;
-    }
+  replica.launch_id = inputs.launch_id;
+  replica.rendezvous_timeout_seconds = options.rendezvous_timeout_seconds;
+  replica.wandb_shared_run_id = run_id;
+  replica.rendezvous_dir = normalize_path(fmt::format(
+      "{}/primebeaker/rendezvous/{}-{}", flags.scratch_dir, experiment_name, inputs.launch_id));
+  if (replica.kind == contract::Kind::multi_rl) {
+    replica.gateway_port = options.gateway_port;
+    replica.gateway_workers = options.gateway_workers;
+    replica.required_services = flags.required_services;
   }
+  return replica;
+}
 
-  // 10. The TOML's launch keys.
-  std::map<std::string, std::string> values;
-  std::vector<CheckedPath> checked;
-  const std::filesystem::path config_path = inputs.resolve(normalize_path(
-      (inputs.config_path.is_relative() ? inputs.cwd / inputs.config_path : inputs.config_path)
-          .string()));
-  checked.push_back({"--toml", config_path.string(), false});
-
-  primerl::Wandb wandb;
-  std::optional<std::string> entity;
-  std::string description_kind;
-  beaker::Task task;
-  task.image = beaker::Image::from_reference(image_ref);
-  task.datasets = {{mount, options.dataset}};
-  task.result_path = k_result_path;
-  task.context.priority = options.priority;
-  task.context.min_runtime = fmt::format("{}h", options.min_runtime_hours);
-  task.context.auto_resume = !multi;
-  task.clusters = clusters;
-
-  std::string experiment_name;
-  const auto take_wandb = [&](const primerl::Wandb &read) {
-    wandb = read;
-    experiment_name = inputs.experiment_name.value_or(read.name);
-    entity = read.entity;
-    if (!entity && program == Program::rl && !options.wandb_entity.empty()) {
-      entity = options.wandb_entity;
-    }
-  };
-  const std::string launch_id = inputs.launch_id;
-  const std::string run_id = options.wandb_run_id.empty() ? launch_id : options.wandb_run_id;
-  primerl::PathKey output_dir;
-
-  if (!multi) {
-    std::int64_t gpus = 0;
-    if (program == Program::sft) {
-      const auto sft = primerl::read_single_node_sft(document);
-      take_wandb(sft.wandb);
-      output_dir = sft.output_dir;
-      gpus = sft.num_gpus;
-      checked.push_back(toml_path(document, sft.output_dir));
-      checked.push_back(toml_path(document, sft.data_name));
-      checked.push_back(toml_path(document, sft.val_data_name));
-      description_kind = "SFT";
-    } else {
-      const auto rl = primerl::read_single_node_rl(document);
-      take_wandb(rl.wandb);
-      output_dir = rl.output_dir;
-      gpus = rl.gpu_count();
-      checked.push_back(toml_path(document, rl.output_dir));
-      description_kind = "RL";
-      values["WANDB_SHARED_RUN_ID"] = run_id;
-      if (entity) {
-        values["WANDB_ENTITY"] = *entity;
-      }
-      if (!options.registry.empty()) {
-        values["REGISTRY"] = options.registry;
-      }
-    }
-    task.name = std::string(program_name(program));
-    task.command = {"primebeaker", "node", "single", std::string(program_name(program))};
-    task.gpu_count = gpus;
-    values["EXPERIMENT_NAME"] = experiment_name;
-    values["NUM_GPUS"] = std::to_string(gpus);
-  } else {
-    task.replication = beaker::Replication{};
-    values["LAUNCH_ID"] = launch_id;
-    values["RENDEZVOUS_TIMEOUT_SECONDS"] = std::to_string(options.rendezvous_timeout_seconds);
-    values["WANDB_SHARED_RUN_ID"] = run_id;
-    if (program == Program::sft) {
-      const auto sft = primerl::read_multi_node_sft(document);
-      take_wandb(sft.wandb);
-      output_dir = sft.output_dir;
-      checked.push_back(toml_path(document, sft.output_dir));
-      checked.push_back(toml_path(document, sft.data_name));
-      checked.push_back(toml_path(document, sft.val_data_name));
-      task.name = "prime-sft-multinode";
-      task.replication->replicas = sft.num_nodes;
-      task.gpu_count = sft.gpus_per_node;
-      values["TOTAL_NODES"] = std::to_string(sft.num_nodes);
-      values["GPUS_PER_NODE"] = std::to_string(sft.gpus_per_node);
-      description_kind = "multi-node SFT";
-    } else {
-      const auto rl = primerl::read_multi_node_rl(document);
-      take_wandb(rl.wandb);
-      output_dir = rl.output_dir;
-      checked.push_back(toml_path(document, rl.output_dir));
-      task.name = "prime-rl-multinode";
-      task.replication->replicas = rl.total_nodes;
-      task.gpu_count = rl.gpus_per_node;
-      values["REGISTRY"] = options.registry;
-      values["TOTAL_NODES"] = std::to_string(rl.total_nodes);
-      values["TOTAL_INFER_RANKS"] = std::to_string(rl.total_infer_ranks);
-      values["GPUS_PER_NODE"] = std::to_string(rl.gpus_per_node);
-      values["TRAINER_GPU_COUNT"] = std::to_string(rl.trainer_gpus);
-      values["MIXED_INFER_GPU_COUNT"] = std::to_string(rl.mixed_infer_gpus);
-      values["GATEWAY_PORT"] = std::to_string(options.gateway_port);
-      values["GATEWAY_WORKERS"] = std::to_string(options.gateway_workers);
-      values["REQUIRED_LITEREGISTRY_SERVICES"] = nlohmann::json(required_services).dump();
-      std::vector<std::string> quoted;
-      for (const auto &path : rl.local_search_model_paths) {
-        quoted.push_back(nlohmann::json(path).dump());
-      }
-      values["LOCAL_SEARCH_MODEL_PATHS_JSON"] = "[" + text::join(quoted, ", ") + "]";
-      description_kind = "multi-node RL";
-    }
-    task.command = {"primebeaker", "node", std::string(program_name(program))};
-    values["RENDEZVOUS_DIR"] = normalize_path(
-        fmt::format("{}/primebeaker/rendezvous/{}-{}", scratch_dir, experiment_name, launch_id));
-  }
-  values["HOME"] = home_dir;
-  values["WORKING_DIR"] = working_dir;
-  values["SCRATCH"] = scratch_dir;
-  values["CONFIG_PATH"] = container_path(config_path.string(), mount, inputs);
-  values["OUTPUT_DIR"] = output_dir.value;
-  values["WANDB_RUN_ID"] = run_id;
-  values["WANDB_RESUME"] = "allow";
-  if (options.setup_command) {
-    values["PRIMEBEAKER_SETUP_COMMAND"] = *options.setup_command;
-  }
-
-  if (std::none_of(clusters.begin(), clusters.end(), [](const auto &c) { return !c.empty(); })) {
-    throw usage_error("at least one non-empty Beaker cluster is required (--cluster)");
-  }
-  if (std::any_of(clusters.begin(), clusters.end(), [](const auto &c) { return c.empty(); })) {
-    throw usage_error("--cluster names cannot be empty");
-  }
-  checked.push_back({"--working-dir", working_dir, false});
-  checked.push_back({"--scratch-dir", scratch_dir, false});
-  checked.push_back({"--home-dir", home_dir, false});
-  check_under_mount(checked, mount, inputs);
-
-  // 12. Env: launcher-owned values, then --env, then secrets; sorted by code point.
+// Step 12: launcher-owned values, then --env, then secrets; sorted by code point.
+std::vector<beaker::EnvVar> container_env(const contract::ReplicaEnv &replica,
+                                          const detail::ValidatedFlags &flags) {
+  std::map<std::string, std::string> values = replica.to_env();
   std::set<std::string> reserved;
   for (const auto &[name, value] : values) {
     reserved.insert(name);
   }
-  reserved.insert("PRIMEBEAKER_SETUP_COMMAND");
+  reserved.insert(contract::var::setup_command);
   std::vector<std::string> clashes;
-  for (const auto &[name, value] : user_env) {
+  for (const auto &[name, value] : flags.user_env) {
     if (reserved.count(name) > 0) {
       clashes.push_back(name);
     }
@@ -481,7 +251,7 @@ LaunchPlan make_plan(const LaunchOptions &options, const LaunchInputs &inputs) {
                                   text::join(clashes, ", ")));
   }
   std::vector<std::string> both;
-  for (const auto &[name, secret] : secrets) {
+  for (const auto &[name, secret] : flags.secrets) {
     if (values.count(name) > 0) {
       both.push_back(name);
     }
@@ -490,17 +260,112 @@ LaunchPlan make_plan(const LaunchOptions &options, const LaunchInputs &inputs) {
     throw usage_error(fmt::format("environment names cannot be both values and secrets: [{}]",
                                   text::join(both, ", ")));
   }
+  std::vector<beaker::EnvVar> env;
   for (const auto &[name, value] : values) {
-    task.env_vars.push_back(beaker::EnvVar::plain(name, value));
+    env.push_back(beaker::EnvVar::plain(name, value));
   }
-  for (const auto &[name, secret] : secrets) {
-    task.env_vars.push_back(beaker::EnvVar::from_secret(name, secret));
+  for (const auto &[name, secret] : flags.secrets) {
+    env.push_back(beaker::EnvVar::from_secret(name, secret));
   }
+  return env;
+}
+
+void check_clusters(const std::vector<std::string> &clusters) {
+  if (std::none_of(clusters.begin(), clusters.end(), [](const auto &c) { return !c.empty(); })) {
+    throw usage_error("at least one non-empty Beaker cluster is required (--cluster)");
+  }
+  if (std::any_of(clusters.begin(), clusters.end(), [](const auto &c) { return c.empty(); })) {
+    throw usage_error("--cluster names cannot be empty");
+  }
+}
+
+} // namespace
+
+std::vector<std::string> launch_paths(const LaunchOptions &options, const LaunchInputs &inputs) {
+  std::vector<std::string> paths;
+  detail::ValidatedFlags flags;
+  try {
+    detail::check_basic_flags(options, flags);
+    paths = {flags.mount, flags.working_dir, flags.scratch_dir, flags.home_dir};
+    paths.push_back(detail::absolute_normalized(inputs, inputs.config_path.string()));
+    if (inputs.document != nullptr) {
+      const auto read = detail::read_topology(*inputs.document, read_kind(options, inputs));
+      for (const auto &path : read.paths) {
+        paths.push_back(detail::absolute_normalized(inputs, path.value));
+      }
+    }
+  } catch (const Error &) {
+    // make_plan reports it; the paths listed so far are all that can be resolved.
+  }
+  return paths;
+}
+
+void resolve_launch_paths(const LaunchOptions &options,
+                          LaunchInputs &inputs,
+                          const PathResolver &resolve) {
+  for (const auto &path : launch_paths(options, inputs)) {
+    inputs.real_paths[path] = normalize_path(resolve(path).string());
+  }
+}
+
+LaunchPlan make_plan(const LaunchOptions &options, const LaunchInputs &inputs) {
+  if (inputs.document == nullptr) {
+    throw failure("internal error: make_plan without a TOML document");
+  }
+  const toml::Document &document = *inputs.document;
+  const Program program = inputs.program;
+
+  detail::ValidatedFlags flags;
+  detail::check_basic_flags(options, flags);              // 1
+  const contract::Kind kind = read_kind(options, inputs); // 2-3
+  const bool multi = contract::is_multi_node(kind);
+  detail::check_flags(options, program, multi, flags);                     // 4-9
+  const detail::TopologyRead read = detail::read_topology(document, kind); // 10
+
+  const std::string experiment_name = inputs.experiment_name.value_or(read.wandb.name);
+  std::optional<std::string> entity = read.wandb.entity;
+  if (!entity && program == Program::rl && !options.wandb_entity.empty()) {
+    entity = options.wandb_entity;
+  }
+  const std::string config_path =
+      detail::real_path(inputs, detail::absolute_normalized(inputs, inputs.config_path.string()));
+  const contract::ReplicaEnv replica =
+      replica_env(options, inputs, flags, read, experiment_name, entity, config_path);
+
+  check_clusters(flags.clusters); // 11
+  std::vector<CheckedPath> checked = {{"--toml", config_path, false}};
+  checked.insert(checked.end(), read.paths.begin(), read.paths.end());
+  checked.push_back({"--working-dir", flags.working_dir, false});
+  checked.push_back({"--scratch-dir", flags.scratch_dir, false});
+  checked.push_back({"--home-dir", flags.home_dir, false});
+  check_under_mount(checked, flags.mount, inputs);
+
+  beaker::Task task;
+  task.name = read.task_name;
+  task.image = beaker::Image::from_reference(flags.image_ref);
+  task.command = {"primebeaker", "node"};
+  if (!multi) {
+    task.command.emplace_back("single");
+  }
+  task.command.emplace_back(program_name(program));
+  task.datasets = {{flags.mount, options.dataset}};
+  task.result_path = k_result_path;
+  task.context.priority = options.priority;
+  task.context.min_runtime = fmt::format("{}h", options.min_runtime_hours);
+  task.context.auto_resume = !multi;
+  task.clusters = flags.clusters;
+  task.gpu_count = read.gpu_count;
+  if (multi) {
+    task.replication = beaker::Replication{};
+    task.replication->replicas = read.replicas;
+  }
+  task.env_vars = container_env(replica, flags); // 12
 
   beaker::Experiment experiment;
-  experiment.description = options.description.empty()
-                               ? fmt::format("PrimeBeaker {} {}", description_kind, experiment_name)
-                               : options.description;
+  experiment.description =
+      options.description.empty()
+          ? fmt::format("PrimeBeaker {} {}", read.description_kind, experiment_name)
+          : options.description;
   experiment.budget = options.budget;
   experiment.tasks.push_back(std::move(task));
   if (const auto found = beaker::problems(experiment); !found.empty()) {
@@ -509,19 +374,19 @@ LaunchPlan make_plan(const LaunchOptions &options, const LaunchInputs &inputs) {
 
   LaunchPlan plan;
   plan.program = program;
-  plan.topology = topology;
+  plan.topology = multi ? Topology::multi_node : Topology::single_node;
   plan.experiment_name = experiment_name;
   plan.workspace = options.workspace;
-  plan.launch_id = launch_id;
+  plan.launch_id = inputs.launch_id;
   plan.spec_path = normalize_path(fmt::format("{}/primebeaker/beaker_experiments/{}{}.json",
-                                              scratch_dir,
+                                              flags.scratch_dir,
                                               experiment_name,
-                                              multi ? "-" + launch_id : std::string()));
+                                              multi ? "-" + inputs.launch_id : std::string()));
   plan.spec = beaker::to_json(experiment);
   plan.spec_text = to_pretty_json(plan.spec);
   plan.submit_command = beaker::experiment_create_argv(
       "beaker", experiment_name, options.workspace, plan.spec_path.string());
-  plan.wandb_run = wandb_json(wandb, experiment_name, run_id, entity);
+  plan.wandb_run = wandb_json(read.wandb, experiment_name, replica.wandb_run_id, entity);
   plan.write_spec = options.write_spec;
   return plan;
 }

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
-// `primebeaker node rl` and `primebeaker node sft`: the in-container replica runtime.
+// `primebeaker node rl|sft|single`: the in-container replica runtime.
 #include "runtime.hpp"
+#include "single.hpp"
 
 #include <primebeaker/core/command_tree.hpp>
 #include <primebeaker/core/env.hpp>
+#include <primebeaker/core/process.hpp>
 
 namespace pb::node {
 
@@ -19,6 +21,16 @@ void register_commands(pb::cli::CommandTree &tree) {
   auto &sft =
       tree.command({"node", "sft"}, "Run one replica of a multi-node SFT job (torchrun node)");
   sft.callback([] { run_sft(pb::env::snapshot()); });
+
+  auto &program = tree.make_options<std::string>();
+  auto &single = tree.command({"node", "single"},
+                              "In-container: run a single-node Prime-RL job from the spec's env "
+                              "(setup command, caches, checks, then exec sft/rl)");
+  single.add_option("PROGRAM", program, "sft or rl")->required();
+  single.callback([&program] {
+    proc::SystemRunner runner;
+    run_single_node(plan_single_node(program, pb::env::snapshot()), runner);
+  });
 }
 
 } // namespace pb::node

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Private to the node module: the embedded Prime-RL config helper (decisions.md §1).
+// Private to the node module: the Prime-RL config helper, src/node/config_helper.py built in
+// (docs/node.md, "Config materialisation").
 #pragma once
 
 #include <string>

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include <primebeaker/contract/replica_env.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/node/plan.hpp>
@@ -12,50 +13,6 @@
 
 namespace pb::node {
 namespace {
-
-const std::vector<std::string> k_common_required = {"TOTAL_NODES",
-                                                    "GPUS_PER_NODE",
-                                                    "CONFIG_PATH",
-                                                    "OUTPUT_DIR",
-                                                    "WORKING_DIR",
-                                                    "SCRATCH",
-                                                    "LAUNCH_ID",
-                                                    "RENDEZVOUS_DIR",
-                                                    "RENDEZVOUS_TIMEOUT_SECONDS"};
-const std::vector<std::string> k_rl_required = {"TOTAL_NODES",
-                                                "TOTAL_INFER_RANKS",
-                                                "GPUS_PER_NODE",
-                                                "TRAINER_GPU_COUNT",
-                                                "MIXED_INFER_GPU_COUNT",
-                                                "CONFIG_PATH",
-                                                "OUTPUT_DIR",
-                                                "WORKING_DIR",
-                                                "SCRATCH",
-                                                "LAUNCH_ID",
-                                                "RENDEZVOUS_DIR",
-                                                "RENDEZVOUS_TIMEOUT_SECONDS",
-                                                "REGISTRY",
-                                                "GATEWAY_PORT",
-                                                "GATEWAY_WORKERS",
-                                                "REQUIRED_LITEREGISTRY_SERVICES",
-                                                "LOCAL_SEARCH_MODEL_PATHS_JSON"};
-
-void require(const EnvMap &env, std::vector<std::string> names) {
-  names.push_back("BEAKER_REPLICA_RANK");
-  std::vector<std::string> missing;
-  for (const auto &name : names) {
-    const auto it = env.find(name);
-    if (it == env.end() || it->second.empty()) {
-      missing.push_back(name);
-    }
-  }
-  if (missing.size() == 1) {
-    throw usage_error("missing required environment variable: " + missing.front());
-  }
-  if (!missing.empty()) {
-    throw usage_error("missing required environment variables: " + text::join(missing, ", "));
-  }
-}
 
 std::optional<long long> parse_integer(std::string_view text) {
   text = text::trim(text);
@@ -102,25 +59,36 @@ std::optional<std::string> optional_var(const EnvMap &env, const std::string &na
   return it->second;
 }
 
-void fill_common(const EnvMap &env, CommonEnv &out) {
-  constexpr long long big = 1'000'000'000;
-  out.total_nodes = integer_var(env, "TOTAL_NODES", 1, 100000);
-  out.gpus_per_node = integer_var(env, "GPUS_PER_NODE", 1, 1024);
-  out.config_path = env.at("CONFIG_PATH");
-  out.output_dir = env.at("OUTPUT_DIR");
-  out.working_dir = env.at("WORKING_DIR");
-  out.scratch = env.at("SCRATCH");
-  out.launch_id = env.at("LAUNCH_ID");
-  out.rendezvous_dir = env.at("RENDEZVOUS_DIR");
-  out.rendezvous_timeout_seconds = integer_var(env, "RENDEZVOUS_TIMEOUT_SECONDS", 1, big);
-  const auto rank = parse_integer(env.at("BEAKER_REPLICA_RANK"));
+// The contract's common fields, plus what only a replica knows (its rank, its tuning).
+void fill_common(const EnvMap &env, const contract::ReplicaEnv &replica, CommonEnv &out) {
+  out.total_nodes = static_cast<int>(replica.total_nodes);
+  out.gpus_per_node = static_cast<int>(replica.gpus_per_node);
+  out.config_path = replica.config_path;
+  out.output_dir = replica.output_dir;
+  out.working_dir = replica.working_dir;
+  out.scratch = replica.scratch;
+  out.launch_id = replica.launch_id;
+  out.rendezvous_dir = replica.rendezvous_dir;
+  out.rendezvous_timeout_seconds = static_cast<int>(replica.rendezvous_timeout_seconds);
+  const auto rank = parse_integer(env.at(contract::var::replica_rank));
   if (!rank || *rank < 0 || *rank >= out.total_nodes) {
-    throw usage_error(fmt::format(
-        "invalid node rank {} (TOTAL_NODES={})", env.at("BEAKER_REPLICA_RANK"), out.total_nodes));
+    throw usage_error(fmt::format("invalid node rank {} (TOTAL_NODES={})",
+                                  env.at(contract::var::replica_rank),
+                                  out.total_nodes));
   }
   out.rank = static_cast<int>(*rank);
-  out.setup_command = optional_var(env, "PRIMEBEAKER_SETUP_COMMAND");
+  if (replica.setup_command && !replica.setup_command->empty()) {
+    out.setup_command = replica.setup_command;
+  }
   out.tuning = parse_tuning(env);
+}
+
+// The contract of `kind` and the replica rank Beaker sets, all missing names listed at once.
+contract::ReplicaEnv read_contract(contract::Kind kind, const EnvMap &env) {
+  auto names = contract::required_names(kind);
+  names.emplace_back(contract::var::replica_rank);
+  contract::require_set(env, names);
+  return contract::ReplicaEnv::from_env(kind, env);
 }
 
 } // namespace
@@ -149,56 +117,34 @@ Tuning parse_tuning(const EnvMap &env) {
 }
 
 SftEnv parse_sft_env(const EnvMap &env) {
-  require(env, k_common_required);
+  const auto replica = read_contract(contract::Kind::multi_sft, env);
   SftEnv out;
-  fill_common(env, out);
+  fill_common(env, replica, out);
   return out;
 }
 
 RlEnv parse_rl_env(const EnvMap &env) {
-  require(env, k_rl_required);
+  const auto replica = read_contract(contract::Kind::multi_rl, env);
   RlEnv out;
-  fill_common(env, out);
-  out.total_infer_ranks = integer_var(env, "TOTAL_INFER_RANKS", 1, 1000000);
-  out.trainer_gpu_count = integer_var(env, "TRAINER_GPU_COUNT", 1, 1024);
-  out.mixed_infer_gpu_count = integer_var(env, "MIXED_INFER_GPU_COUNT", 0, 1024);
-  out.registry = env.at("REGISTRY");
-  out.gateway_port = integer_var(env, "GATEWAY_PORT", 1, 65535);
-  out.gateway_workers = integer_var(env, "GATEWAY_WORKERS", 1, 100000);
-
-  out.required_services_json = env.at("REQUIRED_LITEREGISTRY_SERVICES");
-  const auto services = nlohmann::json::parse(out.required_services_json, nullptr, false);
-  if (!services.is_object()) {
-    throw usage_error("invalid REQUIRED_LITEREGISTRY_SERVICES: expected a JSON object of "
-                      "service name to count, got " +
-                      out.required_services_json);
+  fill_common(env, replica, out);
+  out.total_infer_ranks = static_cast<int>(replica.total_infer_ranks);
+  out.trainer_gpu_count = static_cast<int>(replica.trainer_gpu_count);
+  out.mixed_infer_gpu_count = static_cast<int>(replica.mixed_infer_gpu_count);
+  out.registry = replica.registry->text;
+  out.registry_display = replica.registry->location.display();
+  out.gateway_port = static_cast<int>(replica.gateway_port);
+  out.gateway_workers = static_cast<int>(replica.gateway_workers);
+  out.required_services_json = env.at(contract::var::required_services);
+  for (const auto &[name, count] : replica.required_services) {
+    out.required_services[name] = static_cast<int>(count);
   }
-  for (const auto &[name, count] : services.items()) {
-    if (name.empty() || !count.is_number_integer() || count.get<long long>() < 1 ||
-        count.get<long long>() > 1000000) {
-      throw usage_error(fmt::format("invalid REQUIRED_LITEREGISTRY_SERVICES: '{}' needs a "
-                                    "positive integer count, got {}",
-                                    name,
-                                    count.dump()));
-    }
-    out.required_services[name] = count.get<int>();
-  }
-  const auto paths = nlohmann::json::parse(env.at("LOCAL_SEARCH_MODEL_PATHS_JSON"), nullptr, false);
-  if (!paths.is_array() || !std::all_of(paths.begin(), paths.end(), [](const auto &p) {
-        return p.is_string() && !p.template get<std::string>().empty();
-      })) {
-    throw usage_error("invalid LOCAL_SEARCH_MODEL_PATHS_JSON: expected a JSON array of "
-                      "non-empty strings, got " +
-                      env.at("LOCAL_SEARCH_MODEL_PATHS_JSON"));
-  }
-  for (const auto &p : paths) {
-    out.local_search_model_paths.push_back(p.get<std::string>());
-  }
+  out.local_search_model_paths = replica.local_search_model_paths;
   out.managed_service_experiment_id =
-      optional_var(env, "PRIMEBEAKER_MANAGED_SERVICE_EXPERIMENT_ID");
-  if (out.managed_service_experiment_id && !optional_var(env, "BEAKER_TOKEN")) {
-    throw usage_error("missing BEAKER_TOKEN for managed service cleanup "
-                      "(PRIMEBEAKER_MANAGED_SERVICE_EXPERIMENT_ID is set)");
+      optional_var(env, contract::var::managed_service_experiment_id);
+  if (out.managed_service_experiment_id && !optional_var(env, contract::var::beaker_token)) {
+    throw usage_error(fmt::format("missing {} for managed service cleanup ({} is set)",
+                                  contract::var::beaker_token,
+                                  contract::var::managed_service_experiment_id));
   }
   return out;
 }

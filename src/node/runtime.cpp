@@ -487,11 +487,12 @@ int run_with_trap(Replica &r, const std::function<void()> &body) {
 
 // ---------------------------------------------------------------------------------------------
 
-void rl_body(Replica &r, const RlEnv &env, const RlPlacement &place, const Paths &paths) {
+// The phases of an RL replica (docs/node.md "What a replica does (RL)"), in order.
+
+// Joins the attempt, runs the setup command and checks the programs this replica runs.
+void rl_start(Replica &r, const RlEnv &env, const RlPlacement &place, bool leader) {
   r.rendezvous.join();
   note(r.rank, "joined attempt {} in {}", r.rendezvous.attempt(), env.rendezvous_dir.string());
-  const bool leader = place.role != Role::inference;
-
   run_setup(r, env.setup_command);
   std::vector<std::string> programs = {"inference"};
   if (leader) {
@@ -505,19 +506,26 @@ void rl_body(Replica &r, const RlEnv &env, const RlPlacement &place, const Paths
   }
   require_programs(r.child_env, programs);
   raise_open_file_limit();
-  const std::string self = self_executable();
-  const auto stop_file = r.rendezvous.file("shutdown.requested");
+}
 
-  // Registry barrier (every replica).
-  note(r.rank, "waiting for the registry {}", env.registry);
+// Registry barrier (every replica).
+void registry_barrier(Replica &r,
+                      const RlEnv &env,
+                      const std::string &self,
+                      const std::filesystem::path &stop_file) {
+  note(r.rank, "waiting for the registry {}", env.registry_display);
   const auto redis =
       r.registry_step("registry barrier", r.spec(wait_redis_argv(self, env, stop_file)));
   if (redis.status.code() != 0) {
     throw failure("the registry barrier failed: " + redis.error);
   }
+}
 
-  // Address and layout publication.
-  const std::string address = local_address(env.tuning);
+// Publishes this node's address and inference slice, then reads every peer's.
+std::vector<NodeSlot> exchange_layout(Replica &r,
+                                      const RlEnv &env,
+                                      const RlPlacement &place,
+                                      const std::string &address) {
   r.rendezvous.publish(fmt::format("host.{}", r.rank), address + "\n");
   r.rendezvous.publish(fmt::format("layout.{}", r.rank), layout_text(place.inference) + "\n");
   note(r.rank,
@@ -541,10 +549,11 @@ void rl_body(Replica &r, const RlEnv &env, const RlPlacement &place, const Paths
     slot.inference = *layout;
     slots.push_back(slot);
   }
-  const std::string master_addr = slots.front().host;
-  r.child_env["MASTER_ADDR"] = master_addr;
+  return slots;
+}
 
-  // Config materialisation.
+// Config materialisation: the leader runs the helper and publishes, the others read.
+RlRuntime materialise_config(Replica &r, const RlEnv &env, const Paths &paths, bool leader) {
   nlohmann::json runtime_json;
   if (leader) {
     nlohmann::json request = {{"kind", "rl"},
@@ -556,26 +565,14 @@ void rl_body(Replica &r, const RlEnv &env, const RlPlacement &place, const Paths
   } else {
     runtime_json = read_runtime(r);
   }
-  const RlRuntime runtime = rl_runtime_from_json(runtime_json);
-  add_network_hints(r, address);
+  return rl_runtime_from_json(runtime_json);
+}
 
-  const auto workers =
-      global_workers(slots, runtime.backend_port, runtime.inference_tp, env.total_infer_ranks);
-  std::vector<std::string> admin_urls;
-  for (const auto &w : workers) {
-    admin_urls.push_back(w.admin_url);
-  }
-
-  if (leader) {
-    const std::string router_url = fmt::format("http://{}:{}/v1", address, runtime.router_port);
-    r.rendezvous.publish("router.url", router_url + "\n");
-    r.rendezvous.publish("admin.urls", text::join(admin_urls, " ") + "\n");
-    r.supervisor.start("vllm-router",
-                       r.spec(router_argv(runtime, workers)),
-                       to_file(proc::Output::append_to(paths.logs / "inference" / "router.log")));
-  }
-
-  // Local inference servers, one per TP block of this node's slice.
+// Local inference servers, one per TP block of this node's slice.
+void start_inference_servers(Replica &r,
+                             const RlPlacement &place,
+                             const RlRuntime &runtime,
+                             const Paths &paths) {
   const auto blocks = tp_blocks(place.inference, runtime.inference_tp);
   const std::filesystem::path tmpdir = r.child_env.at("TMPDIR");
   for (size_t k = 0; k < blocks.size(); ++k) {
@@ -593,17 +590,13 @@ void rl_body(Replica &r, const RlEnv &env, const RlPlacement &place, const Paths
         tee_to(paths.logs / "inference" / fmt::format("node_{}_rank{}.log", r.rank, k), false));
   }
   note(r.rank, "started {} inference server(s)", blocks.size());
+}
 
-  if (!leader) {
-    // Inference-only replica: serve until a peer finishes or something here ends.
-    for (;;) {
-      r.tick(r.tuning.poll_seconds, [&](const std::string &who, const proc::ExitStatus &status) {
-        r.unexpected_exit(who, status);
-      });
-    }
-  }
-
-  // Local tool gateway, then the required-service barrier, then gateway readiness.
+// Local tool gateway, then the required-service barrier, then gateway readiness.
+void start_gateway(Replica &r,
+                   const RlEnv &env,
+                   const std::string &self,
+                   const std::filesystem::path &stop_file) {
   r.supervisor.start(
       "gateway",
       r.spec(local_gateway_argv(env)),
@@ -634,7 +627,13 @@ void rl_body(Replica &r, const RlEnv &env, const RlPlacement &place, const Paths
                               (env.output_dir / "literegistry-gateway.log").string()));
   }
   note(r.rank, "gateway ready on port {}", env.gateway_port);
+}
 
+void start_trainer_and_orchestrator(Replica &r,
+                                    const RlPlacement &place,
+                                    const RlRuntime &runtime,
+                                    const Paths &paths,
+                                    const std::string &master_addr) {
   const std::string router_url = trimmed(r.rendezvous.wait_for("router.url", "router.url"));
   const auto published_admin =
       text::split(trimmed(r.rendezvous.wait_for("admin.urls", "admin.urls")), ' ');
@@ -658,8 +657,10 @@ void rl_body(Replica &r, const RlEnv &env, const RlPlacement &place, const Paths
              orchestrator_extra),
       to_file(proc::Output::truncate_to(paths.logs / "orchestrator.log")));
   note(r.rank, "trainer and orchestrator started");
+}
 
-  // Completion (launch.md §3.2 step 22).
+// Completion: the leader returns once trainer and orchestrator both exited 0 (docs/node.md).
+void wait_for_training(Replica &r) {
   int finished = 0;
   for (;;) {
     r.tick(r.tuning.poll_seconds, [&](const std::string &who, const proc::ExitStatus &status) {
@@ -676,6 +677,49 @@ void rl_body(Replica &r, const RlEnv &env, const RlPlacement &place, const Paths
       return;
     }
   }
+}
+
+void rl_body(Replica &r, const RlEnv &env, const RlPlacement &place, const Paths &paths) {
+  const bool leader = place.role != Role::inference;
+  rl_start(r, env, place, leader);
+  const std::string self = self_executable();
+  const auto stop_file = r.rendezvous.file("shutdown.requested");
+  registry_barrier(r, env, self, stop_file);
+
+  const std::string address = local_address(env.tuning);
+  const auto slots = exchange_layout(r, env, place, address);
+  const std::string master_addr = slots.front().host;
+  r.child_env["MASTER_ADDR"] = master_addr;
+
+  const RlRuntime runtime = materialise_config(r, env, paths, leader);
+  add_network_hints(r, address);
+  const auto workers =
+      global_workers(slots, runtime.backend_port, runtime.inference_tp, env.total_infer_ranks);
+  if (leader) {
+    std::vector<std::string> admin_urls;
+    for (const auto &w : workers) {
+      admin_urls.push_back(w.admin_url);
+    }
+    const std::string router_url = fmt::format("http://{}:{}/v1", address, runtime.router_port);
+    r.rendezvous.publish("router.url", router_url + "\n");
+    r.rendezvous.publish("admin.urls", text::join(admin_urls, " ") + "\n");
+    r.supervisor.start("vllm-router",
+                       r.spec(router_argv(runtime, workers)),
+                       to_file(proc::Output::append_to(paths.logs / "inference" / "router.log")));
+  }
+  start_inference_servers(r, place, runtime, paths);
+
+  if (!leader) {
+    // Inference-only replica: serve until a peer finishes or something here ends.
+    for (;;) {
+      r.tick(r.tuning.poll_seconds, [&](const std::string &who, const proc::ExitStatus &status) {
+        r.unexpected_exit(who, status);
+      });
+    }
+  }
+  start_gateway(r, env, self, stop_file);
+  start_trainer_and_orchestrator(r, place, runtime, paths, master_addr);
+  wait_for_training(r);
 }
 
 void sft_body(Replica &r, const SftEnv &env, const Paths &paths) {

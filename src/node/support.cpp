@@ -4,6 +4,7 @@
 
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/fs.hpp>
+#include <primebeaker/core/random.hpp>
 #include <primebeaker/core/text.hpp>
 
 #include <fmt/format.h>
@@ -21,7 +22,6 @@
 #include <cerrno>
 #include <cstring>
 #include <iostream>
-#include <random>
 #include <thread>
 
 namespace pb::node {
@@ -39,15 +39,6 @@ void on_signal(int sig) {
     (void)!::write(g_wake[1], "x", 1);
   }
   errno = saved;
-}
-
-std::string random_hex(size_t bytes) {
-  std::random_device device;
-  std::string out;
-  for (size_t i = 0; i < bytes; ++i) {
-    out += fmt::format("{:02x}", device() & 0xff);
-  }
-  return out;
 }
 
 std::chrono::steady_clock::time_point deadline_after(int seconds) {
@@ -142,7 +133,7 @@ void Rendezvous::join() {
   }
   const auto deadline = deadline_after(m_timeout);
   if (m_rank == 0) {
-    const std::string attempt = random_hex(16);
+    const std::string attempt = random::hex_id(16);
     const auto dir = m_root / ("attempt-" + attempt);
     std::filesystem::create_directories(dir / "runtime");
     fs::write_file_atomic(m_root / "attempt", attempt + "\n");
@@ -189,7 +180,7 @@ void Rendezvous::join() {
     return;
   }
 
-  const std::string nonce = random_hex(16);
+  const std::string nonce = random::hex_id(16);
   const std::string expected = fmt::format("{} {}", m_rank, nonce);
   std::string announced;
   for (;;) {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include <primebeaker/core/error.hpp>
+#include <primebeaker/core/text.hpp>
 #include <primebeaker/primerl/config.hpp>
+#include <primebeaker/primerl/limits.hpp>
 #include <primebeaker/toml/value.hpp>
 
 #include <fmt/format.h>
@@ -16,26 +18,15 @@ using toml::Value;
 
 namespace {
 
-std::vector<std::string> split_key(std::string_view dotted) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  for (;;) {
-    const auto dot = dotted.find('.', start);
-    parts.emplace_back(dotted.substr(start, dot - start));
-    if (dot == std::string_view::npos) {
-      return parts;
-    }
-    start = dot + 1;
-  }
-}
-
 // Reads launch keys for one topology (`what`, e.g. "single-node SFT"), naming the key and its
 // line:column in every message.
 class Reader {
 public:
   Reader(const Document &document, std::string what) : m_doc(document), m_what(std::move(what)) {}
 
-  const Value *find(std::string_view key) const { return m_doc.root().find_path(split_key(key)); }
+  const Value *find(std::string_view key) const {
+    return m_doc.root().find_path(text::split(key, '.'));
+  }
 
   const Value &table(std::string_view key) const {
     const Value *value = find(key);
@@ -53,7 +44,7 @@ public:
   }
 
   [[noreturn]] void missing(std::string_view key) const {
-    const auto parts = split_key(key);
+    const auto parts = text::split(key, '.');
     std::string where = m_doc.source_name();
     if (parts.size() > 1) {
       const auto parent = std::vector<std::string>(parts.begin(), parts.end() - 1);
@@ -89,6 +80,17 @@ public:
       wrong(*value, key, "a positive integer");
     }
     return *number;
+  }
+
+  // positive(), at most `max`: every count that enters GPU arithmetic is bounded first, so the
+  // arithmetic cannot overflow (limits.hpp).
+  std::int64_t
+  count(std::string_view key, std::int64_t max, std::optional<std::int64_t> fallback = {}) const {
+    const std::int64_t number = positive(key, fallback);
+    if (number > max) {
+      wrong(*find(key), key, fmt::format("a positive integer at most {}", max));
+    }
+    return number;
   }
 
   std::string string(std::string_view key, bool non_empty) const {
@@ -320,8 +322,8 @@ SingleNodeSft read_single_node_sft(const Document &document) {
   SingleNodeSft sft;
   sft.output_dir = reader.path("output_dir");
   sft.max_steps = reader.positive("max_steps");
-  sft.num_gpus = reader.positive("deployment.num_gpus");
-  sft.gpus_per_node = reader.positive("deployment.gpus_per_node");
+  sft.num_gpus = reader.count("deployment.num_gpus", k_max_gpus_per_node);
+  sft.gpus_per_node = reader.count("deployment.gpus_per_node", k_max_gpus_per_node);
   if (sft.num_gpus != sft.gpus_per_node) {
     reader.rule(reader.find("deployment.num_gpus"),
                 fmt::format("single-node SFT requires deployment.num_gpus ({}) == "
@@ -360,9 +362,9 @@ SingleNodeRl read_single_node_rl(const Document &document) {
   SingleNodeRl rl;
   rl.output_dir = reader.path("output_dir");
   rl.wandb = read_wandb(document);
-  rl.num_train_gpus = reader.positive("deployment.num_train_gpus");
-  rl.num_infer_gpus = reader.positive("deployment.num_infer_gpus");
-  rl.gpus_per_node = reader.positive("deployment.gpus_per_node");
+  rl.num_train_gpus = reader.count("deployment.num_train_gpus", k_max_gpus_per_node);
+  rl.num_infer_gpus = reader.count("deployment.num_infer_gpus", k_max_gpus_per_node);
+  rl.gpus_per_node = reader.count("deployment.gpus_per_node", k_max_gpus_per_node);
   if (rl.num_train_gpus + rl.num_infer_gpus != rl.gpus_per_node) {
     reader.rule(reader.find("deployment.gpus_per_node"),
                 fmt::format("single-node RL requires deployment.num_train_gpus ({}) + "
@@ -387,12 +389,12 @@ MultiNodeSft read_multi_node_sft(const Document &document) {
   sft.wandb = read_wandb(document);
   sft.data_name = reader.path("data.name");
   sft.val_data_name = reader.path("val.data.name");
-  sft.num_nodes = reader.positive("deployment.num_nodes", 2);
+  sft.num_nodes = reader.count("deployment.num_nodes", k_max_nodes, 2);
   if (sft.num_nodes < 2) {
     reader.rule(reader.find("deployment.num_nodes"),
                 "multi-node SFT needs deployment.num_nodes >= 2 (use single_node for one node)");
   }
-  sft.gpus_per_node = reader.positive("deployment.gpus_per_node", 8);
+  sft.gpus_per_node = reader.count("deployment.gpus_per_node", k_max_gpus_per_node, 8);
   return sft;
 }
 
@@ -403,16 +405,33 @@ MultiNodeRl read_multi_node_rl(const Document &document) {
     reader.table(table);
   }
   require_type(reader, "multi_node");
+  // Checked in the container by the reference (it renders dense engines whatever the type);
+  // failing here saves a multi-node allocation.
+  if (const Value *deployment = reader.find("inference.deployment.type")) {
+    const std::string *type = deployment->string();
+    if (type == nullptr) {
+      reader.wrong(*deployment, "inference.deployment.type", "a string");
+    }
+    if (*type != "single_node" && *type != "multi_node") {
+      reader.rule(deployment,
+                  fmt::format("heterogeneous Beaker RL currently supports dense inference: "
+                              "inference.deployment.type '{}' is not supported (use "
+                              "\"single_node\" or \"multi_node\"; primebeaker places the "
+                              "inference nodes itself)",
+                              *type));
+    }
+  }
   MultiNodeRl rl;
   rl.output_dir = reader.path("output_dir");
   rl.wandb = read_wandb(document);
-  rl.gpus_per_node = reader.positive("deployment.gpus_per_node", 8);
+  rl.gpus_per_node = reader.count("deployment.gpus_per_node", k_max_gpus_per_node, 8);
   rl.num_train_nodes = reader.positive("deployment.num_train_nodes");
-  rl.num_infer_nodes = reader.positive("deployment.num_infer_nodes");
+  // One node is the trainer's, so at most k_max_nodes - 1 inference nodes fit the replicas.
+  rl.num_infer_nodes = reader.count("deployment.num_infer_nodes", k_max_nodes - 1);
   const auto replicas = reader.positive("deployment.num_infer_replicas", 1);
-  const auto cp = reader.positive("trainer.model.cp", 1);
-  const auto dp_replicate = reader.positive("trainer.model.dp_replicate", 1);
-  rl.tensor_parallel = reader.positive("inference.parallel.tp", 1);
+  const auto cp = reader.count("trainer.model.cp", k_max_gpus_per_node, 1);
+  const auto dp_replicate = reader.count("trainer.model.dp_replicate", k_max_gpus_per_node, 1);
+  rl.tensor_parallel = reader.count("inference.parallel.tp", k_max_gpus_per_node, 1);
   const auto dp = reader.positive("inference.parallel.dp", 1);
   const auto api_servers = reader.positive("inference.api_server_count", 1);
 
@@ -453,6 +472,15 @@ MultiNodeRl read_multi_node_rl(const Document &document) {
   rl.total_infer_gpus =
       rl.mixed_infer_gpus + (rl.num_infer_nodes - (mixed ? 1 : 0)) * rl.gpus_per_node;
   rl.total_infer_ranks = rl.total_infer_gpus / rl.tensor_parallel;
+  if (rl.total_infer_ranks > k_max_infer_ranks) {
+    reader.rule(reader.find("deployment.num_infer_nodes"),
+                fmt::format("{} inference ranks ({} inference GPUs / tp {}) exceed the {} one "
+                            "launch supports",
+                            rl.total_infer_ranks,
+                            rl.total_infer_gpus,
+                            rl.tensor_parallel,
+                            k_max_infer_ranks));
+  }
   if (dp != rl.total_infer_ranks || api_servers != rl.total_infer_ranks) {
     reader.rule(dp != rl.total_infer_ranks ? reader.find("inference.parallel.dp")
                                            : reader.find("inference.api_server_count"),

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include <primebeaker/core/env.hpp>
 #include <primebeaker/core/error.hpp>
+#include <primebeaker/core/spelling.hpp>
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/registry/location.hpp>
 
@@ -79,17 +80,9 @@ Error bad_uri(std::string_view uri, const std::string &why) {
   return usage_error("invalid registry URI " + redact_uri(uri) + ": " + why);
 }
 
+// ~otheruser is not expanded (no passwd lookups in a pure parser).
 std::filesystem::path expand_user(const std::string &path, const ParseContext &context) {
-  if (context.home.empty() || path.empty() || path[0] != '~') {
-    return path;
-  }
-  if (path.size() == 1) {
-    return context.home;
-  }
-  if (path[1] == '/') {
-    return std::filesystem::path(context.home) / path.substr(2);
-  }
-  return path; // ~otheruser: not expanded (no passwd lookups in a pure parser)
+  return text::expand_user(path, context.home);
 }
 
 std::filesystem::path make_absolute(const std::filesystem::path &path,

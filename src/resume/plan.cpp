@@ -234,7 +234,7 @@ ResumePlan make_plan(const ResumeOptions &options, const ResumeInputs &inputs) {
   launch_inputs.environment = inputs.environment;
   launch_inputs.launch_id = inputs.attempt_id;
   launch_inputs.experiment_name = plan.experiment_name;
-  launch_inputs.resolve = inputs.resolve;
+  launch::resolve_launch_paths(launch_options, launch_inputs, inputs.resolve);
   plan.launch = launch::make_plan(launch_options, launch_inputs);
   if (plan.launch.topology != launch::Topology::multi_node) {
     throw input_error(config.source_name() + ": rl resume relaunches multi-node RL runs "

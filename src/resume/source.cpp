@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "source.hpp"
 
+#include <primebeaker/contract/replica_env.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/text.hpp>
 
@@ -11,33 +12,7 @@ namespace pb::resume {
 
 namespace {
 
-const std::set<std::string> &regenerated_names() {
-  static const std::set<std::string> names = {"HOME",
-                                              "WORKING_DIR",
-                                              "SCRATCH",
-                                              "CONFIG_PATH",
-                                              "OUTPUT_DIR",
-                                              "LAUNCH_ID",
-                                              "RENDEZVOUS_DIR",
-                                              "RENDEZVOUS_TIMEOUT_SECONDS",
-                                              "WANDB_RUN_ID",
-                                              "WANDB_SHARED_RUN_ID",
-                                              "WANDB_RESUME",
-                                              "REGISTRY",
-                                              "TOTAL_NODES",
-                                              "TOTAL_INFER_RANKS",
-                                              "GPUS_PER_NODE",
-                                              "TRAINER_GPU_COUNT",
-                                              "MIXED_INFER_GPU_COUNT",
-                                              "GATEWAY_PORT",
-                                              "GATEWAY_WORKERS",
-                                              "REQUIRED_LITEREGISTRY_SERVICES",
-                                              "LOCAL_SEARCH_MODEL_PATHS_JSON",
-                                              "PRIMEBEAKER_SETUP_COMMAND"};
-  return names;
-}
-
-constexpr const char *k_managed_service_env = "PRIMEBEAKER_MANAGED_SERVICE_EXPERIMENT_ID";
+constexpr const char *k_managed_service_env = contract::var::managed_service_experiment_id;
 
 const OrderedJson *member(const OrderedJson &object, const char *key) {
   if (!object.is_object()) {
@@ -118,8 +93,8 @@ bool timestamp_set(const OrderedJson *value) {
 } // namespace
 
 bool is_regenerated_env_name(const std::string &name) {
-  return regenerated_names().count(name) > 0 || text::starts_with(name, "DATADEV_") ||
-         text::starts_with(name, "PRIMEBEAKER_RESUME_");
+  return contract::is_launcher_owned(name, contract::Kind::multi_rl) ||
+         text::starts_with(name, "DATADEV_") || text::starts_with(name, "PRIMEBEAKER_RESUME_");
 }
 
 SourceExperiment
@@ -152,8 +127,8 @@ parse_source(const std::string &id, const OrderedJson &payload, bool keep_manage
       continue;
     }
     JobEnv candidate_env = job_env(*candidate);
-    if (candidate_env.find("CONFIG_PATH") != nullptr &&
-        candidate_env.find("OUTPUT_DIR") != nullptr) {
+    if (candidate_env.find(contract::var::config_path) != nullptr &&
+        candidate_env.find(contract::var::output_dir) != nullptr) {
       spec = candidate;
       env = std::move(candidate_env);
       break;
@@ -218,13 +193,13 @@ parse_source(const std::string &id, const OrderedJson &payload, bool keep_manage
         dataset_source != nullptr ? member(*dataset_source, "weka") : nullptr, "oe-adapt-default");
   }
 
-  source.config_path = *env.find("CONFIG_PATH");
-  source.output_dir = *env.find("OUTPUT_DIR");
-  if (const std::string *registry = env.find("REGISTRY");
+  source.config_path = *env.find(contract::var::config_path);
+  source.output_dir = *env.find(contract::var::output_dir);
+  if (const std::string *registry = env.find(contract::var::registry);
       registry != nullptr && !registry->empty()) {
     source.registry = *registry;
   }
-  if (const std::string *run_id = env.find("WANDB_SHARED_RUN_ID");
+  if (const std::string *run_id = env.find(contract::var::wandb_shared_run_id);
       run_id != nullptr && !run_id->empty()) {
     source.wandb_run_id = *run_id;
   }
@@ -232,30 +207,21 @@ parse_source(const std::string &id, const OrderedJson &payload, bool keep_manage
     const std::string *value = env.find(name);
     return value != nullptr ? *value : std::string(fallback);
   };
-  source.working_dir = plain_or("WORKING_DIR", "/weka");
-  source.scratch_dir = plain_or("SCRATCH", "/weka");
-  source.home_dir = plain_or("HOME", "/weka");
-  source.gateway_port = positive_env(env, "GATEWAY_PORT", 1212);
-  source.gateway_workers = positive_env(env, "GATEWAY_WORKERS", 8);
-  source.rendezvous_timeout_seconds = positive_env(env, "RENDEZVOUS_TIMEOUT_SECONDS", 1800);
-  if (const std::string *services = env.find("REQUIRED_LITEREGISTRY_SERVICES")) {
-    const auto parsed = OrderedJson::parse(*services, nullptr, false);
-    if (parsed.is_discarded()) {
-      throw failure("source has invalid REQUIRED_LITEREGISTRY_SERVICES: " + *services);
-    }
-    if (!parsed.is_object()) {
-      throw failure("source REQUIRED_LITEREGISTRY_SERVICES must be an object, got " + *services);
-    }
-    for (const auto &[name, count] : parsed.items()) {
-      if (!count.is_number_integer() && !(count.is_string() && !count.get<std::string>().empty())) {
-        throw failure("source has invalid REQUIRED_LITEREGISTRY_SERVICES count for " + name);
-      }
-      source.required_services[name] = count.is_number_integer()
-                                           ? count.get<std::int64_t>()
-                                           : std::stoll(count.get<std::string>());
+  source.working_dir = plain_or(contract::var::working_dir, "/weka");
+  source.scratch_dir = plain_or(contract::var::scratch, "/weka");
+  source.home_dir = plain_or(contract::var::home, "/weka");
+  source.gateway_port = positive_env(env, contract::var::gateway_port, 1212);
+  source.gateway_workers = positive_env(env, contract::var::gateway_workers, 8);
+  source.rendezvous_timeout_seconds =
+      positive_env(env, contract::var::rendezvous_timeout_seconds, 1800);
+  if (const std::string *services = env.find(contract::var::required_services)) {
+    try {
+      source.required_services = contract::decode_required_services(*services, true);
+    } catch (const Error &error) {
+      throw failure(std::string("source experiment has ") + error.what());
     }
   }
-  if (const std::string *setup = env.find("PRIMEBEAKER_SETUP_COMMAND")) {
+  if (const std::string *setup = env.find(contract::var::setup_command)) {
     source.setup_command = *setup;
   }
   for (const auto &[name, value] : env.plain) {

@@ -2,6 +2,7 @@
 // Loading primebeaker.run/v1 and the pure parts of a joint run: aliases, registry derivation,
 // the trainer-owned cleanup lifecycle and reading the service receipt.
 #include <primebeaker/core/error.hpp>
+#include <primebeaker/core/spelling.hpp>
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/run/run.hpp>
 #include <primebeaker/services/config.hpp>
@@ -31,26 +32,16 @@ const std::map<std::string, std::string> &mapping_aliases() {
   return aliases;
 }
 
-std::string kebab(std::string name) {
-  std::replace(name.begin(), name.end(), '_', '-');
-  return name;
+std::string kebab(const std::string &name) {
+  return text::kebab_case(name);
 }
 
-std::string snake(std::string name) {
-  std::replace(name.begin(), name.end(), '-', '_');
-  return name;
+std::string snake(const std::string &name) {
+  return text::snake_case(name);
 }
 
 std::string suggestion(const std::string &name, const std::vector<std::string> &known) {
-  std::string best;
-  size_t best_distance = 3;
-  for (const auto &candidate : known) {
-    const size_t distance = text::edit_distance(name, candidate);
-    if (distance < best_distance) {
-      best_distance = distance;
-      best = candidate;
-    }
-  }
+  const std::string best = text::closest_match(name, known);
   return best.empty() ? std::string() : fmt::format(" (did you mean {}?)", best);
 }
 
@@ -224,12 +215,9 @@ public:
 
   std::filesystem::path resolve_toml_path(const std::string &written,
                                           const std::filesystem::path &yaml_dir) const {
-    std::filesystem::path path(written);
-    if (written == "~" || text::starts_with(written, "~/")) {
-      if (const auto home = m_env.find("HOME"); home != m_env.end()) {
-        path = home->second + written.substr(1);
-      }
-    }
+    const auto home = m_env.find("HOME");
+    std::filesystem::path path =
+        text::expand_user(written, home != m_env.end() ? home->second : std::string());
     if (path.is_relative()) {
       path = yaml_dir / path;
     }

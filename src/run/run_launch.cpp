@@ -4,6 +4,7 @@
 #include <primebeaker/core/command_tree.hpp>
 #include <primebeaker/core/env.hpp>
 #include <primebeaker/core/error.hpp>
+#include <primebeaker/core/spelling.hpp>
 #include <primebeaker/core/fs.hpp>
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/run/run.hpp>
@@ -165,12 +166,9 @@ void run_command(const RunCommandOptions &options, bool submit) {
     throw usage_error("--config RUN.yaml is required");
   }
   const auto env = env::snapshot();
-  std::filesystem::path yaml_path(options.config_path);
-  if (options.config_path == "~" || text::starts_with(options.config_path, "~/")) {
-    if (const auto home = env.find("HOME"); home != env.end()) {
-      yaml_path = home->second + options.config_path.substr(1);
-    }
-  }
+  const auto home = env.find("HOME");
+  const std::filesystem::path yaml_path =
+      text::expand_user(options.config_path, home != env.end() ? home->second : std::string());
   const auto text = fs::read_file(yaml_path);
   const auto document = services::parse_yaml(text, options.config_path);
   std::error_code ec;
@@ -186,6 +184,7 @@ void run_command(const RunCommandOptions &options, bool submit) {
   inputs.launch.cwd = std::filesystem::current_path();
   inputs.launch.environment = env;
   inputs.launch.launch_id = launch::choose_launch_id(env, launch::random_hex_id());
+  launch::resolve_launch_paths(config.rl, inputs.launch);
 
   proc::SystemRunner runner;
   services::LiteRegistry literegistry(runner, services::resolve_python(options.python, env));

@@ -42,7 +42,6 @@ LaunchInputs inputs_for(const toml::Document &document) {
   inputs.config_path = "/weka/runs/out/primebeaker_resume/configs/new.toml"; // need not exist
   inputs.cwd = "/weka";
   inputs.launch_id = "attempt1";
-  inputs.resolve = [](const std::filesystem::path &p) { return p; };
   return inputs;
 }
 
@@ -132,10 +131,11 @@ TEST(PlanApi, ConfigPathIsReRootedAtASymlinkedMount) {
   options.registry = "redis://r:1";
   auto inputs = inputs_for(document);
   inputs.config_path = "/weka/runs/new.toml";
-  inputs.resolve = [](const std::filesystem::path &p) {
+  const auto symlinked_mount = [](const std::filesystem::path &p) {
     const std::string text = p.string();
     return text.rfind("/weka", 0) == 0 ? std::filesystem::path("/mnt/weka" + text.substr(5)) : p;
   };
+  launch::resolve_launch_paths(options, inputs, symlinked_mount);
   const auto plan = launch::make_plan(options, inputs);
   for (const auto &e : plan.spec["tasks"][0]["envVars"]) {
     if (e["name"] == "CONFIG_PATH") {
@@ -143,7 +143,8 @@ TEST(PlanApi, ConfigPathIsReRootedAtASymlinkedMount) {
     }
   }
   options.working_dir = "/mnt/other";
-  EXPECT_THROW(launch::make_plan(options, inputs), Error);
+  launch::resolve_launch_paths(options, inputs, symlinked_mount);
+  EXPECT_PB_ERROR(launch::make_plan(options, inputs), 2, "--working-dir");
 }
 
 TEST(PlanApi, PlansArePure) {

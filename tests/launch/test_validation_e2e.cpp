@@ -1,7 +1,17 @@
 // SPDX-License-Identifier: MIT
-// Every validation of launch.md §1.4 / §4.3 through the real binary: exit code, the one-line
-// message, and nothing written or run.
+// Every validation of docs/launch.md ("Validation order", "TOML keys") as a plan: the launch
+// flags parsed by the real flag parser, the TOML read from a temp mount, make_plan run
+// in-process; exit code and message checked, nothing written. A few cases also run the real
+// binary (ValidationSmoke) for the one-line error, the exit code and no beaker call.
 #include "launch_fixture.hpp"
+
+#include <primebeaker/core/error.hpp>
+#include <primebeaker/launch/launch.hpp>
+#include <primebeaker/toml/value.hpp>
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
 
 namespace pb::test {
 namespace {
@@ -15,20 +25,50 @@ struct FlagCase {
 
 class Validation : public LaunchFixture {
 protected:
+  // `args` as for the binary ("rl", "preview", flags...), planned in-process with cwd = mount.
+  void plan(const std::vector<std::string> &args) {
+    launch::LaunchOptions options;
+    CLI::App app;
+    launch::register_launch_flags(app, options);
+    std::vector<std::string> flags = mount_flags();
+    flags.insert(flags.end(), args.begin() + 2, args.end());
+    std::reverse(flags.begin(), flags.end()); // CLI11 takes its vector reversed
+    app.parse(flags);
+    const auto path = options.toml.is_absolute() ? options.toml : mount() / options.toml;
+    const auto document = std::filesystem::exists(path)
+                              ? toml::Document::parse(read_file(path), options.toml.string())
+                              : toml::Document::load(path);
+    launch::LaunchInputs inputs;
+    inputs.program = args[0] == "sft" ? launch::Program::sft : launch::Program::rl;
+    inputs.document = &document;
+    inputs.cwd = mount();
+    inputs.config_path = path;
+    inputs.launch_id = "0123456789abcdef0123456789abcdef";
+    launch::resolve_launch_paths(options, inputs);
+    (void)launch::make_plan(options, inputs);
+  }
+
   void expect_error(const std::vector<std::string> &args,
                     int exit_code,
                     const std::string &message,
                     const std::string &label) {
     const std::string before = tree_digest(m_tmp.path());
-    const auto result = run(args);
-    EXPECT_EQ(result.exit_code, exit_code) << label << ": " << result.err;
-    EXPECT_EQ(result.out, "") << label;
-    EXPECT_NE(normalized(result.err).find(message), std::string::npos)
+    int code = 0;
+    std::string text;
+    try {
+      plan(args);
+    } catch (const Error &error) {
+      code = error.code();
+      text = error.what();
+    } catch (const CLI::ParseError &error) {
+      code = 2; // what the binary exits with for CLI11's own errors
+      text = error.what();
+    }
+    EXPECT_EQ(code, exit_code) << label << ": " << text;
+    EXPECT_NE(normalized(text).find(message), std::string::npos)
         << label << ": expected '" << message << "' in\n"
-        << normalized(result.err);
-    EXPECT_EQ(result.err.rfind("primebeaker: error: ", 0), 0u) << label;
+        << normalized(text);
     EXPECT_EQ(tree_digest(m_tmp.path()), before) << label << " changed the file tree";
-    EXPECT_TRUE(m_fakes.calls("beaker").empty()) << label << " ran beaker";
   }
 
   // Writes `toml` as case.toml in the mount and previews it with `program`.
@@ -42,6 +82,7 @@ protected:
     expect_error(args, 3, message, message);
   }
 };
+
 
 TEST_F(Validation, Flags) {
   const std::vector<std::string> rl = {"rl", "preview", "--toml", "examples/rl/rl.toml"};
@@ -98,7 +139,6 @@ TEST_F(Validation, Flags) {
        {"--working-dir", "/elsewhere"},
        2,
        "launch path must be under mounted path <TMP>/weka: /elsewhere (--working-dir)"},
-      {"unknown flag", {"--colour", "red"}, 2, "--colour"},
   };
   for (const auto &c : cases) {
     auto args = rl;
@@ -134,7 +174,6 @@ TEST_F(Validation, Flags) {
                2,
                "multi-node RL requires --registry=redis://...",
                "registry");
-  expect_error({"rl", "preview"}, 2, "--toml is required", "missing --toml");
   expect_error({"rl", "preview", "--toml", "missing.toml"}, 3, "missing.toml", "missing file");
   // The TOML itself must be under the mount.
   write("../outside.toml", example_text("examples/rl/rl.toml"));
@@ -300,6 +339,48 @@ TEST_F(Validation, MultiNodeRlAccounting) {
       replace_line(rl, "api_server_count = 6", "api_server_count = 6\nrouter = \"None\""),
       "multi-node RL requires inference with a router",
       registry);
+}
+
+// The binary itself: one error line, the exit code, nothing written, beaker never run.
+class ValidationSmoke : public LaunchFixture {
+protected:
+  void
+  expect_error(const std::vector<std::string> &args, int exit_code, const std::string &message) {
+    const std::string before = tree_digest(m_tmp.path());
+    const auto result = run(args);
+    EXPECT_EQ(result.exit_code, exit_code) << result.err;
+    EXPECT_EQ(result.out, "");
+    EXPECT_NE(normalized(result.err).find(message), std::string::npos) << normalized(result.err);
+    EXPECT_EQ(result.err.rfind("primebeaker: error: ", 0), 0u) << result.err;
+    EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+    EXPECT_EQ(tree_digest(m_tmp.path()), before);
+    EXPECT_TRUE(m_fakes.calls("beaker").empty());
+  }
+};
+
+TEST_F(ValidationSmoke, FlagTomlAndReplicaRefusalsThroughTheBinary) {
+  expect_error({"rl", "preview"}, 2, "--toml is required");
+  expect_error(
+      {"rl", "preview", "--toml", "examples/rl/rl.toml", "--colour", "red"}, 2, "--colour");
+  expect_error({"rl", "preview", "--toml", "examples/rl/rl.toml", "--priority", "low"},
+               2,
+               "--priority must be normal, high, or urgent, got 'low'");
+  write("case.toml", "[deployment]\ntype = 7\n");
+  expect_error({"rl", "preview", "--toml", "case.toml"},
+               3,
+               "case.toml:2:8: training TOML needs deployment.type");
+  // Formerly accepted by preview and refused by every replica after the synchronized start.
+  expect_error(
+      {"rl", "preview", "--toml", "examples/multinode-rl/rl.toml", "--registry", "rediss://h:6379"},
+      2,
+      "--registry: cannot connect to rediss://h:6379: rediss:// (Redis over TLS) is not "
+      "supported by this build");
+  write("case.toml",
+        example_text("examples/multinode-rl/rl.toml") +
+            "\n[inference.deployment]\ntype = \"disaggregated\"\n");
+  expect_error({"rl", "preview", "--toml", "case.toml", "--registry", "redis://r:1"},
+               3,
+               "inference.deployment.type 'disaggregated' is not supported");
 }
 
 } // namespace

@@ -91,10 +91,17 @@ TEST(ResumeSource, Errors) {
   EXPECT_EQ(error_of(with(image, R"(, {"name": "GATEWAY_WORKERS", "value": "many"})")),
             "source experiment has invalid GATEWAY_WORKERS=many");
   EXPECT_EQ(error_of(with(image, R"(, {"name": "REQUIRED_LITEREGISTRY_SERVICES", "value": "{"})")),
-            "source has invalid REQUIRED_LITEREGISTRY_SERVICES: {");
+            "source experiment has invalid REQUIRED_LITEREGISTRY_SERVICES: expected a JSON object "
+            "of service name to count, got {");
   EXPECT_EQ(
       error_of(with(image, R"(, {"name": "REQUIRED_LITEREGISTRY_SERVICES", "value": "[1]"})")),
-      "source REQUIRED_LITEREGISTRY_SERVICES must be an object, got [1]");
+      "source experiment has invalid REQUIRED_LITEREGISTRY_SERVICES: expected a JSON object of "
+      "service name to count, got [1]");
+  // Older launchers wrote string counts; a count that is no number is refused, not a crash.
+  EXPECT_EQ(error_of(with(image,
+                          R"(, {"name": "REQUIRED_LITEREGISTRY_SERVICES", "value": "{\"j\":\"x\"}"})")),
+            "source experiment has invalid REQUIRED_LITEREGISTRY_SERVICES: 'j' needs a positive "
+            "integer count (at most 1000000), got \"x\"");
   // 30m is not whole hours: 0, as the reference.
   const auto source = parse_source(
       "01X",

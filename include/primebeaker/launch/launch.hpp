@@ -114,8 +114,21 @@ struct LaunchInputs {
   std::map<std::string, std::string> environment; // the caller's environment snapshot
   std::string launch_id;                          // see choose_launch_id()
   std::optional<std::string> experiment_name;     // replaces wandb.name (rl resume)
-  PathResolver resolve = resolve_real_path;
+  // Real paths (symlinks followed) of the paths the mount check compares, keyed by the
+  // absolute normalized path: filled by the glue (resolve_launch_paths) so make_plan stays
+  // pure. A path missing here is taken as written.
+  std::map<std::string, std::string> real_paths;
 };
+
+// The absolute normalized paths make_plan compares against the mount (the mount, the
+// container directories, the TOML and its path keys). Pure; stops quietly at the first invalid
+// flag or key, which make_plan then reports.
+std::vector<std::string> launch_paths(const LaunchOptions &options, const LaunchInputs &inputs);
+
+// The glue step: inputs.real_paths[p] = resolve(p) for every launch_paths() entry.
+void resolve_launch_paths(const LaunchOptions &options,
+                          LaunchInputs &inputs,
+                          const PathResolver &resolve = resolve_real_path);
 
 // PRIMEBEAKER_LAUNCH_ID from `environment` when set (it must be 1-64 of [A-Za-z0-9_-], else
 // pb::Error exit 2), otherwise `random_id` (callers pass 32 random lowercase hex). Pure.
@@ -165,7 +178,8 @@ OrderedJson execute_preview(const LaunchPlan &plan, LaunchEffects &effects);
 OrderedJson execute_submit(const LaunchPlan &plan, LaunchEffects &effects);
 
 // The CLI glue: loads the TOML named by options.toml, snapshots the environment and cwd, picks
-// the launch id, then make_plan(). For callers that start from options only (run, tests).
+// the launch id, resolves the real paths, then make_plan(). For callers that start from options
+// only (run, tests).
 LaunchPlan plan_from_options(Program program, const LaunchOptions &options);
 
 } // namespace pb::launch

@@ -50,7 +50,8 @@ struct RlEnv : CommonEnv {
   int total_infer_ranks = 0;
   int trainer_gpu_count = 0;
   int mixed_infer_gpu_count = 0;
-  std::string registry;
+  std::string registry;         // the URI as given (children need its password)
+  std::string registry_display; // canonical, password redacted: for messages
   int gateway_port = 0;
   int gateway_workers = 0;
   std::string required_services_json;           // verbatim, for messages
@@ -59,8 +60,9 @@ struct RlEnv : CommonEnv {
   std::optional<std::string> managed_service_experiment_id;
 };
 
-// Reads the contract of launch.md §3.1/§3.2 from `env`. Missing or empty required variables
-// throw pb::Error exit 2 naming every one; malformed values exit 2 naming the variable.
+// Reads the replica contract (contract::ReplicaEnv, docs/contract.md) from `env`, plus
+// BEAKER_REPLICA_RANK and the node's own knobs. Missing or empty required variables throw
+// pb::Error exit 2 naming every one; malformed values exit 2 naming the variable.
 SftEnv parse_sft_env(const EnvMap &env);
 RlEnv parse_rl_env(const EnvMap &env);
 Tuning parse_tuning(const EnvMap &env);

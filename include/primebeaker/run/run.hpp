@@ -3,6 +3,7 @@
 // service stack and the RL experiment that uses it, from one strict primebeaker.run/v1 file.
 #pragma once
 
+#include <primebeaker/contract/replica_env.hpp>
 #include <primebeaker/core/json.hpp>
 #include <primebeaker/launch/launch.hpp>
 #include <primebeaker/services/launcher.hpp>
@@ -24,8 +25,8 @@ class Client;
 namespace pb::run {
 
 inline constexpr std::string_view k_run_schema = "primebeaker.run/v1";
-inline constexpr std::string_view k_managed_id_env = "PRIMEBEAKER_MANAGED_SERVICE_EXPERIMENT_ID";
-inline constexpr std::string_view k_managed_token_env = "BEAKER_TOKEN";
+inline constexpr std::string_view k_managed_id_env = contract::var::managed_service_experiment_id;
+inline constexpr std::string_view k_managed_token_env = contract::var::beaker_token;
 inline constexpr std::string_view k_preview_placeholder = "<created-at-launch>";
 
 // A validated run YAML: the service config for LiteRegistry's base launcher, the RL launch

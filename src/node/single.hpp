@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// `primebeaker node single sft|rl`: the single-node container command (launch.md §2.5).
+// `primebeaker node single sft|rl`: the single-node container command (docs/node.md
+// "node single"). Reads the replica contract (contract::ReplicaEnv) like `node rl|sft`.
 #pragma once
 
 #include <primebeaker/core/process.hpp>
@@ -7,7 +8,7 @@
 #include <map>
 #include <string>
 
-namespace pb::launch {
+namespace pb::node {
 
 // What `node single` does before handing over to Prime-RL, as a value.
 struct SingleNodeStart {
@@ -23,8 +24,8 @@ struct SingleNodeStart {
   std::string quarantine_suffix; // sft: ".incomplete-<BEAKER_JOB_ID or manual>"
 };
 
-// Reads the spec's env contract from `environment` (missing CONFIG_PATH, OUTPUT_DIR,
-// WORKING_DIR or SCRATCH -> pb::Error exit 2 naming it). Pure.
+// Reads the replica contract of a single-node launch from `environment` (missing CONFIG_PATH,
+// OUTPUT_DIR, WORKING_DIR or SCRATCH -> pb::Error exit 2 naming them all). Pure.
 SingleNodeStart plan_single_node(const std::string &program,
                                  const std::map<std::string, std::string> &environment);
 
@@ -32,4 +33,4 @@ SingleNodeStart plan_single_node(const std::string &program,
 // RL environment rewrite, then execs Prime-RL's `sft`/`rl @ CONFIG`. Returns only by throwing.
 [[noreturn]] void run_single_node(const SingleNodeStart &start, proc::Runner &runner);
 
-} // namespace pb::launch
+} // namespace pb::node

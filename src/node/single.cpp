@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
-#include "node_single.hpp"
+#include "single.hpp"
 
+#include <primebeaker/contract/replica_env.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/exec.hpp>
 #include <primebeaker/core/fs.hpp>
 #include <primebeaker/launch/rewrite_envs.hpp>
+#include <primebeaker/node/plan.hpp>
 #include <primebeaker/toml/value.hpp>
 
 #include <fmt/format.h>
@@ -18,17 +20,9 @@
 #include <filesystem>
 #include <iostream>
 
-namespace pb::launch {
+namespace pb::node {
 
 namespace {
-
-std::string required(const std::map<std::string, std::string> &environment, const char *name) {
-  const auto it = environment.find(name);
-  if (it == environment.end() || it->second.empty()) {
-    throw usage_error(fmt::format("missing required environment variable: {}", name));
-  }
-  return it->second;
-}
 
 std::string value_or(const std::map<std::string, std::string> &environment,
                      const std::string &name,
@@ -77,36 +71,31 @@ SingleNodeStart plan_single_node(const std::string &program,
   if (program != "sft" && program != "rl") {
     throw usage_error(fmt::format("node single expects sft or rl, got '{}'", program));
   }
+  const auto replica = contract::ReplicaEnv::from_env(
+      program == "sft" ? contract::Kind::single_sft : contract::Kind::single_rl, environment);
   SingleNodeStart start;
   start.program = program;
-  start.config_path = required(environment, "CONFIG_PATH");
-  start.output_dir = required(environment, "OUTPUT_DIR");
-  start.working_dir = required(environment, "WORKING_DIR");
-  const std::string scratch = required(environment, "SCRATCH");
-  start.setup_command = value_or(environment, "PRIMEBEAKER_SETUP_COMMAND", "");
+  start.config_path = replica.config_path;
+  start.output_dir = replica.output_dir;
+  start.working_dir = replica.working_dir;
+  start.setup_command = replica.setup_command.value_or("");
   start.result_dir = value_or(environment, "PRIMEBEAKER_RESULT_DIR", "/tmp/beaker-result");
   start.runtime_toml =
       value_or(environment, "PRIMEBEAKER_RUNTIME_TOML", "/tmp/primebeaker-runtime.toml");
-  start.quarantine_suffix = ".incomplete-" + value_or(environment, "BEAKER_JOB_ID", "manual");
+  start.quarantine_suffix = ".incomplete-" + value_or(environment, contract::var::job_id, "manual");
 
-  // Each default applies only when the variable is unset or empty, and later ones build on the
-  // effective value of earlier ones (like ${VAR:-default} in the reference script).
-  std::map<std::string, std::string> effective = environment;
-  const auto set_default = [&](const std::string &name, const std::string &fallback) {
-    if (value_or(effective, name, "").empty()) {
-      effective[name] = fallback;
-      start.cache_defaults[name] = fallback;
-    }
-    return effective[name];
+  // The node's cache chain (each default only when unset or empty, later ones built on the
+  // effective value of earlier ones), with TMPDIR on the scratch volume.
+  start.cache_defaults = cache_defaults(environment, replica.scratch, replica.scratch + "/tmp");
+  const auto effective = [&](const std::string &name) {
+    const auto it = start.cache_defaults.find(name);
+    return it != start.cache_defaults.end() ? it->second : environment.at(name);
   };
-  const std::string xdg = set_default("XDG_CACHE_HOME", scratch + "/.cache");
-  const std::string hf = set_default("HF_HOME", xdg + "/huggingface");
-  const std::string torch = set_default("TORCH_HOME", xdg + "/torch");
-  set_default("TORCHINDUCTOR_CACHE_DIR", torch + "/inductor");
-  set_default("TRITON_CACHE_DIR", xdg + "/triton");
-  set_default("VLLM_CACHE_ROOT", xdg + "/vllm");
-  const std::string tmp = set_default("TMPDIR", scratch + "/tmp");
-  start.directories = {start.output_dir, xdg, hf, torch, tmp};
+  start.directories = {start.output_dir,
+                       effective("XDG_CACHE_HOME"),
+                       effective("HF_HOME"),
+                       effective("TORCH_HOME"),
+                       effective("TMPDIR")};
   return start;
 }
 
@@ -168,10 +157,10 @@ void run_single_node(const SingleNodeStart &start, proc::Runner &runner) {
   } else {
     // The source TOML is never edited: the rewrite goes to a container-local file.
     fs::create_directories(fs::path(start.runtime_toml).parent_path(), ec);
-    pb::fs::write_file_atomic(start.runtime_toml, rewrite_environment_ids(document));
+    pb::fs::write_file_atomic(start.runtime_toml, launch::rewrite_environment_ids(document));
     training.argv.push_back(start.runtime_toml);
   }
   proc::exec_replace(training);
 }
 
-} // namespace pb::launch
+} // namespace pb::node

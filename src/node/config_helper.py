@@ -1,15 +1,11 @@
-// SPDX-License-Identifier: MIT
-// The one piece of the node runtime that stays in Python (decisions.md §1): resolving the
-// training TOML through Prime-RL's own config models. The binary writes this helper out and runs
-// it with python3; the helper reads a JSON request, lets Prime-RL validate the config and write
-// its per-component TOMLs, and answers with JSON (env maps and runtime values). Everything else
-// (env files, runtime.ready, stale-state cleanup) is done in C++ by the caller.
-#include "config_helper.hpp"
-
-namespace pb::node {
-
-const char *config_helper_source() {
-  return R"PY(# Written by primebeaker (node runtime): resolves a training TOML through Prime-RL.
+# SPDX-License-Identifier: MIT
+# The one piece of the node runtime that stays in Python (docs/node.md, "Config
+# materialisation"): resolving the training TOML through Prime-RL's own config models. The
+# binary embeds this file (src/node/CMakeLists.txt), writes it out and runs it with python3; it
+# reads a JSON request, lets Prime-RL validate the config and write its per-component TOMLs, and
+# answers with JSON (env maps and runtime values). Everything else (env files, runtime.ready,
+# stale-state cleanup) is done in C++ by the caller.
+# Written by primebeaker (node runtime): resolves a training TOML through Prime-RL.
 # usage: python3 <this file> <request.json> <result.json>
 import json
 import os
@@ -169,7 +165,3 @@ def main():
 
 if __name__ == "__main__":
     sys.exit(main())
-)PY";
-}
-
-} // namespace pb::node

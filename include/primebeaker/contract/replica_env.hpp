@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: MIT
+// The replica contract (docs/contract.md): the environment a launch gives every Beaker replica,
+// as one typed value. `launch` renders it (to_env), `node rl|sft|single` read it (from_env),
+// `rl resume` decodes a source experiment with its names and decoders, and `run` adds its
+// managed-service names. Every name lives here; required services, registry URIs, counts and
+// paths are typed values checked once, with the parser the replica itself uses.
+#pragma once
+
+#include <primebeaker/registry/location.hpp>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pb::contract {
+
+using EnvMap = std::map<std::string, std::string>;
+
+// The environment names of the contract (docs/contract.md has the table).
+namespace var {
+inline constexpr const char *home = "HOME";
+inline constexpr const char *working_dir = "WORKING_DIR";
+inline constexpr const char *scratch = "SCRATCH";
+inline constexpr const char *config_path = "CONFIG_PATH";
+inline constexpr const char *output_dir = "OUTPUT_DIR";
+inline constexpr const char *wandb_run_id = "WANDB_RUN_ID";
+inline constexpr const char *wandb_resume = "WANDB_RESUME";
+inline constexpr const char *wandb_shared_run_id = "WANDB_SHARED_RUN_ID";
+inline constexpr const char *wandb_entity = "WANDB_ENTITY";
+inline constexpr const char *setup_command = "PRIMEBEAKER_SETUP_COMMAND";
+inline constexpr const char *experiment_name = "EXPERIMENT_NAME";
+inline constexpr const char *num_gpus = "NUM_GPUS";
+inline constexpr const char *registry = "REGISTRY";
+inline constexpr const char *launch_id = "LAUNCH_ID";
+inline constexpr const char *rendezvous_dir = "RENDEZVOUS_DIR";
+inline constexpr const char *rendezvous_timeout_seconds = "RENDEZVOUS_TIMEOUT_SECONDS";
+inline constexpr const char *total_nodes = "TOTAL_NODES";
+inline constexpr const char *gpus_per_node = "GPUS_PER_NODE";
+inline constexpr const char *total_infer_ranks = "TOTAL_INFER_RANKS";
+inline constexpr const char *trainer_gpu_count = "TRAINER_GPU_COUNT";
+inline constexpr const char *mixed_infer_gpu_count = "MIXED_INFER_GPU_COUNT";
+inline constexpr const char *gateway_port = "GATEWAY_PORT";
+inline constexpr const char *gateway_workers = "GATEWAY_WORKERS";
+inline constexpr const char *required_services = "REQUIRED_LITEREGISTRY_SERVICES";
+inline constexpr const char *local_search_model_paths = "LOCAL_SEARCH_MODEL_PATHS_JSON";
+// Set by Beaker on every replica, not by the launch.
+inline constexpr const char *replica_rank = "BEAKER_REPLICA_RANK";
+inline constexpr const char *job_id = "BEAKER_JOB_ID";
+// Added by `run` (through --env / --secret) so the trainer stops the managed service stack.
+inline constexpr const char *managed_service_experiment_id =
+    "PRIMEBEAKER_MANAGED_SERVICE_EXPERIMENT_ID";
+inline constexpr const char *beaker_token = "BEAKER_TOKEN";
+} // namespace var
+
+// What the contract accepts: the limits every replica checks, so a launch can refuse the same
+// values up front. GPU and node limits live in primerl (primerl/limits.hpp).
+inline constexpr std::int64_t k_max_gateway_workers = 100'000;
+inline constexpr std::int64_t k_max_rendezvous_timeout_seconds = 1'000'000'000;
+inline constexpr std::int64_t k_max_service_count = 1'000'000;
+
+// The four replica shapes a launch renders.
+enum class Kind { single_sft, single_rl, multi_sft, multi_rl };
+bool is_multi_node(Kind kind);
+bool is_rl(Kind kind);
+
+// A LiteRegistry URI as the replica receives it (text, verbatim) and as the replica's own
+// parser reads it (location). Equal when the text is.
+struct RegistryUri {
+  std::string text;
+  registry::Location location;
+  bool operator==(const RegistryUri &other) const { return text == other.text; }
+};
+
+// Parses `text` with registry::parse_location against the container's working directory and
+// home. `opened_natively` (multi-node RL, whose replicas open the registry with this binary)
+// also refuses rediss://, plain or behind head+: Debian's hiredis has no TLS. Errors are
+// pb::Error exit 2 starting with `what` ("--registry", "REGISTRY").
+RegistryUri parse_registry(std::string_view text,
+                           const registry::ParseContext &context,
+                           std::string_view what,
+                           bool opened_natively = true);
+
+// Service name -> how many live servers the replicas wait for.
+using RequiredServices = std::map<std::string, std::int64_t>;
+
+// REQUIRED_LITEREGISTRY_SERVICES: a JSON object of non-empty name -> integer count in
+// 1..k_max_service_count. `accept_string_counts` also takes "3" (older launchers wrote
+// strings; rl resume reads those). Throws pb::Error exit 2 "invalid REQUIRED_...: ...".
+RequiredServices decode_required_services(std::string_view json, bool accept_string_counts = false);
+std::string encode_required_services(const RequiredServices &services); // {"a":1,"b":2}
+
+// LOCAL_SEARCH_MODEL_PATHS_JSON: a JSON array of non-empty strings ("[\"a\", \"b\"]").
+std::vector<std::string> decode_string_list(std::string_view json, std::string_view name);
+std::string encode_string_list(const std::vector<std::string> &items);
+
+// The whole contract of one launch. Fields not used by `kind` stay at their defaults.
+struct ReplicaEnv {
+  Kind kind = Kind::single_sft;
+
+  // Every replica.
+  std::string home;
+  std::string working_dir;
+  std::string scratch;
+  std::string config_path;
+  std::string output_dir;
+  std::string wandb_run_id;
+  std::optional<std::string> setup_command;
+
+  // Single node.
+  std::string experiment_name;
+  std::int64_t num_gpus = 0;
+
+  // RL (and multi-node SFT: wandb_shared_run_id).
+  std::string wandb_shared_run_id;
+  std::optional<std::string> wandb_entity; // single-node RL
+  std::optional<RegistryUri> registry;     // optional single-node, required multi-node RL
+
+  // Multi node.
+  std::string launch_id;
+  std::string rendezvous_dir;
+  std::int64_t rendezvous_timeout_seconds = 0;
+  std::int64_t total_nodes = 0;
+  std::int64_t gpus_per_node = 0;
+
+  // Multi-node RL.
+  std::int64_t total_infer_ranks = 0;
+  std::int64_t trainer_gpu_count = 0;
+  std::int64_t mixed_infer_gpu_count = 0;
+  std::int64_t gateway_port = 0;
+  std::int64_t gateway_workers = 0;
+  RequiredServices required_services;
+  std::vector<std::string> local_search_model_paths;
+
+  // Every name `kind` carries, with WANDB_RESUME=allow. Throws pb::Error exit 2 naming the
+  // variable when a value is outside the contract (check()).
+  EnvMap to_env() const;
+
+  // Reads the contract of `kind` from a replica's environment: names the replica needs must be
+  // set and non-empty (all missing ones named at once, see required_names), the others are read
+  // when present. Malformed or out-of-range values throw pb::Error exit 2 naming the variable.
+  static ReplicaEnv from_env(Kind kind, const EnvMap &env);
+
+  // The range checks of from_env on a value (to_env runs them too).
+  void check() const;
+
+  bool operator==(const ReplicaEnv &other) const = default;
+};
+
+// The names a replica of `kind` cannot start without, in the order messages list them.
+std::vector<std::string> required_names(Kind kind);
+
+// Throws pb::Error exit 2 "missing required environment variable(s): A, B" for every name of
+// `names` that is unset or empty in `env`.
+void require_set(const EnvMap &env, const std::vector<std::string> &names);
+
+// Whether a launch of `kind` writes `name` (so users may not set it with --env, and rl resume
+// regenerates rather than carries it).
+bool is_launcher_owned(std::string_view name, Kind kind);
+
+} // namespace pb::contract

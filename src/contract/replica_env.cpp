@@ -1,0 +1,380 @@
+// SPDX-License-Identifier: MIT
+#include <primebeaker/contract/replica_env.hpp>
+#include <primebeaker/core/error.hpp>
+#include <primebeaker/core/text.hpp>
+#include <primebeaker/primerl/limits.hpp>
+#include <primebeaker/registry/registry.hpp>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <set>
+
+namespace pb::contract {
+
+namespace {
+
+struct Range {
+  std::int64_t min;
+  std::int64_t max;
+};
+
+constexpr Range k_timeout_range{1, k_max_rendezvous_timeout_seconds};
+constexpr Range k_nodes_range{1, primerl::k_max_nodes};
+constexpr Range k_gpus_range{1, primerl::k_max_gpus_per_node};
+constexpr Range k_optional_gpus_range{0, primerl::k_max_gpus_per_node};
+constexpr Range k_ranks_range{1, primerl::k_max_infer_ranks};
+constexpr Range k_port_range{1, 65535};
+constexpr Range k_workers_range{1, k_max_gateway_workers};
+
+std::optional<std::int64_t> parse_whole(std::string_view text) {
+  text = text::trim(text);
+  std::int64_t value = 0;
+  const char *end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec != std::errc() || ptr != end) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+Error out_of_range(const char *name, const std::string &raw, Range range) {
+  return usage_error(fmt::format(
+      "invalid {}='{}': expected an integer from {} to {}", name, raw, range.min, range.max));
+}
+
+std::int64_t integer_var(const EnvMap &env, const char *name, Range range) {
+  const std::string &raw = env.at(name);
+  const auto value = parse_whole(raw);
+  if (!value || *value < range.min || *value > range.max) {
+    throw out_of_range(name, raw, range);
+  }
+  return *value;
+}
+
+void check_range(const char *name, std::int64_t value, Range range) {
+  if (value < range.min || value > range.max) {
+    throw out_of_range(name, std::to_string(value), range);
+  }
+}
+
+std::string string_or_empty(const EnvMap &env, const char *name) {
+  const auto it = env.find(name);
+  return it == env.end() ? std::string() : it->second;
+}
+
+std::optional<std::string> present(const EnvMap &env, const char *name) {
+  const auto it = env.find(name);
+  return it == env.end() ? std::nullopt : std::optional<std::string>(it->second);
+}
+
+std::optional<std::string> non_empty(const EnvMap &env, const char *name) {
+  const auto it = env.find(name);
+  return it == env.end() || it->second.empty() ? std::nullopt
+                                               : std::optional<std::string>(it->second);
+}
+
+registry::ParseContext replica_context(const ReplicaEnv &replica) {
+  return {replica.working_dir, replica.home};
+}
+
+const std::vector<std::string> &single_required() {
+  static const std::vector<std::string> names = {
+      var::config_path, var::output_dir, var::working_dir, var::scratch};
+  return names;
+}
+
+const std::vector<std::string> &multi_sft_required() {
+  static const std::vector<std::string> names = {var::total_nodes,
+                                                 var::gpus_per_node,
+                                                 var::config_path,
+                                                 var::output_dir,
+                                                 var::working_dir,
+                                                 var::scratch,
+                                                 var::launch_id,
+                                                 var::rendezvous_dir,
+                                                 var::rendezvous_timeout_seconds};
+  return names;
+}
+
+const std::vector<std::string> &multi_rl_required() {
+  static const std::vector<std::string> names = {var::total_nodes,
+                                                 var::total_infer_ranks,
+                                                 var::gpus_per_node,
+                                                 var::trainer_gpu_count,
+                                                 var::mixed_infer_gpu_count,
+                                                 var::config_path,
+                                                 var::output_dir,
+                                                 var::working_dir,
+                                                 var::scratch,
+                                                 var::launch_id,
+                                                 var::rendezvous_dir,
+                                                 var::rendezvous_timeout_seconds,
+                                                 var::registry,
+                                                 var::gateway_port,
+                                                 var::gateway_workers,
+                                                 var::required_services,
+                                                 var::local_search_model_paths};
+  return names;
+}
+
+} // namespace
+
+bool is_multi_node(Kind kind) {
+  return kind == Kind::multi_sft || kind == Kind::multi_rl;
+}
+
+bool is_rl(Kind kind) {
+  return kind == Kind::single_rl || kind == Kind::multi_rl;
+}
+
+RegistryUri parse_registry(std::string_view text,
+                           const registry::ParseContext &context,
+                           std::string_view what,
+                           bool opened_natively) {
+  RegistryUri uri;
+  uri.text = std::string(text);
+  try {
+    uri.location = registry::parse_location(text, context);
+  } catch (const Error &error) {
+    throw usage_error(fmt::format("{}: {}", what, error.what()));
+  }
+  const registry::Location *redis = &uri.location;
+  if (uri.location.kind == registry::BackendKind::head && uri.location.head_backend) {
+    redis = uri.location.head_backend.get();
+  }
+  if (opened_natively && redis->kind == registry::BackendKind::redis && redis->redis.tls) {
+    throw usage_error(fmt::format("{}: {}", what, registry::tls_unsupported_message(redis->redis)));
+  }
+  return uri;
+}
+
+RequiredServices decode_required_services(std::string_view json, bool accept_string_counts) {
+  const auto parsed = nlohmann::json::parse(json, nullptr, false);
+  if (!parsed.is_object()) {
+    throw usage_error(fmt::format("invalid {}: expected a JSON object of service name to count, "
+                                  "got {}",
+                                  var::required_services,
+                                  json));
+  }
+  RequiredServices out;
+  for (const auto &[name, count] : parsed.items()) {
+    std::optional<std::int64_t> value;
+    if (count.is_number_integer()) {
+      value = count.get<std::int64_t>();
+    } else if (accept_string_counts && count.is_string()) {
+      value = parse_whole(count.get<std::string>());
+    }
+    if (name.empty() || !value || *value < 1 || *value > k_max_service_count) {
+      throw usage_error(fmt::format("invalid {}: '{}' needs a positive integer count (at most "
+                                    "{}), got {}",
+                                    var::required_services,
+                                    name,
+                                    k_max_service_count,
+                                    count.dump()));
+    }
+    out[name] = *value;
+  }
+  return out;
+}
+
+std::string encode_required_services(const RequiredServices &services) {
+  return nlohmann::json(services).dump();
+}
+
+std::vector<std::string> decode_string_list(std::string_view json, std::string_view name) {
+  const auto parsed = nlohmann::json::parse(json, nullptr, false);
+  if (!parsed.is_array() || !std::all_of(parsed.begin(), parsed.end(), [](const auto &item) {
+        return item.is_string() && !item.template get<std::string>().empty();
+      })) {
+    throw usage_error(
+        fmt::format("invalid {}: expected a JSON array of non-empty strings, got {}", name, json));
+  }
+  std::vector<std::string> out;
+  for (const auto &item : parsed) {
+    out.push_back(item.get<std::string>());
+  }
+  return out;
+}
+
+std::string encode_string_list(const std::vector<std::string> &items) {
+  std::vector<std::string> quoted;
+  for (const auto &item : items) {
+    quoted.push_back(nlohmann::json(item).dump());
+  }
+  return "[" + text::join(quoted, ", ") + "]";
+}
+
+std::vector<std::string> required_names(Kind kind) {
+  switch (kind) {
+  case Kind::multi_sft:
+    return multi_sft_required();
+  case Kind::multi_rl:
+    return multi_rl_required();
+  default:
+    return single_required();
+  }
+}
+
+void require_set(const EnvMap &env, const std::vector<std::string> &names) {
+  std::vector<std::string> missing;
+  for (const auto &name : names) {
+    const auto it = env.find(name);
+    if (it == env.end() || it->second.empty()) {
+      missing.push_back(name);
+    }
+  }
+  if (missing.size() == 1) {
+    throw usage_error("missing required environment variable: " + missing.front());
+  }
+  if (!missing.empty()) {
+    throw usage_error("missing required environment variables: " + text::join(missing, ", "));
+  }
+}
+
+void ReplicaEnv::check() const {
+  if (!is_multi_node(kind)) {
+    check_range(var::num_gpus, num_gpus, k_optional_gpus_range);
+    return;
+  }
+  check_range(var::rendezvous_timeout_seconds, rendezvous_timeout_seconds, k_timeout_range);
+  check_range(var::total_nodes, total_nodes, k_nodes_range);
+  check_range(var::gpus_per_node, gpus_per_node, k_gpus_range);
+  if (kind == Kind::multi_rl) {
+    if (!registry) {
+      throw usage_error(fmt::format("missing required environment variable: {}", var::registry));
+    }
+    check_range(var::total_infer_ranks, total_infer_ranks, k_ranks_range);
+    check_range(var::trainer_gpu_count, trainer_gpu_count, k_gpus_range);
+    check_range(var::mixed_infer_gpu_count, mixed_infer_gpu_count, k_optional_gpus_range);
+    check_range(var::gateway_port, gateway_port, k_port_range);
+    check_range(var::gateway_workers, gateway_workers, k_workers_range);
+    for (const auto &[name, count] : required_services) {
+      if (name.empty() || count < 1 || count > k_max_service_count) {
+        throw usage_error(fmt::format("invalid {}: '{}' needs a positive integer count (at most "
+                                      "{}), got {}",
+                                      var::required_services,
+                                      name,
+                                      k_max_service_count,
+                                      count));
+      }
+    }
+    if (std::any_of(local_search_model_paths.begin(),
+                    local_search_model_paths.end(),
+                    [](const auto &path) { return path.empty(); })) {
+      throw usage_error(
+          fmt::format("invalid {}: paths cannot be empty", var::local_search_model_paths));
+    }
+  }
+}
+
+EnvMap ReplicaEnv::to_env() const {
+  check();
+  EnvMap env;
+  env[var::home] = home;
+  env[var::working_dir] = working_dir;
+  env[var::scratch] = scratch;
+  env[var::config_path] = config_path;
+  env[var::output_dir] = output_dir;
+  env[var::wandb_run_id] = wandb_run_id;
+  env[var::wandb_resume] = "allow";
+  if (setup_command) {
+    env[var::setup_command] = *setup_command;
+  }
+  if (!is_multi_node(kind)) {
+    env[var::experiment_name] = experiment_name;
+    env[var::num_gpus] = std::to_string(num_gpus);
+    if (kind == Kind::single_rl) {
+      env[var::wandb_shared_run_id] = wandb_shared_run_id;
+      if (wandb_entity) {
+        env[var::wandb_entity] = *wandb_entity;
+      }
+      if (registry) {
+        env[var::registry] = registry->text;
+      }
+    }
+    return env;
+  }
+  env[var::launch_id] = launch_id;
+  env[var::rendezvous_dir] = rendezvous_dir;
+  env[var::rendezvous_timeout_seconds] = std::to_string(rendezvous_timeout_seconds);
+  env[var::wandb_shared_run_id] = wandb_shared_run_id;
+  env[var::total_nodes] = std::to_string(total_nodes);
+  env[var::gpus_per_node] = std::to_string(gpus_per_node);
+  if (kind == Kind::multi_rl) {
+    env[var::registry] = registry->text;
+    env[var::total_infer_ranks] = std::to_string(total_infer_ranks);
+    env[var::trainer_gpu_count] = std::to_string(trainer_gpu_count);
+    env[var::mixed_infer_gpu_count] = std::to_string(mixed_infer_gpu_count);
+    env[var::gateway_port] = std::to_string(gateway_port);
+    env[var::gateway_workers] = std::to_string(gateway_workers);
+    env[var::required_services] = encode_required_services(required_services);
+    env[var::local_search_model_paths] = encode_string_list(local_search_model_paths);
+  }
+  return env;
+}
+
+ReplicaEnv ReplicaEnv::from_env(Kind kind, const EnvMap &env) {
+  require_set(env, required_names(kind));
+  ReplicaEnv out;
+  out.kind = kind;
+  out.home = string_or_empty(env, var::home);
+  out.working_dir = env.at(var::working_dir);
+  out.scratch = env.at(var::scratch);
+  out.config_path = env.at(var::config_path);
+  out.output_dir = env.at(var::output_dir);
+  out.wandb_run_id = string_or_empty(env, var::wandb_run_id);
+  out.setup_command = present(env, var::setup_command);
+  out.wandb_shared_run_id = string_or_empty(env, var::wandb_shared_run_id);
+  if (!is_multi_node(kind)) {
+    out.experiment_name = string_or_empty(env, var::experiment_name);
+    if (non_empty(env, var::num_gpus)) {
+      out.num_gpus = integer_var(env, var::num_gpus, k_optional_gpus_range);
+    }
+    if (kind == Kind::single_rl) {
+      out.wandb_entity = present(env, var::wandb_entity);
+      if (const auto text = non_empty(env, var::registry)) {
+        out.registry = parse_registry(*text, replica_context(out), var::registry, false);
+      }
+    }
+    return out;
+  }
+  out.total_nodes = integer_var(env, var::total_nodes, k_nodes_range);
+  out.gpus_per_node = integer_var(env, var::gpus_per_node, k_gpus_range);
+  out.launch_id = env.at(var::launch_id);
+  out.rendezvous_dir = env.at(var::rendezvous_dir);
+  out.rendezvous_timeout_seconds =
+      integer_var(env, var::rendezvous_timeout_seconds, k_timeout_range);
+  if (kind == Kind::multi_rl) {
+    out.total_infer_ranks = integer_var(env, var::total_infer_ranks, k_ranks_range);
+    out.trainer_gpu_count = integer_var(env, var::trainer_gpu_count, k_gpus_range);
+    out.mixed_infer_gpu_count = integer_var(env, var::mixed_infer_gpu_count, k_optional_gpus_range);
+    out.registry = parse_registry(env.at(var::registry), replica_context(out), var::registry);
+    out.gateway_port = integer_var(env, var::gateway_port, k_port_range);
+    out.gateway_workers = integer_var(env, var::gateway_workers, k_workers_range);
+    out.required_services = decode_required_services(env.at(var::required_services));
+    out.local_search_model_paths =
+        decode_string_list(env.at(var::local_search_model_paths), var::local_search_model_paths);
+  }
+  return out;
+}
+
+bool is_launcher_owned(std::string_view name, Kind kind) {
+  // Every value present, so to_env() writes each name the kind can carry.
+  ReplicaEnv full;
+  full.kind = kind;
+  full.setup_command = "";
+  full.wandb_entity = "";
+  full.num_gpus = 1;
+  full.rendezvous_timeout_seconds = full.total_nodes = full.gpus_per_node = 1;
+  full.total_infer_ranks = full.trainer_gpu_count = full.gateway_port = full.gateway_workers = 1;
+  if (is_rl(kind)) {
+    full.registry = RegistryUri{"/registry", {}};
+  }
+  const EnvMap names = full.to_env();
+  return names.find(std::string(name)) != names.end();
+}
+
+} // namespace pb::contract

@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: MIT
+// make_plan, part 1: the launch flags (docs/launch.md "Validation order").
+#include "paths.hpp"
+#include "plan_parts.hpp"
+
+#include <primebeaker/beaker/client.hpp>
+#include <primebeaker/core/error.hpp>
+#include <primebeaker/images/catalog.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <tuple>
+
+namespace pb::launch::detail {
+
+namespace {
+
+bool is_env_name(std::string_view name) {
+  if (name.empty() || (name.front() >= '0' && name.front() <= '9')) {
+    return false;
+  }
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+// NAME=VALUE items of --env / --secret: split at the first '=', later duplicates win.
+std::map<std::string, std::string> parse_assignments(const std::vector<std::string> &items,
+                                                     std::string_view flag,
+                                                     std::string_view shape) {
+  std::map<std::string, std::string> out;
+  for (const auto &item : items) {
+    const auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == item.size()) {
+      throw usage_error(fmt::format("--{} expects {}, got '{}'", flag, shape, item));
+    }
+    const std::string name = item.substr(0, eq);
+    if (!is_env_name(name)) {
+      throw usage_error(fmt::format("--{}: '{}' is not an environment variable name (letters, "
+                                    "digits and '_', not starting with a digit)",
+                                    flag,
+                                    name));
+    }
+    out[name] = item.substr(eq + 1);
+  }
+  return out;
+}
+
+// NAME=COUNT items of --required-service, with the replica's count limit.
+contract::RequiredServices parse_required_services(const std::vector<std::string> &items) {
+  contract::RequiredServices out;
+  for (const auto &item : items) {
+    const auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == item.size()) {
+      throw usage_error(fmt::format("--required-service expects NAME=COUNT, got '{}'", item));
+    }
+    const std::string count_text = item.substr(eq + 1);
+    std::int64_t count = 0;
+    const auto [end, ec] =
+        std::from_chars(count_text.data(), count_text.data() + count_text.size(), count);
+    if (ec != std::errc() || end != count_text.data() + count_text.size()) {
+      throw usage_error(fmt::format(
+          "--required-service expects NAME=COUNT, got {}='{}'", item.substr(0, eq), count_text));
+    }
+    if (count < 1) {
+      throw usage_error(fmt::format("--required-service counts must be positive, got '{}'", item));
+    }
+    if (count > contract::k_max_service_count) {
+      throw usage_error(fmt::format("--required-service counts must be at most {}, got '{}'",
+                                    contract::k_max_service_count,
+                                    item));
+    }
+    out[item.substr(0, eq)] = count;
+  }
+  return out;
+}
+
+bool disables_secret(const std::string &value) {
+  return value.empty() || value == "None" || value == "none" || value == "null" ||
+         value == "False" || value == "false";
+}
+
+std::string require_absolute_flag(const std::string &flag, const std::string &value) {
+  if (value.empty() || value.front() != '/') {
+    throw usage_error(
+        fmt::format("--{} must be an absolute container path, got '{}'", flag, value));
+  }
+  return normalize_path(value);
+}
+
+void check_range(const char *flag, std::int64_t value, std::int64_t min, std::int64_t max) {
+  if (value < min) {
+    throw usage_error(fmt::format("--{} must be {}, got {}",
+                                  flag,
+                                  min == 1 ? std::string("> 0") : fmt::format(">= {}", min),
+                                  value));
+  }
+  if (value > max) {
+    throw usage_error(fmt::format("--{} must be at most {}, got {}", flag, max, value));
+  }
+}
+
+} // namespace
+
+void check_basic_flags(const LaunchOptions &options, ValidatedFlags &flags) {
+  if (options.priority != "normal" && options.priority != "high" && options.priority != "urgent") {
+    throw usage_error(
+        fmt::format("--priority must be normal, high, or urgent, got '{}'", options.priority));
+  }
+  if (!beaker::is_workspace_name(options.workspace)) {
+    throw usage_error(
+        fmt::format("--workspace must look like ACCOUNT/NAME, got '{}'", options.workspace));
+  }
+  if (options.min_runtime_hours < 0) {
+    throw usage_error(
+        fmt::format("--min-runtime-hours must be >= 0, got {}", options.min_runtime_hours));
+  }
+  if (options.dataset.empty()) {
+    throw usage_error("--dataset cannot be empty");
+  }
+  flags.mount = require_absolute_flag("mount-path", options.mount_path);
+  flags.working_dir = require_absolute_flag("working-dir", options.working_dir);
+  flags.scratch_dir = require_absolute_flag("scratch-dir", options.scratch_dir);
+  flags.home_dir = require_absolute_flag("home-dir", options.home_dir);
+}
+
+void check_flags(const LaunchOptions &options, Program program, bool multi, ValidatedFlags &flags) {
+  flags.image_ref =
+      options.image.empty()
+          ? images::Catalog::builtin().default_location(options.workspace).immutable_uri
+          : options.image;
+  flags.clusters =
+      options.clusters.empty() ? std::vector<std::string>{"ai2/holmes"} : options.clusters;
+  flags.user_env = parse_assignments(options.env, "env", "NAME=VALUE");
+  auto &secrets = flags.secrets;
+  secrets = parse_assignments(options.secrets, "secret", "NAME=SECRETNAME");
+  if (multi) {
+    check_range("rendezvous-timeout-seconds",
+                options.rendezvous_timeout_seconds,
+                1,
+                contract::k_max_rendezvous_timeout_seconds);
+  }
+  flags.required_services = parse_required_services(options.required_services);
+  if (multi && program == Program::rl) {
+    if (options.gateway_port < 1 || options.gateway_port > 65535) {
+      throw usage_error(
+          fmt::format("--gateway-port must be in 1..65535, got {}", options.gateway_port));
+    }
+    check_range("gateway-workers", options.gateway_workers, 1, contract::k_max_gateway_workers);
+  }
+  if (program == Program::rl && !options.registry.empty()) {
+    // The replica parses REGISTRY in its working directory with its HOME; multi-node replicas
+    // also open it natively, which rediss:// cannot be (contract::parse_registry).
+    flags.registry = contract::parse_registry(
+        options.registry, {flags.working_dir, flags.home_dir}, "--registry", multi);
+  }
+  for (const auto &[variable, flag, chosen] :
+       {std::tuple{"WANDB_API_KEY", "wandb-secret", options.wandb_secret},
+        std::tuple{"HF_TOKEN", "hf-secret", options.hf_secret}}) {
+    const bool user_secret = secrets.count(variable) > 0;
+    if (!chosen) {
+      if (!user_secret) {
+        secrets[variable] = variable; // the default secret name equals the variable name
+      }
+    } else if (!disables_secret(*chosen)) {
+      if (user_secret) {
+        throw usage_error(fmt::format("--secret {}={} and --{}={} both set {}; keep one (or "
+                                      "pass --{}='' to use --secret)",
+                                      variable,
+                                      secrets[variable],
+                                      flag,
+                                      *chosen,
+                                      variable,
+                                      flag));
+      }
+      secrets[variable] = *chosen;
+    }
+  }
+}
+
+} // namespace pb::launch::detail

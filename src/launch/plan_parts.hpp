@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: MIT
+// The seams of make_plan (private to the launch module): flags -> ValidatedFlags, the training
+// TOML -> TopologyRead (one reader per topology), then the container env and the experiment in
+// plan.cpp. All pure.
+#pragma once
+
+#include <primebeaker/beaker/spec.hpp>
+#include <primebeaker/contract/replica_env.hpp>
+#include <primebeaker/launch/launch.hpp>
+#include <primebeaker/primerl/config.hpp>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pb::launch::detail {
+
+// Every flag checked, in the order the checks run (docs/launch.md "Validation order").
+struct ValidatedFlags {
+  std::string mount;       // normalized container paths
+  std::string working_dir; //
+  std::string scratch_dir; //
+  std::string home_dir;    //
+  std::string image_ref;
+  std::vector<std::string> clusters;
+  std::map<std::string, std::string> user_env;
+  std::map<std::string, std::string> secrets; // with the W&B / HF defaults applied
+  contract::RequiredServices required_services;
+  std::optional<contract::RegistryUri> registry; // RL with --registry
+};
+
+// Flags that need nothing but themselves: priority, workspace, runtime, dataset, container
+// paths. Throws pb::Error exit 2 naming the flag.
+void check_basic_flags(const LaunchOptions &options, ValidatedFlags &flags);
+
+// The rest, once the topology is known: image, clusters, --env/--secret, multi-node knobs and
+// the registry URI (through the replica's own parser). Throws pb::Error exit 2.
+void check_flags(const LaunchOptions &options, Program program, bool multi, ValidatedFlags &flags);
+
+// A TOML path key the mount check compares: label for messages, value as written.
+struct CheckedPath {
+  std::string label; // "--working-dir" or "output_dir at file.toml:3:1"
+  std::string value;
+  bool from_toml = false;
+};
+
+// What one topology reader takes from the TOML.
+struct TopologyRead {
+  primerl::Wandb wandb;
+  primerl::PathKey output_dir;
+  std::vector<CheckedPath> paths; // TOML paths that must lie under the mount
+  std::string task_name;
+  std::string description_kind; // "SFT", "multi-node RL", ...
+  std::int64_t gpu_count = 0;   // per task (single node) or per replica (multi node)
+  std::int64_t replicas = 0;    // multi node only
+  contract::ReplicaEnv replica; // the topology's fields (counts, local search paths)
+};
+
+// Reads the launch keys of the topology `kind` names (docs/launch.md "TOML keys"). Throws
+// pb::Error exit 3 naming the key with line:column.
+TopologyRead read_topology(const toml::Document &document, contract::Kind kind);
+
+// The real path of `path` as the glue resolved it (LaunchInputs::real_paths), else `path`.
+std::string real_path(const LaunchInputs &inputs, const std::string &path);
+
+// Whether `path` is `root` or inside it / Python's pathlib normalisation (paths.hpp).
+std::string absolute_normalized(const LaunchInputs &inputs, const std::string &path);
+
+} // namespace pb::launch::detail
