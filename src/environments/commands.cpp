@@ -162,7 +162,8 @@ void run_score(const ScoreOptions &o) {
     throw usage_error(fmt::format("--args is not valid JSON: {}", error.what()));
   }
   for (const auto &p : validate_args(environment, args)) {
-    if (p.error) {
+    // Scoring needs no dataset: only the arguments given are checked.
+    if (p.error && !p.key_path.empty()) {
       throw usage_error(
           fmt::format("--args: {}{}{}", p.key_path, p.key_path.empty() ? "" : ": ", p.message));
     }

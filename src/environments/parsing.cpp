@@ -112,10 +112,10 @@ bool truthy(const J &v) {
   if (v.is_number()) {
     return v.get<double>() != 0.0;
   }
-  if (v.is_string() || v.is_array() || v.is_object()) {
-    return !v.empty();
+  if (v.is_string()) {
+    return !v.get_ref<const std::string &>().empty();
   }
-  return true;
+  return !v.empty();
 }
 
 std::optional<J> first_json_value(std::string_view text) {

@@ -397,7 +397,7 @@ void dump_string(std::string_view s, bool ensure_ascii, std::string &out) {
   out.push_back('"');
   for (size_t i = 0; i < s.size();) {
     const auto b = static_cast<unsigned char>(s[i]);
-    if (b >= 0x20 && b < 0x80 && b != '"' && b != '\\') {
+    if (b >= 0x20 && b < 0x7F && b != '"' && b != '\\') {
       out.push_back(static_cast<char>(b));
       ++i;
       continue;
@@ -434,7 +434,7 @@ void dump_string(std::string_view s, bool ensure_ascii, std::string &out) {
     default:
       break;
     }
-    if (b < 0x20) {
+    if (b < 0x20 || (b == 0x7F && ensure_ascii)) {
       out += fmt::format("\\u{:04x}", b);
       ++i;
       continue;

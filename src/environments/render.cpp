@@ -46,10 +46,10 @@ bool truthy_field(const J &output, const char *key) {
   if (v.is_number()) {
     return v.get<double>() != 0;
   }
-  if (v.is_string() || v.is_array() || v.is_object()) {
-    return !v.empty();
+  if (v.is_string()) {
+    return !v.get_ref<const std::string &>().empty();
   }
-  return false;
+  return (v.is_array() || v.is_object()) && !v.empty();
 }
 
 } // namespace
