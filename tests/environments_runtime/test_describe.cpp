@@ -241,7 +241,7 @@ TEST(ServeBinary, ScoresTheLabelEnvironment) {
             (json{{"valid_format", 1.0}, {"correct_label", 0.0}}));
 }
 
-TEST(ServeBinary, ProtocolMismatchAndUnknownEnvironmentAreErrorReplies) {
+TEST(ServeBinary, ProtocolMismatchUnknownEnvironmentAndMultiTurnOpenAreErrorReplies) {
   ServeChild serve;
   const json hello = serve.send({{"id", 1}, {"op", "hello"}, {"protocol", 99}, {"client", "t"}});
   EXPECT_FALSE(hello["ok"]);
@@ -251,6 +251,16 @@ TEST(ServeBinary, ProtocolMismatchAndUnknownEnvironmentAreErrorReplies) {
   EXPECT_FALSE(unknown["ok"]);
   EXPECT_EQ(unknown["error"]["kind"], "environment");
   EXPECT_NE(unknown["error"]["message"].get<std::string>().find("no-such-env"), std::string::npos);
+  // Multi-turn sessions are refused plainly until the rollout engine lands (docs, Status).
+  const json open = serve.send({{"id", 3},
+                                {"op", "open"},
+                                {"session", "m"},
+                                {"env", "tool-label"},
+                                {"args", {{"dataset", "d"}}},
+                                {"row", json::object()}});
+  EXPECT_FALSE(open["ok"]);
+  EXPECT_EQ(open["error"]["kind"], "environment");
+  EXPECT_NE(open["error"]["message"].get<std::string>().find("not available"), std::string::npos);
 }
 
 } // namespace
