@@ -6,22 +6,10 @@ build tree's build/ci/primebeaker."""
 import asyncio
 import json
 import os
-import sys
 import tempfile
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(REPO, "python"))
-try:
-    import verifiers as vf  # noqa: F401
-except ImportError:
-    sys.path.insert(0, os.path.join(HERE, "stand_in"))
-    import verifiers as vf
-try:
-    import datasets  # noqa: F401
-except ImportError:
-    sys.path.insert(0, os.path.join(HERE, "stand_in"))
+from shim_paths import HERE, REPO, vf  # noqa: E402,F401 (sets sys.path first)
 
 from primebeaker.environments import _child  # noqa: E402
 
