@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: MIT
+// The catalog of the 16 bundled environments (16 names, 15 legacy aliases, 13 behaviours),
+// name resolution and the parameter tables `environments show` and validation use.
+// See docs/environments.md.
+#pragma once
+
+#include <primebeaker/core/json.hpp>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pb::environments {
+
+// The 13 distinct behaviours (three modules re-export another module's factory).
+enum class Behaviour {
+  label,
+  code_tool_label,
+  tool_label,
+  articulated_harness,
+  podman_terminal,
+  terminal_tool_label,
+  reward_model,
+  multiple_choice_accuracy,
+  rubrichub_judge,
+  search_agent,
+  search_agent_judge,
+  search_visit_agent,
+  search_visit_agent_judge,
+};
+std::string_view behaviour_name(Behaviour behaviour);
+
+enum class ParamType {
+  string,
+  integer,
+  number, // integer or float
+  boolean,
+  string_list, // list of strings
+  int_or_none, // integer, or the string "None" (code_output_truncation)
+  any,         // any JSON value
+};
+std::string_view param_type_name(ParamType type);
+
+struct Parameter {
+  std::string name;
+  ParamType type = ParamType::string;
+  OrderedJson default_value; // null: Python None (or required)
+  bool required = false;
+  bool nullable = false;  // None is accepted (JSON null; TOML has no null)
+  std::string constraint; // human text; the checks live in validate.cpp
+};
+
+// What a factory does with keyword arguments it does not declare.
+enum class UnknownArgs { reject, forward, ignore };
+
+struct RewardTerm {
+  std::string name;
+  std::string weight; // "1.0", or the parameter that sets it
+  std::string meaning;
+};
+
+struct Environment {
+  std::string name;   // primary registry name
+  std::string module; // module stem in primebeaker.environments
+  std::vector<std::string> aliases;
+  Behaviour behaviour = Behaviour::label;
+  std::string env_class;
+  std::string max_turns;
+  std::vector<std::string> tools;
+  std::vector<RewardTerm> rewards;
+  std::vector<std::string> metrics;
+  std::vector<std::string> services;
+  UnknownArgs unknown_args = UnknownArgs::reject;
+  std::vector<Parameter> parameters;
+  std::string summary;
+
+  const Parameter *parameter(std::string_view name) const;
+  std::string entry_point() const; // primebeaker.environments.<module>:load_environment
+};
+
+// All 16 environments, in the order of docs/environments.md.
+const std::vector<Environment> &catalog();
+
+// The 31 registry keys (names and aliases) sorted by code point, as `environments list` prints.
+std::vector<std::string> registry_keys();
+
+// Library resolution: strip one trailing ".py", map '_' to '-', look up the 31 keys; else accept
+// an exact module stem. nullptr when unknown.
+const Environment *find_environment(std::string_view name);
+// As find_environment, but an unknown name is pb::Error (exit 3) "unknown environment 'X';
+// choose one of: <31 keys>".
+const Environment &resolve(std::string_view name);
+
+// The environment a Prime-RL TOML id names: a registry name or stem, a dotted module path whose
+// last component is a stem (`primebeaker.environments.jtc_label_env`), optionally followed by
+// ":load_environment". nullptr for third-party ids.
+const Environment *environment_for_id(std::string_view id);
+
+// `environments show --json`: parameters with defaults and constraints, tools, rewards, services.
+OrderedJson describe(const Environment &environment);
+
+} // namespace pb::environments

@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: MIT
+// The transport of `primebeaker environments serve --stdio`: JSON lines multiplexed by request
+// id, requests of different sessions concurrent, requests of one session in order
+// (docs/environments-runtime.md). What a request does is the Engine's business.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <stdexcept>
+#include <string>
+
+namespace pb::environments_runtime {
+
+inline constexpr int k_protocol_version = 1;
+
+// A request that failed; `kind` becomes the reply's error.kind (bad_request, unknown_session,
+// environment, infra, cancelled).
+class RequestError : public std::runtime_error {
+public:
+  RequestError(std::string kind, const std::string &message)
+      : std::runtime_error(message), m_kind(std::move(kind)) {}
+  const std::string &kind() const noexcept { return m_kind; }
+
+private:
+  std::string m_kind;
+};
+
+class Engine {
+public:
+  virtual ~Engine() = default;
+  // Runs one request (open, observe, respond, score, close, release) and returns the reply's
+  // fields as an object. Called from many threads: requests of one session never overlap,
+  // except that close and release may arrive while another request of that session runs.
+  virtual nlohmann::json handle(const std::string &op, const nlohmann::json &request) = 0;
+  // Asks the in-flight request of `session` to end soon (it then throws
+  // RequestError{"cancelled"}). Must return quickly.
+  virtual void cancel(const std::string &session) = 0;
+  // Standard input closed: release every session's resources (containers) before exiting.
+  virtual void close_all() = 0;
+};
+
+struct ServeOptions {
+  std::string server_name = "primebeaker";
+};
+
+// Reads requests from `in_fd` until end of file and writes one reply line per request to
+// `out_fd`. At end of file it cancels what is still running, waits for it, calls
+// engine.close_all() and returns.
+void serve(int in_fd, int out_fd, Engine &engine, const ServeOptions &options = {});
+
+} // namespace pb::environments_runtime

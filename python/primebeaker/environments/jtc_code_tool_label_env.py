@@ -1,0 +1,6 @@
+# SPDX-License-Identifier: MIT
+"""`code-tool-label`: the Verifiers entry point; the logic runs in the primebeaker binary."""
+
+from ._shim import make_loader
+
+load_environment = make_loader("code-tool-label")

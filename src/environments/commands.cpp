@@ -1,0 +1,297 @@
+// SPDX-License-Identifier: MIT
+// `primebeaker environments list|resolve|show|validate|parse-tool-calls|score`
+// (docs/environments.md).
+#include <primebeaker/core/command_tree.hpp>
+#include <primebeaker/core/error.hpp>
+#include <primebeaker/core/json.hpp>
+#include <primebeaker/environments/catalog.hpp>
+#include <primebeaker/environments/parsing.hpp>
+#include <primebeaker/environments/python.hpp>
+#include <primebeaker/environments/scoring.hpp>
+#include <primebeaker/environments/validate.hpp>
+#include <primebeaker/toml/value.hpp>
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iostream>
+#include <iterator>
+
+namespace pb::environments {
+namespace {
+
+struct ShowOptions {
+  std::string name;
+  bool json = false;
+};
+
+void print_show(const Environment &e) {
+  std::cout << e.name << " -> " << e.entry_point() << '\n';
+  std::cout << "  " << e.summary << '\n';
+  if (!e.aliases.empty()) {
+    std::cout << "  aliases: " << fmt::format("{}", fmt::join(e.aliases, ", ")) << '\n';
+  }
+  std::cout << "  behaviour: " << behaviour_name(e.behaviour) << " (" << e.env_class
+            << ", max turns " << e.max_turns << ")\n";
+  std::cout << "  tools: "
+            << (e.tools.empty() ? "none" : fmt::format("{}", fmt::join(e.tools, ", "))) << '\n';
+  std::cout << "  services: "
+            << (e.services.empty() ? "none" : fmt::format("{}", fmt::join(e.services, ", ")))
+            << '\n';
+  std::cout << "  parameters (unknown arguments are "
+            << (e.unknown_args == UnknownArgs::reject    ? "rejected"
+                : e.unknown_args == UnknownArgs::forward ? "forwarded"
+                                                         : "ignored")
+            << "):\n";
+  for (const auto &p : e.parameters) {
+    std::string line = fmt::format("    {} ({})", p.name, param_type_name(p.type));
+    line += p.required ? " required"
+                       : " = " + (p.default_value.is_null() ? std::string("None")
+                                                            : p.default_value.dump());
+    if (!p.constraint.empty()) {
+      line += "; " + p.constraint;
+    }
+    std::cout << line << '\n';
+  }
+  std::cout << "  rewards:\n";
+  for (const auto &r : e.rewards) {
+    std::cout << "    " << r.name << " (weight " << r.weight << "): " << r.meaning << '\n';
+  }
+  if (!e.metrics.empty()) {
+    std::cout << "  metrics: " << fmt::format("{}", fmt::join(e.metrics, ", ")) << '\n';
+  }
+}
+
+struct ValidateOptions {
+  std::string toml;
+  bool json = false;
+};
+
+void run_validate(const ValidateOptions &o) {
+  const toml::Document document = toml::Document::load(o.toml);
+  const std::string name = o.toml == "-" ? std::string("<stdin>") : o.toml;
+  const auto problems = validate_toml(document, name);
+  size_t errors = 0;
+  OrderedJson list = OrderedJson::array();
+  for (const auto &p : problems) {
+    errors += p.error ? 1 : 0;
+    if (o.json) {
+      list.push_back({{"severity", p.error ? "error" : "warning"},
+                      {"key", p.key_path},
+                      {"line", p.position.line},
+                      {"column", p.position.column},
+                      {"message", p.message}});
+    } else {
+      std::cerr << format_problem(p, name) << '\n';
+    }
+  }
+  if (o.json) {
+    print_json(std::cout, list);
+  }
+  if (errors > 0) {
+    throw Error(
+        ExitCode::bad_input,
+        fmt::format("{}: {} bad environment argument{}", name, errors, errors == 1 ? "" : "s"));
+  }
+  if (!o.json) {
+    std::cout << name << ": environment arguments OK\n";
+  }
+}
+
+struct ParseOptions {
+  std::string format = "auto";
+};
+
+std::string read_all(std::istream &in) {
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// stdin holds either a message object ({"content", "tool_calls"}) or plain text.
+void run_parse(const ParseOptions &o) {
+  const std::string input = read_all(std::cin);
+  OrderedJson message;
+  auto parsed = py::try_loads(input);
+  if (parsed && parsed->is_object()) {
+    message = *parsed;
+  } else {
+    message = {{"role", "assistant"}, {"content", input}};
+  }
+  const std::string text = message_text(message);
+  std::vector<ToolCall> calls;
+  std::string source = "none";
+  if (o.format == "structured" || o.format == "auto") {
+    if (auto structured = parse_structured_calls(message)) {
+      calls = *structured;
+      source = "structured";
+    }
+  }
+  if (source == "none" && (o.format == "qwen-json" || o.format == "auto")) {
+    calls = parse_qwen_json_calls(text);
+    source = calls.empty() ? "none" : "qwen-json";
+  }
+  if (source == "none" && (o.format == "qwen-xml" || o.format == "auto")) {
+    calls = parse_qwen_xml_calls(text);
+    source = calls.empty() ? "none" : "qwen-xml";
+  }
+  OrderedJson out = OrderedJson::object();
+  out["format"] = source;
+  OrderedJson list = OrderedJson::array();
+  for (const auto &call : calls) {
+    list.push_back(to_json(call));
+  }
+  out["calls"] = list;
+  out["reasoning"] = message_reasoning(message);
+  out["visible_content"] = strip_qwen_special_blocks(text);
+  std::cout << py::dumps(out) << '\n';
+}
+
+struct ScoreOptions {
+  std::string name;
+  std::string args = "{}";
+  std::string rollouts;
+  bool requests = false;
+};
+
+// One JSON line per rollout: {"index", "reward", "metrics"} (or "error"); exit 1 if any failed.
+void run_score(const ScoreOptions &o) {
+  const Environment &environment = resolve(o.name);
+  OrderedJson args;
+  try {
+    args = py::loads(o.args);
+  } catch (const py::JsonError &error) {
+    throw usage_error(fmt::format("--args is not valid JSON: {}", error.what()));
+  }
+  for (const auto &p : validate_args(environment, args)) {
+    // Scoring needs no dataset: only the arguments given are checked.
+    if (p.error && !p.key_path.empty()) {
+      throw usage_error(
+          fmt::format("--args: {}{}{}", p.key_path, p.key_path.empty() ? "" : ": ", p.message));
+    }
+  }
+  std::ifstream file;
+  std::istream *in = &std::cin;
+  if (o.rollouts != "-") {
+    file.open(o.rollouts, std::ios::binary);
+    if (!file) {
+      throw input_error(fmt::format("{}: cannot open the rollouts file", o.rollouts));
+    }
+    in = &file;
+  }
+  std::string line;
+  size_t index = 0;
+  size_t failed = 0;
+  std::string out;
+  while (std::getline(*in, line)) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) {
+      continue;
+    }
+    OrderedJson result = OrderedJson::object();
+    result["index"] = index;
+    try {
+      const OrderedJson rollout = py::loads(line);
+      if (o.requests) {
+        result["request"] = service_request(environment, args, rollout);
+      } else {
+        const Score score = score_rollout(environment, args, rollout);
+        result["reward"] = score.reward;
+        result["metrics"] = score.metrics;
+      }
+    } catch (const py::JsonError &error) {
+      result["error"] =
+          fmt::format("{}: line {}: invalid JSON: {}", o.rollouts, index + 1, error.what());
+      ++failed;
+    } catch (const Error &error) {
+      result["error"] = error.what();
+      ++failed;
+    }
+    out += py::dumps(result);
+    out += '\n';
+    if (out.size() > (1U << 16)) {
+      std::cout << out;
+      out.clear();
+    }
+    ++index;
+  }
+  std::cout << out;
+  std::cout.flush();
+  if (failed > 0) {
+    throw failure(fmt::format("{} of {} rollouts could not be scored", failed, index));
+  }
+}
+
+} // namespace
+
+void register_commands(pb::cli::CommandTree &tree) {
+  tree.command({"environments"}, "The bundled Verifiers environments (docs/environments.md)");
+
+  auto &list = tree.command({"environments", "list"},
+                            "Print the 31 registry keys (names and legacy aliases), sorted");
+  auto &list_json = tree.make_options<bool>();
+  list.add_flag("--json", list_json, "Print the whole catalog as JSON");
+  list.callback([&list_json] {
+    if (list_json) {
+      OrderedJson all = OrderedJson::array();
+      for (const auto &e : catalog()) {
+        all.push_back(describe(e));
+      }
+      print_json(std::cout, all);
+      return;
+    }
+    for (const auto &key : registry_keys()) {
+      std::cout << key << '\n';
+    }
+  });
+
+  auto &resolve_name = tree.make_options<std::string>();
+  auto &resolve_cmd = tree.command({"environments", "resolve"},
+                                   "Print primebeaker.environments.<module>:load_environment");
+  resolve_cmd.add_option("NAME", resolve_name, "registry name, alias or module stem")->required();
+  resolve_cmd.callback(
+      [&resolve_name] { std::cout << resolve(resolve_name).entry_point() << '\n'; });
+
+  auto &show = tree.make_options<ShowOptions>();
+  auto &show_cmd = tree.command({"environments", "show"},
+                                "Describe an environment: parameters, tools, rewards, services");
+  show_cmd.add_option("NAME", show.name, "registry name, alias or module stem")->required();
+  show_cmd.add_flag("--json", show.json, "Print JSON");
+  show_cmd.callback([&show] {
+    const Environment &e = resolve(show.name);
+    if (show.json) {
+      print_json(std::cout, describe(e));
+    } else {
+      print_show(e);
+    }
+  });
+
+  auto &validate = tree.make_options<ValidateOptions>();
+  auto &validate_cmd =
+      tree.command({"environments", "validate"},
+                   "Check every environment entry of a Prime-RL TOML against the catalog");
+  validate_cmd.add_option(cli::flag("toml"), validate.toml, "RL TOML ('-' for stdin)")->required();
+  validate_cmd.add_flag("--json", validate.json, "Print the problems as JSON");
+  validate_cmd.callback([&validate] { run_validate(validate); });
+
+  auto &parse = tree.make_options<ParseOptions>();
+  auto &parse_cmd = tree.command({"environments", "parse-tool-calls"},
+                                 "Read an assistant message (JSON object or text) on stdin and "
+                                 "print the tool calls found, for debugging");
+  parse_cmd.add_option(cli::flag("format"), parse.format, "auto|qwen-json|qwen-xml|structured")
+      ->check(CLI::IsMember({"auto", "qwen-json", "qwen-xml", "structured"}))
+      ->capture_default_str();
+  parse_cmd.callback([&parse] { run_parse(parse); });
+
+  auto &score = tree.make_options<ScoreOptions>();
+  auto &score_cmd = tree.command({"environments", "score"},
+                                 "Score recorded rollouts (JSON lines): one JSON line per rollout");
+  score_cmd.add_option("NAME", score.name, "environment name, alias or module stem")->required();
+  score_cmd.add_option(cli::flag("args"), score.args, "load_environment arguments as JSON")
+      ->capture_default_str();
+  score_cmd.add_option(cli::flag("rollouts"), score.rollouts, "JSON-lines file ('-' for stdin)")
+      ->required();
+  score_cmd.add_flag(cli::flag("requests"),
+                     score.requests,
+                     "Print the judge/classify request each rollout needs instead of scoring");
+  score_cmd.callback([&score] { run_score(score); });
+}
+
+} // namespace pb::environments

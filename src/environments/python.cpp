@@ -1,0 +1,1098 @@
+// SPDX-License-Identifier: MIT
+// Python semantics the environments depend on (docs/environments.md "Python compatibility").
+#include <primebeaker/environments/python.hpp>
+
+#include <fmt/format.h>
+
+#include <locale.h>
+#include <wctype.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <cwctype>
+#include <limits>
+
+namespace pb::environments::py {
+namespace {
+
+using J = OrderedJson;
+
+// ---- UTF-8 ----------------------------------------------------------------------------------
+
+// Decodes one code point at `i` (advancing it). Invalid bytes decode as themselves (U+DC80+b,
+// as Python's surrogateescape would) so nothing is lost when re-encoded.
+char32_t decode(std::string_view s, size_t &i) {
+  const auto b0 = static_cast<unsigned char>(s[i]);
+  auto cont = [&](size_t k) {
+    return i + k < s.size() && (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
+  };
+  auto at = [&](size_t k) {
+    return static_cast<char32_t>(static_cast<unsigned char>(s[i + k]) & 0x3F);
+  };
+  if (b0 < 0x80) {
+    ++i;
+    return b0;
+  }
+  if (b0 >= 0xC2 && b0 < 0xE0 && cont(1)) {
+    char32_t c = ((b0 & 0x1F) << 6) | at(1);
+    i += 2;
+    return c;
+  }
+  if (b0 >= 0xE0 && b0 < 0xF0 && cont(1) && cont(2)) {
+    char32_t c = ((b0 & 0x0F) << 12) | (at(1) << 6) | at(2);
+    if (c >= 0x800) {
+      i += 3;
+      return c;
+    }
+  }
+  if (b0 >= 0xF0 && b0 < 0xF5 && cont(1) && cont(2) && cont(3)) {
+    char32_t c = ((b0 & 0x07) << 18) | (at(1) << 12) | (at(2) << 6) | at(3);
+    if (c >= 0x10000 && c <= 0x10FFFF) {
+      i += 4;
+      return c;
+    }
+  }
+  ++i;
+  return 0xDC00 + b0;
+}
+
+void encode(char32_t c, std::string &out) {
+  if (c >= 0xDC80 && c <= 0xDCFF) {
+    out.push_back(static_cast<char>(c - 0xDC00)); // a raw byte kept through decode()
+  } else if (c < 0x80) {
+    out.push_back(static_cast<char>(c));
+  } else if (c < 0x800) {
+    out.push_back(static_cast<char>(0xC0 | (c >> 6)));
+    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+  } else if (c < 0x10000) {
+    out.push_back(static_cast<char>(0xE0 | (c >> 12)));
+    out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+  } else {
+    out.push_back(static_cast<char>(0xF0 | (c >> 18)));
+    out.push_back(static_cast<char>(0x80 | ((c >> 12) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+  }
+}
+
+std::u32string to_u32(std::string_view s) {
+  std::u32string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    out.push_back(decode(s, i));
+  }
+  return out;
+}
+
+std::string to_utf8(std::u32string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char32_t c : s) {
+    encode(c, out);
+  }
+  return out;
+}
+
+locale_t utf8_locale() {
+  static locale_t loc = [] {
+    locale_t l = newlocale(LC_CTYPE_MASK, "C.UTF-8", static_cast<locale_t>(nullptr));
+    return l;
+  }();
+  return loc;
+}
+
+char32_t simple_lower(char32_t c) {
+  if (c < 0x80) {
+    return (c >= 'A' && c <= 'Z') ? c + 32 : c;
+  }
+  if (c >= 0xDC80 && c <= 0xDCFF) {
+    return c;
+  }
+  locale_t loc = utf8_locale();
+  if (loc == static_cast<locale_t>(nullptr)) {
+    return c;
+  }
+  return static_cast<char32_t>(towlower_l(static_cast<wint_t>(c), loc));
+}
+
+bool is_cased_letter(char32_t c) {
+  if (c < 0x80) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
+  }
+  locale_t loc = utf8_locale();
+  return loc != static_cast<locale_t>(nullptr) &&
+         (iswupper_l(static_cast<wint_t>(c), loc) || iswlower_l(static_cast<wint_t>(c), loc));
+}
+
+// ---- json.loads -------------------------------------------------------------------------------
+
+struct Reader {
+  std::string_view s;
+  size_t i = 0;
+
+  [[noreturn]] void fail(const std::string &what) const {
+    throw JsonError(fmt::format("{}: char {}", what, i));
+  }
+  void ws() {
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r')) {
+      ++i;
+    }
+  }
+  bool literal(std::string_view word) {
+    if (s.substr(i, word.size()) == word) {
+      i += word.size();
+      return true;
+    }
+    return false;
+  }
+  static int hexval(char c) {
+    if (c >= '0' && c <= '9') {
+      return c - '0';
+    }
+    if (c >= 'a' && c <= 'f') {
+      return c - 'a' + 10;
+    }
+    if (c >= 'A' && c <= 'F') {
+      return c - 'A' + 10;
+    }
+    return -1;
+  }
+  unsigned hex4() {
+    if (i + 4 > s.size()) {
+      fail("Invalid \\uXXXX escape");
+    }
+    unsigned v = 0;
+    for (int k = 0; k < 4; ++k) {
+      const int h = hexval(s[i + k]);
+      if (h < 0) {
+        fail("Invalid \\uXXXX escape");
+      }
+      v = v * 16 + static_cast<unsigned>(h);
+    }
+    i += 4;
+    return v;
+  }
+  std::string string() {
+    ++i; // opening quote
+    std::string out;
+    while (true) {
+      if (i >= s.size()) {
+        fail("Unterminated string starting at");
+      }
+      const char c = s[i];
+      if (c == '"') {
+        ++i;
+        return out;
+      }
+      if (static_cast<unsigned char>(c) < 0x20) {
+        fail("Invalid control character at");
+      }
+      if (c != '\\') {
+        out.push_back(c);
+        ++i;
+        continue;
+      }
+      ++i;
+      if (i >= s.size()) {
+        fail("Unterminated string starting at");
+      }
+      const char e = s[i++];
+      switch (e) {
+      case '"':
+        out.push_back('"');
+        break;
+      case '\\':
+        out.push_back('\\');
+        break;
+      case '/':
+        out.push_back('/');
+        break;
+      case 'b':
+        out.push_back('\b');
+        break;
+      case 'f':
+        out.push_back('\f');
+        break;
+      case 'n':
+        out.push_back('\n');
+        break;
+      case 'r':
+        out.push_back('\r');
+        break;
+      case 't':
+        out.push_back('\t');
+        break;
+      case 'u': {
+        char32_t cp = hex4();
+        if (cp >= 0xD800 && cp < 0xDC00 && s.substr(i, 2) == "\\u") {
+          const size_t save = i;
+          i += 2;
+          const unsigned low = hex4();
+          if (low >= 0xDC00 && low < 0xE000) {
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+          } else {
+            i = save;
+          }
+        }
+        if (cp >= 0xD800 && cp < 0xE000) {
+          cp = 0xFFFD; // a lone surrogate has no UTF-8 form
+        }
+        encode(cp, out);
+        break;
+      }
+      default:
+        --i;
+        fail("Invalid \\escape");
+      }
+    }
+  }
+  J number() {
+    const size_t start = i;
+    if (s[i] == '-') {
+      ++i;
+    }
+    if (i >= s.size() || !std::isdigit(static_cast<unsigned char>(s[i]))) {
+      i = start;
+      fail("Expecting value");
+    }
+    if (s[i] == '0') {
+      ++i;
+    } else {
+      while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) {
+        ++i;
+      }
+    }
+    bool is_float = false;
+    if (i + 1 < s.size() && s[i] == '.' && std::isdigit(static_cast<unsigned char>(s[i + 1]))) {
+      is_float = true;
+      i += 1;
+      while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) {
+        ++i;
+      }
+    }
+    if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+      size_t k = i + 1;
+      if (k < s.size() && (s[k] == '+' || s[k] == '-')) {
+        ++k;
+      }
+      if (k < s.size() && std::isdigit(static_cast<unsigned char>(s[k]))) {
+        is_float = true;
+        i = k;
+        while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) {
+          ++i;
+        }
+      }
+    }
+    const std::string token(s.substr(start, i - start));
+    if (!is_float) {
+      std::int64_t v = 0;
+      auto [p, ec] = std::from_chars(token.data(), token.data() + token.size(), v);
+      if (ec == std::errc() && p == token.data() + token.size()) {
+        return v;
+      }
+      std::uint64_t u = 0;
+      auto [p2, ec2] = std::from_chars(token.data(), token.data() + token.size(), u);
+      if (ec2 == std::errc() && p2 == token.data() + token.size()) {
+        return u;
+      }
+    }
+    return std::strtod(token.c_str(), nullptr);
+  }
+  J value(int depth) {
+    if (depth > 1000) {
+      fail("Nesting too deep");
+    }
+    ws();
+    if (i >= s.size()) {
+      fail("Expecting value");
+    }
+    const char c = s[i];
+    if (c == '"') {
+      return string();
+    }
+    if (c == '{') {
+      ++i;
+      J obj = J::object();
+      ws();
+      if (i < s.size() && s[i] == '}') {
+        ++i;
+        return obj;
+      }
+      while (true) {
+        ws();
+        if (i >= s.size() || s[i] != '"') {
+          fail("Expecting property name enclosed in double quotes");
+        }
+        std::string key = string();
+        ws();
+        if (i >= s.size() || s[i] != ':') {
+          fail("Expecting ':' delimiter");
+        }
+        ++i;
+        obj[key] = value(depth + 1);
+        ws();
+        if (i < s.size() && s[i] == ',') {
+          ++i;
+          continue;
+        }
+        if (i < s.size() && s[i] == '}') {
+          ++i;
+          return obj;
+        }
+        fail("Expecting ',' delimiter");
+      }
+    }
+    if (c == '[') {
+      ++i;
+      J arr = J::array();
+      ws();
+      if (i < s.size() && s[i] == ']') {
+        ++i;
+        return arr;
+      }
+      while (true) {
+        arr.push_back(value(depth + 1));
+        ws();
+        if (i < s.size() && s[i] == ',') {
+          ++i;
+          continue;
+        }
+        if (i < s.size() && s[i] == ']') {
+          ++i;
+          return arr;
+        }
+        fail("Expecting ',' delimiter");
+      }
+    }
+    if (literal("null")) {
+      return nullptr;
+    }
+    if (literal("true")) {
+      return true;
+    }
+    if (literal("false")) {
+      return false;
+    }
+    if (literal("NaN")) {
+      return std::numeric_limits<double>::quiet_NaN();
+    }
+    if (literal("Infinity")) {
+      return std::numeric_limits<double>::infinity();
+    }
+    if (literal("-Infinity")) {
+      return -std::numeric_limits<double>::infinity();
+    }
+    return number();
+  }
+};
+
+// ---- json.dumps -------------------------------------------------------------------------------
+
+void dump_string(std::string_view s, bool ensure_ascii, std::string &out) {
+  out.push_back('"');
+  for (size_t i = 0; i < s.size();) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    if (b >= 0x20 && b < 0x7F && b != '"' && b != '\\') {
+      out.push_back(static_cast<char>(b));
+      ++i;
+      continue;
+    }
+    switch (b) {
+    case '"':
+      out += "\\\"";
+      ++i;
+      continue;
+    case '\\':
+      out += "\\\\";
+      ++i;
+      continue;
+    case '\n':
+      out += "\\n";
+      ++i;
+      continue;
+    case '\r':
+      out += "\\r";
+      ++i;
+      continue;
+    case '\t':
+      out += "\\t";
+      ++i;
+      continue;
+    case '\b':
+      out += "\\b";
+      ++i;
+      continue;
+    case '\f':
+      out += "\\f";
+      ++i;
+      continue;
+    default:
+      break;
+    }
+    if (b < 0x20 || (b == 0x7F && ensure_ascii)) {
+      out += fmt::format("\\u{:04x}", b);
+      ++i;
+      continue;
+    }
+    const size_t start = i;
+    const char32_t c = decode(s, i);
+    if (!ensure_ascii) {
+      out.append(s.substr(start, i - start));
+    } else if (c >= 0x10000) {
+      const char32_t v = c - 0x10000;
+      out += fmt::format("\\u{:04x}\\u{:04x}", 0xD800 + (v >> 10), 0xDC00 + (v & 0x3FF));
+    } else {
+      out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
+    }
+  }
+  out.push_back('"');
+}
+
+void dump_value(const J &v, const DumpOptions &o, std::string &out) {
+  const char *item_sep = o.compact ? "," : ", ";
+  const char *key_sep = o.compact ? ":" : ": ";
+  switch (v.type()) {
+  case J::value_t::null:
+    out += "null";
+    return;
+  case J::value_t::boolean:
+    out += v.get<bool>() ? "true" : "false";
+    return;
+  case J::value_t::number_integer:
+    out += std::to_string(v.get<std::int64_t>());
+    return;
+  case J::value_t::number_unsigned:
+    out += std::to_string(v.get<std::uint64_t>());
+    return;
+  case J::value_t::number_float: {
+    const double d = v.get<double>();
+    if (std::isnan(d)) {
+      out += "NaN";
+    } else if (std::isinf(d)) {
+      out += d > 0 ? "Infinity" : "-Infinity";
+    } else {
+      out += float_repr(d);
+    }
+    return;
+  }
+  case J::value_t::string:
+    dump_string(v.get_ref<const std::string &>(), o.ensure_ascii, out);
+    return;
+  case J::value_t::array: {
+    out.push_back('[');
+    bool first = true;
+    for (const auto &item : v) {
+      if (!first) {
+        out += item_sep;
+      }
+      first = false;
+      dump_value(item, o, out);
+    }
+    out.push_back(']');
+    return;
+  }
+  case J::value_t::object: {
+    std::vector<std::pair<const std::string *, const J *>> members;
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      members.emplace_back(&it.key(), &it.value());
+    }
+    if (o.sort_keys) {
+      std::stable_sort(members.begin(), members.end(), [](const auto &a, const auto &b) {
+        return *a.first < *b.first;
+      });
+    }
+    out.push_back('{');
+    bool first = true;
+    for (const auto &[key, value] : members) {
+      if (!first) {
+        out += item_sep;
+      }
+      first = false;
+      dump_string(*key, o.ensure_ascii, out);
+      out += key_sep;
+      dump_value(*value, o, out);
+    }
+    out.push_back('}');
+    return;
+  }
+  default:
+    out += "null";
+  }
+}
+
+std::string repr_string(std::string_view s) {
+  // Python's repr: single quotes unless the text has ' and no ".
+  const bool use_double =
+      s.find('\'') != std::string_view::npos && s.find('"') == std::string_view::npos;
+  const char q = use_double ? '"' : '\'';
+  std::string out(1, q);
+  for (size_t i = 0; i < s.size();) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    if (b == static_cast<unsigned char>(q) || b == '\\') {
+      out.push_back('\\');
+      out.push_back(static_cast<char>(b));
+      ++i;
+    } else if (b == '\n') {
+      out += "\\n";
+      ++i;
+    } else if (b == '\r') {
+      out += "\\r";
+      ++i;
+    } else if (b == '\t') {
+      out += "\\t";
+      ++i;
+    } else if (b < 0x20 || b == 0x7F) {
+      out += fmt::format("\\x{:02x}", b);
+      ++i;
+    } else {
+      const size_t start = i;
+      decode(s, i);
+      out.append(s.substr(start, i - start));
+    }
+  }
+  out.push_back(q);
+  return out;
+}
+
+} // namespace
+
+OrderedJson loads(std::string_view text) {
+  Reader reader{text};
+  J value = reader.value(0);
+  reader.ws();
+  if (reader.i != text.size()) {
+    reader.fail("Extra data");
+  }
+  return value;
+}
+
+std::optional<OrderedJson> try_loads(std::string_view text) {
+  try {
+    return loads(text);
+  } catch (const JsonError &) {
+    return std::nullopt;
+  }
+}
+
+std::string dumps(const OrderedJson &value, const DumpOptions &options) {
+  std::string out;
+  dump_value(value, options, out);
+  return out;
+}
+
+std::string float_repr(double value) {
+  if (std::isnan(value)) {
+    return "nan";
+  }
+  if (std::isinf(value)) {
+    return value > 0 ? "inf" : "-inf";
+  }
+  std::array<char, 64> buffer{};
+  auto [end, ec] = std::to_chars(
+      buffer.data(), buffer.data() + buffer.size(), value, std::chars_format::scientific);
+  (void)ec;
+  std::string_view sci(buffer.data(), static_cast<size_t>(end - buffer.data()));
+  std::string out;
+  if (sci.front() == '-') {
+    out.push_back('-');
+    sci.remove_prefix(1);
+  }
+  const size_t e = sci.find('e');
+  std::string digits;
+  for (char c : sci.substr(0, e)) {
+    if (c != '.') {
+      digits.push_back(c);
+    }
+  }
+  const int exponent = std::atoi(std::string(sci.substr(e + 1)).c_str());
+  const int decpt = exponent + 1;
+  const int n = static_cast<int>(digits.size());
+  if (decpt > -4 && decpt <= 16) {
+    if (decpt <= 0) {
+      out += "0." + std::string(static_cast<size_t>(-decpt), '0') + digits;
+    } else if (decpt >= n) {
+      out += digits + std::string(static_cast<size_t>(decpt - n), '0') + ".0";
+    } else {
+      out += digits.substr(0, static_cast<size_t>(decpt)) + "." +
+             digits.substr(static_cast<size_t>(decpt));
+    }
+    return out;
+  }
+  out += digits.substr(0, 1);
+  if (n > 1) {
+    out += "." + digits.substr(1);
+  }
+  out += fmt::format("e{}{:02d}", exponent < 0 ? '-' : '+', std::abs(exponent));
+  return out;
+}
+
+std::string repr(const OrderedJson &value) {
+  switch (value.type()) {
+  case J::value_t::null:
+    return "None";
+  case J::value_t::boolean:
+    return value.get<bool>() ? "True" : "False";
+  case J::value_t::number_float:
+    return float_repr(value.get<double>());
+  case J::value_t::string:
+    return repr_string(value.get_ref<const std::string &>());
+  case J::value_t::array: {
+    std::string out = "[";
+    bool first = true;
+    for (const auto &item : value) {
+      out += first ? "" : ", ";
+      first = false;
+      out += repr(item);
+    }
+    return out + "]";
+  }
+  case J::value_t::object: {
+    std::string out = "{";
+    bool first = true;
+    for (auto it = value.begin(); it != value.end(); ++it) {
+      out += first ? "" : ", ";
+      first = false;
+      out += repr_string(it.key()) + ": " + repr(it.value());
+    }
+    return out + "}";
+  }
+  default:
+    return value.dump();
+  }
+}
+
+std::string str(const OrderedJson &value) {
+  return value.is_string() ? value.get<std::string>() : repr(value);
+}
+
+bool is_space(char32_t c) {
+  return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 ||
+         c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F ||
+         c == 0x205F || c == 0x3000;
+}
+
+std::string strip(std::string_view text) {
+  const auto cps = to_u32(text);
+  size_t b = 0;
+  size_t e = cps.size();
+  while (b < e && is_space(cps[b])) {
+    ++b;
+  }
+  while (e > b && is_space(cps[e - 1])) {
+    --e;
+  }
+  return to_utf8(std::u32string_view(cps).substr(b, e - b));
+}
+
+std::vector<std::string> split(std::string_view text) {
+  std::vector<std::string> parts;
+  std::string current;
+  bool in_word = false;
+  for (size_t i = 0; i < text.size();) {
+    const size_t start = i;
+    const char32_t c = decode(text, i);
+    if (is_space(c)) {
+      if (in_word) {
+        parts.push_back(std::move(current));
+        current.clear();
+        in_word = false;
+      }
+    } else {
+      current.append(text.substr(start, i - start));
+      in_word = true;
+    }
+  }
+  if (in_word) {
+    parts.push_back(std::move(current));
+  }
+  return parts;
+}
+
+std::string lower(std::string_view text) {
+  const auto cps = to_u32(text);
+  std::u32string out;
+  out.reserve(cps.size());
+  for (size_t k = 0; k < cps.size(); ++k) {
+    const char32_t c = cps[k];
+    if (c == 0x130) {
+      out += U"i\u0307";
+    } else if (c == 0x3A3) {
+      // Final_Sigma: after a cased letter and not before one.
+      const bool after = k > 0 && is_cased_letter(cps[k - 1]);
+      const bool before = k + 1 < cps.size() && is_cased_letter(cps[k + 1]);
+      out.push_back(after && !before ? 0x3C2 : 0x3C3);
+    } else {
+      out.push_back(simple_lower(c));
+    }
+  }
+  return to_utf8(out);
+}
+
+std::string casefold(std::string_view text) {
+  const auto cps = to_u32(text);
+  std::u32string out;
+  out.reserve(cps.size());
+  for (const char32_t c : cps) {
+    switch (c) {
+    case 0xDF:
+    case 0x1E9E:
+      out += U"ss";
+      continue;
+    case 0x130:
+      out += U"i\u0307";
+      continue;
+    case 0x149:
+      out += U"\u02BCn";
+      continue;
+    case 0x1F0:
+      out += U"j\u030C";
+      continue;
+    case 0x390:
+      out += U"\u03B9\u0308\u0301";
+      continue;
+    case 0x3B0:
+      out += U"\u03C5\u0308\u0301";
+      continue;
+    case 0x587:
+      out += U"\u0565\u0582";
+      continue;
+    case 0xFB00:
+      out += U"ff";
+      continue;
+    case 0xFB01:
+      out += U"fi";
+      continue;
+    case 0xFB02:
+      out += U"fl";
+      continue;
+    case 0xFB03:
+      out += U"ffi";
+      continue;
+    case 0xFB04:
+      out += U"ffl";
+      continue;
+    case 0xFB05:
+    case 0xFB06:
+      out += U"st";
+      continue;
+    case 0xB5:
+      out.push_back(0x3BC);
+      continue;
+    case 0x17F:
+      out.push_back('s');
+      continue;
+    case 0x345:
+    case 0x1FBE:
+      out.push_back(0x3B9);
+      continue;
+    case 0x3C2:
+      out.push_back(0x3C3);
+      continue;
+    case 0x3D0:
+      out.push_back(0x3B2);
+      continue;
+    case 0x3D1:
+      out.push_back(0x3B8);
+      continue;
+    case 0x3D5:
+      out.push_back(0x3C6);
+      continue;
+    case 0x3D6:
+      out.push_back(0x3C0);
+      continue;
+    case 0x3F0:
+      out.push_back(0x3BA);
+      continue;
+    case 0x3F1:
+      out.push_back(0x3C1);
+      continue;
+    case 0x3F5:
+      out.push_back(0x3B5);
+      continue;
+    case 0x1E9B:
+      out.push_back(0x1E61);
+      continue;
+    default:
+      break;
+    }
+    if (c >= 0x13F8 && c <= 0x13FD) {
+      out.push_back(c - 8); // Cherokee folds to the uppercase letters
+    } else if (c >= 0xAB70 && c <= 0xABBF) {
+      out.push_back(c - 0xAB70 + 0x13A0);
+    } else if (c == 0x3A3) {
+      out.push_back(0x3C3);
+    } else {
+      out.push_back(simple_lower(c));
+    }
+  }
+  return to_utf8(out);
+}
+
+size_t length(std::string_view text) {
+  size_t n = 0;
+  for (size_t i = 0; i < text.size();) {
+    decode(text, i);
+    ++n;
+  }
+  return n;
+}
+
+std::string prefix(std::string_view text, size_t count) {
+  size_t i = 0;
+  for (size_t n = 0; n < count && i < text.size(); ++n) {
+    decode(text, i);
+  }
+  return std::string(text.substr(0, i));
+}
+
+std::string normalize_label(std::string_view text) {
+  std::string out;
+  for (const auto &word : split(lower(strip(text)))) {
+    if (!out.empty()) {
+      out.push_back(' ');
+    }
+    out += word;
+  }
+  return out;
+}
+
+std::string format(std::string_view pattern, const OrderedJson &values) {
+  std::string out;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    const char c = pattern[i];
+    if (c == '}') {
+      if (i + 1 < pattern.size() && pattern[i + 1] == '}') {
+        out.push_back('}');
+        ++i;
+        continue;
+      }
+      throw FormatError("Single '}' encountered in format string");
+    }
+    if (c != '{') {
+      out.push_back(c);
+      continue;
+    }
+    if (i + 1 < pattern.size() && pattern[i + 1] == '{') {
+      out.push_back('{');
+      ++i;
+      continue;
+    }
+    const size_t close = pattern.find('}', i + 1);
+    if (close == std::string_view::npos) {
+      throw FormatError("Single '{' encountered in format string");
+    }
+    std::string_view field = pattern.substr(i + 1, close - i - 1);
+    char conversion = 's';
+    if (const auto bang = field.find('!'); bang != std::string_view::npos) {
+      if (bang + 2 != field.size() || (field[bang + 1] != 's' && field[bang + 1] != 'r')) {
+        throw FormatError(fmt::format("unsupported conversion in field '{{{}}}'", field));
+      }
+      conversion = field[bang + 1];
+      field = field.substr(0, bang);
+    }
+    if (field.empty() || field.find_first_of(":.[{") != std::string_view::npos ||
+        std::isdigit(static_cast<unsigned char>(field[0]))) {
+      throw FormatError(fmt::format(
+          "unsupported replacement field '{{{}}}' (only named fields like {{name}})", field));
+    }
+    const std::string name(field);
+    if (!values.is_object() || !values.contains(name)) {
+      throw FormatError(fmt::format("missing template variable '{}'", name));
+    }
+    out += conversion == 'r' ? repr(values.at(name)) : str(values.at(name));
+    i = close;
+  }
+  return out;
+}
+
+// ---- SHA-2 ------------------------------------------------------------------------------------
+
+namespace {
+
+std::uint32_t rotr32(std::uint32_t x, int n) {
+  return (x >> n) | (x << (32 - n));
+}
+std::uint64_t rotr64(std::uint64_t x, int n) {
+  return (x >> n) | (x << (64 - n));
+}
+
+std::string pad_message(std::string_view data, size_t block, size_t length_bytes) {
+  std::string m(data);
+  m.push_back(static_cast<char>(0x80));
+  while (m.size() % block != block - length_bytes) {
+    m.push_back('\0');
+  }
+  const std::uint64_t bits = static_cast<std::uint64_t>(data.size()) * 8;
+  for (size_t k = length_bytes; k-- > 0;) {
+    m.push_back(static_cast<char>(k < 8 ? static_cast<unsigned char>(bits >> (8 * k)) : 0));
+  }
+  return m;
+}
+
+} // namespace
+
+std::string sha256(std::string_view data) {
+  static const std::uint32_t k[64] = {
+      0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
+      0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
+      0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
+      0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
+      0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
+      0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
+      0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
+      0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+      0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
+      0xc67178f2};
+  std::uint32_t h[8] = {0x6a09e667,
+                        0xbb67ae85,
+                        0x3c6ef372,
+                        0xa54ff53a,
+                        0x510e527f,
+                        0x9b05688c,
+                        0x1f83d9ab,
+                        0x5be0cd19};
+  const std::string m = pad_message(data, 64, 8);
+  for (size_t off = 0; off < m.size(); off += 64) {
+    std::uint32_t w[64];
+    for (int t = 0; t < 16; ++t) {
+      w[t] = 0;
+      for (int b = 0; b < 4; ++b) {
+        w[t] = (w[t] << 8) | static_cast<unsigned char>(m[off + 4 * t + b]);
+      }
+    }
+    for (int t = 16; t < 64; ++t) {
+      const auto s0 = rotr32(w[t - 15], 7) ^ rotr32(w[t - 15], 18) ^ (w[t - 15] >> 3);
+      const auto s1 = rotr32(w[t - 2], 17) ^ rotr32(w[t - 2], 19) ^ (w[t - 2] >> 10);
+      w[t] = w[t - 16] + s0 + w[t - 7] + s1;
+    }
+    std::uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7];
+    for (int t = 0; t < 64; ++t) {
+      const auto s1 = rotr32(e, 6) ^ rotr32(e, 11) ^ rotr32(e, 25);
+      const auto ch = (e & f) ^ (~e & g);
+      const auto t1 = hh + s1 + ch + k[t] + w[t];
+      const auto s0 = rotr32(a, 2) ^ rotr32(a, 13) ^ rotr32(a, 22);
+      const auto maj = (a & b) ^ (a & c) ^ (b & c);
+      const auto t2 = s0 + maj;
+      hh = g;
+      g = f;
+      f = e;
+      e = d + t1;
+      d = c;
+      c = b;
+      b = a;
+      a = t1 + t2;
+    }
+    h[0] += a;
+    h[1] += b;
+    h[2] += c;
+    h[3] += d;
+    h[4] += e;
+    h[5] += f;
+    h[6] += g;
+    h[7] += hh;
+  }
+  std::string out;
+  for (auto word : h) {
+    for (int b = 3; b >= 0; --b) {
+      out.push_back(static_cast<char>((word >> (8 * b)) & 0xFF));
+    }
+  }
+  return out;
+}
+
+std::string sha512(std::string_view data) {
+  static const std::uint64_t k[80] = {
+      0x428a2f98d728ae22ULL, 0x7137449123ef65cdULL, 0xb5c0fbcfec4d3b2fULL, 0xe9b5dba58189dbbcULL,
+      0x3956c25bf348b538ULL, 0x59f111f1b605d019ULL, 0x923f82a4af194f9bULL, 0xab1c5ed5da6d8118ULL,
+      0xd807aa98a3030242ULL, 0x12835b0145706fbeULL, 0x243185be4ee4b28cULL, 0x550c7dc3d5ffb4e2ULL,
+      0x72be5d74f27b896fULL, 0x80deb1fe3b1696b1ULL, 0x9bdc06a725c71235ULL, 0xc19bf174cf692694ULL,
+      0xe49b69c19ef14ad2ULL, 0xefbe4786384f25e3ULL, 0x0fc19dc68b8cd5b5ULL, 0x240ca1cc77ac9c65ULL,
+      0x2de92c6f592b0275ULL, 0x4a7484aa6ea6e483ULL, 0x5cb0a9dcbd41fbd4ULL, 0x76f988da831153b5ULL,
+      0x983e5152ee66dfabULL, 0xa831c66d2db43210ULL, 0xb00327c898fb213fULL, 0xbf597fc7beef0ee4ULL,
+      0xc6e00bf33da88fc2ULL, 0xd5a79147930aa725ULL, 0x06ca6351e003826fULL, 0x142929670a0e6e70ULL,
+      0x27b70a8546d22ffcULL, 0x2e1b21385c26c926ULL, 0x4d2c6dfc5ac42aedULL, 0x53380d139d95b3dfULL,
+      0x650a73548baf63deULL, 0x766a0abb3c77b2a8ULL, 0x81c2c92e47edaee6ULL, 0x92722c851482353bULL,
+      0xa2bfe8a14cf10364ULL, 0xa81a664bbc423001ULL, 0xc24b8b70d0f89791ULL, 0xc76c51a30654be30ULL,
+      0xd192e819d6ef5218ULL, 0xd69906245565a910ULL, 0xf40e35855771202aULL, 0x106aa07032bbd1b8ULL,
+      0x19a4c116b8d2d0c8ULL, 0x1e376c085141ab53ULL, 0x2748774cdf8eeb99ULL, 0x34b0bcb5e19b48a8ULL,
+      0x391c0cb3c5c95a63ULL, 0x4ed8aa4ae3418acbULL, 0x5b9cca4f7763e373ULL, 0x682e6ff3d6b2b8a3ULL,
+      0x748f82ee5defb2fcULL, 0x78a5636f43172f60ULL, 0x84c87814a1f0ab72ULL, 0x8cc702081a6439ecULL,
+      0x90befffa23631e28ULL, 0xa4506cebde82bde9ULL, 0xbef9a3f7b2c67915ULL, 0xc67178f2e372532bULL,
+      0xca273eceea26619cULL, 0xd186b8c721c0c207ULL, 0xeada7dd6cde0eb1eULL, 0xf57d4f7fee6ed178ULL,
+      0x06f067aa72176fbaULL, 0x0a637dc5a2c898a6ULL, 0x113f9804bef90daeULL, 0x1b710b35131c471bULL,
+      0x28db77f523047d84ULL, 0x32caab7b40c72493ULL, 0x3c9ebe0a15c9bebcULL, 0x431d67c49c100d4cULL,
+      0x4cc5d4becb3e42b6ULL, 0x597f299cfc657e2aULL, 0x5fcb6fab3ad6faecULL, 0x6c44198c4a475817ULL};
+  std::uint64_t h[8] = {0x6a09e667f3bcc908ULL,
+                        0xbb67ae8584caa73bULL,
+                        0x3c6ef372fe94f82bULL,
+                        0xa54ff53a5f1d36f1ULL,
+                        0x510e527fade682d1ULL,
+                        0x9b05688c2b3e6c1fULL,
+                        0x1f83d9abfb41bd6bULL,
+                        0x5be0cd19137e2179ULL};
+  const std::string m = pad_message(data, 128, 16);
+  for (size_t off = 0; off < m.size(); off += 128) {
+    std::uint64_t w[80];
+    for (int t = 0; t < 16; ++t) {
+      w[t] = 0;
+      for (int b = 0; b < 8; ++b) {
+        w[t] = (w[t] << 8) | static_cast<unsigned char>(m[off + 8 * t + b]);
+      }
+    }
+    for (int t = 16; t < 80; ++t) {
+      const auto s0 = rotr64(w[t - 15], 1) ^ rotr64(w[t - 15], 8) ^ (w[t - 15] >> 7);
+      const auto s1 = rotr64(w[t - 2], 19) ^ rotr64(w[t - 2], 61) ^ (w[t - 2] >> 6);
+      w[t] = w[t - 16] + s0 + w[t - 7] + s1;
+    }
+    std::uint64_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7];
+    for (int t = 0; t < 80; ++t) {
+      const auto s1 = rotr64(e, 14) ^ rotr64(e, 18) ^ rotr64(e, 41);
+      const auto ch = (e & f) ^ (~e & g);
+      const auto t1 = hh + s1 + ch + k[t] + w[t];
+      const auto s0 = rotr64(a, 28) ^ rotr64(a, 34) ^ rotr64(a, 39);
+      const auto maj = (a & b) ^ (a & c) ^ (b & c);
+      const auto t2 = s0 + maj;
+      hh = g;
+      g = f;
+      f = e;
+      e = d + t1;
+      d = c;
+      c = b;
+      b = a;
+      a = t1 + t2;
+    }
+    h[0] += a;
+    h[1] += b;
+    h[2] += c;
+    h[3] += d;
+    h[4] += e;
+    h[5] += f;
+    h[6] += g;
+    h[7] += hh;
+  }
+  std::string out;
+  for (auto word : h) {
+    for (int b = 7; b >= 0; --b) {
+      out.push_back(static_cast<char>((word >> (8 * b)) & 0xFF));
+    }
+  }
+  return out;
+}
+
+std::string hex(std::string_view bytes) {
+  static const char digits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char b : bytes) {
+    out.push_back(digits[b >> 4]);
+    out.push_back(digits[b & 15]);
+  }
+  return out;
+}
+
+} // namespace pb::environments::py

@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: MIT
+// `primebeaker environments describe|serve` (docs/environments-runtime.md).
+#include <primebeaker/core/command_tree.hpp>
+#include <primebeaker/core/error.hpp>
+#include <primebeaker/core/json.hpp>
+#include <primebeaker/environments_runtime/engine.hpp>
+
+#include <sys/prctl.h>
+
+#include <csignal>
+#include <iostream>
+
+namespace pb::environments_runtime {
+namespace {
+
+struct DescribeOptions {
+  std::string name;
+  std::string args = "{}";
+};
+
+struct ServeCommandOptions {
+  bool stdio = false;
+};
+
+} // namespace
+
+void register_commands(cli::CommandTree &tree) {
+  auto &describe_options = tree.make_options<DescribeOptions>();
+  auto &describe_cmd =
+      tree.command({"environments", "describe"},
+                   "Print what the Python entry point needs to build an environment, as JSON");
+  describe_cmd.add_option("NAME", describe_options.name, "environment name, alias or module stem")
+      ->required();
+  describe_cmd.add_option(
+      cli::flag("args"), describe_options.args, "load_environment arguments as a JSON object");
+  describe_cmd.callback([&describe_options] {
+    OrderedJson args;
+    try {
+      args = OrderedJson::parse(describe_options.args);
+    } catch (const nlohmann::json::parse_error &error) {
+      throw usage_error(std::string("--args is not JSON: ") + error.what());
+    }
+    print_json(std::cout, describe(describe_options.name, args));
+  });
+
+  auto &serve_options = tree.make_options<ServeCommandOptions>();
+  auto &serve_cmd = tree.command(
+      {"environments", "serve"},
+      "Serve environment sessions to the Python package over JSON lines on stdin/stdout");
+  serve_cmd.add_flag("--stdio", serve_options.stdio, "speak the protocol on stdin/stdout")
+      ->required();
+  serve_cmd.callback([] {
+    // The Verifiers worker that started us may die without closing our stdin.
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    EnvironmentEngine engine;
+    serve(0, 1, engine, {std::string("primebeaker ") + PB_VERSION});
+  });
+}
+
+} // namespace pb::environments_runtime

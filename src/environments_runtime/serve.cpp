@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: MIT
+#include <primebeaker/environments_runtime/serve.hpp>
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+
+namespace pb::environments_runtime {
+namespace {
+
+using json = nlohmann::json;
+
+// The requests of one session run one after another on a thread of their own while the session
+// has work, so a 600 s Podman test holds up only its own session.
+struct Strand {
+  std::deque<json> queue;
+  bool running = false;
+};
+
+class Server {
+public:
+  Server(int out_fd, Engine &engine, const ServeOptions &options)
+      : m_out_fd(out_fd), m_engine(engine), m_options(options) {}
+
+  void dispatch(const std::string &line) {
+    json request;
+    try {
+      request = json::parse(line);
+    } catch (const json::parse_error &error) {
+      reply_error(nullptr, "bad_request", std::string("not JSON: ") + error.what());
+      return;
+    }
+    if (!request.is_object() || !request.contains("id") || !request["op"].is_string()) {
+      reply_error(request.is_object() && request.contains("id") ? request["id"] : json(nullptr),
+                  "bad_request",
+                  "a request is an object with \"id\" and \"op\"");
+      return;
+    }
+    const std::string op = request["op"];
+    if (op == "hello") {
+      hello(request);
+      return;
+    }
+    if (!request["session"].is_string()) {
+      reply_error(request["id"], "bad_request", "\"" + op + "\" needs a \"session\" string");
+      return;
+    }
+    const std::string session = request["session"];
+    if (op == "cancel") {
+      m_engine.cancel(session);
+      reply_ok(request["id"], json::object());
+      return;
+    }
+    if (op == "close" || op == "release") {
+      start_thread([this, request, op] { run(op, request); }); // may overlap the session's work
+      return;
+    }
+    std::lock_guard lock(m_mutex);
+    Strand &strand = m_strands[session];
+    strand.queue.push_back(std::move(request));
+    if (!strand.running) {
+      strand.running = true;
+      start_thread_locked([this, session] { drain(session); });
+    }
+  }
+
+  // End of input: cancel what still runs, wait for it, then close every session.
+  void finish() {
+    {
+      std::unique_lock lock(m_mutex);
+      for (auto &[session, strand] : m_strands) {
+        for (const auto &queued : strand.queue) {
+          reply_error(queued["id"], "cancelled", "standard input closed");
+        }
+        strand.queue.clear();
+        if (strand.running) {
+          m_engine.cancel(session);
+        }
+      }
+      m_idle.wait(lock, [this] { return m_threads == 0; });
+    }
+    m_engine.close_all();
+  }
+
+private:
+  void hello(const json &request) {
+    const json version = request.value("protocol", json(nullptr));
+    if (version != k_protocol_version) {
+      reply_error(request["id"],
+                  "bad_request",
+                  "protocol " + version.dump() + " is not supported; this primebeaker speaks " +
+                      std::to_string(k_protocol_version));
+      return;
+    }
+    reply_ok(request["id"], {{"protocol", k_protocol_version}, {"server", m_options.server_name}});
+  }
+
+  void drain(const std::string &session) {
+    for (;;) {
+      json request;
+      {
+        std::lock_guard lock(m_mutex);
+        Strand &strand = m_strands[session];
+        if (strand.queue.empty()) {
+          strand.running = false;
+          m_strands.erase(session);
+          return;
+        }
+        request = std::move(strand.queue.front());
+        strand.queue.pop_front();
+      }
+      run(request["op"], request);
+    }
+  }
+
+  void run(const std::string &op, const json &request) {
+    try {
+      json fields = m_engine.handle(op, request);
+      reply_ok(request["id"], fields.is_object() ? std::move(fields) : json::object());
+    } catch (const RequestError &error) {
+      reply_error(request["id"], error.kind(), error.what());
+    } catch (const std::exception &error) {
+      reply_error(request["id"], "environment", error.what());
+    }
+  }
+
+  template <typename Work> void start_thread(Work work) {
+    std::lock_guard lock(m_mutex);
+    start_thread_locked(std::move(work));
+  }
+
+  template <typename Work> void start_thread_locked(Work work) {
+    ++m_threads;
+    std::thread([this, work = std::move(work)] {
+      work();
+      std::lock_guard lock(m_mutex);
+      if (--m_threads == 0) {
+        m_idle.notify_all();
+      }
+    }).detach();
+  }
+
+  void reply_ok(const json &id, json fields) {
+    json reply = {{"id", id}, {"ok", true}};
+    reply.update(fields);
+    write_line(reply);
+  }
+
+  void reply_error(const json &id, const std::string &kind, const std::string &message) {
+    write_line({{"id", id}, {"ok", false}, {"error", {{"kind", kind}, {"message", message}}}});
+  }
+
+  void write_line(const json &reply) {
+    // ASCII only, and invalid UTF-8 in model text replaced rather than failing the reply.
+    std::string line = reply.dump(-1, ' ', true, json::error_handler_t::replace);
+    line += '\n';
+    std::lock_guard lock(m_write_mutex);
+    size_t written = 0;
+    while (written < line.size()) {
+      const ssize_t n = ::write(m_out_fd, line.data() + written, line.size() - written);
+      if (n < 0) {
+        if (errno == EINTR) {
+          continue;
+        }
+        return; // the client is gone; end of input follows
+      }
+      written += static_cast<size_t>(n);
+    }
+  }
+
+  int m_out_fd;
+  Engine &m_engine;
+  const ServeOptions &m_options;
+  std::mutex m_mutex;
+  std::condition_variable m_idle;
+  std::map<std::string, Strand> m_strands;
+  int m_threads = 0;
+  std::mutex m_write_mutex;
+};
+
+} // namespace
+
+void serve(int in_fd, int out_fd, Engine &engine, const ServeOptions &options) {
+  Server server(out_fd, engine, options);
+  std::string pending;
+  char buffer[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(in_fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      break;
+    }
+    pending.append(buffer, static_cast<size_t>(n));
+    size_t start = 0;
+    for (size_t newline; (newline = pending.find('\n', start)) != std::string::npos;
+         start = newline + 1) {
+      if (newline > start) {
+        server.dispatch(pending.substr(start, newline - start));
+      }
+    }
+    pending.erase(0, start);
+  }
+  server.finish();
+}
+
+} // namespace pb::environments_runtime

@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: MIT
+#include "test_support.hpp"
+
+#include <primebeaker/environments/catalog.hpp>
+#include <primebeaker/environments/validate.hpp>
+#include <primebeaker/primerl/environments.hpp>
+#include <primebeaker/toml/value.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+namespace pb::environments {
+namespace {
+
+TEST(Catalog, SixteenNamesFifteenAliasesThirteenBehaviours) {
+  EXPECT_EQ(catalog().size(), 16u);
+  size_t aliases = 0;
+  std::set<Behaviour> behaviours;
+  std::set<std::string> modules;
+  for (const auto &e : catalog()) {
+    aliases += e.aliases.size();
+    behaviours.insert(e.behaviour);
+    modules.insert(e.module);
+  }
+  EXPECT_EQ(aliases, 15u);
+  EXPECT_EQ(behaviours.size(), 13u);
+  EXPECT_EQ(modules.size(), 16u);
+  // One list of module stems: the legacy id rewrite of primerl uses the same 16.
+  const auto &bundled = primerl::bundled_environment_modules();
+  EXPECT_EQ(std::vector<std::string>(modules.begin(), modules.end()), bundled);
+}
+
+TEST(Catalog, KeysSortedByCodePointAndEveryKeyResolves) {
+  const auto keys = registry_keys();
+  ASSERT_EQ(keys.size(), 31u);
+  EXPECT_TRUE(std::is_sorted(keys.begin(), keys.end()));
+  EXPECT_EQ(keys.front(), "articulated-harness");
+  EXPECT_EQ(keys.back(), "tool-label");
+  std::set<std::string> modules;
+  for (const auto &key : keys) {
+    modules.insert(resolve(key).module);
+  }
+  EXPECT_EQ(modules.size(), 16u);
+}
+
+TEST(Catalog, ResolutionRules) {
+  EXPECT_EQ(resolve("label").entry_point(),
+            "primebeaker.environments.jtc_label_env:load_environment");
+  EXPECT_EQ(resolve("jtc_label").module, "jtc_label_env");
+  EXPECT_EQ(resolve("label.py").module, "jtc_label_env");
+  EXPECT_EQ(resolve("jtc_label_env").module, "jtc_label_env"); // module-stem fallback
+  EXPECT_EQ(resolve("podman-terminal-verifier").module, "podman_terminal_env");
+  EXPECT_EQ(resolve("search-agent-webterminal").behaviour, Behaviour::search_agent);
+  EXPECT_EQ(find_environment("jtc-label-env"), nullptr);
+  EXPECT_PB_ERROR(
+      resolve("nope"),
+      3,
+      "unknown environment 'nope'; choose one of: articulated-harness, code-tool-label");
+  EXPECT_EQ(environment_for_id("primebeaker.environments.podman_terminal_env")->name,
+            "podman-terminal");
+  EXPECT_EQ(environment_for_id("primebeaker.environments.jtc_label_env:load_environment")->name,
+            "label");
+  EXPECT_EQ(environment_for_id("someone.else.env"), nullptr);
+  EXPECT_EQ(environment_for_id("tool-label")->module, "jtc_tool_label_env");
+}
+
+std::vector<Problem> check(const std::string &name, const std::string &args_json) {
+  return validate_args(resolve(name), OrderedJson::parse(args_json));
+}
+
+std::string messages(const std::vector<Problem> &problems) {
+  std::string out;
+  for (const auto &p : problems) {
+    out += (p.error ? "E " : "W ") + p.key_path + ": " + p.message + "\n";
+  }
+  return out;
+}
+
+TEST(Validate, RequiredTypesAndUnknownKeys) {
+  EXPECT_EQ(messages(check("label", R"({"dataset": "d.jsonl"})")), "");
+  EXPECT_EQ(messages(check("label", R"({})")), "E : label needs the argument 'dataset'\n");
+  EXPECT_EQ(messages(check("label", R"({"dataset": "d", "splt": "x"})")),
+            "E splt: label has no argument 'splt' (did you mean 'split'?)\n");
+  EXPECT_EQ(messages(check("tool-label", R"({"dataset": "d", "max_tool_calls": "8"})")),
+            "E max_tool_calls: must be integer, got a string\n");
+  EXPECT_EQ(messages(check("podman-terminal", R"({"dataset": "d", "extra": 1})")),
+            "W extra: not an argument of podman-terminal; forwarded to the Verifiers environment "
+            "class\n");
+  EXPECT_EQ(messages(check("search-visit-agent-dataset", R"({"dataset": "d", "foo": 1})")),
+            "W foo: search-visit-agent-dataset ignores the argument 'foo'\n");
+  EXPECT_EQ(messages(check("reward-model", R"({"dataset": "d"})")),
+            "E : reward-model needs the argument 'reward_model_path'\n");
+}
+
+TEST(Validate, Constraints) {
+  EXPECT_EQ(messages(check("tool-label", R"({"dataset": "d", "invalid_trace_penalty": 1.0})")),
+            "E invalid_trace_penalty: must be <= 0 (a penalty), got 1.0\n");
+  EXPECT_EQ(messages(check("tool-label", R"({"dataset": "d", "tools": ["terminal", "python"]})")),
+            "E tools: tool 'python' has no execution client in tool-label (missing execution "
+            "clients); use terminal and submit\n");
+  EXPECT_EQ(messages(check("tool-label", R"({"dataset": "d", "tools": [], "max_tool_calls": 3})")),
+            "E max_tool_calls: must be 0 when no tools are selected\n");
+  EXPECT_EQ(messages(check("search-agent-dataset",
+                           R"({"dataset": "d", "max_tool_calls": 10, "max_turns": 10})")),
+            "E max_turns: must be at least max_tool_calls + 1 = 11, got 10\n");
+  EXPECT_EQ(
+      messages(check("reward-model",
+                     R"({"dataset": "d", "reward_model_path": "m", "score_transform": "log"})")),
+      "E score_transform: must be identity or logit, got 'log'\n");
+  EXPECT_EQ(
+      messages(check("code-tool-label", R"({"dataset": "d", "code_output_truncation": "None"})")),
+      "");
+  EXPECT_EQ(
+      messages(check("code-tool-label", R"({"dataset": "d", "code_output_truncation": "none"})")),
+      "E code_output_truncation: must be integer or \"None\", got a string\n");
+  EXPECT_EQ(
+      messages(check(
+          "search-agent-webterminal-judge",
+          R"({"dataset": "d", "judge_model_path": "j", "search_server_url": "http://x/find"})")),
+      "E search_server_url: must end in /search when judge_server_url is not given (the "
+      "judge URL is derived from it)\n");
+  EXPECT_EQ(
+      messages(check("podman-terminal", R"({"dataset": "d", "test_timeout": 0, "service": " "})")),
+      "E test_timeout: must be > 0, got 0\nE service: must not be blank\n");
+}
+
+TEST(Validate, TomlEntriesWithLineAndColumn) {
+  const std::string text = "[orchestrator]\n"
+                           "[[orchestrator.train.source]]\n"
+                           "[orchestrator.train.source.legacy]\n"
+                           "id = \"primebeaker.environments.jtc_tool_label_env\"\n"
+                           "[orchestrator.train.source.legacy.args]\n"
+                           "dataset = \"d.jsonl\"\n"
+                           "max_tool_calls = -1\n"
+                           "[[orchestrator.env]]\n"
+                           "id = \"label\"\n"
+                           "[[orchestrator.env]]\n"
+                           "id = \"third.party.env\"\n"
+                           "args = { anything = 1 }\n";
+  const auto doc = toml::Document::parse(text, "rl.toml");
+  const auto problems = validate_toml(doc, "rl.toml");
+  ASSERT_EQ(problems.size(), 2u) << messages(problems);
+  EXPECT_EQ(format_problem(problems[0], "rl.toml"),
+            "rl.toml:9:6: error: orchestrator.env[0].id: label needs the argument 'dataset'");
+  EXPECT_EQ(format_problem(problems[1], "rl.toml"),
+            "rl.toml:7:18: error: orchestrator.train.source[0].legacy.args.max_tool_calls: must "
+            "be >= 0, got -1");
+}
+
+TEST(Validate, CorpusExamplesAreClean) {
+  for (const char *name : {"examples-podman-terminal-rl.toml",
+                           "examples-podman-terminal-multinode-rl.toml",
+                           "examples-rl-config.toml",
+                           "examples-search-agent-webterminal-multinode-rl.toml"}) {
+    const auto path = test::shared_dir() / "corpus/primebeaker-examples" / name;
+    const auto doc = toml::Document::load(path);
+    const auto problems = validate_toml(doc, path.string());
+    size_t errors = 0;
+    for (const auto &p : problems) {
+      errors += p.error ? 1 : 0;
+    }
+    EXPECT_EQ(errors, 0u) << name << "\n" << messages(problems);
+  }
+}
+
+TEST(Cli, ListResolveShowValidate) {
+  auto list = test::run_primebeaker({"environments", "list"});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  std::string expected;
+  for (const auto &key : registry_keys()) {
+    expected += key + "\n";
+  }
+  EXPECT_EQ(list.out, expected);
+  auto resolved = test::run_primebeaker({"environments", "resolve", "jtc_label"});
+  EXPECT_EQ(resolved.out, "primebeaker.environments.jtc_label_env:load_environment\n");
+  auto unknown = test::run_primebeaker({"environments", "resolve", "nope"});
+  EXPECT_EQ(unknown.exit_code, 3);
+  EXPECT_NE(unknown.err.find("unknown environment 'nope'"), std::string::npos);
+  auto show = test::run_primebeaker({"environments", "show", "podman-terminal", "--json"});
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  const auto described = OrderedJson::parse(show.out);
+  EXPECT_EQ(described["module"], "podman_terminal_env");
+  EXPECT_EQ(described["tools"], OrderedJson::array({"bash", "submit"}));
+
+  test::TempDir dir;
+  test::write_file(
+      dir / "rl.toml",
+      "[orchestrator]\n[[orchestrator.env]]\nid = \"reward-model\"\nargs = { dataset = "
+      "\"d\", reward_model_path = \"m\", score_transform = \"exp\" }\n");
+  auto bad =
+      test::run_primebeaker({"environments", "validate", "--toml", (dir / "rl.toml").string()});
+  EXPECT_EQ(bad.exit_code, 3);
+  EXPECT_NE(bad.err.find("rl.toml:4:68: error: orchestrator.env[0].args.score_transform: must be "
+                         "identity or logit, got 'exp'"),
+            std::string::npos)
+      << bad.err;
+}
+
+} // namespace
+} // namespace pb::environments

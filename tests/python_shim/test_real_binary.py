@@ -1,0 +1,98 @@
+# SPDX-License-Identifier: MIT
+"""The Python package against the REAL primebeaker binary (no fake child): `describe` at load
+time and `serve --stdio` for scoring. The binary is $PB_BINARY (CTest passes it), else the
+build tree's build/ci/primebeaker."""
+
+import asyncio
+import json
+import os
+import tempfile
+import unittest
+
+from shim_paths import HERE, REPO, vf  # noqa: E402,F401 (sets sys.path first)
+
+from primebeaker.environments import _child  # noqa: E402
+
+
+def real_binary():
+    configured = os.environ.get("PB_BINARY")
+    if configured:
+        return configured
+    built = os.path.join(REPO, "build", "ci", "primebeaker")
+    return built if os.access(built, os.X_OK) else None
+
+
+PROMPT = [{"role": "user", "content": "Judge the output."}]
+
+
+@unittest.skipIf(real_binary() is None, "no primebeaker binary: set PB_BINARY or build build/ci")
+class LabelAgainstRealBinaryTest(unittest.IsolatedAsyncioTestCase):
+    @classmethod
+    def setUpClass(cls):
+        # One `describe` for the class: each start of the ASan build costs seconds.
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.env_backup = dict(os.environ)
+        os.environ["PRIMEBEAKER_BIN"] = real_binary()
+        cls.dataset = os.path.join(cls.tmp.name, "rows.jsonl")
+        with open(cls.dataset, "w", encoding="utf-8") as handle:
+            handle.write(json.dumps({"prompt": PROMPT, "answer": "Pass"}) + "\n")
+            handle.write(json.dumps({"prompt": PROMPT, "answer": "fail", "split": "eval"}) + "\n")
+        from primebeaker.environments import jtc_label_env
+        cls.env = jtc_label_env.load_environment(dataset=cls.dataset)
+
+    @classmethod
+    def tearDownClass(cls):
+        os.environ.clear()
+        os.environ.update(cls.env_backup)
+        cls.tmp.cleanup()
+
+    async def asyncTearDown(self):
+        child = _child._children.get(asyncio.get_running_loop())
+        if child is not None:
+            child.stop(grace_seconds=5.0)
+
+    async def rollout(self, row_index, content):
+        client = vf.ScriptedClient([{"role": "assistant", "content": content}])
+        return await self.env.run_rollout(self.env.get_dataset()[row_index], client, "m")
+
+    def test_load_environment_builds_a_single_turn_env_from_describe(self):
+        self.assertIsInstance(self.env, vf.SingleTurnEnv)
+        self.assertEqual(self.env.primebeaker_shape["name"], "label")
+        self.assertEqual([r["name"] for r in self.env.primebeaker_shape["rewards"]],
+                         ["valid_format", "correct_label"])
+        rows = list(self.env.get_dataset())
+        self.assertEqual([r["split"] for r in rows], ["train", "eval"])  # added only if missing
+
+    def test_bad_argument_is_a_value_error_with_the_binary_message(self):
+        from primebeaker.environments import jtc_label_env
+        with self.assertRaisesRegex(ValueError, "bogus"):
+            jtc_label_env.load_environment(dataset=self.dataset, bogus=1)
+
+    async def test_correct_label_scores_two(self):
+        state = await self.rollout(0, "<feedback>Looks right.</feedback>\n<LABEL> pass </LABEL>")
+        self.assertIsNone(state.get("error"))
+        self.assertEqual(state["metrics"]["valid_format"], 1.0)
+        self.assertEqual(state["metrics"]["correct_label"], 1.0)
+        self.assertAlmostEqual(state["reward"], 2.0)
+
+    async def test_wrong_label_keeps_the_format_point(self):
+        state = await self.rollout(1, "<feedback>Looks right.</feedback><label>pass</label>")
+        self.assertEqual(state["metrics"]["valid_format"], 1.0)
+        self.assertEqual(state["metrics"]["correct_label"], 0.0)
+        self.assertAlmostEqual(state["reward"], 1.0)
+
+    async def test_missing_feedback_scores_nothing(self):
+        state = await self.rollout(0, "<label>pass</label>")
+        self.assertEqual(state["metrics"]["valid_format"], 0.0)
+        self.assertEqual(state["metrics"]["correct_label"], 0.0)
+        self.assertAlmostEqual(state["reward"], 0.0)
+
+    async def test_concurrent_rollouts_share_one_child(self):
+        contents = ["<feedback>f</feedback><label>pass</label>", "<label>x</label>"] * 4
+        states = await asyncio.gather(*(self.rollout(0, c) for c in contents))
+        self.assertEqual([s["reward"] for s in states], [2.0, 0.0] * 4)
+        self.assertEqual(_child.child_for_running_loop().starts, 1)
+
+
+if __name__ == "__main__":
+    unittest.main()
