@@ -241,10 +241,13 @@ TEST_F(WatcherServer, LiveMetricsAggregateAttemptsAndSurviveAFailingOne) {
   ASSERT_EQ(metrics["sources"].size(), 4u); // broken, rlrun1, rlrun2 (rl), sft1 (sft)
   EXPECT_EQ(metrics["sources"][0]["run_id"], "broken");
   EXPECT_NE(metrics["sources"][0]["error"].get<std::string>().find("HTTP 500"), std::string::npos);
-  EXPECT_EQ(metrics["sources"][1]["path"], "team/rl-proj-override/rlrun1");
-  EXPECT_EQ(metrics["sources"][1]["state"], "finished");
-  EXPECT_EQ(metrics["sources"][1]["metrics"], json::array({"eval_accuracy"}));
-  EXPECT_TRUE(metrics["sources"][1]["error"].is_null());
+  // Ordered by entity, project, run id: rlrun2 is a local run, so it keeps the TOML's project.
+  EXPECT_EQ(metrics["sources"][1]["path"], "team/rl-proj/rlrun2");
+  EXPECT_EQ(metrics["sources"][1]["state"], "crashed");
+  EXPECT_EQ(metrics["sources"][2]["path"], "team/rl-proj-override/rlrun1");
+  EXPECT_EQ(metrics["sources"][2]["state"], "finished");
+  EXPECT_EQ(metrics["sources"][2]["metrics"], json::array({"eval_accuracy"}));
+  EXPECT_TRUE(metrics["sources"][2]["error"].is_null());
   EXPECT_EQ(metrics["sources"][3]["metrics"], json::array({"sft_validation_loss"}));
   ASSERT_EQ(metrics["charts"].size(), 2u);
   const json &sft = metrics["charts"][0];
@@ -267,7 +270,7 @@ TEST_F(WatcherServer, LiveMetricsAggregateAttemptsAndSurviveAFailingOne) {
   EXPECT_EQ(points[1]["min"], 0.3);
   EXPECT_EQ(points[1]["max"], 0.5);
   EXPECT_EQ(points[1]["samples"], 2);
-  EXPECT_EQ(points[1]["attempts"], json({"team/rl-proj-override/rlrun1", "team/rl-proj-override/rlrun2"}));
+  EXPECT_EQ(points[1]["attempts"], json({"team/rl-proj-override/rlrun1", "team/rl-proj/rlrun2"}));
   EXPECT_EQ(points[2]["step"], 4);
   for (const auto &authorization : wandb.authorizations()) {
     EXPECT_EQ(authorization, "Basic YXBpOnNla3JpdA=="); // api:sekrit
@@ -285,6 +288,7 @@ TEST_F(WatcherServer, MetricsWithoutAKeyAre503) {
 
 // The real binary: WANDB_API_KEY absent, the key comes from `beaker secret read`.
 TEST_F(WatcherServer, ServeCommandReadsTheKeyFromBeakerAndStopsOnSigterm) {
+  auto server = start(); // only to look up the model id
   TempDir fake_root;
   FakeBin bin(fake_root.path());
   FakeBeaker beaker(bin);
@@ -308,7 +312,7 @@ TEST_F(WatcherServer, ServeCommandReadsTheKeyFromBeakerAndStopsOnSigterm) {
   const auto space = result.out.rfind(' ');
   const json metrics = json::parse(result.out.substr(0, space));
   EXPECT_EQ(metrics["charts"][1]["attempt_count"], 2);
-  EXPECT_EQ(result.out.substr(space), " exit=143");
+  EXPECT_EQ(result.out.substr(space), " exit=143\n");
   EXPECT_EQ(beaker.calls_matching({"secret", "read", "my_secret"}).size(), 1u);
   EXPECT_EQ(wandb.authorizations().back(), "Basic YXBpOmZyb20tYmVha2Vy"); // api:from-beaker
 }

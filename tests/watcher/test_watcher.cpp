@@ -144,7 +144,7 @@ TEST_F(WatcherTree, IndexRecordsTheWholeGraphAndIsIdempotent) {
   EXPECT_EQ(wandb[0], (std::vector<std::string>{
                           "rl", "rlrun1", "rl-proj-override", "team",
                           "https://wandb.ai/team/rl-proj-override/runs/rlrun1", "0", "1",
-                          tree.path("outputs/rl_a/run_default/wandb/run-20260102_000000-rlrun1")}));
+                          tree.path("outputs/rl_a/wandb/run-20260102_000000-rlrun1")}));
   EXPECT_EQ(wandb[1][1], "rlrun2");
   EXPECT_EQ(wandb[1][4], "NULL"); // offline: no URL
   EXPECT_EQ(wandb[1][5], "1");
@@ -260,7 +260,11 @@ TEST_F(WatcherTree, EveryAmbiguityIsReportedNotGuessed) {
             std::string::npos);
   // The explicit TOML resolves the ambiguity.
   const json chosen = index("outputs/rl_b/weights/step_5", {"--rl-config", "examples/configs/train/rl_b2.toml"});
-  EXPECT_EQ(chosen["counts"]["training_runs"], 1);
+  EXPECT_EQ(chosen["model"]["output_dir"], tree.path("outputs/rl_b"));
+  // As in the reference, an RL model always has an sft row, empty when there is no predecessor.
+  EXPECT_EQ(chosen["counts"]["training_runs"], 2);
+  EXPECT_EQ(query(tree.database(), "SELECT rl_config, sft_config FROM model_provenance WHERE rl_model LIKE '%rl_b%'"),
+            (std::vector<std::vector<std::string>>{{tree.path("examples/configs/train/rl_b2.toml"), "NULL"}}));
   // Two predecessor checkpoints.
   tree.write("examples/configs/train/rl_d.toml",
              "output_dir = \"outputs/rl_d\"\n[trainer.model]\nname = \"outputs/sft_a/weights/step_100\"\n"
@@ -281,7 +285,7 @@ TEST_F(WatcherTree, EveryAmbiguityIsReportedNotGuessed) {
   EXPECT_NE(failed["stderr"].get<std::string>().find("; pass only the intended --manifest"), std::string::npos);
   // --manifests narrows the choice.
   const json narrowed = index("outputs/rl_a/weights/step_20", {"--manifests", "data/second_manifest.json"});
-  EXPECT_EQ(narrowed["counts"]["dataset_sources"], 1);
+  EXPECT_EQ(narrowed["counts"]["dataset_sources"], 1) << narrowed.dump();
   // Identical mixes: the manifest sharing the longest prefix with the dataset wins.
   tree.write("data/second_manifest.json", tree.repo().empty() ? "" :
              test::read_file(tree.repo() / "data/mix_0123456789abcdef/manifest.json"));
