@@ -290,6 +290,17 @@ Database::~Database() {
   sqlite3_close(m_db);
 }
 
+void Database::open_connection(const std::string &name, int flags) {
+  if (sqlite3_open_v2(name.c_str(), &m_db, flags, nullptr) != SQLITE_OK) {
+    const std::string reason = m_db != nullptr ? sqlite3_errmsg(m_db) : "out of memory";
+    sqlite3_close(m_db);
+    m_db = nullptr;
+    throw failure("cannot open watcher database " + m_path.string() + ": " + reason);
+  }
+  sqlite3_busy_timeout(m_db, 5000);
+  exec("PRAGMA foreign_keys = ON");
+}
+
 void Database::exec(std::string_view sql) {
   const std::string text(sql);
   char *message = nullptr;
@@ -377,7 +388,9 @@ std::string utc_now(std::string_view date_time_format, std::string_view fraction
   return std::string(buffer) + fraction;
 }
 
-std::string utc_now_iso() { return utc_now("%Y-%m-%dT%H:%M:%S", ".%06lld+00:00"); }
+std::string utc_now_iso() {
+  return utc_now("%Y-%m-%dT%H:%M:%S", ".%06lld+00:00");
+}
 
 std::string compact_sorted_json(const nlohmann::json &value) {
   // nlohmann::json keeps object keys sorted by bytes, which is Python's sort_keys order.

@@ -345,8 +345,8 @@ OrderedJson rebuild(const Settings &settings, const RebuildOptions &options) {
     Database current(target, Database::Mode::read_write_schema);
     quiesce(current, false);
     if (options.backup) {
-      const stdfs::path backup =
-          target.parent_path() / (target.filename().string() + ".backup-" + utc_now("%Y%m%dT%H%M%S", ".%06lldZ"));
+      const stdfs::path backup = target.parent_path() / (target.filename().string() + ".backup-" +
+                                                         utc_now("%Y%m%dT%H%M%S", ".%06lldZ"));
       online_backup(current, backup);
       backup_path = backup.string();
     }
