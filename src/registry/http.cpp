@@ -27,7 +27,8 @@ struct LibCurl {
   decltype(&::curl_slist_free_all) slist_free_all = nullptr;
 };
 
-template <typename F> void bind(void *handle, F &target, const char *name, const std::string &purpose) {
+template <typename F>
+void bind(void *handle, F &target, const char *name, const std::string &purpose) {
   target = reinterpret_cast<F>(::dlsym(handle, name));
   if (target == nullptr) {
     throw failure(purpose + ": libcurl lacks " + name);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "api.hpp"
 
+#include "indexer.hpp"
+
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/toml/value.hpp>
 
@@ -14,35 +16,6 @@ namespace {
 std::string base_name(const std::string &path) {
   const auto slash = path.rfind('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
-OrderedJson scalar_json(const toml::Value &value) {
-  switch (value.type()) {
-  case toml::Type::string:
-    return *value.string();
-  case toml::Type::integer:
-    return *value.integer();
-  case toml::Type::floating:
-    return *value.floating();
-  case toml::Type::boolean:
-    return *value.boolean();
-  case toml::Type::array: {
-    OrderedJson out = OrderedJson::array();
-    for (const auto &item : *value.array()) {
-      out.push_back(scalar_json(item));
-    }
-    return out;
-  }
-  case toml::Type::table: {
-    OrderedJson out = OrderedJson::object();
-    for (const auto &[key, item] : *value.table()) {
-      out[key] = scalar_json(item);
-    }
-    return out;
-  }
-  default:
-    return value.raw();
-  }
 }
 
 std::string stage_of(Database &db, std::int64_t model_id) {
@@ -103,8 +76,8 @@ OrderedJson run_evaluations(Database &db, const std::string &output_dir, const s
       const auto step = item["checkpoint_step"].is_null()
                             ? std::int64_t{-1}
                             : item["checkpoint_step"].get<std::int64_t>();
-      return std::make_tuple(item["stage"] == "rl" ? 0 : 1, -step,
-                             item["config_path"].get<std::string>());
+      return std::make_tuple(
+          item["stage"] == "rl" ? 0 : 1, -step, item["config_path"].get<std::string>());
     };
     return key(a) < key(b);
   });
@@ -124,8 +97,8 @@ OrderedJson datasets_of(Database &db, std::int64_t model_id) {
   std::vector<OrderedJson> items;
   std::map<std::pair<std::string, std::int64_t>, size_t> index;
   for (const auto &row : rows) {
-    const auto key = std::make_pair(row["stage"].get<std::string>(),
-                                    row["dataset_id"].get<std::int64_t>());
+    const auto key =
+        std::make_pair(row["stage"].get<std::string>(), row["dataset_id"].get<std::int64_t>());
     auto found = index.find(key);
     if (found == index.end()) {
       OrderedJson item = OrderedJson::object();
@@ -133,8 +106,14 @@ OrderedJson datasets_of(Database &db, std::int64_t model_id) {
       item["role"] = row["stage"];
       item["configured_path"] = row["configured_path"];
       item["configured_paths"] = OrderedJson::array();
-      for (const char *column : {"dataset_id", "dataset_name", "manifest_path", "config_uid",
-                                 "kind", "train_path", "validation_path", "hf_dataset_path"}) {
+      for (const char *column : {"dataset_id",
+                                 "dataset_name",
+                                 "manifest_path",
+                                 "config_uid",
+                                 "kind",
+                                 "train_path",
+                                 "validation_path",
+                                 "hf_dataset_path"}) {
         item[column] = row[column];
       }
       item["sources"] = OrderedJson::array();
@@ -186,7 +165,9 @@ OrderedJson training_hyperparameters(const std::optional<std::string> &raw_toml)
       {"beta2", {{"trainer", "optim", "betas2"}, {"optim", "betas2"}}},
       {"max_steps", {{"max_steps"}}},
       {"sequence_length",
-       {{"orchestrator", "seq_len"}, {"data", "seq_len"}, {"model", "seq_len"},
+       {{"orchestrator", "seq_len"},
+        {"data", "seq_len"},
+        {"model", "seq_len"},
         {"trainer", "model", "seq_len"}}},
       {"batch_size", {{"orchestrator", "batch_size"}, {"data", "batch_size"}}},
       {"micro_batch_size", {{"data", "micro_batch_size"}}},
@@ -199,7 +180,7 @@ OrderedJson training_hyperparameters(const std::optional<std::string> &raw_toml)
   for (const auto &[name, paths] : fields) {
     for (const auto &path : paths) {
       if (const toml::Value *value = document->root().find_path(path)) {
-        out[name] = scalar_json(*value);
+        out[name] = OrderedJson(toml_to_json(*value));
         break;
       }
     }

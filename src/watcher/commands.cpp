@@ -28,8 +28,8 @@ namespace stdfs = std::filesystem;
 struct CommonOptions {
   std::string database = "watcher.sqlite3";
   std::string repo_root;
-  std::vector<std::string> train_config_roots, eval_config_roots, launch_spec_roots,
-      manifest_roots, manifests;
+  std::vector<std::string> train_config_roots, eval_config_roots, launch_spec_roots, manifest_roots,
+      manifests;
   std::optional<std::string> wandb_entity;
   bool json = false;
   const cli::CommandTree *tree = nullptr;
@@ -110,15 +110,14 @@ Progress progress_reporter(const std::string &operation, int verbosity) {
   if (!terminal && verbosity < 1) {
     return {};
   }
-  auto start = std::make_shared<std::chrono::steady_clock::time_point>(
-      std::chrono::steady_clock::now());
+  auto start =
+      std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now());
   return [operation, terminal, start](size_t done, size_t total, const std::string &) {
-    const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(
-                             std::chrono::steady_clock::now() - *start)
-                             .count();
-    const std::string line = operation + ": " + std::to_string(done) + "/" +
-                             std::to_string(total) + " checkpoints (" + std::to_string(seconds) +
-                             "s)";
+    const auto seconds =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - *start)
+            .count();
+    const std::string line = operation + ": " + std::to_string(done) + "/" + std::to_string(total) +
+                             " checkpoints (" + std::to_string(seconds) + "s)";
     if (terminal) {
       std::cerr << "\r\033[K" << line << (done == total ? "\n" : "") << std::flush;
     } else if (done % 100 == 0 || done == total) {
@@ -268,8 +267,8 @@ void register_commands(cli::CommandTree &tree) {
       Server server(config);
       const int port = server.start();
       // The bound address on stderr (stdout stays free for results): scripts and tests read it.
-      std::cerr << "watcher: serving " << stdfs::absolute(config.database).string()
-                << " on http://" << config.host << ":" << port << "/" << std::endl;
+      std::cerr << "watcher: serving " << stdfs::absolute(config.database).string() << " on http://"
+                << config.host << ":" << port << "/" << std::endl;
       int received = 0;
       std::atomic<bool> listening{true};
       std::thread waiter([&] {

@@ -170,7 +170,9 @@ Statement::Statement(sqlite3 *db, std::string_view sql) : m_db(db) {
   }
 }
 
-Statement::~Statement() { sqlite3_finalize(m_stmt); }
+Statement::~Statement() {
+  sqlite3_finalize(m_stmt);
+}
 
 Statement &Statement::bind(const std::vector<SqlValue> &values) {
   for (size_t i = 0; i < values.size(); ++i) {
@@ -209,9 +211,13 @@ void Statement::reset() {
   sqlite3_clear_bindings(m_stmt);
 }
 
-int Statement::columns() const { return sqlite3_column_count(m_stmt); }
+int Statement::columns() const {
+  return sqlite3_column_count(m_stmt);
+}
 
-std::string Statement::column_name(int index) const { return sqlite3_column_name(m_stmt, index); }
+std::string Statement::column_name(int index) const {
+  return sqlite3_column_name(m_stmt, index);
+}
 
 OrderedJson Statement::column_json(int index) const {
   switch (sqlite3_column_type(m_stmt, index)) {
@@ -266,35 +272,34 @@ Database::Database(const std::filesystem::path &path, Mode mode) : m_path(path) 
       }
     }
     uri += "?mode=ro";
-    if (sqlite3_open_v2(uri.c_str(), &m_db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr) !=
-        SQLITE_OK) {
-      const std::string reason = m_db != nullptr ? sqlite3_errmsg(m_db) : "out of memory";
-      sqlite3_close(m_db);
-      throw failure("cannot open watcher database " + path.string() + ": " + reason);
-    }
-    sqlite3_busy_timeout(m_db, 5000);
-    exec("PRAGMA foreign_keys = ON");
+    open_connection(uri, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI);
     return;
   }
   if (path.has_parent_path()) {
     std::error_code ignored;
     std::filesystem::create_directories(path.parent_path(), ignored);
   }
-  if (sqlite3_open_v2(path.c_str(), &m_db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
-      SQLITE_OK) {
-    const std::string reason = m_db != nullptr ? sqlite3_errmsg(m_db) : "out of memory";
-    sqlite3_close(m_db);
-    throw failure("cannot open watcher database " + path.string() + ": " + reason);
-  }
-  sqlite3_busy_timeout(m_db, 5000);
-  exec("PRAGMA foreign_keys = ON");
+  open_connection(path.string(), SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
   exec("PRAGMA journal_mode = WAL");
   exec(k_schema);
   run("INSERT OR IGNORE INTO schema_metadata(version, installed_at) VALUES (?, ?)",
       {std::int64_t{k_schema_version}, utc_now_iso()});
 }
 
-Database::~Database() { sqlite3_close(m_db); }
+Database::~Database() {
+  sqlite3_close(m_db);
+}
+
+void Database::open_connection(const std::string &name, int flags) {
+  if (sqlite3_open_v2(name.c_str(), &m_db, flags, nullptr) != SQLITE_OK) {
+    const std::string reason = m_db != nullptr ? sqlite3_errmsg(m_db) : "out of memory";
+    sqlite3_close(m_db);
+    m_db = nullptr;
+    throw failure("cannot open watcher database " + m_path.string() + ": " + reason);
+  }
+  sqlite3_busy_timeout(m_db, 5000);
+  exec("PRAGMA foreign_keys = ON");
+}
 
 void Database::exec(std::string_view sql) {
   const std::string text(sql);
@@ -318,8 +323,7 @@ void Database::run(std::string_view sql, const std::vector<SqlValue> &values) {
   }
 }
 
-std::vector<OrderedJson> Database::rows(std::string_view sql,
-                                        const std::vector<SqlValue> &values) {
+std::vector<OrderedJson> Database::rows(std::string_view sql, const std::vector<SqlValue> &values) {
   Statement statement(m_db, sql);
   statement.bind(values);
   std::vector<OrderedJson> out;
@@ -352,7 +356,9 @@ std::optional<std::string> Database::scalar_text(std::string_view sql,
   return statement.step() ? statement.column_text(0) : std::nullopt;
 }
 
-Transaction::Transaction(Database &db) : m_db(db) { m_db.exec("BEGIN IMMEDIATE"); }
+Transaction::Transaction(Database &db) : m_db(db) {
+  m_db.exec("BEGIN IMMEDIATE");
+}
 
 Transaction::~Transaction() {
   if (!m_done) {
@@ -365,25 +371,25 @@ void Transaction::commit() {
   m_done = true;
 }
 
-std::string utc_now_iso() {
-  const auto now = std::chrono::system_clock::now();
-  const auto micros =
-      std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count();
+std::string utc_now(std::string_view date_time_format, std::string_view fraction_format) {
+  const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
   const std::time_t seconds = static_cast<std::time_t>(micros / 1000000);
   std::tm parts{};
   gmtime_r(&seconds, &parts);
   char buffer[64];
-  std::snprintf(buffer,
-                sizeof buffer,
-                "%04d-%02d-%02dT%02d:%02d:%02d.%06lld+00:00",
-                parts.tm_year + 1900,
-                parts.tm_mon + 1,
-                parts.tm_mday,
-                parts.tm_hour,
-                parts.tm_min,
-                parts.tm_sec,
+  std::strftime(buffer, sizeof buffer, std::string(date_time_format).c_str(), &parts);
+  char fraction[32];
+  std::snprintf(fraction,
+                sizeof fraction,
+                std::string(fraction_format).c_str(),
                 static_cast<long long>(micros % 1000000));
-  return buffer;
+  return std::string(buffer) + fraction;
+}
+
+std::string utc_now_iso() {
+  return utc_now("%Y-%m-%dT%H:%M:%S", ".%06lld+00:00");
 }
 
 std::string compact_sorted_json(const nlohmann::json &value) {

@@ -67,6 +67,7 @@ public:
   const std::filesystem::path &path() const { return m_path; }
 
 private:
+  void open_connection(const std::string &name, int flags); // busy timeout, foreign keys on
   sqlite3 *m_db = nullptr;
   std::filesystem::path m_path;
 };
@@ -83,6 +84,9 @@ private:
   bool m_done = false;
 };
 
+// The current UTC time: strftime's `date_time_format`, then the microseconds through
+// printf's `fraction_format` (given a long long).
+std::string utc_now(std::string_view date_time_format, std::string_view fraction_format);
 // "2026-05-01T12:00:00.123456+00:00", Python's datetime.now(timezone.utc).isoformat().
 std::string utc_now_iso();
 

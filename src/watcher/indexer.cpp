@@ -90,9 +90,9 @@ std::string python_repr(const json &value) {
   return value.dump();
 }
 
-// ---- TOML as JSON ----
+} // namespace
 
-json to_json(const toml::Value &value) {
+json toml_to_json(const toml::Value &value) {
   switch (value.type()) {
   case toml::Type::string:
     return *value.string();
@@ -105,14 +105,14 @@ json to_json(const toml::Value &value) {
   case toml::Type::array: {
     json out = json::array();
     for (const auto &item : *value.array()) {
-      out.push_back(to_json(item));
+      out.push_back(toml_to_json(item));
     }
     return out;
   }
   case toml::Type::table: {
     json out = json::object();
     for (const auto &[key, item] : *value.table()) {
-      out[key] = to_json(item);
+      out[key] = toml_to_json(item);
     }
     return out;
   }
@@ -120,6 +120,8 @@ json to_json(const toml::Value &value) {
     return value.raw(); // dates and times: their source spelling
   }
 }
+
+namespace {
 
 const json *find(const json &root, std::initializer_list<const char *> keys) {
   const json *current = &root;
@@ -357,8 +359,9 @@ std::vector<LocalRun> local_wandb_runs(const std::optional<std::string> &output_
     for (const auto &name : names) {
       std::smatch match;
       if (std::regex_match(name, match, run_dir)) {
-        found.emplace(match[1].str(),
-                      LocalRun{match[1].str(), root + "/" + name, text::starts_with(name, "offline-run-")});
+        found.emplace(
+            match[1].str(),
+            LocalRun{match[1].str(), root + "/" + name, text::starts_with(name, "offline-run-")});
       }
     }
   }
@@ -390,9 +393,10 @@ std::vector<WandbRecord> wandb_runs(Catalog &catalog,
   const auto name = text_value(find(wandb, {"name"}));
   bool offline = false;
   if (const json *value = find(wandb, {"offline"}); value != nullptr) {
-    offline = value->is_boolean() ? value->get<bool>()
-                                  : !(value->is_null() || (value->is_number() && value->get<double>() == 0) ||
-                                      (value->is_string() && value->get_ref<const std::string &>().empty()));
+    offline = value->is_boolean()
+                  ? value->get<bool>()
+                  : !(value->is_null() || (value->is_number() && value->get<double>() == 0) ||
+                      (value->is_string() && value->get_ref<const std::string &>().empty()));
   }
   auto record = [&](std::optional<std::string> run_id) {
     WandbRecord r;
@@ -435,8 +439,9 @@ std::vector<WandbRecord> wandb_runs(Catalog &catalog,
       // renamed retry); CONFIG_PATH only counts for older specs without one.
       const auto env_output = env_path("OUTPUT_DIR");
       const auto env_config = env_path("CONFIG_PATH");
-      const bool matched = env_output ? (artifact.output_dir && *env_output == *artifact.output_dir)
-                                      : (artifact.config_path && env_config == artifact.config_path);
+      const bool matched = env_output
+                               ? (artifact.output_dir && *env_output == *artifact.output_dir)
+                               : (artifact.config_path && env_config == artifact.config_path);
       if (!matched) {
         continue;
       }
@@ -529,9 +534,8 @@ void values_for_key(const json &value, const std::string &key, std::vector<const
   }
 }
 
-std::vector<std::string> dataset_paths(const std::string &stage,
-                                       const json &config,
-                                       const stdfs::path &repo) {
+std::vector<std::string>
+dataset_paths(const std::string &stage, const json &config, const stdfs::path &repo) {
   std::vector<std::pair<std::string, std::string>> found;
   if (stage == "sft") {
     if (const json *name = find(config, {"data", "name"}); name && name->is_string()) {
@@ -590,7 +594,8 @@ std::string mix_signature(const Manifest &manifest) {
       continue;
     }
     json item = json::object();
-    for (const char *key : {"name", "parquet", "path", "weight", "train_quota", "validation_quota"}) {
+    for (const char *key :
+         {"name", "parquet", "path", "weight", "train_quota", "validation_quota"}) {
       item[key] = source.contains(key) ? source[key] : json();
     }
     sources.push_back(item);
@@ -652,11 +657,12 @@ const Manifest *match_manifest(const std::string &dataset, const std::vector<Man
   }
   if (signatures.size() == 1) {
     // Identical mixes materialised twice: the copy nearest the dataset is the one it came from.
-    return *std::max_element(matches.begin(), matches.end(), [&](const Manifest *a, const Manifest *b) {
-      const auto da = shared_prefix_depth(dataset, a->path);
-      const auto db = shared_prefix_depth(dataset, b->path);
-      return da != db ? da < db : a->path < b->path;
-    });
+    return *std::max_element(
+        matches.begin(), matches.end(), [&](const Manifest *a, const Manifest *b) {
+          const auto da = shared_prefix_depth(dataset, a->path);
+          const auto db = shared_prefix_depth(dataset, b->path);
+          return da != db ? da < db : a->path < b->path;
+        });
   }
   std::string listed;
   for (const auto *manifest : matches) {
@@ -1039,7 +1045,7 @@ const TrainConfig &Catalog::train_config(const std::string &path) {
   slot->raw = *text;
   try {
     const auto document = toml::Document::parse(*text, path);
-    slot->config = to_json(document.root());
+    slot->config = toml_to_json(document.root());
     slot->signature = compact_sorted_json(slot->config);
   } catch (const Error &error) {
     slot->config = nullptr;
@@ -1141,8 +1147,9 @@ const std::map<std::string, std::vector<Evaluation>> &Catalog::evaluations() {
     if (const auto value = raw["workflow"]; value && value.IsScalar() && !value.Scalar().empty()) {
       workflow = value.Scalar();
     }
-    const YAML::Node payload =
-        workflow == "search-agent" ? raw["search_agent"] : (raw["evaluation"] ? raw["evaluation"] : raw);
+    const YAML::Node payload = workflow == "search-agent"
+                                   ? raw["search_agent"]
+                                   : (raw["evaluation"] ? raw["evaluation"] : raw);
     if (!payload || !payload.IsMap()) {
       continue;
     }
@@ -1226,9 +1233,8 @@ std::vector<std::string> collapse_equivalent(Catalog &catalog, std::vector<std::
                            parts_of(path).size(),
                            path);
   };
-  return {*std::min_element(paths.begin(), paths.end(), [&](const auto &a, const auto &b) {
-    return rank(a) < rank(b);
-  })};
+  return {*std::min_element(
+      paths.begin(), paths.end(), [&](const auto &a, const auto &b) { return rank(a) < rank(b); })};
 }
 
 Evaluation evaluation_outcome(const std::optional<std::string> &run_dir) {
@@ -1326,10 +1332,9 @@ OrderedJson model_counts(Database &db, std::int64_t model_id) {
   OrderedJson counts = OrderedJson::object();
   counts["training_runs"] =
       db.scalar_int("SELECT count(*) FROM training_runs WHERE model_id = ?", {model_id});
-  counts["wandb_runs"] = db.scalar_int(
-      "SELECT count(*) FROM wandb_runs WHERE training_run_id IN "
-      "(SELECT id FROM training_runs WHERE model_id = ?)",
-      {model_id});
+  counts["wandb_runs"] = db.scalar_int("SELECT count(*) FROM wandb_runs WHERE training_run_id IN "
+                                       "(SELECT id FROM training_runs WHERE model_id = ?)",
+                                       {model_id});
   counts["datasets"] = db.scalar_int(
       "SELECT count(DISTINCT dataset_id) FROM training_run_datasets WHERE training_run_id IN "
       "(SELECT id FROM training_runs WHERE model_id = ?)",
@@ -1341,10 +1346,10 @@ OrderedJson model_counts(Database &db, std::int64_t model_id) {
       {model_id});
   counts["evaluations"] =
       db.scalar_int("SELECT count(*) FROM evaluations WHERE model_id = ?", {model_id});
-  counts["benchmarks"] = db.scalar_int(
-      "SELECT count(*) FROM evaluation_benchmarks WHERE evaluation_id IN "
-      "(SELECT id FROM evaluations WHERE model_id = ?)",
-      {model_id});
+  counts["benchmarks"] =
+      db.scalar_int("SELECT count(*) FROM evaluation_benchmarks WHERE evaluation_id IN "
+                    "(SELECT id FROM evaluations WHERE model_id = ?)",
+                    {model_id});
   return counts;
 }
 

@@ -17,6 +17,10 @@
 #include <string>
 #include <vector>
 
+namespace pb::toml {
+class Value;
+}
+
 namespace pb::watcher::detail {
 
 namespace stdfs = std::filesystem;
@@ -32,6 +36,8 @@ std::string checkpoint_output_dir(const std::string &checkpoint);
 // used directly), sorted, without duplicates; missing roots are skipped.
 std::vector<std::string> find_files(const std::vector<stdfs::path> &roots,
                                     const std::vector<std::string> &suffixes);
+// A TOML value as JSON: types kept, tables with sorted keys, dates as their source spelling.
+nlohmann::json toml_to_json(const toml::Value &value);
 // A whole file, or nullopt when it cannot be read.
 std::optional<std::string> try_read(const std::string &path);
 
@@ -39,9 +45,9 @@ std::optional<std::string> try_read(const std::string &path);
 struct TrainConfig {
   std::string path;
   std::string raw;
-  nlohmann::json config;  // null when the file is not valid TOML
-  std::string error;      // why it is invalid
-  std::string signature;  // compact sorted JSON of the parsed values
+  nlohmann::json config; // null when the file is not valid TOML
+  std::string error;     // why it is invalid
+  std::string signature; // compact sorted JSON of the parsed values
 };
 
 struct LaunchSpec {

@@ -105,13 +105,13 @@ OrderedJson optional_json(const std::optional<std::string> &value) {
 
 std::vector<Attempt> metric_attempts(Database &db, std::int64_t model_id) {
   std::vector<Attempt> attempts;
-  for (const auto &row : db.rows(
-           "SELECT DISTINCT tr.stage, w.entity, w.project, w.run_id, w.name, w.url "
-           "FROM training_runs tr JOIN wandb_runs w ON w.training_run_id = tr.id "
-           "WHERE tr.model_id = ? AND w.entity IS NOT NULL AND w.project IS NOT NULL AND "
-           "w.run_id IS NOT NULL ORDER BY CASE tr.stage WHEN 'rl' THEN 0 ELSE 1 END, "
-           "w.entity, w.project, w.run_id",
-           {model_id})) {
+  for (const auto &row :
+       db.rows("SELECT DISTINCT tr.stage, w.entity, w.project, w.run_id, w.name, w.url "
+               "FROM training_runs tr JOIN wandb_runs w ON w.training_run_id = tr.id "
+               "WHERE tr.model_id = ? AND w.entity IS NOT NULL AND w.project IS NOT NULL AND "
+               "w.run_id IS NOT NULL ORDER BY CASE tr.stage WHEN 'rl' THEN 0 ELSE 1 END, "
+               "w.entity, w.project, w.run_id",
+               {model_id})) {
     Attempt attempt;
     attempt.stage = row["stage"].get<std::string>();
     attempt.entity = row["entity"].get<std::string>();
@@ -161,10 +161,9 @@ json GraphqlHistorySource::query(const std::string &graphql, const json &variabl
   }
   if (body.contains("errors") && body["errors"].is_array() && !body["errors"].empty()) {
     const auto &first = body["errors"][0];
-    throw failure("W&B GraphQL error: " +
-                  (first.contains("message") && first["message"].is_string()
-                       ? first["message"].get<std::string>()
-                       : first.dump()));
+    throw failure("W&B GraphQL error: " + (first.contains("message") && first["message"].is_string()
+                                               ? first["message"].get<std::string>()
+                                               : first.dump()));
   }
   const json *run = nullptr;
   if (body.contains("data") && body["data"].is_object() && body["data"].contains("project") &&
@@ -180,10 +179,10 @@ json GraphqlHistorySource::query(const std::string &graphql, const json &variabl
 }
 
 std::optional<std::string> GraphqlHistorySource::run_state(const Attempt &attempt) {
-  const json run = query(
-      "query RunState($entity: String!, $project: String!, $name: String!) "
-      "{ project(name: $project, entityName: $entity) { run(name: $name) { state } } }",
-      {{"entity", attempt.entity}, {"project", attempt.project}, {"name", attempt.run_id}});
+  const json run =
+      query("query RunState($entity: String!, $project: String!, $name: String!) "
+            "{ project(name: $project, entityName: $entity) { run(name: $name) { state } } }",
+            {{"entity", attempt.entity}, {"project", attempt.project}, {"name", attempt.run_id}});
   if (run.contains("state") && run["state"].is_string()) {
     return run["state"].get<std::string>();
   }
@@ -198,14 +197,13 @@ std::vector<json> GraphqlHistorySource::history(const Attempt &attempt,
     spec_keys.push_back(key);
   }
   const json spec = {{"keys", spec_keys}, {"samples", 10000}};
-  const json run = query(
-      "query RunHistory($entity: String!, $project: String!, $name: String!, "
-      "$specs: [JSONString!]!) { project(name: $project, entityName: $entity) "
-      "{ run(name: $name) { sampledHistory(specs: $specs) } } }",
-      {{"entity", attempt.entity},
-       {"project", attempt.project},
-       {"name", attempt.run_id},
-       {"specs", json::array({spec.dump()})}});
+  const json run = query("query RunHistory($entity: String!, $project: String!, $name: String!, "
+                         "$specs: [JSONString!]!) { project(name: $project, entityName: $entity) "
+                         "{ run(name: $name) { sampledHistory(specs: $specs) } } }",
+                         {{"entity", attempt.entity},
+                          {"project", attempt.project},
+                          {"name", attempt.run_id},
+                          {"specs", json::array({spec.dump()})}});
   std::vector<json> rows;
   const auto it = run.find("sampledHistory");
   if (it == run.end() || !it->is_array()) {
@@ -284,9 +282,8 @@ OrderedJson fetch_charts(const std::vector<Attempt> &attempts, HistorySource &so
     chart["requested_metric"] = spec.metrics.front();
     chart["metrics_used"] = metrics_used[spec.id];
     chart["attempt_count"] = series.size();
-    chart["source_count"] = std::count_if(attempts.begin(), attempts.end(), [&](const Attempt &a) {
-      return a.stage == spec.stage;
-    });
+    chart["source_count"] = std::count_if(
+        attempts.begin(), attempts.end(), [&](const Attempt &a) { return a.stage == spec.stage; });
     chart["points"] = aggregate(series);
     charts.push_back(std::move(chart));
   }

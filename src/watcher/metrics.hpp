@@ -43,7 +43,9 @@ public:
 // W&B's public GraphQL API: POST <base>/graphql with basic auth api:<key>.
 class GraphqlHistorySource final : public HistorySource {
 public:
-  GraphqlHistorySource(std::string base_url, std::string api_key, std::chrono::milliseconds timeout);
+  GraphqlHistorySource(std::string base_url,
+                       std::string api_key,
+                       std::chrono::milliseconds timeout);
   std::optional<std::string> run_state(const Attempt &attempt) override;
   std::vector<nlohmann::json> history(const Attempt &attempt,
                                       const std::vector<std::string> &keys,

@@ -75,8 +75,7 @@ struct Server::Impl {
       send_detail(response, 503, "Watcher database does not exist: " + database.string());
       return std::nullopt;
     }
-    return std::optional<Database>(std::in_place, database,
-                                           Database::Mode::read_only);
+    return std::optional<Database>(std::in_place, database, Database::Mode::read_only);
   }
 
   // A path parameter that must be an integer; 422 otherwise.
@@ -167,8 +166,8 @@ struct Server::Impl {
                    return send_detail(response, 503, "W&B authentication is unavailable");
                  }
                }
-               detail::GraphqlHistorySource source(config.wandb_base_url, api_key,
-                                                   config.wandb_timeout);
+               detail::GraphqlHistorySource source(
+                   config.wandb_base_url, api_key, config.wandb_timeout);
                send_json(response, 200, detail::fetch_charts(attempts, source));
              });
     http.set_exception_handler(

@@ -53,7 +53,8 @@ BulkResult index_all(Database &db, Catalog &catalog, bool skip_indexed, const Pr
     if (!root.contains("output_dir") || !root["output_dir"].is_string()) {
       continue;
     }
-    const std::string output = detail::resolve(root["output_dir"].get<std::string>(), catalog.repo());
+    const std::string output =
+        detail::resolve(root["output_dir"].get<std::string>(), catalog.repo());
     const bool rl = root.contains("trainer") && root["trainer"].is_object() &&
                     root.contains("orchestrator") && root["orchestrator"].is_object();
     const auto data = root.find("data");
@@ -215,20 +216,6 @@ OrderedJson bulk_summary(const std::string &operation,
   return out;
 }
 
-std::string backup_timestamp() {
-  const auto now = std::chrono::system_clock::now();
-  const auto micros =
-      std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count();
-  const std::time_t seconds = static_cast<std::time_t>(micros / 1000000);
-  std::tm parts{};
-  gmtime_r(&seconds, &parts);
-  char buffer[64];
-  std::strftime(buffer, sizeof buffer, "%Y%m%dT%H%M%S", &parts);
-  char fraction[16];
-  std::snprintf(fraction, sizeof fraction, ".%06lldZ", static_cast<long long>(micros % 1000000));
-  return std::string(buffer) + fraction;
-}
-
 void remove_with_companions(const stdfs::path &path) {
   std::error_code ec;
   for (const char *suffix : {"", "-wal", "-shm", "-journal"}) {
@@ -242,8 +229,8 @@ void quiesce(Database &db, bool strict) {
   db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
   const auto mode = db.scalar_text("PRAGMA journal_mode = DELETE");
   if (strict && mode != "delete") {
-    throw failure("could not switch " + db.path().string() +
-                  " to journal_mode=DELETE (got " + mode.value_or("nothing") + ")");
+    throw failure("could not switch " + db.path().string() + " to journal_mode=DELETE (got " +
+                  mode.value_or("nothing") + ")");
   }
 }
 
@@ -282,7 +269,8 @@ Roots default_roots(const stdfs::path &repo_root, const std::map<std::string, st
   roots.train_config_roots = {jtc_root / "examples" / "configs" / "train"};
   roots.eval_config_roots = {primebeaker_root / "examples" / "configs" / "eval"};
   roots.launch_spec_roots = {primebeaker_root / "beaker_experiments"};
-  roots.manifest_roots = {stdfs::path(absolute_string(jtc_root)).parent_path() / "prime_sft" / "data",
+  roots.manifest_roots = {stdfs::path(absolute_string(jtc_root)).parent_path() / "prime_sft" /
+                              "data",
                           jtc_root / "data"};
   return roots;
 }
@@ -304,9 +292,9 @@ OrderedJson rebuild(const Settings &settings, const RebuildOptions &options) {
   const stdfs::path target = absolute_string(settings.database);
   std::random_device random;
   const stdfs::path temporary =
-      target.parent_path() / ("." + target.filename().string() + ".rebuild-" +
-                              std::to_string(::getpid()) + "-" + std::to_string(random()) +
-                              ".sqlite3");
+      target.parent_path() /
+      ("." + target.filename().string() + ".rebuild-" + std::to_string(::getpid()) + "-" +
+       std::to_string(random()) + ".sqlite3");
   struct Cleanup {
     stdfs::path path;
     ~Cleanup() { remove_with_companions(path); }
@@ -325,9 +313,9 @@ OrderedJson rebuild(const Settings &settings, const RebuildOptions &options) {
     const std::size_t failures = result.failures.size();
     const std::size_t invalid = result.invalid_configs.size();
     if (options.require_clean && (failures > 0 || invalid > 0)) {
-      Error error = failure("rebuild refused to replace the current database: " +
-                            std::to_string(failures) + " indexing failures and " +
-                            std::to_string(invalid) + " invalid configs");
+      Error error =
+          failure("rebuild refused to replace the current database: " + std::to_string(failures) +
+                  " indexing failures and " + std::to_string(invalid) + " invalid configs");
       for (const auto &item : result.failures) {
         error.add_context(item["checkpoint"].get<std::string>() + ": " +
                           item["error"].get<std::string>());
@@ -357,8 +345,8 @@ OrderedJson rebuild(const Settings &settings, const RebuildOptions &options) {
     Database current(target, Database::Mode::read_write_schema);
     quiesce(current, false);
     if (options.backup) {
-      const stdfs::path backup =
-          target.parent_path() / (target.filename().string() + ".backup-" + backup_timestamp());
+      const stdfs::path backup = target.parent_path() / (target.filename().string() + ".backup-" +
+                                                         utc_now("%Y%m%dT%H%M%S", ".%06lldZ"));
       online_backup(current, backup);
       backup_path = backup.string();
     }
@@ -378,7 +366,8 @@ OrderedJson rebuild(const Settings &settings, const RebuildOptions &options) {
   return summary;
 }
 
-OrderedJson show(const stdfs::path &database, const stdfs::path &repo_root, const stdfs::path &model) {
+OrderedJson
+show(const stdfs::path &database, const stdfs::path &repo_root, const stdfs::path &model) {
   Database db(database, Database::Mode::read_write_schema);
   const std::string path = detail::resolve(model.string(), absolute_string(repo_root));
   const auto row = db.row("SELECT id FROM models WHERE model_path = ?", {path});
@@ -413,8 +402,8 @@ OrderedJson status(const stdfs::path &database) {
   out["schema_version"] = db.row("SELECT max(version) AS v FROM schema_metadata")->at("v");
   out["first_indexed_at"] = db.row("SELECT min(indexed_at) AS v FROM models")->at("v");
   out["last_indexed_at"] = db.row("SELECT max(indexed_at) AS v FROM models")->at("v");
-  out["rl_checkpoints"] = db.scalar_int(
-      "SELECT count(DISTINCT model_id) FROM training_runs WHERE stage = 'rl'");
+  out["rl_checkpoints"] =
+      db.scalar_int("SELECT count(DISTINCT model_id) FROM training_runs WHERE stage = 'rl'");
   out["sft_checkpoints"] = db.scalar_int(
       "SELECT count(DISTINCT m.id) FROM models m JOIN training_runs s ON s.model_id = m.id AND "
       "s.stage = 'sft' WHERE NOT EXISTS (SELECT 1 FROM training_runs r WHERE r.model_id = m.id "

@@ -87,36 +87,46 @@ name = "rl-a"
       {"name": "alpha", "parquet": "data/src/alpha.parquet", "weight": 0.75, "train_quota": 300, "validation_quota": 30},
       {"name": "beta", "path": "data/src/beta.parquet", "weight": 0.25, "train_quota": 100},
       {"name": "", "parquet": "ignored.parquet"}]})");
-  write("data/unrelated_manifest.json", R"({"name": "other", "train_path": "data/zzz.parquet", "sources": []})");
+  write("data/unrelated_manifest.json",
+        R"({"name": "other", "train_path": "data/zzz.parquet", "sources": []})");
   // Evaluations of the RL checkpoint: complete, failed, pending (incomplete), missing run dir,
   // no run dir; a generic workflow without a model (not indexed).
   write("evals/complete.yaml", R"(evaluation:
   model: outputs/rl_a/weights/step_20
   run_dir: runs/complete
 )");
-  write("runs/complete/averages.jsonl",
-        R"({"dataset": "gsm8k", "runs": 3, "mean_accuracy": 0.5, "stdev_accuracy": 0.1, "min_accuracy": 0.4, "max_accuracy": 0.6}
+  write(
+      "runs/complete/averages.jsonl",
+      R"({"dataset": "gsm8k", "runs": 3, "mean_accuracy": 0.5, "stdev_accuracy": 0.1, "min_accuracy": 0.4, "max_accuracy": 0.6}
 {"dataset": "math", "runs": 3, "mean_accuracy": 0.25, "stdev_accuracy": 0.05, "min_accuracy": 0.2, "max_accuracy": 0.3}
 )");
-  write("evals/failed.yaml", "workflow: standard\nevaluation:\n  model: outputs/rl_a/weights/step_20\n  run_dir: runs/failed\n");
+  write("evals/failed.yaml",
+        "workflow: standard\nevaluation:\n  model: outputs/rl_a/weights/step_20\n  run_dir: "
+        "runs/failed\n");
   write("runs/failed/failure.json", R"({"reason": "OOM"})");
   write("evals/pending.yaml", "model: outputs/rl_a/weights/step_20\nrun_dir: runs/pending\n");
   mkdir("runs/pending");
   write("evals/missing.yaml", "model: outputs/rl_a/weights/step_20\nrun_dir: runs/missing\n");
   write("evals/unconfigured.yml", "model: outputs/rl_a/weights/step_10\n");
   write("evals/workflow.yaml", "workflow: rejection-sampling\nrounds: 3\n");
-  write("evals/search.yaml", "workflow: search-agent\nsearch_agent:\n  model: outputs/rl_a/weights/step_10\n  run_dir: runs/search\n");
+  write("evals/search.yaml",
+        "workflow: search-agent\nsearch_agent:\n  model: outputs/rl_a/weights/step_10\n  run_dir: "
+        "runs/search\n");
   write("runs/search/result.json", R"({"score": 1})");
   // The SFT checkpoint is evaluated too.
-  write("evals/sft.yaml", "evaluation:\n  model: outputs/sft_a/weights/step_100\n  run_dir: runs/sft\n");
-  write("runs/sft/summary.jsonl",
-        R"({"dataset": "gsm8k", "runs": 1, "mean_accuracy": 0.3, "stdev_accuracy": 0.0, "min_accuracy": 0.3, "max_accuracy": 0.3})"
-        "\n");
+  write("evals/sft.yaml",
+        "evaluation:\n  model: outputs/sft_a/weights/step_100\n  run_dir: runs/sft\n");
+  write(
+      "runs/sft/summary.jsonl",
+      R"({"dataset": "gsm8k", "runs": 1, "mean_accuracy": 0.3, "stdev_accuracy": 0.0, "min_accuracy": 0.3, "max_accuracy": 0.3})"
+      "\n");
   // A legacy MOSS archive naming its model in launcher.log.
-  write("records/moss-evals/2025-old/launcher.log", "starting\nmodel: outputs/rl_a/weights/step_10\n");
-  write("records/moss-evals/2025-old/averages.jsonl",
-        R"({"dataset": "legacy", "runs": 2, "mean_accuracy": 0.1, "stdev_accuracy": 0.0, "min_accuracy": 0.1, "max_accuracy": 0.1})"
-        "\n");
+  write("records/moss-evals/2025-old/launcher.log",
+        "starting\nmodel: outputs/rl_a/weights/step_10\n");
+  write(
+      "records/moss-evals/2025-old/averages.jsonl",
+      R"({"dataset": "legacy", "runs": 2, "mean_accuracy": 0.1, "stdev_accuracy": 0.0, "min_accuracy": 0.1, "max_accuracy": 0.1})"
+      "\n");
 }
 
 } // namespace pb::test

@@ -48,8 +48,10 @@ public:
         const std::string metric = spec["keys"][1];
         json rows = json::array();
         if (run == "rlrun1" && metric.rfind("eval/", 0) == 0) {
-          rows = json::array({{{"step", 1}, {metric, 0.2}}, {{"step", 2}, {metric, 0.1}},
-                              {{"step", 2}, {metric, 0.3}}, {{"step", 3}, {metric, true}}});
+          rows = json::array({{{"step", 1}, {metric, 0.2}},
+                              {{"step", 2}, {metric, 0.1}},
+                              {{"step", 2}, {metric, 0.3}},
+                              {{"step", 3}, {metric, true}}});
         } else if (run == "rlrun2" && metric.rfind("eval/", 0) == 0) {
           rows = json::array({{{"step", 2}, {metric, 0.5}}, {{"step", 4}, {metric, 0.6}}});
         } else if (run == "sft1" && metric == "val/loss") {
@@ -97,7 +99,9 @@ protected:
     watcher::index_model(settings, extra);
   }
 
-  std::unique_ptr<watcher::Server> start(std::function<std::string()> key = [] { return "sekrit"; }) {
+  std::unique_ptr<watcher::Server> start(std::function<std::string()> key = [] {
+    return "sekrit";
+  }) {
     watcher::ServerConfig config;
     config.database = tree.database();
     config.port = 0;
@@ -184,7 +188,8 @@ TEST_F(WatcherServer, ModelsListIsGroupedByRunFilteredAndValidated) {
   EXPECT_EQ(get("/api/models?limit=0", 422)["detail"][0]["loc"], json({"query", "limit"}));
   EXPECT_EQ(get("/api/models?limit=1001", 422)["detail"][0]["loc"], json({"query", "limit"}));
   EXPECT_EQ(get("/api/models?limit=ten", 422)["detail"][0]["loc"], json({"query", "limit"}));
-  EXPECT_EQ(get("/api/models?q=" + std::string(301, 'x'), 422)["detail"][0]["loc"], json({"query", "q"}));
+  EXPECT_EQ(get("/api/models?q=" + std::string(301, 'x'), 422)["detail"][0]["loc"],
+            json({"query", "q"}));
   EXPECT_EQ(get("/api/models?q=" + std::string(300, 'x'), 200)["count"], 0);
 }
 
@@ -200,7 +205,10 @@ TEST_F(WatcherServer, ModelDetail) {
   ASSERT_EQ(detail["training_runs"].size(), 2u);
   EXPECT_EQ(detail["training_runs"][0]["stage"], "rl");
   EXPECT_EQ(detail["training_runs"][0]["hyperparameters"],
-            json({{"learning_rate", 1e-6}, {"max_steps", 40}, {"sequence_length", 8192}, {"batch_size", 128}}));
+            json({{"learning_rate", 1e-6},
+                  {"max_steps", 40},
+                  {"sequence_length", 8192},
+                  {"batch_size", 128}}));
   EXPECT_EQ(detail["training_runs"][1]["hyperparameters"]["learning_rate"], 2e-5);
   EXPECT_EQ(detail["training_runs"][0]["wandb_runs"].size(), 3u);
   EXPECT_EQ(detail["training_runs"][0]["wandb_runs"][0]["run_id"], "broken");
@@ -241,10 +249,13 @@ TEST_F(WatcherServer, LiveMetricsAggregateAttemptsAndSurviveAFailingOne) {
   ASSERT_EQ(metrics["sources"].size(), 4u); // broken, rlrun1, rlrun2 (rl), sft1 (sft)
   EXPECT_EQ(metrics["sources"][0]["run_id"], "broken");
   EXPECT_NE(metrics["sources"][0]["error"].get<std::string>().find("HTTP 500"), std::string::npos);
-  EXPECT_EQ(metrics["sources"][1]["path"], "team/rl-proj-override/rlrun1");
-  EXPECT_EQ(metrics["sources"][1]["state"], "finished");
-  EXPECT_EQ(metrics["sources"][1]["metrics"], json::array({"eval_accuracy"}));
-  EXPECT_TRUE(metrics["sources"][1]["error"].is_null());
+  // Ordered by entity, project, run id: rlrun2 is a local run, so it keeps the TOML's project.
+  EXPECT_EQ(metrics["sources"][1]["path"], "team/rl-proj/rlrun2");
+  EXPECT_EQ(metrics["sources"][1]["state"], "crashed");
+  EXPECT_EQ(metrics["sources"][2]["path"], "team/rl-proj-override/rlrun1");
+  EXPECT_EQ(metrics["sources"][2]["state"], "finished");
+  EXPECT_EQ(metrics["sources"][2]["metrics"], json::array({"eval_accuracy"}));
+  EXPECT_TRUE(metrics["sources"][2]["error"].is_null());
   EXPECT_EQ(metrics["sources"][3]["metrics"], json::array({"sft_validation_loss"}));
   ASSERT_EQ(metrics["charts"].size(), 2u);
   const json &sft = metrics["charts"][0];
@@ -253,21 +264,30 @@ TEST_F(WatcherServer, LiveMetricsAggregateAttemptsAndSurviveAFailingOne) {
   const json &eval = metrics["charts"][1];
   EXPECT_EQ(eval["id"], "eval_accuracy");
   EXPECT_EQ(eval["format"], "percent");
-  EXPECT_EQ(eval["requested_metric"], "val/jtc-tool-label-terminal-eval/all/metrics/correct_final_label/mean");
-  EXPECT_EQ(eval["metrics_used"], json::array({"eval/jtc-tool-label-terminal-eval/all/metrics/correct_final_label/mean"}));
+  EXPECT_EQ(eval["requested_metric"],
+            "val/jtc-tool-label-terminal-eval/all/metrics/correct_final_label/mean");
+  EXPECT_EQ(
+      eval["metrics_used"],
+      json::array({"eval/jtc-tool-label-terminal-eval/all/metrics/correct_final_label/mean"}));
   EXPECT_EQ(eval["attempt_count"], 2);
   EXPECT_EQ(eval["source_count"], 3);
-  // rlrun1: 1 -> 0.2, 2 -> 0.3 (its last value wins), the boolean at 3 is ignored; rlrun2: 2 -> 0.5, 4 -> 0.6.
+  // rlrun1: 1 -> 0.2, 2 -> 0.3 (its last value wins), the boolean at 3 is ignored; rlrun2: 2 ->
+  // 0.5, 4 -> 0.6.
   const json &points = eval["points"];
   ASSERT_EQ(points.size(), 3u);
-  EXPECT_EQ(points[0], json({{"step", 1}, {"value", 0.2}, {"min", 0.2}, {"max", 0.2}, {"samples", 1},
-                             {"attempts", {"team/rl-proj-override/rlrun1"}}}));
+  EXPECT_EQ(points[0],
+            json({{"step", 1},
+                  {"value", 0.2},
+                  {"min", 0.2},
+                  {"max", 0.2},
+                  {"samples", 1},
+                  {"attempts", {"team/rl-proj-override/rlrun1"}}}));
   EXPECT_EQ(points[1]["step"], 2);
   EXPECT_DOUBLE_EQ(points[1]["value"].get<double>(), 0.4);
   EXPECT_EQ(points[1]["min"], 0.3);
   EXPECT_EQ(points[1]["max"], 0.5);
   EXPECT_EQ(points[1]["samples"], 2);
-  EXPECT_EQ(points[1]["attempts"], json({"team/rl-proj-override/rlrun1", "team/rl-proj-override/rlrun2"}));
+  EXPECT_EQ(points[1]["attempts"], json({"team/rl-proj-override/rlrun1", "team/rl-proj/rlrun2"}));
   EXPECT_EQ(points[2]["step"], 4);
   for (const auto &authorization : wandb.authorizations()) {
     EXPECT_EQ(authorization, "Basic YXBpOnNla3JpdA=="); // api:sekrit
@@ -285,6 +305,7 @@ TEST_F(WatcherServer, MetricsWithoutAKeyAre503) {
 
 // The real binary: WANDB_API_KEY absent, the key comes from `beaker secret read`.
 TEST_F(WatcherServer, ServeCommandReadsTheKeyFromBeakerAndStopsOnSigterm) {
+  auto server = start(); // only to look up the model id
   TempDir fake_root;
   FakeBin bin(fake_root.path());
   FakeBeaker beaker(bin);
@@ -292,15 +313,20 @@ TEST_F(WatcherServer, ServeCommandReadsTheKeyFromBeakerAndStopsOnSigterm) {
   // Run in the background: the command serves until SIGTERM.
   proc::Command command;
   const stdfs::path log = fake_root.path() / "serve.log";
-  command.argv = {"bash", "-c",
-                  "\"$0\" watcher serve --database \"$1\" --port 0 --wandb-secret my_secret 2>\"$2\" & "
-                  "pid=$!; for i in $(seq 200); do grep -q 'serving' \"$2\" && break; sleep 0.05; done; "
-                  "port=$(sed -n 's/.*127.0.0.1:\\([0-9]*\\).*/\\1/p' \"$2\"); "
-                  "curl -s --noproxy '*' \"http://127.0.0.1:$port/api/models/$3/metrics\"; "
-                  "kill -TERM $pid; wait $pid; echo \" exit=$?\"",
-                  binary_path().string(), tree.database().string(), log.string(),
-                  std::to_string(model_id("outputs/rl_a/weights/step_20"))};
-  command.env_set = {{"PATH", bin.bin().string() + ":/usr/bin:/bin"}, {"WANDB_BASE_URL", wandb.url()}};
+  command.argv = {
+      "bash",
+      "-c",
+      "\"$0\" watcher serve --database \"$1\" --port 0 --wandb-secret my_secret 2>\"$2\" & "
+      "pid=$!; for i in $(seq 200); do grep -q 'serving' \"$2\" && break; sleep 0.05; done; "
+      "port=$(sed -n 's/.*127.0.0.1:\\([0-9]*\\).*/\\1/p' \"$2\"); "
+      "curl -s --noproxy '*' \"http://127.0.0.1:$port/api/models/$3/metrics\"; "
+      "kill -TERM $pid; wait $pid; echo \" exit=$?\"",
+      binary_path().string(),
+      tree.database().string(),
+      log.string(),
+      std::to_string(model_id("outputs/rl_a/weights/step_20"))};
+  command.env_set = {{"PATH", bin.bin().string() + ":/usr/bin:/bin"},
+                     {"WANDB_BASE_URL", wandb.url()}};
   command.env_unset = {"WANDB_API_KEY"};
   command.timeout = std::chrono::seconds(30);
   const auto result = proc::SystemRunner().run(command);
@@ -308,7 +334,7 @@ TEST_F(WatcherServer, ServeCommandReadsTheKeyFromBeakerAndStopsOnSigterm) {
   const auto space = result.out.rfind(' ');
   const json metrics = json::parse(result.out.substr(0, space));
   EXPECT_EQ(metrics["charts"][1]["attempt_count"], 2);
-  EXPECT_EQ(result.out.substr(space), " exit=143");
+  EXPECT_EQ(result.out.substr(space), " exit=143\n");
   EXPECT_EQ(beaker.calls_matching({"secret", "read", "my_secret"}).size(), 1u);
   EXPECT_EQ(wandb.authorizations().back(), "Basic YXBpOmZyb20tYmVha2Vy"); // api:from-beaker
 }
@@ -317,17 +343,29 @@ TEST_F(WatcherServer, ServeCommandReadsTheKeyFromBeakerAndStopsOnSigterm) {
 TEST_F(WatcherServer, PageRendersInHeadlessChromium) {
   const auto chromium = proc::find_executable("chromium", "/usr/bin:/usr/local/bin:/bin");
   if (!chromium) {
-    GTEST_SKIP() << "chromium is not installed (Debian package `chromium`; .ci/bootstrap installs it)";
+    GTEST_SKIP()
+        << "chromium is not installed (Debian package `chromium`; .ci/bootstrap installs it)";
   }
   auto server = start();
   TempDir profile;
   const std::string url = "http://127.0.0.1:" + std::to_string(port) + "/";
   auto browser = [&](const std::string &mode) {
     proc::Command command;
-    command.argv = {chromium->string(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                    "--no-first-run", "--disable-background-networking", "--disable-component-update",
-                    "--disable-sync", "--disable-dev-shm-usage", "--user-data-dir=" + profile.path().string(),
-                    "--virtual-time-budget=10000", "--window-size=1400,1800", mode, url};
+    command.argv = {chromium->string(),
+                    "--headless",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--disable-quic",
+                    "--no-first-run",
+                    "--disable-background-networking",
+                    "--disable-component-update",
+                    "--disable-sync",
+                    "--disable-dev-shm-usage",
+                    "--user-data-dir=" + profile.path().string(),
+                    "--virtual-time-budget=10000",
+                    "--window-size=1400,1800",
+                    mode,
+                    url};
     command.env_set = {{"HOME", profile.path().string()}, {"no_proxy", "127.0.0.1"}};
     command.timeout = std::chrono::seconds(40);
     return proc::SystemRunner().run(command);

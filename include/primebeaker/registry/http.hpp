@@ -13,12 +13,12 @@ namespace pb::registry {
 struct HttpRequest {
   std::string method = "GET"; // GET, POST, OPTIONS
   std::string url;
-  std::vector<std::string> headers; // "Name: value"
-  std::optional<std::string> body;  // sent for POST
+  std::vector<std::string> headers;      // "Name: value"
+  std::optional<std::string> body;       // sent for POST
   std::optional<std::string> basic_auth; // "user:password"; never logged
   std::chrono::milliseconds timeout{30000};
-  bool use_proxy = false;           // honour *_proxy variables (remote services only)
-  std::size_t max_body = 4096;      // bytes of the response body kept
+  bool use_proxy = false;      // honour *_proxy variables (remote services only)
+  std::size_t max_body = 4096; // bytes of the response body kept
 };
 
 struct HttpResponse {
