@@ -677,16 +677,29 @@ bool is_space(char32_t c) {
 }
 
 std::string strip(std::string_view text) {
-  const auto cps = to_u32(text);
-  size_t b = 0;
-  size_t e = cps.size();
-  while (b < e && is_space(cps[b])) {
-    ++b;
+  // Walk in from both ends, decoding only the characters looked at (no UTF-32 copy).
+  size_t begin = 0;
+  while (begin < text.size()) {
+    size_t next = begin;
+    if (!is_space(decode(text, next))) {
+      break;
+    }
+    begin = next;
   }
-  while (e > b && is_space(cps[e - 1])) {
-    --e;
+  size_t end = text.size();
+  while (end > begin) {
+    size_t start = end - 1;
+    while (start > begin && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80 &&
+           end - start < 4) {
+      --start;
+    }
+    size_t next = start;
+    if (!is_space(decode(text, next)) || next != end) {
+      break;
+    }
+    end = start;
   }
-  return to_utf8(std::u32string_view(cps).substr(b, e - b));
+  return std::string(text.substr(begin, end - begin));
 }
 
 std::vector<std::string> split(std::string_view text) {
@@ -714,6 +727,16 @@ std::vector<std::string> split(std::string_view text) {
 }
 
 std::string lower(std::string_view text) {
+  if (std::all_of(
+          text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; })) {
+    std::string out(text);
+    for (char &c : out) {
+      if (c >= 'A' && c <= 'Z') {
+        c = static_cast<char>(c + 32);
+      }
+    }
+    return out;
+  }
   const auto cps = to_u32(text);
   std::u32string out;
   out.reserve(cps.size());
