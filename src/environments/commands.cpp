@@ -106,43 +106,8 @@ std::string read_all(std::istream &in) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-// stdin holds either a message object ({"content", "tool_calls"}) or plain text.
 void run_parse(const ParseOptions &o) {
-  const std::string input = read_all(std::cin);
-  OrderedJson message;
-  auto parsed = py::try_loads(input);
-  if (parsed && parsed->is_object()) {
-    message = *parsed;
-  } else {
-    message = {{"role", "assistant"}, {"content", input}};
-  }
-  const std::string text = message_text(message);
-  std::vector<ToolCall> calls;
-  std::string source = "none";
-  if (o.format == "structured" || o.format == "auto") {
-    if (auto structured = parse_structured_calls(message)) {
-      calls = *structured;
-      source = "structured";
-    }
-  }
-  if (source == "none" && (o.format == "qwen-json" || o.format == "auto")) {
-    calls = parse_qwen_json_calls(text);
-    source = calls.empty() ? "none" : "qwen-json";
-  }
-  if (source == "none" && (o.format == "qwen-xml" || o.format == "auto")) {
-    calls = parse_qwen_xml_calls(text);
-    source = calls.empty() ? "none" : "qwen-xml";
-  }
-  OrderedJson out = OrderedJson::object();
-  out["format"] = source;
-  OrderedJson list = OrderedJson::array();
-  for (const auto &call : calls) {
-    list.push_back(to_json(call));
-  }
-  out["calls"] = list;
-  out["reasoning"] = message_reasoning(message);
-  out["visible_content"] = strip_qwen_special_blocks(text);
-  std::cout << py::dumps(out) << '\n';
+  std::cout << py::dumps(tool_call_report(read_all(std::cin), o.format)) << '\n';
 }
 
 struct ScoreOptions {
@@ -177,45 +142,11 @@ void run_score(const ScoreOptions &o) {
     }
     in = &file;
   }
-  std::string line;
-  size_t index = 0;
-  size_t failed = 0;
-  std::string out;
-  while (std::getline(*in, line)) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) {
-      continue;
-    }
-    OrderedJson result = OrderedJson::object();
-    result["index"] = index;
-    try {
-      const OrderedJson rollout = py::loads(line);
-      if (o.requests) {
-        result["request"] = service_request(environment, args, rollout);
-      } else {
-        const Score score = score_rollout(environment, args, rollout);
-        result["reward"] = score.reward;
-        result["metrics"] = score.metrics;
-      }
-    } catch (const py::JsonError &error) {
-      result["error"] =
-          fmt::format("{}: line {}: invalid JSON: {}", o.rollouts, index + 1, error.what());
-      ++failed;
-    } catch (const Error &error) {
-      result["error"] = error.what();
-      ++failed;
-    }
-    out += py::dumps(result);
-    out += '\n';
-    if (out.size() > (1U << 16)) {
-      std::cout << out;
-      out.clear();
-    }
-    ++index;
-  }
-  std::cout << out;
-  std::cout.flush();
+  size_t total = 0;
+  const size_t failed =
+      score_lines(environment, args, *in, std::cout, o.requests, o.rollouts, total);
   if (failed > 0) {
-    throw failure(fmt::format("{} of {} rollouts could not be scored", failed, index));
+    throw failure(fmt::format("{} of {} rollouts could not be scored", failed, total));
   }
 }
 

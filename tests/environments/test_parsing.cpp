@@ -82,6 +82,20 @@ TEST(ToolCalls, StructuredAndFallback) {
   EXPECT_FALSE(parse_structured_calls(J::parse(R"({"tool_calls": []})")).has_value());
 }
 
+TEST(ToolCalls, ReportForParseToolCalls) {
+  const std::string xml = "<think>plan</think><tool_call>\n<function=terminal>\n<parameter=command>"
+                          "\nrg -n a\n</parameter>\n</function>\n</tool_call> done";
+  EXPECT_EQ(
+      py::dumps(tool_call_report(xml, "auto")),
+      R"({"format": "qwen-xml", "calls": [{"name": "terminal", "arguments": {"command": "rg -n a"}}], "reasoning": "plan", "visible_content": "done"})");
+  EXPECT_EQ(tool_call_report(xml, "qwen-json")["format"], "none");
+  const std::string message =
+      R"({"content": "x", "tool_calls": [{"id": "7", "function": {"name": "submit", "arguments": "{\"label\": \"pass\"}"}}]})";
+  EXPECT_EQ(py::dumps(tool_call_report(message, "structured")["calls"]),
+            R"([{"id": "7", "name": "submit", "arguments": {"label": "pass"}}])");
+  EXPECT_EQ(tool_call_report(message, "qwen-xml")["calls"].size(), 0u);
+}
+
 TEST(Thinking, ParseAndStrip) {
   EXPECT_EQ(parse_qwen_thinking("<THINK> a </think>b<think>c</think>"), "a");
   EXPECT_EQ(parse_qwen_thinking("<redacted_thinking>r</redacted_thinking>"), "r");

@@ -28,6 +28,10 @@ std::optional<std::vector<ToolCall>> parse_structured_calls(const OrderedJson &m
 std::vector<ToolCall> parse_qwen_json_calls(std::string_view text);
 std::vector<ToolCall> parse_qwen_xml_calls(std::string_view text);
 std::vector<ToolCall> parse_qwen_tool_calls(std::string_view text);
+// `environments parse-tool-calls`: `input` is a message object (JSON) or plain text; `format`
+// is auto|qwen-json|qwen-xml|structured. {"format", "calls", "reasoning", "visible_content"}.
+OrderedJson tool_call_report(std::string_view input, std::string_view format);
+
 // The tool-label family: structured calls, else the Qwen text of message.content.
 std::vector<ToolCall> extract_tool_calls(const OrderedJson &message);
 

@@ -7,6 +7,7 @@
 #include <primebeaker/core/json.hpp>
 #include <primebeaker/environments/catalog.hpp>
 
+#include <iosfwd>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -32,6 +33,17 @@ Score score_rollout(const Environment &environment,
 OrderedJson service_request(const Environment &environment,
                             const OrderedJson &args,
                             const OrderedJson &rollout);
+
+// `environments score`: reads JSON lines from `in`, writes one JSON line per rollout to `out`
+// ({"index", "reward", "metrics"}, {"index", "request"} with `requests`, or {"index", "error"}).
+// Returns how many rollouts could not be scored; `total` gets how many were read.
+size_t score_lines(const Environment &environment,
+                   const OrderedJson &args,
+                   std::istream &in,
+                   std::ostream &out,
+                   bool requests,
+                   const std::string &source,
+                   size_t &total);
 
 // Python float(text): surrounding whitespace, underscores between digits, nan/inf/infinity.
 std::optional<double> python_float(std::string_view text);
