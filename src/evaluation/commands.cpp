@@ -61,7 +61,8 @@ struct Context {
   }
 };
 
-LoadOptions load_options(const YamlOptions &options, const std::map<std::string, std::string> &env) {
+LoadOptions load_options(const YamlOptions &options,
+                         const std::map<std::string, std::string> &env) {
   LoadOptions load;
   load.cwd = std::filesystem::current_path();
   for (const auto &dir : options.template_dirs) {
@@ -77,7 +78,8 @@ LoadOptions load_options(const YamlOptions &options, const std::map<std::string,
   load.force = options.force;
   if (options.local_mount) {
     load.local_mount = *options.local_mount;
-  } else if (const auto it = env.find("PRIMEBEAKER_LOCAL_MOUNT"); it != env.end() && !it->second.empty()) {
+  } else if (const auto it = env.find("PRIMEBEAKER_LOCAL_MOUNT");
+             it != env.end() && !it->second.empty()) {
     load.local_mount = it->second;
   }
   return load;
@@ -180,10 +182,10 @@ void register_yaml_command(cli::CommandTree &tree, std::string_view name, bool s
 }
 
 void register_request_command(cli::CommandTree &tree, std::string_view name, bool submit) {
-  CLI::App &command = tree.command(
-      {"evaluation", name},
-      submit ? "Launch a PythonEvaluationRequest (JSON): services, then the evaluator"
-             : "Preview a PythonEvaluationRequest (JSON) without submitting");
+  CLI::App &command =
+      tree.command({"evaluation", name},
+                   submit ? "Launch a PythonEvaluationRequest (JSON): services, then the evaluator"
+                          : "Preview a PythonEvaluationRequest (JSON) without submitting");
   auto &options = tree.make_options<RequestOptions>();
   command
       .add_option(cli::flag("request-json"),

@@ -51,11 +51,10 @@ public:
     return input_error(fmt::format("{}: {}", location(key), message));
   }
   Error type_error(std::string_view key, std::string_view expected, const YamlNode &value) const {
-    return error(key,
-                 fmt::format("{} must be {} (got {})",
-                             name(key),
-                             expected,
-                             services::describe_kind(value.kind)));
+    return error(
+        key,
+        fmt::format(
+            "{} must be {} (got {})", name(key), expected, services::describe_kind(value.kind)));
   }
 
   std::optional<std::string> opt_string(std::string_view key) {
@@ -80,7 +79,8 @@ public:
   }
   std::string required_string(std::string_view key) {
     if (m_node.find(key) == nullptr) {
-      throw input_error(fmt::format("{}: {} is required", m_document.location(m_node.mark), name(key)));
+      throw input_error(
+          fmt::format("{}: {} is required", m_document.location(m_node.mark), name(key)));
     }
     return string(key, {});
   }
@@ -145,8 +145,8 @@ public:
   std::string priority(std::string_view key, std::string fallback) {
     auto value = string(key, std::move(fallback));
     if (value != "normal" && value != "high" && value != "urgent") {
-      throw error(key,
-                  fmt::format("{} must be one of normal, high, urgent (got '{}')", name(key), value));
+      throw error(
+          key, fmt::format("{} must be one of normal, high, urgent (got '{}')", name(key), value));
     }
     return value;
   }
@@ -206,7 +206,8 @@ public:
   }
   void finish(const std::vector<std::string_view> &known) const {
     for (const auto *item : rest()) {
-      std::string message = fmt::format("{}: unknown field {}", m_document.location(item->key_mark), name(item->key));
+      std::string message =
+          fmt::format("{}: unknown field {}", m_document.location(item->key_mark), name(item->key));
       for (const auto candidate : known) {
         if (text::edit_distance(item->key, candidate) < 3) {
           message += fmt::format(" (did you mean {}?)", candidate);
@@ -220,10 +221,12 @@ public:
 private:
   void check_bound(std::string_view key, double value, Bound bound) const {
     if (bound == Bound::positive && !(value > 0)) {
-      throw error(key, fmt::format("{} must be > 0 (got {})", name(key), python_float_or_int(value)));
+      throw error(key,
+                  fmt::format("{} must be > 0 (got {})", name(key), python_float_or_int(value)));
     }
     if (bound == Bound::non_negative && !(value >= 0)) {
-      throw error(key, fmt::format("{} must be >= 0 (got {})", name(key), python_float_or_int(value)));
+      throw error(key,
+                  fmt::format("{} must be >= 0 (got {})", name(key), python_float_or_int(value)));
     }
   }
   static std::string python_float_or_int(double value) {
@@ -321,7 +324,8 @@ class Loader {
 public:
   Loader(const YamlDocument &document, const stdfs::path &yaml_path, const LoadOptions &options)
       : m_document(document), m_yaml_path(yaml_path), m_options(options),
-        m_search(template_search_dirs(yaml_path.parent_path(), options.cwd, options.template_dirs)) {}
+        m_search(
+            template_search_dirs(yaml_path.parent_path(), options.cwd, options.template_dirs)) {}
 
   // A template value at `node`, located in the workload at `pointer`.
   TemplateRef resolve(const YamlNode &node, const std::string &pointer) const {
@@ -360,21 +364,35 @@ private:
 
 // ---- standard -------------------------------------------------------------------------------
 
-constexpr std::string_view k_standard_infrastructure[] = {
-    "cluster", "service_cluster", "omit_service_resources", "priority", "min_runtime_hours",
-    "service_min_runtime_hours", "model_replicas", "max_num_batched_tokens", "max_num_seqs",
-    "terminal_replicas", "terminal_image", "python_replicas", "search_replicas",
-    "local_search_replicas", "local_search_corpus_jsonl", "local_search_index_dir",
-    "local_search_image", "service_startup_timeout_seconds", "readiness_timeout_seconds", "tags"};
+constexpr std::string_view k_standard_infrastructure[] = {"cluster",
+                                                          "service_cluster",
+                                                          "omit_service_resources",
+                                                          "priority",
+                                                          "min_runtime_hours",
+                                                          "service_min_runtime_hours",
+                                                          "model_replicas",
+                                                          "max_num_batched_tokens",
+                                                          "max_num_seqs",
+                                                          "terminal_replicas",
+                                                          "terminal_image",
+                                                          "python_replicas",
+                                                          "search_replicas",
+                                                          "local_search_replicas",
+                                                          "local_search_corpus_jsonl",
+                                                          "local_search_index_dir",
+                                                          "local_search_image",
+                                                          "service_startup_timeout_seconds",
+                                                          "readiness_timeout_seconds",
+                                                          "tags"};
 
 void load_standard(const YamlDocument &document, const Loader &loader, Description &out) {
   Mapping top(document, document.root, "");
   top.member("workflow");
   const auto *block = top.member("evaluation");
   if (block == nullptr || !block->value.is_mapping()) {
-    throw input_error(fmt::format("{}: evaluation must be a mapping",
-                                  document.location(block != nullptr ? block->value.mark
-                                                                     : document.root.mark)));
+    throw input_error(
+        fmt::format("{}: evaluation must be a mapping",
+                    document.location(block != nullptr ? block->value.mark : document.root.mark)));
   }
   Wrapper wrapper;
   wrapper.read(top);
@@ -385,9 +403,20 @@ void load_standard(const YamlDocument &document, const Loader &loader, Descripti
   const auto max_model_len = top.integer("max_model_len", 32768, Bound::positive);
   const auto gateway_workers = top.integer("gateway_workers", 8, Bound::positive);
   const auto evaluation_cluster = top.opt_string("evaluation_cluster");
-  top.finish({"workflow", "evaluation", "image", "existing_registry", "registry", "workspace",
-              "budget", "tensor_parallelism", "max_model_len", "gateway_workers",
-              "evaluation_cluster", "keep_stack", "beaker_token_secret", "secrets"});
+  top.finish({"workflow",
+              "evaluation",
+              "image",
+              "existing_registry",
+              "registry",
+              "workspace",
+              "budget",
+              "tensor_parallelism",
+              "max_model_len",
+              "gateway_workers",
+              "evaluation_cluster",
+              "keep_stack",
+              "beaker_token_secret",
+              "secrets"});
 
   Mapping eval(document, block->value, "evaluation.");
   if (eval.node().find("verifier_prompt_chat_template_path") == nullptr) {
@@ -396,14 +425,17 @@ void load_standard(const YamlDocument &document, const Loader &loader, Descripti
   }
   const auto cluster = eval.string("cluster", "ai2/holmes");
   const auto *service_cluster_member = eval.node().find("service_cluster");
-  auto service_cluster = service_cluster_member != nullptr ? eval.opt_string("service_cluster")
-                                                           : std::optional<std::string>("ai2/jupiter");
+  auto service_cluster = service_cluster_member != nullptr
+                             ? eval.opt_string("service_cluster")
+                             : std::optional<std::string>("ai2/jupiter");
   const auto omit_service_resources = eval.boolean("omit_service_resources", true);
   const auto priority = eval.priority("priority", "high");
   const auto min_runtime_hours = eval.integer("min_runtime_hours", 1, Bound::non_negative);
-  const auto service_min_runtime_hours = eval.opt_integer("service_min_runtime_hours", Bound::non_negative);
+  const auto service_min_runtime_hours =
+      eval.opt_integer("service_min_runtime_hours", Bound::non_negative);
   const auto model_replicas = eval.integer("model_replicas", 8, Bound::positive);
-  const auto max_num_batched_tokens = eval.integer("max_num_batched_tokens", 65536, Bound::positive);
+  const auto max_num_batched_tokens =
+      eval.integer("max_num_batched_tokens", 65536, Bound::positive);
   const auto max_num_seqs = eval.opt_integer("max_num_seqs", Bound::positive);
   const auto terminal_replicas = eval.integer("terminal_replicas", 8, Bound::non_negative);
   const auto terminal_image = eval.opt_string("terminal_image");
@@ -413,10 +445,11 @@ void load_standard(const YamlDocument &document, const Loader &loader, Descripti
   const auto local_search_corpus = eval.opt_string("local_search_corpus_jsonl");
   const auto local_search_index = eval.opt_string("local_search_index_dir");
   const auto local_search_image = eval.opt_string("local_search_image");
-  const auto startup_timeout = eval.integer("service_startup_timeout_seconds", 120, Bound::positive);
+  const auto startup_timeout =
+      eval.integer("service_startup_timeout_seconds", 120, Bound::positive);
   const auto readiness_timeout = eval.integer("readiness_timeout_seconds", 7200, Bound::positive);
-  if (const auto *tags = eval.member("tags"); tags != nullptr &&
-                                             tags->value.kind != YamlNode::Kind::sequence) {
+  if (const auto *tags = eval.member("tags");
+      tags != nullptr && tags->value.kind != YamlNode::Kind::sequence) {
     throw eval.error("tags", "evaluation.tags must be a list");
   }
 
@@ -435,10 +468,12 @@ void load_standard(const YamlDocument &document, const Loader &loader, Descripti
   const auto model = jtc_string("model");
   const auto run_dir = jtc_string("run_dir");
   if (!model) {
-    throw input_error(fmt::format("{}: evaluation.model is required", document.location(block->value.mark)));
+    throw input_error(
+        fmt::format("{}: evaluation.model is required", document.location(block->value.mark)));
   }
   if (!run_dir) {
-    throw input_error(fmt::format("{}: evaluation.run_dir is required", document.location(block->value.mark)));
+    throw input_error(
+        fmt::format("{}: evaluation.run_dir is required", document.location(block->value.mark)));
   }
   const auto local_search_model_path = jtc_string("local_search_model_path");
   const auto verifier_tools = jtc_string("verifier_tools").value_or("");
@@ -525,14 +560,16 @@ void load_standard(const YamlDocument &document, const Loader &loader, Descripti
   request.priority = priority;
   request.min_runtime_hours = min_runtime_hours;
   wrapper.apply(request);
-  request.readiness_timeout_seconds = static_cast<double>(std::max(readiness_timeout, startup_timeout));
+  request.readiness_timeout_seconds =
+      static_cast<double>(std::max(readiness_timeout, startup_timeout));
   request.experiment_name = basename_or(*run_dir, "jtceval");
 
   out.workload_variable = "JTCEVAL_EVALUATION_JSON";
   out.workload = std::move(workload);
   out.snapshot_root = *run_dir;
   const auto *template_node = eval.node().find("verifier_prompt_chat_template_path");
-  out.templates.push_back(loader.resolve(template_node->value, "/verifier_prompt_chat_template_path"));
+  out.templates.push_back(
+      loader.resolve(template_node->value, "/verifier_prompt_chat_template_path"));
 }
 
 // ---- search-agent ---------------------------------------------------------------------------
@@ -572,10 +609,12 @@ void load_search_agent(const YamlDocument &document, const Loader &loader, Descr
   const auto workspace = agent.string("workspace", "ai2/oe-agents");
   const auto priority = agent.priority("priority", "high");
   const auto model_replicas = agent.integer("model_replicas", 1, Bound::non_negative);
-  const auto required_model_replicas = agent.opt_integer("required_model_replicas", Bound::positive);
+  const auto required_model_replicas =
+      agent.opt_integer("required_model_replicas", Bound::positive);
   const auto tensor_parallelism = agent.integer("tensor_parallelism", 1, Bound::positive);
   const auto max_model_len = agent.integer("max_model_len", 131072, Bound::positive);
-  const auto max_num_batched_tokens = agent.integer("max_num_batched_tokens", 131072, Bound::positive);
+  const auto max_num_batched_tokens =
+      agent.integer("max_num_batched_tokens", 131072, Bound::positive);
   const auto max_num_seqs = agent.opt_integer("max_num_seqs", Bound::positive);
   const auto local_search_replicas = agent.integer("local_search_replicas", 1, Bound::non_negative);
   const auto terminal_replicas = agent.integer("terminal_replicas", 1, Bound::non_negative);
@@ -611,7 +650,8 @@ void load_search_agent(const YamlDocument &document, const Loader &loader, Descr
   const auto judge_model_path = jtc_string("judge_model_path");
   const auto judge_service_model_path = jtc_string("judge_service_model_path");
   if (!model) {
-    throw input_error(fmt::format("{}: {}model is required", document.location(payload_node->mark), prefix));
+    throw input_error(
+        fmt::format("{}: {}model is required", document.location(payload_node->mark), prefix));
   }
 
   // Validation, in the reference's order.
@@ -641,7 +681,8 @@ void load_search_agent(const YamlDocument &document, const Loader &loader, Descr
   }
   const bool has_registry = registry.has_value() && !registry->empty();
   if (model_replicas == 0 && (!has_registry || !required_model_replicas)) {
-    throw agent.error("model_replicas", "model_replicas=0 requires registry and required_model_replicas");
+    throw agent.error("model_replicas",
+                      "model_replicas=0 requires registry and required_model_replicas");
   }
   const bool judge_harness = harness == "visit-judge" || harness == "webterminal-judge";
   if (judge_harness && !has_registry) {
@@ -701,10 +742,12 @@ void load_search_agent(const YamlDocument &document, const Loader &loader, Descr
   }
   if (judge_harness) {
     if (judge_model_path) {
-      request.required_services[*judge_model_path] = judge_model_replicas > 0 ? judge_model_replicas : 1;
+      request.required_services[*judge_model_path] =
+          judge_model_replicas > 0 ? judge_model_replicas : 1;
     }
     if (judge_service_model_path) {
-      request.required_services[*judge_service_model_path] = judge_replicas > 0 ? judge_replicas : 1;
+      request.required_services[*judge_service_model_path] =
+          judge_replicas > 0 ? judge_replicas : 1;
     }
   }
   request.workspace = workspace;
@@ -743,8 +786,9 @@ struct Placement {
 Placement read_placement(Mapping &top) {
   Placement placement;
   placement.wrapper.read(top);
-  if (const auto *services = top.mapping("services", "services must be a mapping of LiteRegistry "
-                                                     "BaseDeploymentConfig fields")) {
+  if (const auto *services = top.mapping("services",
+                                         "services must be a mapping of LiteRegistry "
+                                         "BaseDeploymentConfig fields")) {
     for (const auto &item : services->members) {
       placement.services[item.key] = services::to_json(item.value);
       placement.origins[item.key] = top.document().location(item.key_mark);
@@ -756,7 +800,8 @@ Placement read_placement(Mapping &top) {
   placement.evaluation_cluster = top.string("evaluation_cluster", "ai2/jupiter");
   placement.priority = top.priority("priority", "high");
   placement.min_runtime_hours = top.integer("min_runtime_hours", 1, Bound::non_negative);
-  placement.readiness_timeout_seconds = top.number("readiness_timeout_seconds", 7200, Bound::positive);
+  placement.readiness_timeout_seconds =
+      top.number("readiness_timeout_seconds", 7200, Bound::positive);
   if (placement.registry && placement.services.contains("registry") &&
       !placement.services["registry"].is_null() &&
       placement.services["registry"] != OrderedJson(*placement.registry)) {
@@ -794,10 +839,20 @@ void apply_placement(Placement placement,
   placement.wrapper.apply(request);
 }
 
-constexpr std::string_view k_placement_fields[] = {
-    "workflow", "image", "services", "required_services", "registry", "workspace",
-    "evaluation_cluster", "priority", "min_runtime_hours", "keep_stack",
-    "readiness_timeout_seconds", "beaker_token_secret", "secrets", "budget"};
+constexpr std::string_view k_placement_fields[] = {"workflow",
+                                                   "image",
+                                                   "services",
+                                                   "required_services",
+                                                   "registry",
+                                                   "workspace",
+                                                   "evaluation_cluster",
+                                                   "priority",
+                                                   "min_runtime_hours",
+                                                   "keep_stack",
+                                                   "readiness_timeout_seconds",
+                                                   "beaker_token_secret",
+                                                   "secrets",
+                                                   "budget"};
 
 std::vector<std::string_view> known_fields(std::initializer_list<std::string_view> extra) {
   std::vector<std::string_view> known(std::begin(k_placement_fields), std::end(k_placement_fields));
@@ -850,9 +905,9 @@ void load_rejection_sampling(const YamlDocument &document, const Loader &loader,
   top.member("workflow");
   const auto *block = top.member("rejection");
   if (block == nullptr || !block->value.is_mapping()) {
-    throw input_error(fmt::format("{}: rejection must be a mapping",
-                                  document.location(block != nullptr ? block->value.mark
-                                                                     : document.root.mark)));
+    throw input_error(
+        fmt::format("{}: rejection must be a mapping",
+                    document.location(block != nullptr ? block->value.mark : document.root.mark)));
   }
   const auto *template_node = block->value.find("prompt_chat_template_path");
   if (template_node == nullptr) {
@@ -893,9 +948,9 @@ void load_rubric_audit(const YamlDocument &document, const Loader &loader, Descr
   const auto *inference = top.mapping("inference", "inference must be a mapping");
   const auto *template_node = inference != nullptr ? inference->find("template_path") : nullptr;
   if (template_node == nullptr || !template_node->value.is_string()) {
-    throw input_error(fmt::format("{}: audit YAML must set inference.template_path",
-                                  document.location(inference != nullptr ? inference->mark
-                                                                         : document.root.mark)));
+    throw input_error(fmt::format(
+        "{}: audit YAML must set inference.template_path",
+        document.location(inference != nullptr ? inference->mark : document.root.mark)));
   }
   const auto *sample = top.mapping("sample", "sample must be a mapping");
   const auto *outputs = top.mapping("outputs", "outputs must be a mapping");
@@ -904,20 +959,30 @@ void load_rubric_audit(const YamlDocument &document, const Loader &loader, Descr
   auto existing_registry = top.opt_string("existing_registry");
   auto registry = top.opt_string("registry");
   const auto *deployment_node = top.mapping("deployment", "deployment must be a mapping");
-  top.finish({"workflow", "image", "existing_registry", "registry", "keep_stack",
-              "beaker_token_secret", "secrets", "deployment", "sample", "inference", "outputs"});
+  top.finish({"workflow",
+              "image",
+              "existing_registry",
+              "registry",
+              "keep_stack",
+              "beaker_token_secret",
+              "secrets",
+              "deployment",
+              "sample",
+              "inference",
+              "outputs"});
 
   static const YamlNode empty_mapping = [] {
     YamlNode node;
     node.kind = YamlNode::Kind::mapping;
     return node;
   }();
-  Mapping deployment(document, deployment_node != nullptr ? *deployment_node : empty_mapping,
-                     "deployment.");
+  Mapping deployment(
+      document, deployment_node != nullptr ? *deployment_node : empty_mapping, "deployment.");
   const auto model_replicas = deployment.integer("model_replicas", 2, Bound::positive);
   const auto tensor_parallelism = deployment.integer("tensor_parallelism", 2, Bound::positive);
   const auto max_model_len = deployment.integer("max_model_len", 131072, Bound::positive);
-  const auto max_num_batched_tokens = deployment.integer("max_num_batched_tokens", 32768, Bound::positive);
+  const auto max_num_batched_tokens =
+      deployment.integer("max_num_batched_tokens", 32768, Bound::positive);
   const auto max_num_seqs = deployment.integer("max_num_seqs", 64, Bound::positive);
   const auto gateway_workers = deployment.integer("gateway_workers", 8, Bound::positive);
   const auto cluster = deployment.string("cluster", "ai2/holmes");
@@ -927,9 +992,18 @@ void load_rubric_audit(const YamlDocument &document, const Loader &loader, Descr
   const auto priority = deployment.priority("priority", "high");
   const auto min_runtime_hours = deployment.integer("min_runtime_hours", 1, Bound::non_negative);
   const auto readiness = deployment.number("readiness_timeout_seconds", 5400, Bound::positive);
-  deployment.finish({"model_replicas", "tensor_parallelism", "max_model_len",
-                     "max_num_batched_tokens", "max_num_seqs", "gateway_workers", "cluster",
-                     "service_cluster", "workspace", "budget", "priority", "min_runtime_hours",
+  deployment.finish({"model_replicas",
+                     "tensor_parallelism",
+                     "max_model_len",
+                     "max_num_batched_tokens",
+                     "max_num_seqs",
+                     "gateway_workers",
+                     "cluster",
+                     "service_cluster",
+                     "workspace",
+                     "budget",
+                     "priority",
+                     "min_runtime_hours",
                      "readiness_timeout_seconds"});
 
   const auto *model = inference->find("model");
@@ -939,8 +1013,7 @@ void load_rubric_audit(const YamlDocument &document, const Loader &loader, Descr
   }
   const auto *prompt = inference->find("max_prompt_length");
   const auto *new_tokens = inference->find("max_new_tokens");
-  if (prompt != nullptr && new_tokens != nullptr &&
-      prompt->value.kind == YamlNode::Kind::integer &&
+  if (prompt != nullptr && new_tokens != nullptr && prompt->value.kind == YamlNode::Kind::integer &&
       new_tokens->value.kind == YamlNode::Kind::integer &&
       prompt->value.integer + new_tokens->value.integer > max_model_len) {
     throw input_error(fmt::format("{}: max_prompt_length + max_new_tokens exceeds max_model_len",
@@ -948,9 +1021,9 @@ void load_rubric_audit(const YamlDocument &document, const Loader &loader, Descr
   }
   const YamlMember *audit_dir = outputs != nullptr ? outputs->find("audit_dir") : nullptr;
   if (audit_dir == nullptr || !audit_dir->value.is_string()) {
-    throw input_error(fmt::format("{}: outputs.audit_dir is required (a string)",
-                                  document.location(outputs != nullptr ? outputs->mark
-                                                                       : document.root.mark)));
+    throw input_error(
+        fmt::format("{}: outputs.audit_dir is required (a string)",
+                    document.location(outputs != nullptr ? outputs->mark : document.root.mark)));
   }
   const YamlMember *receipt = outputs->find("receipt_path");
 
@@ -1001,7 +1074,8 @@ void load_rubric_audit(const YamlDocument &document, const Loader &loader, Descr
 
   out.workload_variable = "JTCEVAL_RUBRIC_AUDIT_JSON";
   out.workload = OrderedJson::object();
-  for (const auto &[key, node] : {std::pair{"sample", sample}, std::pair{"inference", inference},
+  for (const auto &[key, node] : {std::pair{"sample", sample},
+                                  std::pair{"inference", inference},
                                   std::pair{"outputs", outputs}}) {
     if (node != nullptr) {
       out.workload[key] = services::to_json(*node);

@@ -69,8 +69,8 @@ HelperJob job_for(const Loaded &loaded, bool submit) {
       job.templates.push_back(ref.requested);
     }
   }
-  job.workload = OrderedJson{{"kind", workload_kind(description.kind)},
-                             {"data", description.workload}};
+  job.workload =
+      OrderedJson{{"kind", workload_kind(description.kind)}, {"data", description.workload}};
   if (description.kind == Kind::rubric_audit) {
     job.audit_mode = submit ? "coordinate" : "probe";
     job.force = description.force;
@@ -92,7 +92,8 @@ std::optional<OrderedJson> check_stopped(const Loaded &loaded,
   const std::string reason = stopped.value("reason", "");
   const std::string message = stopped.value("message", "");
   if (reason == "unsupported_workflow") {
-    throw input_error(fmt::format("{}: unsupported evaluation workflow: '{}'", loaded.source, loaded.workflow))
+    throw input_error(
+        fmt::format("{}: unsupported evaluation workflow: '{}'", loaded.source, loaded.workflow))
         .add_context(message)
         .add_context(fallback_note(answer, python));
   }
@@ -102,17 +103,15 @@ std::optional<OrderedJson> check_stopped(const Loaded &loaded,
         fmt::format("template referenced by {} was not found: {}", loaded.source, requested));
     error.add_context("searched the YAML's directory, the current directory, the YAML's "
                       "ancestors, --template-dir and PRIMEBEAKER_TEMPLATE_PATH");
-    error.add_context(answer.jtc_available
-                          ? std::string("and JTC's packaged resources")
-                          : fmt::format("JTC's packaged resources were not searched: {}",
-                                        answer.jtc_error));
+    error.add_context(
+        answer.jtc_available
+            ? std::string("and JTC's packaged resources")
+            : fmt::format("JTC's packaged resources were not searched: {}", answer.jtc_error));
     throw error;
   }
   if (reason == "workload_invalid") {
-    throw input_error(fmt::format("{}: JTC rejected the {} workload: {}",
-                                  loaded.source,
-                                  loaded.workflow,
-                                  message));
+    throw input_error(fmt::format(
+        "{}: JTC rejected the {} workload: {}", loaded.source, loaded.workflow, message));
   }
   if (reason == "jtc_missing") {
     throw tool_error(fmt::format("the rubric-judge-audit coordinator needs JTC, which {} cannot "
@@ -126,7 +125,8 @@ std::optional<OrderedJson> check_stopped(const Loaded &loaded,
   if (reason == "audit_done") {
     return stopped["result"];
   }
-  throw tool_error(fmt::format("the evaluation helper stopped {}: {} {}", loaded.source, reason, message));
+  throw tool_error(
+      fmt::format("the evaluation helper stopped {}: {} {}", loaded.source, reason, message));
 }
 
 // The description with the templates JTC found filled in, and the workload the worker reads.
@@ -152,9 +152,8 @@ Finished finish(const Loaded &loaded, const OrderedJson &job) {
   }
   for (const auto &ref : out.description.templates) {
     if (!ref.path) {
-      throw input_error(fmt::format("template referenced by {} was not found: {}",
-                                    loaded.source,
-                                    ref.requested));
+      throw input_error(
+          fmt::format("template referenced by {} was not found: {}", loaded.source, ref.requested));
     }
   }
   for (size_t i = 0; i < out.description.templates.size(); ++i) {
@@ -169,9 +168,8 @@ Finished finish(const Loaded &loaded, const OrderedJson &job) {
   return out;
 }
 
-OrderedJson audit_preview(const Description &description,
-                          const OrderedJson &job,
-                          OrderedJson primebeaker) {
+OrderedJson
+audit_preview(const Description &description, const OrderedJson &job, OrderedJson primebeaker) {
   const auto &audit = job["audit"].is_object() ? job["audit"] : OrderedJson::object();
   OrderedJson out = OrderedJson::object();
   out["workflow"] = description.workflow;
@@ -209,8 +207,9 @@ public:
   int received() const { return g_signal; }
   void throw_if_received(const std::string &what) const {
     if (g_signal != 0) {
-      throw Error(g_signal == SIGTERM ? ExitCode::terminated : ExitCode::interrupted,
-                  fmt::format("interrupted ({}) {}", g_signal == SIGTERM ? "SIGTERM" : "SIGINT", what));
+      throw Error(
+          g_signal == SIGTERM ? ExitCode::terminated : ExitCode::interrupted,
+          fmt::format("interrupted ({}) {}", g_signal == SIGTERM ? "SIGTERM" : "SIGINT", what));
     }
   }
 
@@ -231,11 +230,11 @@ private:
   }
   try {
     beaker.stop_experiment(service_id);
-    error.add_context(fmt::format(
-        "stopped service experiment {} after evaluator submission failed", service_id));
-  } catch (const Error &stop_error) {
     error.add_context(
-        fmt::format("also failed to stop service experiment {}: {}", service_id, stop_error.what()));
+        fmt::format("stopped service experiment {} after evaluator submission failed", service_id));
+  } catch (const Error &stop_error) {
+    error.add_context(fmt::format(
+        "also failed to stop service experiment {}: {}", service_id, stop_error.what()));
     error.add_context(fmt::format("it is still running: beaker experiment stop {}", service_id));
   }
   throw error;
@@ -248,9 +247,9 @@ OrderedJson create_evaluator(beaker::Client &beaker,
                              const std::string &workspace,
                              const OrderedJson &spec) {
   const char *tmp = std::getenv("TMPDIR");
-  std::string path = (stdfs::path(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") /
-                      (name + "-XXXXXX.json"))
-                         .string();
+  std::string path =
+      (stdfs::path(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") / (name + "-XXXXXX.json"))
+          .string();
   const int fd = ::mkstemps(path.data(), 5);
   if (fd < 0) {
     throw failure(fmt::format("cannot create a temporary spec file for {}", name));
@@ -268,13 +267,13 @@ OrderedJson create_evaluator(beaker::Client &beaker,
     if (detail.empty()) {
       detail = std::string(text::trim(result.out));
     }
-    throw tool_error(fmt::format("Beaker could not create evaluator {}: {}",
-                                 name,
-                                 detail.empty() ? "no detail" : detail));
+    throw tool_error(fmt::format(
+        "Beaker could not create evaluator {}: {}", name, detail.empty() ? "no detail" : detail));
   }
   auto parsed = OrderedJson::parse(result.out, nullptr, false);
   if (parsed.is_discarded()) {
-    throw tool_error(fmt::format("Beaker created evaluator {} but printed no JSON: {}", name, result.out));
+    throw tool_error(
+        fmt::format("Beaker created evaluator {} but printed no JSON: {}", name, result.out));
   }
   return OrderedJson{{"experiment_name", name}, {"beaker", std::move(parsed)}};
 }
@@ -382,7 +381,9 @@ std::vector<OrderedJson> preview_yamls(const std::vector<Loaded> &loaded, Effect
     }
     const Finished finished = finish(loaded[i], job);
     if (!finished.from_jtc.empty()) {
-      spdlog::info("{}: {} template(s) found in JTC's packaged resources", loaded[i].source, finished.from_jtc.size());
+      spdlog::info("{}: {} template(s) found in JTC's packaged resources",
+                   loaded[i].source,
+                   finished.from_jtc.size());
     }
     const auto service = literegistry_result(job, *jobs[i].services, effects.helper.python());
     auto preview = preview_json(finished.request, service);
@@ -398,12 +399,10 @@ OrderedJson submit_yaml(const Loaded &loaded, Effects &effects) {
   if (loaded.description) {
     // Everything checkable is checked, and the local snapshots written, before anything runs.
     const Description &description = *loaded.description;
-    const auto request = finished_request(
-        description, workload_with_snapshots(description, description.workload));
-    evaluator_experiment(request,
-                         service_config(request),
-                         "/preflight",
-                         std::string(k_service_id_placeholder));
+    const auto request =
+        finished_request(description, workload_with_snapshots(description, description.workload));
+    evaluator_experiment(
+        request, service_config(request), "/preflight", std::string(k_service_id_placeholder));
     for (const auto &ref : description.templates) {
       if (ref.path) {
         write_snapshot(description.local_path(ref.snapshot), ref.content);
@@ -454,8 +453,9 @@ OrderedJson submit_yaml(const Loaded &loaded, Effects &effects) {
     launch["compute_launched"] = true;
     launch["scheduled_at"] = answer.now;
     const auto &audit = job_answer["audit"];
-    launch["expected_records"] =
-        audit.is_object() ? audit.value("expected_records", OrderedJson(nullptr)) : OrderedJson(nullptr);
+    launch["expected_records"] = audit.is_object()
+                                     ? audit.value("expected_records", OrderedJson(nullptr))
+                                     : OrderedJson(nullptr);
     for (const auto &[key, value] : receipt.items()) {
       launch[key] = value;
     }
@@ -473,12 +473,13 @@ OrderedJson preview_request(const EvaluationRequest &request, Effects &effects) 
   HelperJob job;
   job.services = launcher_config(service_config(request), request.service_origins, "request");
   const auto answer = effects.helper.run({job});
-  return preview_json(request,
-                      literegistry_result(answer.jobs.front(), *job.services, effects.helper.python()));
+  return preview_json(
+      request, literegistry_result(answer.jobs.front(), *job.services, effects.helper.python()));
 }
 
 OrderedJson submit_request(const EvaluationRequest &request, Effects &effects) {
-  evaluator_experiment(request, service_config(request), "/preflight", std::string(k_service_id_placeholder));
+  evaluator_experiment(
+      request, service_config(request), "/preflight", std::string(k_service_id_placeholder));
   HelperJob job;
   job.action = "submit";
   job.services = launcher_config(service_config(request), request.service_origins, "request");

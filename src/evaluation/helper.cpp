@@ -23,9 +23,8 @@ OrderedJson helper_request(const std::vector<HelperJob> &jobs) {
     entry["workflow"] = job.workflow ? OrderedJson(*job.workflow) : OrderedJson(nullptr);
     entry["templates"] = job.templates;
     entry["workload"] = job.workload ? *job.workload : OrderedJson(nullptr);
-    entry["audit"] = job.audit_mode
-                         ? OrderedJson({{"mode", *job.audit_mode}, {"force", job.force}})
-                         : OrderedJson(nullptr);
+    entry["audit"] = job.audit_mode ? OrderedJson({{"mode", *job.audit_mode}, {"force", job.force}})
+                                    : OrderedJson(nullptr);
     if (job.services) {
       entry["literegistry"] = services::config_request(job.action, *job.services);
       any_services = true;

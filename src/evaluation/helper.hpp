@@ -15,9 +15,9 @@
 namespace pb::evaluation {
 
 struct HelperJob {
-  std::optional<std::string> workflow;  // a generic workflow that JTC must know
-  std::vector<std::string> templates;   // template paths found nowhere locally
-  std::optional<OrderedJson> workload;  // {"kind", "data"} for JTC's workload model
+  std::optional<std::string> workflow;   // a generic workflow that JTC must know
+  std::vector<std::string> templates;    // template paths found nowhere locally
+  std::optional<OrderedJson> workload;   // {"kind", "data"} for JTC's workload model
   std::optional<std::string> audit_mode; // "probe" (preview) or "coordinate" (submit)
   bool force = false;
   std::optional<services::LauncherConfig> services; // the stack, unless JTC stops the job first

@@ -273,9 +273,8 @@ void validate(const EvaluationRequest &request) {
   const auto mount = resolved(request.mount_path);
   const auto run_dir = resolved(request.run_dir);
   if (request.run_dir.empty() || !run_dir.is_absolute() || !is_under(run_dir, mount)) {
-    throw request_error(fmt::format("launch path must be under mounted path {}: {}",
-                                    mount.string(),
-                                    run_dir.string()));
+    throw request_error(fmt::format(
+        "launch path must be under mounted path {}: {}", mount.string(), run_dir.string()));
   }
   for (const auto &[name, count] : request.required_services) {
     if (name.empty() || count < 1) {
@@ -293,8 +292,8 @@ void validate(const EvaluationRequest &request) {
     }
   }
   if (request.priority != "normal" && request.priority != "high" && request.priority != "urgent") {
-    throw request_error(fmt::format("priority must be one of normal, high, urgent (got '{}')",
-                                    request.priority));
+    throw request_error(
+        fmt::format("priority must be one of normal, high, urgent (got '{}')", request.priority));
   }
   if (request.min_runtime_hours < 0) {
     throw request_error(
@@ -319,8 +318,8 @@ OrderedJson service_config(const EvaluationRequest &request) {
     if (config.contains(key)) {
       const OrderedJson wanted = value ? OrderedJson(*value) : OrderedJson(nullptr);
       if (config[key] != wanted) {
-        throw request_error(fmt::format("services.{} conflicts with evaluation scheduler value",
-                                        key));
+        throw request_error(
+            fmt::format("services.{} conflicts with evaluation scheduler value", key));
       }
     }
     if (value) {
@@ -365,8 +364,8 @@ beaker::Experiment evaluator_experiment(const EvaluationRequest &request,
   values["PRIMEBEAKER_KEEP_SERVICES"] = request.keep_services ? "True" : "False";
   values["PRIMEBEAKER_READINESS_TIMEOUT_SECONDS"] = python_float(request.readiness_timeout_seconds);
   values["PRIMEBEAKER_RUN_DIR"] = request.run_dir;
-  if (const auto it = config.find("registry"); it != config.end() && it->is_string() &&
-                                               !it->get<std::string>().empty()) {
+  if (const auto it = config.find("registry");
+      it != config.end() && it->is_string() && !it->get<std::string>().empty()) {
     values["PRIMEBEAKER_REGISTRY"] = it->get<std::string>();
   }
   std::vector<std::string> overridden;
@@ -376,9 +375,8 @@ beaker::Experiment evaluator_experiment(const EvaluationRequest &request,
     }
   }
   if (!overridden.empty()) {
-    throw request_error(
-        fmt::format("reserved evaluation environment names cannot be overridden: {}",
-                    python_list(overridden)));
+    throw request_error(fmt::format(
+        "reserved evaluation environment names cannot be overridden: {}", python_list(overridden)));
   }
   values.insert(request.environment.begin(), request.environment.end());
 
@@ -396,8 +394,8 @@ beaker::Experiment evaluator_experiment(const EvaluationRequest &request,
     }
   }
   if (!both.empty()) {
-    throw request_error(fmt::format("environment names cannot be both values and secrets: {}",
-                                    python_list(both)));
+    throw request_error(
+        fmt::format("environment names cannot be both values and secrets: {}", python_list(both)));
   }
 
   beaker::Task task;
@@ -417,8 +415,7 @@ beaker::Experiment evaluator_experiment(const EvaluationRequest &request,
   task.clusters = {request.evaluation_cluster};
 
   beaker::Experiment experiment;
-  experiment.description =
-      "PrimeBeaker managed Python evaluation: " + request.experiment_name;
+  experiment.description = "PrimeBeaker managed Python evaluation: " + request.experiment_name;
   experiment.tasks.push_back(std::move(task));
   experiment.budget = request.budget.value_or("");
   return experiment;

@@ -138,8 +138,8 @@ json recorded_config(const json &record) {
 }
 
 TEST_F(EvaluationE2E, EveryCorpusYamlPreviewsInOneProcess) {
-  auto args = std::vector<std::string>{"evaluation", "preview", "--image", "beaker://01TEST",
-                                       "--template-dir", template_dir()};
+  auto args = std::vector<std::string>{
+      "evaluation", "preview", "--image", "beaker://01TEST", "--template-dir", template_dir()};
   const auto files = corpus_yamls();
   ASSERT_GE(files.size(), 106U);
   args.insert(args.end(), files.begin(), files.end());
@@ -157,14 +157,15 @@ TEST_F(EvaluationE2E, EveryCorpusYamlPreviewsInOneProcess) {
       keys.push_back(key);
     }
     ASSERT_EQ(keys,
-              (std::vector<std::string>{"service", "evaluation_experiment_name",
-                                        "coordination_root", "evaluation_spec"}))
+              (std::vector<std::string>{
+                  "service", "evaluation_experiment_name", "coordination_root", "evaluation_spec"}))
         << files[i];
     const auto *module = find_env(evaluation["evaluation_spec"], "PRIMEBEAKER_EVALUATION_MODULE");
     ASSERT_NE(module, nullptr) << files[i];
     ++kinds[(*module)["value"].get<std::string>()];
     // Every template reference became the stand-in's snapshot path.
-    EXPECT_NE(evaluation["evaluation_spec"].dump().find(snapshot_name()), std::string::npos) << files[i];
+    EXPECT_NE(evaluation["evaluation_spec"].dump().find(snapshot_name()), std::string::npos)
+        << files[i];
   }
   EXPECT_EQ(kinds["jtc.eval.worker"], 100);
   EXPECT_EQ(kinds["jtc.eval.workflow_worker"], 3);
@@ -176,8 +177,13 @@ TEST_F(EvaluationE2E, EveryCorpusYamlPreviewsInOneProcess) {
 }
 
 TEST_F(EvaluationE2E, StandardPreviewFieldByField) {
-  const auto result = run({"evaluation", "preview", (corpus_dir() / "glm_2b_rl_step_400.yaml").string(),
-                           "--image", "beaker://01IMG", "--template-dir", template_dir()});
+  const auto result = run({"evaluation",
+                           "preview",
+                           (corpus_dir() / "glm_2b_rl_step_400.yaml").string(),
+                           "--image",
+                           "beaker://01IMG",
+                           "--template-dir",
+                           template_dir()});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const auto preview = json::parse(result.out);
   const auto recs = records();
@@ -204,32 +210,48 @@ TEST_F(EvaluationE2E, StandardPreviewFieldByField) {
   const auto &task = spec["tasks"][0];
   EXPECT_EQ(task["command"], json({"primebeaker", "evaluation", "worker"}));
   EXPECT_EQ(task["image"], json({{"beaker", "01IMG"}}));
-  EXPECT_EQ(task["context"], json::parse(R"({"priority": "high", "minRuntime": "1h", "autoResume": true})"));
+  EXPECT_EQ(task["context"],
+            json::parse(R"({"priority": "high", "minRuntime": "1h", "autoResume": true})"));
   EXPECT_EQ(task["constraints"], json::parse(R"({"cluster": ["ai2/jupiter"]})"));
   EXPECT_FALSE(task.contains("resources"));
-  EXPECT_EQ((*find_env(spec, "PRIMEBEAKER_MANAGED_SERVICE_EXPERIMENT_ID"))["value"], "<created-at-launch>");
+  EXPECT_EQ((*find_env(spec, "PRIMEBEAKER_MANAGED_SERVICE_EXPERIMENT_ID"))["value"],
+            "<created-at-launch>");
   EXPECT_EQ((*find_env(spec, "PRIMEBEAKER_REQUIRED_SERVICES_JSON"))["value"],
-            "{\"/weka/gfaria/prime_sft/outputs/qwen35_2b_glm52_sft_c0e8854bb5143cac_rl_5k_161bc7548bdec992_step400/weights/step_400\": 1, \"terminal\": 1}");
+            "{\"/weka/gfaria/prime_sft/outputs/"
+            "qwen35_2b_glm52_sft_c0e8854bb5143cac_rl_5k_161bc7548bdec992_step400/weights/"
+            "step_400\": 1, \"terminal\": 1}");
   EXPECT_EQ((*find_env(spec, "PRIMEBEAKER_READINESS_TIMEOUT_SECONDS"))["value"], "7200.0");
-  EXPECT_EQ((*find_env(spec, "PRIMEBEAKER_RUN_DIR"))["value"], "/weka/gfaria/jtc-artifacts/evals/glm_2b_rl_step_400");
+  EXPECT_EQ((*find_env(spec, "PRIMEBEAKER_RUN_DIR"))["value"],
+            "/weka/gfaria/jtc-artifacts/evals/glm_2b_rl_step_400");
   EXPECT_EQ(find_env(spec, "PRIMEBEAKER_REGISTRY"), nullptr);
   EXPECT_EQ((*find_env(spec, "BEAKER_TOKEN"))["secret"], "BEAKER_TOKEN");
-  const auto workload = json::parse((*find_env(spec, "JTCEVAL_EVALUATION_JSON"))["value"].get<std::string>());
+  const auto workload =
+      json::parse((*find_env(spec, "JTCEVAL_EVALUATION_JSON"))["value"].get<std::string>());
   EXPECT_EQ(workload["datasets"].size(), 6U);
   EXPECT_EQ(workload["runs"], 3);
   EXPECT_EQ(workload["verifier_max_iters"], 16);
   EXPECT_EQ(workload["verifier_prompt_chat_template_path"],
-            "/weka/gfaria/jtc-artifacts/evals/glm_2b_rl_step_400/.jtceval-inputs/templates/" + snapshot_name());
-  for (const char *infrastructure : {"cluster", "priority", "model_replicas", "terminal_replicas",
-                                     "python_replicas", "search_replicas", "max_num_batched_tokens"}) {
+            "/weka/gfaria/jtc-artifacts/evals/glm_2b_rl_step_400/.jtceval-inputs/templates/" +
+                snapshot_name());
+  for (const char *infrastructure : {"cluster",
+                                     "priority",
+                                     "model_replicas",
+                                     "terminal_replicas",
+                                     "python_replicas",
+                                     "search_replicas",
+                                     "max_num_batched_tokens"}) {
     EXPECT_FALSE(workload.contains(infrastructure)) << infrastructure;
   }
 }
 
 TEST_F(EvaluationE2E, OtherKindsPreviewFieldByField) {
   const auto preview_of = [&](const std::string &name, std::vector<std::string> extra = {}) {
-    std::vector<std::string> args{"evaluation", "preview", "--config", (corpus_dir() / name).string(),
-                                  "--template-dir", template_dir()};
+    std::vector<std::string> args{"evaluation",
+                                  "preview",
+                                  "--config",
+                                  (corpus_dir() / name).string(),
+                                  "--template-dir",
+                                  template_dir()};
     args.insert(args.end(), extra.begin(), extra.end());
     const auto result = run(args);
     EXPECT_EQ(result.exit_code, 0) << result.err;
@@ -238,16 +260,19 @@ TEST_F(EvaluationE2E, OtherKindsPreviewFieldByField) {
   // Generic registered workflow (the fallback names: no JTC here).
   auto preview = preview_of("verifier_tool_use_smoke.yaml");
   auto spec = preview["evaluation_spec"];
-  EXPECT_EQ((*find_env(spec, "PRIMEBEAKER_EVALUATION_MODULE"))["value"], "jtc.eval.workflow_worker");
+  EXPECT_EQ((*find_env(spec, "PRIMEBEAKER_EVALUATION_MODULE"))["value"],
+            "jtc.eval.workflow_worker");
   EXPECT_EQ(spec["tasks"][0]["image"], json({{"beaker", "REPLACE_WITH_IMMUTABLE_JTC_EVAL_IMAGE"}}));
   EXPECT_EQ(spec["tasks"][0]["context"]["minRuntime"], "1h");
   EXPECT_EQ(spec["tasks"][0]["constraints"]["cluster"], json({"ai2/jupiter"}));
-  auto workload = json::parse((*find_env(spec, "JTCEVAL_WORKFLOW_JSON"))["value"].get<std::string>());
+  auto workload =
+      json::parse((*find_env(spec, "JTCEVAL_WORKFLOW_JSON"))["value"].get<std::string>());
   EXPECT_EQ(workload["workflow"], "verifier-tool-use");
   EXPECT_EQ(workload["run_dir"], "/weka/gfaria/evals/verifier-tool-use-smoke");
   EXPECT_EQ(workload["arguments"]["tools"], "terminal");
   EXPECT_EQ(workload["arguments"]["prompt_chat_template_path"],
-            "/weka/gfaria/evals/verifier-tool-use-smoke/.jtceval-inputs/templates/" + snapshot_name());
+            "/weka/gfaria/evals/verifier-tool-use-smoke/.jtceval-inputs/templates/" +
+                snapshot_name());
   EXPECT_EQ((*find_env(spec, "PRIMEBEAKER_REQUIRED_SERVICES_JSON"))["value"],
             "{\"/weka/gfaria/models/policy\": 1, \"terminal\": 1}");
   EXPECT_EQ(preview["service"]["experiment_name"], "jtceval-verifier-tool-use-fake");
@@ -259,8 +284,10 @@ TEST_F(EvaluationE2E, OtherKindsPreviewFieldByField) {
   // Rejection sampling.
   preview = preview_of("verifier_rejection_sampling_smoke.yaml");
   spec = preview["evaluation_spec"];
-  EXPECT_EQ((*find_env(spec, "PRIMEBEAKER_RUN_DIR"))["value"], "/weka/gfaria/evals/verifier-rejection-sampling-smoke");
-  workload = json::parse((*find_env(spec, "JTCEVAL_REJECTION_SAMPLING_JSON"))["value"].get<std::string>());
+  EXPECT_EQ((*find_env(spec, "PRIMEBEAKER_RUN_DIR"))["value"],
+            "/weka/gfaria/evals/verifier-rejection-sampling-smoke");
+  workload =
+      json::parse((*find_env(spec, "JTCEVAL_REJECTION_SAMPLING_JSON"))["value"].get<std::string>());
   EXPECT_EQ(workload["rounds"], 4);
   EXPECT_EQ(workload["verifier_workflow"], "verifier-tool-use");
   EXPECT_EQ(preview["evaluation_experiment_name"], "verifier-rejection-sampling-smoke-pling-fake");
@@ -297,7 +324,8 @@ TEST_F(EvaluationE2E, OtherKindsPreviewFieldByField) {
   spec = preview["primebeaker"]["evaluation_spec"];
   EXPECT_EQ((*find_env(spec, "JTCEVAL_RUBRIC_AUDIT_FORCE"))["value"], "false");
   EXPECT_EQ((*find_env(spec, "PRIMEBEAKER_REGISTRY"))["value"], "redis://reuse:6379");
-  EXPECT_EQ((*find_env(spec, "PRIMEBEAKER_REQUIRED_SERVICES_JSON"))["value"], "{\"Qwen/Qwen3.6-35B-A3B\": 2}");
+  EXPECT_EQ((*find_env(spec, "PRIMEBEAKER_REQUIRED_SERVICES_JSON"))["value"],
+            "{\"Qwen/Qwen3.6-35B-A3B\": 2}");
   config = recorded_config(records().back());
   EXPECT_EQ(config["generation_model"], nullptr); // --registry reuses: no new model
   EXPECT_EQ(config["generation_tp"], 2);
@@ -314,8 +342,10 @@ TEST_F(EvaluationE2E, BadYamlNamesFileLineColumn) {
              read_file(m_dir / "cfg" / "eval.yaml") + "  model_replicas: 0\nkeep_stak: true\n");
   result = run({"evaluation", "preview", "cfg/typo.yaml"});
   EXPECT_EQ(result.exit_code, 3);
-  EXPECT_NE(result.err.find("cfg/typo.yaml:9:1: unknown field keep_stak (did you mean keep_stack?)"),
-            std::string::npos) << result.err;
+  EXPECT_NE(
+      result.err.find("cfg/typo.yaml:9:1: unknown field keep_stak (did you mean keep_stack?)"),
+      std::string::npos)
+      << result.err;
   EXPECT_EQ(records().size(), 0U); // refused before any Python ran
 }
 
@@ -325,17 +355,23 @@ TEST_F(EvaluationE2E, MissingTemplateSaysWhereItLooked) {
   const auto result = run({"evaluation", "preview", "cfg/eval.yaml"});
   EXPECT_EQ(result.exit_code, 3);
   EXPECT_NE(result.err.find("template referenced by cfg/eval.yaml was not found: templates/t.json"),
-            std::string::npos) << result.err;
-  EXPECT_NE(result.err.find("JTC's packaged resources were not searched"), std::string::npos) << result.err;
+            std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("JTC's packaged resources were not searched"), std::string::npos)
+      << result.err;
 }
 
 TEST_F(EvaluationE2E, UnknownWorkflowSaysWhichNamesWereUsed) {
   write_file(m_dir / "w.yaml", "workflow: verifier-tool-us\nimage: x\nrun_dir: /weka/x\n");
   const auto result = run({"evaluation", "preview", "w.yaml"});
   EXPECT_EQ(result.exit_code, 3);
-  EXPECT_NE(result.err.find("unsupported evaluation workflow: 'verifier-tool-us'"), std::string::npos) << result.err;
-  EXPECT_NE(result.err.find("unsupported JTC workflow 'verifier-tool-us'; choose one of: inference, verifier-tool-use"),
-            std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("unsupported evaluation workflow: 'verifier-tool-us'"),
+            std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("unsupported JTC workflow 'verifier-tool-us'; choose one of: "
+                            "inference, verifier-tool-use"),
+            std::string::npos)
+      << result.err;
   EXPECT_NE(result.err.find("JTC is not importable"), std::string::npos) << result.err;
   EXPECT_EQ(result.err.find("Traceback"), std::string::npos);
 }
@@ -344,7 +380,9 @@ TEST_F(EvaluationE2E, WorkflowsFallBackAndSaySo) {
   const auto result = run({"evaluation", "workflows"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(json::parse(result.out)[0], "inference");
-  EXPECT_NE(result.err.find("using the names known from primebeaker's example YAMLs"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("using the names known from primebeaker's example YAMLs"),
+            std::string::npos)
+      << result.err;
 }
 
 TEST_F(EvaluationE2E, WorkflowsAndTemplatesComeFromJtcWhenInstalled) {
@@ -359,26 +397,34 @@ TEST_F(EvaluationE2E, WorkflowsAndTemplatesComeFromJtcWhenInstalled) {
   EXPECT_EQ(json::parse(result.out), json({"inference", "rubric-generation-v2"}));
   EXPECT_EQ(result.err.find("example YAMLs"), std::string::npos) << result.err;
   // A workflow only JTC knows, with a template only JTC ships.
-  write_file(m_dir / "w.yaml", "workflow: rubric-generation-v2\nimage: x\nrun_dir: /weka/r\n"
-                               "arguments:\n  prompt_template_path: templates/packaged.json\n");
+  write_file(m_dir / "w.yaml",
+             "workflow: rubric-generation-v2\nimage: x\nrun_dir: /weka/r\n"
+             "arguments:\n  prompt_template_path: templates/packaged.json\n");
   result = run({"evaluation", "preview", "w.yaml"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const auto spec = json::parse(result.out)["evaluation_spec"];
-  const auto workload = json::parse((*find_env(spec, "JTCEVAL_WORKFLOW_JSON"))["value"].get<std::string>());
-  EXPECT_EQ(workload["arguments"]["prompt_template_path"], "/weka/r/.jtceval-inputs/templates/" + snapshot_name());
+  const auto workload =
+      json::parse((*find_env(spec, "JTCEVAL_WORKFLOW_JSON"))["value"].get<std::string>());
+  EXPECT_EQ(workload["arguments"]["prompt_template_path"],
+            "/weka/r/.jtceval-inputs/templates/" + snapshot_name());
 }
 
 TEST_F(EvaluationE2E, SubmitLaunchesServicesThenTheEvaluatorAndSnapshots) {
   write_standard();
-  const auto result = run({"evaluation", "submit", "cfg/eval.yaml", "--local-mount", (m_dir / "weka").string()});
+  const auto result =
+      run({"evaluation", "submit", "cfg/eval.yaml", "--local-mount", (m_dir / "weka").string()});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const auto receipt = ordered::parse(result.out);
   std::vector<std::string> keys;
   for (const auto &[key, value] : receipt.items()) {
     keys.push_back(key);
   }
-  EXPECT_EQ(keys, (std::vector<std::string>{"service_experiment_id", "evaluation_experiment_id",
-                                            "coordination_root", "service", "evaluation"}));
+  EXPECT_EQ(keys,
+            (std::vector<std::string>{"service_experiment_id",
+                                      "evaluation_experiment_id",
+                                      "coordination_root",
+                                      "service",
+                                      "evaluation"}));
   EXPECT_EQ(receipt["service_experiment_id"], "01SERVICE");
   EXPECT_EQ(receipt["evaluation_experiment_id"], "01EVAL");
   EXPECT_EQ(receipt["evaluation"]["experiment_name"], "run-a-ceval-fake");
@@ -386,22 +432,31 @@ TEST_F(EvaluationE2E, SubmitLaunchesServicesThenTheEvaluatorAndSnapshots) {
   ASSERT_EQ(calls.size(), 2U);
   EXPECT_EQ(calls[0][4], "-n");
   EXPECT_EQ(std::vector<std::string>(calls[1].begin(), calls[1].end() - 1),
-            (std::vector<std::string>{"--format", "json", "experiment", "create", "--name",
-                                      "run-a-ceval-fake", "--workspace", "ai2/oe-agents-holmes"}));
+            (std::vector<std::string>{"--format",
+                                      "json",
+                                      "experiment",
+                                      "create",
+                                      "--name",
+                                      "run-a-ceval-fake",
+                                      "--workspace",
+                                      "ai2/oe-agents-holmes"}));
   EXPECT_FALSE(stdfs::exists(calls[1].back())); // the temporary spec is gone
   const auto spec = json::parse(read_file(m_dir / "evaluator-spec.json"));
   EXPECT_EQ((*find_env(spec, "PRIMEBEAKER_MANAGED_SERVICE_EXPERIMENT_ID"))["value"], "01SERVICE");
-  const auto snapshot = m_dir / "weka" / "evals" / "run-a" / ".jtceval-inputs" / "templates" / snapshot_name();
+  const auto snapshot =
+      m_dir / "weka" / "evals" / "run-a" / ".jtceval-inputs" / "templates" / snapshot_name();
   EXPECT_EQ(read_file(snapshot), k_stand_in);
-  EXPECT_EQ(json::parse((*find_env(spec, "JTCEVAL_EVALUATION_JSON"))["value"].get<std::string>())
-                ["verifier_prompt_chat_template_path"],
+  EXPECT_EQ(json::parse((*find_env(spec, "JTCEVAL_EVALUATION_JSON"))["value"]
+                            .get<std::string>())["verifier_prompt_chat_template_path"],
             "/weka/evals/run-a/.jtceval-inputs/templates/" + snapshot_name());
 }
 
 TEST_F(EvaluationE2E, SnapshotCollisionStopsBeforeAnythingIsLaunched) {
   write_standard();
-  write_file(m_dir / "weka" / "evals" / "run-a" / ".jtceval-inputs" / "templates" / snapshot_name(), "{}");
-  const auto result = run({"evaluation", "submit", "cfg/eval.yaml"}, {{"PRIMEBEAKER_LOCAL_MOUNT", (m_dir / "weka").string()}});
+  write_file(m_dir / "weka" / "evals" / "run-a" / ".jtceval-inputs" / "templates" / snapshot_name(),
+             "{}");
+  const auto result = run({"evaluation", "submit", "cfg/eval.yaml"},
+                          {{"PRIMEBEAKER_LOCAL_MOUNT", (m_dir / "weka").string()}});
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_NE(result.err.find("template snapshot digest collision"), std::string::npos) << result.err;
   EXPECT_TRUE(beaker_calls().empty());
@@ -409,13 +464,22 @@ TEST_F(EvaluationE2E, SnapshotCollisionStopsBeforeAnythingIsLaunched) {
 
 TEST_F(EvaluationE2E, EvaluatorFailureStopsTheServices) {
   write_standard();
-  const auto result = run({"evaluation", "submit", "--config", "cfg/eval.yaml", "--local-mount", (m_dir / "weka").string()},
+  const auto result = run({"evaluation",
+                           "submit",
+                           "--config",
+                           "cfg/eval.yaml",
+                           "--local-mount",
+                           (m_dir / "weka").string()},
                           {{"FAKE_EVAL_FAIL", "1"}});
   EXPECT_EQ(result.exit_code, 4);
-  EXPECT_NE(result.err.find("Beaker could not create evaluator run-a-ceval-fake: cluster ai2/jupiter is full"),
-            std::string::npos) << result.err;
-  EXPECT_NE(result.err.find("stopped service experiment 01SERVICE after evaluator submission failed"),
-            std::string::npos) << result.err;
+  EXPECT_NE(result.err.find(
+                "Beaker could not create evaluator run-a-ceval-fake: cluster ai2/jupiter is full"),
+            std::string::npos)
+      << result.err;
+  EXPECT_NE(
+      result.err.find("stopped service experiment 01SERVICE after evaluator submission failed"),
+      std::string::npos)
+      << result.err;
   const auto calls = beaker_calls();
   ASSERT_EQ(calls.size(), 3U);
   EXPECT_EQ(calls[2], (std::vector<std::string>{"experiment", "stop", "01SERVICE"}));
@@ -423,21 +487,25 @@ TEST_F(EvaluationE2E, EvaluatorFailureStopsTheServices) {
 
 TEST_F(EvaluationE2E, FailedStopReportsBothErrors) {
   write_standard();
-  const auto result = run({"evaluation", "run", "cfg/eval.yaml", "--local-mount", (m_dir / "weka").string()},
-                          {{"FAKE_EVAL_FAIL", "1"}, {"FAKE_STOP_FAIL", "1"}});
+  const auto result =
+      run({"evaluation", "run", "cfg/eval.yaml", "--local-mount", (m_dir / "weka").string()},
+          {{"FAKE_EVAL_FAIL", "1"}, {"FAKE_STOP_FAIL", "1"}});
   EXPECT_EQ(result.exit_code, 4);
   EXPECT_NE(result.err.find("Beaker could not create evaluator"), std::string::npos) << result.err;
-  EXPECT_NE(result.err.find("also failed to stop service experiment 01SERVICE:"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("also failed to stop service experiment 01SERVICE:"), std::string::npos)
+      << result.err;
   EXPECT_NE(result.err.find("permission denied"), std::string::npos) << result.err;
 }
 
 TEST_F(EvaluationE2E, SigtermDuringSubmissionStopsTheServices) {
   write_standard();
-  const auto result = run({"evaluation", "submit", "cfg/eval.yaml", "--local-mount", (m_dir / "weka").string()},
-                          {{"FAKE_EVAL_TERM", "1"}});
+  const auto result =
+      run({"evaluation", "submit", "cfg/eval.yaml", "--local-mount", (m_dir / "weka").string()},
+          {{"FAKE_EVAL_TERM", "1"}});
   EXPECT_EQ(result.exit_code, 143) << result.err;
   EXPECT_NE(result.err.find("interrupted"), std::string::npos) << result.err;
-  EXPECT_NE(result.err.find("stopped service experiment 01SERVICE"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("stopped service experiment 01SERVICE"), std::string::npos)
+      << result.err;
   const auto calls = beaker_calls();
   ASSERT_FALSE(calls.empty());
   EXPECT_EQ(calls.back(), (std::vector<std::string>{"experiment", "stop", "01SERVICE"}));
@@ -445,8 +513,9 @@ TEST_F(EvaluationE2E, SigtermDuringSubmissionStopsTheServices) {
 
 TEST_F(EvaluationE2E, ServiceFailureLaunchesNoEvaluator) {
   write_standard();
-  const auto result = run({"evaluation", "submit", "cfg/eval.yaml", "--local-mount", (m_dir / "weka").string()},
-                          {{"FAKE_SERVICE_FAIL", "1"}});
+  const auto result =
+      run({"evaluation", "submit", "cfg/eval.yaml", "--local-mount", (m_dir / "weka").string()},
+          {{"FAKE_SERVICE_FAIL", "1"}});
   EXPECT_EQ(result.exit_code, 4);
   EXPECT_NE(result.err.find("no quota for services"), std::string::npos) << result.err;
   EXPECT_EQ(beaker_calls().size(), 1U);
@@ -455,7 +524,8 @@ TEST_F(EvaluationE2E, ServiceFailureLaunchesNoEvaluator) {
 TEST_F(EvaluationE2E, DryRunIsThePreview) {
   write_standard();
   const auto before = tree_digest(m_dir.path());
-  const auto result = run({"evaluation", "submit", "cfg/eval.yaml", "--dry-run"}, {{"FAKE_LITEREGISTRY_RECORD", ""}});
+  const auto result = run({"evaluation", "submit", "cfg/eval.yaml", "--dry-run"},
+                          {{"FAKE_LITEREGISTRY_RECORD", ""}});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_TRUE(json::parse(result.out).contains("evaluation_spec"));
   EXPECT_TRUE(beaker_calls().empty());
@@ -463,9 +533,14 @@ TEST_F(EvaluationE2E, DryRunIsThePreview) {
 }
 
 TEST_F(EvaluationE2E, AuditCoordinatorWithoutJtcNamesThePipRequirement) {
-  const auto result = run({"evaluation", "submit", "--template-dir", template_dir(),
-                           (corpus_dir() / "rubric_judge_audit-qwen35_4b_grouped_vs_qwen36_35b_steps005_400.yaml").string()},
-                          {{"PRIMEBEAKER_LOCAL_MOUNT", (m_dir / "weka").string()}});
+  const auto result =
+      run({"evaluation",
+           "submit",
+           "--template-dir",
+           template_dir(),
+           (corpus_dir() / "rubric_judge_audit-qwen35_4b_grouped_vs_qwen36_35b_steps005_400.yaml")
+               .string()},
+          {{"PRIMEBEAKER_LOCAL_MOUNT", (m_dir / "weka").string()}});
   EXPECT_EQ(result.exit_code, 4);
   EXPECT_NE(result.err.find("needs JTC"), std::string::npos) << result.err;
   EXPECT_NE(result.err.find("-m pip install jtc"), std::string::npos) << result.err;
@@ -485,7 +560,8 @@ TEST_F(EvaluationE2E, RequestPreviewOfTheDocumentedExample) {
     const auto result = run({"evaluation", "request-preview", "--request-json", argument});
     ASSERT_EQ(result.exit_code, 0) << result.err;
     const auto preview = json::parse(result.out);
-    EXPECT_EQ(preview["coordination_root"], "/weka/shared/.literegistry-coop/literegistry-base-fake");
+    EXPECT_EQ(preview["coordination_root"],
+              "/weka/shared/.literegistry-coop/literegistry-base-fake");
     EXPECT_EQ(preview["evaluation_experiment_name"], "jtceval--base-fake");
     EXPECT_EQ((*find_env(preview["evaluation_spec"], "BEAKER_TOKEN"))["secret"], "eval-token");
   }
@@ -498,7 +574,8 @@ TEST_F(EvaluationE2E, RequestPreviewOfTheDocumentedExample) {
   shell["module"] = "bash -lc eval";
   const auto refused = run({"evaluation", "request-preview", "--request_json=" + shell.dump()});
   EXPECT_EQ(refused.exit_code, 3);
-  EXPECT_NE(refused.err.find("invalid Python module path: 'bash -lc eval'"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("invalid Python module path: 'bash -lc eval'"), std::string::npos)
+      << refused.err;
   EXPECT_EQ(records().size(), 2U); // the refused one never reached Python
 }
 
@@ -508,9 +585,34 @@ TEST_F(EvaluationE2E, RequestSubmitRollsBackToo) {
   const auto ok = run({"evaluation", "request-submit", "--request-json", request});
   ASSERT_EQ(ok.exit_code, 0) << ok.err;
   EXPECT_EQ(json::parse(ok.out)["evaluation_experiment_id"], "01EVAL");
-  const auto failed = run({"evaluation", "request-submit", "--request-json", request}, {{"FAKE_EVAL_FAIL", "1"}});
+  const auto failed =
+      run({"evaluation", "request-submit", "--request-json", request}, {{"FAKE_EVAL_FAIL", "1"}});
   EXPECT_EQ(failed.exit_code, 4);
   EXPECT_EQ(beaker_calls().back(), (std::vector<std::string>{"experiment", "stop", "01SERVICE"}));
+}
+
+} // namespace
+} // namespace pb::test
+
+namespace pb::test {
+namespace {
+
+TEST_F(EvaluationE2E, TheExamplePreviewsFromTheRepositoryRoot) {
+  RunOptions options;
+  options.env = {{"PYTHONPATH", (m_dir / "py").string()}};
+  options.cwd = source_dir();
+  const auto result =
+      run_primebeaker({"evaluation", "preview", "examples/evaluation/smoke.yaml"}, options);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto spec = json::parse(result.out)["evaluation_spec"];
+  const auto workload =
+      json::parse((*find_env(spec, "JTCEVAL_EVALUATION_JSON"))["value"].get<std::string>());
+  const auto content = read_file(source_dir() / "examples" / "evaluation" / "templates" /
+                                 "smoke-terminal-prompt.json");
+  EXPECT_EQ(workload["verifier_prompt_chat_template_path"],
+            "/weka/oe-adapt-default/evals/policy-step-400-smoke/.jtceval-inputs/templates/" +
+                registry::sha256_hex(content) + ".json");
+  EXPECT_EQ(spec["tasks"][0]["constraints"]["cluster"], json({"ai2/jupiter"}));
 }
 
 } // namespace

@@ -61,9 +61,10 @@ TEST(EvaluationRequest, ExampleBuildsTheEvaluatorSpecInTheReferenceOrder) {
   for (const auto &[key, value] : task.items()) {
     keys.push_back(key);
   }
-  EXPECT_EQ(keys,
-            (std::vector<std::string>{"name", "image", "command", "envVars", "datasets", "result",
-                                      "context", "constraints"}));
+  EXPECT_EQ(
+      keys,
+      (std::vector<std::string>{
+          "name", "image", "command", "envVars", "datasets", "result", "context", "constraints"}));
   EXPECT_EQ(spec["description"], "PrimeBeaker managed Python evaluation: jtceval");
   EXPECT_EQ(task["image"], OrderedJson({{"beaker", "01EVAL"}}));
   EXPECT_EQ(task["command"], OrderedJson({"primebeaker", "evaluation", "worker"}));
@@ -84,8 +85,9 @@ TEST(EvaluationRequest, ExampleBuildsTheEvaluatorSpecInTheReferenceOrder) {
   EXPECT_EQ(env[5]["value"], "7200.0");
   EXPECT_EQ(env[6]["value"], "{\"Qwen/Qwen3.5-4B\": 1, \"terminal\": 1}");
   EXPECT_EQ(env[8], OrderedJson({{"name", "BEAKER_TOKEN"}, {"secret", "eval-token"}}));
-  EXPECT_EQ(task["datasets"],
-            OrderedJson::parse(R"([{"mountPath": "/weka", "source": {"weka": "oe-adapt-default"}}])"));
+  EXPECT_EQ(
+      task["datasets"],
+      OrderedJson::parse(R"([{"mountPath": "/weka", "source": {"weka": "oe-adapt-default"}}])"));
   EXPECT_EQ(task["result"], OrderedJson({{"path", "/tmp/beaker-result"}}));
   EXPECT_EQ(task["context"],
             OrderedJson::parse(R"({"priority": "high", "minRuntime": "0h", "autoResume": true})"));
@@ -122,7 +124,8 @@ TEST(EvaluationRequest, RegistryAndUserEnvironmentAndSecretsAreOrdered) {
 }
 
 TEST(EvaluationRequest, EveryConstraintHasItsMessage) {
-  EXPECT_PB_ERROR(with("module", "bash -lc eval"), 3, "invalid Python module path: 'bash -lc eval'");
+  EXPECT_PB_ERROR(
+      with("module", "bash -lc eval"), 3, "invalid Python module path: 'bash -lc eval'");
   EXPECT_PB_ERROR(with("module", "-m jtc"), 3, "invalid Python module path");
   EXPECT_PB_ERROR(with("module", "jtc/eval"), 3, "invalid Python module path");
   EXPECT_PB_ERROR(with("module", ""), 3, "invalid Python module path: ''");
@@ -136,15 +139,13 @@ TEST(EvaluationRequest, EveryConstraintHasItsMessage) {
   EXPECT_PB_ERROR(with("required_services", {{"terminal", 0}}),
                   3,
                   "required services need names and positive counts");
-  EXPECT_PB_ERROR(with("required_services", {{"", 1}}),
-                  3,
-                  "required services need names and positive counts");
+  EXPECT_PB_ERROR(
+      with("required_services", {{"", 1}}), 3, "required services need names and positive counts");
   EXPECT_PB_ERROR(with("beaker_token_secret", nullptr),
                   3,
                   "managed service cleanup requires a Beaker token secret");
-  EXPECT_PB_ERROR(with("beaker_token_secret", ""),
-                  3,
-                  "managed service cleanup requires a Beaker token secret");
+  EXPECT_PB_ERROR(
+      with("beaker_token_secret", ""), 3, "managed service cleanup requires a Beaker token secret");
   EXPECT_PB_ERROR(with("priority", "low"), 3, "priority must be one of normal, high, urgent");
   EXPECT_PB_ERROR(with("min_runtime_hours", -1), 3, "min_runtime_hours must be >= 0");
   EXPECT_PB_ERROR(with("readiness_timeout_seconds", 0), 3, "readiness_timeout_seconds must be > 0");
@@ -193,12 +194,13 @@ TEST(EvaluationRequest, ReceiptIdsFollowTheExtractionRules) {
   EXPECT_EQ(receipt_experiment_ids(
                 OrderedJson::parse(R"({"beaker": {"experiment": {"experimentId": "01B"}}})")),
             (std::vector<std::string>{"01B"}));
-  EXPECT_EQ(receipt_experiment_ids(OrderedJson::parse(
-                R"([{"experiment_id": "01C", "id": "x"}, {"id": "01C"}])")),
+  EXPECT_EQ(receipt_experiment_ids(
+                OrderedJson::parse(R"([{"experiment_id": "01C", "id": "x"}, {"id": "01C"}])")),
             (std::vector<std::string>{"01C"}));
-  EXPECT_PB_ERROR(single_experiment_id(OrderedJson::parse(R"({"beaker": [{"id": "a"}, {"id": "b"}]})")),
-                  4,
-                  "Beaker receipt did not contain exactly one experiment ID: ['a', 'b']");
+  EXPECT_PB_ERROR(
+      single_experiment_id(OrderedJson::parse(R"({"beaker": [{"id": "a"}, {"id": "b"}]})")),
+      4,
+      "Beaker receipt did not contain exactly one experiment ID: ['a', 'b']");
   EXPECT_PB_ERROR(single_experiment_id(OrderedJson::parse(R"({"beaker": {}})")),
                   4,
                   "exactly one experiment ID: []");

@@ -16,7 +16,13 @@
 
 namespace pb::evaluation {
 
-enum class Kind : std::uint8_t { standard, search_agent, rejection_sampling, workflow, rubric_audit };
+enum class Kind : std::uint8_t {
+  standard,
+  search_agent,
+  rejection_sampling,
+  workflow,
+  rubric_audit
+};
 
 // The workflow names handled by primebeaker itself rather than JTC's workflow registry.
 bool is_builtin_workflow(std::string_view workflow);
@@ -27,9 +33,9 @@ const std::vector<std::string> &fallback_workflow_names();
 
 // A template a description references, and where it was found.
 struct TemplateRef {
-  std::string requested; // as written
-  std::string location;  // "file:line:col" of the value
-  std::string pointer;   // JSON pointer of the value inside the workload
+  std::string requested;                     // as written
+  std::string location;                      // "file:line:col" of the value
+  std::string pointer;                       // JSON pointer of the value inside the workload
   std::optional<std::filesystem::path> path; // the file found (nullopt: ask JTC's resources)
   std::string content;                       // its bytes, once found
   std::string snapshot;                      // <root>/.jtceval-inputs/templates/<sha256>.json
@@ -56,8 +62,8 @@ struct Description {
   std::string workload_variable; // JTCEVAL_EVALUATION_JSON, ...
   OrderedJson workload;          // the JTC workload, template values as written
   std::vector<TemplateRef> templates;
-  std::string snapshot_root; // where template snapshots go
-  bool force = false;        // rubric-judge-audit: JTCEVAL_RUBRIC_AUDIT_FORCE
+  std::string snapshot_root;      // where template snapshots go
+  bool force = false;             // rubric-judge-audit: JTCEVAL_RUBRIC_AUDIT_FORCE
   std::string audit_receipt_path; // rubric-judge-audit: outputs.receipt_path
   std::optional<std::filesystem::path> local_mount;
 

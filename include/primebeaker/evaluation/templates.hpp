@@ -15,9 +15,10 @@ namespace pb::evaluation {
 // The directories a relative template path is tried in, in order: the YAML's directory, `cwd`,
 // every ancestor of the YAML's directory (nearest first), then `extra` (--template-dir entries,
 // then PRIMEBEAKER_TEMPLATE_PATH entries). Duplicates are kept once, at their first place. Pure.
-std::vector<std::filesystem::path> template_search_dirs(const std::filesystem::path &yaml_dir,
-                                                        const std::filesystem::path &cwd,
-                                                        const std::vector<std::filesystem::path> &extra);
+std::vector<std::filesystem::path>
+template_search_dirs(const std::filesystem::path &yaml_dir,
+                     const std::filesystem::path &cwd,
+                     const std::vector<std::filesystem::path> &extra);
 
 // The first existing regular file for `requested` (used as is when absolute).
 std::optional<std::filesystem::path> find_template(const std::string &requested,
