@@ -68,6 +68,8 @@ std::string where(const ConfigField *field, const std::string &name) {
   return field->origin + ": " + field->path;
 }
 
+} // namespace
+
 [[noreturn]] void throw_helper_failure(const OrderedJson &answer,
                                        const LauncherConfig *config,
                                        const std::string &python) {
@@ -127,8 +129,6 @@ std::string where(const ConfigField *field, const std::string &name) {
   }
   throw error;
 }
-
-} // namespace
 
 const StackInfo &stack_info(Stack stack) {
   return stack == Stack::base ? k_base : k_podman;

@@ -260,4 +260,5 @@ def main():
         out.write("\n")
 
 
-main()
+if __name__ == "__main__":  # as `python3 -c`; other helpers may exec this source
+    main()

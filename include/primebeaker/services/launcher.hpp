@@ -61,8 +61,16 @@ std::string resolve_python(const std::optional<std::string> &flag,
 // The JSON request the helper reads for preview/submit. Pure.
 OrderedJson config_request(std::string_view action, const LauncherConfig &config);
 
-// The embedded helper's source (python3 -c).
+// The embedded helper's source (python3 -c). Run as a script it serves one request; executed
+// under another __name__ it only defines its functions (handle(request) answers one request), so
+// another embedded helper can serve LiteRegistry requests in the same Python process.
 std::string_view helper_source();
+
+// Turns a failed helper answer ({"ok": false, "error": KIND, ...}) into the pb::Error that
+// LiteRegistry's calls throw: `config` (may be null) locates fields in messages.
+[[noreturn]] void throw_helper_failure(const OrderedJson &answer,
+                                       const LauncherConfig *config,
+                                       const std::string &python);
 
 // Runs the helper with `python`. Every failure becomes one clear pb::Error: a missing package
 // names its pip requirement (exit 4), unknown fields name their flag or file:line:col with a
