@@ -10,6 +10,7 @@
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/random.hpp>
 #include <primebeaker/core/text.hpp>
+#include <primebeaker/environments/validate.hpp>
 #include <primebeaker/launch/launch.hpp>
 #include <primebeaker/primerl/config.hpp>
 #include <primebeaker/toml/value.hpp>
@@ -308,6 +309,38 @@ void resolve_launch_paths(const LaunchOptions &options,
   }
 }
 
+namespace {
+
+// Every environment entry of an RL TOML is checked against the catalog here, so a bad argument
+// fails the preview instead of the Verifiers worker after scheduling (docs/environments.md).
+void check_environment_arguments(const toml::Document &document) {
+  std::vector<std::string> errors;
+  for (const auto &problem : environments::validate_toml(document, document.source_name())) {
+    if (!problem.error) {
+      continue;
+    }
+    std::string where = document.source_name();
+    if (problem.position.line != 0) {
+      where += fmt::format(":{}:{}", problem.position.line, problem.position.column);
+    }
+    errors.push_back(fmt::format("{}: {}{}{}",
+                                 where,
+                                 problem.key_path,
+                                 problem.key_path.empty() ? "" : ": ",
+                                 problem.message));
+  }
+  if (errors.empty()) {
+    return;
+  }
+  Error error = input_error(errors.front());
+  for (size_t i = 1; i < errors.size(); ++i) {
+    error.add_context(errors[i]);
+  }
+  throw error;
+}
+
+} // namespace
+
 LaunchPlan make_plan(const LaunchOptions &options, const LaunchInputs &inputs) {
   if (inputs.document == nullptr) {
     throw failure("internal error: make_plan without a TOML document");
@@ -321,6 +354,9 @@ LaunchPlan make_plan(const LaunchOptions &options, const LaunchInputs &inputs) {
   const bool multi = contract::is_multi_node(kind);
   detail::check_flags(options, program, multi, flags);                     // 4-9
   const detail::TopologyRead read = detail::read_topology(document, kind); // 10
+  if (program == Program::rl) {
+    check_environment_arguments(document);
+  }
 
   const std::string experiment_name = inputs.experiment_name.value_or(read.wandb.name);
   std::optional<std::string> entity = read.wandb.entity;

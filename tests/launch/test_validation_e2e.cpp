@@ -83,7 +83,6 @@ protected:
   }
 };
 
-
 TEST_F(Validation, Flags) {
   const std::vector<std::string> rl = {"rl", "preview", "--toml", "examples/rl/rl.toml"};
   const std::vector<std::string> multi = {
@@ -282,6 +281,11 @@ TEST_F(Validation, SingleNodeRlKeys) {
   expect_toml_error("rl",
                     replace_line(rl, "output_dir = \"outputs/tiny-rl\"", "# none"),
                     "output_dir is required for single-node RL");
+  // A bad environment argument fails the preview, not the Verifiers worker after scheduling.
+  expect_toml_error(
+      "rl",
+      replace_line(rl, "split = \"validation\"", "split = \"validation\"\nmax_turns = 3"),
+      "orchestrator.eval.source[0].legacy.args.max_turns");
 }
 
 TEST_F(Validation, MultiNodeRlAccounting) {
