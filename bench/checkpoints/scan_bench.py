@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Checkpoint scan benchmark (issue 5).
+"""Checkpoint scan benchmark (issues 5 and 18).
 
 Generates a v0.8.0 Prime-RL checkpoint tree of STEPS x RANKS trainer shards (plus .metadata and
 orchestrator progress.pt per step), then times, interleaved in the same run on the same tree:
@@ -9,7 +9,12 @@ orchestrator progress.pt per step), then times, interleaved in the same run on t
   anchor: find OUT -name '*.distcp' | wc -l
 
 and prints the median wall times, their ratio (target <= 1.5), and the stat calls per step
-(reported by the scanner itself, cross-checked with strace when it is installed).
+(reported by the scanner itself, cross-checked with strace when it is installed). Then, on the
+same tree and interleaved with the same anchor, picking the resume step:
+
+  latest: primebeaker checkpoints list --output-dir OUT --ranks RANKS --json --latest
+
+(newest first, stopping at the first complete step; target <= 0.1x the anchor).
 """
 import argparse
 import json
@@ -53,8 +58,10 @@ def strace_stat_calls(argv):
     if shutil.which("strace") is None:
         return None
     with tempfile.NamedTemporaryFile("r", suffix=".strace") as log:
-        subprocess.run(["strace", "-f", "-c", "-o", log.name] + argv, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, check=True)
+        traced = subprocess.run(["strace", "-f", "-c", "-o", log.name] + argv,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if traced.returncode != 0:
+            return None  # e.g. a sanitizer build, which cannot run under ptrace
         total = 0
         for line in log.read().splitlines():
             fields = line.split()
@@ -114,6 +121,29 @@ def main():
     if traced is not None:
         print(f"strace cross-check: {traced} stat-family syscalls in the whole process "
               f"({traced / steps:.2f} per step, including process start-up)")
+
+    # Picking the resume step: newest first, stop at the first complete step (what rl resume
+    # does). Interleaved with the same anchor.
+    latest_argv = scan_argv + ["--latest"]
+    _, _, picked = timed(latest_argv)
+    picked = json.loads(picked)
+    assert picked["selected_step"] == report["selected_step"], "--latest picked another step"
+    latest_runs, anchor_runs = [], []
+    for _ in range(args.runs):
+        latest_runs.append(timed(latest_argv)[:2])
+        anchor_runs.append(timed(find_cmd, shell=True)[:2])
+    latest_ms = statistics.median(r[0] for r in latest_runs) * 1000
+    anchor_ms = statistics.median(r[0] for r in anchor_runs) * 1000
+    latest_cpu = statistics.median(r[1] for r in latest_runs) * 1000
+    anchor_cpu = statistics.median(r[1] for r in anchor_runs) * 1000
+    print(f"latest (checkpoints list --latest --json): median wall {latest_ms:.1f} ms, "
+          f"cpu {latest_cpu:.1f} ms over {args.runs} runs; selected step {picked['selected_step']}, "
+          f"{len(picked['steps'])} step(s) read, {picked['scan']['stat_calls']} stat calls, "
+          f"{picked['scan']['directories_read']} directories read")
+    print(f"anchor (find -name '*.distcp' | wc -l):   median wall {anchor_ms:.1f} ms, "
+          f"cpu {anchor_cpu:.1f} ms over {args.runs} runs")
+    print(f"ratio latest/find: wall {latest_ms / anchor_ms:.3f}x, cpu {latest_cpu / anchor_cpu:.3f}x "
+          f"(target <= 0.1x); full listing/find in this run: wall {scan_ms / find_ms:.2f}x")
     if not args.dir:
         shutil.rmtree(base)
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Writes the benchmark inputs: big.toml (~2 MB, a realistic mix of tables, sub-tables, arrays
-of tables, comments, dotted keys, inline tables, arrays and multi-line strings) and
-siblings.toml (500 sibling [pkg.pN] tables of 8 commented keys, the shape tomlkit is quadratic
+"""Writes the benchmark inputs: big.toml (~2 MB) and medium.toml (~200 KB), a realistic mix of
+tables, sub-tables, arrays of tables, comments, dotted keys, inline tables, arrays and
+multi-line strings, and siblings.toml (500 sibling [pkg.pN] tables of 8 commented keys, the shape tomlkit is quadratic
 on). Deterministic: the same bytes every run."""
 import os
 import sys
@@ -66,16 +66,17 @@ features = ["x", "y"]
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "."
     os.makedirs(out, exist_ok=True)
-    parts = []
-    size = 0
-    i = 0
-    while size < 2_000_000:
-        text = section(i)
-        parts.append(text)
-        size += len(text)
-        i += 1
-    with open(os.path.join(out, "big.toml"), "w", newline="\n") as f:
-        f.write("title = \"benchmark\"\nversion = 1\n\n" + "".join(parts))
+    for name, target in (("medium.toml", 200_000), ("big.toml", 2_000_000)):
+        parts = []
+        size = 0
+        i = 0
+        while size < target:
+            text = section(i)
+            parts.append(text)
+            size += len(text)
+            i += 1
+        with open(os.path.join(out, name), "w", newline="\n") as f:
+            f.write("title = \"benchmark\"\nversion = 1\n\n" + "".join(parts))
     with open(os.path.join(out, "siblings.toml"), "w", newline="\n") as f:
         f.write("".join(sibling(i) for i in range(500)))
     print(i)

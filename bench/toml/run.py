@@ -1,14 +1,20 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""TOML engine benchmark (issue 2). Prints, measured in this one run:
+"""TOML engine benchmark (issues 2 and 18). Prints, measured in this one run:
 
+0. footprint, whole processes: peak resident memory and minor page faults per input byte of
+   our parse, parse + print, `primebeaker toml check` and `primebeaker toml set` of a deep key,
+   on a 200 KB and a 2 MB file, against a native toml++ parse of the same file (goal: parse and
+   print at or below toml++'s memory);
 1. in-process, on the same bytes: lossless parse + print (our CST) vs toml++ parse, on a
    generated ~2 MB TOML and on a file of 500 sibling tables (target: ratio <= 1);
 2. whole processes: `primebeaker toml set` of a deep key in the 2 MB file (read, parse, splice,
    verify with toml++, atomic write) vs a native toml++ program that only parses the same file
    (target: <= 2.5x), and vs Python tomlkit doing the same set (target: >= 50x faster).
+Print alone is timed in-process against toml++'s parse (goal: <= 0.5x).
 
 Usage: python3 bench/toml/run.py BUILD_DIR [--runs N] [--tomlkit-runs N] [--no-tomlkit]
+                                          [--footprint-runs N]
 BUILD_DIR is the `cmake -S bench/toml` build (see README.md).
 """
 import argparse
@@ -39,6 +45,56 @@ def timed(argv, **kwargs):
     return time.perf_counter() - start
 
 
+def footprint(argv, runs):
+    """Median peak RSS (bytes), minor faults and wall time of a whole process (wait4)."""
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        pid = os.spawnv(os.P_NOWAIT, argv[0], argv)
+        _, status, usage = os.wait4(pid, 0)
+        wall = time.perf_counter() - start
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise SystemExit(f"failed: {' '.join(argv)}")
+        samples.append((usage.ru_maxrss * 1024, usage.ru_minflt, wall))
+    return tuple(statistics.median(s[k] for s in samples) for k in range(3))
+
+
+def footprint_table(build, primebeaker, work, inputs, runs):
+    """Section 0: whole-process peak RSS and page faults against toml++ on the same file."""
+    footprint_bin = os.path.join(build, "toml_footprint")
+    tomlpp = os.path.join(build, "tomlpp_parse")
+    tiny = os.path.join(work, "tiny.toml")
+    with open(tiny, "w") as f:
+        f.write("a = 1\n")
+    print(f"   load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; median of {runs} runs;"
+          " 'marginal' subtracts the same program on a 1-line file (its start-up)")
+    print(f"   {'file':<12} {'program':<36} {'peak RSS':>9} {'B/input B':>9} {'marginal':>9}"
+          f" {'faults':>7} {'faults/KB':>9} {'vs toml++':>9}")
+    for name, key in inputs:
+        path = os.path.join(work, name)
+        size = os.path.getsize(path)
+        target = os.path.join(work, "footprint-edit.toml")
+        shutil.copyfile(path, target)
+        programs = [
+            ("toml++ parse (anchor)", [tomlpp], [path]),
+            ("lossless parse", [footprint_bin, "parse"], [path]),
+            ("lossless parse + print", [footprint_bin, "print"], [path]),
+            ("primebeaker toml check", [primebeaker, "toml", "check"], [path]),
+            ("primebeaker toml set (verified)", [primebeaker, "toml", "set", "-o", os.devnull],
+             [target, key, '"-O3"']),
+        ]
+        anchor = None
+        for label, prefix, args in programs:
+            rss, faults, _ = footprint(prefix + args, runs)
+            base_args = [tiny, "a", "2"] if "set" in prefix else [tiny]
+            base_rss, _, _ = footprint(prefix + base_args, max(1, runs // 2))
+            if anchor is None:
+                anchor = rss
+            print(f"   {name:<12} {label:<36} {rss / 2**20:7.1f}MB {rss / size:9.1f}"
+                  f" {(rss - base_rss) / size:9.1f} {faults:7.0f} {faults / (size / 1024):9.2f}"
+                  f" {rss / anchor:8.2f}x")
+
+
 def python_with_tomlkit():
     for exe in (sys.executable, "/usr/bin/python3"):
         if exe and subprocess.run([exe, "-c", "import tomlkit"], capture_output=True).returncode == 0:
@@ -52,6 +108,7 @@ def main():
     parser.add_argument("--runs", type=int, default=11)
     parser.add_argument("--tomlkit-runs", type=int, default=1)
     parser.add_argument("--no-tomlkit", action="store_true")
+    parser.add_argument("--footprint-runs", type=int, default=5)
     args = parser.parse_args()
     build = os.path.abspath(args.build)
     primebeaker = os.path.join(build, "primebeaker", "primebeaker")
@@ -62,11 +119,18 @@ def main():
                        stdout=subprocess.DEVNULL)
         big = os.path.join(work, "big.toml")
         siblings = os.path.join(work, "siblings.toml")
-        print(f"inputs: big.toml {os.path.getsize(big)} bytes, siblings.toml "
-              f"{os.path.getsize(siblings)} bytes (500 sibling tables)")
+        medium = os.path.join(work, "medium.toml")
+        print(f"inputs: big.toml {os.path.getsize(big)} bytes, medium.toml "
+              f"{os.path.getsize(medium)} bytes, siblings.toml {os.path.getsize(siblings)} bytes "
+              f"(500 sibling tables)")
+
+        print("\n0. footprint, whole processes (peak resident memory, minor page faults):")
+        footprint_table(build, primebeaker, work,
+                        [("medium.toml", "service290.build.flags.opt"),
+                         ("big.toml", "service2900.build.flags.opt")], args.footprint_runs)
 
         print("\n1. in-process, same bytes (median):")
-        subprocess.run([os.path.join(build, "toml_bench"), big, siblings], check=True)
+        subprocess.run([os.path.join(build, "toml_bench"), medium, big, siblings], check=True)
 
         print(f"\n2. whole processes on big.toml (median of {args.runs}, interleaved):")
         target = os.path.join(work, "edit.toml")

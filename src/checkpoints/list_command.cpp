@@ -22,6 +22,7 @@ struct ListOptions {
   std::string output_dir;
   int ranks = 0;
   bool json = false;
+  bool latest = false;
 };
 
 // Where to look, from the flags: pure apart from reading the TOML the user named.
@@ -53,7 +54,7 @@ CheckpointSource resolve_source(const ListOptions &options, const fs::path &cwd)
 void run_list(const ListOptions &options) {
   const CheckpointSource source = resolve_source(options, fs::current_path());
   const auto started = std::chrono::steady_clock::now();
-  const TreeListing listing = list_steps(source);
+  const TreeListing listing = options.latest ? list_latest(source) : list_steps(source);
   const auto statuses = evaluate(listing);
   const auto elapsed =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started);
@@ -63,9 +64,16 @@ void run_list(const ListOptions &options) {
                listing.stats.stat_calls,
                listing.stats.directories_read);
   if (options.json) {
-    print_json(std::cout, listing_json(listing, statuses));
+    OrderedJson out = listing_json(listing, statuses);
+    if (options.latest) {
+      out["scope"] = "latest"; // steps older than the selected one were not read
+    }
+    print_json(std::cout, out);
   } else {
     std::cout << listing_table(listing, statuses);
+    if (options.latest) {
+      std::cout << "(--latest: steps older than the first complete one were not read)\n";
+    }
   }
 }
 
@@ -86,6 +94,10 @@ void register_commands(cli::CommandTree &tree) {
   list.add_option(
       cli::flag("ranks"), options.ranks, "Trainer ranks (DCP shards) per step (with --output-dir)");
   list.add_flag(cli::flag("json"), options.json, "Print one JSON object instead of a table");
+  list.add_flag(cli::flag("latest"),
+                options.latest,
+                "Read newest first and stop at the step a resume would use (a few directory "
+                "reads instead of the whole tree)");
   list.callback([&options] { run_list(options); });
 }
 

@@ -312,41 +312,52 @@ CheckpointSource detect_source(const fs::path &output_dir, int expected_ranks) {
   throw failure("trainer checkpoint root not found: " + source.trainer_root.string());
 }
 
-TreeListing list_steps(const CheckpointSource &source,
-                       const std::optional<std::string> &only_name) {
-  TreeListing listing;
-  listing.source = source;
-  const std::size_t ranks = static_cast<std::size_t>(std::max(source.expected_ranks, 0));
-  ScanStats &stats = listing.stats;
+namespace {
 
+// The two checkpoint roots, open.
+struct Roots {
+  DirFd trainer;
+  DirFd orchestrator_storage; // unused when both owners share one root (post-v0.8.0)
+  int orchestrator = -1;
+  bool shared = false;
+};
+
+Roots open_roots(const CheckpointSource &source, TreeListing &listing) {
+  Roots roots;
   int error = 0;
-  const DirFd trainer_root = open_root(source.trainer_root, &error);
-  if (!trainer_root.valid()) {
+  roots.trainer = open_root(source.trainer_root, &error);
+  if (!roots.trainer.valid()) {
     throw failure("trainer checkpoint root not found: " + source.trainer_root.string() +
                   (error == ENOENT ? "" : std::string(" (") + std::strerror(error) + ")"));
   }
-  const bool shared_root = source.orchestrator_root == source.trainer_root;
-  DirFd orchestrator_root_storage;
-  if (!shared_root) {
-    orchestrator_root_storage = open_root(source.orchestrator_root, nullptr);
+  roots.shared = source.orchestrator_root == source.trainer_root;
+  if (!roots.shared) {
+    roots.orchestrator_storage = open_root(source.orchestrator_root, nullptr);
   }
-  const int orchestrator_root = shared_root ? trainer_root.get() : orchestrator_root_storage.get();
-  listing.orchestrator_root_exists = orchestrator_root >= 0;
+  roots.orchestrator = roots.shared ? roots.trainer.get() : roots.orchestrator_storage.get();
+  listing.orchestrator_root_exists = roots.orchestrator >= 0;
+  return roots;
+}
 
-  // Step names from both roots; a name in only one of them is still reported.
+// The step directories of both roots (a name in only one of them is still reported), without
+// looking inside them; `only_name` skips reading the roots. Unsorted.
+std::vector<StepListing> collect_step_names(const Roots &roots,
+                                            TreeListing &listing,
+                                            const std::optional<std::string> &only_name) {
+  const CheckpointSource &source = listing.source;
   std::map<std::string, StepListing> by_name;
   const auto collect = [&](int root, const fs::path &root_path, bool trainer_side) {
     std::vector<Entry> entries;
     if (only_name) {
       entries.push_back({*only_name, DT_UNKNOWN});
     } else {
-      entries = read_entries(root, stats);
+      entries = read_entries(root, listing.stats);
     }
     for (const Entry &entry : entries) {
       const auto number = parse_step_name(entry.name);
       bool via_symlink = false;
-      if (!number || !entry_is_directory(root, entry, stats, via_symlink)) {
-        if (!only_name && (trainer_side || !shared_root)) {
+      if (!number || !entry_is_directory(root, entry, listing.stats, via_symlink)) {
+        if (!only_name && (trainer_side || !roots.shared)) {
           listing.ignored.push_back(relative_name(root_path, source.output_dir, entry.name));
         }
         continue;
@@ -358,19 +369,52 @@ TreeListing list_steps(const CheckpointSource &source,
       (trainer_side ? step.in_trainer_root : step.in_orchestrator_root) = true;
     }
   };
-  collect(trainer_root.get(), source.trainer_root, true);
-  if (shared_root) {
+  collect(roots.trainer.get(), source.trainer_root, true);
+  if (roots.shared) {
     for (auto &[name, step] : by_name) {
       step.in_orchestrator_root = step.in_trainer_root;
     }
-  } else if (orchestrator_root >= 0) {
-    collect(orchestrator_root, source.orchestrator_root, false);
+  } else if (roots.orchestrator >= 0) {
+    collect(roots.orchestrator, source.orchestrator_root, false);
   }
-
-  listing.steps.reserve(by_name.size());
+  std::vector<StepListing> steps;
+  steps.reserve(by_name.size());
   for (auto &[name, step] : by_name) {
-    listing.steps.push_back(std::move(step));
+    steps.push_back(std::move(step));
   }
+  return steps;
+}
+
+// Lists what is inside one step directory: its trainer shards, .metadata and progress.pt.
+void list_step(const Roots &roots, StepListing &step, std::size_t ranks, ScanStats &stats) {
+  if (step.in_trainer_root) {
+    list_trainer_dir(roots.trainer.get(), step, ranks, stats);
+  } else {
+    step.rank_shards.assign(ranks, FileState{});
+  }
+  if (step.in_orchestrator_root) {
+    list_progress(roots.orchestrator, step, stats);
+  }
+}
+
+bool step_order(const StepListing &a, const StepListing &b) {
+  return a.step != b.step ? a.step < b.step : a.name < b.name;
+}
+
+std::size_t rank_count(const CheckpointSource &source) {
+  return static_cast<std::size_t>(std::max(source.expected_ranks, 0));
+}
+
+} // namespace
+
+TreeListing list_steps(const CheckpointSource &source,
+                       const std::optional<std::string> &only_name) {
+  TreeListing listing;
+  listing.source = source;
+  const std::size_t ranks = rank_count(source);
+  const Roots roots = open_roots(source, listing);
+  listing.steps = collect_step_names(roots, listing, only_name);
+
   // Steps are independent; on a network filesystem each stat is a round trip, so a few workers
   // keep several in flight. Each worker counts into its own ScanStats.
   const std::size_t workers =
@@ -379,15 +423,7 @@ TreeListing list_steps(const CheckpointSource &source,
   std::atomic<std::size_t> next{0};
   const auto work = [&](std::size_t worker) {
     for (std::size_t i = next++; i < listing.steps.size(); i = next++) {
-      StepListing &step = listing.steps[i];
-      if (step.in_trainer_root) {
-        list_trainer_dir(trainer_root.get(), step, ranks, worker_stats[worker]);
-      } else {
-        step.rank_shards.assign(ranks, FileState{});
-      }
-      if (step.in_orchestrator_root) {
-        list_progress(orchestrator_root, step, worker_stats[worker]);
-      }
+      list_step(roots, listing.steps[i], ranks, worker_stats[worker]);
     }
   };
   std::vector<std::thread> threads;
@@ -399,13 +435,38 @@ TreeListing list_steps(const CheckpointSource &source,
     thread.join();
   }
   for (const auto &counted : worker_stats) {
-    stats.stat_calls += counted.stat_calls;
-    stats.directories_read += counted.directories_read;
+    listing.stats.stat_calls += counted.stat_calls;
+    listing.stats.directories_read += counted.directories_read;
   }
-  std::sort(
-      listing.steps.begin(), listing.steps.end(), [](const StepListing &a, const StepListing &b) {
-        return a.step != b.step ? a.step < b.step : a.name < b.name;
-      });
+  std::sort(listing.steps.begin(), listing.steps.end(), step_order);
+  std::sort(listing.ignored.begin(), listing.ignored.end());
+  return listing;
+}
+
+TreeListing list_latest(const CheckpointSource &source, std::optional<std::int64_t> requested) {
+  if (requested) {
+    TreeListing one = list_steps(source, "step_" + std::to_string(*requested));
+    if (one.steps.size() == 1 && evaluate_step(one.steps.front(), source).complete) {
+      return one;
+    }
+    return list_steps(source); // the refusal names every complete step
+  }
+  TreeListing listing;
+  listing.source = source;
+  const std::size_t ranks = rank_count(source);
+  const Roots roots = open_roots(source, listing);
+  std::vector<StepListing> candidates = collect_step_names(roots, listing, std::nullopt);
+  std::sort(candidates.begin(), candidates.end(), step_order);
+  // Newest first; the first complete step is the one a resume picks, older ones cannot matter.
+  while (!candidates.empty()) {
+    StepListing &step = listing.steps.emplace_back(std::move(candidates.back()));
+    candidates.pop_back();
+    list_step(roots, step, ranks, listing.stats);
+    if (evaluate_step(step, source).complete) {
+      break;
+    }
+  }
+  std::reverse(listing.steps.begin(), listing.steps.end());
   std::sort(listing.ignored.begin(), listing.ignored.end());
   return listing;
 }

@@ -29,7 +29,7 @@ bool is_post_v0_8_0(const toml::Document &document) {
 }
 
 int expected_trainer_ranks(const toml::Document &document) {
-  // The GPU accounting is primerl's (launch.md §2.4): the same numbers the launch used.
+  // The GPU accounting is primerl's (docs/checkpoints.md): the same numbers the launch used.
   const auto type = primerl::read_deployment_type(document);
   const std::int64_t ranks = type == primerl::DeploymentType::multi_node
                                  ? primerl::read_multi_node_rl(document).trainer_gpus

@@ -86,7 +86,8 @@ void run_resume(const ResumeOptions &options) {
     throw failure("config output_dir " + inputs.resolved_config_output_dir.string() +
                   " does not match source " + inputs.resolved_source_output_dir.string());
   }
-  inputs.listing = checkpoints::list_steps(source);
+  // Only the steps the pick needs (newest first, down to the first complete one).
+  inputs.listing = checkpoints::list_latest(source, options.resume_step);
   inputs.attempt_id = attempt_id;
   inputs.random_run_id = launch::random_hex_id();
   inputs.cwd = cwd;

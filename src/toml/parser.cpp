@@ -11,18 +11,118 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 #include <span>
 
 namespace pb::toml {
 namespace detail {
 
-Node *Node::find(std::string_view key) const {
-  if (m_index) {
-    const auto it = m_index->find(key);
-    return it == m_index->end() ? nullptr : it->second;
+namespace {
+
+// Below this many members a linear search is fastest.
+constexpr std::size_t k_index_from = 12;
+
+std::size_t slot_of(std::string_view key, std::size_t mask) {
+  return std::hash<std::string_view>{}(key)&mask;
+}
+
+} // namespace
+
+ChildList::~ChildList() {
+  delete index();
+  std::free(static_cast<void *>(m_block)); // a realloc'ed block of trivially copyable pointers
+}
+
+std::size_t ChildList::size() const {
+  if (m_block == nullptr) {
+    return 0;
   }
-  for (Node *child : children) {
+  std::uint32_t count = 0;
+  std::memcpy(&count, static_cast<const void *>(m_block), sizeof count);
+  return count;
+}
+
+std::vector<Node *> *ChildList::index() const {
+  if (m_block == nullptr) {
+    return nullptr;
+  }
+  std::vector<Node *> *slots = nullptr;
+  std::memcpy(&slots, static_cast<const void *>(m_block + 1), sizeof slots);
+  return slots;
+}
+
+void ChildList::push_back(Node *node, bool indexed) {
+  std::uint32_t header[2] = {0, 0}; // size, capacity
+  if (m_block != nullptr) {
+    std::memcpy(header, static_cast<const void *>(m_block), sizeof header);
+  }
+  if (header[0] == header[1]) {
+    const bool first = m_block == nullptr;
+    header[1] = header[1] == 0 ? 4 : header[1] * 2;
+    void *grown =
+        std::realloc(static_cast<void *>(m_block), (header[1] + k_header) * sizeof(Node *));
+    if (grown == nullptr) {
+      throw std::bad_alloc();
+    }
+    m_block = static_cast<Node **>(grown);
+    if (first) {
+      m_block[1] = nullptr; // no index yet
+    }
+  }
+  m_block[k_header + header[0]] = node;
+  ++header[0];
+  std::memcpy(static_cast<void *>(m_block), header, sizeof header);
+  if (!indexed || header[0] < k_index_from) {
+    return;
+  }
+  std::vector<Node *> *slots = index();
+  // At most half full; growing rebuilds (amortised linear, like the list itself).
+  if (slots == nullptr || header[0] * 2 > slots->size()) {
+    reindex();
+    return;
+  }
+  const std::size_t mask = slots->size() - 1;
+  std::size_t i = slot_of(node->name, mask);
+  while ((*slots)[i] != nullptr) {
+    i = (i + 1) & mask;
+  }
+  (*slots)[i] = node;
+}
+
+void ChildList::reindex() {
+  std::vector<Node *> *slots = index();
+  if (slots == nullptr) {
+    slots = new std::vector<Node *>();
+    std::memcpy(static_cast<void *>(m_block + 1), &slots, sizeof slots);
+  }
+  std::size_t capacity = 32;
+  while (capacity < size() * 2) {
+    capacity *= 2;
+  }
+  slots->assign(capacity, nullptr);
+  const std::size_t mask = capacity - 1;
+  for (Node *child : *this) {
+    std::size_t i = slot_of(child->name, mask);
+    while ((*slots)[i] != nullptr) {
+      i = (i + 1) & mask;
+    }
+    (*slots)[i] = child;
+  }
+}
+
+Node *ChildList::find(std::string_view key) const {
+  if (const std::vector<Node *> *slots = index()) {
+    const std::size_t mask = slots->size() - 1;
+    for (std::size_t i = slot_of(key, mask);; i = (i + 1) & mask) {
+      Node *slot = (*slots)[i];
+      if (slot == nullptr || slot->name == key) {
+        return slot;
+      }
+    }
+  }
+  for (Node *child : *this) {
     if (child->name == key) {
       return child;
     }
@@ -32,22 +132,18 @@ Node *Node::find(std::string_view key) const {
 
 void Node::add(Node *child) {
   child->parent = this;
-  children.push_back(child);
-  if (type != Type::table) {
-    return;
+  children.push_back(child, type == Type::table);
+}
+
+Node *NodeArena::make() {
+  if (m_chunks.empty() || m_used == m_chunk_capacity) {
+    // Chunks grow with the document: few allocations for big files, little waste for small.
+    m_chunk_capacity = m_chunks.empty() ? 16 : std::min<std::size_t>(m_chunk_capacity * 2, 16384);
+    m_chunks.push_back(std::make_unique<Node[]>(m_chunk_capacity));
+    m_used = 0;
   }
-  // Linear search is fastest for small tables; big ones (500 sibling tables) get a hash index
-  // so that building stays linear.
-  constexpr std::size_t index_from = 12;
-  if (m_index) {
-    m_index->emplace(child->name, child);
-  } else if (children.size() >= index_from) {
-    m_index = std::make_unique<std::unordered_map<std::string_view, Node *>>();
-    m_index->reserve(children.size() * 2);
-    for (Node *c : children) {
-      m_index->emplace(c->name, c);
-    }
-  }
+  ++m_size;
+  return &m_chunks.back()[m_used++];
 }
 
 Position Parsed::position(std::uint32_t offset) const {
@@ -87,7 +183,7 @@ using syntax::TokenKind;
 // One segment of a (possibly dotted) key with its decoded name, while parsing.
 struct KeySegment {
   Span span;
-  std::string name;
+  std::string_view name; // a view of the text, or of Parsed::key_store for escaped keys
 };
 using Key = std::span<const KeySegment>;
 
@@ -169,10 +265,207 @@ void append_utf8(std::string &out, std::uint32_t cp) {
   }
 }
 
+// Reads one string token at s[p] (its opening quote), appending the decoded content to `out`;
+// leaves p after the closing quotes. Shared by the parser (which validates every string) and
+// decode_string() (which decodes one on demand, when the typed values are built).
+struct StringScanner {
+  std::string_view s;
+  std::uint32_t n;
+  std::uint32_t &p;
+
+  [[noreturn]] void fail(std::uint32_t at, std::string message) const {
+    throw ParseFailure{std::min(at, n), std::move(message)};
+  }
+  char peek(std::uint32_t k = 0) const { return p + k < n ? s[p + k] : '\0'; }
+
+  std::uint32_t hex_escape(std::uint32_t digits) {
+    std::uint32_t cp = 0;
+    const std::uint32_t b = p - 2;
+    for (std::uint32_t k = 0; k < digits; ++k) {
+      const char c = peek();
+      if (!is_hex(c)) {
+        fail(p, fmt::format("expected {} hex digits in the unicode escape", digits));
+      }
+      cp = cp * 16 + static_cast<std::uint32_t>(is_digit(c) ? c - '0' : (c | 0x20) - 'a' + 10);
+      ++p;
+    }
+    if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+      fail(b, "unicode escape is not a Unicode scalar value");
+    }
+    return cp;
+  }
+
+  void basic_string(bool multiline, std::string &out) {
+    const std::uint32_t b = p;
+    p += multiline ? 3 : 1;
+    if (multiline && (peek() == '\n' || (peek() == '\r' && peek(1) == '\n'))) {
+      p += peek() == '\n' ? 1 : 2; // a newline right after the opening quotes is trimmed
+    }
+    for (;;) {
+      if (p >= n) {
+        fail(b, "unterminated string");
+      }
+      const auto c = static_cast<unsigned char>(s[p]);
+      if (c == '"') {
+        if (!multiline) {
+          ++p;
+          break;
+        }
+        std::uint32_t quotes = 0;
+        while (peek(quotes) == '"') {
+          ++quotes;
+        }
+        if (quotes >= 3) {
+          if (quotes > 5) {
+            fail(p, "too many quotes at the end of a multi-line string");
+          }
+          out.append(quotes - 3, '"');
+          p += quotes;
+          break;
+        }
+        out.append(quotes, '"');
+        p += quotes;
+      } else if (c == '\\') {
+        ++p;
+        const char e = peek();
+        ++p;
+        switch (e) {
+        case 'b':
+          out += '\b';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case '"':
+          out += '"';
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case 'u':
+          append_utf8(out, hex_escape(4));
+          break;
+        case 'U':
+          append_utf8(out, hex_escape(8));
+          break;
+        default:
+          if (multiline && (e == ' ' || e == '\t' || e == '\n' || e == '\r')) {
+            --p;
+            while (peek() == ' ' || peek() == '\t') {
+              ++p;
+            }
+            if (!(peek() == '\n' || (peek() == '\r' && peek(1) == '\n'))) {
+              fail(p, "a line-ending backslash must be followed only by whitespace");
+            }
+            while (peek() == ' ' || peek() == '\t' || peek() == '\n' ||
+                   (peek() == '\r' && peek(1) == '\n')) {
+              ++p;
+            }
+          } else {
+            fail(p - 2, "invalid escape sequence");
+          }
+        }
+      } else if (c == '\n') {
+        if (!multiline) {
+          fail(p, "newline in a single-line string");
+        }
+        out += '\n';
+        ++p;
+      } else if (c == '\r') {
+        if (!multiline || peek(1) != '\n') {
+          fail(p, "carriage return in a string");
+        }
+        out += '\n'; // CRLF in a multi-line string reads as LF (as toml++ does)
+        p += 2;
+      } else if ((c < 0x20 && c != '\t') || c == 0x7F) {
+        fail(p, "control character in a string");
+      } else {
+        const std::uint32_t run = p;
+        while (p < n) {
+          const auto d = static_cast<unsigned char>(s[p]);
+          if (d == '"' || d == '\\' || (d < 0x20 && d != '\t') || d == 0x7F) {
+            break;
+          }
+          ++p;
+        }
+        out.append(s.substr(run, p - run));
+      }
+    }
+  }
+
+  void literal_string(bool multiline, std::string &out) {
+    const std::uint32_t b = p;
+    p += multiline ? 3 : 1;
+    if (multiline && (peek() == '\n' || (peek() == '\r' && peek(1) == '\n'))) {
+      p += peek() == '\n' ? 1 : 2;
+    }
+    for (;;) {
+      if (p >= n) {
+        fail(b, "unterminated string");
+      }
+      const auto c = static_cast<unsigned char>(s[p]);
+      if (c == '\'') {
+        if (!multiline) {
+          ++p;
+          break;
+        }
+        std::uint32_t quotes = 0;
+        while (peek(quotes) == '\'') {
+          ++quotes;
+        }
+        if (quotes >= 3) {
+          if (quotes > 5) {
+            fail(p, "too many quotes at the end of a multi-line string");
+          }
+          out.append(quotes - 3, '\'');
+          p += quotes;
+          break;
+        }
+        out.append(quotes, '\'');
+        p += quotes;
+      } else if (c == '\n') {
+        if (!multiline) {
+          fail(p, "newline in a single-line string");
+        }
+        out += '\n';
+        ++p;
+      } else if (c == '\r') {
+        if (!multiline || peek(1) != '\n') {
+          fail(p, "carriage return in a string");
+        }
+        out += '\n'; // CRLF in a multi-line string reads as LF (as toml++ does)
+        p += 2;
+      } else if ((c < 0x20 && c != '\t') || c == 0x7F) {
+        fail(p, "control character in a string");
+      } else {
+        const std::uint32_t run = p;
+        while (p < n) {
+          const auto d = static_cast<unsigned char>(s[p]);
+          if (d == '\'' || (d < 0x20 && d != '\t') || d == 0x7F) {
+            break;
+          }
+          ++p;
+        }
+        out.append(s.substr(run, p - run));
+      }
+    }
+  }
+};
+
 class Parser {
 public:
-  Parser(std::string_view text, Parsed &out)
-      : s(text), n(static_cast<std::uint32_t>(text.size())), m_out(out), t(out.tree) {}
+  Parser(std::string_view text, Parsed &out, bool record_tokens)
+      : s(text), n(static_cast<std::uint32_t>(text.size())), m_out(out), t(out.tree),
+        m_record_tokens(record_tokens) {}
 
   void run() {
     if (s.size() >= UINT32_MAX - 1) {
@@ -182,8 +475,7 @@ public:
     if (const auto bad = invalid_utf8_at(s); bad != npos) {
       fail(bad, "invalid UTF-8");
     }
-    t.token_begin.reserve(n / 5 + 16);
-    t.token_kind.reserve(n / 5 + 16);
+    reserve();
     t.text_size = n;
     m_out.root = make(Type::table, Origin::root);
     m_current = m_out.root;
@@ -217,17 +509,41 @@ private:
   std::int32_t m_section = 0;
   std::int32_t m_section_seq = 0;
   std::uint32_t m_token_end = 0;
+  bool m_record_tokens = false;
   std::vector<KeySegment> m_keys; // a stack: each key being parsed owns its top segments
+  // Stacks of the children and commas of the arrays and inline tables being parsed; a finished
+  // one moves its top entries to the tree's flat lists.
+  std::vector<std::uint32_t> m_child_stack;
+  std::vector<std::uint32_t> m_comma_stack;
+  std::string m_scratch; // decoded string contents, reused (values are decoded on demand)
 
   [[noreturn]] void fail(std::uint32_t at, std::string message) {
     throw ParseFailure{std::min(at, n), std::move(message)};
   }
 
+  // Upper bounds, so that the flat lists never grow by copying (a grown vector briefly holds
+  // both copies, which is what sets the peak). Capacity that is never written is never touched,
+  // so generous bounds cost address space, not resident memory.
+  void reserve() {
+    const std::size_t lines = m_out.line_starts.size(); // physical lines: one Line each at most
+    t.lines.reserve(lines);
+    t.headers.reserve(lines);
+    t.key_values.reserve(lines + n / 16);
+    t.values.reserve(lines + n / 8);
+    t.key_segments.reserve(lines + n / 8);
+    t.child_ids.reserve(n / 8 + 4);
+    t.comma_offsets.reserve(n / 8 + 4);
+    if (m_record_tokens) {
+      t.token_begin.reserve(n / 2 + 16);
+      t.token_kind.reserve(n / 2 + 16);
+    }
+  }
+
   void index_lines() {
     auto &starts = m_out.line_starts;
-    starts.reserve(n / 24 + 2);
-    starts.push_back(0);
     const char *data = s.data();
+    starts.reserve(static_cast<std::size_t>(std::count(data, data + n, '\n')) + 1);
+    starts.push_back(0);
     const char *end = data + n;
     for (const char *c = data; (c = static_cast<const char *>(std::memchr(c, '\n', end - c)));
          ++c) {
@@ -244,10 +560,34 @@ private:
   }
 
   Node *make(Type type, Origin origin) {
-    Node &node = m_out.nodes.emplace_back();
-    node.type = type;
-    node.origin = origin;
-    return &node;
+    Node *node = m_out.nodes.make();
+    node->type = type;
+    node->origin = origin;
+    return node;
+  }
+
+  // Scans a string token at p (validating and decoding it into m_scratch) and emits it.
+  void string_token(bool literal, bool multiline) {
+    const std::uint32_t b = p;
+    m_scratch.clear();
+    StringScanner scanner{s, n, p};
+    if (literal) {
+      scanner.literal_string(multiline, m_scratch);
+      emit(multiline ? TokenKind::multiline_literal_string : TokenKind::literal_string, b);
+    } else {
+      scanner.basic_string(multiline, m_scratch);
+      emit(multiline ? TokenKind::multiline_basic_string : TokenKind::basic_string, b);
+    }
+  }
+
+  // The decoded name of the quoted key just scanned from `b`: a view of the text when it is
+  // spelled as it reads (no escapes), else a copy kept in the key store.
+  std::string_view quoted_key_name(std::uint32_t b) {
+    const std::string_view spelled = s.substr(b + 1, p - b - 2);
+    if (m_scratch == spelled) {
+      return spelled;
+    }
+    return m_out.key_store.emplace_back(m_scratch);
   }
 
   char peek(std::uint32_t k = 0) const { return p + k < n ? s[p + k] : '\0'; }
@@ -256,8 +596,10 @@ private:
     if (begin != m_token_end || p <= begin) {
       fail(begin, "internal error: tokens do not tile the input");
     }
-    t.token_begin.push_back(begin);
-    t.token_kind.push_back(kind);
+    if (m_record_tokens) {
+      t.token_begin.push_back(begin);
+      t.token_kind.push_back(kind);
+    }
     m_token_end = p;
   }
 
@@ -356,18 +698,20 @@ private:
       while (p < n && is_bare_key_char(s[p])) {
         ++p;
       }
-      seg.name.assign(s.substr(seg.span.begin, p - seg.span.begin));
+      seg.name = s.substr(seg.span.begin, p - seg.span.begin);
       emit(TokenKind::bare_key, seg.span.begin);
     } else if (c == '"') {
       if (at("\"\"\"")) {
         fail(p, "a multi-line string cannot be a key");
       }
-      seg.name = basic_string(false);
+      string_token(false, false);
+      seg.name = quoted_key_name(seg.span.begin);
     } else if (c == '\'') {
       if (at("'''")) {
         fail(p, "a multi-line string cannot be a key");
       }
-      seg.name = literal_string(false);
+      string_token(true, false);
+      seg.name = quoted_key_name(seg.span.begin);
     } else if (p >= n) {
       fail(p, "expected a key, found the end of the file");
     } else if (c == '\n' || c == '\r') {
@@ -482,7 +826,6 @@ private:
     }
     const auto &last = key.back();
     Node *child = table->find(last.name);
-    const std::string full = joined(key, key.size());
     if (!h.array) {
       if (child == nullptr) {
         child = make(Type::table, Origin::header);
@@ -493,11 +836,15 @@ private:
         child->origin = Origin::header;
       } else if (child->type == Type::table) {
         fail(last.span.begin,
-             fmt::format("table '{}' is already defined{}", full, position_text(*child)));
+             fmt::format("table '{}' is already defined{}",
+                         joined(key, key.size()),
+                         position_text(*child)));
       } else {
         fail(last.span.begin,
-             fmt::format(
-                 "key '{}' is already {}{}", full, article_type(*child), position_text(*child)));
+             fmt::format("key '{}' is already {}{}",
+                         joined(key, key.size()),
+                         article_type(*child),
+                         position_text(*child)));
       }
       child->header = id;
       m_current = child;
@@ -510,7 +857,7 @@ private:
       } else if (array->origin != Origin::array_of_tables) {
         fail(last.span.begin,
              fmt::format("key '{}' is already {}{}, not an array of tables",
-                         full,
+                         joined(key, key.size()),
                          article_type(*array),
                          position_text(*array)));
       }
@@ -605,10 +952,10 @@ private:
     Node *node = nullptr;
     if (c == '"') {
       node = make(Type::string, Origin::literal);
-      node->decoded = basic_string(at("\"\"\""));
+      string_token(false, at("\"\"\""));
     } else if (c == '\'') {
       node = make(Type::string, Origin::literal);
-      node->decoded = literal_string(at("'''"));
+      string_token(true, at("'''"));
     } else if (c == '[') {
       node = array(depth, id);
     } else if (c == '{') {
@@ -636,6 +983,28 @@ private:
     return {id, node};
   }
 
+  // Where an array's or inline table's children and commas start on the stacks.
+  struct Composite {
+    std::size_t children;
+    std::size_t commas;
+  };
+  Composite open_composite() const { return {m_child_stack.size(), m_comma_stack.size()}; }
+  void close_composite(Composite c, std::uint32_t id) {
+    auto &v = t.values[id];
+    v.children_first = static_cast<std::uint32_t>(t.child_ids.size());
+    v.children_count = static_cast<std::uint32_t>(m_child_stack.size() - c.children);
+    v.commas_first = static_cast<std::uint32_t>(t.comma_offsets.size());
+    v.commas_count = static_cast<std::uint32_t>(m_comma_stack.size() - c.commas);
+    t.child_ids.insert(t.child_ids.end(),
+                       m_child_stack.begin() + static_cast<std::ptrdiff_t>(c.children),
+                       m_child_stack.end());
+    t.comma_offsets.insert(t.comma_offsets.end(),
+                           m_comma_stack.begin() + static_cast<std::ptrdiff_t>(c.commas),
+                           m_comma_stack.end());
+    m_child_stack.resize(c.children);
+    m_comma_stack.resize(c.commas);
+  }
+
   void skip_array_trivia() {
     for (;;) {
       skip_ws();
@@ -654,8 +1023,7 @@ private:
     const std::uint32_t b = p++;
     emit(TokenKind::bracket_open, b);
     Node *node = make(Type::array, Origin::literal);
-    std::vector<std::uint32_t> children;
-    std::vector<std::uint32_t> commas;
+    const Composite composite = open_composite();
     for (;;) {
       skip_array_trivia();
       if (peek() == ']') {
@@ -665,11 +1033,11 @@ private:
         fail(b, "unterminated array");
       }
       auto [child_id, child] = value(depth + 1);
-      children.push_back(child_id);
+      m_child_stack.push_back(child_id);
       node->add(child);
       skip_array_trivia();
       if (peek() == ',') {
-        commas.push_back(p++);
+        m_comma_stack.push_back(p++);
         emit(TokenKind::comma, p - 1);
         continue;
       }
@@ -684,9 +1052,7 @@ private:
     ++p;
     emit(TokenKind::bracket_close, p - 1);
     node->frozen = true;
-    auto &v = t.values[id];
-    v.children = std::move(children);
-    v.commas = std::move(commas);
+    close_composite(composite, id);
     return node;
   }
 
@@ -696,8 +1062,7 @@ private:
     Node *node = make(Type::table, Origin::literal);
     const std::int32_t saved_section = m_section;
     m_section = ++m_section_seq;
-    std::vector<std::uint32_t> children;
-    std::vector<std::uint32_t> commas;
+    const Composite composite = open_composite();
     skip_ws();
     if (peek() != '}') {
       for (;;) {
@@ -707,10 +1072,11 @@ private:
         if (peek() == '}') {
           fail(p, "trailing comma in an inline table (not allowed in TOML 1.0)");
         }
-        children.push_back(key_value(node, depth + 1, true));
+        const std::uint32_t entry = key_value(node, depth + 1, true);
+        m_child_stack.push_back(entry);
         skip_ws();
         if (peek() == ',') {
-          commas.push_back(p++);
+          m_comma_stack.push_back(p++);
           emit(TokenKind::comma, p - 1);
           skip_ws();
           continue;
@@ -731,9 +1097,7 @@ private:
     emit(TokenKind::brace_close, p - 1);
     m_section = saved_section;
     freeze(node);
-    auto &v = t.values[id];
-    v.children = std::move(children);
-    v.commas = std::move(commas);
+    close_composite(composite, id);
     return node;
   }
 
@@ -744,194 +1108,6 @@ private:
         freeze(child);
       }
     }
-  }
-
-  std::uint32_t hex_escape(std::uint32_t digits) {
-    std::uint32_t cp = 0;
-    const std::uint32_t b = p - 2;
-    for (std::uint32_t k = 0; k < digits; ++k) {
-      const char c = peek();
-      if (!is_hex(c)) {
-        fail(p, fmt::format("expected {} hex digits in the unicode escape", digits));
-      }
-      cp = cp * 16 + static_cast<std::uint32_t>(is_digit(c) ? c - '0' : (c | 0x20) - 'a' + 10);
-      ++p;
-    }
-    if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-      fail(b, "unicode escape is not a Unicode scalar value");
-    }
-    return cp;
-  }
-
-  std::string basic_string(bool multiline) {
-    const std::uint32_t b = p;
-    p += multiline ? 3 : 1;
-    std::string out;
-    if (multiline && (peek() == '\n' || (peek() == '\r' && peek(1) == '\n'))) {
-      p += peek() == '\n' ? 1 : 2; // a newline right after the opening quotes is trimmed
-    }
-    for (;;) {
-      if (p >= n) {
-        fail(b, "unterminated string");
-      }
-      const auto c = static_cast<unsigned char>(s[p]);
-      if (c == '"') {
-        if (!multiline) {
-          ++p;
-          break;
-        }
-        std::uint32_t quotes = 0;
-        while (peek(quotes) == '"') {
-          ++quotes;
-        }
-        if (quotes >= 3) {
-          if (quotes > 5) {
-            fail(p, "too many quotes at the end of a multi-line string");
-          }
-          out.append(quotes - 3, '"');
-          p += quotes;
-          break;
-        }
-        out.append(quotes, '"');
-        p += quotes;
-      } else if (c == '\\') {
-        ++p;
-        const char e = peek();
-        ++p;
-        switch (e) {
-        case 'b':
-          out += '\b';
-          break;
-        case 't':
-          out += '\t';
-          break;
-        case 'n':
-          out += '\n';
-          break;
-        case 'f':
-          out += '\f';
-          break;
-        case 'r':
-          out += '\r';
-          break;
-        case '"':
-          out += '"';
-          break;
-        case '\\':
-          out += '\\';
-          break;
-        case 'u':
-          append_utf8(out, hex_escape(4));
-          break;
-        case 'U':
-          append_utf8(out, hex_escape(8));
-          break;
-        default:
-          if (multiline && (e == ' ' || e == '\t' || e == '\n' || e == '\r')) {
-            --p;
-            while (peek() == ' ' || peek() == '\t') {
-              ++p;
-            }
-            if (!(peek() == '\n' || (peek() == '\r' && peek(1) == '\n'))) {
-              fail(p, "a line-ending backslash must be followed only by whitespace");
-            }
-            while (peek() == ' ' || peek() == '\t' || peek() == '\n' ||
-                   (peek() == '\r' && peek(1) == '\n')) {
-              ++p;
-            }
-          } else {
-            fail(p - 2, "invalid escape sequence");
-          }
-        }
-      } else if (c == '\n') {
-        if (!multiline) {
-          fail(p, "newline in a single-line string");
-        }
-        out += '\n';
-        ++p;
-      } else if (c == '\r') {
-        if (!multiline || peek(1) != '\n') {
-          fail(p, "carriage return in a string");
-        }
-        out += '\n'; // CRLF in a multi-line string reads as LF (as toml++ does)
-        p += 2;
-      } else if ((c < 0x20 && c != '\t') || c == 0x7F) {
-        fail(p, "control character in a string");
-      } else {
-        const std::uint32_t run = p;
-        while (p < n) {
-          const auto d = static_cast<unsigned char>(s[p]);
-          if (d == '"' || d == '\\' || (d < 0x20 && d != '\t') || d == 0x7F) {
-            break;
-          }
-          ++p;
-        }
-        out.append(s.substr(run, p - run));
-      }
-    }
-    emit(multiline ? TokenKind::multiline_basic_string : TokenKind::basic_string, b);
-    return out;
-  }
-
-  std::string literal_string(bool multiline) {
-    const std::uint32_t b = p;
-    p += multiline ? 3 : 1;
-    if (multiline && (peek() == '\n' || (peek() == '\r' && peek(1) == '\n'))) {
-      p += peek() == '\n' ? 1 : 2;
-    }
-    std::string out;
-    for (;;) {
-      if (p >= n) {
-        fail(b, "unterminated string");
-      }
-      const auto c = static_cast<unsigned char>(s[p]);
-      if (c == '\'') {
-        if (!multiline) {
-          ++p;
-          break;
-        }
-        std::uint32_t quotes = 0;
-        while (peek(quotes) == '\'') {
-          ++quotes;
-        }
-        if (quotes >= 3) {
-          if (quotes > 5) {
-            fail(p, "too many quotes at the end of a multi-line string");
-          }
-          out.append(quotes - 3, '\'');
-          p += quotes;
-          break;
-        }
-        out.append(quotes, '\'');
-        p += quotes;
-      } else if (c == '\n') {
-        if (!multiline) {
-          fail(p, "newline in a single-line string");
-        }
-        out += '\n';
-        ++p;
-      } else if (c == '\r') {
-        if (!multiline || peek(1) != '\n') {
-          fail(p, "carriage return in a string");
-        }
-        out += '\n'; // CRLF in a multi-line string reads as LF (as toml++ does)
-        p += 2;
-      } else if ((c < 0x20 && c != '\t') || c == 0x7F) {
-        fail(p, "control character in a string");
-      } else {
-        const std::uint32_t run = p;
-        while (p < n) {
-          const auto d = static_cast<unsigned char>(s[p]);
-          if (d == '\'' || (d < 0x20 && d != '\t') || d == 0x7F) {
-            break;
-          }
-          ++p;
-        }
-        out.append(s.substr(run, p - run));
-      }
-    }
-    emit(multiline ? TokenKind::multiline_literal_string : TokenKind::literal_string, b);
-    return out;
   }
 
   // Digits of `base` with single underscores between digits, starting at w[i]; returns the end.
@@ -1136,16 +1312,30 @@ private:
   }
 };
 
-// Builds the typed values; string contents move out of the nodes (nothing else reads them).
-Value to_value(const Parsed &parsed, std::string_view text, Node &node) {
+} // namespace
+
+std::string decode_string(std::string_view token) {
+  std::string out;
+  std::uint32_t p = 0;
+  StringScanner scanner{token, static_cast<std::uint32_t>(token.size()), p};
+  const bool multiline = token.size() >= 6 && token[1] == token[0] && token[2] == token[0];
+  if (token.front() == '\'') {
+    scanner.literal_string(multiline, out);
+  } else {
+    scanner.basic_string(multiline, out);
+  }
+  return out;
+}
+
+Value to_value(const Parsed &parsed, std::string_view text, const Node &node) {
   const Position pos = node.origin == Origin::root ? Position{} : parsed.position_of(node);
   switch (node.type) {
   case Type::table: {
     Value table = Value::make_table(pos);
     auto &members = table.mutable_table();
     members.reserve(node.children.size());
-    for (Node *child : node.children) {
-      members.emplace_back(child->name, to_value(parsed, text, *child));
+    for (const Node *child : node.children) {
+      members.emplace_back(std::string(child->name), to_value(parsed, text, *child));
     }
     return table;
   }
@@ -1153,26 +1343,36 @@ Value to_value(const Parsed &parsed, std::string_view text, Node &node) {
     Value array = Value::make_array(pos);
     auto &items = array.mutable_array();
     items.reserve(node.children.size());
-    for (Node *child : node.children) {
+    for (const Node *child : node.children) {
       items.push_back(to_value(parsed, text, *child));
     }
     return array;
   }
   default: {
     const auto span = parsed.tree.values[node.value].span;
-    std::string raw(text.substr(span.begin, span.end - span.begin));
+    const std::string_view raw = text.substr(span.begin, span.end - span.begin);
     if (node.type == Type::string) {
-      return Value::make_string(std::move(node.decoded), std::move(raw), pos);
+      return Value::make_string(decode_string(raw), std::string(raw), pos);
     }
-    return Value::make_scalar(node.type, std::move(raw), pos);
+    return Value::make_scalar(node.type, std::string(raw), pos);
   }
   }
 }
 
-} // namespace
+void parse_into(std::string_view text, Parsed &out, bool record_tokens) {
+  Parser(text, out, record_tokens).run();
+  out.tokens_recorded = record_tokens;
+}
 
-void parse_into(std::string_view text, Parsed &out) {
-  Parser(text, out).run();
+void record_tokens(std::string_view text, Parsed &parsed) {
+  if (parsed.tokens_recorded) {
+    return;
+  }
+  Parsed again;
+  parse_into(text, again, true); // the text parsed before, so this cannot fail
+  parsed.tree.token_begin = std::move(again.tree.token_begin);
+  parsed.tree.token_kind = std::move(again.tree.token_kind);
+  parsed.tokens_recorded = true;
 }
 
 std::string_view article_type(const Node &node) {
@@ -1199,10 +1399,10 @@ std::string_view article_type(const Node &node) {
 Document Document::parse(std::string text, std::string source_name) {
   Document doc;
   doc.m_source_name = std::move(source_name);
-  doc.m_text = std::move(text);
   auto parsed = std::make_shared<detail::Parsed>();
+  parsed->text = std::move(text); // on the heap: names are views of it, so it must never move
   try {
-    detail::parse_into(doc.m_text, *parsed);
+    detail::parse_into(parsed->text, *parsed);
   } catch (const detail::ParseFailure &e) {
     if (parsed->line_starts.empty()) {
       parsed->line_starts.push_back(0);
@@ -1211,7 +1411,6 @@ Document Document::parse(std::string text, std::string source_name) {
     throw input_error(
         fmt::format("{}:{}:{}: {}", doc.m_source_name, pos.line, pos.column, e.message));
   }
-  doc.m_root = detail::to_value(*parsed, doc.m_text, *parsed->root);
   doc.m_parsed = std::move(parsed);
   return doc;
 }
@@ -1220,17 +1419,37 @@ Document Document::load(const std::filesystem::path &path) {
   return parse(fs::read_file(path), path.string());
 }
 
+const Value &Document::root() const {
+  // The typed values are built the first time they are asked for: checking, printing and
+  // splicing work on the syntax tree and the model alone.
+  if (!m_root_built && m_parsed) {
+    m_root = detail::to_value(*m_parsed, m_parsed->text, *m_parsed->root);
+    m_root_built = true;
+  }
+  return m_root;
+}
+
+const std::string &Document::text() const {
+  static const std::string empty;
+  return m_parsed ? m_parsed->text : empty;
+}
+
 const syntax::Tree &Document::syntax() const {
+  // The token columns are the one part of the tree proportional to tokens rather than lines;
+  // the engine itself never needs them, so they are recorded on first request.
+  detail::record_tokens(m_parsed->text, *m_parsed);
   return m_parsed->tree;
 }
 
 std::string Document::print() const {
-  std::string out;
-  out.reserve(m_text.size());
+  // The lines tile the text after the BOM: untouched spans go straight through.
   const auto &tree = m_parsed->tree;
-  for (std::size_t i = 0; i < tree.token_count(); ++i) {
-    const auto token = tree.token(i);
-    out.append(m_text, token.begin, token.end - token.begin);
+  std::string out;
+  const std::string &text = m_parsed->text;
+  out.reserve(text.size());
+  out.append(text, 0, tree.body_begin);
+  for (const auto &line : tree.lines) {
+    out.append(text, line.begin, line.end - line.begin);
   }
   return out;
 }

@@ -116,6 +116,36 @@ TEST(CheckpointsList, FromTomlAndRelativeOutputDir) {
   EXPECT_EQ(nlohmann::json::parse(relative.out)["output_dir"], (tmp / "work/out").string());
 }
 
+TEST(CheckpointsList, LatestStopsAtTheStepAResumeWouldUse) {
+  TempDir tmp;
+  CheckpointTree tree(tmp / "out");
+  build_mixed_tree(tree);
+  tree.complete_step("step_5", 2); // older than the selected step_10: never read
+  fs::remove(tree.progress("step_5"));
+  const std::string out = (tmp / "out").string();
+  const auto json = run_primebeaker(
+      {"checkpoints", "list", "--output-dir", out, "--ranks", "2", "--json", "--latest"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto parsed = nlohmann::json::parse(json.out);
+  EXPECT_EQ(parsed["selected_step"], 10);
+  EXPECT_EQ(parsed["scope"], "latest");
+  std::vector<int> steps;
+  for (const auto &step : parsed["steps"]) {
+    steps.push_back(step["step"]);
+  }
+  EXPECT_EQ(steps, (std::vector<int>{10, 20, 30, 40}));
+  EXPECT_EQ(parsed["scan"]["directories_read"], 2 + 3); // the roots; step_40 has no trainer dir
+
+  const auto table =
+      run_primebeaker({"checkpoints", "list", "--output-dir", out, "--ranks", "2", "--latest"});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_EQ(table.out.find("step_5"), std::string::npos);
+  EXPECT_NE(table.out.find("A resume would use step 10.\n(--latest: steps older than the first "
+                           "complete one were not read)\n"),
+            std::string::npos)
+      << table.out;
+}
+
 TEST(CheckpointsList, NothingCompleteIsNullAndSaysSo) {
   TempDir tmp;
   CheckpointTree tree(tmp / "out");

@@ -93,7 +93,7 @@ TEST(CheckpointScan, CompleteStepsSelectTheNewest) {
   }
 }
 
-// The reference's own test evidence (resume-run-services.md §1.5).
+// The Python reference tool's own test evidence: of its example tree only step 10 is complete.
 TEST(CheckpointScan, ReferenceEvidenceOnlyStepTenIsComplete) {
   TempDir tmp;
   CheckpointTree tree(tmp / "out");
@@ -537,7 +537,7 @@ TEST(CheckpointScan, ChosenStepIsAlwaysTheNewestCompleteCommonOne) {
         break; // stays complete
       }
     }
-    // The oracle: the rule of prime-rl-beaker.md §2.8 spelled out directly.
+    // The oracle: the rule of docs/checkpoints.md spelled out directly.
     for (const auto &entry : fs::directory_iterator(tmp / "out/checkpoints")) {
       const std::string name = entry.path().filename().string();
       const fs::path trainer = entry.path() / "trainer";
@@ -570,7 +570,65 @@ TEST(CheckpointScan, ChosenStepIsAlwaysTheNewestCompleteCommonOne) {
     for (const auto &status : result.statuses) {
       EXPECT_EQ(status.complete, status.missing.empty()) << status.name;
     }
+    // Reading newest first picks the same step, and the same refusal when there is none; so
+    // does asking for each listed step (and one that does not exist).
+    const auto source = v080(tree.output_dir(), ranks);
+    const auto select = [](const std::vector<StepStatus> &statuses,
+                           std::optional<std::int64_t> requested) -> std::string {
+      try {
+        return std::to_string(require_step(statuses, requested).step);
+      } catch (const pb::Error &e) {
+        return e.what();
+      }
+    };
+    const auto latest = list_latest(source);
+    EXPECT_EQ(select(evaluate(latest), std::nullopt), select(result.statuses, std::nullopt))
+        << "round " << round;
+    for (std::int64_t requested = 0; requested <= (steps + 1) * 10; requested += 10) {
+      EXPECT_EQ(select(evaluate(list_latest(source, requested)), requested),
+                select(result.statuses, requested))
+          << "round " << round << ", step " << requested;
+    }
   }
+}
+
+// The resume pick reads the two roots and then step directories newest first, down to the first
+// complete one: a few directory reads however long the run was.
+TEST(CheckpointScan, LatestReadsNewestFirstAndStopsAtTheFirstCompleteStep) {
+  TempDir tmp;
+  CheckpointTree tree(tmp / "out");
+  for (int step = 1; step <= 60; ++step) {
+    tree.complete_step("step_" + std::to_string(step), 3);
+  }
+  fs::remove(tree.progress("step_60")); // the orchestrator had not finished
+  tree.write_shard("step_59", 2, "");   // a rank was still writing
+  tree.write_progress("step_61");       // the orchestrator is ahead of the trainer
+  const auto source = v080(tree.output_dir(), 3);
+  const auto latest = list_latest(source);
+  std::vector<std::string> names;
+  for (const auto &step : latest.steps) {
+    names.push_back(step.name);
+  }
+  EXPECT_EQ(names, Lines({"step_58", "step_59", "step_60", "step_61"}));
+  EXPECT_EQ(latest.stats.directories_read, 2u + 3u); // two roots, three trainer directories
+  const auto statuses = evaluate(latest);
+  EXPECT_EQ(require_step(statuses, std::nullopt).step, 58);
+  EXPECT_EQ(newest_complete(statuses), std::optional<std::int64_t>(58));
+  // The steps it did read are evaluated exactly as in the full listing.
+  const auto full = scan(tree.output_dir(), 3);
+  for (const auto &status : statuses) {
+    EXPECT_EQ(status.missing, full.step(status.step).missing) << status.name;
+  }
+
+  // A requested complete step is one directory read; an incomplete one falls back to the full
+  // listing so that the refusal names what is available.
+  const auto one = list_latest(source, 30);
+  ASSERT_EQ(one.steps.size(), 1u);
+  EXPECT_EQ(one.steps.front().name, "step_30");
+  EXPECT_EQ(one.stats.directories_read, 1u);
+  EXPECT_PB_ERROR(require_step(evaluate(list_latest(source, 60)), 60),
+                  1,
+                  "step 60 is not a complete common checkpoint; available: 1, 2, 3");
 }
 
 // evaluate_step() is pure: literal listings, no disk.

@@ -55,7 +55,7 @@ std::string error_of(const std::string &text) {
 }
 
 TEST(CheckpointTopology, MultiNodeRanksAreCpTimesDpReplicate) {
-  // The reference's worked example (resume-run-services.md §1.4): 4 shards per step.
+  // The Python reference tool's worked example: 4 shards per step.
   EXPECT_EQ(ranks_of(multi_node("2", "2", 4)), 4);
   EXPECT_EQ(ranks_of(multi_node("1", "8", 8)), 8);
   EXPECT_EQ(ranks_of(multi_node("3", "1", 3)), 3);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// The edit battery: exact outputs for the design examples (toml.md §1.6) and the placement,
-// style and comment-ownership rules of docs/toml.md.
+// The edit battery: exact outputs for the before/after examples the engine was designed on
+// (replacing a value, adding keys, tables and array elements, removing with comments) and the
+// placement, style and comment-ownership rules of docs/toml.md.
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/toml/edit.hpp>
 #include <primebeaker/toml/value.hpp>
@@ -29,7 +30,7 @@ int error_code(const std::function<void()> &f) {
   return 0;
 }
 
-// §1.6 A: replacing a value keeps spacing, alignment and the comment.
+// Replacing a value keeps spacing, alignment and the comment.
 TEST(Edit, ReplaceKeepsSpacingAndComment) {
   EXPECT_EQ(set("[server]\nport    = 8080   # default port\n", "server.port", "9090"),
             "[server]\nport    = 9090   # default port\n");

@@ -20,7 +20,8 @@ OrderedJson listing_json(const TreeListing &listing, const std::vector<StepStatu
 std::string listing_table(const TreeListing &listing, const std::vector<StepStatus> &statuses);
 
 // Pure. {step, trainer_dir, trainer_metadata, trainer_metadata_size, trainer_shards: [{path,
-// size}], orchestrator_progress, orchestrator_progress_size} (resume-run-services.md §1.5).
+// size}], orchestrator_progress, orchestrator_progress_size} (docs/checkpoints.md, "The checkpoint
+// record").
 OrderedJson record_json(const CheckpointRecord &record);
 
 } // namespace pb::checkpoints

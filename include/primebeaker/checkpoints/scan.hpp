@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Whole-topology checkpoint discovery (resume-run-services.md §1.5, prime-rl-beaker.md §2.8).
+// Whole-topology checkpoint discovery (docs/checkpoints.md: the rule, the layouts, the cost).
 // Two halves: list_steps() is the only I/O (directory listings and stat calls, never file
 // contents); evaluate_step() and select_step() are pure functions over what it listed.
 #pragma once
@@ -80,6 +80,15 @@ struct TreeListing {
 // threads (PB_SCAN_WORKERS overrides, for benchmarks).
 TreeListing list_steps(const CheckpointSource &source,
                        const std::optional<std::string> &only_name = std::nullopt);
+
+// Lists only what choosing the resume step needs: the two root directories, then step
+// directories newest first, stopping at the first complete one. The result holds the steps it
+// looked into (ascending, like list_steps): the step a resume picks and any newer incomplete
+// ones. With `requested`, only that step is listed when it is complete. When nothing qualifies
+// (no complete step, or `requested` is not complete) it is the full listing, so that
+// require_step() can name every available step. Same errors as list_steps().
+TreeListing list_latest(const CheckpointSource &source,
+                        std::optional<std::int64_t> requested = std::nullopt);
 
 // One shard of a complete step, for the checkpoint record.
 struct ShardRecord {

@@ -21,7 +21,8 @@ int expected_trainer_ranks(const toml::Document &document);
 // --output-dir instead. No I/O.
 CheckpointSource source_from_toml(const toml::Document &document, const std::filesystem::path &cwd);
 
-// True when primerl detects the post-v0.8.0 generation (decisions.md §6). No I/O.
+// True when primerl detects the post-v0.8.0 generation from its keys (docs/checkpoints.md,
+// "Layouts"). No I/O.
 bool is_post_v0_8_0(const toml::Document &document);
 
 } // namespace pb::checkpoints

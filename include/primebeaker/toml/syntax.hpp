@@ -2,13 +2,15 @@
 // The concrete syntax tree of a TOML document. Every byte of the input belongs to exactly one
 // token, so concatenating the tokens gives the input back byte for byte. On top of the tokens,
 // the tree records the document's lines (key/value lines, headers, comments, blank lines) and
-// the byte spans of keys, values and comments that edits splice.
+// the byte spans of keys, values and comments that edits splice. Nothing here copies the text:
+// every part is an offset or span into the one source buffer, in flat vectors (docs/toml.md,
+// "Footprint").
 #pragma once
 
 #include <primebeaker/toml/value.hpp>
 
 #include <cstdint>
-#include <string>
+#include <span>
 #include <vector>
 
 namespace pb::toml::syntax {
@@ -52,12 +54,15 @@ struct Span {
 };
 
 // A value as written: a scalar, an array (children are value ids) or an inline table
-// (children are key/value ids). `commas` holds the offsets of the separating commas.
+// (children are key/value ids). Children and the offsets of the separating commas are ranges of
+// the tree's flat lists: read them with Tree::children() and Tree::commas().
 struct ValueNode {
   Type type = Type::string;
   Span span;
-  std::vector<std::uint32_t> children;
-  std::vector<std::uint32_t> commas;
+  std::uint32_t children_first = 0; // Tree::child_ids[children_first, +children_count)
+  std::uint32_t children_count = 0;
+  std::uint32_t commas_first = 0; // Tree::comma_offsets[commas_first, +commas_count)
+  std::uint32_t commas_count = 0;
 };
 
 // `key = value`, either on a line of its own or an entry of an inline table.
@@ -110,6 +115,14 @@ struct Tree {
   std::vector<KeyValue> key_values;
   std::vector<Header> headers;
   std::vector<ValueNode> values;
+  std::vector<std::uint32_t> child_ids;     // the children of every array and inline table
+  std::vector<std::uint32_t> comma_offsets; // their commas
+  std::span<const std::uint32_t> children(const ValueNode &v) const {
+    return {child_ids.data() + v.children_first, v.children_count};
+  }
+  std::span<const std::uint32_t> commas(const ValueNode &v) const {
+    return {comma_offsets.data() + v.commas_first, v.commas_count};
+  }
   std::uint32_t body_begin = 0; // 3 after a UTF-8 BOM, else 0
   std::uint32_t crlf_newlines = 0;
   std::uint32_t lf_newlines = 0;

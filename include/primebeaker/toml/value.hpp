@@ -117,15 +117,17 @@ public:
   static Document load(const std::filesystem::path &path);
 
   const std::string &source_name() const { return m_source_name; }
-  const std::string &text() const { return m_text; }
-  const Value &root() const { return m_root; }
+  const std::string &text() const;
+  // The typed values (built on first use; the syntax tree and print() do not need them).
+  const Value &root() const;
 
   // "SOURCE:LINE:COL" of a value, or just "SOURCE" when it has no position; for messages.
   std::string location(const Value &value) const;
 
-  // The lossless syntax tree (include <primebeaker/toml/syntax.hpp>); its tokens cover text().
+  // The lossless syntax tree (include <primebeaker/toml/syntax.hpp>); its tokens cover text()
+  // (they are recorded on the first call: the engine itself needs only lines and spans).
   const syntax::Tree &syntax() const;
-  // Concatenates the tokens of the syntax tree: equal to text() by construction.
+  // Writes the syntax tree's lines back: equal to text() by construction.
   std::string print() const;
   // Internal model the edit API works on.
   const detail::Parsed &parsed() const { return *m_parsed; }
@@ -133,9 +135,9 @@ public:
 private:
   friend struct detail::DocumentAccess; // the edit API moves the root out of documents it owns
   std::string m_source_name;
-  std::string m_text;
-  Value m_root;
-  std::shared_ptr<const detail::Parsed> m_parsed;
+  mutable Value m_root;
+  mutable bool m_root_built = false;
+  std::shared_ptr<detail::Parsed> m_parsed; // shared by copies; tokens recorded on demand
 };
 
 } // namespace pb::toml
