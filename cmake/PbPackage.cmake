@@ -23,6 +23,10 @@ set(CPACK_DEBIAN_PACKAGE_SECTION utils)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 # Depends: computed from the binary's shared libraries by dpkg-shlibdeps (dpkg-dev).
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+if(PB_LEAN_LINK AND PB_HAVE_PACK_RELATIVE_RELOCS)
+  # DT_RELR needs the loader of glibc 2.36 (dpkg-shlibdeps only sees the symbol versions).
+  set(CPACK_DEBIAN_PACKAGE_DEPENDS "libc6 (>= 2.36)")
+endif()
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "libcurl4 (>= 7.88)") # dlopened for registry probe-gateway
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "bash-completion")
 set(CPACK_GENERATOR DEB)

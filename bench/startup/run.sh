@@ -36,7 +36,7 @@ measure() {
 }
 
 relocations() {
-  LD_DEBUG=statistics "$@" 2>&1 >/dev/null | awk '/number of relocations:/ {n += $NF} END {print n + 0}'
+  LD_DEBUG=statistics "$@" 2>&1 >/dev/null | awk '$2 == "number" && $4 == "relocations:" {n += $NF} END {print n + 0}'
 }
 
 wall_ms() {
@@ -44,7 +44,7 @@ wall_ms() {
   local out
   out=$(mktemp)
   hyperfine -N --warmup 20 --runs "$runs" --export-json "$out" -- "$(printf '%q ' "$@")" >/dev/null 2>&1
-  python3 -c 'import json,sys; print(f"{json.load(open(sys.argv[1]))["results"][0]["median"]*1000:.3f}")' "$out"
+  python3 -c 'import json, sys; print("%.3f" % (json.load(open(sys.argv[1]))["results"][0]["median"] * 1000))' "$out"
   rm -f "$out"
 }
 
@@ -83,6 +83,9 @@ echo
 for pair in "after:$binary" ${baseline:+"before:$baseline"}; do
   label=${pair%%:*} bin=${pair#*:}
   libs=$(ldd "$bin" | awk '$1 !~ /^linux-vdso/ {sub(/\.so.*/, "", $1); sub(/.*\//, "", $1); print $1}' | sort | paste -sd' ')
+  stripped=$(mktemp)
+  strip -o "$stripped" "$bin"
   printf '%-7s size %s bytes (%s stripped); %d shared libraries: %s\n' "$label" "$(stat -c %s "$bin")" \
-    "$(strip -o /dev/stdout "$bin" | wc -c)" "$(wc -w <<<"$libs")" "$libs"
+    "$(stat -c %s "$stripped")" "$(wc -w <<<"$libs")" "$libs"
+  rm -f "$stripped"
 done
