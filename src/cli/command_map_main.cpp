@@ -4,6 +4,8 @@
 #include <primebeaker/cli/modules.hpp>
 #include <primebeaker/core/command_tree.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <fstream>
 #include <iostream>
@@ -13,27 +15,9 @@
 
 namespace {
 
+// A JSON string literal is a valid C++ string literal (quotes, backslashes, controls escaped).
 std::string cpp_literal(const std::string &text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    switch (c) {
-    case '"':
-      out += "\\\"";
-      break;
-    case '\\':
-      out += "\\\\";
-      break;
-    case '\n':
-      out += "\\n";
-      break;
-    case '\t':
-      out += "\\t";
-      break;
-    default:
-      out += c;
-    }
-  }
-  return out + "\"";
+  return nlohmann::json(text).dump();
 }
 
 struct Entry {
