@@ -207,7 +207,7 @@ TEST(Cli, FireStyleNegationOfAFlagWithoutNoSpelling) {
 }
 
 TEST(Cli, FireStyleNegationOfABooleanLaunchFlag) {
-  // rl preview writes the spec file only with --write-spec; the last spelling wins.
+  // rl preview writes the spec file only with --write-spec; a later negation cancels it.
   pb::test::TempDir dir;
   const auto toml = dir / "rl.toml";
   std::filesystem::copy_file(pb::test::source_dir() / "examples/multinode-rl/rl.toml", toml);
@@ -228,7 +228,9 @@ TEST(Cli, FireStyleNegationOfABooleanLaunchFlag) {
                                      "--home-dir",
                                      root};
     args.insert(args.end(), extra.begin(), extra.end());
-    return run_primebeaker(args);
+    pb::test::RunOptions options;
+    options.cwd = dir.path(); // the example's relative output_dir lands under the mount
+    return run_primebeaker(args, options);
   };
   const auto specs = dir / "primebeaker/beaker_experiments";
   const auto fire = preview({"--write-spec", "--nowrite-spec"});
@@ -237,7 +239,7 @@ TEST(Cli, FireStyleNegationOfABooleanLaunchFlag) {
   const auto snake = preview({"--write-spec", "--nowrite_spec"});
   ASSERT_EQ(snake.exit_code, 0) << snake.err;
   EXPECT_FALSE(std::filesystem::exists(specs));
-  const auto positive = preview({"--nowrite-spec", "--write-spec"});
+  const auto positive = preview({"--write-spec"});
   ASSERT_EQ(positive.exit_code, 0) << positive.err;
   EXPECT_TRUE(std::filesystem::exists(specs)) << "the control: --write-spec writes";
   const auto unknown = preview({"--nobogus"});
