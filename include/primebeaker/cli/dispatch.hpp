@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: MIT
+// What the root command does before CLI11 parses (docs/cli.md): find the command path in argv,
+// refuse unknown commands with a suggestion, accept Fire-style --noFLAG, and generate shell
+// completion and the man page from the command tree.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pb::cli {
+
+// The candidate closest to `typed` (edit distance with transpositions, a prefix counts as
+// close), if one is close enough to be what the user meant.
+std::optional<std::string> closest_name(std::string_view typed,
+                                        const std::vector<std::string> &candidates);
+
+// Where argv's command path ends in `root`'s tree.
+struct CommandPath {
+  CLI::App *command = nullptr;    // the deepest command named in args (root when none)
+  std::vector<std::string> names; // its path, e.g. {"rl", "preview"}
+  bool help_requested = false;    // -h, --help or --help-all appears before "--"
+};
+
+// Walks `args` (argv without the program name) down `root`'s subcommands. Throws a usage error
+// "unknown command '<path> X'" (with "did you mean" when one is close) where a group that needs
+// a subcommand meets a word that is none of them.
+CommandPath match_command_path(CLI::App &root, const std::vector<std::string> &args);
+
+// Rewrites Fire-style negations for the options `command` (or a parent it falls through to)
+// knows: --noFLAG -> --no-FLAG (or --no_FLAG) when that option exists, else --FLAG=false when
+// --FLAG is a flag. Anything the tree does not know is left for CLI11 to judge.
+std::vector<std::string> rewrite_fire_negations(const CLI::App &command,
+                                                std::vector<std::string> args);
+
+// True when the option reads a value (`--toml FILE`), false for flags (`--dry-run`, `-v`).
+inline bool takes_value(const CLI::Option &option) {
+  return option.get_items_expected_max() > 0;
+}
+
+// Completion scripts and the man page, generated from the whole tree under `root`.
+std::string completion_script(const CLI::App &root, std::string_view shell); // bash, zsh, fish
+std::string man_page(const CLI::App &root, std::string_view version);
+
+} // namespace pb::cli

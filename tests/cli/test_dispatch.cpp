@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: MIT
+// Suggestions, command-path matching and --noFLAG rewriting on small hand-built trees.
+#include "test_support.hpp"
+
+#include <primebeaker/cli/dispatch.hpp>
+#include <primebeaker/core/command_tree.hpp>
+
+#include <gtest/gtest.h>
+
+namespace {
+
+using pb::cli::closest_name;
+
+TEST(Suggest, OneEditAwayIsSuggested) {
+  const std::vector<std::string> names = {"preview", "submit", "resume"};
+  EXPECT_EQ(closest_name("prevew", names), "preview");
+  EXPECT_EQ(closest_name("sumbit", names), "submit"); // transposition
+  EXPECT_EQ(closest_name("pre", names), "preview");   // prefix
+  EXPECT_EQ(closest_name("bogus", names), std::nullopt);
+  EXPECT_EQ(closest_name("x", names), std::nullopt);
+}
+
+TEST(Suggest, ClosestWins) {
+  EXPECT_EQ(closest_name("rn", {"run", "rl"}), "run"); // both one edit: the first is kept
+  EXPECT_EQ(closest_name("rnu", {"rl", "run"}), "run");
+}
+
+struct Tree {
+  CLI::App root{"test", "primebeaker"};
+  pb::cli::CommandTree tree{root};
+  bool write_spec = false;
+  bool if_exists = false;
+  std::string notes;
+  std::string toml;
+  Tree() {
+    root.add_flag("-v,--verbose");
+    auto &preview = tree.command({"rl", "preview"}, "Preview");
+    preview.add_flag(
+        pb::cli::flag("write-spec") + ",!--no-write-spec,!--no_write_spec", write_spec, "");
+    preview.add_flag(pb::cli::flag("if-exists"), if_exists, "");
+    preview.add_option("--notes", notes, "");
+    preview.add_option("--toml", toml, "");
+    tree.command({"rl", "submit"}, "Submit");
+  }
+};
+
+TEST(MatchCommandPath, FindsTheLeafPastFlags) {
+  Tree t;
+  const auto path =
+      pb::cli::match_command_path(t.root, {"-v", "rl", "preview", "--toml", "submit"});
+  EXPECT_EQ(path.names, (std::vector<std::string>{"rl", "preview"}));
+  EXPECT_FALSE(path.help_requested);
+  EXPECT_TRUE(pb::cli::match_command_path(t.root, {"rl", "--help"}).help_requested);
+}
+
+TEST(MatchCommandPath, UnknownSubcommandIsUsageErrorWithSuggestion) {
+  Tree t;
+  EXPECT_PB_ERROR(pb::cli::match_command_path(t.root, {"rl", "sumbit"}),
+                  pb::ExitCode::usage,
+                  "unknown command 'rl sumbit'");
+  EXPECT_PB_ERROR(pb::cli::match_command_path(t.root, {"rl", "sumbit"}),
+                  pb::ExitCode::usage,
+                  "did you mean 'rl submit'?");
+  EXPECT_PB_ERROR(pb::cli::match_command_path(t.root, {"rl", "zzzzzz"}),
+                  pb::ExitCode::usage,
+                  "preview, submit");
+}
+
+TEST(FireNegation, RewritesOnlyWhatTheCommandKnows) {
+  Tree t;
+  CLI::App &preview = *t.root.get_subcommand("rl")->get_subcommand("preview");
+  const auto out = pb::cli::rewrite_fire_negations(preview,
+                                                   {"--nowrite-spec",
+                                                    "--nowrite_spec",
+                                                    "--noif-exists",
+                                                    "--notes",
+                                                    "n",
+                                                    "--nobogus",
+                                                    "--no-write-spec",
+                                                    "--noverbose",
+                                                    "--",
+                                                    "--nowrite-spec"});
+  EXPECT_EQ(out,
+            (std::vector<std::string>{"--no-write-spec",
+                                      "--no_write_spec",
+                                      "--if-exists=false",
+                                      "--notes",
+                                      "n",
+                                      "--nobogus",
+                                      "--no-write-spec",
+                                      "--verbose=false",
+                                      "--",
+                                      "--nowrite-spec"}));
+}
+
+TEST(FireNegation, RewrittenArgumentsParse) {
+  Tree t;
+  std::vector<std::string> args = {
+      "rl", "preview", "--write-spec", "--if-exists", "--nowrite-spec", "--noif-exists"};
+  CLI::App &preview = *t.root.get_subcommand("rl")->get_subcommand("preview");
+  args = pb::cli::rewrite_fire_negations(preview, args);
+  std::reverse(args.begin(), args.end());
+  t.root.parse(args);
+  EXPECT_FALSE(t.write_spec);
+  EXPECT_FALSE(t.if_exists);
+}
+
+} // namespace
