@@ -4,10 +4,12 @@
 #include <primebeaker/beaker/client.hpp>
 #include <primebeaker/core/command_tree.hpp>
 #include <primebeaker/core/env.hpp>
+#include <primebeaker/core/error.hpp>
 #include <primebeaker/core/fs.hpp>
 #include <primebeaker/core/json.hpp>
 #include <primebeaker/launch/launch.hpp>
 #include <primebeaker/launch/rewrite_envs.hpp>
+#include <primebeaker/runs/runs.hpp>
 #include <primebeaker/toml/value.hpp>
 
 #include <spdlog/spdlog.h>
@@ -28,13 +30,35 @@ void add_launch_command(pb::cli::CommandTree &tree, Program program, bool submit
                                 " run as JSON; touches nothing unless --write-spec");
   auto &options = tree.make_options<LaunchOptions>();
   register_launch_flags(command, options);
-  command.callback([&options, program, submit] {
+  bool &follow = tree.make_options<bool>();
+  if (submit) {
+    command.add_flag("--follow",
+                     follow,
+                     "After submitting, stream every replica's logs to stderr until the run "
+                     "ends and exit with its outcome (as `primebeaker follow`, docs/runs.md)");
+  }
+  command.callback([&options, &follow, program, submit] {
     const LaunchPlan plan = plan_from_options(program, options);
     proc::SystemRunner runner;
     fs::RealFileSystem files;
     beaker::Client client(runner, beaker::program_from_environment(env::snapshot()));
     LaunchEffects effects{files, client};
-    print_json(std::cout, submit ? execute_submit(plan, effects) : execute_preview(plan, effects));
+    const OrderedJson result =
+        submit ? execute_submit(plan, effects) : execute_preview(plan, effects);
+    print_json(std::cout, result);
+    if (!follow) {
+      return;
+    }
+    // stdout stays the one JSON receipt; the logs go to stderr.
+    std::cout.flush();
+    const auto id = beaker::parse_created_experiment_id(result.value("stdout", ""));
+    if (!id) {
+      throw failure("--follow: submitted, but beaker's output names no experiment id to follow");
+    }
+    const int code = runs::follow(*id, runs::FollowOptions{}, runner, std::cerr);
+    if (code != 0) {
+      throw Error(code, ""); // follow already said how the run ended
+    }
   });
 }
 

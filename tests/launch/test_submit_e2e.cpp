@@ -62,6 +62,47 @@ TEST_F(Submit, SingleNodeSftSubmit) {
   EXPECT_EQ(m_fakes.calls("beaker").size(), 1u);
 }
 
+TEST_F(Submit, FollowStreamsTheRunToStderrAndExitsWithItsOutcome) {
+  FakeBeaker beaker(m_fakes);
+  const std::string zero = "0001-01-01T00:00:00Z";
+  const json status = {{"created", "2026-08-10T10:00:00Z"},
+                       {"scheduled", "2026-08-10T10:01:00Z"},
+                       {"started", "2026-08-10T10:02:00Z"},
+                       {"exited", "2026-08-10T10:09:00Z"},
+                       {"failed", zero},
+                       {"finalized", "2026-08-10T10:09:30Z"},
+                       {"canceled", zero},
+                       {"canceledCode", 0},
+                       {"exitCode", 3}};
+  const json job = {{"id", "01JOBFOLLOW"},
+                    {"kind", "execution"},
+                    {"name", "sft"},
+                    {"node", "node-0"},
+                    {"status", status},
+                    {"execution",
+                     {{"task", "01TASK"},
+                      {"experiment", "01FOLLOW"},
+                      {"spec",
+                       {{"name", "primebeaker-example-sft"},
+                        {"command", {"primebeaker", "node", "single", "sft"}}}}}}};
+  const json experiment = json::array({{{"id", "01FOLLOW"},
+                                        {"name", "primebeaker-example-sft"},
+                                        {"fullName", "jdoe/primebeaker-example-sft"},
+                                        {"author", {{"name", "jdoe"}}},
+                                        {"created", "2026-08-10T10:00:00Z"},
+                                        {"jobs", json::array({job})}}});
+  beaker
+      .on({"experiment", "create"},
+          "Experiment 01FOLLOW submitted. See progress at https://beaker.org/ex/01FOLLOW\n")
+      .on({"experiment", "get", "01FOLLOW"}, experiment.dump())
+      .on({"job", "logs", "01JOBFOLLOW"}, "loss 0.5\nTraceback: out of memory\n");
+  const auto result = run({"sft", "submit", "--toml", "examples/sft/sft.toml", "--follow"});
+  EXPECT_EQ(result.exit_code, 10) << result.err; // failed (docs/runs.md)
+  EXPECT_EQ(json::parse(result.out)["experiment_name"], "primebeaker-example-sft");
+  EXPECT_NE(result.err.find("Traceback: out of memory"), std::string::npos) << result.err;
+  EXPECT_TRUE(beaker.calls_matching({"experiment", "stop"}).empty());
+}
+
 TEST_F(Submit, BeakerFailingExits4WithItsStderrAndNoReceipt) {
   m_fakes.add("beaker",
               "echo 'some progress'; echo 'Error: workspace ai2/oe-agents not found' >&2; exit 3");
