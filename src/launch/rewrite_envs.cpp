@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The environment-path rewrite through the lossless TOML engine: only the rewritten string
-// literals change, so comments and layout survive (decisions.md §2).
+// literals change, so comments and layout survive (docs/launch.md).
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/launch/rewrite_envs.hpp>
 #include <primebeaker/primerl/environments.hpp>
@@ -61,7 +61,7 @@ std::string rewrite_environment_ids(const toml::Document &document) {
   if (rewrites.empty()) {
     return document.text();
   }
-  // The lossless engine splices each string and verifies the result (decisions.md §2).
+  // The lossless engine splices each string and verifies the result (docs/launch.md).
   toml::Editor editor(document);
   for (const auto &rewrite : rewrites) {
     const auto &k = rewrite.key;

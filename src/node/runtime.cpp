@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// `primebeaker node rl|sft`: what runs on each replica of a multi-node job (launch.md §3.1-3.2).
+// `primebeaker node rl|sft`: what runs on each replica of a multi-node job (docs/node.md).
 #include "runtime.hpp"
 
 #include "config_helper.hpp"
@@ -98,7 +98,7 @@ struct Replica {
     return s;
   }
 
-  // Stops the replica when a peer asks for it (launch.md §3.2 step 5).
+  // Stops the replica when a peer asks for it (docs/node.md).
   void check_peers() {
     if (!rendezvous.joined()) {
       return;
@@ -209,7 +209,7 @@ struct Replica {
     }
   }
 
-  // The exit trap (launch.md §3.1 step 3, §3.2 step 4): publish, stop everything, clean up.
+  // The exit trap (docs/node.md): publish, stop everything, clean up.
   int finish(int code) {
     if (rendezvous.joined()) {
       try {
@@ -326,7 +326,7 @@ EnvMap json_env(const nlohmann::json &j) {
   return out;
 }
 
-// Runs the Prime-RL config helper (decisions.md §1) and returns its JSON answer.
+// Runs the Prime-RL config helper (docs/node.md) and returns its JSON answer.
 nlohmann::json run_config_helper(Replica &r,
                                  const std::filesystem::path &scratch_dir,
                                  const std::filesystem::path &config_path,
@@ -384,7 +384,7 @@ std::vector<int> step_numbers(const std::filesystem::path &dir) {
   return steps;
 }
 
-// launch.md §3.3 step 4: rollouts/broadcasts newer than the resume step belong to a run that
+// docs/node.md: rollouts/broadcasts newer than the resume step belong to a run that
 // will be replayed, so they are removed before anyone reads them.
 void clean_stale_state(int rank, const nlohmann::json &stale) {
   if (!stale.is_object()) {
@@ -435,7 +435,7 @@ EnvMap runtime_env_values(const nlohmann::json &runtime) {
 }
 
 // Rank 0 writes the runtime files every replica reads: runtime.json (machine-read) and the
-// shell env files of launch.md §3.3 (for people and scripts), then runtime.ready last.
+// shell env files of docs/node.md (for people and scripts), then runtime.ready last.
 void publish_runtime(Replica &r, const nlohmann::json &result, bool rl) {
   nlohmann::json stored = result;
   stored.erase("stale_state");

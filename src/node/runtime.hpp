@@ -29,7 +29,7 @@ public:
   static void check();
 };
 
-// The shared rendezvous directory of one launch, keyed by attempt (decisions.md §7): rank 0
+// The shared rendezvous directory of one launch, keyed by attempt (docs/node.md): rank 0
 // starts a fresh attempt directory and every other rank joins it with a handshake that proves
 // the attempt is newer than itself, so files of an earlier attempt are never read.
 class Rendezvous {

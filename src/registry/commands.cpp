@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // `primebeaker registry ...`: list, register, publish-endpoint, wait-redis, wait-services,
-// probe-gateway (literegistry.md §7, launch.md §3.4).
+// probe-gateway (docs/registry.md).
 #include <primebeaker/core/clock.hpp>
 #include <primebeaker/core/command_tree.hpp>
 #include <primebeaker/core/error.hpp>

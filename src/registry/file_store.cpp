@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Directory registries (literegistry.md §2.5): one file per key, TTLs in sidecar files.
+// Directory registries (docs/registry.md): one file per key, TTLs in sidecar files.
 #include "stores.hpp"
 
 #include <primebeaker/core/error.hpp>
@@ -118,7 +118,7 @@ private:
     char *end = nullptr;
     const double expiry = std::strtod(trimmed.c_str(), &end);
     if (trimmed.empty() || end != trimmed.c_str() + trimmed.size()) {
-      return false; // unparsable sidecar: ignored, the value stays valid (§2.5)
+      return false; // unparsable sidecar: ignored, the value stays valid (docs/registry.md)
     }
     return now >= expiry;
   }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// head+ registries (literegistry.md §3.5): the roster lives in whichever Redis the head
+// head+ registries (docs/registry.md): the roster lives in whichever Redis the head
 // backend's newest `redis` endpoint record names, re-read at most every few seconds.
 #include "stores.hpp"
 
@@ -37,7 +37,7 @@ public:
                       [&](Registry &redis) { return redis.remove_server(server_id); });
   }
 
-  // Endpoint records (gateway, redis) live in the head backend itself (§7.2).
+  // Endpoint records (gateway, redis) live in the head backend itself (docs/registry.md).
   std::vector<EndpointRecord> endpoint_records(const std::string &name, double now) override {
     return m_head->endpoint_records(name, now);
   }

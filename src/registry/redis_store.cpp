@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Redis registries over hiredis (literegistry.md §2.3): plain string keys plus the heartbeat
+// Redis registries over hiredis (docs/registry.md): plain string keys plus the heartbeat
 // sorted set; roster reads go through the index only.
 #include "stores.hpp"
 

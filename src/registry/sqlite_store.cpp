@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// SQLite registries (literegistry.md §2.4): the literegistry_kv table, opened per operation.
+// SQLite registries (docs/registry.md): the literegistry_kv table, opened per operation.
 #include "stores.hpp"
 
 #include <primebeaker/core/error.hpp>
@@ -36,7 +36,7 @@ CREATE INDEX IF NOT EXISTS literegistry_affinity_expires_at
   ON literegistry_affinity(expires_at);
 )sql";
 
-// The exclusive upper bound of a prefix range: the last character incremented (§2.4).
+// The exclusive upper bound of a prefix range: the last character incremented (docs/registry.md).
 std::string prefix_upper_bound(std::string prefix) {
   prefix.back() = static_cast<char>(prefix.back() + 1);
   return prefix;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The effects of a resume plan (resume-run-services.md §1.12, with the ordering fixes of
+// The effects of a resume plan (docs/resume.md, with the ordering fixes of
 // docs/resume.md).
 #pragma once
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// `rl resume` as options -> pure plan -> effects (resume-run-services.md §1, decisions.md).
+// `rl resume` as options -> pure plan -> effects (docs/resume.md).
 #pragma once
 
 #include "source.hpp"
@@ -28,7 +28,7 @@ struct ResumeOptions {
   std::string experiment_name; // base of the new name (default: the source's)
   std::string attempt_id;      // default: PRIMEBEAKER_LAUNCH_ID, else random
   bool dry_run = false;
-  bool inherit_managed_service = false; // decisions.md §7: off unless asked
+  bool inherit_managed_service = false; // off unless asked (docs/resume.md)
   // --image, --workspace, --cluster, --priority, --min-runtime-hours, --budget, --registry;
   // `given` says which were set (the rest come from the source).
   launch::LaunchOptions overrides;
@@ -71,12 +71,12 @@ struct ResumePlan {
   std::vector<std::pair<std::string, std::string>> not_inherited;
   launch::LaunchPlan launch;
 
-  // The `resume` object of §1.11 (also the body of the manifest).
+  // The `resume` object of docs/resume.md (also the body of the manifest).
   OrderedJson resume_json() const;
 };
 
 // The new experiment name: sanitised base + "-resume-step<K>-<attempt[:8]>", at most 128
-// characters (§1.8). Pure.
+// characters (docs/resume.md). Pure.
 std::string
 resume_experiment_name(const std::string &base, std::int64_t step, const std::string &attempt_id);
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The source experiment of `rl resume`, read from `beaker experiment get --format json`
-// (resume-run-services.md §1.3, prime-rl-beaker.md §5.3).
+// (docs/resume.md).
 #pragma once
 
 #include <primebeaker/core/json.hpp>
@@ -42,7 +42,7 @@ struct SourceExperiment {
   std::optional<std::string> hf_secret;                     // secret behind HF_TOKEN
   std::vector<std::pair<std::string, std::string>> env;     // carried plain values, by name
   std::vector<std::pair<std::string, std::string>> secrets; // carried secrets, by name
-  // Plain values deliberately not carried (decisions.md §7): name=value.
+  // Plain values deliberately not carried (docs/resume.md): name=value.
   std::vector<std::pair<std::string, std::string>> not_inherited;
 };
 
@@ -54,7 +54,7 @@ struct SourceExperiment {
 SourceExperiment
 parse_source(const std::string &id, const OrderedJson &payload, bool keep_managed_service);
 
-// Environment names the launcher regenerates, so they are never carried (§1.3).
+// Environment names the launcher regenerates, so they are never carried (docs/resume.md).
 bool is_regenerated_env_name(const std::string &name);
 
 // One job of `beaker job get`, judged: active unless its status has a set `exited` or

@@ -562,7 +562,7 @@ TEST(NodeRl, ThreeReplicasSucceedWithEverythingWiredAsSpecified) {
       read_file(cluster.root() / "out/logs/trainer/node_0.log").find("trainer step 1 on node 0\n"),
       std::string::npos);
 
-  // The gateway ran on rank 0 only, with the flags of launch.md §3.5, and was probed.
+  // The gateway ran on rank 0 only, with the flags of docs/node.md, and was probed.
   int gateways = 0;
   for (const auto &entry : fs::directory_iterator(cluster.root() / "ctl")) {
     if (entry.path().filename().string().rfind("gateway.", 0) == 0) {

@@ -285,7 +285,8 @@ TEST(Redis, OnlyTheHeartbeatIndexMakesRecordsVisible) {
 TEST(Redis, IndexScoreAndRecordAgeBothApply) {
   RedisServer server;
   auto raw = test::raw_redis_store(server);
-  // Index says fresh, record says stale: the record's own heartbeat decides (§7.1 counts()).
+  // Index says fresh, record says stale: the record's own heartbeat decides (docs/registry.md
+  // counts()).
   raw->put_server("server_x", test::python_server_record("x", "python", 100), 5000);
   auto registry = open_registry(server.uri());
   EXPECT_TRUE(registry->live_servers(5000, 240).empty());
@@ -398,7 +399,7 @@ TEST(FileStore, SkipsTempFilesAndDirectoriesAndHonoursSidecars) {
   test::write_file(root / ".server_tmp.abcd1234.tmp",
                    test::python_server_record("tmp", "python", now));
   std::filesystem::create_directories(root / "server_subdir");
-  // TTL sidecars apply to server records too when present (literegistry.md §8.2).
+  // TTL sidecars apply to server records too when present (docs/registry.md).
   raw->put_with_expiry(
       "server_expired", test::python_server_record("expired", "python", now), now - 1, now);
   raw->put_with_expiry(

@@ -91,7 +91,7 @@ TEST(Location, RedisUris) {
 }
 
 TEST(Location, HeadUris) {
-  // The canonicalisation table of literegistry.md §1.3.
+  // The canonicalisation table of docs/registry.md.
   EXPECT_EQ(parse("head:///shared/coop/EXP1").display(), "head+file:///shared/coop/EXP1");
   EXPECT_EQ(parse("head+file:///shared/coop/EXP1").display(), "head+file:///shared/coop/EXP1");
   EXPECT_EQ(parse("head+/shared/coop/EXP1").display(), "head+file:///shared/coop/EXP1");

@@ -67,7 +67,7 @@ TEST(Records, ServerRecordBytesMatchPython) {
                                          "http://node-a17.cluster.example:20306",
                                          1760000120.25,
                                          metadata);
-  // The example file of literegistry.md §7.3, byte for byte.
+  // The example file of docs/registry.md, byte for byte.
   EXPECT_EQ(
       encode_server_record(record),
       R"({"server_id": "node-a17-3f9a0c51d2e84b7c9a6e1f20b4c8d7e1", "host": "node-a17", "port": 20306, "last_heartbeat": 1760000120.25, "metadata": {"model_path": "python", "host": "0.0.0.0", "port": 20306, "backend": "repl", "extra_kwargs": {"pool_size": 32, "heartbeat_interval": 4}}, "status": "active", "uri": "http://node-a17.cluster.example:20306"})");

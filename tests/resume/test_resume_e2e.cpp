@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // `primebeaker rl resume` end to end: the real binary, a fake `beaker` on PATH answering in the
-// JSON shapes of prime-rl-beaker.md §5.3, checkpoint trees built on disk.
+// JSON shapes of docs/resume.md, checkpoint trees built on disk.
 #include "../checkpoints/checkpoint_tree.hpp"
 #include "test_support.hpp"
 
@@ -116,7 +116,7 @@ protected:
     pb::test::write_file(state / name, content);
   }
 
-  // The source experiment in the shape of prime-rl-beaker.md §5.3; job 1 finished or not.
+  // The source experiment in the shape of docs/resume.md; job 1 finished or not.
   void write_experiment(const std::string &id, bool replica0_done, bool replica1_done) {
     const std::string done =
         R"("created": "2026-08-10T09:14:04.001Z", "started": "2026-08-10T09:31:45.220Z",

@@ -29,7 +29,7 @@ TEST(ResumeName, SanitisedTruncatedAndSuffixed) {
 }
 
 TEST(ResumeSource, ParsesTheReferenceEvidence) {
-  // resume-run-services.md §1.3 test evidence.
+  // docs/resume.md test evidence.
   const auto payload = OrderedJson::parse(R"([{"id": "01PARENT", "name": "user/parent", "jobs": [
     {"id": "J0", "execution": {"spec": {"image": {"beaker": "img"},
       "context": {"priority": "urgent", "minRuntime": "4h"},
@@ -98,10 +98,11 @@ TEST(ResumeSource, Errors) {
       "source experiment has invalid REQUIRED_LITEREGISTRY_SERVICES: expected a JSON object of "
       "service name to count, got [1]");
   // Older launchers wrote string counts; a count that is no number is refused, not a crash.
-  EXPECT_EQ(error_of(with(image,
-                          R"(, {"name": "REQUIRED_LITEREGISTRY_SERVICES", "value": "{\"j\":\"x\"}"})")),
-            "source experiment has invalid REQUIRED_LITEREGISTRY_SERVICES: 'j' needs a positive "
-            "integer count (at most 1000000), got \"x\"");
+  EXPECT_EQ(
+      error_of(
+          with(image, R"(, {"name": "REQUIRED_LITEREGISTRY_SERVICES", "value": "{\"j\":\"x\"}"})")),
+      "source experiment has invalid REQUIRED_LITEREGISTRY_SERVICES: 'j' needs a positive "
+      "integer count (at most 1000000), got \"x\"");
   // 30m is not whole hours: 0, as the reference.
   const auto source = parse_source(
       "01X",

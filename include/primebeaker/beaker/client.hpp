@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The `beaker` CLI, run by argv through pb::proc::Runner (decisions.md §5): the program is
+// The `beaker` CLI, run by argv through pb::proc::Runner (docs/launch.md): the program is
 // `PRIMEBEAKER_BEAKER` when set, else `beaker` from PATH.
 #pragma once
 

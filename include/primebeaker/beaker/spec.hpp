@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The Beaker experiment spec (version v2) as a value, rendered to JSON in the key order the
-// reference emits, and checked against what Beaker itself requires (prime-rl-beaker.md §4).
+// reference emits, and checked against what Beaker itself requires (docs/launch.md).
 #pragma once
 
 #include <primebeaker/core/json.hpp>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The image catalog (images/catalog.json, launch.md §5), compiled into the binary.
+// The image catalog (images/catalog.json, docs/launch.md), compiled into the binary.
 #pragma once
 
 #include <primebeaker/core/json.hpp>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-// The public launch API: the shared launch flag set (cli.md "Launch flags ... are one shared
-// set with one parser"), the pure plan of an `sft`/`rl` launch (spec JSON, output JSON, beaker
-// argv), and its execution (write the spec atomically, submit). Used by `sft`/`rl`
+// The public launch API: the shared launch flag set (docs/launch.md "Launch flags ... are one
+// shared set with one parser"), the pure plan of an `sft`/`rl` launch (spec JSON, output JSON,
+// beaker argv), and its execution (write the spec atomically, submit). Used by `sft`/`rl`
 // preview|submit, `rl resume` (multi-node RL relaunch) and `run` (RL after services).
 #pragma once
 
@@ -38,7 +38,7 @@ enum class Topology { single_node, multi_node };
 
 std::string_view program_name(Program program); // "sft" / "rl"
 
-// Every launch flag, with the reference's defaults (launch.md §1.2). Values are kept as given;
+// Every launch flag, with the reference's defaults (docs/launch.md). Values are kept as given;
 // make_plan() validates them. Optional fields distinguish "not given" from any given value.
 struct LaunchOptions {
   std::filesystem::path toml;
@@ -145,13 +145,13 @@ struct LaunchPlan {
   std::string workspace;
   std::string launch_id; // shown in the output for multi-node only
   std::filesystem::path spec_path;
-  OrderedJson spec;          // the Beaker spec (launch.md §2)
+  OrderedJson spec;          // the Beaker spec (docs/launch.md)
   std::string spec_text;     // the spec file's bytes (JSON, 2-space indent, trailing newline)
   proc::Argv submit_command; // {"beaker", "experiment", "create", "--name", ...}
   OrderedJson wandb_run;     // {run_id, project, entity, name, offline, url}
   bool write_spec = false;
 
-  // The preview object of launch.md §1.5 (experiment_name, [launch_id], spec_path, spec,
+  // The preview object of docs/launch.md (experiment_name, [launch_id], spec_path, spec,
   // submit_command, wandb_run).
   OrderedJson preview_json() const;
   // The submit receipt: experiment_name, [launch_id], spec_path, stdout, wandb_run.
@@ -159,7 +159,7 @@ struct LaunchPlan {
 };
 
 // The whole launch as a value: reads the TOML's launch keys (primerl), validates every flag
-// and key (launch.md §1.4, §4.3; errors name the flag or the TOML key with line:column) and
+// and key (docs/launch.md; errors name the flag or the TOML key with line:column) and
 // renders the spec of the topology deployment.type asks for. Pure; throws pb::Error
 // (2 for flags, 3 for the TOML).
 LaunchPlan make_plan(const LaunchOptions &options, const LaunchInputs &inputs);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The legacy environment-path rewrite (launch.md §4.2): every table entry of
+// The legacy environment-path rewrite (docs/launch.md): every table entry of
 // orchestrator.{train,eval}.{source,env} whose non-empty string legacy.id ends (after its last
 // '.') in a bundled environment module name gets legacy.id = "primebeaker.environments.<module>".
 // Everything else in the file is kept byte for byte.

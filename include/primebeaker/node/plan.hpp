@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The pure half of `primebeaker node rl|sft` (launch.md §3): the environment contract, role and
+// The pure half of `primebeaker node rl|sft` (docs/node.md): the environment contract, role and
 // GPU placement, the global inference worker list, every child's argv, the peer watcher's
 // verdict and the stale-state cleanup choice. No I/O, no env reads, no clock: all passed in.
 #pragma once
@@ -76,7 +76,7 @@ struct Slice {
   int count = 0;
 };
 
-// Role and placement of one RL replica (launch.md §3.2 step 2). Exit 2 on a bad rank or a
+// Role and placement of one RL replica (docs/node.md). Exit 2 on a bad rank or a
 // partition larger than the node.
 struct RlPlacement {
   Role role = Role::inference;
@@ -100,12 +100,12 @@ struct NodeSlot {
   std::string host;
   Slice inference;
 };
-// Every inference rank of the job in rank order (launch.md §3.2 step 12). Exit 2 when a slice is
+// Every inference rank of the job in rank order (docs/node.md). Exit 2 when a slice is
 // not divisible by tp or the total differs from `expected_ranks`.
 std::vector<Worker>
 global_workers(const std::vector<NodeSlot> &nodes, int backend_port, int tp, int expected_ranks);
 
-// Values the config helper resolved through Prime-RL (runtime.env of launch.md §3.3).
+// Values the config helper resolved through Prime-RL (runtime.env of docs/node.md).
 struct RlRuntime {
   int router_port = 0;
   std::string router_policy;
@@ -124,7 +124,7 @@ struct SftRuntime {
   EnvMap trainer_env;
 };
 
-// Paths of one replica (launch.md §3.1 step 2, §3.2 step 3).
+// Paths of one replica (docs/node.md).
 struct Paths {
   std::filesystem::path config_dir; // <OUTPUT_DIR>/configs
   std::filesystem::path logs;       // <OUTPUT_DIR>/logs
@@ -133,7 +133,7 @@ struct Paths {
 Paths rl_paths(const RlEnv &env);
 Paths sft_paths(const SftEnv &env);
 
-// Cache defaults of launch.md §2.5 (each only when unset in `env`) plus TMPDIR.
+// Cache defaults of docs/node.md (each only when unset in `env`) plus TMPDIR.
 EnvMap cache_defaults(const EnvMap &env,
                       const std::filesystem::path &scratch,
                       const std::filesystem::path &local_tmp);
@@ -155,7 +155,7 @@ proc::Argv sft_torchrun_argv(const SftEnv &env,
                              const Paths &paths,
                              const std::string &master_addr);
 
-// The local tool gateway (decisions.md §1): the one place naming its program. Today
+// The local tool gateway (docs/node.md): the one place naming its program. Today
 // LiteRegistry's own `python3 -m literegistry.gateway`; a native `primebeaker gateway` later.
 proc::Argv local_gateway_argv(const RlEnv &env);
 
@@ -168,7 +168,7 @@ proc::Argv wait_services_argv(const std::string &self,
                               const std::filesystem::path &stop_file);
 proc::Argv probe_gateway_argv(const std::string &self, const RlEnv &env);
 
-// What the peer watcher saw in the rendezvous directory (launch.md §3.2 step 5).
+// What the peer watcher saw in the rendezvous directory (docs/node.md).
 struct PeerStatus {
   int code = 0;
   std::string role; // "trainer", "mixed", "inference", "sft"
@@ -186,7 +186,7 @@ std::optional<int> watcher_verdict(const Observation &seen, bool sft = false);
 std::string status_text(int code, const std::string &role);
 std::optional<PeerStatus> parse_status(const std::string &text);
 
-// Stale runtime state (launch.md §3.3 step 4): given the resume step (-1 = latest), the step
+// Stale runtime state (docs/node.md): given the resume step (-1 = latest), the step
 // numbers present under the checkpoint dir, returns the cutoff: step dirs above it are stale.
 // nullopt resume step (none configured / none found) gives -1 (every step dir is stale).
 int stale_step_cutoff(std::optional<int> resume_step, const std::vector<int> &checkpoint_steps);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // What primebeaker reads from a Prime-RL training TOML: its config generation
-// (decisions.md §6), deployment.type, the launch keys of launch.md §4.3 and the GPU accounting
-// of launch.md §2.4 / prime-rl-beaker.md §1.8. Every reader is pure over a parsed document and
+// (docs/launch.md), deployment.type, the launch keys of docs/launch.md and the GPU accounting
+// of docs/launch.md. Every reader is pure over a parsed document and
 // throws pb::Error exit 3 "FILE:LINE:COL: <key> ..." naming the key it rejects.
 #pragma once
 
@@ -90,7 +90,7 @@ struct MultiNodeSft {
   std::int64_t gpus_per_node = 8;
 };
 
-// The heterogeneous multi-node RL layout (launch.md §2.4): replica 0 runs the trainer on
+// The heterogeneous multi-node RL layout (docs/launch.md): replica 0 runs the trainer on
 // trainer_gpus GPUs and, when mixed_infer_gpus > 0, inference on the rest of its node.
 struct MultiNodeRl {
   PathKey output_dir;

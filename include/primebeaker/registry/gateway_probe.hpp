@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The gateway readiness probe of literegistry.md §7.1 / launch.md §3.4, over libcurl.
+// The gateway readiness probe of docs/registry.md, over libcurl.
 #pragma once
 
 #include <chrono>

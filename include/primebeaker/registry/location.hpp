@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Registry URIs (literegistry.md §1): parsing, canonical forms and redaction. Pure, no I/O.
+// Registry URIs (docs/registry.md): parsing, canonical forms and redaction. Pure, no I/O.
 #pragma once
 
 #include <filesystem>
@@ -48,7 +48,7 @@ struct ParseContext {
 };
 ParseContext current_parse_context(); // reads $HOME and the working directory
 
-// Parses any registry URI of literegistry.md §1.2-1.3: file:// and plain paths, sqlite://,
+// Parses any registry URI of docs/registry.md: file:// and plain paths, sqlite://,
 // redis://, rediss:// and head+file|sqlite|redis:// (plus the legacy head:///). Throws
 // pb::Error (exit 2) naming the URI and what is wrong. rediss:// parses (so it can be
 // reported precisely) but every attempt to connect to it fails with a clear TLS error.
@@ -61,8 +61,8 @@ std::string redact_uri(std::string_view text);
 // Percent-encodes a path the way Python's Path.as_uri does ("file:///a%20b").
 std::string file_uri(const std::filesystem::path &absolute_path);
 
-// The Beaker host-gateway rewrite of §3.5: when both values are set and the URI's host equals
-// `node_hostname`, the host becomes `host_gateway` (bracketed if IPv6). Pure.
+// The Beaker host-gateway rewrite of docs/registry.md: when both values are set and the URI's host
+// equals `node_hostname`, the host becomes `host_gateway` (bracketed if IPv6). Pure.
 std::string beaker_rewrite(const std::string &uri,
                            const std::optional<std::string> &node_hostname,
                            const std::optional<std::string> &host_gateway);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// LiteRegistry's records (literegistry.md §2.2, §3.1) and their exact byte formats. Pure.
+// LiteRegistry's records (docs/registry.md) and their exact byte formats. Pure.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -28,7 +28,7 @@ struct ServerRecord {
   nlohmann::ordered_json fields;
 
   std::string key() const { return std::string(k_server_prefix) + server_id; }
-  // Live iff now - last_heartbeat <= window (the inclusive edge of §2.2).
+  // Live iff now - last_heartbeat <= window (the inclusive edge of docs/registry.md).
   bool live_at(double now, double window_seconds) const;
 };
 
@@ -42,13 +42,13 @@ ServerRecord make_server_record(const std::string &server_id,
                                 nlohmann::ordered_json metadata);
 
 // Decodes the value stored under `key`; nullopt when it is not a JSON object or lacks a
-// numeric last_heartbeat. Readers skip such records (§2.6). A missing server_id is taken from
-// the key.
+// numeric last_heartbeat. Readers skip such records (docs/registry.md). A missing server_id is
+// taken from the key.
 std::optional<ServerRecord> decode_server_record(std::string_view key, std::string_view bytes);
 // Python json.dumps with default separators (", ", ": ") and ensure_ascii: LiteRegistry's bytes.
 std::string encode_server_record(const ServerRecord &record);
 
-// One endpoint record, schema version 1 (§3.1).
+// One endpoint record, schema version 1 (docs/registry.md).
 struct EndpointRecord {
   std::string name;
   std::string uri;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Native access to LiteRegistry registries (literegistry.md §2, §3.5, decisions.md §5):
+// Native access to LiteRegistry registries (docs/registry.md):
 // directories, SQLite files, Redis (hiredis) and head+ resolution, behind one interface.
 #pragma once
 
@@ -60,14 +60,14 @@ struct OpenOptions {
   ParseContext parse = current_parse_context();
   std::chrono::milliseconds redis_timeout{2000}; // connect and per-command timeout
   std::chrono::milliseconds sqlite_busy_timeout{30000};
-  // BEAKER_NODE_HOSTNAME / BEAKER_HOST_GATEWAY for the head rewrite (§3.5).
+  // BEAKER_NODE_HOSTNAME / BEAKER_HOST_GATEWAY for the head rewrite (docs/registry.md).
   std::optional<std::string> beaker_node_hostname;
   std::optional<std::string> beaker_host_gateway;
   double head_refresh_seconds = 5.0; // re-read the head's `redis` record at most this often
 };
 OpenOptions default_open_options(); // reads $HOME, the cwd and the two BEAKER_* variables
 
-// Opens the registry at `uri` (any form of literegistry.md §1.2). Opening does no I/O; the
+// Opens the registry at `uri` (any form of docs/registry.md). Opening does no I/O; the
 // store is touched by the first call. Throws pb::Error (exit 2) for a malformed or unsupported
 // URI (including rediss://, which Debian's hiredis cannot speak).
 std::unique_ptr<Registry> open_registry(std::string_view uri,

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The startup barriers of literegistry.md §7.1: wait for Redis, wait for N live endpoints of
+// The startup barriers of docs/registry.md: wait for Redis, wait for N live endpoints of
 // each named service. Usable from C++ (the node runtime) and behind `registry wait-*`.
 #pragma once
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// `primebeaker run preview|launch --config run.yaml` (resume-run-services.md §2): a LiteRegistry
+// `primebeaker run preview|launch --config run.yaml` (docs/run.md): a LiteRegistry
 // service stack and the RL experiment that uses it, from one strict primebeaker.run/v1 file.
 #pragma once
 
@@ -59,7 +59,7 @@ launch::LaunchOptions rl_options_with_lifecycle(const RunConfig &config,
                                                 const toml::Document &rl_toml,
                                                 const std::string &service_experiment_id);
 
-// The service experiment IDs in a LiteRegistry launch receipt (resume-run-services.md §2.8):
+// The service experiment IDs in a LiteRegistry launch receipt (docs/run.md):
 // under "beaker" (or the receipt itself), records' experiment_id / experimentId / id, then
 // "experiment" / "experiments"; de-duplicated in order. Pure.
 std::vector<std::string> receipt_experiment_ids(const OrderedJson &receipt);
