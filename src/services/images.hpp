@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// `services images install` (resume-run-services.md §3.8): build LiteRegistry's images at the
+// `services images install` (docs/services.md): build LiteRegistry's images at the
 // exact installed launcher version and publish them as Beaker images.
 #pragma once
 

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# primebeaker's bridge to LiteRegistry's own Python launchers (decisions.md section 5).
+# primebeaker's bridge to LiteRegistry's own Python launchers (docs/services.md).
 # Run as `python3 -c <this file>`; reads one JSON request on stdin, writes one JSON answer on
 # stdout. Everything else that is printed (by upstream code or its children) goes to stderr.
 import dataclasses

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // A fake LiteRegistry for end-to-end tests: the two launcher packages with the field sets of
-// literegistry.md §4.1/§4.4, recording every config they are given (field -> type and value)
-// to $FAKE_LITEREGISTRY_RECORD and answering like the real launchers (submit and stop run the
-// `beaker` found on PATH). Shared by the services and run tests.
+// LiteRegistry's launchers (docs/services.md), recording every config they are given (field ->
+// type and value) to $FAKE_LITEREGISTRY_RECORD and answering like the real launchers (submit and
+// stop run the `beaker` found on PATH). Shared by the services and run tests.
 #pragma once
 
 #include "test_support.hpp"

@@ -42,7 +42,7 @@ private:
 };
 
 // "--min-runtime-hours,--min_runtime_hours": the kebab name plus its snake_case spelling, as
-// CLI11 option names (decisions.md §3). Extra short names may follow: flag("string", "-s").
+// CLI11 option names (docs/cli.md). Extra short names may follow: flag("string", "-s").
 std::string flag(std::string_view kebab_name, std::string_view extra = {});
 
 // Adds a list option that accumulates across repetitions and also takes one JSON list literal

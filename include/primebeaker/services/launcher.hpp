@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Delegation to LiteRegistry's own Python launchers (decisions.md §5): primebeaker never renders
+// Delegation to LiteRegistry's own Python launchers (docs/services.md): primebeaker never renders
 // service stacks. A small embedded Python helper builds BaseDeploymentConfig/PodmanStackConfig
 // from a JSON request on stdin and answers with JSON on stdout.
 #pragma once
