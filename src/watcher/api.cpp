@@ -188,64 +188,186 @@ OrderedJson training_hyperparameters(const std::optional<std::string> &raw_toml)
   return out;
 }
 
-OrderedJson list_models(Database &db, const std::string &query, std::int64_t limit) {
-  const std::string pattern = "%" + query + "%";
-  // Grouped by output directory: one entry per training run, represented by a checkpoint with
-  // evaluations first, then the highest step, then the newest row.
-  auto rows = db.rows(R"(
-    WITH matched AS (
-      SELECT * FROM models WHERE model_path LIKE ?1 OR output_dir LIKE ?1
-    ),
-    runs AS (
-      SELECT m.output_dir,
-             count(DISTINCT m.id) AS checkpoint_count,
-             max(m.indexed_at) AS last_indexed_at,
-             (SELECT count(*) FROM evaluations e JOIN matched em ON em.id = e.model_id
-               WHERE em.output_dir = m.output_dir) AS own_evaluations,
-             EXISTS (SELECT 1 FROM models sm JOIN training_runs st ON st.model_id = sm.id
-                      WHERE sm.output_dir = m.output_dir AND st.stage = 'rl') AS is_rl
-      FROM matched m GROUP BY m.output_dir
-    ),
-    counted AS (
-      SELECT runs.*,
-             own_evaluations + CASE WHEN is_rl THEN (
-               SELECT count(DISTINCT le.id)
-               FROM models lm
-               JOIN training_runs lineage ON lineage.model_id = lm.id AND lineage.stage = 'sft'
-               JOIN models sft ON sft.model_path = lineage.checkpoint_path
-               JOIN evaluations le ON le.model_id = sft.id
-               WHERE lm.output_dir = runs.output_dir
-                 AND EXISTS (SELECT 1 FROM training_runs r WHERE r.model_id = lm.id
-                              AND r.stage = 'rl')) ELSE 0 END AS evaluation_count
-      FROM runs
-    )
-    SELECT rep.id, rep.model_path, rep.output_dir, rep.checkpoint_step,
-           counted.last_indexed_at AS indexed_at, counted.checkpoint_count,
-           counted.evaluation_count,
-           CASE WHEN counted.is_rl THEN 'rl' ELSE 'sft' END AS stage,
-           (SELECT count(*) FROM wandb_runs w JOIN training_runs tr ON tr.id = w.training_run_id
-              JOIN models wm ON wm.id = tr.model_id WHERE wm.output_dir = counted.output_dir)
-             AS wandb_count,
-           (SELECT count(DISTINCT trd.dataset_id) FROM training_run_datasets trd
-              JOIN training_runs tr ON tr.id = trd.training_run_id
-              JOIN models dm ON dm.id = tr.model_id WHERE dm.output_dir = counted.output_dir)
-             AS dataset_count
-    FROM counted
-    JOIN models rep ON rep.id = (
-      SELECT c.id FROM models c WHERE c.output_dir = counted.output_dir
-      ORDER BY EXISTS (SELECT 1 FROM evaluations ce WHERE ce.model_id = c.id) DESC,
-               c.checkpoint_step DESC, c.id DESC LIMIT 1)
-    ORDER BY (counted.evaluation_count > 0) DESC, counted.evaluation_count DESC,
-             counted.last_indexed_at DESC, counted.output_dir
-    LIMIT ?2)",
-                      {pattern, limit});
-  for (auto &row : rows) {
-    row["name"] = base_name(row["output_dir"].get<std::string>());
-    row["has_evaluations"] = row["evaluation_count"].get<std::int64_t>() > 0;
+namespace {
+
+std::int64_t as_int(const OrderedJson &value) {
+  return value.is_number() ? value.get<std::int64_t>() : 0;
+}
+
+// One training run of the list: the models sharing an output directory.
+struct RunGroup {
+  std::vector<const OrderedJson *> models; // every model of the directory
+  std::int64_t checkpoint_count = 0;       // models that match the query
+  OrderedJson last_indexed_at;             // newest indexed_at among those
+  std::int64_t own_evaluations = 0;
+  bool is_rl = false;
+  std::int64_t evaluation_count = 0;
+  std::int64_t wandb_count = 0;
+  std::set<std::int64_t> datasets;
+};
+
+bool json_less(const OrderedJson &a, const OrderedJson &b) {
+  if (a.is_null() || b.is_null()) {
+    return a.is_null() && !b.is_null();
   }
+  return a < b;
+}
+
+} // namespace
+
+OrderedJson list_models(Database &db, const std::string &query, std::int64_t limit) {
+  // Grouped by output directory: one entry per training run, represented by a checkpoint with
+  // evaluations first, then the highest step, then the newest row. A handful of flat queries
+  // grouped here, because per-run subqueries rescan `models` (the reference's schema has no
+  // index on output_dir, and the schema must stay the reference's).
+  const std::string pattern = "%" + query + "%";
+  const auto models = db.rows("SELECT id, model_path, output_dir, checkpoint_step, indexed_at, "
+                              "(model_path LIKE ?1 OR output_dir LIKE ?1) AS matched FROM models",
+                              {pattern});
+  std::map<std::int64_t, std::int64_t> evaluations_of; // model id -> evaluations
+  for (const auto &row : db.rows("SELECT model_id, count(*) AS n FROM evaluations GROUP BY "
+                                 "model_id")) {
+    evaluations_of[as_int(row["model_id"])] = as_int(row["n"]);
+  }
+  std::map<std::int64_t, const OrderedJson *> model_by_id;
+  std::multimap<std::string, std::int64_t> models_by_path;
+  std::map<std::string, RunGroup> groups;
+  for (const auto &model : models) {
+    const std::int64_t id = as_int(model["id"]);
+    model_by_id[id] = &model;
+    if (model["model_path"].is_string()) {
+      models_by_path.emplace(model["model_path"].get<std::string>(), id);
+    }
+    RunGroup &group = groups[model["output_dir"].get<std::string>()];
+    group.models.push_back(&model);
+    if (as_int(model["matched"]) != 0) {
+      ++group.checkpoint_count;
+      group.own_evaluations += evaluations_of.count(id) ? evaluations_of[id] : 0;
+      if (json_less(group.last_indexed_at, model["indexed_at"])) {
+        group.last_indexed_at = model["indexed_at"];
+      }
+    }
+  }
+  auto group_of = [&](std::int64_t model_id) -> RunGroup * {
+    const auto found = model_by_id.find(model_id);
+    return found == model_by_id.end() ? nullptr
+                                      : &groups[(*found->second)["output_dir"].get<std::string>()];
+  };
+  // Training runs: which models are RL, their SFT lineage, W&B runs and datasets.
+  std::map<std::int64_t, std::int64_t> run_model; // training run id -> model id
+  std::set<std::int64_t> rl_models;
+  std::vector<std::pair<std::int64_t, std::string>> sft_lineage; // model id, checkpoint path
+  for (const auto &run :
+       db.rows("SELECT id, model_id, stage, checkpoint_path FROM training_runs")) {
+    const std::int64_t model_id = as_int(run["model_id"]);
+    run_model[as_int(run["id"])] = model_id;
+    const std::string stage = run["stage"].is_string() ? run["stage"].get<std::string>() : "";
+    if (stage == "rl") {
+      rl_models.insert(model_id);
+      if (RunGroup *group = group_of(model_id)) {
+        group->is_rl = true;
+      }
+    } else if (stage == "sft" && run["checkpoint_path"].is_string()) {
+      sft_lineage.emplace_back(model_id, run["checkpoint_path"].get<std::string>());
+    }
+  }
+  // An RL run also counts the evaluations of the SFT checkpoints it started from (each once).
+  std::map<RunGroup *, std::set<std::int64_t>> predecessor_models;
+  for (const auto &[model_id, checkpoint_path] : sft_lineage) {
+    RunGroup *group = group_of(model_id);
+    if (group == nullptr || !rl_models.count(model_id)) {
+      continue;
+    }
+    const auto [first, last] = models_by_path.equal_range(checkpoint_path);
+    for (auto it = first; it != last; ++it) {
+      predecessor_models[group].insert(it->second);
+    }
+  }
+  for (const auto &row : db.rows("SELECT training_run_id, count(*) AS n FROM wandb_runs "
+                                 "GROUP BY training_run_id")) {
+    const auto run = run_model.find(as_int(row["training_run_id"]));
+    if (run != run_model.end()) {
+      if (RunGroup *group = group_of(run->second)) {
+        group->wandb_count += as_int(row["n"]);
+      }
+    }
+  }
+  for (const auto &row : db.rows("SELECT DISTINCT training_run_id, dataset_id FROM "
+                                 "training_run_datasets")) {
+    const auto run = run_model.find(as_int(row["training_run_id"]));
+    if (run != run_model.end()) {
+      if (RunGroup *group = group_of(run->second)) {
+        group->datasets.insert(as_int(row["dataset_id"]));
+      }
+    }
+  }
+
+  std::vector<std::pair<const std::string *, RunGroup *>> listed;
+  for (auto &[output_dir, group] : groups) {
+    if (group.checkpoint_count == 0) {
+      continue;
+    }
+    group.evaluation_count = group.own_evaluations;
+    if (group.is_rl) {
+      for (const std::int64_t model_id : predecessor_models[&group]) {
+        group.evaluation_count += evaluations_of.count(model_id) ? evaluations_of[model_id] : 0;
+      }
+    }
+    listed.emplace_back(&output_dir, &group);
+  }
+  std::sort(listed.begin(), listed.end(), [](const auto &a, const auto &b) {
+    const RunGroup &x = *a.second;
+    const RunGroup &y = *b.second;
+    if ((x.evaluation_count > 0) != (y.evaluation_count > 0)) {
+      return x.evaluation_count > 0;
+    }
+    if (x.evaluation_count != y.evaluation_count) {
+      return x.evaluation_count > y.evaluation_count;
+    }
+    if (x.last_indexed_at != y.last_indexed_at) {
+      return json_less(y.last_indexed_at, x.last_indexed_at);
+    }
+    return *a.first < *b.first;
+  });
+  if (limit >= 0 && static_cast<std::int64_t>(listed.size()) > limit) {
+    listed.resize(static_cast<size_t>(limit));
+  }
+
+  OrderedJson rows = OrderedJson::array();
+  for (const auto &[output_dir, group] : listed) {
+    const OrderedJson *rep =
+        *std::min_element(group->models.begin(),
+                          group->models.end(),
+                          [&](const OrderedJson *a, const OrderedJson *b) {
+                            const bool a_evaluated = evaluations_of.count(as_int((*a)["id"])) > 0;
+                            const bool b_evaluated = evaluations_of.count(as_int((*b)["id"])) > 0;
+                            if (a_evaluated != b_evaluated) {
+                              return a_evaluated;
+                            }
+                            if ((*a)["checkpoint_step"] != (*b)["checkpoint_step"]) {
+                              return json_less((*b)["checkpoint_step"], (*a)["checkpoint_step"]);
+                            }
+                            return as_int((*a)["id"]) > as_int((*b)["id"]);
+                          });
+    OrderedJson row = OrderedJson::object();
+    row["id"] = (*rep)["id"];
+    row["model_path"] = (*rep)["model_path"];
+    row["output_dir"] = *output_dir;
+    row["checkpoint_step"] = (*rep)["checkpoint_step"];
+    row["indexed_at"] = group->last_indexed_at;
+    row["checkpoint_count"] = group->checkpoint_count;
+    row["evaluation_count"] = group->evaluation_count;
+    row["stage"] = group->is_rl ? "rl" : "sft";
+    row["wandb_count"] = group->wandb_count;
+    row["dataset_count"] = static_cast<std::int64_t>(group->datasets.size());
+    row["name"] = base_name(*output_dir);
+    row["has_evaluations"] = group->evaluation_count > 0;
+    rows.push_back(std::move(row));
+  }
+  const size_t count = rows.size();
   OrderedJson out = OrderedJson::object();
-  out["models"] = rows;
-  out["count"] = rows.size();
+  out["models"] = std::move(rows);
+  out["count"] = count;
   out["query"] = query;
   return out;
 }
