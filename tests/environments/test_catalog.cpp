@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <set>
 
 namespace pb::environments {
@@ -163,6 +164,23 @@ TEST(Validate, CorpusExamplesAreClean) {
     }
     EXPECT_EQ(errors, 0u) << name << "\n" << messages(problems);
   }
+}
+
+// The repository's own examples must launch: every environment entry in them validates.
+TEST(Validate, BundledExamplesAreClean) {
+  size_t checked = 0;
+  for (const auto &entry :
+       std::filesystem::recursive_directory_iterator(test::source_dir() / "examples")) {
+    if (entry.path().extension() != ".toml") {
+      continue;
+    }
+    const auto doc = toml::Document::load(entry.path());
+    for (const auto &p : validate_toml(doc, entry.path().string())) {
+      EXPECT_FALSE(p.error) << format_problem(p, entry.path().string());
+    }
+    ++checked;
+  }
+  EXPECT_GE(checked, 5u);
 }
 
 TEST(Cli, ListResolveShowValidate) {
