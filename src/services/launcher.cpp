@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <primebeaker/core/error.hpp>
+#include <primebeaker/core/spelling.hpp>
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/services/launcher.hpp>
 
@@ -31,19 +32,6 @@ std::string last_lines(const std::string &text, size_t count) {
     lines.erase(lines.begin(), lines.end() - static_cast<std::ptrdiff_t>(count));
   }
   return text::join(lines, "\n");
-}
-
-std::string closest(const std::string &name, const std::vector<std::string> &known) {
-  std::string best;
-  size_t best_distance = 3; // only close misspellings are worth suggesting
-  for (const auto &candidate : known) {
-    const size_t distance = text::edit_distance(name, candidate);
-    if (distance < best_distance) {
-      best_distance = distance;
-      best = candidate;
-    }
-  }
-  return best;
 }
 
 const ConfigField *field_named(const LauncherConfig *config, const std::string &name) {
@@ -92,7 +80,7 @@ std::string where(const ConfigField *field, const std::string &name) {
     for (const auto &name : unknown) {
       std::string line = fmt::format(
           "{}: unknown {} field '{}'", where(field_named(config, name), name), config_class, name);
-      if (const auto suggestion = closest(name, known); !suggestion.empty()) {
+      if (const auto suggestion = text::closest_match(name, known); !suggestion.empty()) {
         line += fmt::format(" (did you mean {}?)", suggestion);
       }
       lines.push_back(line);
