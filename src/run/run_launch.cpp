@@ -4,8 +4,8 @@
 #include <primebeaker/core/command_tree.hpp>
 #include <primebeaker/core/env.hpp>
 #include <primebeaker/core/error.hpp>
-#include <primebeaker/core/spelling.hpp>
 #include <primebeaker/core/fs.hpp>
+#include <primebeaker/core/spelling.hpp>
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/run/run.hpp>
 #include <primebeaker/toml/value.hpp>

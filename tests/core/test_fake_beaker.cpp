@@ -49,7 +49,8 @@ TEST(FakeBeaker, SequencePlaysInOrderThenRepeatsTheLast) {
   TempDir tmp;
   FakeBin bin(tmp.path());
   FakeBeaker beaker(bin);
-  beaker.on_sequence({"job", "get"}, {{"pending\n", 0, ""}, {"running\n", 0, ""}, {"done\n", 0, ""}});
+  beaker.on_sequence({"job", "get"},
+                     {{"pending\n", 0, ""}, {"running\n", 0, ""}, {"done\n", 0, ""}});
   EXPECT_EQ(run_fake(bin, {"job", "get", "x"}).out, "pending\n");
   EXPECT_EQ(run_fake(bin, {"job", "get", "x"}).out, "running\n");
   EXPECT_EQ(run_fake(bin, {"job", "get", "x"}).out, "done\n");

@@ -201,29 +201,32 @@ bool args_match(const std::vector<std::string> &args, const std::vector<std::str
   return true;
 }
 
-FakeBeaker::FakeBeaker(FakeBin &bin) : m_bin(bin), m_rules(bin.bin().parent_path() / "beaker-rules") {
+FakeBeaker::FakeBeaker(FakeBin &bin)
+    : m_bin(bin), m_rules(bin.bin().parent_path() / "beaker-rules") {
   std::filesystem::create_directories(m_rules);
   // Rule folders sort in the order they were added; each holds its prefix (NUL-separated
   // words), its answers (answer-K.out/.err/.code) and how many calls it has served.
-  m_bin.add("beaker",
-            "for __rule in \"" + m_rules.string() + "\"/*/; do\n"
-            "  mapfile -d '' -t __words < \"$__rule/prefix\"\n"
-            "  (( ${#__words[@]} <= $# )) || continue\n"
-            "  __ok=1; __i=1\n"
-            "  for __w in \"${__words[@]}\"; do\n"
-            "    if [ \"$__w\" != '*' ] && [ \"$__w\" != \"${!__i}\" ]; then __ok=0; break; fi\n"
-            "    __i=$((__i + 1))\n"
-            "  done\n"
-            "  [ $__ok = 1 ] || continue\n"
-            "  __n=$(ls \"$__rule\" | grep -c '\\.code$')\n"
-            "  __served=$(cat \"$__rule/served\" 2>/dev/null || echo 0)\n"
-            "  __k=$__served; (( __k < __n )) || __k=$((__n - 1))\n"
-            "  echo $((__served + 1)) > \"$__rule/served\"\n"
-            "  cat \"$__rule/answer-$__k.out\"; cat \"$__rule/answer-$__k.err\" >&2\n"
-            "  exit \"$(cat \"$__rule/answer-$__k.code\")\"\n"
-            "done\n"
-            "echo \"fake beaker: unexpected call: $*\" >&2\n"
-            "exit 97");
+  m_bin.add(
+      "beaker",
+      "for __rule in \"" + m_rules.string() +
+          "\"/*/; do\n"
+          "  mapfile -d '' -t __words < \"$__rule/prefix\"\n"
+          "  (( ${#__words[@]} <= $# )) || continue\n"
+          "  __ok=1; __i=1\n"
+          "  for __w in \"${__words[@]}\"; do\n"
+          "    if [ \"$__w\" != '*' ] && [ \"$__w\" != \"${!__i}\" ]; then __ok=0; break; fi\n"
+          "    __i=$((__i + 1))\n"
+          "  done\n"
+          "  [ $__ok = 1 ] || continue\n"
+          "  __n=$(ls \"$__rule\" | grep -c '\\.code$')\n"
+          "  __served=$(cat \"$__rule/served\" 2>/dev/null || echo 0)\n"
+          "  __k=$__served; (( __k < __n )) || __k=$((__n - 1))\n"
+          "  echo $((__served + 1)) > \"$__rule/served\"\n"
+          "  cat \"$__rule/answer-$__k.out\"; cat \"$__rule/answer-$__k.err\" >&2\n"
+          "  exit \"$(cat \"$__rule/answer-$__k.code\")\"\n"
+          "done\n"
+          "echo \"fake beaker: unexpected call: $*\" >&2\n"
+          "exit 97");
 }
 
 FakeBeaker &FakeBeaker::on(const std::vector<std::string> &prefix,
@@ -256,7 +259,9 @@ FakeBeaker &FakeBeaker::on_sequence(const std::vector<std::string> &prefix,
   return *this;
 }
 
-std::vector<FakeCall> FakeBeaker::calls() const { return m_bin.calls("beaker"); }
+std::vector<FakeCall> FakeBeaker::calls() const {
+  return m_bin.calls("beaker");
+}
 
 std::vector<FakeCall> FakeBeaker::calls_matching(const std::vector<std::string> &prefix) const {
   std::vector<FakeCall> matching;

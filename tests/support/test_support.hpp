@@ -117,19 +117,19 @@ bool args_match(const std::vector<std::string> &args, const std::vector<std::str
 
 // Expects `statement` to throw pb::Error with exit code `expected_code` and a message (or a
 // context line) containing `substring`.
-#define EXPECT_PB_ERROR(statement, expected_code, substring)                                    \
-  do {                                                                                         \
-    bool pb_thrown_ = false;                                                                   \
-    try {                                                                                      \
-      statement;                                                                               \
-    } catch (const ::pb::Error &pb_error_) {                                                   \
-      pb_thrown_ = true;                                                                       \
-      EXPECT_EQ(pb_error_.code(), static_cast<int>(expected_code)) << pb_error_.what();        \
-      std::string pb_text_ = pb_error_.what();                                                 \
-      for (const auto &pb_line_ : pb_error_.context()) {                                       \
-        pb_text_ += "\n" + pb_line_;                                                           \
-      }                                                                                        \
-      EXPECT_NE(pb_text_.find(substring), std::string::npos) << pb_text_;                      \
-    }                                                                                          \
-    EXPECT_TRUE(pb_thrown_) << "expected pb::Error from " #statement;                          \
+#define EXPECT_PB_ERROR(statement, expected_code, substring)                                       \
+  do {                                                                                             \
+    bool pb_thrown_ = false;                                                                       \
+    try {                                                                                          \
+      statement;                                                                                   \
+    } catch (const ::pb::Error &pb_error_) {                                                       \
+      pb_thrown_ = true;                                                                           \
+      EXPECT_EQ(pb_error_.code(), static_cast<int>(expected_code)) << pb_error_.what();            \
+      std::string pb_text_ = pb_error_.what();                                                     \
+      for (const auto &pb_line_ : pb_error_.context()) {                                           \
+        pb_text_ += "\n" + pb_line_;                                                               \
+      }                                                                                            \
+      EXPECT_NE(pb_text_.find(substring), std::string::npos) << pb_text_;                          \
+    }                                                                                              \
+    EXPECT_TRUE(pb_thrown_) << "expected pb::Error from " #statement;                              \
   } while (false)
