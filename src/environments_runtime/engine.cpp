@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: MIT
+#include "session.hpp"
+
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/environments/catalog.hpp>
 #include <primebeaker/environments/render.hpp>
@@ -10,7 +12,6 @@
 #include <cctype>
 
 namespace pb::environments_runtime {
-namespace {
 
 using environments::Behaviour;
 using environments::Environment;
@@ -27,6 +28,94 @@ OrderedJson with_defaults(const Environment &environment, const OrderedJson &arg
   }
   return full;
 }
+
+namespace {
+
+OrderedJson object_schema(OrderedJson properties, OrderedJson required) {
+  return {
+      {"type", "object"}, {"properties", std::move(properties)}, {"required", std::move(required)}};
+}
+
+// The search agents' tools, as Verifiers derives them from the reference's method signatures
+// (docs/environments-runtime.md "Search agents"): no bounds on num_results.
+OrderedJson search_agent_tool(const std::string &name) {
+  if (name == "search") {
+    return {{"name", "search"},
+            {"description",
+             "Search the web for candidate sources. Returns titles, links and snippets; a "
+             "snippet is not evidence: open the page before relying on it."},
+            {"parameters",
+             object_schema({{"query", {{"type", "string"}, {"description", "the search query"}}},
+                            {"num_results",
+                             {{"type", "integer"},
+                              {"description", "how many results to return"},
+                              {"default", 10}}}},
+                           {"query"})}};
+  }
+  if (name == "visit") {
+    return {
+        {"name", "visit"},
+        {"description", "Open a web page by URL and return its content as text."},
+        {"parameters",
+         object_schema({{"url", {{"type", "string"}, {"description", "the page URL"}}}}, {"url"})}};
+  }
+  return {
+      {"name", "webterminal"},
+      {"description",
+       "Run a restricted shell pipeline. `browse <url> | rg ...` fetches a page and pipes "
+       "its text into the pipeline; `cat <asset-id>` reads a page fetched before. Returns "
+       "stdout, stderr and the exit code."},
+      {"parameters",
+       object_schema({{"command", {{"type", "string"}, {"description", "the pipeline to run"}}}},
+                     {"command"})}};
+}
+
+bool is_search_agent(Behaviour behaviour) {
+  return behaviour == Behaviour::search_agent || behaviour == Behaviour::search_agent_judge ||
+         behaviour == Behaviour::search_visit_agent ||
+         behaviour == Behaviour::search_visit_agent_judge;
+}
+
+} // namespace
+
+OrderedJson tool_defs(const Environment &environment, const OrderedJson &args) {
+  std::vector<std::string> names;
+  if (args.contains("tools") && args["tools"].is_array()) {
+    for (const auto &tool : args["tools"]) {
+      names.push_back(tool.get<std::string>());
+    }
+  } else {
+    for (const auto &tool : environment.tools) {
+      if (tool.find(' ') == std::string::npos) { // "submit (optional)" is chosen by arguments
+        names.push_back(tool);
+      }
+    }
+  }
+  OrderedJson defs = OrderedJson::array();
+  if (is_search_agent(environment.behaviour)) {
+    for (const auto &name : names) {
+      defs.push_back(search_agent_tool(name));
+    }
+    return defs;
+  }
+  const auto known = environments::tool_spec_names();
+  for (const auto &name : names) {
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      continue;
+    }
+    OrderedJson spec = environments::tool_spec(name);
+    if (name == "bash" && environment.behaviour == Behaviour::podman_terminal) {
+      spec["description"] =
+          "Run one Bash command in your fresh task container and return its stdout and stderr. "
+          "When the task is solved, call exactly `echo " +
+          args.value("completion_marker", std::string("TERMINAL_COMPLETE")) + "`.";
+    }
+    defs.push_back(spec);
+  }
+  return defs;
+}
+
+namespace {
 
 std::string first_word(const std::string &text) {
   return text.substr(0, text.find(' '));
@@ -53,29 +142,6 @@ long long turn_limit(const Environment &environment, const OrderedJson &args) {
   }
   const OrderedJson budget = args.value(word, OrderedJson());
   return budget.is_number_integer() ? budget.get<long long>() + 1 : -1;
-}
-
-OrderedJson tool_defs(const Environment &environment, const OrderedJson &args) {
-  std::vector<std::string> names;
-  if (args.contains("tools") && args["tools"].is_array()) {
-    for (const auto &tool : args["tools"]) {
-      names.push_back(tool.get<std::string>());
-    }
-  } else {
-    for (const auto &tool : environment.tools) {
-      if (tool.find(' ') == std::string::npos) { // "submit (optional)" is chosen by arguments
-        names.push_back(tool);
-      }
-    }
-  }
-  const auto known = environments::tool_spec_names();
-  OrderedJson defs = OrderedJson::array();
-  for (const auto &name : names) {
-    if (std::find(known.begin(), known.end(), name) != known.end()) {
-      defs.push_back(environments::tool_spec(name));
-    }
-  }
-  return defs;
 }
 
 OrderedJson stop(const std::string &name, int priority, const std::string &key = {}) {
@@ -176,59 +242,224 @@ OrderedJson describe(const std::string &name, const OrderedJson &args) {
   return shape;
 }
 
-nlohmann::json EnvironmentEngine::handle(const std::string &op, const nlohmann::json &request) {
-  const std::string session = request.value("session", "");
-  if (op == "close" || op == "release") {
-    std::lock_guard lock(m_mutex);
-    m_sessions.erase(session);
-    return nlohmann::json::object();
+EnvironmentEngine::EnvironmentEngine(ToolBackend &tools) : m_tools(tools) {}
+
+EnvironmentEngine::~EnvironmentEngine() = default;
+
+std::shared_ptr<Session> EnvironmentEngine::find(const std::string &session) {
+  std::lock_guard lock(m_mutex);
+  const auto found = m_sessions.find(session);
+  return found == m_sessions.end() ? nullptr : found->second;
+}
+
+// `open`, or the first observe/respond of a session that was not opened in setup: both carry
+// env, args and row.
+std::shared_ptr<Session> EnvironmentEngine::open(const std::string &session,
+                                                 const OrderedJson &request) {
+  if (auto existing = find(session)) {
+    return existing;
   }
-  if (op != "score") {
-    // Known gap, said plainly rather than faked: the multi-turn rollout engine is not built.
+  if (!request.contains("env")) {
+    throw RequestError("unknown_session",
+                       "session '" + session +
+                           "' is not open (the first request carries env, "
+                           "args and row)");
+  }
+  const Environment *environment = environments::find_environment(request.value("env", ""));
+  if (environment == nullptr) {
+    throw RequestError("bad_request", "unknown environment " + request["env"].dump());
+  }
+  if (single_turn(*environment)) {
+    throw RequestError("bad_request", environment->name + " is single-turn: only score applies");
+  }
+  const OrderedJson args = request.value("args", OrderedJson::object());
+  auto created = std::make_shared<Session>(session,
+                                           *environment,
+                                           with_defaults(*environment, args),
+                                           request.value("row", OrderedJson::object()),
+                                           m_tools);
+  std::lock_guard lock(m_mutex);
+  return m_sessions.emplace(session, created).first->second;
+}
+
+namespace {
+
+// The rollout record the scorer reads (docs/environments.md "Rollout records").
+OrderedJson rollout_record(const OrderedJson &request, const OrderedJson &state) {
+  OrderedJson rollout;
+  rollout["prompt"] = request.value("prompt", OrderedJson::array());
+  rollout["completion"] = request.value("completion", OrderedJson::array());
+  rollout["answer"] = request.value("answer", OrderedJson());
+  // Verifiers' state["info"] is the row's info; the row's other columns are searched too.
+  const OrderedJson row = request.value("row", OrderedJson::object());
+  OrderedJson info = request.value("info", OrderedJson());
+  if (!info.is_object()) {
+    info = row.is_object() ? row.value("info", OrderedJson::object()) : OrderedJson::object();
+  }
+  if (!info.is_object()) {
+    info = OrderedJson::object();
+  }
+  if (row.is_object()) {
+    for (const auto &[key, value] : row.items()) {
+      if (!info.contains(key) && key != "info") {
+        info[key] = value;
+      }
+    }
+  }
+  rollout["input"] = row;
+  rollout["info"] = info;
+  rollout["state"] = state;
+  rollout["is_truncated"] = request.value("is_truncated", false);
+  return rollout;
+}
+
+std::string judge_url(const Environment &environment, const OrderedJson &args) {
+  const OrderedJson &given = args.value("judge_server_url", OrderedJson());
+  if (given.is_string() && !given.get<std::string>().empty()) {
+    return given.get<std::string>();
+  }
+  if (environment.behaviour == Behaviour::rubrichub_judge) {
+    return "http://127.0.0.1:1212/judge";
+  }
+  std::string search = args.value("search_server_url", std::string());
+  while (!search.empty() && search.back() == '/') {
+    search.pop_back();
+  }
+  const std::string suffix = "/search";
+  if (search.size() < suffix.size() ||
+      search.compare(search.size() - suffix.size(), suffix.size(), suffix) != 0) {
     throw RequestError("environment",
-                       "'" + op +
-                           "': multi-turn rollouts are not available in this primebeaker "
-                           "yet (docs/environments-runtime.md, Status)");
+                       "judge_server_url is not set and search_server_url does not end in "
+                       "/search, so the judge URL cannot be derived");
   }
+  return search.substr(0, search.size() - suffix.size()) + "/judge";
+}
+
+} // namespace
+
+OrderedJson EnvironmentEngine::score(const std::string &session, const OrderedJson &request) {
+  const Environment *environment = environments::find_environment(request.value("env", ""));
+  if (environment == nullptr) {
+    throw RequestError("environment",
+                       "unknown environment " + request.value("env", OrderedJson()).dump());
+  }
+  const OrderedJson args =
+      with_defaults(*environment, request.value("args", OrderedJson::object()));
+  OrderedJson state = OrderedJson::object();
+  std::shared_ptr<Session> open_session = find(session);
+  if (open_session) {
+    std::lock_guard lock(open_session->mutex);
+    open_session->cancelled = false;
+    state = open_session->state;
+  }
+  OrderedJson rollout = rollout_record(request, state);
+  OrderedJson info_update = OrderedJson::object();
   try {
-    const Environment &environment = environments::resolve(request.value("env", ""));
-    const OrderedJson args = with_defaults(
-        environment, OrderedJson::parse(request.value("args", nlohmann::json::object()).dump()));
-    OrderedJson rollout;
-    const OrderedJson row =
-        OrderedJson::parse(request.value("row", nlohmann::json::object()).dump());
-    rollout["prompt"] = OrderedJson::parse(request.value("prompt", nlohmann::json::array()).dump());
-    rollout["completion"] =
-        OrderedJson::parse(request.value("completion", nlohmann::json::array()).dump());
-    rollout["answer"] = OrderedJson::parse(request.value("answer", nlohmann::json()).dump());
-    rollout["info"] = row;
-    {
-      std::lock_guard lock(m_mutex);
-      const auto found = m_sessions.find(session);
-      rollout["state"] = found == m_sessions.end() ? OrderedJson::object() : found->second;
+    const OrderedJson body = environments::service_request(*environment, args, rollout);
+    if (!body.is_null()) {
+      const bool judge = environment->behaviour != Behaviour::reward_model;
+      ServiceCall call;
+      call.service = judge ? "judge" : "classify";
+      call.url =
+          judge ? judge_url(*environment, args) : args.value("reward_server_url", std::string());
+      call.body = body;
+      call.timeout = args.value(judge ? "judge_timeout" : "reward_timeout", 240.0);
+      call.max_retries = args.value(judge ? "judge_max_retries" : "reward_max_retries", 3LL);
+      call.session = session;
+      std::atomic<bool> never{false};
+      OrderedJson response;
+      try {
+        response = m_tools.call(call, open_session ? open_session->cancelled : never);
+      } catch (const ToolError &error) {
+        throw RequestError("infra", error.detail());
+      }
+      rollout["state"][judge ? "judge_response" : "reward_model_response"] = response;
+      info_update[judge ? "judge" : "reward_model"] = {{"request", body}, {"response", response}};
     }
-    rollout["is_truncated"] = request.value("is_truncated", false);
-    if (!environments::service_request(environment, args, rollout).is_null()) {
-      throw RequestError("environment",
-                         environment.name + " scores through a service call, which serve does "
-                                            "not make yet (docs/environments-runtime.md, Status)");
-    }
-    const environments::Score score = environments::score_rollout(environment, args, rollout);
-    return {{"values", nlohmann::json::parse(score.metrics.dump())},
-            {"metrics", nlohmann::json::object()},
-            {"info_update", nlohmann::json::object()}};
+    const environments::Score score = environments::score_rollout(*environment, args, rollout);
+    return {{"values", score.metrics},
+            {"metrics", OrderedJson::object()},
+            {"info_update", info_update}};
   } catch (const Error &error) {
     throw RequestError("environment", error.what());
   }
 }
 
-void EnvironmentEngine::cancel(const std::string &) {
-  // Nothing a session runs today blocks; cancellation matters once tools run.
+OrderedJson EnvironmentEngine::handle(const std::string &op, const OrderedJson &request) {
+  const std::string session_id = request.value("session", "");
+  if (op == "score") {
+    return score(session_id, request);
+  }
+  if (op == "close" || op == "release") {
+    std::shared_ptr<Session> session = find(session_id);
+    if (!session) {
+      return {{"state", OrderedJson::object()}};
+    }
+    session->cancelled = true; // an overlapping request gives way
+    std::lock_guard lock(session->mutex);
+    session->close();
+    OrderedJson state = session->public_state();
+    if (op == "release") {
+      m_tools.forget(session_id);
+      std::lock_guard engine_lock(m_mutex);
+      m_sessions.erase(session_id);
+      return OrderedJson::object();
+    }
+    return {{"state", state}};
+  }
+  if (op != "open" && op != "observe" && op != "respond") {
+    throw RequestError("bad_request", "unknown op '" + op + "'");
+  }
+  std::shared_ptr<Session> session = open(session_id, request);
+  std::lock_guard lock(session->mutex);
+  session->cancelled = false;
+  try {
+    if (op == "open") {
+      if (!session->opened) {
+        session->opened = true;
+        session->setup();
+      }
+      return {{"state", session->public_state()}};
+    }
+    if (!session->opened) {
+      session->opened = true;
+      session->setup();
+    }
+    if (op == "observe") {
+      return session->observe(request.value("turn", 0LL), request.value("message", OrderedJson()));
+    }
+    return session->respond(request);
+  } catch (const ToolError &error) {
+    throw RequestError("infra", error.detail());
+  } catch (const Error &error) {
+    throw RequestError("environment", error.what());
+  }
+}
+
+void EnvironmentEngine::cancel(const std::string &session) {
+  if (auto found = find(session)) {
+    found->cancelled = true;
+  }
 }
 
 void EnvironmentEngine::close_all() {
-  std::lock_guard lock(m_mutex);
-  m_sessions.clear();
+  std::map<std::string, std::shared_ptr<Session>> sessions;
+  {
+    std::lock_guard lock(m_mutex);
+    sessions.swap(m_sessions);
+  }
+  for (auto &[id, session] : sessions) {
+    std::lock_guard lock(session->mutex);
+    session->close();
+    m_tools.forget(id);
+  }
+}
+
+OrderedJson UnavailableToolBackend::call(const ServiceCall &call, const std::atomic<bool> &) {
+  throw RequestError("infra",
+                     "the " + call.service +
+                         " service client is not built into this "
+                         "primebeaker yet (docs/environments-runtime.md, Status)");
 }
 
 } // namespace pb::environments_runtime

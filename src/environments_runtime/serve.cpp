@@ -13,7 +13,7 @@
 namespace pb::environments_runtime {
 namespace {
 
-using json = nlohmann::json;
+using json = OrderedJson;
 
 // The requests of one session run one after another on a thread of their own while the session
 // has work, so a 600 s Podman test holds up only its own session.

@@ -251,16 +251,32 @@ TEST(ServeBinary, ProtocolMismatchUnknownEnvironmentAndMultiTurnOpenAreErrorRepl
   EXPECT_FALSE(unknown["ok"]);
   EXPECT_EQ(unknown["error"]["kind"], "environment");
   EXPECT_NE(unknown["error"]["message"].get<std::string>().find("no-such-env"), std::string::npos);
-  // Multi-turn sessions are refused plainly until the rollout engine lands (docs, Status).
+  // Multi-turn sessions open; until the HTTP clients are linked in, a tool call that needs a
+  // service fails the request with kind "infra" naming the service (docs, Status).
   const json open = serve.send({{"id", 3},
                                 {"op", "open"},
                                 {"session", "m"},
                                 {"env", "tool-label"},
                                 {"args", {{"dataset", "d"}}},
                                 {"row", json::object()}});
-  EXPECT_FALSE(open["ok"]);
-  EXPECT_EQ(open["error"]["kind"], "environment");
-  EXPECT_NE(open["error"]["message"].get<std::string>().find("not available"), std::string::npos);
+  EXPECT_TRUE(open["ok"]) << open.dump();
+  EXPECT_EQ(open["state"]["jtc_tool_call_count"], 0);
+  const json observed = serve.send(
+      {{"id", 4},
+       {"op", "observe"},
+       {"session", "m"},
+       {"turn", 1},
+       {"message",
+        {{"role", "assistant"},
+         {"content", ""},
+         {"tool_calls",
+          {{{"id", "c"}, {"name", "terminal"}, {"arguments", "{\"command\": \"ls\"}"}}}}}}});
+  EXPECT_TRUE(observed["ok"]) << observed.dump();
+  EXPECT_EQ(observed["route"], "tool");
+  const json responded = serve.send({{"id", 5}, {"op", "respond"}, {"session", "m"}, {"turn", 1}});
+  EXPECT_FALSE(responded["ok"]);
+  EXPECT_EQ(responded["error"]["kind"], "infra");
+  EXPECT_NE(responded["error"]["message"].get<std::string>().find("terminal"), std::string::npos);
 }
 
 } // namespace

@@ -16,7 +16,7 @@
 
 namespace {
 
-using json = nlohmann::json;
+using json = pb::OrderedJson;
 using pb::environments_runtime::Engine;
 using pb::environments_runtime::RequestError;
 using namespace std::chrono_literals;

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 // What the Python package asks of the binary (docs/environments-runtime.md): `describe` (the
-// shape Verifiers needs) and the serve engine that runs sessions and scores them.
+// shape Verifiers needs) and the serve engine that runs multi-turn sessions and scores them.
 #pragma once
 
 #include <primebeaker/core/json.hpp>
 #include <primebeaker/environments_runtime/serve.hpp>
+#include <primebeaker/environments_runtime/tools.hpp>
 
 #include <map>
 #include <memory>
@@ -18,18 +19,27 @@ namespace pb::environments_runtime {
 // metrics, stops, cleanups, needs_setup, dataset rules and the arguments with defaults filled.
 OrderedJson describe(const std::string &name, const OrderedJson &args);
 
-// The serve engine. Scoring runs the environments module's scorer on the request's rollout;
-// multi-turn sessions (open/observe/respond) are refused with a clear message until the rollout
-// engine lands (docs/environments-runtime.md, "Status").
+struct Session; // one rollout's state (session.cpp)
+
+// The serve engine: open/observe/respond/close run the environment's multi-turn rules per
+// session, score runs the environments module's scorer (calling the judge or reward model when
+// the environment does). Tool calls go through `tools`.
 class EnvironmentEngine final : public Engine {
 public:
-  nlohmann::json handle(const std::string &op, const nlohmann::json &request) override;
+  explicit EnvironmentEngine(ToolBackend &tools);
+  ~EnvironmentEngine() override;
+  OrderedJson handle(const std::string &op, const OrderedJson &request) override;
   void cancel(const std::string &session) override;
   void close_all() override;
 
 private:
+  std::shared_ptr<Session> find(const std::string &session);
+  std::shared_ptr<Session> open(const std::string &session, const OrderedJson &request);
+  OrderedJson score(const std::string &session, const OrderedJson &request);
+
+  ToolBackend &m_tools;
   std::mutex m_mutex;
-  std::map<std::string, OrderedJson> m_sessions; // session -> recorded state
+  std::map<std::string, std::shared_ptr<Session>> m_sessions;
 };
 
 } // namespace pb::environments_runtime

@@ -4,7 +4,7 @@
 // (docs/environments-runtime.md). What a request does is the Engine's business.
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <primebeaker/core/json.hpp>
 
 #include <stdexcept>
 #include <string>
@@ -31,7 +31,7 @@ public:
   // Runs one request (open, observe, respond, score, close, release) and returns the reply's
   // fields as an object. Called from many threads: requests of one session never overlap,
   // except that close and release may arrive while another request of that session runs.
-  virtual nlohmann::json handle(const std::string &op, const nlohmann::json &request) = 0;
+  virtual OrderedJson handle(const std::string &op, const OrderedJson &request) = 0;
   // Asks the in-flight request of `session` to end soon (it then throws
   // RequestError{"cancelled"}). Must return quickly.
   virtual void cancel(const std::string &session) = 0;
