@@ -30,6 +30,12 @@ struct TerminalCall {
 OrderedJson terminal_execute(const Endpoint &endpoint,
                              const TerminalCall &call,
                              const CallControl &control = {});
+// The same under another request name for messages (the web terminal's "Asset terminal
+// execution").
+OrderedJson terminal_request(const Endpoint &endpoint,
+                             const TerminalCall &call,
+                             const std::string &request_name,
+                             const CallControl &control = {});
 
 // ---- python: POST {code_server_url} ----------------------------------------------------------
 // Body {"code", "context_payload", "max_runtime", "model": "python"}. Returns {stdout, stderr,
