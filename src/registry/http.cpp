@@ -25,6 +25,14 @@ struct LibCurl {
   decltype(&::curl_easy_strerror) easy_strerror = nullptr;
   decltype(&::curl_slist_append) slist_append = nullptr;
   decltype(&::curl_slist_free_all) slist_free_all = nullptr;
+  // The multi interface, for transfers a caller may cancel (a 20 ms wait loop).
+  decltype(&::curl_multi_init) multi_init = nullptr;
+  decltype(&::curl_multi_add_handle) multi_add_handle = nullptr;
+  decltype(&::curl_multi_remove_handle) multi_remove_handle = nullptr;
+  decltype(&::curl_multi_perform) multi_perform = nullptr;
+  decltype(&::curl_multi_wait) multi_wait = nullptr;
+  decltype(&::curl_multi_info_read) multi_info_read = nullptr;
+  decltype(&::curl_multi_cleanup) multi_cleanup = nullptr;
 };
 
 template <typename F>
@@ -51,6 +59,13 @@ const LibCurl &libcurl(const std::string &purpose) {
     bind(handle, api.easy_strerror, "curl_easy_strerror", purpose);
     bind(handle, api.slist_append, "curl_slist_append", purpose);
     bind(handle, api.slist_free_all, "curl_slist_free_all", purpose);
+    bind(handle, api.multi_init, "curl_multi_init", purpose);
+    bind(handle, api.multi_add_handle, "curl_multi_add_handle", purpose);
+    bind(handle, api.multi_remove_handle, "curl_multi_remove_handle", purpose);
+    bind(handle, api.multi_perform, "curl_multi_perform", purpose);
+    bind(handle, api.multi_wait, "curl_multi_wait", purpose);
+    bind(handle, api.multi_info_read, "curl_multi_info_read", purpose);
+    bind(handle, api.multi_cleanup, "curl_multi_cleanup", purpose);
     api.global_init(CURL_GLOBAL_DEFAULT);
     return api;
   }();
@@ -70,6 +85,37 @@ size_t collect_body(char *data, size_t size, size_t count, void *target) {
     sink->body->append(data, std::min(bytes, sink->limit - sink->body->size()));
   }
   return bytes;
+}
+
+// Runs the transfer through the multi interface, waking every 20 ms to look at `cancel`.
+// Returns CURLE_ABORTED_BY_CALLBACK when the flag was set.
+CURLcode perform_cancellable(const LibCurl &api, CURL *curl, const std::atomic<bool> &cancel) {
+  std::unique_ptr<CURLM, CURLMcode (*)(CURLM *)> multi(api.multi_init(), api.multi_cleanup);
+  if (!multi || api.multi_add_handle(multi.get(), curl) != CURLM_OK) {
+    return CURLE_FAILED_INIT;
+  }
+  CURLcode result = CURLE_OK;
+  for (;;) {
+    if (cancel.load()) {
+      result = CURLE_ABORTED_BY_CALLBACK;
+      break;
+    }
+    int running = 0;
+    if (api.multi_perform(multi.get(), &running) != CURLM_OK) {
+      result = CURLE_FAILED_INIT;
+      break;
+    }
+    if (running == 0) {
+      int queued = 0;
+      CURLMsg *message = api.multi_info_read(multi.get(), &queued);
+      result = message != nullptr && message->msg == CURLMSG_DONE ? message->data.result
+                                                                  : CURLE_FAILED_INIT;
+      break;
+    }
+    api.multi_wait(multi.get(), nullptr, 0, 20, nullptr);
+  }
+  api.multi_remove_handle(multi.get(), curl);
+  return result;
 }
 
 } // namespace
@@ -113,10 +159,14 @@ HttpResponse http_request(const HttpRequest &request, const std::string &purpose
     api.easy_setopt(curl.get(), CURLOPT_POSTFIELDS, body.c_str());
     api.easy_setopt(curl.get(), CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
   }
-  const CURLcode code = api.easy_perform(curl.get());
+  const CURLcode code = request.cancel != nullptr
+                            ? perform_cancellable(api, curl.get(), *request.cancel)
+                            : api.easy_perform(curl.get());
   api.slist_free_all(headers);
   if (code != CURLE_OK) {
     response.error = api.easy_strerror(code);
+    response.cancelled = code == CURLE_ABORTED_BY_CALLBACK;
+    response.timed_out = code == CURLE_OPERATION_TIMEDOUT;
     return response;
   }
   api.easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &response.status);

@@ -3,6 +3,7 @@
 // commands that never talk HTTP never pay for loading libcurl and its TLS stack.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <optional>
 #include <string>
@@ -19,12 +20,17 @@ struct HttpRequest {
   std::chrono::milliseconds timeout{30000};
   bool use_proxy = false;      // honour *_proxy variables (remote services only)
   std::size_t max_body = 4096; // bytes of the response body kept
+  // Set from another thread to abandon the transfer (checked about every 20 ms); the response
+  // then has `cancelled` true and `error` set.
+  const std::atomic<bool> *cancel = nullptr;
 };
 
 struct HttpResponse {
   long status = 0;
   std::string body;
   std::string error; // non-empty when no HTTP response arrived (libcurl's reason)
+  bool cancelled = false;
+  bool timed_out = false; // the transfer hit HttpRequest::timeout
 };
 
 // Performs the request. Transport failures are returned in `error`; only a missing or

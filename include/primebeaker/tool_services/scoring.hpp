@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: MIT
+// Service-backed scoring (docs/tool-services.md "Scoring with services"): reward-model,
+// rubrichub-judge and the judge-scored search agents call their service, record the response in
+// the rollout's state and score through the environments module's pure scorer.
+#pragma once
+
+#include <primebeaker/core/json.hpp>
+#include <primebeaker/environments/catalog.hpp>
+#include <primebeaker/environments/scoring.hpp>
+#include <primebeaker/tool_services/transport.hpp>
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+namespace pb::tool_services {
+
+// Which service an environment's scoring calls, from its (defaults-filled) arguments:
+// reward_server_url / reward_timeout / reward_max_retries, judge_server_url / judge_timeout /
+// judge_max_retries, and for the search judges a judge URL derived from search_server_url
+// (".../search" -> ".../judge"; anything else is pb::Error exit 3). nullopt: no service.
+struct ScoringService {
+  std::string request_name; // "Judge request" or "Reward model classification"
+  std::string state_key;    // where the response is recorded: judge_response, reward_model_response
+  Endpoint endpoint;
+};
+std::optional<ScoringService> scoring_service(const environments::Environment &environment,
+                                              const OrderedJson &args);
+
+struct ScoringOptions {
+  CallControl control;
+  std::chrono::milliseconds initial_backoff{500}; // tests shrink the back-off
+  std::chrono::milliseconds max_backoff{8000};
+};
+
+struct ServiceScore {
+  environments::Score score;
+  OrderedJson request;  // the body sent, or null when no call was needed
+  OrderedJson response; // the service's answer, or null
+  // What the reference records under state.info: {"reward_model": {...}} or {"judge": {...}}
+  // or {"jtc_rubrichub_judge": {...}}; {} without a call.
+  OrderedJson info_update = OrderedJson::object();
+};
+
+// Scores `rollout` (environments::score_rollout's record shape), calling the service first when
+// environments::service_request says the environment sends one. Throws ServiceError when the
+// service fails (serve: error.kind "infra"; "cancelled" for a cancelled call) and pb::Error
+// (exit 3) when the record or the service's answer breaks a scoring rule.
+ServiceScore score_with_services(const environments::Environment &environment,
+                                 const OrderedJson &args,
+                                 const OrderedJson &rollout,
+                                 const ScoringOptions &options = {});
+
+} // namespace pb::tool_services
