@@ -455,11 +455,4 @@ void EnvironmentEngine::close_all() {
   }
 }
 
-OrderedJson UnavailableToolBackend::call(const ServiceCall &call, const std::atomic<bool> &) {
-  throw RequestError("infra",
-                     "the " + call.service +
-                         " service client is not built into this "
-                         "primebeaker yet (docs/environments-runtime.md, Status)");
-}
-
 } // namespace pb::environments_runtime

@@ -7,6 +7,7 @@
 #include <primebeaker/environments/render.hpp>
 #include <primebeaker/environments/scoring.hpp>
 #include <primebeaker/environments_runtime/serve.hpp>
+#include <primebeaker/tool_services/transport.hpp>
 
 #include <fmt/format.h>
 
@@ -112,8 +113,8 @@ Session::Session(std::string session_id,
     m_advertised.push_back(def.at("name").get<std::string>());
   }
   m_output = judged_output(row);
-  J rollout = {{"info", row}};
-  m_expected_ids = environments::expected_rubric_ids(rollout);
+  m_submissions =
+      tool_services::SubmissionStore(environments::expected_rubric_ids({{"info", row}}));
   for (const char *counter : {"jtc_tool_call_count",
                               "jtc_tool_nonempty_stderr_count",
                               "jtc_tool_command_error_count",
@@ -435,60 +436,21 @@ void Session::count_terminal_command(const ToolCall &call, const OrderedJson &ou
   }
 }
 
-// In-memory submit (docs/environments-runtime.md "Submit").
+// In-memory submit (docs/tool-services.md "Submit"); its refusals are the model's ValueErrors.
 OrderedJson Session::submit(const OrderedJson &arguments) {
-  const J &raw_id = field(arguments, "rubric_id");
-  std::string rubric_id;
-  if (raw_id.is_string()) {
-    rubric_id = environments::py::strip(raw_id.get<std::string>());
-  } else if (raw_id.is_number_integer()) {
-    rubric_id = std::to_string(raw_id.get<long long>());
-  } else {
-    throw ToolError("TypeError", "rubric_id must be a string or an integer");
+  J output;
+  try {
+    output = m_submissions.submit(
+        field(arguments, "rubric_id"), field(arguments, "feedback"), field(arguments, "label"));
+  } catch (const tool_services::ServiceError &error) {
+    throw ToolError(error.exception_type(), error.what());
   }
-  if (rubric_id.empty()) {
-    throw ToolError("ValueError", "rubric_id must not be empty");
-  }
-  if (std::find(m_expected_ids.begin(), m_expected_ids.end(), rubric_id) == m_expected_ids.end()) {
-    throw ToolError("ValueError",
-                    fmt::format("unknown rubric_id {}; expected one of: {}",
-                                environments::py::repr(J(rubric_id)),
-                                text::join(m_expected_ids, ", ")));
-  }
-  const std::string feedback =
-      environments::py::strip(environments::py::str(field(arguments, "feedback")));
-  const std::string label =
-      environments::py::strip(environments::py::str(field(arguments, "label")));
-  if (!field(arguments, "feedback").is_string() || feedback.empty()) {
-    throw ToolError("ValueError", "feedback must be a non-empty string");
-  }
-  if (!field(arguments, "label").is_string() || label.empty()) {
-    throw ToolError("ValueError", "label must be a non-empty string");
-  }
-  J &store = state["jtc_submit_submissions"];
-  const bool replaced = store.contains(rubric_id);
-  store[rubric_id] = {{"rubric_id", rubric_id}, {"feedback", feedback}, {"label", label}};
-  J completed = J::array();
-  J waiting = J::array();
-  for (const auto &expected : m_expected_ids) {
-    (store.contains(expected) ? completed : waiting).push_back(expected);
-  }
-  const bool all_completed = !m_expected_ids.empty() && waiting.empty();
+  state["jtc_submit_submissions"] = m_submissions.submissions();
   if (environment.behaviour == Behaviour::articulated_harness) {
-    state["jtc_submit_complete"] = all_completed; // podman never ends on submissions
+    // podman never ends on submissions
+    state["jtc_submit_complete"] = is_true(field(m_submissions.status(), "all_completed"));
   }
-  const J status = {{"accepted_rubric_id", rubric_id},
-                    {"replaced", replaced},
-                    {"completed_rubric_ids", completed},
-                    {"waiting_rubric_ids", waiting},
-                    {"all_completed", all_completed}};
-  environments::py::DumpOptions ascii;
-  ascii.ensure_ascii = true;
-  return {{"success", true},
-          {"stdout", environments::py::dumps(status, ascii)},
-          {"stderr", ""},
-          {"exit_code", 0},
-          {"data", status}};
+  return output;
 }
 
 // ------------------------------------------------------------------------------- Podman
@@ -590,11 +552,16 @@ void Session::podman_setup() {
     J body = {{"image", qualified},
               {"client_id", string_field(args, "client_id_prefix") + "-" + random_hex32()},
               {"service", field(args, "service")}};
-    const J started = call_service("podman_start",
-                                   gateway,
-                                   body,
-                                   args.value("handshake_timeout", 600.0),
-                                   args.value("max_retries", 3LL));
+    check_cancelled();
+    ServiceCall start{"podman_start",
+                      gateway,
+                      body,
+                      args.value("handshake_timeout", 600.0),
+                      std::max(args.value("max_retries", 3LL), 1LL),
+                      id,
+                      {{"workdir", field(args, "podman_workdir")},
+                       {"request_timeout", args.value("request_timeout", 150.0)}}};
+    const J started = m_tools.call(start, cancelled);
     const std::string affinity = string_field(started, "affinity_id");
     const std::string container = string_field(started, "container_id");
     if (!affinity.empty()) {

@@ -7,6 +7,7 @@
 #include <primebeaker/environments/catalog.hpp>
 #include <primebeaker/environments/parsing.hpp>
 #include <primebeaker/environments_runtime/tools.hpp>
+#include <primebeaker/tool_services/clients.hpp>
 
 #include <atomic>
 #include <mutex>
@@ -93,8 +94,8 @@ private:
   bool m_sent_tool_message = false;
   bool m_token_warned = false;
   bool m_turn_warned = false;
-  std::vector<std::string> m_expected_ids; // submit
-  std::string m_affinity_id;               // Podman: a live container
+  tool_services::SubmissionStore m_submissions;
+  std::string m_affinity_id; // Podman: a live container
 };
 
 } // namespace pb::environments_runtime

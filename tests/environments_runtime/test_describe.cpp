@@ -251,13 +251,16 @@ TEST(ServeBinary, ProtocolMismatchUnknownEnvironmentAndMultiTurnOpenAreErrorRepl
   EXPECT_FALSE(unknown["ok"]);
   EXPECT_EQ(unknown["error"]["kind"], "environment");
   EXPECT_NE(unknown["error"]["message"].get<std::string>().find("no-such-env"), std::string::npos);
-  // Multi-turn sessions open; until the HTTP clients are linked in, a tool call that needs a
-  // service fails the request with kind "infra" naming the service (docs, Status).
+  // A multi-turn session through the real clients: the terminal service is down, so the model
+  // sees the transport's error as the tool result (and the rollout goes on).
   const json open = serve.send({{"id", 3},
                                 {"op", "open"},
                                 {"session", "m"},
                                 {"env", "tool-label"},
-                                {"args", {{"dataset", "d"}}},
+                                {"args",
+                                 {{"dataset", "d"},
+                                  {"terminal_server_url", "http://127.0.0.1:9/terminal"},
+                                  {"max_retries", 1}}},
                                 {"row", json::object()}});
   EXPECT_TRUE(open["ok"]) << open.dump();
   EXPECT_EQ(open["state"]["jtc_tool_call_count"], 0);
@@ -274,9 +277,13 @@ TEST(ServeBinary, ProtocolMismatchUnknownEnvironmentAndMultiTurnOpenAreErrorRepl
   EXPECT_TRUE(observed["ok"]) << observed.dump();
   EXPECT_EQ(observed["route"], "tool");
   const json responded = serve.send({{"id", 5}, {"op", "respond"}, {"session", "m"}, {"turn", 1}});
-  EXPECT_FALSE(responded["ok"]);
-  EXPECT_EQ(responded["error"]["kind"], "infra");
-  EXPECT_NE(responded["error"]["message"].get<std::string>().find("terminal"), std::string::npos);
+  ASSERT_TRUE(responded["ok"]) << responded.dump();
+  const std::string shown = responded["messages"][0]["content"];
+  EXPECT_NE(shown.find("terminal execution request failed: RuntimeError: Terminal execution "
+                       "failed after 1 attempts at http://127.0.0.1:9/terminal"),
+            std::string::npos)
+      << shown;
+  EXPECT_EQ(responded["state"]["jtc_tool_infrastructure_stderr_count"], 1);
 }
 
 } // namespace

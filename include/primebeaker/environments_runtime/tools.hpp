@@ -8,6 +8,9 @@
 #include <primebeaker/core/json.hpp>
 
 #include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 
@@ -36,6 +39,9 @@ struct ServiceCall {
   double timeout = 0;        // total seconds per attempt (HTTP)
   long long max_retries = 1; // attempts in all
   std::string session;       // the rollout: web assets are kept per rollout
+  // What the client needs beyond the body (podman_start: the session's workdir and
+  // request_timeout for its later executes).
+  OrderedJson options = OrderedJson::object();
 };
 
 class ToolBackend {
@@ -49,11 +55,21 @@ public:
   virtual void forget(const std::string & /*session*/) {}
 };
 
-// What the binary uses until the HTTP clients are linked in: every call is an `infra` error
-// naming the service (docs/environments-runtime.md, "Status").
-class UnavailableToolBackend final : public ToolBackend {
+// What the binary uses: the tool_services HTTP clients (docs/tool-services.md). It keeps each
+// rollout's web asset store and Podman container session until forget().
+class ServiceToolBackend final : public ToolBackend {
 public:
+  ServiceToolBackend();
+  ~ServiceToolBackend() override;
   OrderedJson call(const ServiceCall &call, const std::atomic<bool> &cancelled) override;
+  void forget(const std::string &session) override;
+
+private:
+  struct Rollout;
+  std::shared_ptr<Rollout> rollout(const std::string &session);
+
+  std::mutex m_mutex;
+  std::map<std::string, std::shared_ptr<Rollout>> m_rollouts;
 };
 
 } // namespace pb::environments_runtime
