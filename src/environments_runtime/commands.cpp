@@ -4,6 +4,7 @@
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/json.hpp>
 #include <primebeaker/environments_runtime/engine.hpp>
+#include <primebeaker/environments_runtime/rollout.hpp>
 
 #include <sys/prctl.h>
 
@@ -55,6 +56,31 @@ void register_commands(cli::CommandTree &tree) {
     ServiceToolBackend tools;
     EnvironmentEngine engine(tools);
     serve(0, 1, engine, {std::string("primebeaker ") + PB_VERSION});
+  });
+
+  auto &rollout_options = tree.make_options<RolloutOptions>();
+  auto &rollout_cmd = tree.command(
+      {"environments", "rollout"},
+      "Drive one rollout against an OpenAI-compatible endpoint and the tool services; print the "
+      "transcript, state and reward as JSON");
+  rollout_cmd.add_option("NAME", rollout_options.name, "environment name, alias or module stem")
+      ->required();
+  rollout_cmd.add_option(
+      cli::flag("args"), rollout_options.args, "load_environment arguments as a JSON object");
+  rollout_cmd.add_option(cli::flag("row"), rollout_options.row, "the dataset row as a JSON object")
+      ->required();
+  rollout_cmd
+      .add_option(cli::flag("endpoint"),
+                  rollout_options.endpoint,
+                  "OpenAI-compatible base URL (POST <endpoint>/chat/completions)")
+      ->required();
+  rollout_cmd.add_option(cli::flag("model"), rollout_options.model, "model name to request")
+      ->required();
+  rollout_cmd.add_option(
+      cli::flag("timeout"), rollout_options.timeout, "seconds per model call (default 600)");
+  rollout_cmd.callback([&rollout_options] {
+    ServiceToolBackend tools;
+    print_json(std::cout, run_rollout(rollout_options, tools));
   });
 }
 
