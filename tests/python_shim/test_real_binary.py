@@ -94,5 +94,80 @@ class LabelAgainstRealBinaryTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(_child.child_for_running_loop().starts, 1)
 
 
+def submit_call(call_id, rubric_id, label):
+    return {"role": "assistant", "content": "",
+            "tool_calls": [{"id": call_id, "name": "submit", "arguments": json.dumps(
+                {"rubric_id": rubric_id, "feedback": "checked", "label": label})}]}
+
+
+@unittest.skipIf(real_binary() is None, "no primebeaker binary: set PB_BINARY or build build/ci")
+class MultiTurnAgainstRealBinaryTest(unittest.IsolatedAsyncioTestCase):
+    """The multi-turn hooks (observe, respond, amend_last_tool, final, close, release) against
+    the real engine. submit is in memory and the terminal points at a closed port, so no
+    service is needed."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.env_backup = dict(os.environ)
+        os.environ["PRIMEBEAKER_BIN"] = real_binary()
+        cls.dataset = os.path.join(cls.tmp.name, "rows.jsonl")
+        info = {"expected_rubric_ids": ["r1", "r2"],
+                "gold_submissions": [{"rubric_id": "r1", "label": "pass"},
+                                     {"rubric_id": "r2", "label": "fail"}]}
+        with open(cls.dataset, "w", encoding="utf-8") as handle:
+            handle.write(json.dumps({"prompt": PROMPT, "answer": "", "info": info}) + "\n")
+            handle.write(json.dumps({"prompt": [{"role": "user", "content":
+                                                 "Judge. <output>x</output>"}],
+                                     "answer": "pass"}) + "\n")
+        from primebeaker.environments import articulated_harness_env, jtc_tool_label_env
+        cls.articulated = articulated_harness_env.load_environment(
+            dataset=cls.dataset, tools=["submit"], max_tool_calls=4)
+        cls.tool_label = jtc_tool_label_env.load_environment(
+            dataset=cls.dataset, max_tool_calls=1, max_retries=1,
+            terminal_server_url="http://127.0.0.1:9/terminal")
+
+    @classmethod
+    def tearDownClass(cls):
+        os.environ.clear()
+        os.environ.update(cls.env_backup)
+        cls.tmp.cleanup()
+
+    async def asyncTearDown(self):
+        child = _child._children.get(asyncio.get_running_loop())
+        if child is not None:
+            child.stop(grace_seconds=5.0)
+
+    async def test_articulated_harness_ends_when_every_rubric_is_submitted(self):
+        self.assertIsInstance(self.articulated, vf.MultiTurnEnv)
+        client = vf.ScriptedClient([submit_call("a", "r1", "pass"),
+                                    submit_call("b", "r2", "pass")])
+        state = await self.articulated.run_rollout(self.articulated.get_dataset()[0], client, "m")
+        self.assertIsNone(state.get("error"))
+        self.assertEqual(len(client.prompts), 2)  # final_env_response: no third model call
+        self.assertTrue(state["jtc_submit_complete"])
+        self.assertEqual(state["jtc_tool_call_count"], 2)
+        self.assertEqual(state["metrics"]["rubric_completion_reward"], 0.5)  # r2 is wrong
+        self.assertEqual(state["metrics"]["missing_rubric_penalty"], 0.0)
+        self.assertEqual(state["metrics"]["valid_tool_or_final_turn"], 1.0)
+
+    async def test_tool_label_final_warning_is_appended_to_the_tool_message(self):
+        terminal = {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "t1", "name": "terminal", "arguments": json.dumps({"command": "rg x"})}]}
+        verdict = {"role": "assistant", "content": json.dumps(
+            {"feedback": "fine", "label": "pass"})}
+        client = vf.ScriptedClient([terminal, verdict])
+        state = await self.tool_label.run_rollout(self.tool_label.get_dataset()[1], client, "m")
+        self.assertIsNone(state.get("error"))
+        tool = [m for m in client.prompts[1] if getattr(m, "role", None) == "tool"]
+        self.assertEqual(len(tool), 1)
+        # The service is down: the model sees the transport error, then the final warning.
+        self.assertIn("terminal execution request failed: RuntimeError", tool[0].content)
+        self.assertIn("\n\nYou have used your last tool call", tool[0].content)
+        self.assertEqual(state["jtc_route"], "final")
+        self.assertEqual(state["metrics"]["correct_final_label"], 1.0)
+        self.assertEqual(state["metrics"]["valid_tool_or_final_turn"], 1.0)
+
+
 if __name__ == "__main__":
     unittest.main()
