@@ -1,11 +1,16 @@
 # SPDX-License-Identifier: MIT
 # Every third-party dependency, from Debian 12 packages only.
 find_package(CLI11 REQUIRED CONFIG)
-find_package(fmt REQUIRED CONFIG)
-find_package(spdlog REQUIRED CONFIG)
+if(PB_LEAN_LINK)
+  # fmt, spdlog, toml++ and yaml-cpp as static libraries (cmake/PbStaticDeps.cmake).
+  include(PbStaticDeps)
+else()
+  find_package(fmt REQUIRED CONFIG)
+  find_package(spdlog REQUIRED CONFIG)
+  find_package(tomlplusplus REQUIRED CONFIG)
+  find_package(yaml-cpp REQUIRED CONFIG)
+endif()
 find_package(nlohmann_json 3.11 REQUIRED CONFIG)
-find_package(tomlplusplus REQUIRED CONFIG)
-find_package(yaml-cpp REQUIRED CONFIG)
 find_package(SQLite3 REQUIRED)
 find_package(CURL REQUIRED)
 find_package(Threads REQUIRED)

@@ -9,6 +9,17 @@ if(PB_CCACHE AND NOT CMAKE_CXX_COMPILER_LAUNCHER)
   set(CMAKE_CXX_COMPILER_LAUNCHER "${PB_CCACHE}")
 endif()
 
+# Release-style builds link primebeaker for start-up cost (cmake/PbLean.cmake, PbStaticDeps.cmake);
+# sanitizer builds keep the default link (their runtimes want it).
+if(PB_SANITIZE)
+  set(pb_lean_default OFF)
+else()
+  set(pb_lean_default ON)
+endif()
+option(PB_LEAN_LINK
+       "Link primebeaker for start-up cost (static archives and C++ runtime, packed relocations)"
+       ${pb_lean_default})
+
 add_library(pb_settings INTERFACE)
 target_compile_features(pb_settings INTERFACE cxx_std_20)
 set(CMAKE_CXX_EXTENSIONS OFF)

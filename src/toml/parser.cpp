@@ -295,7 +295,12 @@ struct StringScanner {
     return cp;
   }
 
-  void basic_string(bool multiline, std::string &out) {
+  void basic_string(bool multiline, std::string &out) { string_body<'"'>(multiline, out); }
+  void literal_string(bool multiline, std::string &out) { string_body<'\''>(multiline, out); }
+
+  // Either kind of string: Quote is '"' (basic, with backslash escapes) or '\'' (literal).
+  template <char Quote> void string_body(bool multiline, std::string &out) {
+    constexpr bool escapes = Quote == '"';
     const std::uint32_t b = p;
     p += multiline ? 3 : 1;
     if (multiline && (peek() == '\n' || (peek() == '\r' && peek(1) == '\n'))) {
@@ -306,74 +311,27 @@ struct StringScanner {
         fail(b, "unterminated string");
       }
       const auto c = static_cast<unsigned char>(s[p]);
-      if (c == '"') {
+      if (c == Quote) {
         if (!multiline) {
           ++p;
           break;
         }
         std::uint32_t quotes = 0;
-        while (peek(quotes) == '"') {
+        while (peek(quotes) == Quote) {
           ++quotes;
         }
         if (quotes >= 3) {
           if (quotes > 5) {
             fail(p, "too many quotes at the end of a multi-line string");
           }
-          out.append(quotes - 3, '"');
+          out.append(quotes - 3, Quote);
           p += quotes;
           break;
         }
-        out.append(quotes, '"');
+        out.append(quotes, Quote);
         p += quotes;
-      } else if (c == '\\') {
-        ++p;
-        const char e = peek();
-        ++p;
-        switch (e) {
-        case 'b':
-          out += '\b';
-          break;
-        case 't':
-          out += '\t';
-          break;
-        case 'n':
-          out += '\n';
-          break;
-        case 'f':
-          out += '\f';
-          break;
-        case 'r':
-          out += '\r';
-          break;
-        case '"':
-          out += '"';
-          break;
-        case '\\':
-          out += '\\';
-          break;
-        case 'u':
-          append_utf8(out, hex_escape(4));
-          break;
-        case 'U':
-          append_utf8(out, hex_escape(8));
-          break;
-        default:
-          if (multiline && (e == ' ' || e == '\t' || e == '\n' || e == '\r')) {
-            --p;
-            while (peek() == ' ' || peek() == '\t') {
-              ++p;
-            }
-            if (!(peek() == '\n' || (peek() == '\r' && peek(1) == '\n'))) {
-              fail(p, "a line-ending backslash must be followed only by whitespace");
-            }
-            while (peek() == ' ' || peek() == '\t' || peek() == '\n' ||
-                   (peek() == '\r' && peek(1) == '\n')) {
-              ++p;
-            }
-          } else {
-            fail(p - 2, "invalid escape sequence");
-          }
-        }
+      } else if (escapes && c == '\\') {
+        escape(multiline, out);
       } else if (c == '\n') {
         if (!multiline) {
           fail(p, "newline in a single-line string");
@@ -392,7 +350,7 @@ struct StringScanner {
         const std::uint32_t run = p;
         while (p < n) {
           const auto d = static_cast<unsigned char>(s[p]);
-          if (d == '"' || d == '\\' || (d < 0x20 && d != '\t') || d == 0x7F) {
+          if (d == Quote || (escapes && d == '\\') || (d < 0x20 && d != '\t') || d == 0x7F) {
             break;
           }
           ++p;
@@ -402,60 +360,54 @@ struct StringScanner {
     }
   }
 
-  void literal_string(bool multiline, std::string &out) {
-    const std::uint32_t b = p;
-    p += multiline ? 3 : 1;
-    if (multiline && (peek() == '\n' || (peek() == '\r' && peek(1) == '\n'))) {
-      p += peek() == '\n' ? 1 : 2;
-    }
-    for (;;) {
-      if (p >= n) {
-        fail(b, "unterminated string");
-      }
-      const auto c = static_cast<unsigned char>(s[p]);
-      if (c == '\'') {
-        if (!multiline) {
+  // A backslash escape at p in a basic string, decoded into `out`.
+  void escape(bool multiline, std::string &out) {
+    ++p;
+    const char e = peek();
+    ++p;
+    switch (e) {
+    case 'b':
+      out += '\b';
+      break;
+    case 't':
+      out += '\t';
+      break;
+    case 'n':
+      out += '\n';
+      break;
+    case 'f':
+      out += '\f';
+      break;
+    case 'r':
+      out += '\r';
+      break;
+    case '"':
+      out += '"';
+      break;
+    case '\\':
+      out += '\\';
+      break;
+    case 'u':
+      append_utf8(out, hex_escape(4));
+      break;
+    case 'U':
+      append_utf8(out, hex_escape(8));
+      break;
+    default:
+      if (multiline && (e == ' ' || e == '\t' || e == '\n' || e == '\r')) {
+        --p;
+        while (peek() == ' ' || peek() == '\t') {
           ++p;
-          break;
         }
-        std::uint32_t quotes = 0;
-        while (peek(quotes) == '\'') {
-          ++quotes;
+        if (!(peek() == '\n' || (peek() == '\r' && peek(1) == '\n'))) {
+          fail(p, "a line-ending backslash must be followed only by whitespace");
         }
-        if (quotes >= 3) {
-          if (quotes > 5) {
-            fail(p, "too many quotes at the end of a multi-line string");
-          }
-          out.append(quotes - 3, '\'');
-          p += quotes;
-          break;
+        while (peek() == ' ' || peek() == '\t' || peek() == '\n' ||
+               (peek() == '\r' && peek(1) == '\n')) {
+          ++p;
         }
-        out.append(quotes, '\'');
-        p += quotes;
-      } else if (c == '\n') {
-        if (!multiline) {
-          fail(p, "newline in a single-line string");
-        }
-        out += '\n';
-        ++p;
-      } else if (c == '\r') {
-        if (!multiline || peek(1) != '\n') {
-          fail(p, "carriage return in a string");
-        }
-        out += '\n'; // CRLF in a multi-line string reads as LF (as toml++ does)
-        p += 2;
-      } else if ((c < 0x20 && c != '\t') || c == 0x7F) {
-        fail(p, "control character in a string");
       } else {
-        const std::uint32_t run = p;
-        while (p < n) {
-          const auto d = static_cast<unsigned char>(s[p]);
-          if (d == '\'' || (d < 0x20 && d != '\t') || d == 0x7F) {
-            break;
-          }
-          ++p;
-        }
-        out.append(s.substr(run, p - run));
+        fail(p - 2, "invalid escape sequence");
       }
     }
   }
