@@ -7,7 +7,7 @@
 2. The embedded Python helper's share of one preview command: the helper's own wall time (a
    timing wrapper given as --python) against the whole command's wall time, same runs.
 
-A minimal LiteRegistry stand-in (preview only) goes on PYTHONPATH and every template the corpus
+The tests' fake LiteRegistry packages go on PYTHONPATH and every template the corpus
 names gets a stand-in file under a --template-dir, as in the tests. Nothing is submitted.
 Usage: bench/evaluation/run.py [path/to/primebeaker] [--corpus DIR] [--runs N]
 """
@@ -15,6 +15,7 @@ import argparse
 import os
 import pathlib
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -22,49 +23,8 @@ import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-FAKE_LITEREGISTRY = '''
-import dataclasses
-from typing import Optional, Tuple, Union
-
-@dataclasses.dataclass(frozen=True)
-class BaseDeploymentConfig:
-    registry: Optional[str] = None
-    head_registry: Optional[str] = None
-    python_replicas: int = 1
-    terminal_replicas: int = 1
-    web_search_replicas: int = 1
-    local_search_replicas: int = 0
-    local_search_corpus_jsonl: Optional[str] = None
-    local_search_index_dir: Optional[str] = None
-    local_search_service_name: Optional[str] = None
-    generation_model: Optional[str] = None
-    generation_replicas: int = 0
-    generation_tp: int = 1
-    max_model_len: int = 32768
-    max_num_batched_tokens: int = 32768
-    max_num_seqs: Optional[int] = None
-    gateway_workers: int = 8
-    service_clusters: Union[Tuple[str, ...], str] = ("ai2/jupiter",)
-    model_cluster: str = "ai2/jupiter"
-    workspace: str = "ai2/oe-agents"
-    budget: str = "ai2/oe-omai"
-    service_priority: str = "normal"
-    model_priority: str = "high"
-    min_runtime_hours: int = 0
-    omit_service_resources: bool = False
-    name_prefix: str = "literegistry-base"
-    terminal_image: str = "goncalof/literegistry-base-terminal"
-    local_search_image: str = "goncalof/jtc-local-search-lucene-bm25"
-    shared_dir: str = "/weka/shared"
-
-class BaseDeploymentLauncher:
-    def __init__(self, config):
-        self.config = config
-    def preview(self):
-        name = f"{self.config.name_prefix}-bench"
-        return {"experiment_name": name, "config": dataclasses.asdict(self.config),
-                "spec": {"version": "v2", "tasks": [{"name": "gateway"}]}}
-'''
+# The fake LiteRegistry packages the tests use (tests/services/fake_literegistry.hpp).
+FAKE_LITEREGISTRY = ROOT / "tests/support/fake_literegistry"
 WRAPPER = '''#!/bin/bash
 start=$(date +%s%N)
 "{python}" "$@"
@@ -84,9 +44,7 @@ def main():
     yamls = sorted(str(p) for p in pathlib.Path(args.corpus).glob("*.yaml"))
     with tempfile.TemporaryDirectory(prefix="pb-eval-bench-") as tmp:
         tmp = pathlib.Path(tmp)
-        package = tmp / "py" / "literegistry_base_deployment"
-        package.mkdir(parents=True)
-        (package / "__init__.py").write_text(FAKE_LITEREGISTRY)
+        shutil.copytree(FAKE_LITEREGISTRY, tmp / "py", ignore=shutil.ignore_patterns("__pycache__"))
         templates = tmp / "templates-root"
         for path in yamls:
             for name in re.findall(r"template_path:\s*(\S+)", pathlib.Path(path).read_text()):

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Python semantics the environments depend on (docs/environments.md "Python compatibility").
+#include <primebeaker/core/text.hpp>
 #include <primebeaker/environments/python.hpp>
 
 #include <fmt/format.h>
@@ -151,25 +152,13 @@ struct Reader {
     }
     return false;
   }
-  static int hexval(char c) {
-    if (c >= '0' && c <= '9') {
-      return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-      return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-      return c - 'A' + 10;
-    }
-    return -1;
-  }
   unsigned hex4() {
     if (i + 4 > s.size()) {
       fail("Invalid \\uXXXX escape");
     }
     unsigned v = 0;
     for (int k = 0; k < 4; ++k) {
-      const int h = hexval(s[i + k]);
+      const int h = text::hex_digit_value(s[i + k]);
       if (h < 0) {
         fail("Invalid \\uXXXX escape");
       }

@@ -54,10 +54,8 @@ struct Context {
   explicit Context(const std::optional<std::string> &python)
       : helper(runner, services::resolve_python(python, env)),
         beaker(runner, beaker::program_from_environment(env)) {
-    if (const auto program = env.find("PRIMEBEAKER_BEAKER"); program != env.end()) {
-      const auto path = env.find("PATH");
-      helper.use_beaker(program->second, path != env.end() ? path->second : "/usr/bin:/bin");
-    }
+    const auto path = env.find("PATH");
+    helper.use_beaker(beaker.program(), path != env.end() ? path->second : "/usr/bin:/bin");
   }
 };
 

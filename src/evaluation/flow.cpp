@@ -3,6 +3,7 @@
 
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/fs.hpp>
+#include <primebeaker/core/signals.hpp>
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/evaluation/templates.hpp>
 
@@ -11,7 +12,6 @@
 
 #include <unistd.h>
 
-#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
@@ -181,50 +181,13 @@ audit_preview(const Description &description, const OrderedJson &job, OrderedJso
   return out;
 }
 
-volatile std::sig_atomic_t g_signal = 0;
-extern "C" void note_signal(int signal) {
-  g_signal = signal;
-}
-
-// SIGINT/SIGTERM are noted instead of killing us while the two experiments are created, so
-// that an interrupted submission still stops the services it started.
-class SignalNote {
-public:
-  SignalNote() {
-    g_signal = 0;
-    struct sigaction action {};
-    action.sa_handler = note_signal;
-    sigemptyset(&action.sa_mask);
-    ::sigaction(SIGINT, &action, &m_int);
-    ::sigaction(SIGTERM, &action, &m_term);
-  }
-  ~SignalNote() {
-    ::sigaction(SIGINT, &m_int, nullptr);
-    ::sigaction(SIGTERM, &m_term, nullptr);
-  }
-  SignalNote(const SignalNote &) = delete;
-  SignalNote &operator=(const SignalNote &) = delete;
-  int received() const { return g_signal; }
-  void throw_if_received(const std::string &what) const {
-    if (g_signal != 0) {
-      throw Error(
-          g_signal == SIGTERM ? ExitCode::terminated : ExitCode::interrupted,
-          fmt::format("interrupted ({}) {}", g_signal == SIGTERM ? "SIGTERM" : "SIGINT", what));
-    }
-  }
-
-private:
-  struct sigaction m_int {};
-  struct sigaction m_term {};
-};
-
-[[noreturn]] void roll_back(Error error,
-                            const SignalNote &signals,
-                            const std::string &service_id,
-                            beaker::Client &beaker) {
-  if (signals.received() != 0 && error.code() != static_cast<int>(ExitCode::terminated) &&
+// While the two experiments are created, SIGINT/SIGTERM are noted (signals::Scope) instead of
+// killing us, so that an interrupted submission still stops the services it started.
+[[noreturn]] void roll_back(Error error, const std::string &service_id, beaker::Client &beaker) {
+  const int signal = signals::Scope::pending();
+  if (signal != 0 && error.code() != static_cast<int>(ExitCode::terminated) &&
       error.code() != static_cast<int>(ExitCode::interrupted)) {
-    error = Error(signals.received() == SIGTERM ? ExitCode::terminated : ExitCode::interrupted,
+    error = Error(128 + signal,
                   fmt::format("interrupted while submitting the evaluator ({})", error.what()),
                   error.context());
   }
@@ -282,7 +245,7 @@ OrderedJson create_evaluator(beaker::Client &beaker,
 // services back on any failure (or interrupt) until the evaluator exists.
 OrderedJson launch_evaluator(const std::function<EvaluationRequest()> &make_request,
                              const OrderedJson &service,
-                             const SignalNote &signals,
+                             const signals::Scope & /*noting interrupts*/,
                              Effects &effects) {
   const auto ids = receipt_experiment_ids(service);
   if (ids.size() != 1) {
@@ -302,7 +265,7 @@ OrderedJson launch_evaluator(const std::function<EvaluationRequest()> &make_requ
   std::string root;
   OrderedJson evaluation;
   try {
-    signals.throw_if_received("after the services were launched");
+    signals::Scope::throw_if_pending("after the services were launched");
     const EvaluationRequest request = make_request();
     const auto config = service_config(request);
     root = coordination_root(config, service_name);
@@ -310,16 +273,15 @@ OrderedJson launch_evaluator(const std::function<EvaluationRequest()> &make_requ
     const auto spec = evaluator_spec_json(evaluator_experiment(request, config, root, service_id));
     spdlog::info("service experiment {} launched; creating evaluator {}", service_id, name);
     evaluation = create_evaluator(effects.beaker, name, request.workspace, spec);
-    if (signals.received() != 0) {
+    if (signals::Scope::pending() != 0) {
       spdlog::warn("interrupted, but evaluator {} was already created; its worker owns the "
                    "services now",
                    name);
     }
   } catch (const Error &error) {
-    roll_back(error, signals, service_id, effects.beaker);
+    roll_back(error, service_id, effects.beaker);
   } catch (const std::exception &error) {
     roll_back(failure(fmt::format("evaluator submission failed: {}", error.what())),
-              signals,
               service_id,
               effects.beaker);
   }
@@ -410,7 +372,7 @@ OrderedJson submit_yaml(const Loaded &loaded, Effects &effects) {
     }
   }
   const HelperJob job = job_for(loaded, true);
-  const SignalNote signals;
+  const signals::Scope interrupts; // until the evaluator exists
   const auto answer = effects.helper.run({job});
   const auto &job_answer = answer.jobs.front();
   if (const auto done = check_stopped(loaded, job_answer, answer, effects.helper.python())) {
@@ -444,7 +406,7 @@ OrderedJson submit_yaml(const Loaded &loaded, Effects &effects) {
     }
     return finished.request;
   };
-  OrderedJson receipt = launch_evaluator(make_request, service, signals, effects);
+  OrderedJson receipt = launch_evaluator(make_request, service, interrupts, effects);
   if (loaded.description->kind == Kind::rubric_audit) {
     const Description &description = *loaded.description;
     OrderedJson launch = OrderedJson::object();
@@ -483,11 +445,11 @@ OrderedJson submit_request(const EvaluationRequest &request, Effects &effects) {
   HelperJob job;
   job.action = "submit";
   job.services = launcher_config(service_config(request), request.service_origins, "request");
-  const SignalNote signals;
+  const signals::Scope interrupts; // until the evaluator exists
   const auto answer = effects.helper.run({job});
   const auto service =
       literegistry_result(answer.jobs.front(), *job.services, effects.helper.python());
-  return launch_evaluator([&request] { return request; }, service, signals, effects);
+  return launch_evaluator([&request] { return request; }, service, interrupts, effects);
 }
 
 HelperAnswer list_workflows(Effects &effects) {

@@ -4,6 +4,7 @@
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/evaluation/description.hpp>
+#include <primebeaker/services/launcher.hpp>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -44,17 +45,7 @@ Helper::Helper(proc::Runner &runner, std::string python)
     : m_runner(runner), m_python(std::move(python)) {}
 
 void Helper::use_beaker(const std::string &program, const std::string &path_list) {
-  const std::filesystem::path path(program);
-  if (program.empty() || program == "beaker") {
-    return;
-  }
-  if (path.filename() == "beaker" && path.has_parent_path()) {
-    m_path = path.parent_path().string() + ":" + path_list;
-  } else {
-    spdlog::warn("PRIMEBEAKER_BEAKER={} is not used by LiteRegistry's launchers, which run "
-                 "`beaker` from PATH",
-                 program);
-  }
+  m_path = services::launcher_path_for_beaker(program, path_list);
 }
 
 HelperAnswer Helper::run(const std::vector<HelperJob> &jobs) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The worker's env contract (docs/evaluation-worker.md, "Environment"): pure parsing, the child's
 // argv and environment, and the exit-status rule.
+#include <primebeaker/beaker/client.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/evaluation_worker/worker.hpp>
@@ -181,7 +182,7 @@ WorkerEnv parse_worker_env(const EnvMap &env) {
     worker.registry = std::move(registry);
   }
   worker.python = value_of(env, "PRIMEBEAKER_PYTHON").value_or("python3");
-  worker.beaker = value_of(env, "PRIMEBEAKER_BEAKER").value_or("beaker");
+  worker.beaker = beaker::program_from_environment(env);
   return worker;
 }
 

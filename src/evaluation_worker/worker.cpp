@@ -2,17 +2,11 @@
 // The worker's effects (docs/evaluation-worker.md): signals, the three readiness waits, the one
 // child in its own process group, and the once-only stop of the service experiment.
 #include <primebeaker/core/error.hpp>
+#include <primebeaker/core/signals.hpp>
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/evaluation_worker/worker.hpp>
 #include <primebeaker/registry/wait.hpp>
 
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 #include <exception>
 #include <iostream>
 
@@ -23,76 +17,6 @@ void note(const std::string &line) {
   std::cerr << "primebeaker evaluation worker: " << line << '\n' << std::flush;
 }
 
-const char *signal_name(int signal) {
-  switch (signal) {
-  case SIGINT:
-    return "SIGINT";
-  case SIGTERM:
-    return "SIGTERM";
-  case SIGHUP:
-    return "SIGHUP";
-  default:
-    return "a signal";
-  }
-}
-
-volatile sig_atomic_t g_pending = 0;
-int g_wake[2] = {-1, -1};
-
-void on_signal(int signal) {
-  if (signal != SIGCHLD && g_pending == 0) {
-    g_pending = signal;
-  }
-  const int saved = errno;
-  (void)!::write(g_wake[1], "x", 1);
-  errno = saved;
-}
-
-// SIGINT/SIGTERM/SIGHUP become a pending signal; they and SIGCHLD wake sleep() at once. The
-// previous dispositions come back when the scope ends.
-class SignalScope {
-public:
-  SignalScope() {
-    if (g_wake[0] < 0 && ::pipe2(g_wake, O_CLOEXEC | O_NONBLOCK) != 0) {
-      throw failure(std::string("cannot create a pipe: ") + std::strerror(errno));
-    }
-    g_pending = 0;
-    struct sigaction action {};
-    action.sa_handler = on_signal;
-    sigemptyset(&action.sa_mask);
-    action.sa_flags = SA_RESTART;
-    for (size_t i = 0; i < k_signals.size(); ++i) {
-      ::sigaction(k_signals[i], &action, &m_previous[i]);
-    }
-  }
-  ~SignalScope() {
-    for (size_t i = 0; i < k_signals.size(); ++i) {
-      ::sigaction(k_signals[i], &m_previous[i], nullptr);
-    }
-  }
-  SignalScope(const SignalScope &) = delete;
-  SignalScope &operator=(const SignalScope &) = delete;
-
-  static int pending() { return g_pending; }
-
-  // Up to `duration`, returning early on a signal or a child's exit.
-  static void sleep(std::chrono::milliseconds duration) {
-    if (pending() != 0) {
-      return;
-    }
-    pollfd wake{g_wake[0], POLLIN, 0};
-    if (::poll(&wake, 1, static_cast<int>(duration.count())) > 0) {
-      char drain[64];
-      while (::read(g_wake[0], drain, sizeof drain) > 0) {
-      }
-    }
-  }
-
-private:
-  static constexpr std::array<int, 4> k_signals{SIGINT, SIGTERM, SIGHUP, SIGCHLD};
-  std::array<struct sigaction, 4> m_previous{};
-};
-
 // Thrown out of the waits when a terminating signal arrives; deliberately not a std::exception,
 // so no retry loop swallows it.
 struct Interrupted {
@@ -100,13 +24,13 @@ struct Interrupted {
 };
 
 void throw_if_signalled() {
-  if (const int signal = SignalScope::pending()) {
+  if (const int signal = signals::Scope::pending()) {
     throw Interrupted{signal};
   }
 }
 
 void interruptible_sleep(std::chrono::milliseconds duration) {
-  SignalScope::sleep(duration);
+  signals::Scope::sleep(duration);
   throw_if_signalled();
 }
 
@@ -231,8 +155,8 @@ Ready wait_until_ready(const WorkerEnv &worker, const Tuning &tuning) {
 // Returns the worker's exit status.
 int supervise(proc::Child &child, const std::string &what) {
   while (true) {
-    if (const int signal = SignalScope::pending()) {
-      note(std::string(signal_name(signal)) + " received: forwarding it to " + what);
+    if (const int signal = signals::Scope::pending()) {
+      note(std::string(signals::name(signal)) + " received: forwarding it to " + what);
       child.signal_group(signal);
       throw Interrupted{signal};
     }
@@ -242,8 +166,8 @@ int supervise(proc::Child &child, const std::string &what) {
       }
       return exit_status_of(*status);
     }
-    SignalScope::sleep(std::chrono::seconds(1)); // SIGCHLD wakes it at once
-    proc::reap_untracked_zombies({child.pid()}); // orphans we inherited as subreaper
+    signals::Scope::sleep(std::chrono::seconds(1)); // SIGCHLD wakes it at once
+    proc::reap_untracked_zombies({child.pid()});    // orphans we inherited as subreaper
   }
 }
 
@@ -253,7 +177,8 @@ int run_worker(const EnvMap &env, const Tuning &tuning) {
   // Before anything is installed: a bad contract exits 1 and stops nothing.
   const WorkerEnv worker = parse_worker_env(env);
 
-  SignalScope signals;
+  // SIGINT/SIGTERM/SIGHUP become a pending signal; they and SIGCHLD wake the waits at once.
+  const signals::Scope interrupts(signals::ScopeOptions{.hangup = true, .child_exit_wakes = true});
   proc::become_subreaper(); // orphans the child leaves behind stay ours to kill
   ServiceCleanup cleanup(worker);
   proc::Child child;
@@ -272,7 +197,7 @@ int run_worker(const EnvMap &env, const Tuning &tuning) {
   } catch (const Interrupted &interrupted) {
     status = 128 + interrupted.signal;
     error = std::make_exception_ptr(
-        Error(status, std::string("stopped by ") + signal_name(interrupted.signal)));
+        Error(status, std::string("stopped by ") + signals::name(interrupted.signal)));
   } catch (...) {
     error = std::current_exception();
   }

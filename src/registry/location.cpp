@@ -48,26 +48,14 @@ SplitUrl split_url(std::string_view text) {
   return out;
 }
 
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') {
-    return c - '0';
-  }
-  if (c >= 'a' && c <= 'f') {
-    return c - 'a' + 10;
-  }
-  if (c >= 'A' && c <= 'F') {
-    return c - 'A' + 10;
-  }
-  return -1;
-}
-
 // urllib.parse.unquote: malformed escapes stay as they are.
 std::string percent_decode(std::string_view text) {
   std::string out;
   for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '%' && i + 2 < text.size() && hex_value(text[i + 1]) >= 0 &&
-        hex_value(text[i + 2]) >= 0) {
-      out.push_back(static_cast<char>(hex_value(text[i + 1]) * 16 + hex_value(text[i + 2])));
+    if (text[i] == '%' && i + 2 < text.size() && text::hex_digit_value(text[i + 1]) >= 0 &&
+        text::hex_digit_value(text[i + 2]) >= 0) {
+      out.push_back(static_cast<char>(text::hex_digit_value(text[i + 1]) * 16 +
+                                      text::hex_digit_value(text[i + 2])));
       i += 2;
     } else {
       out.push_back(text[i]);

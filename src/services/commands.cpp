@@ -2,6 +2,7 @@
 // `primebeaker services ...`: delegation to LiteRegistry's launchers and `images install`.
 #include "images.hpp"
 
+#include <primebeaker/beaker/client.hpp>
 #include <primebeaker/core/command_tree.hpp>
 #include <primebeaker/core/env.hpp>
 #include <primebeaker/core/error.hpp>
@@ -33,11 +34,9 @@ struct StopOptions {
 
 // PRIMEBEAKER_BEAKER applies to the upstream launchers' beaker calls too.
 void use_beaker_from(LiteRegistry &launcher, const std::map<std::string, std::string> &env) {
-  const auto beaker = env.find("PRIMEBEAKER_BEAKER");
   const auto path = env.find("PATH");
-  if (beaker != env.end()) {
-    launcher.use_beaker(beaker->second, path != env.end() ? path->second : "/usr/bin:/bin");
-  }
+  launcher.use_beaker(beaker::program_from_environment(env),
+                      path != env.end() ? path->second : "/usr/bin:/bin");
 }
 
 void add_python_option(CLI::App &command, std::optional<std::string> &target) {

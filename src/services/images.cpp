@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "images.hpp"
 
+#include <primebeaker/beaker/client.hpp>
 #include <primebeaker/core/env.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/text.hpp>
@@ -211,8 +212,7 @@ ImagesPlan make_images_plan(const ImagesInstallOptions &options,
   ImagesPlan plan;
   plan.workspace = std::string(text::trim(options.workspace));
   plan.docker_bin = options.docker_bin;
-  const auto beaker = env.find("PRIMEBEAKER_BEAKER");
-  plan.beaker_bin = beaker != env.end() && !beaker->second.empty() ? beaker->second : "beaker";
+  plan.beaker_bin = beaker::program_from_environment(env);
   plan.python = resolve_python(options.python, env);
   plan.pull_bases = options.pull_bases;
   const auto absolute = [&cwd](const std::string &path) {

@@ -169,18 +169,23 @@ OrderedJson config_request(std::string_view action, const LauncherConfig &config
 LiteRegistry::LiteRegistry(proc::Runner &runner, std::string python)
     : m_runner(runner), m_python(std::move(python)) {}
 
-void LiteRegistry::use_beaker(const std::string &program, const std::string &path_list) {
+std::optional<std::string> launcher_path_for_beaker(const std::string &program,
+                                                    const std::string &path_list) {
   if (program.empty() || program == "beaker") {
-    return;
+    return std::nullopt;
   }
   const std::filesystem::path path(program);
   if (path.filename() != "beaker" || !path.has_parent_path()) {
     spdlog::warn("PRIMEBEAKER_BEAKER={} is not used by LiteRegistry's launchers, which run "
                  "`beaker` from PATH",
                  program);
-    return;
+    return std::nullopt;
   }
-  m_helper_path = path.parent_path().string() + ":" + path_list;
+  return path.parent_path().string() + ":" + path_list;
+}
+
+void LiteRegistry::use_beaker(const std::string &program, const std::string &path_list) {
+  m_helper_path = launcher_path_for_beaker(program, path_list);
 }
 
 OrderedJson LiteRegistry::call(const OrderedJson &request, const LauncherConfig *config) {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // `primebeaker watcher index|update|rebuild|show|status|serve` (docs/watcher.md "Commands").
+#include <primebeaker/beaker/client.hpp>
 #include <primebeaker/core/command_tree.hpp>
 #include <primebeaker/core/env.hpp>
 #include <primebeaker/core/error.hpp>
@@ -133,7 +134,7 @@ std::function<std::string()> api_key_source(const std::string &secret) {
       return *key;
     }
     proc::Command command;
-    command.argv = {env::get("PRIMEBEAKER_BEAKER").value_or("beaker"), "secret", "read", secret};
+    command.argv = {beaker::program_from_environment(env::snapshot()), "secret", "read", secret};
     command.timeout = std::chrono::seconds(20);
     proc::Result result;
     try {

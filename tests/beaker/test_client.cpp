@@ -12,15 +12,18 @@ namespace {
 
 class ClientTest : public ::testing::Test {
 protected:
-  ClientTest() : m_fakes(m_tmp.path()) {}
-  std::string fake(const std::string &behaviour) {
-    m_fakes.add("beaker", behaviour);
+  // The fake beaker's path, answering `args` (and nothing else) with `answer` from now on.
+  std::string fake(const std::vector<std::string> &args, const test::FakeAnswer &answer) {
+    m_beaker.clear().on_sequence(args, {answer});
     return (m_fakes.bin() / "beaker").string();
   }
   test::TempDir m_tmp;
-  test::FakeBin m_fakes;
+  test::FakeBin m_fakes{m_tmp.path()};
+  test::FakeBeaker m_beaker{m_fakes};
   proc::SystemRunner m_runner;
 };
+
+const std::vector<std::string> k_create = {"experiment", "create"};
 
 TEST_F(ClientTest, ProgramFromEnvironment) {
   EXPECT_EQ(program_from_environment({}), "beaker");
@@ -29,10 +32,10 @@ TEST_F(ClientTest, ProgramFromEnvironment) {
 }
 
 TEST_F(ClientTest, CreateRunsTheDocumentedArgv) {
-  Client client(m_runner, fake("echo 'Experiment 01ABC submitted. See progress at x'"));
+  Client client(m_runner, fake(k_create, {"Experiment 01ABC submitted. See progress at x\n"}));
   const auto out = client.create_experiment("name with space", "ai2/ws", "/weka/spec.json");
   EXPECT_EQ(parse_created_experiment_id(out), "01ABC");
-  const auto calls = m_fakes.calls("beaker");
+  const auto calls = m_beaker.calls();
   ASSERT_EQ(calls.size(), 1u);
   EXPECT_EQ(calls[0].argv,
             (std::vector<std::string>{"beaker",
@@ -46,56 +49,55 @@ TEST_F(ClientTest, CreateRunsTheDocumentedArgv) {
 }
 
 TEST_F(ClientTest, CreateFailureCarriesStderrOrStdout) {
-  Client client(m_runner, fake("echo 'denied' >&2; exit 2"));
-  try {
-    client.create_experiment("n", "ai2/ws", "/s.json");
-    FAIL();
-  } catch (const Error &error) {
-    EXPECT_EQ(error.code(), 4);
-    EXPECT_STREQ(error.what(), "beaker could not create experiment n (exit code 2): denied");
-  }
-  Client quiet(m_runner, fake("echo 'only stdout'; exit 1"));
-  try {
-    quiet.create_experiment("n", "ai2/ws", "/s.json");
-    FAIL();
-  } catch (const Error &error) {
-    EXPECT_STREQ(error.what(), "beaker could not create experiment n (exit code 1): only stdout");
-  }
+  Client client(m_runner, fake(k_create, {"", 2, "denied\n"}));
+  const auto error =
+      test::thrown_error([&] { client.create_experiment("n", "ai2/ws", "/s.json"); });
+  EXPECT_EQ(error.code(), 4);
+  EXPECT_STREQ(error.what(), "beaker could not create experiment n (exit code 2): denied");
+  Client quiet(m_runner, fake(k_create, {"only stdout\n", 1}));
+  EXPECT_STREQ(
+      test::thrown_error([&] { quiet.create_experiment("n", "ai2/ws", "/s.json"); }).what(),
+      "beaker could not create experiment n (exit code 1): only stdout");
 }
 
 TEST_F(ClientTest, MissingProgramIsExit4WithAHint) {
   Client client(m_runner, (m_tmp.path() / "no-such-beaker").string());
-  try {
-    client.create_experiment("n", "ai2/ws", "/s.json");
-    FAIL();
-  } catch (const Error &error) {
-    EXPECT_EQ(error.code(), 4);
-    ASSERT_FALSE(error.context().empty());
-    EXPECT_NE(error.context().back().find("PRIMEBEAKER_BEAKER"), std::string::npos);
-  }
+  const auto error =
+      test::thrown_error([&] { client.create_experiment("n", "ai2/ws", "/s.json"); });
+  EXPECT_EQ(error.code(), 4);
+  ASSERT_FALSE(error.context().empty());
+  EXPECT_NE(error.context().back().find("PRIMEBEAKER_BEAKER"), std::string::npos);
 }
 
 TEST_F(ClientTest, GetExperimentParsesArrayOrObject) {
-  Client array(m_runner, fake(R"(echo '[{"id": "01A", "jobs": []}]')"));
+  const std::vector<std::string> get = {"experiment", "get"};
+  Client array(m_runner,
+               fake(get,
+                    {R"([{"id": "01A", "jobs": []}])"
+                     "\n"}));
   auto got = array.get_experiment("01A");
   ASSERT_TRUE(got.is_array());
   EXPECT_EQ(got[0]["id"], "01A");
-  EXPECT_EQ(m_fakes.calls("beaker").back().argv,
+  EXPECT_EQ(m_beaker.calls().back().argv,
             (std::vector<std::string>{"beaker", "experiment", "get", "01A", "--format", "json"}));
-  Client object(m_runner, fake(R"(echo '{"id": "01B"}')"));
+  Client object(m_runner,
+                fake(get,
+                     {R"({"id": "01B"})"
+                      "\n"}));
   got = object.get_experiment("01B");
   EXPECT_EQ(got[0]["id"], "01B");
-  Client garbage(m_runner, fake("echo 'not json'"));
-  EXPECT_THROW(garbage.get_experiment("x"), Error);
+  Client garbage(m_runner, fake(get, {"not json\n"}));
+  EXPECT_PB_ERROR(garbage.get_experiment("x"), 4, "");
 }
 
 TEST_F(ClientTest, StopAndParseId) {
-  Client client(m_runner, fake("exit 0"));
+  const std::vector<std::string> stop = {"experiment", "stop"};
+  Client client(m_runner, fake(stop, {}));
   client.stop_experiment("01S");
-  EXPECT_EQ(m_fakes.calls("beaker").back().argv,
+  EXPECT_EQ(m_beaker.calls().back().argv,
             (std::vector<std::string>{"beaker", "experiment", "stop", "01S"}));
-  Client failing(m_runner, fake("echo nope >&2; exit 1"));
-  EXPECT_THROW(failing.stop_experiment("01S"), Error);
+  Client failing(m_runner, fake(stop, {"", 1, "nope\n"}));
+  EXPECT_PB_ERROR(failing.stop_experiment("01S"), 4, "nope");
   EXPECT_EQ(parse_created_experiment_id("\x1b[1mExperiment \x1b[32m01XYZ\x1b[0m submitted."),
             "01XYZ");
   EXPECT_EQ(parse_created_experiment_id("nothing here"), std::nullopt);

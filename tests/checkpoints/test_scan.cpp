@@ -17,6 +17,7 @@ namespace fs = std::filesystem;
 using namespace pb::checkpoints;
 using pb::test::CheckpointTree;
 using pb::test::TempDir;
+using pb::test::thrown_error;
 
 CheckpointSource v080(const fs::path &out, int ranks) {
   CheckpointSource source;
@@ -110,15 +111,11 @@ TEST(CheckpointScan, ReferenceEvidenceOnlyStepTenIsComplete) {
   EXPECT_EQ(result.step(20).missing,
             Lines{"run_default/checkpoints/step_20/orchestrator/progress.pt"});
   EXPECT_EQ(result.step(30).missing, Lines{"checkpoints/step_30/trainer/__1_0.distcp"});
-  try {
-    require_step(result.statuses, 20);
-    FAIL() << "expected an error";
-  } catch (const pb::Error &e) {
-    EXPECT_EQ(std::string(e.what()), "step 20 is not a complete common checkpoint; available: 10");
-    EXPECT_EQ(e.code(), 1);
-    EXPECT_EQ(e.context(),
-              Lines{"missing: run_default/checkpoints/step_20/orchestrator/progress.pt"});
-  }
+  const auto error = thrown_error([&] { require_step(result.statuses, 20); });
+  EXPECT_STREQ(error.what(), "step 20 is not a complete common checkpoint; available: 10");
+  EXPECT_EQ(error.code(), 1);
+  EXPECT_EQ(error.context(),
+            Lines{"missing: run_default/checkpoints/step_20/orchestrator/progress.pt"});
 }
 
 TEST(CheckpointScan, MissingOrEmptyMetadata) {
@@ -198,22 +195,14 @@ TEST(CheckpointScan, NewestStepHalfWrittenFallsBackToTheNewestCompleteOne) {
                    "checkpoints/step_300/trainer/__2_0.distcp",
                    "checkpoints/step_300/trainer/__3_0.distcp"}));
   EXPECT_EQ(result.step(400).missing, Lines{"checkpoints/step_400/trainer"});
-  try {
-    require_step(result.statuses, 300);
-    FAIL();
-  } catch (const pb::Error &e) {
-    EXPECT_EQ(std::string(e.what()),
-              "step 300 is not a complete common checkpoint; available: 100, 200");
-    EXPECT_EQ(e.context().size(), 3U);
-  }
-  try {
-    require_step(result.statuses, 250);
-    FAIL();
-  } catch (const pb::Error &e) {
-    EXPECT_EQ(std::string(e.what()),
-              "step 250 is not a complete common checkpoint; available: 100, 200");
-    EXPECT_EQ(e.context(), Lines{"no step_250 directory in either checkpoint root"});
-  }
+  const auto missing_shards = thrown_error([&] { require_step(result.statuses, 300); });
+  EXPECT_STREQ(missing_shards.what(),
+               "step 300 is not a complete common checkpoint; available: 100, 200");
+  EXPECT_EQ(missing_shards.context().size(), 3U);
+  const auto no_directory = thrown_error([&] { require_step(result.statuses, 250); });
+  EXPECT_STREQ(no_directory.what(),
+               "step 250 is not a complete common checkpoint; available: 100, 200");
+  EXPECT_EQ(no_directory.context(), Lines{"no step_250 directory in either checkpoint root"});
 }
 
 TEST(CheckpointScan, ZeroPaddedNamesAreListedButNeverSelected) {
@@ -330,34 +319,21 @@ TEST(CheckpointScan, NoCompleteStepAtAll) {
   tree.make_roots();
   auto result = scan(tree.output_dir(), 2);
   EXPECT_EQ(newest_complete(result.statuses), std::nullopt);
-  try {
-    require_step(result.statuses, std::nullopt);
-    FAIL();
-  } catch (const pb::Error &e) {
-    EXPECT_EQ(std::string(e.what()),
-              "no complete common checkpoint; a resumable step needs every trainer shard, trainer "
-              ".metadata and orchestrator progress.pt (no step directories found)");
-  }
+  EXPECT_STREQ(thrown_error([&] { require_step(result.statuses, std::nullopt); }).what(),
+               "no complete common checkpoint; a resumable step needs every trainer shard, "
+               "trainer .metadata and orchestrator progress.pt (no step directories found)");
   tree.write_shard("step_1", 0);
   result = scan(tree.output_dir(), 2);
-  try {
-    require_step(result.statuses, 1);
-    FAIL();
-  } catch (const pb::Error &e) {
-    EXPECT_EQ(std::string(e.what()), "step 1 is not a complete common checkpoint; available: none");
-  }
+  EXPECT_STREQ(thrown_error([&] { require_step(result.statuses, 1); }).what(),
+               "step 1 is not a complete common checkpoint; available: none");
 }
 
 TEST(CheckpointScan, MissingRoots) {
   TempDir tmp;
-  try {
-    list_steps(v080(tmp / "out", 1));
-    FAIL();
-  } catch (const pb::Error &e) {
-    EXPECT_EQ(std::string(e.what()),
-              "trainer checkpoint root not found: " + (tmp / "out/checkpoints").string());
-    EXPECT_EQ(e.code(), 1);
-  }
+  const auto error = thrown_error([&] { list_steps(v080(tmp / "out", 1)); });
+  EXPECT_EQ(error.what(),
+            "trainer checkpoint root not found: " + (tmp / "out/checkpoints").string());
+  EXPECT_EQ(error.code(), 1);
   // Trainer checkpoints without any orchestrator root: listed, every step lacks progress.pt.
   CheckpointTree tree(tmp / "out");
   tree.write_shard("step_1", 0);
@@ -481,20 +457,12 @@ TEST(CheckpointScan, PostV080LayoutIsDetectedAndScannedInPlace) {
   EXPECT_EQ(old.orchestrator_root, tmp / "old/run_default/checkpoints");
   // Two run directories: ambiguous, so say so.
   pb::test::write_file(tmp / "out/other-run/checkpoints/step_1/orchestrator/progress.pt", "p");
-  try {
-    detect_source(tmp / "out", 2);
-    FAIL();
-  } catch (const pb::Error &e) {
-    EXPECT_NE(std::string(e.what()).find("holds 2 post-v0.8.0 run directories"), std::string::npos);
-    EXPECT_EQ(e.context().size(), 2U);
-  }
-  try {
-    detect_source(tmp / "empty", 1);
-    FAIL();
-  } catch (const pb::Error &e) {
-    EXPECT_EQ(std::string(e.what()),
-              "trainer checkpoint root not found: " + (tmp / "empty/checkpoints").string());
-  }
+  const auto ambiguous = thrown_error([&] { detect_source(tmp / "out", 2); });
+  EXPECT_NE(std::string(ambiguous.what()).find("holds 2 post-v0.8.0 run directories"),
+            std::string::npos);
+  EXPECT_EQ(ambiguous.context().size(), 2U);
+  EXPECT_EQ(thrown_error([&] { detect_source(tmp / "empty", 1); }).what(),
+            "trainer checkpoint root not found: " + (tmp / "empty/checkpoints").string());
 }
 
 // Randomised trees against an independent oracle written with std::filesystem: whatever the
@@ -562,7 +530,8 @@ TEST(CheckpointScan, ChosenStepIsAlwaysTheNewestCompleteCommonOne) {
     EXPECT_EQ(std::set<std::int64_t>(complete.begin(), complete.end()), expected)
         << "round " << round;
     if (expected.empty()) {
-      EXPECT_THROW(require_step(result.statuses, std::nullopt), pb::Error);
+      EXPECT_PB_ERROR(
+          require_step(result.statuses, std::nullopt), 1, "no complete common checkpoint");
     } else {
       EXPECT_EQ(require_step(result.statuses, std::nullopt).step, *expected.rbegin())
           << "round " << round;

@@ -45,13 +45,9 @@ int ranks_of(const std::string &text) {
 }
 
 std::string error_of(const std::string &text) {
-  try {
-    ranks_of(text);
-  } catch (const pb::Error &e) {
-    EXPECT_EQ(e.code(), 3);
-    return e.what();
-  }
-  return "no error";
+  const auto error = pb::test::thrown_error([&] { ranks_of(text); });
+  EXPECT_EQ(error.code(), 3);
+  return error.what();
 }
 
 TEST(CheckpointTopology, MultiNodeRanksAreCpTimesDpReplicate) {
@@ -107,16 +103,13 @@ TEST(CheckpointTopology, SourceFromToml) {
       Document::parse(multi_node("2", "2", 4, "[ckpt]\noutput_dir = \"/fast\"\n"), "t.toml"), "/w");
   EXPECT_EQ(source.trainer_root, "/fast/checkpoints");
   EXPECT_EQ(source.orchestrator_root, "/weka/out/run_default/checkpoints");
-  try {
+  const auto error = pb::test::thrown_error([] {
     source_from_toml(Document::parse(multi_node("2", "2", 4, "[resume]\n"), "t.toml"), "/w");
-    FAIL();
-  } catch (const pb::Error &e) {
-    EXPECT_EQ(e.code(), 3);
-    EXPECT_NE(std::string(e.what()).find("post-v0.8.0 Prime-RL config"), std::string::npos)
-        << e.what();
-    EXPECT_NE(std::string(e.what()).find("--output-dir RUN_DIR --ranks N"), std::string::npos)
-        << e.what();
-  }
+  });
+  EXPECT_EQ(error.code(), 3);
+  const std::string message = error.what();
+  EXPECT_NE(message.find("post-v0.8.0 Prime-RL config"), std::string::npos) << message;
+  EXPECT_NE(message.find("--output-dir RUN_DIR --ranks N"), std::string::npos) << message;
 }
 
 } // namespace

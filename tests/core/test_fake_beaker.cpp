@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
 namespace {
 
 using pb::test::FakeBeaker;
@@ -55,6 +57,56 @@ TEST(FakeBeaker, SequencePlaysInOrderThenRepeatsTheLast) {
   EXPECT_EQ(run_fake(bin, {"job", "get", "x"}).out, "running\n");
   EXPECT_EQ(run_fake(bin, {"job", "get", "x"}).out, "done\n");
   EXPECT_EQ(run_fake(bin, {"job", "get", "x"}).out, "done\n");
+}
+
+TEST(FakeBeaker, KeepsTheLastArgumentFileAndClearForgetsTheRules) {
+  TempDir tmp;
+  FakeBin bin(tmp.path());
+  FakeBeaker beaker(bin);
+  pb::test::FakeAnswer created{"Experiment 01X submitted\n"};
+  created.keep_last_argument = true;
+  beaker.on_sequence({"experiment", "create"}, {created}).on({"experiment", "stop"}, "");
+  pb::test::write_file(tmp / "spec.json", "{\"version\": \"v2\"}");
+  EXPECT_EQ(run_fake(bin, {"experiment", "create", (tmp / "spec.json").string()}).out,
+            "Experiment 01X submitted\n");
+  EXPECT_EQ(run_fake(bin, {"experiment", "stop", "01X"}).exit_code, 0);
+  EXPECT_EQ(beaker.kept_files(), std::vector<std::string>{"{\"version\": \"v2\"}"});
+  beaker.clear().on({"experiment", "stop"}, "", 1, "denied\n");
+  EXPECT_EQ(run_fake(bin, {"experiment", "stop", "01X"}).err, "denied\n");
+  EXPECT_EQ(run_fake(bin, {"experiment", "create", "x"}).exit_code, 97);
+  EXPECT_EQ(beaker.calls().size(), 4u);
+}
+
+TEST(FakeBeaker, SignalsItsCallerBeforeAnswering) {
+  TempDir tmp;
+  FakeBin bin(tmp.path());
+  FakeBeaker beaker(bin);
+  pb::test::FakeAnswer interrupted{"", 1, "terminated\n"};
+  interrupted.signal_caller = SIGTERM;
+  beaker.on_sequence({"experiment", "create"}, {interrupted});
+  // The caller is a bash that traps SIGTERM and reports it.
+  pb::proc::Command command;
+  command.argv = {"/bin/bash",
+                  "-c",
+                  "trap 'echo caught' TERM; \"$0\" experiment create spec; echo \"exit $?\"",
+                  (bin.bin() / "beaker").string()};
+  const auto out = pb::proc::SystemRunner().run(command);
+  EXPECT_EQ(out.out, "caught\nexit 1\n");
+  EXPECT_EQ(out.err, "terminated\n");
+}
+
+TEST(FakeBeaker, AnswersCanNameTheCallsWords) {
+  TempDir tmp;
+  FakeBin bin(tmp.path());
+  FakeBeaker beaker(bin);
+  pb::test::FakeAnswer image{"[{\"id\": \"01-{4}\"}] {9} {x}\n"};
+  image.expand_arguments = true;
+  beaker.on_sequence({"image", "create"}, {image});
+  EXPECT_EQ(run_fake(bin, {"image", "create", "sha256:1", "a b&c/{1}"}).out,
+            "[{\"id\": \"01-a b&c/{1}\"}] {9} {x}\n");
+  const auto calls = beaker.calls();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_GT(calls[0].time_ns, 0);
 }
 
 TEST(ExpectPbError, ChecksCodeAndMessage) {

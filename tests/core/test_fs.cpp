@@ -49,37 +49,26 @@ TEST(AtomicWrite, RefusingDirectoryLeavesOldFileIntact) {
   if (::geteuid() == 0) {
     // root ignores directory permissions; use a full-path failure instead.
     pb::test::TempDir dir;
-    EXPECT_THROW(pb::fs::write_file_atomic(dir / "missing-dir" / "x", "y"), pb::Error);
+    EXPECT_PB_ERROR(pb::fs::write_file_atomic(dir / "missing-dir" / "x", "y"), 1, "missing-dir/x");
     return;
   }
   pb::test::TempDir dir;
   pb::test::write_file(dir / "sub" / "a.toml", "keep\n");
   std::filesystem::permissions(
       dir / "sub", std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec);
-  EXPECT_THROW(pb::fs::write_file_atomic(dir / "sub" / "a.toml", "lost\n"), pb::Error);
+  EXPECT_PB_ERROR(pb::fs::write_file_atomic(dir / "sub" / "a.toml", "lost\n"), 1, "sub/a.toml");
   EXPECT_EQ(pb::test::read_file(dir / "sub" / "a.toml"), "keep\n");
 }
 
 TEST(AtomicWrite, ErrorNamesThePath) {
   pb::test::TempDir dir;
-  try {
-    pb::fs::write_file_atomic(dir / "nope" / "x.json", "{}");
-    FAIL() << "expected an error";
-  } catch (const pb::Error &e) {
-    EXPECT_EQ(e.code(), 1);
-    EXPECT_NE(std::string(e.what()).find("nope/x.json"), std::string::npos) << e.what();
-  }
+  EXPECT_PB_ERROR(pb::fs::write_file_atomic(dir / "nope" / "x.json", "{}"), 1, "nope/x.json");
 }
 
 TEST(ReadFile, MissingFileIsBadInputNamingIt) {
-  try {
-    pb::fs::read_file("/nonexistent/file.toml");
-    FAIL() << "expected an error";
-  } catch (const pb::Error &e) {
-    EXPECT_EQ(e.code(), 3);
-    EXPECT_EQ(std::string(e.what()),
-              "cannot read /nonexistent/file.toml: No such file or directory");
-  }
+  const auto error = pb::test::thrown_error([] { pb::fs::read_file("/nonexistent/file.toml"); });
+  EXPECT_EQ(error.code(), 3);
+  EXPECT_STREQ(error.what(), "cannot read /nonexistent/file.toml: No such file or directory");
 }
 
 TEST(ReadFile, ReadsBinaryExactly) {

@@ -43,13 +43,9 @@ TEST(SystemRunner, EnvironmentChangesAndCwd) {
 TEST(SystemRunner, MissingProgramIsToolError) {
   Command c;
   c.argv = {"pb-definitely-missing-program"};
-  try {
-    pb::proc::SystemRunner().run(c);
-    FAIL() << "expected an error";
-  } catch (const pb::Error &e) {
-    EXPECT_EQ(e.code(), 4);
-    EXPECT_EQ(std::string(e.what()), "cannot run pb-definitely-missing-program: not found on PATH");
-  }
+  const auto error = pb::test::thrown_error([&] { pb::proc::SystemRunner().run(c); });
+  EXPECT_EQ(error.code(), 4);
+  EXPECT_STREQ(error.what(), "cannot run pb-definitely-missing-program: not found on PATH");
 }
 
 TEST(SystemRunner, TimeoutKillsTheChild) {

@@ -24,4 +24,14 @@ TEST(Text, SplitJoinTrim) {
   EXPECT_EQ(pb::text::edit_distance("preveiw", "preview"), 2U);
 }
 
+TEST(Text, HexDigitValue) {
+  EXPECT_EQ(pb::text::hex_digit_value('0'), 0);
+  EXPECT_EQ(pb::text::hex_digit_value('9'), 9);
+  EXPECT_EQ(pb::text::hex_digit_value('a'), 10);
+  EXPECT_EQ(pb::text::hex_digit_value('F'), 15);
+  for (const char c : {'g', 'G', '/', ':', '@', '`', ' ', '\0'}) {
+    EXPECT_EQ(pb::text::hex_digit_value(c), -1) << int(c);
+  }
+}
+
 } // namespace

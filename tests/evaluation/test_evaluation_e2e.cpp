@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // `primebeaker evaluation ...` end to end: the real binary, the fake LiteRegistry on PYTHONPATH,
-// stand-in templates in a test-owned --template-dir, and a fake beaker that tells LiteRegistry's
-// service create (`-n NAME`) from the evaluator create (`--name NAME`) and records every call.
+// stand-in templates in a test-owned --template-dir, and the table-driven fake beaker, which tells
+// LiteRegistry's service create (`-n NAME`) from the evaluator create (`--name NAME`).
 #include "../services/fake_literegistry.hpp"
 #include "test_support.hpp"
 
@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+
+#include <signal.h>
 
 #include <algorithm>
 #include <fstream>
@@ -21,24 +23,6 @@ namespace {
 using nlohmann::json;
 using ordered = nlohmann::ordered_json;
 namespace stdfs = std::filesystem;
-
-// $6 is "-n" for LiteRegistry's create and "--name" for the evaluator's; the spec file is last.
-const char *k_fake_beaker = R"SH(
-case "$1 $2 $3 $4 $5" in
-  "--format json experiment create -n")
-    [ -n "$FAKE_SERVICE_FAIL" ] && { echo "no quota for services" >&2; exit 1; }
-    echo '{"id": "01SERVICE"}' ;;
-  "--format json experiment create --name")
-    cp "${@: -1}" "$FAKE_DIR/evaluator-spec.json"
-    [ -n "$FAKE_EVAL_TERM" ] && { kill -TERM "$PPID"; sleep 0.2; echo "terminated" >&2; exit 1; }
-    [ -n "$FAKE_EVAL_FAIL" ] && { echo "cluster ai2/jupiter is full" >&2; exit 1; }
-    echo '[{"id": "01EVAL", "name": "x"}]' ;;
-  "experiment stop "*)
-    [ -n "$FAKE_STOP_FAIL" ] && { echo "permission denied" >&2; exit 1; }
-    exit 0 ;;
-  *) echo "unexpected beaker call: $*" >&2; exit 97 ;;
-esac
-)SH";
 
 stdfs::path corpus_dir() {
   return shared_dir() / "corpus" / "primebeaker-eval-configs";
@@ -65,7 +49,6 @@ class EvaluationE2E : public ::testing::Test {
 protected:
   void SetUp() override {
     write_fake_literegistry(m_dir / "py");
-    m_fakes.add("beaker", k_fake_beaker);
     // A stand-in for every template the corpus references, under a test-owned template dir.
     const std::regex reference("template_path:\\s*(\\S+)");
     for (const auto &file : corpus_yamls()) {
@@ -79,19 +62,52 @@ protected:
   RunResult run(std::vector<std::string> args, const std::map<std::string, std::string> &env = {}) {
     RunOptions options;
     options.env = {{"PYTHONPATH", (m_dir / "py").string()},
-                   {"FAKE_LITEREGISTRY_RECORD", (m_dir / "records.jsonl").string()},
-                   {"FAKE_DIR", m_dir.path().string()}};
+                   {"FAKE_LITEREGISTRY_RECORD", (m_dir / "records.jsonl").string()}};
     for (const auto &[name, value] : env) {
       options.env[name] = value;
     }
     options.path_prepend = {m_fakes.bin()};
     options.cwd = m_dir.path();
+    answer_beaker();
     return run_primebeaker(args, options);
+  }
+
+  // What beaker answers in the next run: the service create (`-n`), the evaluator create
+  // (`--name`, whose spec is kept), and the service stop; each can be made to fail.
+  bool service_fails = false;
+  bool evaluator_fails = false;
+  bool evaluator_terminated = false; // SIGTERM reaches primebeaker while beaker runs
+  bool stop_fails = false;
+
+  void answer_beaker() {
+    const std::vector<std::string> create = {"--format", "json", "experiment", "create"};
+    auto with = [&create](const std::string &word) {
+      auto prefix = create;
+      prefix.push_back(word);
+      return prefix;
+    };
+    FakeAnswer evaluator{R"([{"id": "01EVAL", "name": "x"}])"
+                         "\n"};
+    if (evaluator_terminated) {
+      evaluator = {"", 1, "terminated\n"};
+      evaluator.signal_caller = SIGTERM;
+    } else if (evaluator_fails) {
+      evaluator = {"", 1, "cluster ai2/jupiter is full\n"};
+    }
+    evaluator.keep_last_argument = true;
+    m_beaker.clear()
+        .on_sequence(with("-n"),
+                     {service_fails ? FakeAnswer{"", 1, "no quota for services\n"}
+                                    : FakeAnswer{R"({"id": "01SERVICE"})"
+                                                 "\n"}})
+        .on_sequence(with("--name"), {evaluator})
+        .on_sequence({"experiment", "stop"},
+                     {stop_fails ? FakeAnswer{"", 1, "permission denied\n"} : FakeAnswer{}});
   }
 
   std::vector<std::vector<std::string>> beaker_calls() const {
     std::vector<std::vector<std::string>> calls;
-    for (const auto &call : m_fakes.calls("beaker")) {
+    for (const auto &call : m_beaker.calls()) {
       calls.push_back(std::vector<std::string>(call.argv.begin() + 1, call.argv.end()));
     }
     return calls;
@@ -118,6 +134,7 @@ protected:
 
   TempDir m_dir;
   FakeBin m_fakes{m_dir.path() / "fakes"};
+  FakeBeaker m_beaker{m_fakes};
 };
 
 template <typename Json> const Json *find_env(const Json &spec, const std::string &name) {
@@ -441,7 +458,8 @@ TEST_F(EvaluationE2E, SubmitLaunchesServicesThenTheEvaluatorAndSnapshots) {
                                       "--workspace",
                                       "ai2/oe-agents-holmes"}));
   EXPECT_FALSE(stdfs::exists(calls[1].back())); // the temporary spec is gone
-  const auto spec = json::parse(read_file(m_dir / "evaluator-spec.json"));
+  ASSERT_EQ(m_beaker.kept_files().size(), 1U);
+  const auto spec = json::parse(m_beaker.kept_files().front());
   EXPECT_EQ((*find_env(spec, "PRIMEBEAKER_MANAGED_SERVICE_EXPERIMENT_ID"))["value"], "01SERVICE");
   const auto snapshot =
       m_dir / "weka" / "evals" / "run-a" / ".jtceval-inputs" / "templates" / snapshot_name();
@@ -464,13 +482,13 @@ TEST_F(EvaluationE2E, SnapshotCollisionStopsBeforeAnythingIsLaunched) {
 
 TEST_F(EvaluationE2E, EvaluatorFailureStopsTheServices) {
   write_standard();
+  evaluator_fails = true;
   const auto result = run({"evaluation",
                            "submit",
                            "--config",
                            "cfg/eval.yaml",
                            "--local-mount",
-                           (m_dir / "weka").string()},
-                          {{"FAKE_EVAL_FAIL", "1"}});
+                           (m_dir / "weka").string()});
   EXPECT_EQ(result.exit_code, 4);
   EXPECT_NE(result.err.find(
                 "Beaker could not create evaluator run-a-ceval-fake: cluster ai2/jupiter is full"),
@@ -487,9 +505,10 @@ TEST_F(EvaluationE2E, EvaluatorFailureStopsTheServices) {
 
 TEST_F(EvaluationE2E, FailedStopReportsBothErrors) {
   write_standard();
+  evaluator_fails = true;
+  stop_fails = true;
   const auto result =
-      run({"evaluation", "run", "cfg/eval.yaml", "--local-mount", (m_dir / "weka").string()},
-          {{"FAKE_EVAL_FAIL", "1"}, {"FAKE_STOP_FAIL", "1"}});
+      run({"evaluation", "run", "cfg/eval.yaml", "--local-mount", (m_dir / "weka").string()});
   EXPECT_EQ(result.exit_code, 4);
   EXPECT_NE(result.err.find("Beaker could not create evaluator"), std::string::npos) << result.err;
   EXPECT_NE(result.err.find("also failed to stop service experiment 01SERVICE:"), std::string::npos)
@@ -499,9 +518,9 @@ TEST_F(EvaluationE2E, FailedStopReportsBothErrors) {
 
 TEST_F(EvaluationE2E, SigtermDuringSubmissionStopsTheServices) {
   write_standard();
+  evaluator_terminated = true;
   const auto result =
-      run({"evaluation", "submit", "cfg/eval.yaml", "--local-mount", (m_dir / "weka").string()},
-          {{"FAKE_EVAL_TERM", "1"}});
+      run({"evaluation", "submit", "cfg/eval.yaml", "--local-mount", (m_dir / "weka").string()});
   EXPECT_EQ(result.exit_code, 143) << result.err;
   EXPECT_NE(result.err.find("interrupted"), std::string::npos) << result.err;
   EXPECT_NE(result.err.find("stopped service experiment 01SERVICE"), std::string::npos)
@@ -513,9 +532,9 @@ TEST_F(EvaluationE2E, SigtermDuringSubmissionStopsTheServices) {
 
 TEST_F(EvaluationE2E, ServiceFailureLaunchesNoEvaluator) {
   write_standard();
+  service_fails = true;
   const auto result =
-      run({"evaluation", "submit", "cfg/eval.yaml", "--local-mount", (m_dir / "weka").string()},
-          {{"FAKE_SERVICE_FAIL", "1"}});
+      run({"evaluation", "submit", "cfg/eval.yaml", "--local-mount", (m_dir / "weka").string()});
   EXPECT_EQ(result.exit_code, 4);
   EXPECT_NE(result.err.find("no quota for services"), std::string::npos) << result.err;
   EXPECT_EQ(beaker_calls().size(), 1U);
@@ -585,8 +604,8 @@ TEST_F(EvaluationE2E, RequestSubmitRollsBackToo) {
   const auto ok = run({"evaluation", "request-submit", "--request-json", request});
   ASSERT_EQ(ok.exit_code, 0) << ok.err;
   EXPECT_EQ(json::parse(ok.out)["evaluation_experiment_id"], "01EVAL");
-  const auto failed =
-      run({"evaluation", "request-submit", "--request-json", request}, {{"FAKE_EVAL_FAIL", "1"}});
+  evaluator_fails = true;
+  const auto failed = run({"evaluation", "request-submit", "--request-json", request});
   EXPECT_EQ(failed.exit_code, 4);
   EXPECT_EQ(beaker_calls().back(), (std::vector<std::string>{"experiment", "stop", "01SERVICE"}));
 }

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The pure half of the node runtime: env contract, placement, worker list, argv, verdicts.
+#include "test_support.hpp"
+
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/node/plan.hpp>
 
@@ -31,21 +33,11 @@ EnvMap rl_env(int rank = 0) {
 }
 
 int exit_code_of(const std::function<void()> &f) {
-  try {
-    f();
-  } catch (const pb::Error &e) {
-    return e.code();
-  }
-  return 0;
+  return pb::test::thrown_error(f).code();
 }
 
 std::string message_of(const std::function<void()> &f) {
-  try {
-    f();
-  } catch (const pb::Error &e) {
-    return e.what();
-  }
-  return "";
+  return pb::test::thrown_error(f).what();
 }
 
 TEST(NodeEnv, ParsesTheRlContract) {

@@ -233,7 +233,7 @@ public:
                     ctl +
                     "/fail-torchrun-$BEAKER_REPLICA_RANK ]; then sleep 0.2; exit 7; fi\n"
                     "sleep 0.3; exit 0");
-    m_fakes.add("beaker", "exit 0");
+    m_beaker.on({"experiment", "stop"}, "");
 
     write_file(
         m_root / "config.toml",
@@ -257,6 +257,7 @@ public:
   fs::path rdv() const { return m_root / "rdv"; }
   fs::path ctl(const std::string &name) const { return m_root / "ctl" / name; }
   pb::test::FakeBin &fakes() { return m_fakes; }
+  const pb::test::FakeBeaker &beaker() const { return m_beaker; }
   int gateway_port() const { return m_gateway_port; }
   std::map<std::string, std::string> &extra_env() { return m_extra; }
 
@@ -414,6 +415,7 @@ private:
   int m_nodes;
   pb::test::TempDir m_root;
   pb::test::FakeBin m_fakes;
+  pb::test::FakeBeaker m_beaker{m_fakes};
   int m_gateway_port = 0;
   std::map<std::string, std::string> m_extra;
   std::vector<pb::proc::Child> m_children;
@@ -593,7 +595,7 @@ TEST(NodeRl, ThreeReplicasSucceedWithEverythingWiredAsSpecified) {
   EXPECT_FALSE(fs::exists(out / "run_default/broadcasts/step_6"));
   EXPECT_TRUE(fs::exists(out / "checkpoints/step_4"));
   // Managed service cleanup: rank 0 stops the service stack once.
-  const auto beaker = cluster.fakes().calls("beaker");
+  const auto beaker = cluster.beaker().calls();
   ASSERT_EQ(beaker.size(), 1U);
   EXPECT_EQ(beaker[0].argv,
             (std::vector<std::string>{"beaker", "experiment", "stop", "01SERVICESTACK"}));

@@ -113,13 +113,7 @@ TEST(Child, MissingProgramIsExit4) {
   SpawnSpec s;
   s.argv = {"pb-no-such-program-xyz"};
   s.env = pb::env::snapshot();
-  try {
-    Child::spawn(s);
-    FAIL() << "expected an error";
-  } catch (const pb::Error &e) {
-    EXPECT_EQ(e.code(), 4);
-    EXPECT_NE(std::string(e.what()).find("pb-no-such-program-xyz"), std::string::npos);
-  }
+  EXPECT_PB_ERROR(Child::spawn(s), 4, "pb-no-such-program-xyz");
 }
 
 TEST(Child, DestructorKillsARunningChild) {

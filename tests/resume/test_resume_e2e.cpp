@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// `primebeaker rl resume` end to end: the real binary, a fake `beaker` on PATH answering in the
-// JSON shapes of docs/resume.md, checkpoint trees built on disk.
+// `primebeaker rl resume` end to end: the real binary, the table-driven fake `beaker` on PATH
+// answering in the JSON shapes of docs/resume.md, checkpoint trees built on disk.
 #include "../checkpoints/checkpoint_tree.hpp"
 #include "test_support.hpp"
 
@@ -14,31 +14,10 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::ordered_json;
 using pb::test::CheckpointTree;
+using pb::test::FakeAnswer;
+using pb::test::FakeBeaker;
 using pb::test::FakeBin;
 using pb::test::TempDir;
-
-constexpr const char *k_fake_beaker = R"BASH(
-state="$FAKE_STATE"
-case "$1 $2" in
-  "experiment get")
-    f="$state/experiment-$3.json"
-    [ -f "$f" ] || { echo "experiment $3 not found" >&2; exit 1; }
-    cat "$f" ;;
-  "job get") cat "$state/jobs-$3.json" ;;
-  "secret list") cat "$state/secrets.json" ;;
-  "image get")
-    f="$state/image-${3//\//_}.json"
-    [ -f "$f" ] || { echo "image $3 not found" >&2; exit 1; }
-    cat "$f" ;;
-  "experiment create")
-    for spec; do :; done
-    n=$(ls "$state" | grep -c submitted-spec)
-    cp "$spec" "$state/submitted-spec-$n.json"
-    if [ -f "$state/create-fails" ]; then echo "Error: budget ai2/none has no quota left" >&2; exit 3; fi
-    echo "Experiment 01CHILD$n submitted. See progress at https://beaker.org/ex/01CHILD$n" ;;
-  *) echo "fake beaker: unexpected call: $*" >&2; exit 97 ;;
-esac
-)BASH";
 
 std::string toml_text(const fs::path &out) {
   return "# Multi-node RL, 4 trainer ranks (cp 2 x dp_replicate 2) on a mixed node.\n"
@@ -77,6 +56,8 @@ std::string toml_text(const fs::path &out) {
          "[orchestrator]\n";
 }
 
+const std::vector<std::string> k_image_get = {"image", "get", "jdoe/prime-rl-v0.8.0"};
+
 // stderr from the error line on (warnings before it are checked separately).
 std::string error_text(const std::string &err) {
   const auto at = err.find("primebeaker: error: ");
@@ -87,9 +68,6 @@ class ResumeE2E : public ::testing::Test {
 protected:
   void SetUp() override {
     weka = tmp.path() / "weka";
-    state = tmp.path() / "state";
-    fs::create_directories(state);
-    fake.add("beaker", k_fake_beaker);
     pb::test::write_file(toml_path(), toml_text(out()));
     tree.complete_step("step_10", 4);
     tree.complete_step("step_20", 4);
@@ -100,20 +78,32 @@ protected:
     tree.write_metadata("step_30");
     pb::test::write_file(out() / "run_default/broadcasts/step_29/STABLE", "");
     write_experiment("01PARENT", true, true);
-    write_state(
-        "secrets.json",
-        R"([{"name": "WANDB_SECRET"}, {"name": "SOURCE_SECRET"}, {"name": "BEAKER_TOKEN"}, {"name": "OTHER"}])");
-    write_state(
-        "image-jdoe_prime-rl-v0.8.0.json",
+    answers[{"secret", "list"}] = {
+        R"([{"name": "WANDB_SECRET"}, {"name": "SOURCE_SECRET"}, {"name": "BEAKER_TOKEN"}, {"name": "OTHER"}])"};
+    answers[k_image_get] = {
         R"([{"id": "01IMAGE", "fullName": "jdoe/prime-rl-v0.8.0", "workspaceRef": {"fullName": "ai2/oe-agents"},
-                     "committed": "2026-08-01T10:00:00Z"}])");
+                     "committed": "2026-08-01T10:00:00Z"}])"};
   }
 
   fs::path out() const { return weka / "out"; }
   fs::path toml_path() const { return weka / "configs/rl.toml"; }
 
-  void write_state(const std::string &name, const std::string &content) {
-    pb::test::write_file(state / name, content);
+  // The fake beaker's table for the next run, from what the test has set up so far; `experiment
+  // create` keeps the spec and answers 01CHILD<n> for the n-th creation (or fails when asked).
+  void answer_beaker() {
+    beaker.clear();
+    for (const auto &[prefix, answer] : answers) {
+      beaker.on_sequence(prefix, {answer});
+    }
+    const auto n = std::to_string(beaker.calls_matching({"experiment", "create"}).size());
+    FakeAnswer created{"Experiment 01CHILD" + n + " submitted. See progress at " +
+                       "https://beaker.org/ex/01CHILD" + n + "\n"};
+    if (create_fails) {
+      created = {"", 3, "Error: budget ai2/none has no quota left\n"};
+    }
+    created.keep_last_argument = true;
+    beaker.on_sequence({"experiment", "create"}, {created});
+    beaker.on({"experiment", "get"}, "", 1, "experiment not found\n");
   }
 
   // The source experiment in the shape of docs/resume.md; job 1 finished or not.
@@ -184,10 +174,10 @@ protected:
          "execution": {"replicaRank": 1,
            "spec": {"name": "prime-rl-multinode", "image": {"beaker": "jdoe/prime-rl-v0.8.0"}, "replicas": 2}}}
       ]}])";
-    write_state("experiment-" + id + ".json", experiment);
+    answers[{"experiment", "get", id}] = {experiment};
     // `beaker job get` answers with the same job objects.
     const auto parsed = ordered_json::parse(experiment);
-    write_state("jobs-" + job0 + ".json", parsed[0]["jobs"].dump());
+    answers[{"job", "get", job0}] = {parsed[0]["jobs"].dump()};
   }
 
   pb::test::RunResult resume(std::vector<std::string> extra,
@@ -195,15 +185,15 @@ protected:
     std::vector<std::string> args = {
         "rl", "resume", "--from-experiment", "01PARENT", "--attempt-id", attempt};
     args.insert(args.end(), extra.begin(), extra.end());
+    answer_beaker();
     pb::test::RunOptions options;
     options.path_prepend = {fake.bin()};
-    options.env["FAKE_STATE"] = state.string();
     return pb::test::run_primebeaker(args, options);
   }
 
   std::vector<std::string> beaker_calls() const {
     std::vector<std::string> calls;
-    for (const auto &call : fake.calls("beaker")) {
+    for (const auto &call : beaker.calls()) {
       std::string line;
       for (std::size_t i = 1; i < call.argv.size(); ++i) {
         line += (i > 1 ? " " : "") + call.argv[i];
@@ -222,8 +212,10 @@ protected:
 
   TempDir tmp;
   fs::path weka;
-  fs::path state;
   FakeBin fake{tmp.path() / "fake"};
+  FakeBeaker beaker{fake};
+  std::map<std::vector<std::string>, FakeAnswer> answers; // what beaker answers, by call
+  bool create_fails = false;
   CheckpointTree tree{tmp.path() / "weka/out"};
 };
 
@@ -303,8 +295,8 @@ TEST_F(ResumeE2E, ActiveSourceIsRefusedAndNothingChanges) {
 }
 
 TEST_F(ResumeE2E, MissingSecretsAndImageAreAllListed) {
-  write_state("secrets.json", R"([{"name": "BEAKER_TOKEN"}])");
-  fs::remove(state / "image-jdoe_prime-rl-v0.8.0.json");
+  answers[{"secret", "list"}] = {R"([{"name": "BEAKER_TOKEN"}])"};
+  answers[k_image_get] = {"", 1, "image jdoe/prime-rl-v0.8.0 not found\n"};
   const std::string before = pb::test::tree_digest(weka);
   const auto result = resume({});
   EXPECT_EQ(result.exit_code, 1);
@@ -316,17 +308,15 @@ TEST_F(ResumeE2E, MissingSecretsAndImageAreAllListed) {
 }
 
 TEST_F(ResumeE2E, ForeignAndUncommittedImagesAreRefused) {
-  write_state(
-      "image-jdoe_prime-rl-v0.8.0.json",
-      R"({"id": "01IMAGE", "workspaceRef": {"fullName": "ai2/elsewhere"}, "committed": "2026-08-01T10:00:00Z"})");
+  answers[k_image_get] = {
+      R"({"id": "01IMAGE", "workspaceRef": {"fullName": "ai2/elsewhere"}, "committed": "2026-08-01T10:00:00Z"})"};
   auto result = resume({});
   EXPECT_EQ(
       error_text(result.err),
       "primebeaker: error: Beaker workspace preflight failed for ai2/oe-agents: images outside "
       "ai2/oe-agents: jdoe/prime-rl-v0.8.0 (owned by ai2/elsewhere)\n");
-  write_state(
-      "image-jdoe_prime-rl-v0.8.0.json",
-      R"({"id": "01IMAGE", "workspaceRef": {"fullName": "ai2/oe-agents"}, "committed": "0001-01-01T00:00:00Z"})");
+  answers[k_image_get] = {
+      R"({"id": "01IMAGE", "workspaceRef": {"fullName": "ai2/oe-agents"}, "committed": "0001-01-01T00:00:00Z"})"};
   result = resume({});
   EXPECT_EQ(error_text(result.err),
             "primebeaker: error: Beaker workspace preflight failed for ai2/oe-agents: uncommitted "
@@ -416,7 +406,8 @@ TEST_F(ResumeE2E, SubmitsTheSpecWritesTheTomlAndTheManifest) {
       "constraints": {"cluster": ["ai2/jupiter"]}
     }]
   })");
-  const auto submitted = ordered_json::parse(pb::test::read_file(state / "submitted-spec-0.json"));
+  ASSERT_EQ(beaker.kept_files().size(), 1U);
+  const auto submitted = ordered_json::parse(beaker.kept_files().front());
   EXPECT_EQ(submitted, expected_spec) << submitted.dump(2);
   EXPECT_EQ(plan["launch"]["spec"], expected_spec);
 
@@ -457,7 +448,7 @@ TEST_F(ResumeE2E, SubmitsTheSpecWritesTheTomlAndTheManifest) {
 }
 
 TEST_F(ResumeE2E, BeakerFailingAfterTheTomlLeavesAManifestThenASecondResumeWorks) {
-  pb::test::write_file(state / "create-fails", "");
+  create_fails = true;
   const auto failed = resume({}, "firstattempt");
   EXPECT_EQ(failed.exit_code, 4);
   EXPECT_NE(failed.err.find("budget ai2/none has no quota left"), std::string::npos) << failed.err;
@@ -479,7 +470,7 @@ TEST_F(ResumeE2E, BeakerFailingAfterTheTomlLeavesAManifestThenASecondResumeWorks
   EXPECT_EQ(manifest["generated_config_path"], first_toml.string());
   const std::string first_manifest_text = pb::test::read_file(first_manifest);
 
-  fs::remove(state / "create-fails");
+  create_fails = false;
   const auto second = resume({}, "secondattempt");
   ASSERT_EQ(second.exit_code, 0) << second.err;
   const auto json = ordered_json::parse(second.out);
@@ -571,12 +562,12 @@ TEST_F(ResumeE2E, OverridesReplaceSourceValues) {
 
 TEST_F(ResumeE2E, SourceAndConfigErrors) {
   // Not a PrimeBeaker launch.
-  write_state(
-      "experiment-01PLAIN.json",
-      R"([{"id": "01PLAIN", "jobs": [{"id": "J", "execution": {"spec": {"envVars": []}}}]}])");
+  answers[{"experiment", "get", "01PLAIN"}] = {
+      R"([{"id": "01PLAIN", "jobs": [{"id": "J", "execution": {"spec": {"envVars": []}}}]}])"};
+  answers[{"experiment", "get", "01MISSING"}] = {"", 1, "experiment 01MISSING not found\n"};
+  answer_beaker();
   pb::test::RunOptions options;
   options.path_prepend = {fake.bin()};
-  options.env["FAKE_STATE"] = state.string();
   auto result = pb::test::run_primebeaker({"rl", "resume", "01PLAIN", "--dry-run"}, options);
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_NE(result.err.find("experiment 01PLAIN is not a PrimeBeaker/Prime-RL launch"),

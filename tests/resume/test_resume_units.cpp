@@ -56,12 +56,8 @@ TEST(ResumeSource, ParsesTheReferenceEvidence) {
 }
 
 std::string error_of(const std::string &json) {
-  try {
-    parse_source("01X", OrderedJson::parse(json), false);
-  } catch (const pb::Error &e) {
-    return e.what();
-  }
-  return "no error";
+  return pb::test::thrown_error([&] { parse_source("01X", OrderedJson::parse(json), false); })
+      .what();
 }
 
 TEST(ResumeSource, Errors) {
@@ -165,26 +161,17 @@ TEST(ResumeReverify, AChangedCheckpointIsRefused) {
   plan.record = pb::checkpoints::make_record(listing.steps.at(0), plan.checkpoints);
   EXPECT_NO_THROW(reverify_checkpoint(plan));
   tree.write_shard("step_20", 1, "a different size");
-  try {
-    reverify_checkpoint(plan);
-    FAIL();
-  } catch (const pb::Error &e) {
-    EXPECT_EQ(std::string(e.what()),
-              "selected checkpoint changed while preparing the resume attempt: step 20 "
-              "files or sizes differ from the plan");
-  }
+  EXPECT_STREQ(pb::test::thrown_error([&] { reverify_checkpoint(plan); }).what(),
+               "selected checkpoint changed while preparing the resume attempt: step 20 "
+               "files or sizes differ from the plan");
   fs::remove(tree.progress("step_20"));
-  try {
-    reverify_checkpoint(plan);
-    FAIL();
-  } catch (const pb::Error &e) {
-    EXPECT_EQ(std::string(e.what()),
-              "selected checkpoint changed while preparing the resume attempt: step 20 "
-              "is no longer complete");
-    EXPECT_EQ(e.context(),
-              std::vector<std::string>{
-                  "missing: run_default/checkpoints/step_20/orchestrator/progress.pt"});
-  }
+  const auto incomplete = pb::test::thrown_error([&] { reverify_checkpoint(plan); });
+  EXPECT_STREQ(incomplete.what(),
+               "selected checkpoint changed while preparing the resume attempt: step 20 "
+               "is no longer complete");
+  EXPECT_EQ(incomplete.context(),
+            std::vector<std::string>{
+                "missing: run_default/checkpoints/step_20/orchestrator/progress.pt"});
 }
 
 TEST(ResumeManifest, TimestampFormat) {

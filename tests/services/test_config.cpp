@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: MIT
+#include "test_support.hpp"
+
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/services/config.hpp>
 
@@ -13,13 +15,8 @@ struct Failure {
 };
 
 Failure failure_of(const std::function<void()> &body) {
-  try {
-    body();
-  } catch (const Error &error) {
-    return {error.code(), error.what()};
-  }
-  ADD_FAILURE() << "no error";
-  return {};
+  const auto error = test::thrown_error(body);
+  return {error.code(), error.what()};
 }
 
 TEST(ConfigFromFlags, PassesEveryFieldThroughAsText) {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // `services images install` end to end with fake docker, beaker, pip and build script: every
-// external step is recorded in one shared log, so the tests assert the exact command sequence.
+// external step is recorded with its time, so the tests assert the exact command sequence.
 #include "fake_literegistry.hpp"
 #include "test_support.hpp"
 
@@ -9,12 +9,16 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 namespace pb::test {
 namespace {
 
 using nlohmann::json;
 
-const char *k_log_call = "echo \"$(basename \"$0\") $*\" >> \"$SEQ_LOG\"\n";
+// docker, pip and the build script log "<nanoseconds> <name> <args>"; beaker's calls are the fake
+// beaker's records, which carry the same clock.
+const char *k_log_call = "echo \"$(date +%s%N) $(basename \"$0\") $*\" >> \"$SEQ_LOG\"\n";
 
 class ImagesInstall : public ::testing::Test {
 protected:
@@ -23,9 +27,9 @@ protected:
     m_fakes.add("docker",
                 std::string(k_log_call) +
                     "if [ \"$1\" = image ]; then tag=\"${@: -1}\"; echo \"sha256:${tag%%:*}\"; fi");
-    m_fakes.add("beaker",
-                std::string(k_log_call) +
-                    "if [ \"$1\" = image ]; then echo \"[{\\\"id\\\": \\\"01-$5\\\"}]\"; fi");
+    FakeAnswer image{"[{\"id\": \"01-{5}\"}]\n"}; // `image create sha256:... --name NAME ...`
+    image.expand_arguments = true;
+    m_beaker.on({"account", "whoami"}, "").on_sequence({"image", "create"}, {image});
     m_fakes.add("pip",
                 std::string(k_log_call) +
                     "dest=''; prev=''; for a in \"$@\"; do [ \"$prev\" = --dest ] && dest=$a; "
@@ -43,7 +47,8 @@ protected:
     write_file(
         build_script(),
         "#!/bin/bash\n"
-        "echo \"build-images.sh '$1' $2 DOCKER_BIN=$DOCKER_BIN PULL_BASES=$PULL_BASES "
+        "echo \"$(date +%s%N) build-images.sh '$1' $2 DOCKER_BIN=$DOCKER_BIN "
+        "PULL_BASES=$PULL_BASES "
         "BUILD_LOCAL_SEARCH=$BUILD_LOCAL_SEARCH JTC_BUILD_CONTEXT=${JTC_BUILD_CONTEXT-unset} "
         "cwd=$(basename \"$(pwd)\")\" >> \"$SEQ_LOG\"\n"
         "echo 'build progress on stdout'\n",
@@ -72,19 +77,30 @@ protected:
     return run_primebeaker(args, options);
   }
 
+  // Every external call in the order they were made, as "<name> <args>".
   std::vector<std::string> sequence() const {
-    if (!std::filesystem::exists(m_dir / "seq.log")) {
-      return {};
+    std::vector<std::pair<long long, std::string>> timed;
+    if (std::filesystem::exists(m_dir / "seq.log")) {
+      for (const auto &line : pb::text::split(read_file(m_dir / "seq.log"), '\n')) {
+        if (const auto space = line.find(' '); space != std::string::npos) {
+          timed.emplace_back(std::stoll(line.substr(0, space)), line.substr(space + 1));
+        }
+      }
     }
-    auto lines = pb::text::split(read_file(m_dir / "seq.log"), '\n');
-    if (!lines.empty() && lines.back().empty()) {
-      lines.pop_back();
+    for (const auto &call : m_beaker.calls()) {
+      timed.emplace_back(call.time_ns, pb::text::join(call.argv, " "));
+    }
+    std::sort(timed.begin(), timed.end());
+    std::vector<std::string> lines;
+    for (auto &[time, line] : timed) {
+      lines.push_back(std::move(line));
     }
     return lines;
   }
 
   TempDir m_dir;
   FakeBin m_fakes{m_dir.path() / "fakes"};
+  FakeBeaker m_beaker{m_fakes};
 };
 
 std::vector<std::string> publish(const std::string &local,
@@ -203,7 +219,7 @@ TEST_F(ImagesInstall, MissingExecutablesAndFailingChecksStopEarly) {
   EXPECT_EQ(result.exit_code, 4);
   EXPECT_EQ(result.err, "primebeaker: error: required executable was not found: no-such-docker\n");
   EXPECT_TRUE(sequence().empty());
-  m_fakes.add("beaker", std::string(k_log_call) + "echo 'not logged in' >&2; exit 1");
+  m_beaker.clear().on({"account", "whoami"}, "", 1, "not logged in\n");
   result = run({"--workspace=ai2/test", "--stack=base"});
   EXPECT_EQ(result.exit_code, 4);
   EXPECT_NE(result.err.find("[\"beaker\",\"account\",\"whoami\"] failed (exit code 1)"),

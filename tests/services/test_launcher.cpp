@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 // How LiteRegistry helper answers become errors, with a scripted Runner (no Python).
+#include "test_support.hpp"
+
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/services/config.hpp>
 #include <primebeaker/services/launcher.hpp>
@@ -32,13 +34,7 @@ proc::Result answer(const std::string &json, int exit_code = 0, const std::strin
 
 Error error_of(ScriptedRunner &runner, const LauncherConfig &config) {
   LiteRegistry launcher(runner, "/opt/py/bin/python3");
-  try {
-    launcher.preview(config);
-  } catch (const Error &error) {
-    return error;
-  }
-  ADD_FAILURE() << "no error";
-  return failure("none");
+  return test::thrown_error([&] { launcher.preview(config); });
 }
 
 LauncherConfig yaml_config() {
@@ -119,13 +115,9 @@ TEST(LiteRegistryHelper, AnswersMapToExitCodes) {
     ScriptedRunner runner(
         answer(R"({"ok": false, "error": "launcher_failed", "message": "RuntimeError: b"})"));
     LiteRegistry launcher(runner, "python3");
-    try {
-      launcher.submit(yaml_config());
-      ADD_FAILURE();
-    } catch (const Error &error) {
-      EXPECT_EQ(error.code(), 4);
-      EXPECT_STREQ(error.what(), "LiteRegistry launcher failed: RuntimeError: b");
-    }
+    const auto error = test::thrown_error([&] { launcher.submit(yaml_config()); });
+    EXPECT_EQ(error.code(), 4);
+    EXPECT_STREQ(error.what(), "LiteRegistry launcher failed: RuntimeError: b");
   }
 }
 

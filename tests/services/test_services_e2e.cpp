@@ -11,17 +11,18 @@ namespace {
 
 using nlohmann::json;
 
+// How LiteRegistry's launchers create their experiment.
+const std::vector<std::string> k_create = {"--format", "json", "experiment", "create"};
+
 class ServicesE2E : public ::testing::Test {
 protected:
   void SetUp() override {
     write_fake_literegistry(m_dir / "py");
-    m_fakes.add("beaker",
-                "case \"$*\" in\n"
-                "  *'experiment create'*) echo '{\"id\": \"01SERVICE\", \"jobs\": [{\"id\": "
-                "\"01JOB\"}]}' ;;\n"
-                "  *'experiment stop'*) exit \"${FAKE_BEAKER_STOP_EXIT:-0}\" ;;\n"
-                "  *) echo \"unexpected beaker call: $*\" >&2; exit 97 ;;\n"
-                "esac");
+    m_beaker
+        .on(k_create,
+            R"({"id": "01SERVICE", "jobs": [{"id": "01JOB"}]})"
+            "\n")
+        .on({"experiment", "stop"}, "");
     m_work = m_dir / "work";
     std::filesystem::create_directories(m_work);
   }
@@ -47,6 +48,7 @@ protected:
 
   TempDir m_dir;
   FakeBin m_fakes{m_dir.path() / "fakes"};
+  FakeBeaker m_beaker{m_fakes};
   std::filesystem::path m_work;
 };
 
@@ -85,7 +87,7 @@ TEST_F(ServicesE2E, PreviewPassesEveryFlagWithItsDeclaredType) {
   EXPECT_EQ(config["name_prefix"]["value"], "with space");
   EXPECT_EQ(config.size(), 9U);
   // Preview never runs beaker and changes nothing but the fake's own record.
-  EXPECT_TRUE(m_fakes.calls("beaker").empty());
+  EXPECT_TRUE(m_beaker.calls().empty());
   std::filesystem::remove(record_path());
   EXPECT_EQ(tree_digest(m_dir.path()), before);
 }
@@ -98,7 +100,7 @@ TEST_F(ServicesE2E, PodmanPreviewUsesThePodmanConfig) {
   EXPECT_EQ(last_config(),
             json({{"podman_replicas", {{"type", "int"}, {"value", 4}}},
                   {"service_clusters", {{"type", "tuple"}, {"value", {"ai2/jupiter"}}}}}));
-  EXPECT_TRUE(m_fakes.calls("beaker").empty());
+  EXPECT_TRUE(m_beaker.calls().empty());
 }
 
 TEST_F(ServicesE2E, LaunchSubmitsThroughTheUpstreamLauncher) {
@@ -108,7 +110,7 @@ TEST_F(ServicesE2E, LaunchSubmitsThroughTheUpstreamLauncher) {
   const auto receipt = json::parse(result.out);
   EXPECT_EQ(receipt["experiment_name"], "literegistry-base-fake");
   EXPECT_EQ(receipt["beaker"]["id"], "01SERVICE");
-  const auto calls = m_fakes.calls("beaker");
+  const auto calls = m_beaker.calls();
   ASSERT_EQ(calls.size(), 1U);
   ASSERT_GE(calls[0].argv.size(), 9U);
   EXPECT_EQ(std::vector<std::string>(calls[0].argv.begin(), calls[0].argv.begin() + 8),
@@ -124,7 +126,7 @@ TEST_F(ServicesE2E, LaunchSubmitsThroughTheUpstreamLauncher) {
 }
 
 TEST_F(ServicesE2E, LaunchReportsBeakerFailureAsToolFailure) {
-  m_fakes.add("beaker", "echo 'quota exceeded' >&2; exit 1");
+  m_beaker.clear().on(k_create, "", 1, "quota exceeded\n");
   const auto result = run({"services", "launch"});
   EXPECT_EQ(result.exit_code, 4);
   EXPECT_NE(result.err.find("primebeaker: error: LiteRegistry launcher failed: RuntimeError: "
@@ -137,7 +139,7 @@ TEST_F(ServicesE2E, LaunchReportsBeakerFailureAsToolFailure) {
 TEST_F(ServicesE2E, PrimebeakerBeakerReachesTheUpstreamLauncher) {
   // A beaker that is not on PATH at all, named by PRIMEBEAKER_BEAKER.
   FakeBin elsewhere(m_dir / "elsewhere");
-  elsewhere.add("beaker", "echo '{\"id\": \"01OTHER\"}'");
+  FakeBeaker(elsewhere).on(k_create, "{\"id\": \"01OTHER\"}\n");
   std::filesystem::remove(m_fakes.bin() / "beaker");
   const auto result =
       run({"services", "launch"}, {{"PRIMEBEAKER_BEAKER", (elsewhere.bin() / "beaker").string()}});
@@ -151,10 +153,10 @@ TEST_F(ServicesE2E, StopRunsBeakerUnlessDryRun) {
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(json::parse(result.out),
             json({{"command", {"beaker", "experiment", "stop", "01SERVICE"}}, {"dry_run", true}}));
-  EXPECT_TRUE(m_fakes.calls("beaker").empty());
+  EXPECT_TRUE(m_beaker.calls().empty());
   result = run({"services", "podman", "stop", "--experiment-id=01POD"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
-  const auto calls = m_fakes.calls("beaker");
+  const auto calls = m_beaker.calls();
   ASSERT_EQ(calls.size(), 1U);
   EXPECT_EQ(calls[0].argv, (std::vector<std::string>{"beaker", "experiment", "stop", "01POD"}));
 }
@@ -177,7 +179,7 @@ TEST_F(ServicesE2E, YamlFieldsReachTheLauncherUnchanged) {
                   {"service_clusters", {{"type", "list"}, {"value", {"ai2/jupiter"}}}},
                   {"omit_service_resources", {{"type", "bool"}, {"value", true}}},
                   {"gateway_timeout", {{"type", "int"}, {"value", 30}}}}));
-  EXPECT_TRUE(m_fakes.calls("beaker").empty());
+  EXPECT_TRUE(m_beaker.calls().empty());
 }
 
 TEST_F(ServicesE2E, PodmanYamlExpandsRegistryAndLaunches) {
@@ -198,7 +200,7 @@ TEST_F(ServicesE2E, PodmanYamlExpandsRegistryAndLaunches) {
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(last_config()["registry"]["value"], "redis://registry.internal:6379");
   EXPECT_EQ(last_config()["podman_replicas"]["value"], 6);
-  EXPECT_EQ(m_fakes.calls("beaker").size(), 1U);
+  EXPECT_EQ(m_beaker.calls().size(), 1U);
 }
 
 TEST_F(ServicesE2E, UnknownYamlFieldNamesItsLineAndColumn) {
@@ -285,7 +287,7 @@ TEST_F(ServicesE2E, ExampleServiceFilesPreviewCleanly) {
   EXPECT_EQ(config["registry"]["value"], "redis://registry-host:6379");
   EXPECT_EQ(config["podman_replicas"]["value"], 16);
   EXPECT_EQ(config["podman_session_idle_timeout"], json({{"type", "int"}, {"value", 7200}}));
-  EXPECT_TRUE(m_fakes.calls("beaker").empty());
+  EXPECT_TRUE(m_beaker.calls().empty());
 }
 
 } // namespace

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: MIT
+#include "test_support.hpp"
+
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/services/yaml_tree.hpp>
 
@@ -10,14 +12,9 @@ namespace pb::services {
 namespace {
 
 std::string error_of(const std::function<void()> &body) {
-  try {
-    body();
-  } catch (const Error &error) {
-    EXPECT_EQ(error.code(), 3);
-    return error.what();
-  }
-  ADD_FAILURE() << "no error";
-  return {};
+  const auto error = test::thrown_error(body);
+  EXPECT_EQ(error.code(), 3);
+  return error.what();
 }
 
 TEST(YamlTree, TypesPlainScalarsLikePyYaml) {

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <fstream>
 #include <functional>
@@ -144,6 +145,18 @@ void FakeBin::add(const std::string &name, const std::string &behaviour) {
   write_file(m_bin / name, script, 0755);
 }
 
+namespace {
+// How many digits a call record's name starts with (its nanosecond clock).
+size_t file_stem_digits(const std::filesystem::path &record) {
+  const std::string name = record.filename().string();
+  size_t n = 0;
+  while (n < name.size() && std::isdigit(static_cast<unsigned char>(name[n]))) {
+    ++n;
+  }
+  return n;
+}
+} // namespace
+
 std::vector<FakeCall> FakeBin::calls(const std::string &name) const {
   std::vector<std::filesystem::path> records;
   const std::string marker = "." + name + ".";
@@ -169,6 +182,7 @@ std::vector<FakeCall> FakeBin::calls(const std::string &name) const {
   for (const auto &record : records) {
     FakeCall call;
     call.argv = split_nul(read_file(record));
+    call.time_ns = std::stoll(record.filename().string().substr(0, file_stem_digits(record)));
     if (!call.argv.empty()) {
       call.argv[0] = std::filesystem::path(call.argv[0]).filename().string();
     }
@@ -204,6 +218,7 @@ bool args_match(const std::vector<std::string> &args, const std::vector<std::str
 FakeBeaker::FakeBeaker(FakeBin &bin)
     : m_bin(bin), m_rules(bin.bin().parent_path() / "beaker-rules") {
   std::filesystem::create_directories(m_rules);
+  std::filesystem::create_directories(m_rules.parent_path() / "beaker-kept");
   // Rule folders sort in the order they were added; each holds its prefix (NUL-separated
   // words), its answers (answer-K.out/.err/.code) and how many calls it has served.
   m_bin.add(
@@ -222,7 +237,23 @@ FakeBeaker::FakeBeaker(FakeBin &bin)
           "  __served=$(cat \"$__rule/served\" 2>/dev/null || echo 0)\n"
           "  __k=$__served; (( __k < __n )) || __k=$((__n - 1))\n"
           "  echo $((__served + 1)) > \"$__rule/served\"\n"
-          "  cat \"$__rule/answer-$__k.out\"; cat \"$__rule/answer-$__k.err\" >&2\n"
+          "  if [ -e \"$__rule/answer-$__k.keep\" ]; then\n"
+          "    cp -- \"${@: -1}\" \"" +
+          (m_rules.parent_path() / "beaker-kept").string() +
+          "/$(date +%s%N)\"\n"
+          "  fi\n"
+          "  if [ -e \"$__rule/answer-$__k.signal\" ]; then\n"
+          "    kill -\"$(cat \"$__rule/answer-$__k.signal\")\" \"$PPID\"; sleep 0.2\n"
+          "  fi\n"
+          "  if [ -e \"$__rule/answer-$__k.expand\" ]; then\n"
+          "    __o=$(cat \"$__rule/answer-$__k.out\"; echo x); __o=${__o%x}\n"
+          "    for ((__i = 1; __i <= $# && __i <= 9; ++__i)); do "
+          "__o=${__o//\"{$__i}\"/\"${!__i}\"}; done\n"
+          "    printf '%s' \"$__o\"\n"
+          "  else\n"
+          "    cat \"$__rule/answer-$__k.out\"\n"
+          "  fi\n"
+          "  cat \"$__rule/answer-$__k.err\" >&2\n"
           "  exit \"$(cat \"$__rule/answer-$__k.code\")\"\n"
           "done\n"
           "echo \"fake beaker: unexpected call: $*\" >&2\n"
@@ -255,6 +286,15 @@ FakeBeaker &FakeBeaker::on_sequence(const std::vector<std::string> &prefix,
     write_file(rule / (stem + ".out"), answers[k].out);
     write_file(rule / (stem + ".err"), answers[k].err);
     write_file(rule / (stem + ".code"), std::to_string(answers[k].exit_code));
+    if (answers[k].keep_last_argument) {
+      write_file(rule / (stem + ".keep"), "");
+    }
+    if (answers[k].expand_arguments) {
+      write_file(rule / (stem + ".expand"), "");
+    }
+    if (answers[k].signal_caller != 0) {
+      write_file(rule / (stem + ".signal"), std::to_string(answers[k].signal_caller));
+    }
   }
   return *this;
 }
@@ -272,6 +312,37 @@ std::vector<FakeCall> FakeBeaker::calls_matching(const std::vector<std::string> 
     }
   }
   return matching;
+}
+
+std::vector<std::string> FakeBeaker::kept_files() const {
+  std::vector<std::filesystem::path> kept;
+  for (const auto &entry :
+       std::filesystem::directory_iterator(m_rules.parent_path() / "beaker-kept")) {
+    kept.push_back(entry.path());
+  }
+  std::sort(kept.begin(), kept.end());
+  std::vector<std::string> contents;
+  for (const auto &path : kept) {
+    contents.push_back(read_file(path));
+  }
+  return contents;
+}
+
+FakeBeaker &FakeBeaker::clear() {
+  std::filesystem::remove_all(m_rules);
+  std::filesystem::create_directories(m_rules);
+  m_next_rule = 0;
+  return *this;
+}
+
+pb::Error thrown_error(const std::function<void()> &body) {
+  try {
+    body();
+  } catch (const pb::Error &error) {
+    return error;
+  }
+  ADD_FAILURE() << "expected a pb::Error, none was thrown";
+  return pb::Error(-1, "no pb::Error was thrown");
 }
 
 } // namespace pb::test

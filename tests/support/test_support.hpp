@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -65,6 +66,7 @@ struct FakeCall {
   std::vector<std::string> argv; // argv[0] is the program name as invoked
   std::map<std::string, std::string> env;
   std::string cwd;
+  long long time_ns = 0; // when it was made (`date +%s%N`), to order calls of several fakes
 };
 
 // Fake programs for end-to-end tests: each records its argv, env and cwd, then runs a bash
@@ -87,9 +89,17 @@ private:
 // repeating, which scripts a lifecycle (pending, running, succeeded). An unmatched call prints
 // "fake beaker: unexpected call: ..." and exits 97, so a test notices calls it did not expect.
 struct FakeAnswer {
-  std::string out;
+  std::string out = {};
   int exit_code = 0;
-  std::string err;
+  std::string err = {};
+  // The call's last argument names a file (the spec of `experiment create`, which the caller
+  // deletes afterwards): keep a copy of it for kept_files().
+  bool keep_last_argument = false;
+  // Send this signal to the caller (the fake's parent) before answering: a Ctrl-C or SIGTERM
+  // that arrives while beaker runs.
+  int signal_caller = 0;
+  // `out` names the call's words: "{1}" becomes its first argument, "{5}" its fifth (up to 9).
+  bool expand_arguments = false;
 };
 
 class FakeBeaker {
@@ -104,6 +114,10 @@ public:
   std::vector<FakeCall> calls() const;
   // The calls whose arguments start with `prefix` (same matching as the rules).
   std::vector<FakeCall> calls_matching(const std::vector<std::string> &prefix) const;
+  // The files kept by answers with keep_last_argument, in call order.
+  std::vector<std::string> kept_files() const;
+  // Forgets every rule (not the calls), so that a test can answer differently from now on.
+  FakeBeaker &clear();
 
 private:
   FakeBin &m_bin;
@@ -112,6 +126,11 @@ private:
 };
 
 bool args_match(const std::vector<std::string> &args, const std::vector<std::string> &prefix);
+
+// The pb::Error that `body` throws, for the checks EXPECT_PB_ERROR does not make (the exact
+// message, the context lines). Records a test failure, and returns an Error with code -1, when
+// `body` throws none.
+pb::Error thrown_error(const std::function<void()> &body);
 
 } // namespace pb::test
 

@@ -2,6 +2,8 @@
 // The edit battery: exact outputs for the before/after examples the engine was designed on
 // (replacing a value, adding keys, tables and array elements, removing with comments) and the
 // placement, style and comment-ownership rules of docs/toml.md.
+#include "test_support.hpp"
+
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/toml/edit.hpp>
 #include <primebeaker/toml/value.hpp>
@@ -22,12 +24,7 @@ std::string unset(const std::string &text, const std::string &path, bool prune =
   return pb::toml::unset(Document::parse(text, "t.toml"), path, {false, prune});
 }
 int error_code(const std::function<void()> &f) {
-  try {
-    f();
-  } catch (const pb::Error &e) {
-    return e.code();
-  }
-  return 0;
+  return pb::test::thrown_error(f).code();
 }
 
 // Replacing a value keeps spacing, alignment and the comment.

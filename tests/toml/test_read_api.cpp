@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: MIT
+#include "test_support.hpp"
+
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/toml/value.hpp>
 
@@ -32,13 +34,9 @@ TEST(ReadApi, KeysResolveSemantically) {
 }
 
 TEST(ReadApi, InvalidTomlNamesFileLineColumn) {
-  try {
-    Document::parse("a = 1\nb = \n", "bad.toml");
-    FAIL() << "expected an error";
-  } catch (const pb::Error &e) {
-    EXPECT_EQ(e.code(), 3);
-    EXPECT_EQ(std::string(e.what()).rfind("bad.toml:2:", 0), 0U) << e.what();
-  }
+  const auto error = pb::test::thrown_error([] { Document::parse("a = 1\nb = \n", "bad.toml"); });
+  EXPECT_EQ(error.code(), 3);
+  EXPECT_EQ(std::string(error.what()).rfind("bad.toml:2:", 0), 0U) << error.what();
 }
 
 } // namespace

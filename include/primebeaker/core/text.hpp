@@ -19,4 +19,7 @@ std::string shell_quote(std::string_view word);
 // Levenshtein distance, for "did you mean" hints.
 size_t edit_distance(std::string_view a, std::string_view b);
 
+// The value of one hexadecimal digit (0-9, a-f, A-F), or -1 when `c` is not one.
+int hex_digit_value(char c);
+
 } // namespace pb::text

@@ -72,6 +72,13 @@ std::string_view helper_source();
                                        const LauncherConfig *config,
                                        const std::string &python);
 
+// The PATH under which LiteRegistry's launchers, which run plain `beaker` from PATH, reach
+// `program` (the beaker program primebeaker resolved, beaker::program_from_environment): a path
+// ending in /beaker has its directory put before `path_list`. nullopt when `program` is the
+// default, or cannot be reached that way (a warning says so). Pure but for the warning.
+std::optional<std::string> launcher_path_for_beaker(const std::string &program,
+                                                    const std::string &path_list);
+
 // Runs the helper with `python`. Every failure becomes one clear pb::Error: a missing package
 // names its pip requirement (exit 4), unknown fields name their flag or file:line:col with a
 // suggestion, upstream validation errors keep upstream's message, Beaker failures exit 4.
@@ -79,9 +86,7 @@ class LiteRegistry {
 public:
   LiteRegistry(proc::Runner &runner, std::string python);
 
-  // The `beaker` program as primebeaker resolves it (PRIMEBEAKER_BEAKER). Upstream launchers run
-  // plain `beaker` from PATH, so a path ending in /beaker has its directory put first on the
-  // helper's PATH; `path_list` is our PATH. Pure setter.
+  // The `beaker` program as primebeaker resolves it; see launcher_path_for_beaker().
   void use_beaker(const std::string &program, const std::string &path_list);
 
   // preview(): upstream `{experiment_name, config, spec}`; no Beaker call, nothing written.
