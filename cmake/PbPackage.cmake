@@ -27,7 +27,8 @@ if(PB_LEAN_LINK AND PB_HAVE_PACK_RELATIVE_RELOCS)
   # DT_RELR needs the loader of glibc 2.36 (dpkg-shlibdeps only sees the symbol versions).
   set(CPACK_DEBIAN_PACKAGE_DEPENDS "libc6 (>= 2.36)")
 endif()
-set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "libcurl4 (>= 7.88)") # dlopened for registry probe-gateway
+# dlopened: libcurl for the registry's HTTP, libcpp-httplib by `watcher serve` (its plugin).
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "libcurl4 (>= 7.88), libcpp-httplib0.11")
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "bash-completion")
 set(CPACK_GENERATOR DEB)
 include(CPack)

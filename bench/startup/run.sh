@@ -6,14 +6,23 @@
 # (LD_DEBUG=statistics); then size and shared libraries of the binary. Given a second binary
 # (the "before"), it is measured the same way in the same run, and ratios are printed for both.
 # Usage: bench/startup/run.sh [primebeaker] [baseline-primebeaker]
+#        bench/startup/run.sh --variants LABEL:BINARY...   (any number, as steps.sh does)
 #        (default: build/release/primebeaker; figures in bench/startup/README.md)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-binary=${1:-build/release/primebeaker}
-baseline=${2:-}
+variants=()
+if [[ ${1:-} == --variants ]]; then
+  shift
+  variants=("$@")
+else
+  variants=("after:${1:-build/release/primebeaker}")
+  [[ -n ${2:-} ]] && variants+=("before:$2")
+fi
 runs=${RUNS:-200}
 root=$PWD
-[[ -x $binary ]] || { echo "no binary at $binary (cmake --build build/release)" >&2; exit 1; }
+for pair in "${variants[@]}"; do
+  [[ -x ${pair#*:} ]] || { echo "no binary at ${pair#*:} (cmake --build build/release)" >&2; exit 1; }
+done
 
 perf_ok=0
 if perf stat -x, -e task-clock,page-faults -- /bin/true >/dev/null 2>&1; then perf_ok=1; fi
@@ -55,8 +64,8 @@ preview_args=(rl preview --toml examples/multinode-rl/rl.toml --registry redis:/
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg); perf stat: $([[ $perf_ok == 1 ]] && echo yes || echo 'no (/usr/bin/time)'); $runs runs each"
 read -r true_ms true_faults < <(measure /bin/true)
 true_wall=$(wall_ms /bin/true)
-printf '%-34s %9s %7s %9s %7s %9s %7s\n' command task-ms x-true faults x-true wall-ms relocs
-printf '%-34s %9.3f %7s %9d %7s %9s %7s\n' /bin/true "$true_ms" 1.00 "$true_faults" 1.00 "$true_wall" \
+printf '%-44s %9s %7s %9s %7s %9s %7s\n' command task-ms x-true faults x-true wall-ms relocs
+printf '%-44s %9.3f %7s %9d %7s %9s %7s\n' /bin/true "$true_ms" 1.00 "$true_faults" 1.00 "$true_wall" \
   "$(relocations /bin/true)"
 
 report() {
@@ -69,23 +78,24 @@ report() {
     *) cmd=("$bin" "${preview_args[@]}") ;;
     esac
     read -r ms faults < <(measure "${cmd[@]}")
-    printf '%-34s %9.3f %7.2f %9d %7.2f %9s %7s\n' "$label $name" "$ms" \
+    printf '%-44s %9.3f %7.2f %9d %7.2f %9s %7s\n' "$label $name" "$ms" \
       "$(awk -v a="$ms" -v b="$true_ms" 'BEGIN {print a / b}')" "$faults" \
       "$(awk -v a="$faults" -v b="$true_faults" 'BEGIN {print a / b}')" "$(wall_ms "${cmd[@]}")" \
       "$(relocations "${cmd[@]}")"
   done
 }
 
-report after "$binary"
-[[ -n $baseline ]] && report before "$baseline"
+for pair in "${variants[@]}"; do
+  report "${pair%%:*}" "${pair#*:}"
+done
 
 echo
-for pair in "after:$binary" ${baseline:+"before:$baseline"}; do
+for pair in "${variants[@]}"; do
   label=${pair%%:*} bin=${pair#*:}
   libs=$(ldd "$bin" | awk '$1 !~ /^linux-vdso/ {sub(/\.so.*/, "", $1); sub(/.*\//, "", $1); print $1}' | sort | paste -sd' ')
   stripped=$(mktemp)
   strip -o "$stripped" "$bin"
-  printf '%-7s size %s bytes (%s stripped); %d shared libraries: %s\n' "$label" "$(stat -c %s "$bin")" \
+  printf '%-17s size %s bytes (%s stripped); %d shared libraries: %s\n' "$label" "$(stat -c %s "$bin")" \
     "$(stat -c %s "$stripped")" "$(wc -w <<<"$libs")" "$libs"
   rm -f "$stripped"
 done
