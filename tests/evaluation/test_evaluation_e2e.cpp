@@ -133,7 +133,8 @@ protected:
   }
 
   TempDir m_dir;
-  FakeBin m_fakes{m_dir.path() / "fakes"};
+  TempDir m_fake_root; // apart from m_dir, whose digest the dry-run tests compare
+  FakeBin m_fakes{m_fake_root.path()};
   FakeBeaker m_beaker{m_fakes};
 };
 
