@@ -117,33 +117,6 @@ OrderedJson tool_defs(const Environment &environment, const OrderedJson &args) {
 
 namespace {
 
-std::string first_word(const std::string &text) {
-  return text.substr(0, text.find(' '));
-}
-
-// Catalog weights read "1.0" or "<parameter> (<default>)".
-double weight_of(const std::string &weight, const OrderedJson &args) {
-  const std::string word = first_word(weight);
-  if (!word.empty() && (std::isdigit(static_cast<unsigned char>(word[0])) || word[0] == '-')) {
-    return std::stod(word);
-  }
-  const OrderedJson value = args.value(word, OrderedJson());
-  return value.is_number() ? value.get<double>() : 0.0;
-}
-
-// Catalog turn limits read "2", or "max_tool_calls + 1 (65)".
-long long turn_limit(const Environment &environment, const OrderedJson &args) {
-  if (args.contains("max_turns") && args["max_turns"].is_number_integer()) {
-    return args["max_turns"].get<long long>();
-  }
-  const std::string word = first_word(environment.max_turns);
-  if (!word.empty() && std::isdigit(static_cast<unsigned char>(word[0]))) {
-    return std::stoll(word);
-  }
-  const OrderedJson budget = args.value(word, OrderedJson());
-  return budget.is_number_integer() ? budget.get<long long>() + 1 : -1;
-}
-
 OrderedJson stop(const std::string &name, int priority, const std::string &key = {}) {
   OrderedJson spec = {
       {"name", name}, {"priority", priority}, {"kind", key.empty() ? "observe" : "state"}};
@@ -228,11 +201,11 @@ OrderedJson describe(const std::string &name, const OrderedJson &args) {
   shape["name"] = environment.name;
   shape["module"] = environment.module;
   shape["kind"] = single_turn(environment) ? "single_turn" : "multi_turn";
-  shape["max_turns"] = single_turn(environment) ? 1 : turn_limit(environment, full);
+  shape["max_turns"] = single_turn(environment) ? 1 : environment.turn_limit(full);
   shape["tool_defs"] = tool_defs(environment, full);
   OrderedJson rewards = OrderedJson::array();
   for (const auto &reward : environment.rewards) {
-    rewards.push_back({{"name", reward.name}, {"weight", weight_of(reward.weight, full)}});
+    rewards.push_back({{"name", reward.name}, {"weight", reward.weight_for(full)}});
   }
   shape["rewards"] = rewards;
   shape["metrics"] = environment.metrics;
