@@ -7,6 +7,7 @@
 #include <primebeaker/environments/scoring.hpp>
 #include <primebeaker/environments/validate.hpp>
 #include <primebeaker/environments_runtime/engine.hpp>
+#include <primebeaker/tool_services/scoring.hpp>
 
 #include <algorithm>
 #include <cctype>
@@ -286,28 +287,6 @@ OrderedJson rollout_record(const OrderedJson &request, const OrderedJson &state)
   return rollout;
 }
 
-std::string judge_url(const Environment &environment, const OrderedJson &args) {
-  const OrderedJson &given = args.value("judge_server_url", OrderedJson());
-  if (given.is_string() && !given.get<std::string>().empty()) {
-    return given.get<std::string>();
-  }
-  if (environment.behaviour == Behaviour::rubrichub_judge) {
-    return "http://127.0.0.1:1212/judge";
-  }
-  std::string search = args.value("search_server_url", std::string());
-  while (!search.empty() && search.back() == '/') {
-    search.pop_back();
-  }
-  const std::string suffix = "/search";
-  if (search.size() < suffix.size() ||
-      search.compare(search.size() - suffix.size(), suffix.size(), suffix) != 0) {
-    throw RequestError("environment",
-                       "judge_server_url is not set and search_server_url does not end in "
-                       "/search, so the judge URL cannot be derived");
-  }
-  return search.substr(0, search.size() - suffix.size()) + "/judge";
-}
-
 } // namespace
 
 OrderedJson EnvironmentEngine::score(const std::string &session, const OrderedJson &request) {
@@ -330,14 +309,17 @@ OrderedJson EnvironmentEngine::score(const std::string &session, const OrderedJs
   try {
     const OrderedJson body = environments::service_request(*environment, args, rollout);
     if (!body.is_null()) {
+      const auto service = tool_services::scoring_service(*environment, args);
+      if (!service) {
+        throw RequestError("environment", environment->name + " names no scoring service");
+      }
       const bool judge = environment->behaviour != Behaviour::reward_model;
       ServiceCall call;
       call.service = judge ? "judge" : "classify";
-      call.url =
-          judge ? judge_url(*environment, args) : args.value("reward_server_url", std::string());
+      call.url = service->endpoint.url;
       call.body = body;
-      call.timeout = args.value(judge ? "judge_timeout" : "reward_timeout", 240.0);
-      call.max_retries = args.value(judge ? "judge_max_retries" : "reward_max_retries", 3LL);
+      call.timeout = static_cast<double>(service->endpoint.timeout.count()) / 1000.0;
+      call.max_retries = service->endpoint.max_retries;
       call.session = session;
       std::atomic<bool> never{false};
       OrderedJson response;
@@ -346,7 +328,7 @@ OrderedJson EnvironmentEngine::score(const std::string &session, const OrderedJs
       } catch (const ToolError &error) {
         throw RequestError("infra", error.detail());
       }
-      rollout["state"][judge ? "judge_response" : "reward_model_response"] = response;
+      rollout["state"][service->state_key] = response;
       info_update[judge ? "judge" : "reward_model"] = {{"request", body}, {"response", response}};
     }
     const environments::Score score = environments::score_rollout(*environment, args, rollout);
