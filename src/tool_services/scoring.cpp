@@ -72,6 +72,14 @@ std::string search_judge_url(const Environment &environment, const OrderedJson &
   return search.substr(0, search.size() - suffix.size()) + "/judge";
 }
 
+ScoringService
+judge_service(const Environment &environment, const OrderedJson &args, std::string url) {
+  return ScoringService{
+      "Judge request",
+      "judge_response",
+      endpoint_from(environment, args, std::move(url), "judge_timeout", "judge_max_retries")};
+}
+
 } // namespace
 
 std::optional<ScoringService> scoring_service(const Environment &environment,
@@ -86,22 +94,10 @@ std::optional<ScoringService> scoring_service(const Environment &environment,
                                         "reward_timeout",
                                         "reward_max_retries")};
   case Behaviour::rubrichub_judge:
-    return ScoringService{"Judge request",
-                          "judge_response",
-                          endpoint_from(environment,
-                                        args,
-                                        url_argument(environment, args, "judge_server_url"),
-                                        "judge_timeout",
-                                        "judge_max_retries")};
+    return judge_service(environment, args, url_argument(environment, args, "judge_server_url"));
   case Behaviour::search_agent_judge:
   case Behaviour::search_visit_agent_judge:
-    return ScoringService{"Judge request",
-                          "judge_response",
-                          endpoint_from(environment,
-                                        args,
-                                        search_judge_url(environment, args),
-                                        "judge_timeout",
-                                        "judge_max_retries")};
+    return judge_service(environment, args, search_judge_url(environment, args));
   default:
     return std::nullopt;
   }

@@ -4,6 +4,9 @@
 #pragma once
 
 #include <primebeaker/core/json.hpp>
+#include <primebeaker/tool_services/transport.hpp>
+
+#include <gtest/gtest.h>
 
 #include <chrono>
 #include <functional>
@@ -50,5 +53,29 @@ private:
 
 // A URL nothing listens on (a port bound, then closed).
 std::string unreachable_url(const std::string &path = "/");
+
+// An endpoint with a short back-off so retry tests stay fast (the schedule itself is checked
+// by BackoffDelay).
+inline tool_services::Endpoint fast_endpoint(const std::string &url, int attempts = 3) {
+  using namespace std::chrono_literals;
+  tool_services::Endpoint endpoint;
+  endpoint.url = url;
+  endpoint.timeout = 2000ms;
+  endpoint.max_retries = attempts;
+  endpoint.initial_backoff = 5ms;
+  endpoint.max_backoff = 20ms;
+  return endpoint;
+}
+
+// Runs `call`, expects a ServiceError and returns it.
+template <typename F> tool_services::ServiceError failure_of(F &&call) {
+  try {
+    call();
+  } catch (const tool_services::ServiceError &error) {
+    return error;
+  }
+  ADD_FAILURE() << "no ServiceError";
+  return tool_services::ServiceError(tool_services::FailureKind::bad_response, "none", "none");
+}
 
 } // namespace pb::test

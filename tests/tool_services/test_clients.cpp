@@ -15,29 +15,11 @@ namespace pb::tool_services {
 namespace {
 
 using namespace std::chrono_literals;
+using test::failure_of;
 using test::FakeReply;
 using test::FakeService;
+using test::fast_endpoint;
 using J = OrderedJson;
-
-Endpoint fast(const std::string &url, int attempts = 3) {
-  Endpoint endpoint;
-  endpoint.url = url;
-  endpoint.timeout = 2000ms;
-  endpoint.max_retries = attempts;
-  endpoint.initial_backoff = 5ms;
-  endpoint.max_backoff = 20ms;
-  return endpoint;
-}
-
-template <typename F> ServiceError failure_of(F &&call) {
-  try {
-    call();
-  } catch (const ServiceError &error) {
-    return error;
-  }
-  ADD_FAILURE() << "no ServiceError";
-  return ServiceError(FailureKind::bad_response, "none", "none");
-}
 
 const char *const terminal_reply =
     R"({"stdout": "1\n", "stderr": "", "success": true, "exit_code": 0, "execution_time": 0.01, "truncated": false, "truncated_characters": 0})";
@@ -45,10 +27,11 @@ const char *const terminal_reply =
 TEST(Terminal, SendsContentsCommandAndTruncation) {
   FakeService service;
   service.script({{200, terminal_reply}, {200, terminal_reply}});
-  const J output = terminal_execute(fast(service.url("/terminal")), {"wc -l", "a\n", 2000});
+  const J output =
+      terminal_execute(fast_endpoint(service.url("/terminal")), {"wc -l", "a\n", 2000});
   EXPECT_EQ(output["stdout"], "1\n");
   EXPECT_EQ(output["truncated_characters"], 0);
-  terminal_execute(fast(service.url("/terminal")), {"ls", std::nullopt, std::nullopt});
+  terminal_execute(fast_endpoint(service.url("/terminal")), {"ls", std::nullopt, std::nullopt});
   const auto requests = service.requests();
   EXPECT_EQ(requests[0].json().dump(), R"({"contents":"a\n","command":"wc -l","truncation":2000})");
   EXPECT_EQ(requests[1].json().dump(), R"({"contents":"","command":"ls","truncation":null})");
@@ -57,7 +40,8 @@ TEST(Terminal, SendsContentsCommandAndTruncation) {
 TEST(Python, SendsCodeContextRuntimeAndModel) {
   FakeService service;
   service.script({{200, R"({"stdout": "3", "stderr": "", "success": true})"}});
-  const J output = python_execute(fast(service.url("/python")), {"print(1+2)", J{{"x", 1}}, 2});
+  const J output =
+      python_execute(fast_endpoint(service.url("/python")), {"print(1+2)", J{{"x", 1}}, 2});
   EXPECT_EQ(output["stdout"], "3");
   EXPECT_EQ(
       service.requests()[0].json().dump(),
@@ -75,7 +59,7 @@ TEST(Podman, QualifiesImageNames) {
 
 PodmanConfig podman_config(const FakeService &service) {
   PodmanConfig config;
-  config.gateway = fast(service.url());
+  config.gateway = fast_endpoint(service.url());
   config.workdir = "/app";
   return config;
 }
@@ -161,7 +145,7 @@ TEST(Fetch, GatewayModePostsTheUrlAndNamesThePool) {
   FakeService service;
   service.script({{200, R"({"success": true, "data": {"title": "T", "content": "body"}})"}});
   FetchConfig config;
-  config.gateway = fast(service.url("/search"));
+  config.gateway = fast_endpoint(service.url("/search"));
   config.model_path = "localsearch:bc-v2-72k";
   EXPECT_EQ(fetch_url(config, "  https://x.y/a  ")["data"]["content"], "body");
   EXPECT_EQ(service.requests()[0].json().dump(),
@@ -186,7 +170,7 @@ TEST(Fetch, JinaModeSendsTheKeyAndShapesTheResult) {
         R"({"code": 200, "data": {"title": "Page", "content": "abcdefghij", "url": "https://x.y/p"}})"},
        {200, R"({"code": 451, "message": "blocked"})"}});
   FetchConfig config;
-  config.jina = fast(service.url());
+  config.jina = fast_endpoint(service.url());
   config.jina_api_key = "k-123";
   config.jina_parameters = {{"X-Timeout", 5}};
   config.max_content_length = 12;
@@ -216,8 +200,8 @@ struct WebWorld {
   WebAssetStore store;
   WebTerminalConfig config;
   WebWorld() {
-    config.terminal = fast(terminal.url("/terminal"));
-    config.fetch.gateway = fast(gateway.url("/search"));
+    config.terminal = fast_endpoint(terminal.url("/terminal"));
+    config.fetch.gateway = fast_endpoint(gateway.url("/search"));
     config.truncation = 2000;
     terminal.handle([](const test::RecordedRequest &request) {
       const J body = request.json();
@@ -300,16 +284,16 @@ TEST(Judge, SendsTheBodyAndRefusesBadRubricsBeforeSending) {
       {{200, R"({"judgments": [{"rubric_index": 0, "label": "pass", "feedback": "ok"}]})"},
        {200, R"({"verdict": "pass"})"}});
   const J response =
-      judge(fast(service.url("/judge")), {"in", "out", {"is correct"}, "m/llm", "judge"});
+      judge(fast_endpoint(service.url("/judge")), {"in", "out", {"is correct"}, "m/llm", "judge"});
   EXPECT_EQ(response["judgments"][0]["label"], "pass");
   EXPECT_EQ(
       service.requests()[0].json().dump(),
       R"({"input":"in","output":"out","rubrics":["is correct"],"model":"m/llm","model_path":"judge"})");
   EXPECT_EQ(failure_of([&] {
-              judge(fast(service.url("/judge")), {"in", "out", {"x"}, "m", "judge"});
+              judge(fast_endpoint(service.url("/judge")), {"in", "out", {"x"}, "m", "judge"});
             }).kind(),
             FailureKind::bad_response);
-  const Endpoint endpoint = fast(service.url("/judge"));
+  const Endpoint endpoint = fast_endpoint(service.url("/judge"));
   EXPECT_EQ(failure_of([&] {
               judge(endpoint, {"in", "out", {}, "m", "judge"});
             }).exception_type(),
@@ -336,33 +320,37 @@ TEST(RewardModel, ChecksMessagesAndTheSingleDataItem) {
   const J body = {{"model", "rm"},
                   {"messages", J::array({J{{"role", "user"}, {"content", "q"}}})},
                   {"add_generation_prompt", false}};
-  EXPECT_EQ(classify(fast(service.url("/classify")), body)["data"][0]["probs"][0], 0.7);
+  EXPECT_EQ(classify(fast_endpoint(service.url("/classify")), body)["data"][0]["probs"][0], 0.7);
   EXPECT_EQ(service.requests()[0].json(), body);
-  EXPECT_EQ(failure_of([&] { classify(fast(service.url("/classify")), body); }).kind(),
+  EXPECT_EQ(failure_of([&] { classify(fast_endpoint(service.url("/classify")), body); }).kind(),
             FailureKind::bad_response);
   J no_role = body;
   no_role["messages"][0]["role"] = " ";
-  EXPECT_EQ(failure_of([&] { classify(fast(service.url("/classify")), no_role); }).kind(),
+  EXPECT_EQ(failure_of([&] { classify(fast_endpoint(service.url("/classify")), no_role); }).kind(),
             FailureKind::invalid_argument);
   J no_content = body;
   no_content["messages"][0].erase("content");
-  EXPECT_EQ(failure_of([&] { classify(fast(service.url("/classify")), no_content); }).kind(),
-            FailureKind::invalid_argument);
+  EXPECT_EQ(
+      failure_of([&] { classify(fast_endpoint(service.url("/classify")), no_content); }).kind(),
+      FailureKind::invalid_argument);
   EXPECT_EQ(service.requests().size(), 2u);
 }
 
 TEST(Search, SendsTheQueryBody) {
   FakeService service;
   service.script({{200, R"({"success": true, "data": {"organic": []}})"}, {200, "{}"}});
-  search(fast(service.url("/search")), {"capital of France", 10, J::object(), std::nullopt});
-  search(fast(service.url("/search")), {"q", 3, J::object(), std::string("localsearch:x")});
+  search(fast_endpoint(service.url("/search")),
+         {"capital of France", 10, J::object(), std::nullopt});
+  search(fast_endpoint(service.url("/search")),
+         {"q", 3, J::object(), std::string("localsearch:x")});
   EXPECT_EQ(service.requests()[0].json().dump(),
             R"({"mode":"query","query":"capital of France","num_results":10,"parameters":{}})");
   EXPECT_EQ(
       service.requests()[1].json().dump(),
       R"({"mode":"query","query":"q","num_results":3,"parameters":{},"model_path":"localsearch:x"})");
   EXPECT_EQ(failure_of([&] {
-              search(fast(service.url("/search")), SearchCall{"  ", 10, J::object(), std::nullopt});
+              search(fast_endpoint(service.url("/search")),
+                     SearchCall{"  ", 10, J::object(), std::nullopt});
             }).exception_type(),
             "ValueError");
   EXPECT_EQ(service.requests().size(), 2u);

@@ -14,30 +14,10 @@ namespace {
 
 using namespace std::chrono_literals;
 using std::chrono::milliseconds;
+using test::failure_of;
 using test::FakeReply;
 using test::FakeService;
-
-// Short back-off so retry tests stay fast; the schedule itself is checked by BackoffDelay.
-Endpoint fast(const std::string &url, int attempts = 3) {
-  Endpoint endpoint;
-  endpoint.url = url;
-  endpoint.timeout = 2000ms;
-  endpoint.max_retries = attempts;
-  endpoint.initial_backoff = 10ms;
-  endpoint.max_backoff = 80ms;
-  return endpoint;
-}
-
-// Runs `call`, expects a ServiceError and returns it.
-template <typename F> ServiceError failure_of(F &&call) {
-  try {
-    call();
-  } catch (const ServiceError &error) {
-    return error;
-  }
-  ADD_FAILURE() << "no ServiceError";
-  return ServiceError(FailureKind::bad_response, "none", "none");
-}
+using test::fast_endpoint;
 
 TEST(BackoffDelay, StartsAtHalfASecondDoublesAndCapsAtEight) {
   const Endpoint endpoint;
@@ -54,7 +34,8 @@ TEST(Transport, PostsJsonAndReturnsTheObject) {
   FakeService service;
   service.script({{200, R"({"stdout": "hi\n", "success": true, "score": NaN})"}});
   const OrderedJson body = {{"command", "echo hi"}, {"contents", "\u00e9"}};
-  const OrderedJson reply = post_json(fast(service.url("/terminal")), "Terminal execution", body);
+  const OrderedJson reply =
+      post_json(fast_endpoint(service.url("/terminal")), "Terminal execution", body);
   EXPECT_EQ(reply["stdout"], "hi\n");
   EXPECT_TRUE(std::isnan(reply["score"].get<double>())); // Python's json.loads accepts NaN
   const auto requests = service.requests();
@@ -68,10 +49,10 @@ TEST(Transport, PostsJsonAndReturnsTheObject) {
 TEST(Transport, RetriesTheStatusesTheReferenceRetriesThenSucceeds) {
   FakeService service;
   service.script({{503, "busy"}, {429, "slow down"}, {200, R"({"ok": 1})"}});
-  EXPECT_EQ(post_json(fast(service.url("/x")), "Search request", {{"q", 1}})["ok"], 1);
+  EXPECT_EQ(post_json(fast_endpoint(service.url("/x")), "Search request", {{"q", 1}})["ok"], 1);
   EXPECT_EQ(service.requests().size(), 3u);
   service.script({{502, ""}, {200, R"({"ok": 2})"}});
-  EXPECT_EQ(post_json(fast(service.url("/x")), "Search request", {{"q", 1}})["ok"], 2);
+  EXPECT_EQ(post_json(fast_endpoint(service.url("/x")), "Search request", {{"q", 1}})["ok"], 2);
   EXPECT_EQ(service.requests().size(), 5u);
 }
 
@@ -80,7 +61,7 @@ TEST(Transport, EveryOtherErrorStatusIsRetriedTooAndTheLastOneRaised) {
   const std::string long_body(1500, 'x');
   service.script({{404, "nope"}, {500, "boom"}, {400, long_body}});
   const ServiceError error = failure_of([&] {
-    post_json(fast(service.url("/judge")), "Judge request", {{"a", 1}});
+    post_json(fast_endpoint(service.url("/judge")), "Judge request", {{"a", 1}});
   });
   EXPECT_EQ(service.requests().size(), 3u);
   EXPECT_EQ(error.kind(), FailureKind::http_status);
@@ -98,7 +79,7 @@ TEST(Transport, A5xxOnTheLastAttemptIsNotModelCaused) {
   FakeService service;
   service.script({{503, "a"}, {503, "b"}});
   const ServiceError error =
-      failure_of([&] { post_json(fast(service.url("/t"), 2), "Terminal execution", {}); });
+      failure_of([&] { post_json(fast_endpoint(service.url("/t"), 2), "Terminal execution", {}); });
   EXPECT_EQ(service.requests().size(), 2u);
   EXPECT_EQ(error.status(), 503);
   EXPECT_FALSE(error.model_caused());
@@ -108,12 +89,13 @@ TEST(Transport, InvalidJsonOrANonObjectIsRaisedAtOnceWithoutRetry) {
   FakeService service;
   service.script({{200, "not json"}, {200, "ok"}});
   ServiceError error =
-      failure_of([&] { post_json(fast(service.url("/t")), "Terminal execution", {}); });
+      failure_of([&] { post_json(fast_endpoint(service.url("/t")), "Terminal execution", {}); });
   EXPECT_EQ(error.kind(), FailureKind::bad_response);
   EXPECT_NE(std::string(error.what()).find("response was not valid JSON"), std::string::npos);
   EXPECT_EQ(service.requests().size(), 1u);
   service.script({{200, "[1, 2]"}, {200, "{}"}});
-  error = failure_of([&] { post_json(fast(service.url("/t")), "Terminal execution", {}); });
+  error =
+      failure_of([&] { post_json(fast_endpoint(service.url("/t")), "Terminal execution", {}); });
   EXPECT_NE(std::string(error.what()).find("response was not a JSON object"), std::string::npos);
   EXPECT_EQ(service.requests().size(), 2u);
 }
@@ -121,16 +103,17 @@ TEST(Transport, InvalidJsonOrANonObjectIsRaisedAtOnceWithoutRetry) {
 TEST(Transport, ZeroRetriesStillMakesOneAttempt) {
   FakeService service;
   service.script({{503, "down"}, {200, "{}"}});
-  EXPECT_EQ(
-      failure_of([&] { post_json(fast(service.url("/t"), 0), "Code execution", {}); }).status(),
-      503);
+  EXPECT_EQ(failure_of([&] {
+              post_json(fast_endpoint(service.url("/t"), 0), "Code execution", {});
+            }).status(),
+            503);
   EXPECT_EQ(service.requests().size(), 1u);
 }
 
 TEST(Transport, BackOffDoublesBetweenAttempts) {
   FakeService service;
   service.script({{503, ""}, {503, ""}, {200, "{}"}});
-  Endpoint endpoint = fast(service.url("/t"));
+  Endpoint endpoint = fast_endpoint(service.url("/t"));
   endpoint.initial_backoff = 60ms;
   endpoint.max_backoff = 1000ms;
   post_json(endpoint, "Terminal execution", {});
@@ -144,7 +127,7 @@ TEST(Transport, BackOffDoublesBetweenAttempts) {
 TEST(Transport, ATimeoutIsRetriedAndReportedAfterTheLastAttempt) {
   FakeService service;
   service.handle([](const test::RecordedRequest &) { return FakeReply{200, "{}", 400ms}; });
-  Endpoint endpoint = fast(service.url("/slow"), 2);
+  Endpoint endpoint = fast_endpoint(service.url("/slow"), 2);
   endpoint.timeout = 100ms;
   const auto started = std::chrono::steady_clock::now();
   const ServiceError error = failure_of([&] { post_json(endpoint, "Podman execution", {}); });
@@ -162,7 +145,7 @@ TEST(Transport, ATimeoutIsRetriedAndReportedAfterTheLastAttempt) {
 TEST(Transport, APerCallTimeoutOverridesTheEndpoints) {
   FakeService service;
   service.script({{200, R"({"affinity_id": "a"})", 250ms}});
-  Endpoint endpoint = fast(service.url("/affinity/handshake"), 1);
+  Endpoint endpoint = fast_endpoint(service.url("/affinity/handshake"), 1);
   endpoint.timeout = 50ms;
   EXPECT_EQ(
       post_json(endpoint, "Podman execution", {}, CallControl{2000ms, nullptr})["affinity_id"],
@@ -171,7 +154,8 @@ TEST(Transport, APerCallTimeoutOverridesTheEndpoints) {
 
 TEST(Transport, AnUnreachableServiceIsAnInfraFailureAfterEveryAttempt) {
   const std::string url = test::unreachable_url("/terminal");
-  const ServiceError error = failure_of([&] { post_json(fast(url), "Terminal execution", {}); });
+  const ServiceError error =
+      failure_of([&] { post_json(fast_endpoint(url), "Terminal execution", {}); });
   EXPECT_EQ(error.kind(), FailureKind::unreachable);
   EXPECT_TRUE(error.infra());
   EXPECT_FALSE(error.model_caused());
@@ -190,8 +174,10 @@ TEST(Transport, CancellationEndsAnInFlightCallQuickly) {
   });
   const auto started = std::chrono::steady_clock::now();
   const ServiceError error = failure_of([&] {
-    post_json(
-        fast(service.url("/podman")), "Podman execution", {}, CallControl{std::nullopt, &cancel});
+    post_json(fast_endpoint(service.url("/podman")),
+              "Podman execution",
+              {},
+              CallControl{std::nullopt, &cancel});
   });
   canceller.join();
   EXPECT_EQ(error.kind(), FailureKind::cancelled);
@@ -203,7 +189,7 @@ TEST(Transport, CancellationEndsAnInFlightCallQuickly) {
 TEST(Transport, CancellationEndsTheBackOffSleep) {
   FakeService service;
   service.script({{503, ""}, {200, "{}"}});
-  Endpoint endpoint = fast(service.url("/t"));
+  Endpoint endpoint = fast_endpoint(service.url("/t"));
   endpoint.initial_backoff = 5000ms;
   endpoint.max_backoff = 8000ms;
   std::atomic<bool> cancel{false};
@@ -230,8 +216,9 @@ TEST(Transport, CancellationEndsTheBackOffSleep) {
 TEST(Transport, GetSendsTheGivenHeaders) {
   FakeService service;
   service.script({{200, R"({"code": 200})"}});
-  get_json(
-      fast(service.url("/page")), "Jina Reader request", {"Accept: application/json", "X-A: b"});
+  get_json(fast_endpoint(service.url("/page")),
+           "Jina Reader request",
+           {"Accept: application/json", "X-A: b"});
   const auto requests = service.requests();
   ASSERT_EQ(requests.size(), 1u);
   EXPECT_EQ(requests[0].method, "GET");
