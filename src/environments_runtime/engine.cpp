@@ -218,6 +218,9 @@ OrderedJson describe(const std::string &name, const OrderedJson &args) {
 
 EnvironmentEngine::EnvironmentEngine(ToolBackend &tools) : m_tools(tools) {}
 
+EnvironmentEngine::EnvironmentEngine()
+    : m_own_tools(std::make_unique<ServiceToolBackend>()), m_tools(*m_own_tools) {}
+
 EnvironmentEngine::~EnvironmentEngine() = default;
 
 std::shared_ptr<Session> EnvironmentEngine::find(const std::string &session) {
