@@ -81,21 +81,32 @@ std::vector<Parameter> tool_label_parameters() {
   return p;
 }
 
-std::vector<Parameter> search_agent_parameters(int max_tool_calls) {
+// The search agents' table: the web-terminal family (search + webterminal) or the visit family
+// (search + visit) differ in a few rows, in place.
+enum class SearchTools { webterminal, visit };
+
+std::vector<Parameter> search_parameters(SearchTools tools, int max_tool_calls) {
+  const bool visit = tools == SearchTools::visit;
   auto p = dataset_split();
-  std::vector<Parameter> more = {
-      opt("search_server_url", P::string, url("/search")),
-      opt("terminal_server_url", P::string, url("/terminal")),
-      opt("jina_reader_url", P::string, "https://r.jina.ai", "unused: fetch goes to the gateway"),
-      none("local_search_model_path", P::string, "empty counts as None"),
-      opt("timeout", P::number, 65, "> 0"),
-      opt("max_retries", P::integer, 3, ">= 1"),
-      opt("terminal_truncation", P::integer, 2000),
-      none("max_turns", P::integer, ">= max_tool_calls + 1 (the default)"),
-      opt("max_tool_calls", P::integer, max_tool_calls, ">= 1"),
-      opt("template_path", P::string, "templates/search-agent.json", "variables: question"),
-  };
-  p.insert(p.end(), more.begin(), more.end());
+  p.push_back(opt("search_server_url", P::string, url("/search")));
+  if (visit) {
+    p.push_back(opt("local_search_model_path", P::string, "localsearch:bc-v2-72k"));
+  } else {
+    p.push_back(opt("terminal_server_url", P::string, url("/terminal")));
+    p.push_back(opt(
+        "jina_reader_url", P::string, "https://r.jina.ai", "unused: fetch goes to the gateway"));
+    p.push_back(none("local_search_model_path", P::string, "empty counts as None"));
+  }
+  p.push_back(opt("timeout", P::number, 65, "> 0"));
+  p.push_back(opt("max_retries", P::integer, 3, ">= 1"));
+  p.push_back(visit ? opt("visit_max_content_length", P::integer, 64000, ">= 1")
+                    : opt("terminal_truncation", P::integer, 2000));
+  p.push_back(none("max_turns", P::integer, ">= max_tool_calls + 1 (the default)"));
+  p.push_back(opt("max_tool_calls", P::integer, max_tool_calls, ">= 1"));
+  p.push_back(opt("template_path",
+                  P::string,
+                  visit ? "templates/search-agent-visit.json" : "templates/search-agent.json",
+                  "variables: question"));
   return p;
 }
 
@@ -117,37 +128,22 @@ std::vector<Parameter> judge_parameters(bool with_registry) {
   return p;
 }
 
-std::vector<Parameter> visit_parameters() {
-  auto p = dataset_split();
-  std::vector<Parameter> more = {
-      opt("search_server_url", P::string, url("/search")),
-      opt("local_search_model_path", P::string, "localsearch:bc-v2-72k"),
-      opt("timeout", P::number, 65, "> 0"),
-      opt("max_retries", P::integer, 3, ">= 1"),
-      opt("visit_max_content_length", P::integer, 64000, ">= 1"),
-      none("max_turns", P::integer, ">= max_tool_calls + 1 (the default)"),
-      opt("max_tool_calls", P::integer, 150, ">= 1"),
-      opt("template_path", P::string, "templates/search-agent-visit.json", "variables: question"),
-  };
-  p.insert(p.end(), more.begin(), more.end());
-  return p;
-}
-
 template <typename T> void append(std::vector<T> &to, const std::vector<T> &from) {
   to.insert(to.end(), from.begin(), from.end());
 }
 
 const std::vector<RewardTerm> &tool_terms() {
   static const std::vector<RewardTerm> terms = {
-      {"valid_tool_or_final_turn", "1.0", "1 when the scored route is tool or final"},
-      {"invalid_trace_penalty_reward", "1.0", "invalid_trace_penalty when the route is invalid"},
-      {"tool_use_reward", "1.0", "tool_use_reward_coef x min(calls, max) / max"},
-      {"tool_stderr_penalty_reward", "1.0", "-tool_stderr_penalty x model-caused stderr count"},
-      {"unknown_tool_penalty_reward", "1.0", "-unknown_tool_penalty x unknown-tool calls"},
-      {"browse_url_not_in_output_penalty_reward", "1.0", "-coef x browse targets not in output"},
-      {"browse_success_reward", "1.0", "browse_success_reward_coef once if a browse succeeded"},
+      {"valid_tool_or_final_turn", 1.0, "", "1 when the scored route is tool or final"},
+      {"invalid_trace_penalty_reward", 1.0, "", "invalid_trace_penalty when the route is invalid"},
+      {"tool_use_reward", 1.0, "", "tool_use_reward_coef x min(calls, max) / max"},
+      {"tool_stderr_penalty_reward", 1.0, "", "-tool_stderr_penalty x model-caused stderr count"},
+      {"unknown_tool_penalty_reward", 1.0, "", "-unknown_tool_penalty x unknown-tool calls"},
+      {"browse_url_not_in_output_penalty_reward", 1.0, "", "-coef x browse targets not in output"},
+      {"browse_success_reward", 1.0, "", "browse_success_reward_coef once if a browse succeeded"},
       {"standalone_command_repeat_penalty_reward",
-       "1.0",
+       1.0,
+       "",
        "-coef x max(targeted - free, 0) / standalone commands"},
   };
   return terms;
@@ -155,12 +151,13 @@ const std::vector<RewardTerm> &tool_terms() {
 
 const std::vector<RewardTerm> &final_terms() {
   static const std::vector<RewardTerm> terms = {
-      {"valid_final_format", "1.0", "permissive feedback/label JSON verdict parses"},
-      {"strict_final_json", "1.0", "the visible content is exactly the verdict object"},
+      {"valid_final_format", 1.0, "", "permissive feedback/label JSON verdict parses"},
+      {"strict_final_json", 1.0, "", "the visible content is exactly the verdict object"},
       {"reasoning_only_final_penalty_reward",
-       "1.0",
+       1.0,
+       "",
        "reasoning_only_final_penalty when only the reasoning holds the verdict"},
-      {"correct_final_label", "1.0", "normalised label equals normalised answer"},
+      {"correct_final_label", 1.0, "", "normalised label equals normalised answer"},
   };
   return terms;
 }
@@ -176,14 +173,16 @@ std::vector<Environment> build_catalog() {
     e.module = "articulated_harness_env";
     e.behaviour = Behaviour::articulated_harness;
     e.env_class = "MultiTurnEnv";
-    e.max_turns = "max_tool_calls + 1";
+    e.max_turns = {1, "max_tool_calls"};
     e.tools = {"terminal", "submit"};
     e.rewards = tool_terms();
     e.rewards.push_back({"rubric_completion_reward",
-                         "1.0",
+                         1.0,
+                         "",
                          "rubric_completion_reward_coef x correct (or completed) / expected"});
     e.rewards.push_back({"missing_rubric_penalty",
-                         "1.0",
+                         1.0,
+                         "",
                          "-missing_rubric_penalty_coef x waiting / expected (gold labels only)"});
     e.metrics = browse_metrics;
     e.services = {"terminal", "fetch (browser_aware_terminal)"};
@@ -201,11 +200,11 @@ std::vector<Environment> build_catalog() {
     e.aliases = {"jtc-code-tool-label"};
     e.behaviour = Behaviour::code_tool_label;
     e.env_class = "MultiTurnEnv";
-    e.max_turns = "2";
+    e.max_turns = {2, ""};
     e.tools = {"(XML <code> request)"};
-    e.rewards = {{"valid_first_turn", "1.0", "first turn is a code request or a final verdict"},
-                 {"valid_final_format", "1.0", "one <feedback> and one <label> in the last turn"},
-                 {"correct_final_label", "1.0", "normalised label equals normalised answer"}};
+    e.rewards = {{"valid_first_turn", 1.0, "", "first turn is a code request or a final verdict"},
+                 {"valid_final_format", 1.0, "", "one <feedback> and one <label> in the last turn"},
+                 {"correct_final_label", 1.0, "", "normalised label equals normalised answer"}};
     e.services = {"python"};
     e.parameters = dataset_split();
     append(e.parameters,
@@ -231,9 +230,9 @@ std::vector<Environment> build_catalog() {
     e.aliases = {"jtc-label"};
     e.behaviour = Behaviour::label;
     e.env_class = "SingleTurnEnv";
-    e.max_turns = "1";
-    e.rewards = {{"valid_format", "1.0", "exactly one non-empty <feedback> and <label>"},
-                 {"correct_label", "1.0", "normalised label equals normalised answer"}};
+    e.max_turns = {1, ""};
+    e.rewards = {{"valid_format", 1.0, "", "exactly one non-empty <feedback> and <label>"},
+                 {"correct_label", 1.0, "", "normalised label equals normalised answer"}};
     e.parameters = dataset_split();
     e.parameters[0].constraint = "a local JSONL file";
     e.summary = "single-turn XML feedback/label judge";
@@ -246,7 +245,7 @@ std::vector<Environment> build_catalog() {
     e.aliases = {"jtc-multiple-choice-accuracy"};
     e.behaviour = Behaviour::multiple_choice_accuracy;
     e.env_class = "SingleTurnEnv";
-    e.max_turns = "1";
+    e.max_turns = {1, ""};
     e.metrics = {"accuracy"};
     e.parameters = dataset_split("validation");
     e.summary = "metric-only validation: last standalone A-J letter; reward always 0";
@@ -259,13 +258,17 @@ std::vector<Environment> build_catalog() {
     e.aliases = {"podman-terminal-verifier"};
     e.behaviour = Behaviour::podman_terminal;
     e.env_class = "MultiTurnEnv";
-    e.max_turns = "max_tool_calls + 1 (65)";
+    e.max_turns = {1, "max_tool_calls"};
     e.tools = {"bash", "submit"};
     e.rewards = {
-        {"task_reward_file", "reward_file_weight (1.0)", "reward file value clamped to [0, 1]"},
-        {"episode_terminated", "termination_reward_weight (0.1)", "1 once the marker was echoed"},
-        {"podman_failed_reward", "podman_failure_penalty_weight (1.0)", "-1 on a Podman failure"},
-        {"fake_tool_penalty", "fake_tool_penalty_weight (0.1)", "-(unknown-tool calls)"}};
+        {"task_reward_file",
+         1.0,
+         "reward_file_weight",
+         "reward file value clamped to [0, 1]",
+         "verifier_reward_weight"},
+        {"episode_terminated", 0.1, "termination_reward_weight", "1 once the marker was echoed"},
+        {"podman_failed_reward", 1.0, "podman_failure_penalty_weight", "-1 on a Podman failure"},
+        {"fake_tool_penalty", 0.1, "fake_tool_penalty_weight", "-(unknown-tool calls)"}};
     e.metrics = {"terminal_completion_metric",
                  "reward_file_present_metric",
                  "podman_test_success_metric",
@@ -311,8 +314,8 @@ std::vector<Environment> build_catalog() {
     e.aliases = {"jtc-reward-model"};
     e.behaviour = Behaviour::reward_model;
     e.env_class = "SingleTurnEnv";
-    e.max_turns = "1";
-    e.rewards = {{"reward_model_score", "1.0", "(raw - mean) / std of the classifier score"}};
+    e.max_turns = {1, ""};
+    e.rewards = {{"reward_model_score", 1.0, "", "(raw - mean) / std of the classifier score"}};
     e.metrics = {"accuracy (log_science_accuracy)"};
     e.services = {"reward model"};
     e.parameters = {req("dataset", P::string),
@@ -342,9 +345,10 @@ std::vector<Environment> build_catalog() {
     e.aliases = {"jtc-rubrichub-judge"};
     e.behaviour = Behaviour::rubrichub_judge;
     e.env_class = "SingleTurnEnv";
-    e.max_turns = "1";
+    e.max_turns = {1, ""};
     e.rewards = {{"(score_rollout)",
-                  "1.0",
+                  1.0,
+                  "",
                   "sum of passed weights / sum of positive weights + orphan </think> penalty"}};
     e.metrics = {"jtc_weighted_score",
                  "invalid_final_output",
@@ -378,8 +382,8 @@ std::vector<Environment> build_catalog() {
     all.push_back(e);
   }
   const std::vector<RewardTerm> exact_terms = {
-      {"final_json_format", "1.0", "last message ends with a fenced json {\"answer\": ...}"},
-      {"answer_exact_match", "1.0", "answer equals the gold after trim and casefold"}};
+      {"final_json_format", 1.0, "", "last message ends with a fenced json {\"answer\": ...}"},
+      {"answer_exact_match", 1.0, "", "answer equals the gold after trim and casefold"}};
   for (const char *name : {"search-agent-dataset", "search-agent-webterminal"}) {
     Environment e;
     e.name = name;
@@ -388,11 +392,11 @@ std::vector<Environment> build_catalog() {
     e.aliases = {alias ? "jtc-search-agent-webterminal" : "jtc-search-agent"};
     e.behaviour = Behaviour::search_agent;
     e.env_class = "StatefulToolEnv";
-    e.max_turns = "max_tool_calls + 1 (21)";
+    e.max_turns = {1, "max_tool_calls"};
     e.tools = {"search", "webterminal"};
     e.rewards = exact_terms;
     e.services = {"search", "terminal", "fetch"};
-    e.parameters = search_agent_parameters(20);
+    e.parameters = search_parameters(SearchTools::webterminal, 20);
     e.summary = alias ? "re-export of search-agent-dataset"
                       : "deep research with search and a web terminal; exact-match answer";
     all.push_back(e);
@@ -404,17 +408,17 @@ std::vector<Environment> build_catalog() {
     e.aliases = {"jtc-search-agent-visit"};
     e.behaviour = Behaviour::search_visit_agent;
     e.env_class = "StatefulToolEnv";
-    e.max_turns = "max_tool_calls + 1 (151)";
+    e.max_turns = {1, "max_tool_calls"};
     e.tools = {"search", "visit"};
     e.rewards = exact_terms;
     e.services = {"search", "fetch"};
     e.unknown_args = UnknownArgs::ignore;
-    e.parameters = visit_parameters();
+    e.parameters = search_parameters(SearchTools::visit, 150);
     e.summary = "re-export of search-visit-agent-dataset";
     all.push_back(e);
   }
   const std::vector<RewardTerm> judge_term = {
-      {"judge_answer", "1.0", "1 when the judge labels the final answer pass"}};
+      {"judge_answer", 1.0, "", "1 when the judge labels the final answer pass"}};
   for (const char *name : {"search-agent-visit-judge", "search-visit-agent-judge"}) {
     Environment e;
     e.name = name;
@@ -423,12 +427,12 @@ std::vector<Environment> build_catalog() {
     e.aliases = {alias ? "jtc-search-agent-visit-judge" : "jtc-search-visit-agent-judge"};
     e.behaviour = Behaviour::search_visit_agent_judge;
     e.env_class = "StatefulToolEnv";
-    e.max_turns = "max_tool_calls + 1 (151)";
+    e.max_turns = {1, "max_tool_calls"};
     e.tools = {"search", "visit"};
     e.rewards = judge_term;
     e.services = {"search", "fetch", "judge"};
     e.unknown_args = UnknownArgs::ignore;
-    e.parameters = visit_parameters();
+    e.parameters = search_parameters(SearchTools::visit, 150);
     append(e.parameters, judge_parameters(true));
     e.summary =
         alias ? "re-export of search-visit-agent-judge" : "search and visit, scored by the judge";
@@ -441,17 +445,18 @@ std::vector<Environment> build_catalog() {
     e.aliases = {"jtc-search-agent-webterminal-judge"};
     e.behaviour = Behaviour::search_agent_judge;
     e.env_class = "StatefulToolEnv";
-    e.max_turns = "max_tool_calls + 1 (151)";
+    e.max_turns = {1, "max_tool_calls"};
     e.tools = {"search", "webterminal"};
     e.rewards = judge_term;
     e.rewards.push_back(
-        {"tool_stderr_penalty_reward", "1.0", "-tool_stderr_penalty x model-caused stderr"});
+        {"tool_stderr_penalty_reward", 1.0, "", "-tool_stderr_penalty x model-caused stderr"});
     e.rewards.push_back({"missing_final_answer_penalty_reward",
-                         "1.0",
+                         1.0,
+                         "",
                          "missing_final_answer_penalty when the last turn has no answer"});
     e.services = {"search", "terminal", "fetch", "judge"};
     e.unknown_args = UnknownArgs::ignore;
-    e.parameters = search_agent_parameters(150);
+    e.parameters = search_parameters(SearchTools::webterminal, 150);
     append(e.parameters, judge_parameters(false));
     append(e.parameters,
            {opt("webterminal_max_content_length", P::integer, 64000, ">= 1"),
@@ -475,12 +480,12 @@ std::vector<Environment> build_catalog() {
     e.aliases = {"jtc-search-visit-agent"};
     e.behaviour = Behaviour::search_visit_agent;
     e.env_class = "StatefulToolEnv";
-    e.max_turns = "max_tool_calls + 1 (151)";
+    e.max_turns = {1, "max_tool_calls"};
     e.tools = {"search", "visit"};
     e.rewards = exact_terms;
     e.services = {"search", "fetch"};
     e.unknown_args = UnknownArgs::ignore;
-    e.parameters = visit_parameters();
+    e.parameters = search_parameters(SearchTools::visit, 150);
     e.summary = "search and direct page visits; exact-match answer";
     all.push_back(e);
   }
@@ -491,11 +496,12 @@ std::vector<Environment> build_catalog() {
     e.aliases = {"jtc-terminal-tool-label"};
     e.behaviour = Behaviour::terminal_tool_label;
     e.env_class = "MultiTurnEnv";
-    e.max_turns = "max_terminal_calls + 1 (5)";
+    e.max_turns = {1, "max_terminal_calls"};
     e.tools = {"terminal"};
-    e.rewards = {{"valid_terminal_or_final_turn", "1.0", "route is terminal or final"},
+    e.rewards = {{"valid_terminal_or_final_turn", 1.0, "", "route is terminal or final"},
                  {"invalid_trace_penalty_reward",
-                  "1.0",
+                  1.0,
+                  "",
                   "-1 for a call past the limit; invalid_trace_penalty when invalid"}};
     append(e.rewards, final_terms());
     e.services = {"terminal"};
@@ -524,7 +530,7 @@ std::vector<Environment> build_catalog() {
     e.aliases = {"jtc-tool-label"};
     e.behaviour = Behaviour::tool_label;
     e.env_class = "MultiTurnEnv";
-    e.max_turns = "max_tool_calls + 1";
+    e.max_turns = {1, "max_tool_calls"};
     e.tools = {"terminal", "submit (optional)"};
     e.rewards = tool_terms();
     append(e.rewards, final_terms());
@@ -603,6 +609,48 @@ const Parameter *Environment::parameter(std::string_view wanted) const {
   return nullptr;
 }
 
+std::string RewardTerm::weight_text() const {
+  const std::string number = fmt::format("{:.1f}", weight);
+  return weight_parameter.empty() ? number : weight_parameter + " (" + number + ")";
+}
+
+double RewardTerm::weight_for(const OrderedJson &args) const {
+  for (const std::string *key : {&legacy_weight_parameter, &weight_parameter}) {
+    if (!key->empty() && args.is_object() && args.contains(*key) && args.at(*key).is_number()) {
+      return args.at(*key).get<double>();
+    }
+  }
+  return weight;
+}
+
+std::string Environment::max_turns_text() const {
+  if (max_turns.budget_parameter.empty()) {
+    return std::to_string(max_turns.fixed);
+  }
+  const Parameter *budget = parameter(max_turns.budget_parameter);
+  const J fallback = budget != nullptr ? budget->default_value : J();
+  return max_turns.budget_parameter + " + 1" +
+         (fallback.is_number_integer() ? " (" + std::to_string(fallback.get<long long>() + 1) + ")"
+                                       : std::string());
+}
+
+long long Environment::turn_limit(const OrderedJson &args) const {
+  if (args.is_object() && args.contains("max_turns") && args.at("max_turns").is_number_integer()) {
+    return args.at("max_turns").get<long long>();
+  }
+  if (max_turns.budget_parameter.empty()) {
+    return max_turns.fixed;
+  }
+  J budget = args.is_object() && args.contains(max_turns.budget_parameter)
+                 ? args.at(max_turns.budget_parameter)
+                 : J();
+  if (!budget.is_number_integer()) {
+    const Parameter *p = parameter(max_turns.budget_parameter);
+    budget = p != nullptr ? p->default_value : J();
+  }
+  return budget.is_number_integer() ? budget.get<long long>() + 1 : -1;
+}
+
 std::string Environment::entry_point() const {
   return "primebeaker.environments." + module + ":load_environment";
 }
@@ -677,7 +725,7 @@ OrderedJson describe(const Environment &e) {
   out["behaviour"] = behaviour_name(e.behaviour);
   out["summary"] = e.summary;
   out["env_class"] = e.env_class;
-  out["max_turns"] = e.max_turns;
+  out["max_turns"] = e.max_turns_text();
   out["tools"] = e.tools;
   J params = J::array();
   for (const auto &p : e.parameters) {
@@ -697,7 +745,7 @@ OrderedJson describe(const Environment &e) {
                                                                       : "ignored";
   J rewards = J::array();
   for (const auto &r : e.rewards) {
-    rewards.push_back({{"name", r.name}, {"weight", r.weight}, {"meaning", r.meaning}});
+    rewards.push_back({{"name", r.name}, {"weight", r.weight_text()}, {"meaning", r.meaning}});
   }
   out["rewards"] = rewards;
   out["metrics"] = e.metrics;

@@ -32,7 +32,7 @@ void print_show(const Environment &e) {
     std::cout << "  aliases: " << fmt::format("{}", fmt::join(e.aliases, ", ")) << '\n';
   }
   std::cout << "  behaviour: " << behaviour_name(e.behaviour) << " (" << e.env_class
-            << ", max turns " << e.max_turns << ")\n";
+            << ", max turns " << e.max_turns_text() << ")\n";
   std::cout << "  tools: "
             << (e.tools.empty() ? "none" : fmt::format("{}", fmt::join(e.tools, ", "))) << '\n';
   std::cout << "  services: "
@@ -55,7 +55,7 @@ void print_show(const Environment &e) {
   }
   std::cout << "  rewards:\n";
   for (const auto &r : e.rewards) {
-    std::cout << "    " << r.name << " (weight " << r.weight << "): " << r.meaning << '\n';
+    std::cout << "    " << r.name << " (weight " << r.weight_text() << "): " << r.meaning << '\n';
   }
   if (!e.metrics.empty()) {
     std::cout << "  metrics: " << fmt::format("{}", fmt::join(e.metrics, ", ")) << '\n';

@@ -53,8 +53,7 @@ void register_commands(cli::CommandTree &tree) {
   serve_cmd.callback([] {
     // The Verifiers worker that started us may die without closing our stdin.
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-    ServiceToolBackend tools;
-    EnvironmentEngine engine(tools);
+    EnvironmentEngine engine; // the tool_services clients
     serve(0, 1, engine, {std::string("primebeaker ") + PB_VERSION});
   });
 

@@ -7,6 +7,7 @@
 #include <primebeaker/environments/scoring.hpp>
 #include <primebeaker/environments/validate.hpp>
 #include <primebeaker/environments_runtime/engine.hpp>
+#include <primebeaker/tool_services/scoring.hpp>
 
 #include <algorithm>
 #include <cctype>
@@ -117,33 +118,6 @@ OrderedJson tool_defs(const Environment &environment, const OrderedJson &args) {
 
 namespace {
 
-std::string first_word(const std::string &text) {
-  return text.substr(0, text.find(' '));
-}
-
-// Catalog weights read "1.0" or "<parameter> (<default>)".
-double weight_of(const std::string &weight, const OrderedJson &args) {
-  const std::string word = first_word(weight);
-  if (!word.empty() && (std::isdigit(static_cast<unsigned char>(word[0])) || word[0] == '-')) {
-    return std::stod(word);
-  }
-  const OrderedJson value = args.value(word, OrderedJson());
-  return value.is_number() ? value.get<double>() : 0.0;
-}
-
-// Catalog turn limits read "2", or "max_tool_calls + 1 (65)".
-long long turn_limit(const Environment &environment, const OrderedJson &args) {
-  if (args.contains("max_turns") && args["max_turns"].is_number_integer()) {
-    return args["max_turns"].get<long long>();
-  }
-  const std::string word = first_word(environment.max_turns);
-  if (!word.empty() && std::isdigit(static_cast<unsigned char>(word[0]))) {
-    return std::stoll(word);
-  }
-  const OrderedJson budget = args.value(word, OrderedJson());
-  return budget.is_number_integer() ? budget.get<long long>() + 1 : -1;
-}
-
 OrderedJson stop(const std::string &name, int priority, const std::string &key = {}) {
   OrderedJson spec = {
       {"name", name}, {"priority", priority}, {"kind", key.empty() ? "observe" : "state"}};
@@ -228,11 +202,11 @@ OrderedJson describe(const std::string &name, const OrderedJson &args) {
   shape["name"] = environment.name;
   shape["module"] = environment.module;
   shape["kind"] = single_turn(environment) ? "single_turn" : "multi_turn";
-  shape["max_turns"] = single_turn(environment) ? 1 : turn_limit(environment, full);
+  shape["max_turns"] = single_turn(environment) ? 1 : environment.turn_limit(full);
   shape["tool_defs"] = tool_defs(environment, full);
   OrderedJson rewards = OrderedJson::array();
   for (const auto &reward : environment.rewards) {
-    rewards.push_back({{"name", reward.name}, {"weight", weight_of(reward.weight, full)}});
+    rewards.push_back({{"name", reward.name}, {"weight", reward.weight_for(full)}});
   }
   shape["rewards"] = rewards;
   shape["metrics"] = environment.metrics;
@@ -243,6 +217,9 @@ OrderedJson describe(const std::string &name, const OrderedJson &args) {
 }
 
 EnvironmentEngine::EnvironmentEngine(ToolBackend &tools) : m_tools(tools) {}
+
+EnvironmentEngine::EnvironmentEngine()
+    : m_own_tools(std::make_unique<ServiceToolBackend>()), m_tools(*m_own_tools) {}
 
 EnvironmentEngine::~EnvironmentEngine() = default;
 
@@ -313,28 +290,6 @@ OrderedJson rollout_record(const OrderedJson &request, const OrderedJson &state)
   return rollout;
 }
 
-std::string judge_url(const Environment &environment, const OrderedJson &args) {
-  const OrderedJson &given = args.value("judge_server_url", OrderedJson());
-  if (given.is_string() && !given.get<std::string>().empty()) {
-    return given.get<std::string>();
-  }
-  if (environment.behaviour == Behaviour::rubrichub_judge) {
-    return "http://127.0.0.1:1212/judge";
-  }
-  std::string search = args.value("search_server_url", std::string());
-  while (!search.empty() && search.back() == '/') {
-    search.pop_back();
-  }
-  const std::string suffix = "/search";
-  if (search.size() < suffix.size() ||
-      search.compare(search.size() - suffix.size(), suffix.size(), suffix) != 0) {
-    throw RequestError("environment",
-                       "judge_server_url is not set and search_server_url does not end in "
-                       "/search, so the judge URL cannot be derived");
-  }
-  return search.substr(0, search.size() - suffix.size()) + "/judge";
-}
-
 } // namespace
 
 OrderedJson EnvironmentEngine::score(const std::string &session, const OrderedJson &request) {
@@ -357,14 +312,17 @@ OrderedJson EnvironmentEngine::score(const std::string &session, const OrderedJs
   try {
     const OrderedJson body = environments::service_request(*environment, args, rollout);
     if (!body.is_null()) {
+      const auto service = tool_services::scoring_service(*environment, args);
+      if (!service) {
+        throw RequestError("environment", environment->name + " names no scoring service");
+      }
       const bool judge = environment->behaviour != Behaviour::reward_model;
       ServiceCall call;
       call.service = judge ? "judge" : "classify";
-      call.url =
-          judge ? judge_url(*environment, args) : args.value("reward_server_url", std::string());
+      call.url = service->endpoint.url;
       call.body = body;
-      call.timeout = args.value(judge ? "judge_timeout" : "reward_timeout", 240.0);
-      call.max_retries = args.value(judge ? "judge_max_retries" : "reward_max_retries", 3LL);
+      call.timeout = static_cast<double>(service->endpoint.timeout.count()) / 1000.0;
+      call.max_retries = service->endpoint.max_retries;
       call.session = session;
       std::atomic<bool> never{false};
       OrderedJson response;
@@ -373,7 +331,7 @@ OrderedJson EnvironmentEngine::score(const std::string &session, const OrderedJs
       } catch (const ToolError &error) {
         throw RequestError("infra", error.detail());
       }
-      rollout["state"][judge ? "judge_response" : "reward_model_response"] = response;
+      rollout["state"][service->state_key] = response;
       info_update[judge ? "judge" : "reward_model"] = {{"request", body}, {"response", response}};
     }
     const environments::Score score = environments::score_rollout(*environment, args, rollout);

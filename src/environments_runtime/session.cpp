@@ -500,23 +500,6 @@ std::string gateway_base(const J &args) {
   return gateway;
 }
 
-std::string qualify_image(const std::string &image) {
-  const std::string name = environments::py::strip(image);
-  if (name.empty()) {
-    throw ToolError("ValueError", "the container image name is empty");
-  }
-  const size_t slash = name.find('/');
-  if (slash == std::string::npos) {
-    return "docker.io/library/" + name;
-  }
-  const std::string first = name.substr(0, slash);
-  if (first == "localhost" || first.find('.') != std::string::npos ||
-      first.find(':') != std::string::npos) {
-    return name;
-  }
-  return "docker.io/" + name;
-}
-
 } // namespace
 
 void Session::podman_setup() {
@@ -546,7 +529,12 @@ void Session::podman_setup() {
       throw ToolError("ValueError",
                       "the dataset row needs original_image, image or container_image");
     }
-    const std::string qualified = qualify_image(image);
+    std::string qualified;
+    try {
+      qualified = tool_services::qualify_image(image);
+    } catch (const tool_services::ServiceError &error) {
+      throw ToolError(error.exception_type(), error.what());
+    }
     state["podman_image"] = qualified;
     const std::string gateway = gateway_base(args);
     J body = {{"image", qualified},

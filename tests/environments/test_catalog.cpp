@@ -79,6 +79,33 @@ std::string messages(const std::vector<Problem> &problems) {
   return out;
 }
 
+TEST(Catalog, WeightsAndTurnLimitsAreData) {
+  const auto &podman = pb::environments::resolve("podman-terminal");
+  EXPECT_EQ(podman.max_turns_text(), "max_tool_calls + 1 (65)");
+  EXPECT_EQ(podman.turn_limit({{"max_tool_calls", 9}}), 10);
+  EXPECT_EQ(podman.turn_limit({{"max_tool_calls", 9}, {"max_turns", 3}}), 3);
+  EXPECT_EQ(podman.turn_limit(pb::OrderedJson::object()), 65);
+  const auto &file = podman.rewards.front();
+  EXPECT_EQ(file.weight_text(), "reward_file_weight (1.0)");
+  EXPECT_EQ(file.weight_for(pb::OrderedJson::object()), 1.0);
+  EXPECT_EQ(file.weight_for({{"reward_file_weight", 2.0}}), 2.0);
+  EXPECT_EQ(file.weight_for({{"reward_file_weight", 1.0}, {"verifier_reward_weight", 3.0}}), 3.0);
+  EXPECT_EQ(podman.rewards[1].weight_for(pb::OrderedJson::object()), 0.1);
+  const auto &code = pb::environments::resolve("code-tool-label");
+  EXPECT_EQ(code.max_turns_text(), "2");
+  EXPECT_EQ(pb::environments::resolve("terminal-tool-label").max_turns_text(),
+            "max_terminal_calls + 1 (5)");
+  EXPECT_EQ(pb::environments::resolve("label").rewards[0].weight_text(), "1.0");
+  // The folded search tables keep each family's rows.
+  const auto &visit = pb::environments::resolve("search-agent-visit");
+  EXPECT_NE(visit.parameter("visit_max_content_length"), nullptr);
+  EXPECT_EQ(visit.parameter("terminal_server_url"), nullptr);
+  EXPECT_EQ(visit.max_turns_text(), "max_tool_calls + 1 (151)");
+  const auto &web = pb::environments::resolve("search-agent-dataset");
+  EXPECT_NE(web.parameter("jina_reader_url"), nullptr);
+  EXPECT_EQ(web.max_turns_text(), "max_tool_calls + 1 (21)");
+}
+
 TEST(Validate, RequiredTypesAndUnknownKeys) {
   EXPECT_EQ(messages(check("label", R"({"dataset": "d.jsonl"})")), "");
   EXPECT_EQ(messages(check("label", R"({})")), "E : label needs the argument 'dataset'\n");

@@ -25,20 +25,16 @@ def real_binary():
 PROMPT = [{"role": "user", "content": "Judge the output."}]
 
 
-@unittest.skipIf(real_binary() is None, "no primebeaker binary: set PB_BINARY or build build/ci")
-class LabelAgainstRealBinaryTest(unittest.IsolatedAsyncioTestCase):
+class RealBinaryCase(unittest.IsolatedAsyncioTestCase):
+    """PRIMEBEAKER_BIN set to the real binary and a temporary directory for the class; the
+    loop's child stopped after each test."""
+
     @classmethod
     def setUpClass(cls):
-        # One `describe` for the class: each start of the ASan build costs seconds.
         cls.tmp = tempfile.TemporaryDirectory()
         cls.env_backup = dict(os.environ)
         os.environ["PRIMEBEAKER_BIN"] = real_binary()
         cls.dataset = os.path.join(cls.tmp.name, "rows.jsonl")
-        with open(cls.dataset, "w", encoding="utf-8") as handle:
-            handle.write(json.dumps({"prompt": PROMPT, "answer": "Pass"}) + "\n")
-            handle.write(json.dumps({"prompt": PROMPT, "answer": "fail", "split": "eval"}) + "\n")
-        from primebeaker.environments import jtc_label_env
-        cls.env = jtc_label_env.load_environment(dataset=cls.dataset)
 
     @classmethod
     def tearDownClass(cls):
@@ -50,6 +46,19 @@ class LabelAgainstRealBinaryTest(unittest.IsolatedAsyncioTestCase):
         child = _child._children.get(asyncio.get_running_loop())
         if child is not None:
             child.stop(grace_seconds=5.0)
+
+
+@unittest.skipIf(real_binary() is None, "no primebeaker binary: set PB_BINARY or build build/ci")
+class LabelAgainstRealBinaryTest(RealBinaryCase):
+    @classmethod
+    def setUpClass(cls):
+        # One `describe` for the class: each start of the ASan build costs seconds.
+        super().setUpClass()
+        with open(cls.dataset, "w", encoding="utf-8") as handle:
+            handle.write(json.dumps({"prompt": PROMPT, "answer": "Pass"}) + "\n")
+            handle.write(json.dumps({"prompt": PROMPT, "answer": "fail", "split": "eval"}) + "\n")
+        from primebeaker.environments import jtc_label_env
+        cls.env = jtc_label_env.load_environment(dataset=cls.dataset)
 
     async def rollout(self, row_index, content):
         client = vf.ScriptedClient([{"role": "assistant", "content": content}])
@@ -101,17 +110,14 @@ def submit_call(call_id, rubric_id, label):
 
 
 @unittest.skipIf(real_binary() is None, "no primebeaker binary: set PB_BINARY or build build/ci")
-class MultiTurnAgainstRealBinaryTest(unittest.IsolatedAsyncioTestCase):
+class MultiTurnAgainstRealBinaryTest(RealBinaryCase):
     """The multi-turn hooks (observe, respond, amend_last_tool, final, close, release) against
     the real engine. submit is in memory and the terminal points at a closed port, so no
     service is needed."""
 
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
-        cls.env_backup = dict(os.environ)
-        os.environ["PRIMEBEAKER_BIN"] = real_binary()
-        cls.dataset = os.path.join(cls.tmp.name, "rows.jsonl")
+        super().setUpClass()
         info = {"expected_rubric_ids": ["r1", "r2"],
                 "gold_submissions": [{"rubric_id": "r1", "label": "pass"},
                                      {"rubric_id": "r2", "label": "fail"}]}
@@ -126,17 +132,6 @@ class MultiTurnAgainstRealBinaryTest(unittest.IsolatedAsyncioTestCase):
         cls.tool_label = jtc_tool_label_env.load_environment(
             dataset=cls.dataset, max_tool_calls=1, max_retries=1,
             terminal_server_url="http://127.0.0.1:9/terminal")
-
-    @classmethod
-    def tearDownClass(cls):
-        os.environ.clear()
-        os.environ.update(cls.env_backup)
-        cls.tmp.cleanup()
-
-    async def asyncTearDown(self):
-        child = _child._children.get(asyncio.get_running_loop())
-        if child is not None:
-            child.stop(grace_seconds=5.0)
 
     async def test_articulated_harness_ends_when_every_rubric_is_submitted(self):
         self.assertIsInstance(self.articulated, vf.MultiTurnEnv)

@@ -55,9 +55,30 @@ struct Parameter {
 enum class UnknownArgs { reject, forward, ignore };
 
 struct RewardTerm {
+  RewardTerm(std::string term_name,
+             double default_weight,
+             std::string parameter,
+             std::string text,
+             std::string legacy_parameter = {})
+      : name(std::move(term_name)), weight(default_weight), weight_parameter(std::move(parameter)),
+        meaning(std::move(text)), legacy_weight_parameter(std::move(legacy_parameter)) {}
+
   std::string name;
-  std::string weight; // "1.0", or the parameter that sets it
+  double weight = 1.0;          // the weight, or the default of weight_parameter
+  std::string weight_parameter; // the argument that sets the weight; empty: fixed
   std::string meaning;
+  std::string legacy_weight_parameter; // an older alias that wins when given (podman)
+  // "1.0", or "reward_file_weight (1.0)" for `environments show`.
+  std::string weight_text() const;
+  // The weight under these (defaults-filled) arguments.
+  double weight_for(const OrderedJson &args) const;
+};
+
+// Verifiers' max_turns: a fixed number, or budget_parameter + 1 (an explicit max_turns
+// argument wins).
+struct TurnLimit {
+  long long fixed = 1;
+  std::string budget_parameter; // e.g. max_tool_calls; empty: `fixed`
 };
 
 struct Environment {
@@ -66,7 +87,7 @@ struct Environment {
   std::vector<std::string> aliases;
   Behaviour behaviour = Behaviour::label;
   std::string env_class;
-  std::string max_turns;
+  TurnLimit max_turns;
   std::vector<std::string> tools;
   std::vector<RewardTerm> rewards;
   std::vector<std::string> metrics;
@@ -76,6 +97,10 @@ struct Environment {
   std::string summary;
 
   const Parameter *parameter(std::string_view name) const;
+  // "2", or "max_tool_calls + 1 (65)" with the budget parameter's default.
+  std::string max_turns_text() const;
+  // The turn limit under these (defaults-filled) arguments; -1 when there is none.
+  long long turn_limit(const OrderedJson &args) const;
   std::string entry_point() const; // primebeaker.environments.<module>:load_environment
 };
 

@@ -27,6 +27,7 @@ struct Session; // one rollout's state (session.cpp)
 class EnvironmentEngine final : public Engine {
 public:
   explicit EnvironmentEngine(ToolBackend &tools);
+  EnvironmentEngine(); // with its own ServiceToolBackend (the tool_services clients)
   ~EnvironmentEngine() override;
   OrderedJson handle(const std::string &op, const OrderedJson &request) override;
   void cancel(const std::string &session) override;
@@ -37,6 +38,7 @@ private:
   std::shared_ptr<Session> open(const std::string &session, const OrderedJson &request);
   OrderedJson score(const std::string &session, const OrderedJson &request);
 
+  std::unique_ptr<ToolBackend> m_own_tools;
   ToolBackend &m_tools;
   std::mutex m_mutex;
   std::map<std::string, std::shared_ptr<Session>> m_sessions;
