@@ -11,6 +11,7 @@ cmake --build "$build" --target pb_environments_runtime
 exec g++ -std=c++20 -O2 -DNDEBUG -I "$root/include" -o "$out" \
   "$root/bench/environments_runtime/serve_driver.cpp" \
   "$build/src/environments_runtime/libpb_environments_runtime.a" \
+  "$build/src/tool_services/libpb_tool_services.a" "$build/src/registry/libpb_registry.a" \
   "$build/src/environments/libpb_environments.a" \
   "$build/src/primerl/libpb_primerl.a" "$build/src/toml/libpb_toml.a" \
-  "$build/src/core/libpb_core.a" -lfmt -lspdlog -lpthread
+  "$build/src/core/libpb_core.a" -lfmt -lspdlog -lpthread -ldl

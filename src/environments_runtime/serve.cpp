@@ -6,17 +6,19 @@
 #include <cerrno>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 namespace pb::environments_runtime {
 namespace {
 
 using json = OrderedJson;
 
-// The requests of one session run one after another on a thread of their own while the session
-// has work, so a 600 s Podman test holds up only its own session.
+// The requests of one session run one after another on one pool worker while the session has
+// work, so a 600 s Podman test holds up only its own session.
 struct Strand {
   std::deque<json> queue;
   bool running = false;
@@ -26,6 +28,9 @@ class Server {
 public:
   Server(int out_fd, Engine &engine, const ServeOptions &options)
       : m_out_fd(out_fd), m_engine(engine), m_options(options) {}
+  Server(const Server &) = delete;
+  Server &operator=(const Server &) = delete;
+  ~Server() { stop_workers(); }
 
   void dispatch(const std::string &line) {
     json request;
@@ -57,7 +62,7 @@ public:
       return;
     }
     if (op == "close" || op == "release") {
-      start_thread([this, request, op] { run(op, request); }); // may overlap the session's work
+      submit([this, request, op] { run(op, request); }); // may overlap the session's work
       return;
     }
     std::lock_guard lock(m_mutex);
@@ -65,7 +70,7 @@ public:
     strand.queue.push_back(std::move(request));
     if (!strand.running) {
       strand.running = true;
-      start_thread_locked([this, session] { drain(session); });
+      submit_locked([this, session] { drain(session); });
     }
   }
 
@@ -82,8 +87,9 @@ public:
           m_engine.cancel(session);
         }
       }
-      m_idle.wait(lock, [this] { return m_threads == 0; });
+      m_idle.wait(lock, [this] { return m_unfinished == 0; });
     }
+    stop_workers();
     m_engine.close_all();
   }
 
@@ -129,20 +135,63 @@ private:
     }
   }
 
-  template <typename Work> void start_thread(Work work) {
+  template <typename Work> void submit(Work work) {
     std::lock_guard lock(m_mutex);
-    start_thread_locked(std::move(work));
+    submit_locked(std::move(work));
   }
 
-  template <typename Work> void start_thread_locked(Work work) {
-    ++m_threads;
-    std::thread([this, work = std::move(work)] {
-      work();
-      std::lock_guard lock(m_mutex);
-      if (--m_threads == 0) {
-        m_idle.notify_all();
+  // Work runs on a pool that grows on demand: a job never waits for a busy worker (a slow tool
+  // call holds only its own session), and a thread is started only when none is idle, not once per
+  // request (starting a thread per request cost most of a score's CPU time).
+  template <typename Work> void submit_locked(Work work) {
+    m_work.emplace_back(std::move(work));
+    ++m_unfinished;
+    if (m_idle_workers > 0) {
+      --m_idle_workers;
+      ++m_wakeups;
+      m_work_ready.notify_one();
+    } else {
+      m_workers.emplace_back([this] { work_loop(); });
+    }
+  }
+
+  void work_loop() {
+    std::unique_lock lock(m_mutex);
+    for (;;) {
+      if (!m_work.empty()) {
+        std::function<void()> job = std::move(m_work.front());
+        m_work.pop_front();
+        lock.unlock();
+        job();
+        lock.lock();
+        if (--m_unfinished == 0) {
+          m_idle.notify_all();
+        }
+        continue;
       }
-    }).detach();
+      if (m_stopping) {
+        return;
+      }
+      ++m_idle_workers;
+      m_work_ready.wait(lock, [this] { return m_wakeups > 0 || m_stopping; });
+      if (m_wakeups > 0) {
+        --m_wakeups; // claimed for us by submit_locked
+      } else {
+        --m_idle_workers;
+      }
+    }
+  }
+
+  void stop_workers() {
+    {
+      std::lock_guard lock(m_mutex);
+      m_stopping = true;
+    }
+    m_work_ready.notify_all();
+    for (auto &worker : m_workers) {
+      worker.join();
+    }
+    m_workers.clear();
   }
 
   void reply_ok(const json &id, json fields) {
@@ -179,7 +228,13 @@ private:
   std::mutex m_mutex;
   std::condition_variable m_idle;
   std::map<std::string, Strand> m_strands;
-  int m_threads = 0;
+  std::deque<std::function<void()>> m_work;
+  std::vector<std::thread> m_workers; // joined by finish()
+  std::condition_variable m_work_ready;
+  int m_unfinished = 0;   // jobs queued or running
+  int m_idle_workers = 0; // waiting and not yet claimed
+  int m_wakeups = 0;      // idle workers claimed for a queued job
+  bool m_stopping = false;
   std::mutex m_write_mutex;
 };
 

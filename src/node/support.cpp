@@ -5,6 +5,7 @@
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/fs.hpp>
 #include <primebeaker/core/random.hpp>
+#include <primebeaker/core/signals.hpp>
 #include <primebeaker/core/text.hpp>
 
 #include <fmt/format.h>
@@ -27,20 +28,6 @@
 namespace pb::node {
 namespace {
 
-volatile sig_atomic_t g_pending_signal = 0;
-int g_wake[2] = {-1, -1};
-
-void on_signal(int sig) {
-  if (sig != SIGCHLD && g_pending_signal == 0) {
-    g_pending_signal = sig;
-  }
-  const int saved = errno;
-  if (g_wake[1] >= 0) {
-    (void)!::write(g_wake[1], "x", 1);
-  }
-  errno = saved;
-}
-
 std::chrono::steady_clock::time_point deadline_after(int seconds) {
   return std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
 }
@@ -48,22 +35,13 @@ std::chrono::steady_clock::time_point deadline_after(int seconds) {
 } // namespace
 
 void Signals::install() {
-  if (g_wake[0] < 0) {
-    if (::pipe2(g_wake, O_CLOEXEC | O_NONBLOCK) != 0) {
-      throw failure(fmt::format("cannot create a pipe: {}", std::strerror(errno)));
-    }
-  }
-  struct sigaction action {};
-  action.sa_handler = on_signal;
-  sigemptyset(&action.sa_mask);
-  action.sa_flags = SA_RESTART;
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) {
-    ::sigaction(sig, &action, nullptr);
-  }
+  // Held for the rest of the process: the node runtime never hands its signals back.
+  static const signals::Scope scope(
+      signals::ScopeOptions{.hangup = true, .child_exit_wakes = true});
 }
 
 int Signals::pending() {
-  return g_pending_signal;
+  return signals::Scope::pending();
 }
 
 void Signals::check() {
@@ -78,23 +56,8 @@ void Signals::check() {
 }
 
 void Signals::sleep(double seconds, const std::vector<int> &extra_fds) {
-  if (pending() != 0) {
-    return;
-  }
-  std::vector<pollfd> fds;
-  if (g_wake[0] >= 0) {
-    fds.push_back({g_wake[0], POLLIN, 0});
-  }
-  for (int fd : extra_fds) {
-    fds.push_back({fd, POLLIN, 0});
-  }
-  const int ms = static_cast<int>(seconds * 1000.0);
-  const int n = ::poll(fds.data(), fds.size(), ms < 0 ? 0 : ms);
-  if (n > 0 && g_wake[0] >= 0 && (fds[0].revents & POLLIN)) {
-    char buffer[256];
-    while (::read(g_wake[0], buffer, sizeof buffer) > 0) {
-    }
-  }
+  signals::Scope::sleep(std::chrono::milliseconds(static_cast<long long>(seconds * 1000.0)),
+                        extra_fds);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: MIT
 // `primebeaker status|follow|logs|stop|list` (docs/runs.md).
-#include "interrupt.hpp"
 #include "status.hpp"
 
 #include <primebeaker/beaker/client.hpp>
@@ -8,6 +7,7 @@
 #include <primebeaker/core/env.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/json.hpp>
+#include <primebeaker/core/signals.hpp>
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/runs/runs.hpp>
 
@@ -84,7 +84,7 @@ int run_follow(const FollowCommandOptions &options) {
   }
   follow.poll_interval = std::chrono::milliseconds(
       static_cast<std::int64_t>(std::llround(options.poll_interval_seconds * 1000)));
-  InterruptGuard guard;
+  const signals::Scope guard;
   proc::SystemRunner runner;
   auto beaker = make_beaker(runner, interruptible_timing());
   const auto target = resolve_target(options.run, beaker);

@@ -2,11 +2,11 @@
 // `primebeaker follow`: poll the experiment, stream every replica's new log lines with a
 // "[role:rank] " prefix, report state changes, and exit with the outcome's code
 // (docs/runs.md "follow"). Ctrl-C stops following only: nothing here ever stops a run.
-#include "interrupt.hpp"
 
 #include <primebeaker/beaker/client.hpp>
 #include <primebeaker/core/env.hpp>
 #include <primebeaker/core/error.hpp>
+#include <primebeaker/core/signals.hpp>
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/runs/runs.hpp>
 
@@ -299,16 +299,15 @@ int follow_run(const std::string &experiment_id,
 
 Timing interruptible_timing() {
   Timing timing;
-  timing.interrupted = [] { return InterruptGuard::signal(); };
+  timing.interrupted = [] { return signals::Scope::pending(); };
   timing.sleep = [](std::chrono::milliseconds how_long) {
     const auto until = std::chrono::steady_clock::now() + how_long;
-    while (InterruptGuard::signal() == 0) {
+    while (signals::Scope::pending() == 0) {
       const auto left = until - std::chrono::steady_clock::now();
       if (left <= std::chrono::steady_clock::duration::zero()) {
         return true;
       }
-      std::this_thread::sleep_for(
-          std::min<std::chrono::steady_clock::duration>(left, std::chrono::milliseconds(50)));
+      signals::Scope::sleep(std::chrono::ceil<std::chrono::milliseconds>(left));
     }
     return false;
   };
@@ -319,7 +318,7 @@ int follow(const std::string &experiment_id,
            const FollowOptions &options,
            proc::Runner &runner,
            std::ostream &out) {
-  InterruptGuard guard;
+  const signals::Scope guard;
   BeakerCalls beaker(runner,
                      beaker::program_from_environment(env::snapshot()),
                      interruptible_timing(),
