@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // `primebeaker status|follow|logs|stop|list` (docs/runs.md).
 #include "status.hpp"
+#include "timing.hpp"
 
 #include <primebeaker/beaker/client.hpp>
 #include <primebeaker/core/command_tree.hpp>

@@ -3,6 +3,8 @@
 // "[role:rank] " prefix, report state changes, and exit with the outcome's code
 // (docs/runs.md "follow"). Ctrl-C stops following only: nothing here ever stops a run.
 
+#include "timing.hpp"
+
 #include <primebeaker/beaker/client.hpp>
 #include <primebeaker/core/env.hpp>
 #include <primebeaker/core/error.hpp>
