@@ -76,6 +76,16 @@ std::string LaunchFixture::read(const std::string &relative) const {
   return test::read_file(mount() / relative);
 }
 
+std::vector<std::string> lines_of(const std::string &text) {
+  std::vector<std::string> lines;
+  size_t start = 0;
+  for (size_t end = text.find('\n'); end != std::string::npos; end = text.find('\n', start)) {
+    lines.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return lines;
+}
+
 std::filesystem::path runtime_catalog() {
   return source_dir() / "tests" / "launch" / "data" / "runtime-catalog.json";
 }

@@ -57,6 +57,9 @@ inline const std::string k_created_stdout =
 // (beaker://01TESTRUNTIMEOEAGENTS00000) and ai2/oe-agents-holmes.
 std::filesystem::path runtime_catalog();
 
+// The lines of `text` (each ended by '\n'; a last unterminated piece is dropped).
+std::vector<std::string> lines_of(const std::string &text);
+
 // The bundled example or test-data TOML text, for tests that edit one key.
 std::string example_text(const std::string &relative);
 

@@ -10,16 +10,6 @@ using nlohmann::json;
 namespace pb::test {
 namespace {
 
-std::vector<std::string> text_lines(const std::string &text) {
-  std::vector<std::string> lines;
-  size_t start = 0;
-  for (size_t end = text.find('\n'); end != std::string::npos; end = text.find('\n', start)) {
-    lines.push_back(text.substr(start, end - start));
-    start = end + 1;
-  }
-  return lines;
-}
-
 std::vector<std::filesystem::path> tomls_in(const std::filesystem::path &dir) {
   std::vector<std::filesystem::path> files;
   for (const auto &entry : std::filesystem::directory_iterator(dir)) {
@@ -112,7 +102,7 @@ TEST(Corpus, PrimeRlTomlsPreviewOrNameEveryProblem) {
     }
     EXPECT_EQ(result.exit_code, 3) << name << ": " << result.err;
     EXPECT_EQ(result.out, "") << name;
-    std::vector<std::string> lines = text_lines(result.err);
+    std::vector<std::string> lines = lines_of(result.err);
     ASSERT_FALSE(lines.empty()) << name;
     if (std::regex_match(lines[0], generation)) {
       EXPECT_EQ(lines.size(), 1u) << name << ": " << result.err;

@@ -86,16 +86,6 @@ struct CorpusCase {
   std::vector<std::string> problems;
 };
 
-std::vector<std::string> lines_of(const std::string &text) {
-  std::vector<std::string> lines;
-  size_t start = 0;
-  for (size_t end = text.find('\n'); end != std::string::npos; end = text.find('\n', start)) {
-    lines.push_back(text.substr(start, end - start));
-    start = end + 1;
-  }
-  return lines;
-}
-
 TEST_F(FirstHour, EachPrimeRlV080ExampleReportsAllItsProblemsInOneRun) {
   const std::vector<CorpusCase> cases = {
       {"v0.8.0-configs-ci-integration-reverse-text-resume.toml",
