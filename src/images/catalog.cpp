@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <primebeaker/core/error.hpp>
+#include <primebeaker/core/fs.hpp>
 #include <primebeaker/images/catalog.hpp>
 
 #include <fmt/format.h>
@@ -63,6 +64,35 @@ Catalog Catalog::parse(std::string_view json_text, const std::string &source) {
 const Catalog &Catalog::builtin() {
   static const Catalog catalog = parse(builtin_catalog_text(), "images/catalog.json (built in)");
   return catalog;
+}
+
+Catalog Catalog::from_environment(const std::map<std::string, std::string> &environment) {
+  const auto it = environment.find(std::string(k_catalog_variable));
+  if (it == environment.end() || it->second.empty()) {
+    return builtin();
+  }
+  std::string text;
+  try {
+    text = fs::read_file(it->second);
+  } catch (const Error &error) {
+    throw input_error(fmt::format("{}: {}", k_catalog_variable, error.what()));
+  }
+  return parse(text, fmt::format("{} ({})", it->second, k_catalog_variable));
+}
+
+const Location *Catalog::find_location(std::string_view workspace,
+                                       std::string_view role_name) const {
+  for (const auto &candidate : roles) {
+    if (candidate.name != role_name) {
+      continue;
+    }
+    for (const auto &location : candidate.locations) {
+      if (location.workspace == workspace) {
+        return &location;
+      }
+    }
+  }
+  return nullptr;
 }
 
 const Role &Catalog::role(std::string_view role_name) const {

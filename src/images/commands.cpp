@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // `primebeaker images list` and `primebeaker images default --workspace WS`.
 #include <primebeaker/core/command_tree.hpp>
+#include <primebeaker/core/env.hpp>
 #include <primebeaker/core/json.hpp>
 #include <primebeaker/images/catalog.hpp>
 
@@ -13,7 +14,8 @@ void register_commands(pb::cli::CommandTree &tree) {
 
   auto &list =
       tree.command({"images", "list"}, "Print the default role's cataloged images as a JSON array");
-  list.callback([] { print_json(std::cout, list_json(Catalog::builtin())); });
+  list.callback(
+      [] { print_json(std::cout, list_json(Catalog::from_environment(env::snapshot()))); });
 
   struct DefaultOptions {
     std::string workspace = "ai2/oe-agents";
@@ -29,8 +31,8 @@ void register_commands(pb::cli::CommandTree &tree) {
                       options.role,
                       "Catalog role (default: the catalog's default base role)");
   fallback.callback([&options] {
-    std::cout << Catalog::builtin().default_location(options.workspace, options.role).immutable_uri
-              << '\n';
+    const Catalog catalog = Catalog::from_environment(env::snapshot());
+    std::cout << catalog.default_location(options.workspace, options.role).immutable_uri << '\n';
   });
 }
 

@@ -39,6 +39,10 @@ void add_launch_command(pb::cli::CommandTree &tree, Program program, bool submit
   }
   command.callback([&options, &follow, program, submit] {
     const LaunchPlan plan = plan_from_options(program, options);
+    if (!submit && !plan.submit_refusal.empty()) {
+      spdlog::warn(
+          "`{} submit` would refuse this launch: {}", program_name(program), plan.submit_refusal);
+    }
     proc::SystemRunner runner;
     fs::RealFileSystem files;
     beaker::Client client(runner, beaker::program_from_environment(env::snapshot()));
@@ -51,11 +55,12 @@ void add_launch_command(pb::cli::CommandTree &tree, Program program, bool submit
     }
     // stdout stays the one JSON receipt; the logs go to stderr.
     std::cout.flush();
-    const auto id = beaker::parse_created_experiment_id(result.value("stdout", ""));
-    if (!id) {
+    const auto id_field = result.find("experiment_id");
+    if (id_field == result.end() || !id_field->is_string()) {
       throw failure("--follow: submitted, but beaker's output names no experiment id to follow");
     }
-    const int code = runs::follow(*id, runs::FollowOptions{}, runner, std::cerr);
+    const int code =
+        runs::follow(id_field->get<std::string>(), runs::FollowOptions{}, runner, std::cerr);
     if (code != 0) {
       throw Error(code, ""); // follow already said how the run ended
     }

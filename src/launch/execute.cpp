@@ -6,6 +6,7 @@
 #include <primebeaker/core/env.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/fs.hpp>
+#include <primebeaker/images/catalog.hpp>
 #include <primebeaker/launch/launch.hpp>
 #include <primebeaker/toml/value.hpp>
 
@@ -79,6 +80,9 @@ OrderedJson execute_preview(const LaunchPlan &plan, LaunchEffects &effects) {
 }
 
 OrderedJson execute_submit(const LaunchPlan &plan, LaunchEffects &effects) {
+  if (!plan.submit_refusal.empty()) {
+    throw usage_error(plan.submit_refusal);
+  }
   write_spec(plan, effects);
   const std::string out = effects.beaker.create_experiment(
       plan.experiment_name, plan.workspace, plan.spec_path.string());
@@ -97,6 +101,8 @@ LaunchPlan plan_from_options(Program program, const LaunchOptions &options) {
   inputs.config_path = options.toml.is_absolute() ? options.toml : inputs.cwd / options.toml;
   inputs.environment = env::snapshot();
   inputs.launch_id = choose_launch_id(inputs.environment, random_hex_id());
+  const images::Catalog catalog = images::Catalog::from_environment(inputs.environment);
+  inputs.catalog = &catalog;
   resolve_launch_paths(options, inputs);
   return make_plan(options, inputs);
 }

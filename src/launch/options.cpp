@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The shared launch flag set and its one parser (docs/launch.md "Launch flags").
+#include <primebeaker/contract/replica_env.hpp>
 #include <primebeaker/core/command_tree.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/spelling.hpp>
@@ -16,6 +17,9 @@ namespace pb::launch {
 
 namespace {
 
+// Beaker's longest priority window is far below this; it only keeps the spec's "<N>h" sane.
+constexpr std::int64_t k_max_min_runtime_hours = 24 * 365;
+
 enum class Kind { text, optional_text, integer, list, boolean };
 
 struct FlagInfo {
@@ -27,6 +31,9 @@ struct FlagInfo {
 const std::vector<FlagInfo> &flag_table() {
   static const std::vector<FlagInfo> table = {
       {"toml", Kind::text, "Prime-RL training TOML; its deployment.type selects the topology"},
+      {"name",
+       Kind::text,
+       "Beaker experiment name, e.g. to resubmit without a name clash (default: wandb.name)"},
       {"image",
        Kind::text,
        "beaker://<ref> for a Beaker image, else a Docker image (default: the catalog's image "
@@ -89,6 +96,70 @@ const FlagInfo &find_flag(const std::string &name) {
   throw usage_error(fmt::format("unknown launch setting '{}'", name));
 }
 
+// The accepted range of each integer flag, checked as it is parsed (docs/launch.md).
+std::pair<std::int64_t, std::int64_t> integer_range(const std::string &flag_name) {
+  if (flag_name == "gateway-port") {
+    return {1, 65535};
+  }
+  if (flag_name == "gateway-workers") {
+    return {1, contract::k_max_gateway_workers};
+  }
+  if (flag_name == "rendezvous-timeout-seconds") {
+    return {1, contract::k_max_rendezvous_timeout_seconds};
+  }
+  return {0, k_max_min_runtime_hours}; // min-runtime-hours
+}
+
+// Whether `piece` is a whole item of list flag `flag_name`: NAME=VALUE for --env/--secret,
+// NAME=COUNT for --required-service, any non-empty text for --cluster.
+bool is_list_item(const std::string &flag_name, std::string_view piece) {
+  const auto trimmed = text::trim(piece);
+  if (trimmed.empty()) {
+    return false;
+  }
+  if (flag_name == "cluster") {
+    return true;
+  }
+  const auto eq = trimmed.find('=');
+  if (eq == std::string_view::npos || eq == 0) {
+    return false;
+  }
+  const auto name = trimmed.substr(0, eq);
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == ':' || c == '-' || c == '.';
+  });
+}
+
+// One rule for every list flag: a comma separates items when every comma-separated piece is a
+// whole item (`--cluster a,b`, `--env A=x,B=y`); otherwise the value is one item, so
+// `--env A=x,y` keeps its comma. A JSON list literal is taken as written.
+std::vector<std::string> list_items(const std::string &flag_name,
+                                    const std::vector<std::string> &values) {
+  std::vector<std::string> items;
+  for (const auto &value : values) {
+    const auto trimmed = text::trim(value);
+    if (!trimmed.empty() && trimmed.front() == '[') {
+      const auto parsed = pb::cli::list_values(flag_name, {value});
+      items.insert(items.end(), parsed.begin(), parsed.end());
+      continue;
+    }
+    const auto pieces = text::split(value, ',');
+    const bool split = pieces.size() > 1 &&
+                       std::all_of(pieces.begin(), pieces.end(), [&](const std::string &piece) {
+                         return is_list_item(flag_name, piece);
+                       });
+    if (!split) {
+      items.push_back(value);
+      continue;
+    }
+    for (const auto &piece : pieces) {
+      items.emplace_back(text::trim(piece));
+    }
+  }
+  return items;
+}
+
 std::int64_t parse_integer(const std::string &flag_name, const std::string &text) {
   const std::string_view trimmed = text::trim(text);
   std::int64_t value = 0;
@@ -100,6 +171,10 @@ std::int64_t parse_integer(const std::string &flag_name, const std::string &text
   const auto [end, ec] = std::from_chars(first, last, value);
   if (trimmed.empty() || ec != std::errc() || end != last) {
     throw usage_error(fmt::format("--{} expects a whole number, got '{}'", flag_name, text));
+  }
+  const auto [min, max] = integer_range(flag_name);
+  if (value < min || value > max) {
+    throw usage_error(fmt::format("--{} must be in {}..{}, got {}", flag_name, min, max, value));
   }
   return value;
 }
@@ -117,6 +192,8 @@ bool parse_boolean(const std::string &flag_name, const std::string &text) {
 std::string *text_field(LaunchOptions &o, const std::string &name) {
   if (name == "image")
     return &o.image;
+  if (name == "name")
+    return &o.name;
   if (name == "workspace")
     return &o.workspace;
   if (name == "priority")
@@ -204,7 +281,7 @@ void apply_setting(LaunchOptions &options,
     options.write_spec = parse_boolean(name, values.front());
     return;
   case Kind::list: {
-    auto items = pb::cli::list_values(name, values);
+    auto items = list_items(name, values);
     auto &target = name == "cluster"  ? options.clusters
                    : name == "env"    ? options.env
                    : name == "secret" ? options.secrets

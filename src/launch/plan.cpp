@@ -11,6 +11,7 @@
 #include <primebeaker/core/random.hpp>
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/environments/validate.hpp>
+#include <primebeaker/images/catalog.hpp>
 #include <primebeaker/launch/launch.hpp>
 #include <primebeaker/primerl/config.hpp>
 #include <primebeaker/toml/value.hpp>
@@ -43,17 +44,42 @@ std::string percent_encode(std::string_view text) {
 
 using detail::CheckedPath;
 
+// The experiment's page: the URL beaker printed for `id` ("See progress at https://..."), else
+// Beaker's public one.
+std::string experiment_url(std::string_view beaker_stdout, const std::string &id) {
+  for (size_t start = beaker_stdout.find("https://"); start != std::string_view::npos;
+       start = beaker_stdout.find("https://", start + 1)) {
+    size_t end = start;
+    while (end < beaker_stdout.size() && beaker_stdout[end] > ' ' && beaker_stdout[end] != '\x1b') {
+      ++end;
+    }
+    const std::string_view url = beaker_stdout.substr(start, end - start);
+    if (url.size() >= id.size() && url.substr(url.size() - id.size()) == id) {
+      return std::string(url);
+    }
+  }
+  return "https://beaker.org/ex/" + id;
+}
+
+// Flag paths outside the mount throw (exit 2); TOML paths join the TOML's problems. A TOML's
+// relative path is relative to --working-dir, as in the container.
 void check_under_mount(const std::vector<CheckedPath> &paths,
                        const std::string &mount,
-                       const LaunchInputs &inputs) {
+                       const std::string &working_dir,
+                       const LaunchInputs &inputs,
+                       primerl::Problems &problems) {
   const std::string mount_resolved = detail::real_path(inputs, mount);
   for (const auto &path : paths) {
-    const std::string resolved =
-        detail::real_path(inputs, detail::absolute_normalized(inputs, path.value));
+    const std::string absolute = path.from_toml ? detail::in_container(working_dir, path.value)
+                                                : detail::absolute_normalized(inputs, path.value);
+    const std::string resolved = detail::real_path(inputs, absolute);
     if (!path_is_under(resolved, mount_resolved)) {
       const std::string message = fmt::format(
           "launch path must be under mounted path {}: {} ({})", mount, resolved, path.label);
-      throw path.from_toml ? input_error(message) : usage_error(message);
+      if (!path.from_toml) {
+        throw usage_error(message);
+      }
+      problems.add(message);
     }
   }
 }
@@ -139,6 +165,11 @@ OrderedJson LaunchPlan::receipt_json(const std::string &beaker_stdout) const {
   if (topology == Topology::multi_node) {
     out["launch_id"] = launch_id;
   }
+  // Fields, so that scripts need not read beaker's text (docs/launch.md "Output").
+  const auto id = beaker::parse_created_experiment_id(beaker_stdout);
+  out["experiment_id"] = id ? OrderedJson(*id) : OrderedJson(nullptr);
+  out["experiment_url"] =
+      id ? OrderedJson(experiment_url(beaker_stdout, *id)) : OrderedJson(nullptr);
   out["spec_path"] = spec_path.string();
   out["stdout"] = beaker_stdout;
   out["wandb_run"] = wandb_run;
@@ -157,6 +188,10 @@ std::string absolute_normalized(const LaunchInputs &inputs, const std::string &p
   return normalize_path((absolute.is_relative() ? inputs.cwd / absolute : absolute).string());
 }
 
+std::string in_container(const std::string &working_dir, const std::string &path) {
+  return normalize_path(!path.empty() && path.front() == '/' ? path : working_dir + "/" + path);
+}
+
 } // namespace detail
 
 namespace {
@@ -168,11 +203,16 @@ contract::Kind kind_of(Program program, bool multi) {
   return program == Program::sft ? contract::Kind::single_sft : contract::Kind::single_rl;
 }
 
-// Steps 2-3: the TOML's generation and topology, and the program it is written for.
-contract::Kind read_kind(const LaunchOptions &options, const LaunchInputs &inputs) {
+// Steps 2-3: the TOML's generation and topology, and the program it is written for. Another
+// generation, or a TOML for the other program, stops here; a missing deployment.type is a
+// problem read as single_node so the other keys are still checked.
+contract::Kind
+read_kind(const LaunchOptions &options, const LaunchInputs &inputs, primerl::Problems &problems) {
   const toml::Document &document = *inputs.document;
   primerl::require_supported_generation(document);
-  const bool multi = primerl::read_deployment_type(document) == primerl::DeploymentType::multi_node;
+  const bool multi =
+      primerl::read_deployment_type(document, problems, primerl::DeploymentType::single_node) ==
+      primerl::DeploymentType::multi_node;
   const bool has_orchestrator = document.root().find("orchestrator") != nullptr;
   if (inputs.program == Program::sft && has_orchestrator) {
     throw input_error(fmt::format("{}: this looks like an RL TOML (it has [orchestrator]); use "
@@ -290,9 +330,11 @@ std::vector<std::string> launch_paths(const LaunchOptions &options, const Launch
     paths = {flags.mount, flags.working_dir, flags.scratch_dir, flags.home_dir};
     paths.push_back(detail::absolute_normalized(inputs, inputs.config_path.string()));
     if (inputs.document != nullptr) {
-      const auto read = detail::read_topology(*inputs.document, read_kind(options, inputs));
+      primerl::Problems ignored(*inputs.document); // make_plan reports them
+      const auto read =
+          detail::read_topology(*inputs.document, read_kind(options, inputs, ignored), ignored);
       for (const auto &path : read.paths) {
-        paths.push_back(detail::absolute_normalized(inputs, path.value));
+        paths.push_back(detail::in_container(flags.working_dir, path.value));
       }
     }
   } catch (const Error &) {
@@ -313,8 +355,7 @@ namespace {
 
 // Every environment entry of an RL TOML is checked against the catalog here, so a bad argument
 // fails the preview instead of the Verifiers worker after scheduling (docs/environments.md).
-void check_environment_arguments(const toml::Document &document) {
-  std::vector<std::string> errors;
+void check_environment_arguments(const toml::Document &document, primerl::Problems &problems) {
   for (const auto &problem : environments::validate_toml(document, document.source_name())) {
     if (!problem.error) {
       continue;
@@ -323,20 +364,12 @@ void check_environment_arguments(const toml::Document &document) {
     if (problem.position.line != 0) {
       where += fmt::format(":{}:{}", problem.position.line, problem.position.column);
     }
-    errors.push_back(fmt::format("{}: {}{}{}",
-                                 where,
-                                 problem.key_path,
-                                 problem.key_path.empty() ? "" : ": ",
-                                 problem.message));
+    problems.add(fmt::format("{}: {}{}{}",
+                             where,
+                             problem.key_path,
+                             problem.key_path.empty() ? "" : ": ",
+                             problem.message));
   }
-  if (errors.empty()) {
-    return;
-  }
-  Error error = input_error(errors.front());
-  for (size_t i = 1; i < errors.size(); ++i) {
-    error.add_context(errors[i]);
-  }
-  throw error;
 }
 
 } // namespace
@@ -348,17 +381,23 @@ LaunchPlan make_plan(const LaunchOptions &options, const LaunchInputs &inputs) {
   const toml::Document &document = *inputs.document;
   const Program program = inputs.program;
 
+  // Flag errors stop at the first (exit 2); the TOML's problems are collected and reported
+  // together once the flags are known good (exit 3, docs/launch.md "All problems at once").
+  primerl::Problems problems(document);
   detail::ValidatedFlags flags;
-  detail::check_basic_flags(options, flags);              // 1
-  const contract::Kind kind = read_kind(options, inputs); // 2-3
+  detail::check_basic_flags(options, flags);                        // 1
+  const contract::Kind kind = read_kind(options, inputs, problems); // 2-3
   const bool multi = contract::is_multi_node(kind);
-  detail::check_flags(options, program, multi, flags);                     // 4-9
-  const detail::TopologyRead read = detail::read_topology(document, kind); // 10
+  const images::Catalog &catalog =
+      inputs.catalog != nullptr ? *inputs.catalog : images::Catalog::builtin();
+  detail::check_flags(options, program, multi, catalog, flags);                      // 4-9
+  const detail::TopologyRead read = detail::read_topology(document, kind, problems); // 10
   if (program == Program::rl) {
-    check_environment_arguments(document);
+    check_environment_arguments(document, problems);
   }
 
-  const std::string experiment_name = inputs.experiment_name.value_or(read.wandb.name);
+  const std::string experiment_name =
+      inputs.experiment_name.value_or(options.name.empty() ? read.wandb.name : options.name);
   std::optional<std::string> entity = read.wandb.entity;
   if (!entity && program == Program::rl && !options.wandb_entity.empty()) {
     entity = options.wandb_entity;
@@ -374,7 +413,8 @@ LaunchPlan make_plan(const LaunchOptions &options, const LaunchInputs &inputs) {
   checked.push_back({"--working-dir", flags.working_dir, false});
   checked.push_back({"--scratch-dir", flags.scratch_dir, false});
   checked.push_back({"--home-dir", flags.home_dir, false});
-  check_under_mount(checked, flags.mount, inputs);
+  check_under_mount(checked, flags.mount, flags.working_dir, inputs, problems);
+  problems.throw_if_any();
 
   beaker::Task task;
   task.name = read.task_name;
@@ -424,6 +464,7 @@ LaunchPlan make_plan(const LaunchOptions &options, const LaunchInputs &inputs) {
       "beaker", experiment_name, options.workspace, plan.spec_path.string());
   plan.wandb_run = wandb_json(read.wandb, experiment_name, replica.wandb_run_id, entity);
   plan.write_spec = options.write_spec;
+  plan.submit_refusal = flags.submit_refusal;
   return plan;
 }
 

@@ -8,6 +8,7 @@
 #include <primebeaker/images/catalog.hpp>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <charconv>
@@ -90,6 +91,42 @@ std::string require_absolute_flag(const std::string &flag, const std::string &va
   return normalize_path(value);
 }
 
+// The flags that only some topologies use, and which (docs/launch.md "Launch flags"). A given
+// flag the chosen topology would ignore is an error naming it, not silence.
+void refuse_inapplicable_flags(const LaunchOptions &options, Program program, bool multi) {
+  struct Scope {
+    const char *flag;
+    bool rl_only;
+    bool multi_only;
+    const char *applies_to;
+  };
+  static const Scope scopes[] = {
+      {"registry", true, false, "RL"},
+      {"wandb-entity", true, false, "RL"},
+      {"gateway-port", true, true, "multi-node RL"},
+      {"gateway-workers", true, true, "multi-node RL"},
+      {"required-service", true, true, "multi-node RL"},
+      {"rendezvous-timeout-seconds", false, true, "multi-node launches"},
+  };
+  std::vector<std::string> refused;
+  std::string applies_to;
+  for (const auto &scope : scopes) {
+    const bool applies = (!scope.rl_only || program == Program::rl) && (!scope.multi_only || multi);
+    if (!applies && options.was_given(scope.flag)) {
+      refused.push_back(fmt::format("--{} (only for {})", scope.flag, scope.applies_to));
+    }
+  }
+  if (refused.empty()) {
+    return;
+  }
+  throw usage_error(fmt::format("{} {} not apply to {} {}: remove {}",
+                                fmt::join(refused, ", "),
+                                refused.size() == 1 ? "does" : "do",
+                                multi ? "multi-node" : "single-node",
+                                program == Program::sft ? "SFT" : "RL",
+                                refused.size() == 1 ? "it" : "them"));
+}
+
 void check_range(const char *flag, std::int64_t value, std::int64_t min, std::int64_t max) {
   if (value < min) {
     throw usage_error(fmt::format("--{} must be {}, got {}",
@@ -117,6 +154,11 @@ void check_basic_flags(const LaunchOptions &options, ValidatedFlags &flags) {
     throw usage_error(
         fmt::format("--min-runtime-hours must be >= 0, got {}", options.min_runtime_hours));
   }
+  if (!options.name.empty() && !primerl::is_experiment_name(options.name)) {
+    throw usage_error(fmt::format("--name '{}' cannot be a Beaker experiment name: use letters, "
+                                  "digits, '.', '_' and '-' (at most 128)",
+                                  options.name));
+  }
   if (options.dataset.empty()) {
     throw usage_error("--dataset cannot be empty");
   }
@@ -126,11 +168,28 @@ void check_basic_flags(const LaunchOptions &options, ValidatedFlags &flags) {
   flags.home_dir = require_absolute_flag("home-dir", options.home_dir);
 }
 
-void check_flags(const LaunchOptions &options, Program program, bool multi, ValidatedFlags &flags) {
-  flags.image_ref =
-      options.image.empty()
-          ? images::Catalog::builtin().default_location(options.workspace).immutable_uri
-          : options.image;
+void check_flags(const LaunchOptions &options,
+                 Program program,
+                 bool multi,
+                 const images::Catalog &catalog,
+                 ValidatedFlags &flags) {
+  refuse_inapplicable_flags(options, program, multi);
+  // An explicit --image is the user's word. Without one, only an image built to run
+  // `primebeaker node ...` will do (docs/launch.md "The default image").
+  flags.image_ref = options.image;
+  if (options.image.empty()) {
+    if (const auto *runtime = catalog.find_location(options.workspace, images::k_runtime_role)) {
+      flags.image_ref = runtime->immutable_uri;
+    } else {
+      flags.image_ref = k_missing_runtime_image;
+      flags.submit_refusal = fmt::format(
+          "no {} image is cataloged for workspace '{}', and the Prime-RL images cannot run "
+          "`primebeaker node`: build one from images/Dockerfile.runtime and pass --image "
+          "beaker://<ID> (images/README.md, \"The runtime image\")",
+          images::k_runtime_role,
+          options.workspace);
+    }
+  }
   flags.clusters =
       options.clusters.empty() ? std::vector<std::string>{"ai2/holmes"} : options.clusters;
   flags.user_env = parse_assignments(options.env, "env", "NAME=VALUE");

@@ -16,6 +16,10 @@
 
 namespace pb::launch::detail {
 
+// The image a preview shows when no runtime image is cataloged for the workspace.
+inline constexpr std::string_view k_missing_runtime_image =
+    "beaker://<no primebeaker-runtime image for this workspace: pass --image>";
+
 // Every flag checked, in the order the checks run (docs/launch.md "Validation order").
 struct ValidatedFlags {
   std::string mount;       // normalized container paths
@@ -23,6 +27,7 @@ struct ValidatedFlags {
   std::string scratch_dir; //
   std::string home_dir;    //
   std::string image_ref;
+  std::string submit_refusal; // no runtime image cataloged and no --image
   std::vector<std::string> clusters;
   std::map<std::string, std::string> user_env;
   std::map<std::string, std::string> secrets; // with the W&B / HF defaults applied
@@ -36,7 +41,11 @@ void check_basic_flags(const LaunchOptions &options, ValidatedFlags &flags);
 
 // The rest, once the topology is known: image, clusters, --env/--secret, multi-node knobs and
 // the registry URI (through the replica's own parser). Throws pb::Error exit 2.
-void check_flags(const LaunchOptions &options, Program program, bool multi, ValidatedFlags &flags);
+void check_flags(const LaunchOptions &options,
+                 Program program,
+                 bool multi,
+                 const images::Catalog &catalog,
+                 ValidatedFlags &flags);
 
 // A TOML path key the mount check compares: label for messages, value as written.
 struct CheckedPath {
@@ -57,14 +66,18 @@ struct TopologyRead {
   contract::ReplicaEnv replica; // the topology's fields (counts, local search paths)
 };
 
-// Reads the launch keys of the topology `kind` names (docs/launch.md "TOML keys"). Throws
-// pb::Error exit 3 naming the key with line:column.
-TopologyRead read_topology(const toml::Document &document, contract::Kind kind);
+// Reads the launch keys of the topology `kind` names (docs/launch.md "TOML keys"), adding every
+// problem (key and line:column) to `problems`.
+TopologyRead
+read_topology(const toml::Document &document, contract::Kind kind, primerl::Problems &problems);
 
 // The real path of `path` as the glue resolved it (LaunchInputs::real_paths), else `path`.
 std::string real_path(const LaunchInputs &inputs, const std::string &path);
 
-// Whether `path` is `root` or inside it / Python's pathlib normalisation (paths.hpp).
+// `path` made absolute against the submitter's cwd (the --toml path), normalized.
 std::string absolute_normalized(const LaunchInputs &inputs, const std::string &path);
+
+// A path from the TOML as the container resolves it: relative to `working_dir`, normalized.
+std::string in_container(const std::string &working_dir, const std::string &path);
 
 } // namespace pb::launch::detail

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <set>
 
 namespace pb::primerl {
@@ -18,94 +19,155 @@ using toml::Value;
 
 namespace {
 
+// A TOML basic string literal of `text`.
+std::string toml_string(std::string_view text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string parent_of(std::string_view key) {
+  const auto dot = key.rfind('.');
+  return dot == std::string_view::npos ? std::string() : std::string(key.substr(0, dot));
+}
+
 // Reads launch keys for one topology (`what`, e.g. "single-node SFT"), naming the key and its
-// line:column in every message.
+// line:column in every problem. A missing or invalid value is recorded with the value it
+// suggests, and reading goes on with that value, so one pass finds every problem; rules over
+// several keys are skipped when one of those keys was already reported (bad()).
 class Reader {
 public:
-  Reader(const Document &document, std::string what) : m_doc(document), m_what(std::move(what)) {}
+  Reader(const Document &document, std::string what, Problems &problems)
+      : m_doc(document), m_what(std::move(what)), m_problems(problems) {}
 
   const Value *find(std::string_view key) const {
     return m_doc.root().find_path(text::split(key, '.'));
   }
 
-  const Value &table(std::string_view key) const {
+  // Whether [key] is a table; a missing one is one problem that the keys found missing in it
+  // later join.
+  bool table(std::string_view key) {
     const Value *value = find(key);
     if (value == nullptr) {
-      throw input_error(fmt::format("{}: {} needs a [{}] table", m_doc.source_name(), m_what, key));
+      m_problems.add_missing_table(
+          std::string(key),
+          fmt::format("{}: {} needs a [{}] table", m_doc.source_name(), m_what, key));
+      return false;
     }
     if (!value->is(Type::table)) {
-      throw input_error(fmt::format("{}: {} must be a table, got {} {}",
-                                    m_doc.location(*value),
-                                    key,
-                                    article(value->type()),
-                                    toml::type_name(value->type())));
+      m_problems.add_missing_table(std::string(key),
+                                   fmt::format("{}: {} must be a table, got {} {}",
+                                               m_doc.location(*value),
+                                               key,
+                                               article(value->type()),
+                                               toml::type_name(value->type())));
+      return false;
     }
-    return *value;
+    return true;
   }
 
-  [[noreturn]] void missing(std::string_view key) const {
-    const auto parts = text::split(key, '.');
-    std::string where = m_doc.source_name();
-    if (parts.size() > 1) {
-      const auto parent = std::vector<std::string>(parts.begin(), parts.end() - 1);
-      if (const Value *table = m_doc.root().find_path(parent)) {
+  void missing(std::string_view key, const std::string &suggestion) {
+    m_bad.insert(std::string(key));
+    if (!m_problems.fold_into_missing_table(std::string(key))) {
+      std::string where = m_doc.source_name();
+      if (const Value *table = find(parent_of(key)); table != nullptr && !parent_of(key).empty()) {
         where = m_doc.location(*table);
       }
+      m_problems.add_missing_key(std::string(key),
+                                 fmt::format("{}: {} is required for {}", where, key, m_what));
     }
-    throw input_error(fmt::format("{}: {} is required for {}", where, key, m_what));
+    if (!suggestion.empty()) {
+      m_problems.suggest(std::string(key), suggestion);
+    }
   }
 
-  [[noreturn]] void
-  wrong(const Value &value, std::string_view key, std::string_view expected) const {
-    throw input_error(fmt::format(
+  void wrong(const Value &value,
+             std::string_view key,
+             std::string_view expected,
+             const std::string &suggestion = {}) {
+    m_bad.insert(std::string(key));
+    m_problems.add(fmt::format(
         "{}: {} must be {}, got {}", m_doc.location(value), key, expected, shown(value)));
+    if (!suggestion.empty()) {
+      m_problems.suggest(std::string(key), suggestion, true);
+    }
   }
 
-  [[noreturn]] void rule(const Value *value, const std::string &message) const {
-    throw input_error(
+  void rule(const Value *value, const std::string &message) {
+    m_problems.add(
         fmt::format("{}: {}", value ? m_doc.location(*value) : m_doc.source_name(), message));
   }
 
-  // A true TOML integer >= 1 (booleans and floats rejected).
-  std::int64_t positive(std::string_view key, std::optional<std::int64_t> fallback = {}) const {
+  // A rule's fix is one key's value: say so and suggest it.
+  void rule(std::string_view key, const std::string &message, const std::string &suggestion) {
+    rule(find(key), message);
+    m_problems.suggest(std::string(key), suggestion, find(key) != nullptr);
+  }
+
+  // Whether any of `keys` was already reported (rules over them would only repeat it).
+  bool bad(std::initializer_list<std::string_view> keys) const {
+    return std::any_of(
+        keys.begin(), keys.end(), [&](auto key) { return m_bad.count(std::string(key)) > 0; });
+  }
+
+  // A true TOML integer >= 1 (booleans and floats rejected). Missing without a fallback, or
+  // invalid: reported, and `suggested` is used.
+  std::int64_t positive(std::string_view key,
+                        std::int64_t suggested,
+                        std::optional<std::int64_t> fallback = {}) {
     const Value *value = find(key);
     if (value == nullptr) {
       if (fallback) {
         return *fallback;
       }
-      missing(key);
+      missing(key, std::to_string(suggested));
+      return suggested;
     }
     const auto number = value->integer();
     if (!number || *number < 1) {
-      wrong(*value, key, "a positive integer");
+      wrong(*value, key, "a positive integer", std::to_string(suggested));
+      return suggested;
     }
     return *number;
   }
 
   // positive(), at most `max`: every count that enters GPU arithmetic is bounded first, so the
   // arithmetic cannot overflow (limits.hpp).
-  std::int64_t
-  count(std::string_view key, std::int64_t max, std::optional<std::int64_t> fallback = {}) const {
-    const std::int64_t number = positive(key, fallback);
+  std::int64_t count(std::string_view key,
+                     std::int64_t max,
+                     std::int64_t suggested,
+                     std::optional<std::int64_t> fallback = {}) {
+    const std::int64_t number = positive(key, suggested, fallback);
     if (number > max) {
-      wrong(*find(key), key, fmt::format("a positive integer at most {}", max));
+      wrong(*find(key),
+            key,
+            fmt::format("a positive integer at most {}", max),
+            std::to_string(std::min(suggested, max)));
+      return std::min(suggested, max);
     }
     return number;
   }
 
-  std::string string(std::string_view key, bool non_empty) const {
+  std::string string(std::string_view key, bool non_empty, const std::string &suggested) {
     const Value *value = find(key);
     if (value == nullptr) {
-      missing(key);
+      missing(key, toml_string(suggested));
+      return suggested;
     }
     const std::string *text = value->string();
     if (text == nullptr || (non_empty && text->empty())) {
-      wrong(*value, key, non_empty ? "a non-empty string" : "a string");
+      wrong(*value, key, non_empty ? "a non-empty string" : "a string", toml_string(suggested));
+      return suggested;
     }
     return *text;
   }
 
-  std::optional<std::string> optional_string(std::string_view key) const {
+  std::optional<std::string> optional_string(std::string_view key) {
     const Value *value = find(key);
     if (value == nullptr) {
       return std::nullopt;
@@ -113,28 +175,56 @@ public:
     const std::string *text = value->string();
     if (text == nullptr) {
       wrong(*value, key, "a string");
+      return std::nullopt;
     }
     return *text;
   }
 
-  bool boolean(std::string_view key, std::optional<bool> fallback) const {
+  bool boolean(std::string_view key, std::optional<bool> fallback, bool suggested) {
     const Value *value = find(key);
     if (value == nullptr) {
       if (fallback) {
         return *fallback;
       }
-      missing(key);
+      missing(key, suggested ? "true" : "false");
+      return suggested;
     }
     const auto flag = value->boolean();
     if (!flag) {
-      wrong(*value, key, "true or false");
+      wrong(*value, key, "true or false", suggested ? "true" : "false");
+      return suggested;
     }
     return *flag;
   }
 
-  PathKey path(std::string_view key) const { return {std::string(key), string(key, true)}; }
+  PathKey path(std::string_view key, const std::string &suggested) {
+    return {std::string(key), string(key, true, suggested)};
+  }
+
+  // A usable default for names: wandb.name when it is a string, else the file's stem.
+  std::string default_name() const {
+    if (const Value *name = find("wandb.name");
+        name != nullptr && name->string() != nullptr && !name->string()->empty()) {
+      return *name->string();
+    }
+    std::string stem = std::filesystem::path(m_doc.source_name()).stem().string();
+    for (char &c : stem) {
+      const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '.' || c == '_' || c == '-';
+      if (!ok) {
+        c = '-';
+      }
+    }
+    return stem.empty() ? std::string("my-run") : stem.substr(0, 128);
+  }
+
+  std::optional<std::int64_t> integer_as_written(std::string_view key) const {
+    const Value *value = find(key);
+    return value ? value->integer() : std::nullopt;
+  }
 
   const Document &doc() const { return m_doc; }
+  const std::string &what() const { return m_what; }
 
 private:
   static std::string_view article(Type type) {
@@ -158,13 +248,18 @@ private:
 
   const Document &m_doc;
   std::string m_what;
+  Problems &m_problems;
+  std::set<std::string> m_bad;
 };
 
-void require_type(const Reader &reader, std::string_view expected) {
+void require_type(Reader &reader, std::string_view expected) {
   const Value *type = reader.find("deployment.type");
   const std::string *text = type ? type->string() : nullptr;
-  if (text == nullptr || *text != expected) {
-    reader.rule(type, fmt::format("deployment.type must be '{}' here", expected));
+  // A missing or unknown type is read_deployment_type's problem; here only the other topology.
+  if (text != nullptr && (*text == "single_node" || *text == "multi_node") && *text != expected) {
+    reader.rule("deployment.type",
+                fmt::format("deployment.type must be '{}' here", expected),
+                toml_string(expected));
   }
 }
 
@@ -186,6 +281,152 @@ template <typename Visit> void for_each_environment_entry(const Document &docume
 }
 
 } // namespace
+
+Problems::Problems(const Document &document) : m_document(document) {}
+
+void Problems::add(std::string message) {
+  m_lines.push_back({std::move(message), {}, {}, {}});
+}
+
+void Problems::add_missing_key(const std::string &key, std::string message) {
+  m_lines.push_back({std::move(message), {}, {}, key});
+}
+
+void Problems::add_missing_table(const std::string &table, std::string message) {
+  Line line{std::move(message), table, {}, {}};
+  // Keys reported missing before the table was: one problem, not two.
+  for (auto it = m_lines.begin(); it != m_lines.end();) {
+    if (text::starts_with(it->missing_key, table + ".")) {
+      line.keys.push_back(it->missing_key.substr(table.size() + 1));
+      it = m_lines.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  m_lines.push_back(std::move(line));
+}
+
+bool Problems::fold_into_missing_table(const std::string &key) {
+  Line *innermost = nullptr; // [val.data], not [val], takes val.data.name
+  for (auto &line : m_lines) {
+    if (!line.table.empty() && text::starts_with(key, line.table + ".") &&
+        (innermost == nullptr || line.table.size() > innermost->table.size())) {
+      innermost = &line;
+    }
+  }
+  if (innermost == nullptr) {
+    return false;
+  }
+  innermost->keys.push_back(key.substr(innermost->table.size() + 1));
+  return true;
+}
+
+void Problems::suggest(const std::string &dotted_key, std::string value, bool replaces) {
+  Suggestion suggestion;
+  suggestion.table = parent_of(dotted_key);
+  suggestion.key =
+      suggestion.table.empty() ? dotted_key : dotted_key.substr(suggestion.table.size() + 1);
+  suggestion.value = std::move(value);
+  suggestion.replaces = replaces;
+  if (suggestion.table.empty()) {
+    suggestion.table_exists = true;
+  } else if (const Value *table = m_document.root().find_path(text::split(suggestion.table, '.'));
+             table != nullptr && table->is(Type::table) && table->position().line != 0) {
+    // (an implicit table, such as [a] of a lone [a.b], gets its header like a new one)
+    suggestion.table_exists = true;
+    suggestion.table_location = m_document.location(*table);
+  }
+  for (auto &known : m_suggestions) {
+    if (known.table == suggestion.table && known.key == suggestion.key) {
+      known = std::move(suggestion); // the later, better informed value wins
+      return;
+    }
+  }
+  m_suggestions.push_back(std::move(suggestion));
+}
+
+std::vector<std::string> Problems::lines() const {
+  std::vector<std::string> out;
+  for (const auto &line : m_lines) {
+    out.push_back(line.keys.empty()
+                      ? line.text
+                      : fmt::format("{} (with {})", line.text, text::join(line.keys, ", ")));
+  }
+  return out;
+}
+
+std::vector<std::string> Problems::snippet() const {
+  std::vector<std::string> out;
+  const auto key_line = [](const Suggestion &s) {
+    return fmt::format(
+        "{} = {}{}", s.key, s.value, s.replaces ? "  # replaces the current value" : "");
+  };
+  // Top-level keys, then keys of existing tables, then new tables, each group in order found.
+  std::vector<std::string> tables;
+  for (const auto &s : m_suggestions) {
+    if (!s.table.empty() && std::find(tables.begin(), tables.end(), s.table) == tables.end()) {
+      tables.push_back(s.table);
+    }
+  }
+  bool top = false;
+  for (const auto &s : m_suggestions) {
+    if (s.table.empty()) {
+      if (!top) {
+        out.emplace_back("# at the top of the file, above the first [table]:");
+        top = true;
+      }
+      out.push_back(key_line(s));
+    }
+  }
+  // New tables by name, so that a parent's header comes before its children's.
+  std::vector<std::string> sorted = tables;
+  std::stable_sort(sorted.begin(), sorted.end());
+  for (const bool existing : {true, false}) {
+    for (const auto &table : existing ? tables : sorted) {
+      bool header = false;
+      for (const auto &s : m_suggestions) {
+        if (s.table != table || s.table_exists != existing) {
+          continue;
+        }
+        if (!header) {
+          out.push_back(existing ? fmt::format("# under [{}] ({}):", table, s.table_location)
+                                 : fmt::format("[{}]", table));
+          header = true;
+        }
+        out.push_back(key_line(s));
+      }
+    }
+  }
+  return out;
+}
+
+Error Problems::to_error() const {
+  const auto all = lines();
+  Error error = all.size() == 1 ? input_error(all.front())
+                                : input_error(fmt::format("{}: {} problems (all of them: fix them, "
+                                                          "then retry once)",
+                                                          m_document.source_name(),
+                                                          all.size()));
+  if (all.size() > 1) {
+    for (const auto &line : all) {
+      error.add_context(line);
+    }
+  }
+  const auto add = snippet();
+  if (!add.empty()) {
+    error.add_context("add this (TOML; adjust the values):");
+    for (const auto &line : add) {
+      error.add_context("  " + line);
+    }
+  }
+  return error;
+}
+
+void Problems::throw_if_any() const {
+  if (!empty()) {
+    throw to_error();
+  }
+}
 
 std::string_view generation_name(Generation generation) {
   switch (generation) {
@@ -242,7 +483,7 @@ GenerationInfo detect_generation(const Document &document) {
   return {Generation::undetermined, {}};
 }
 
-void require_supported_generation(const Document &document) {
+void require_supported_generation(const Document &document, Problems &problems) {
   const auto info = detect_generation(document);
   std::string unsupported;
   switch (info.generation) {
@@ -262,21 +503,34 @@ void require_supported_generation(const Document &document) {
                   "[deployment] table";
     break;
   }
-  throw input_error(fmt::format("{}: this is a Prime-RL {} config ({}); primebeaker launches the "
-                                "v0.8.0 generation: {}",
-                                document.source_name(),
-                                generation_name(info.generation),
-                                info.evidence,
-                                unsupported));
+  problems.add(fmt::format("{}: this is a Prime-RL {} config ({}); primebeaker launches the "
+                           "v0.8.0 generation: {}",
+                           document.source_name(),
+                           generation_name(info.generation),
+                           info.evidence,
+                           unsupported));
 }
 
-DeploymentType read_deployment_type(const Document &document) {
+void require_supported_generation(const Document &document) {
+  Problems problems(document);
+  require_supported_generation(document, problems);
+  problems.throw_if_any();
+}
+
+DeploymentType
+read_deployment_type(const Document &document, Problems &problems, DeploymentType fallback) {
+  const std::string fallback_name =
+      fallback == DeploymentType::multi_node ? "multi_node" : "single_node";
   const Value *type = document.root().find_path({"deployment", "type"});
   const std::string *text = type ? type->string() : nullptr;
   if (text == nullptr) {
-    throw input_error(fmt::format("{}: training TOML needs deployment.type (\"single_node\" or "
-                                  "\"multi_node\")",
-                                  type ? document.location(*type) : document.source_name()));
+    problems.add_missing_key(
+        "deployment.type",
+        fmt::format("{}: training TOML needs deployment.type (\"single_node\" or "
+                    "\"multi_node\")",
+                    type ? document.location(*type) : document.source_name()));
+    problems.suggest("deployment.type", toml_string(fallback_name), type != nullptr);
+    return fallback;
   }
   if (*text == "single_node") {
     return DeploymentType::single_node;
@@ -284,88 +538,135 @@ DeploymentType read_deployment_type(const Document &document) {
   if (*text == "multi_node") {
     return DeploymentType::multi_node;
   }
-  throw input_error(fmt::format("{}: unsupported deployment.type '{}' (expected single_node or "
-                                "multi_node)",
-                                document.location(*type),
-                                *text));
+  problems.add(fmt::format("{}: unsupported deployment.type '{}' (expected single_node or "
+                           "multi_node)",
+                           document.location(*type),
+                           *text));
+  problems.suggest("deployment.type", toml_string(fallback_name), true);
+  return fallback;
 }
 
-Wandb read_wandb(const Document &document) {
-  const Reader reader(document, "a Beaker launch");
-  reader.table("wandb");
+DeploymentType read_deployment_type(const Document &document) {
+  Problems problems(document);
+  const auto type = read_deployment_type(document, problems, DeploymentType::single_node);
+  problems.throw_if_any();
+  return type;
+}
+
+namespace {
+
+Wandb read_wandb(Reader &reader) {
+  const std::string name_default = reader.default_name();
   Wandb wandb;
-  wandb.name = reader.string("wandb.name", true);
-  const bool name_ok = std::all_of(wandb.name.begin(), wandb.name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-           c == '_' || c == '-';
-  });
-  if (!name_ok || wandb.name.size() > 128) {
+  reader.table("wandb");
+  wandb.name = reader.string("wandb.name", true, name_default);
+  if (!is_experiment_name(wandb.name)) {
     reader.rule(reader.find("wandb.name"),
                 fmt::format("wandb.name '{}' cannot be a Beaker experiment name: use letters, "
                             "digits, '.', '_' and '-' (at most 128)",
                             wandb.name));
   }
-  wandb.project = reader.string("wandb.project", true);
+  wandb.project = reader.string("wandb.project", true, "primebeaker");
   if (auto entity = reader.optional_string("wandb.entity"); entity && !entity->empty()) {
     wandb.entity = std::move(entity);
   }
-  wandb.offline = reader.boolean("wandb.offline", false);
+  wandb.offline = reader.boolean("wandb.offline", false, false);
   return wandb;
 }
 
-SingleNodeSft read_single_node_sft(const Document &document) {
-  const Reader reader(document, "single-node SFT");
-  for (const char *table : {"deployment", "wandb", "data", "val", "val.data", "ckpt"}) {
+// Runs `read` with a collecting Reader and throws every problem it found at once.
+template <typename Read> auto read_all(const Document &document, Read &&read) {
+  Problems problems(document);
+  auto result = read(document, problems);
+  problems.throw_if_any();
+  return result;
+}
+
+} // namespace
+
+bool is_experiment_name(std::string_view name) {
+  return !name.empty() && name.size() <= 128 && std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '-';
+  });
+}
+
+Wandb read_wandb(const Document &document, Problems &problems) {
+  Reader reader(document, "a Beaker launch", problems);
+  return read_wandb(reader);
+}
+
+SingleNodeSft read_single_node_sft(const Document &document, Problems &problems) {
+  Reader reader(document, "single-node SFT", problems);
+  for (const char *table : {"deployment", "data", "val", "val.data", "ckpt"}) {
     reader.table(table);
   }
   require_type(reader, "single_node");
   SingleNodeSft sft;
-  sft.output_dir = reader.path("output_dir");
-  sft.max_steps = reader.positive("max_steps");
-  sft.num_gpus = reader.count("deployment.num_gpus", k_max_gpus_per_node);
-  sft.gpus_per_node = reader.count("deployment.gpus_per_node", k_max_gpus_per_node);
-  if (sft.num_gpus != sft.gpus_per_node) {
+  sft.output_dir = reader.path("output_dir", "outputs/" + reader.default_name());
+  sft.max_steps = reader.positive("max_steps", 100);
+  // num_gpus must equal gpus_per_node: suggest the one that is there for the other.
+  const auto num_written = reader.integer_as_written("deployment.num_gpus");
+  const auto per_node_written = reader.integer_as_written("deployment.gpus_per_node");
+  const std::int64_t gpus = num_written.value_or(per_node_written.value_or(8));
+  sft.num_gpus = reader.count("deployment.num_gpus", k_max_gpus_per_node, gpus);
+  sft.gpus_per_node = reader.count("deployment.gpus_per_node", k_max_gpus_per_node, gpus);
+  if (sft.num_gpus != sft.gpus_per_node &&
+      !reader.bad({"deployment.num_gpus", "deployment.gpus_per_node"})) {
     reader.rule(reader.find("deployment.num_gpus"),
                 fmt::format("single-node SFT requires deployment.num_gpus ({}) == "
                             "deployment.gpus_per_node ({})",
                             sft.num_gpus,
                             sft.gpus_per_node));
   }
-  sft.wandb = read_wandb(document);
-  sft.data_name = reader.path("data.name");
-  sft.val_data_name = reader.path("val.data.name");
-  sft.val_interval = reader.positive("val.interval");
-  if (!reader.boolean("val.eval_on_start", std::nullopt)) {
-    reader.rule(reader.find("val.eval_on_start"), "SFT TOML must set val.eval_on_start = true");
+  sft.wandb = read_wandb(reader);
+  sft.data_name = reader.path("data.name", "data/train.jsonl");
+  const Value *data_name = reader.find("data.name");
+  sft.val_data_name = reader.path("val.data.name",
+                                  data_name && data_name->string() ? *data_name->string()
+                                                                   : "data/validation.jsonl");
+  // Validation and checkpoints every max_steps unless the file says otherwise.
+  const auto ckpt_written = reader.integer_as_written("ckpt.interval");
+  const std::int64_t interval = std::min(sft.max_steps, ckpt_written.value_or(sft.max_steps));
+  sft.val_interval = reader.positive("val.interval", std::max<std::int64_t>(interval, 1));
+  if (!reader.boolean("val.eval_on_start", std::nullopt, true) &&
+      !reader.bad({"val.eval_on_start"})) {
+    reader.rule("val.eval_on_start", "SFT TOML must set val.eval_on_start = true", "true");
   }
-  sft.ckpt_interval = reader.positive("ckpt.interval");
-  if (sft.val_interval > sft.max_steps) {
-    reader.rule(reader.find("val.interval"),
+  sft.ckpt_interval = reader.positive("ckpt.interval", std::max(sft.max_steps, sft.val_interval));
+  if (sft.val_interval > sft.max_steps && !reader.bad({"val.interval", "max_steps"})) {
+    reader.rule("val.interval",
                 fmt::format("SFT val.interval ({}) must not exceed max_steps ({})",
                             sft.val_interval,
-                            sft.max_steps));
+                            sft.max_steps),
+                std::to_string(std::min(sft.max_steps, sft.ckpt_interval)));
   }
-  if (sft.val_interval > sft.ckpt_interval) {
-    reader.rule(reader.find("val.interval"),
+  if (sft.val_interval > sft.ckpt_interval && !reader.bad({"val.interval", "ckpt.interval"})) {
+    reader.rule("val.interval",
                 fmt::format("SFT val.interval ({}) must be no larger than ckpt.interval ({})",
                             sft.val_interval,
-                            sft.ckpt_interval));
+                            sft.ckpt_interval),
+                std::to_string(std::min(sft.max_steps, sft.ckpt_interval)));
   }
   return sft;
 }
 
-SingleNodeRl read_single_node_rl(const Document &document) {
-  const Reader reader(document, "single-node RL");
-  reader.table("wandb");
+SingleNodeRl read_single_node_rl(const Document &document, Problems &problems) {
+  Reader reader(document, "single-node RL", problems);
   reader.table("deployment");
   require_type(reader, "single_node");
   SingleNodeRl rl;
-  rl.output_dir = reader.path("output_dir");
-  rl.wandb = read_wandb(document);
-  rl.num_train_gpus = reader.count("deployment.num_train_gpus", k_max_gpus_per_node);
-  rl.num_infer_gpus = reader.count("deployment.num_infer_gpus", k_max_gpus_per_node);
-  rl.gpus_per_node = reader.count("deployment.gpus_per_node", k_max_gpus_per_node);
-  if (rl.num_train_gpus + rl.num_infer_gpus != rl.gpus_per_node) {
+  rl.output_dir = reader.path("output_dir", "outputs/" + reader.default_name());
+  rl.wandb = read_wandb(reader);
+  const std::int64_t train = reader.integer_as_written("deployment.num_train_gpus").value_or(1);
+  const std::int64_t infer = reader.integer_as_written("deployment.num_infer_gpus").value_or(1);
+  rl.num_train_gpus = reader.count("deployment.num_train_gpus", k_max_gpus_per_node, train);
+  rl.num_infer_gpus = reader.count("deployment.num_infer_gpus", k_max_gpus_per_node, infer);
+  rl.gpus_per_node = reader.count(
+      "deployment.gpus_per_node", k_max_gpus_per_node, rl.num_train_gpus + rl.num_infer_gpus);
+  if (rl.num_train_gpus + rl.num_infer_gpus != rl.gpus_per_node &&
+      !reader.bad(
+          {"deployment.num_train_gpus", "deployment.num_infer_gpus", "deployment.gpus_per_node"})) {
     reader.rule(reader.find("deployment.gpus_per_node"),
                 fmt::format("single-node RL requires deployment.num_train_gpus ({}) + "
                             "num_infer_gpus ({}) == gpus_per_node ({})",
@@ -378,77 +679,81 @@ SingleNodeRl read_single_node_rl(const Document &document) {
   return rl;
 }
 
-MultiNodeSft read_multi_node_sft(const Document &document) {
-  const Reader reader(document, "multi-node SFT");
-  for (const char *table : {"deployment", "wandb", "data", "val", "val.data"}) {
+MultiNodeSft read_multi_node_sft(const Document &document, Problems &problems) {
+  Reader reader(document, "multi-node SFT", problems);
+  for (const char *table : {"deployment", "data", "val", "val.data"}) {
     reader.table(table);
   }
   require_type(reader, "multi_node");
   MultiNodeSft sft;
-  sft.output_dir = reader.path("output_dir");
-  sft.wandb = read_wandb(document);
-  sft.data_name = reader.path("data.name");
-  sft.val_data_name = reader.path("val.data.name");
-  sft.num_nodes = reader.count("deployment.num_nodes", k_max_nodes, 2);
-  if (sft.num_nodes < 2) {
-    reader.rule(reader.find("deployment.num_nodes"),
-                "multi-node SFT needs deployment.num_nodes >= 2 (use single_node for one node)");
+  sft.output_dir = reader.path("output_dir", "outputs/" + reader.default_name());
+  sft.wandb = read_wandb(reader);
+  sft.data_name = reader.path("data.name", "data/train.jsonl");
+  const Value *data_name = reader.find("data.name");
+  sft.val_data_name = reader.path("val.data.name",
+                                  data_name && data_name->string() ? *data_name->string()
+                                                                   : "data/validation.jsonl");
+  sft.num_nodes = reader.count("deployment.num_nodes", k_max_nodes, 2, 2);
+  if (sft.num_nodes < 2 && !reader.bad({"deployment.num_nodes"})) {
+    reader.rule("deployment.num_nodes",
+                "multi-node SFT needs deployment.num_nodes >= 2 (use single_node for one node)",
+                "2");
   }
-  sft.gpus_per_node = reader.count("deployment.gpus_per_node", k_max_gpus_per_node, 8);
+  sft.gpus_per_node = reader.count("deployment.gpus_per_node", k_max_gpus_per_node, 8, 8);
   return sft;
 }
 
-MultiNodeRl read_multi_node_rl(const Document &document) {
-  const Reader reader(document, "multi-node RL");
-  for (const char *table :
-       {"deployment", "inference", "inference.parallel", "trainer", "trainer.model", "wandb"}) {
-    reader.table(table);
-  }
+MultiNodeRl read_multi_node_rl(const Document &document, Problems &problems) {
+  Reader reader(document, "multi-node RL", problems);
+  // [trainer.model], [inference] and [inference.parallel] keys all have defaults; the rank
+  // accounting below names (and suggests) the ones that must change.
+  reader.table("deployment");
   require_type(reader, "multi_node");
   // Checked in the container by the reference (it renders dense engines whatever the type);
   // failing here saves a multi-node allocation.
   if (const Value *deployment = reader.find("inference.deployment.type")) {
     const std::string *type = deployment->string();
     if (type == nullptr) {
-      reader.wrong(*deployment, "inference.deployment.type", "a string");
-    }
-    if (*type != "single_node" && *type != "multi_node") {
-      reader.rule(deployment,
+      reader.wrong(*deployment, "inference.deployment.type", "a string", toml_string("multi_node"));
+    } else if (*type != "single_node" && *type != "multi_node") {
+      reader.rule("inference.deployment.type",
                   fmt::format("heterogeneous Beaker RL currently supports dense inference: "
                               "inference.deployment.type '{}' is not supported (use "
                               "\"single_node\" or \"multi_node\"; primebeaker places the "
                               "inference nodes itself)",
-                              *type));
+                              *type),
+                  toml_string("multi_node"));
     }
   }
   MultiNodeRl rl;
-  rl.output_dir = reader.path("output_dir");
-  rl.wandb = read_wandb(document);
-  rl.gpus_per_node = reader.count("deployment.gpus_per_node", k_max_gpus_per_node, 8);
-  rl.num_train_nodes = reader.positive("deployment.num_train_nodes");
+  rl.output_dir = reader.path("output_dir", "outputs/" + reader.default_name());
+  rl.wandb = read_wandb(reader);
+  rl.gpus_per_node = reader.count("deployment.gpus_per_node", k_max_gpus_per_node, 8, 8);
+  rl.num_train_nodes = reader.positive("deployment.num_train_nodes", 1);
   // One node is the trainer's, so at most k_max_nodes - 1 inference nodes fit the replicas.
-  rl.num_infer_nodes = reader.count("deployment.num_infer_nodes", k_max_nodes - 1);
-  const auto replicas = reader.positive("deployment.num_infer_replicas", 1);
-  const auto cp = reader.count("trainer.model.cp", k_max_gpus_per_node, 1);
-  const auto dp_replicate = reader.count("trainer.model.dp_replicate", k_max_gpus_per_node, 1);
-  rl.tensor_parallel = reader.count("inference.parallel.tp", k_max_gpus_per_node, 1);
-  const auto dp = reader.positive("inference.parallel.dp", 1);
-  const auto api_servers = reader.positive("inference.api_server_count", 1);
+  rl.num_infer_nodes = reader.count("deployment.num_infer_nodes", k_max_nodes - 1, 1);
+  const auto replicas = reader.positive("deployment.num_infer_replicas", 1, 1);
+  const auto cp = reader.count("trainer.model.cp", k_max_gpus_per_node, 1, 1);
+  const auto dp_replicate = reader.count("trainer.model.dp_replicate", k_max_gpus_per_node, 1, 1);
+  rl.tensor_parallel = reader.count("inference.parallel.tp", k_max_gpus_per_node, 1, 1);
 
-  if (rl.num_train_nodes != 1) {
-    reader.rule(reader.find("deployment.num_train_nodes"),
+  if (rl.num_train_nodes != 1 && !reader.bad({"deployment.num_train_nodes"})) {
+    reader.rule("deployment.num_train_nodes",
                 fmt::format("heterogeneous Beaker RL currently supports exactly one trainer "
                             "node (deployment.num_train_nodes = 1), got {}",
-                            rl.num_train_nodes));
+                            rl.num_train_nodes),
+                "1");
   }
-  if (replicas != 1) {
-    reader.rule(reader.find("deployment.num_infer_replicas"),
+  if (replicas != 1 && !reader.bad({"deployment.num_infer_replicas"})) {
+    reader.rule("deployment.num_infer_replicas",
                 fmt::format("heterogeneous Beaker RL requires deployment.num_infer_replicas = 1, "
                             "got {}",
-                            replicas));
+                            replicas),
+                "1");
   }
   rl.trainer_gpus = cp * dp_replicate;
-  if (rl.trainer_gpus > rl.gpus_per_node) {
+  const bool trainer_fits = rl.trainer_gpus <= rl.gpus_per_node;
+  if (!trainer_fits) {
     reader.rule(reader.find("trainer.model.dp_replicate")
                     ? reader.find("trainer.model.dp_replicate")
                     : reader.find("trainer.model.cp"),
@@ -458,9 +763,29 @@ MultiNodeRl read_multi_node_rl(const Document &document) {
                             rl.gpus_per_node));
   }
   rl.mixed_infer_gpus = rl.trainer_gpus < rl.gpus_per_node ? rl.gpus_per_node - rl.trainer_gpus : 0;
-  const bool mixed = rl.mixed_infer_gpus > 0;
-  if (rl.gpus_per_node % rl.tensor_parallel != 0 ||
-      (mixed && rl.mixed_infer_gpus % rl.tensor_parallel != 0)) {
+  bool mixed = rl.mixed_infer_gpus > 0;
+  const bool divisible = rl.gpus_per_node % rl.tensor_parallel == 0 &&
+                         (!mixed || rl.mixed_infer_gpus % rl.tensor_parallel == 0);
+  bool layout_ok = divisible;
+  if (!divisible && mixed && rl.gpus_per_node % rl.tensor_parallel == 0 &&
+      rl.gpus_per_node % cp == 0 && trainer_fits) {
+    // Only the mixed node's slice is off: giving the trainer the whole node fixes it, and the
+    // accounting below goes on with that layout so its suggestions fit it.
+    reader.rule("trainer.model.dp_replicate",
+                fmt::format("each inference-bearing GPU slice must be divisible by "
+                            "inference.parallel.tp ({}): the trainer node's {} inference GPUs "
+                            "(gpus_per_node {} - trainer.model.cp x dp_replicate {}) are not; "
+                            "give the trainer the whole node or change tp",
+                            rl.tensor_parallel,
+                            rl.mixed_infer_gpus,
+                            rl.gpus_per_node,
+                            rl.trainer_gpus),
+                std::to_string(rl.gpus_per_node / cp));
+    rl.trainer_gpus = rl.gpus_per_node;
+    rl.mixed_infer_gpus = 0;
+    mixed = false;
+    layout_ok = true;
+  } else if (!divisible) {
     reader.rule(reader.find("inference.parallel.tp"),
                 fmt::format("each inference-bearing GPU slice must be divisible by "
                             "inference.parallel.tp ({}): gpus_per_node {}, mixed-node inference "
@@ -472,6 +797,13 @@ MultiNodeRl read_multi_node_rl(const Document &document) {
   rl.total_infer_gpus =
       rl.mixed_infer_gpus + (rl.num_infer_nodes - (mixed ? 1 : 0)) * rl.gpus_per_node;
   rl.total_infer_ranks = rl.total_infer_gpus / rl.tensor_parallel;
+  const auto ranks_text = std::to_string(rl.total_infer_ranks);
+  // dp and api_server_count have no default that could be right: suggest the rank count.
+  const auto dp = reader.positive("inference.parallel.dp", rl.total_infer_ranks, 1);
+  const auto api_servers = reader.positive("inference.api_server_count", rl.total_infer_ranks, 1);
+  // Missing or invalid counts were read as their suggestions, so the rank count is the one the
+  // file will have once the snippet is applied.
+  const bool accounting_known = trainer_fits && layout_ok;
   if (rl.total_infer_ranks > k_max_infer_ranks) {
     reader.rule(reader.find("deployment.num_infer_nodes"),
                 fmt::format("{} inference ranks ({} inference GPUs / tp {}) exceed the {} one "
@@ -480,8 +812,9 @@ MultiNodeRl read_multi_node_rl(const Document &document) {
                             rl.total_infer_gpus,
                             rl.tensor_parallel,
                             k_max_infer_ranks));
-  }
-  if (dp != rl.total_infer_ranks || api_servers != rl.total_infer_ranks) {
+  } else if (accounting_known &&
+             (dp != rl.total_infer_ranks || api_servers != rl.total_infer_ranks) &&
+             !reader.bad({"inference.parallel.dp", "inference.api_server_count"})) {
     reader.rule(dp != rl.total_infer_ranks ? reader.find("inference.parallel.dp")
                                            : reader.find("inference.api_server_count"),
                 fmt::format("inference.parallel.dp ({}) and inference.api_server_count ({}) must "
@@ -492,15 +825,23 @@ MultiNodeRl read_multi_node_rl(const Document &document) {
                             rl.total_infer_gpus,
                             rl.tensor_parallel,
                             rl.total_infer_ranks));
+    if (dp != rl.total_infer_ranks) {
+      problems.suggest("inference.parallel.dp", ranks_text, reader.find("inference.parallel.dp"));
+    }
+    if (api_servers != rl.total_infer_ranks) {
+      problems.suggest(
+          "inference.api_server_count", ranks_text, reader.find("inference.api_server_count"));
+    }
   }
   rl.total_nodes = mixed ? rl.num_infer_nodes : 1 + rl.num_infer_nodes;
 
   // Checked in the container by the reference; failing here saves a multi-node allocation.
   if (const Value *ep = reader.find("inference.enable_expert_parallel");
       ep && ep->boolean().value_or(false)) {
-    reader.rule(ep,
+    reader.rule("inference.enable_expert_parallel",
                 "heterogeneous Beaker RL currently supports dense inference "
-                "(inference.enable_expert_parallel must be false)");
+                "(inference.enable_expert_parallel must be false)",
+                "false");
   }
   if (const Value *router = reader.find("inference.router");
       router && router->string() && *router->string() == "None") {
@@ -523,11 +864,36 @@ MultiNodeRl read_multi_node_rl(const Document &document) {
                       fmt::format("orchestrator.{}.source[].legacy.args.local_search_model_path "
                                   "must be a non-empty string",
                                   split));
+          return;
         }
         paths.insert(*text);
       });
   rl.local_search_model_paths.assign(paths.begin(), paths.end());
   return rl;
+}
+
+Wandb read_wandb(const Document &document) {
+  return read_all(document, [](const Document &d, Problems &p) { return read_wandb(d, p); });
+}
+
+SingleNodeSft read_single_node_sft(const Document &document) {
+  return read_all(document,
+                  [](const Document &d, Problems &p) { return read_single_node_sft(d, p); });
+}
+
+SingleNodeRl read_single_node_rl(const Document &document) {
+  return read_all(document,
+                  [](const Document &d, Problems &p) { return read_single_node_rl(d, p); });
+}
+
+MultiNodeSft read_multi_node_sft(const Document &document) {
+  return read_all(document,
+                  [](const Document &d, Problems &p) { return read_multi_node_sft(d, p); });
+}
+
+MultiNodeRl read_multi_node_rl(const Document &document) {
+  return read_all(document,
+                  [](const Document &d, Problems &p) { return read_multi_node_rl(d, p); });
 }
 
 } // namespace pb::primerl

@@ -7,6 +7,7 @@
 #include <primebeaker/core/fs.hpp>
 #include <primebeaker/core/spelling.hpp>
 #include <primebeaker/core/text.hpp>
+#include <primebeaker/images/catalog.hpp>
 #include <primebeaker/run/run.hpp>
 #include <primebeaker/toml/value.hpp>
 
@@ -106,6 +107,9 @@ OrderedJson run_preview(const RunConfig &config, const RunInputs &inputs, RunEff
   OrderedJson result;
   result["service"] = effects.services.preview(config.service);
   const auto plan = plan_rl(config, inputs, std::string(k_preview_placeholder));
+  if (!plan.submit_refusal.empty()) {
+    spdlog::warn("`run launch` would refuse this run: {}", plan.submit_refusal);
+  }
   result["rl"] = launch::execute_preview(plan, effects.launch);
   return result;
 }
@@ -113,7 +117,10 @@ OrderedJson run_preview(const RunConfig &config, const RunInputs &inputs, RunEff
 OrderedJson run_launch(const RunConfig &config, const RunInputs &inputs, RunEffects &effects) {
   // Everything about the RL half that can be checked is checked before anything is launched,
   // so a typo in the RL settings never creates (and then stops) a service experiment.
-  plan_rl(config, inputs, std::string(k_preview_placeholder));
+  if (const auto checked = plan_rl(config, inputs, std::string(k_preview_placeholder));
+      !checked.submit_refusal.empty()) {
+    throw usage_error(checked.submit_refusal + " (rl.image in a run YAML); nothing was launched");
+  }
 
   const OrderedJson receipt = effects.services.submit(config.service);
   const auto ids = receipt_experiment_ids(receipt);
@@ -156,9 +163,15 @@ OrderedJson run_launch(const RunConfig &config, const RunInputs &inputs, RunEffe
 
 namespace {
 
+// The launch-path flags `run preview|launch` take, as `rl preview` does; they override the
+// YAML's rl: values (docs/run.md).
+const std::vector<std::string> k_path_overrides = {
+    "mount-path", "working-dir", "scratch-dir", "home-dir"};
+
 struct RunCommandOptions {
   std::string config_path;
   std::optional<std::string> python;
+  launch::LaunchOptions overrides; // only the k_path_overrides are registered
 };
 
 void run_command(const RunCommandOptions &options, bool submit) {
@@ -173,7 +186,17 @@ void run_command(const RunCommandOptions &options, bool submit) {
   const auto document = services::parse_yaml(text, options.config_path);
   std::error_code ec;
   auto absolute = std::filesystem::weakly_canonical(std::filesystem::absolute(yaml_path), ec);
-  const RunConfig config = load_run_config(document, ec ? yaml_path : absolute, env);
+  RunConfig config = load_run_config(document, ec ? yaml_path : absolute, env);
+  for (const auto &name : k_path_overrides) {
+    if (options.overrides.was_given(name)) {
+      const auto &o = options.overrides;
+      const std::string &value = name == "mount-path"    ? o.mount_path
+                                 : name == "working-dir" ? o.working_dir
+                                 : name == "scratch-dir" ? o.scratch_dir
+                                                         : o.home_dir;
+      launch::apply_setting(config.rl, name, {value});
+    }
+  }
 
   const auto rl_toml = toml::Document::load(config.rl.toml);
   RunInputs inputs;
@@ -184,16 +207,17 @@ void run_command(const RunCommandOptions &options, bool submit) {
   inputs.launch.cwd = std::filesystem::current_path();
   inputs.launch.environment = env;
   inputs.launch.launch_id = launch::choose_launch_id(env, launch::random_hex_id());
+  const images::Catalog catalog = images::Catalog::from_environment(env);
+  inputs.launch.catalog = &catalog;
   launch::resolve_launch_paths(config.rl, inputs.launch);
 
   proc::SystemRunner runner;
   services::LiteRegistry literegistry(runner, services::resolve_python(options.python, env));
-  if (const auto beaker_env = env.find("PRIMEBEAKER_BEAKER"); beaker_env != env.end()) {
-    const auto path = env.find("PATH");
-    literegistry.use_beaker(beaker_env->second, path != env.end() ? path->second : "/usr/bin:/bin");
-  }
+  const std::string beaker_program = beaker::program_from_environment(env);
+  const auto path = env.find("PATH");
+  literegistry.use_beaker(beaker_program, path != env.end() ? path->second : "/usr/bin:/bin");
   fs::RealFileSystem files;
-  beaker::Client beaker(runner, beaker::program_from_environment(env));
+  beaker::Client beaker(runner, beaker_program);
   launch::LaunchEffects launch_effects{files, beaker};
   RunEffects effects{literegistry, launch_effects, beaker};
   print_json(std::cout,
@@ -215,6 +239,7 @@ void register_run_command(cli::CommandTree &tree, std::string_view name, bool su
                      options.python,
                      "Python interpreter that has LiteRegistry's launchers "
                      "(default: $PRIMEBEAKER_PYTHON, else python3)");
+  launch::register_launch_flags(command, options.overrides, k_path_overrides, false);
   command.callback([&options, submit] { run_command(options, submit); });
 }
 

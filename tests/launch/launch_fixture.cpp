@@ -6,15 +6,16 @@
 
 namespace pb::test {
 
-LaunchFixture::LaunchFixture() : m_fakes(m_tmp.path() / "fakes") {
+LaunchFixture::LaunchFixture() : m_fakes(m_tmp.path() / "fakes"), m_beaker(m_fakes) {
   namespace fs = std::filesystem;
   fs::create_directories(mount());
   fs::copy(source_dir() / "examples", mount() / "examples", fs::copy_options::recursive);
   fs::copy(
       source_dir() / "tests" / "launch" / "data", mount() / "data", fs::copy_options::recursive);
-  m_fakes.add("beaker",
-              "echo 'Experiment 01FAKEEXPERIMENT0000000000 submitted. See progress at "
-              "https://beaker.org/ex/01FAKEEXPERIMENT0000000000'");
+}
+
+void LaunchFixture::beaker_creates() {
+  m_beaker.on({"experiment", "create"}, k_created_stdout);
 }
 
 std::vector<std::string> LaunchFixture::mount_flags() const {
@@ -36,7 +37,8 @@ RunResult LaunchFixture::run(std::vector<std::string> args,
   RunOptions options;
   options.cwd = mount();
   options.path_prepend = {m_fakes.bin()};
-  options.env = {{"PRIMEBEAKER_LAUNCH_ID", "0123456789abcdef0123456789abcdef"}};
+  options.env = {{"PRIMEBEAKER_LAUNCH_ID", "0123456789abcdef0123456789abcdef"},
+                 {"PRIMEBEAKER_IMAGE_CATALOG", runtime_catalog().string()}};
   for (const auto &[name, value] : env) {
     options.env[name] = value;
   }
@@ -72,6 +74,20 @@ void LaunchFixture::write(const std::string &relative, const std::string &conten
 
 std::string LaunchFixture::read(const std::string &relative) const {
   return test::read_file(mount() / relative);
+}
+
+std::vector<std::string> lines_of(const std::string &text) {
+  std::vector<std::string> lines;
+  size_t start = 0;
+  for (size_t end = text.find('\n'); end != std::string::npos; end = text.find('\n', start)) {
+    lines.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return lines;
+}
+
+std::filesystem::path runtime_catalog() {
+  return source_dir() / "tests" / "launch" / "data" / "runtime-catalog.json";
 }
 
 std::string example_text(const std::string &relative) {

@@ -25,7 +25,8 @@ protected:
   std::vector<std::string> mount_flags() const;
 
   // Runs primebeaker with `args` + mount_flags() (when `with_mount`), cwd = mount, fake beaker
-  // first on PATH, PRIMEBEAKER_LAUNCH_ID pinned.
+  // first on PATH, PRIMEBEAKER_LAUNCH_ID pinned, PRIMEBEAKER_IMAGE_CATALOG = runtime_catalog()
+  // (unless `env` overrides it; an empty value means the built-in catalog).
   RunResult run(std::vector<std::string> args,
                 bool with_mount = true,
                 std::map<std::string, std::string> env = {});
@@ -39,9 +40,25 @@ protected:
   void write(const std::string &relative, const std::string &content) const;
   std::string read(const std::string &relative) const;
 
+  // Makes the fake beaker answer `experiment create` with k_created_stdout. Without rules it
+  // answers nothing: any call exits 97 (and is recorded), so previews can prove they made none.
+  void beaker_creates();
+
   TempDir m_tmp;
   FakeBin m_fakes;
+  FakeBeaker m_beaker;
 };
+
+inline const std::string k_created_stdout =
+    "Experiment 01FAKEEXPERIMENT0000000000 submitted. See progress at "
+    "https://beaker.org/ex/01FAKEEXPERIMENT0000000000\n";
+
+// A test image catalog with primebeaker-runtime images for ai2/oe-agents
+// (beaker://01TESTRUNTIMEOEAGENTS00000) and ai2/oe-agents-holmes.
+std::filesystem::path runtime_catalog();
+
+// The lines of `text` (each ended by '\n'; a last unterminated piece is dropped).
+std::vector<std::string> lines_of(const std::string &text);
 
 // The bundled example or test-data TOML text, for tests that edit one key.
 std::string example_text(const std::string &relative);

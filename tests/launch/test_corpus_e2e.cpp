@@ -26,15 +26,12 @@ RunResult preview_in_place(const std::string &program, const std::filesystem::pa
   RunOptions options;
   options.cwd = std::filesystem::temp_directory_path();
   options.env = {{"PRIMEBEAKER_LAUNCH_ID", "corpus"}};
-  return run_primebeaker({program,
-                          "preview",
-                          "--toml",
-                          toml.string(),
-                          "--mount-path",
-                          "/",
-                          "--registry",
-                          "redis://registry:6379"},
-                         options);
+  std::vector<std::string> args = {
+      program, "preview", "--toml", toml.string(), "--mount-path", "/"};
+  if (program == "rl") {
+    args.insert(args.end(), {"--registry", "redis://registry:6379"});
+  }
+  return run_primebeaker(args, options);
 }
 
 TEST(Corpus, PrimebeakerExamplesPreviewWithTheirShape) {
@@ -85,30 +82,44 @@ TEST(Corpus, PrimebeakerExampleFiguresMatchTheSpec) {
   EXPECT_EQ(out["spec"]["tasks"][0]["resources"]["gpuCount"], 2);
 }
 
-TEST(Corpus, PrimeRlTomlsPreviewOrFailWithOneSpecificLine) {
+TEST(Corpus, PrimeRlTomlsPreviewOrNameEveryProblem) {
   const auto files = tomls_in(shared_dir() / "corpus" / "prime-rl");
   ASSERT_GE(files.size(), 20u);
-  // A generation named, or a key named (dotted key, [table] or the deployment.type rule).
-  const std::regex specific("^primebeaker: error: .*\\.toml(:[0-9]+:[0-9]+)?: (this is a Prime-RL "
-                            "(v0\\.2-v0\\.4|v0\\.5|v0\\.6-v0\\.7|post-v0\\.8\\.0) config \\(.+ at "
-                            ".+\\.toml:[0-9]+:[0-9]+\\)"
-                            "|.*(\\[[a-z_.]+\\]|[a-z_]+\\.[a-z_.]+|output_dir).*)\n$");
-  size_t previewed = 0;
+  // One line naming the generation or a key, or "N problems" and then N such lines.
+  const std::regex generation("^primebeaker: error: .*\\.toml: this is a Prime-RL "
+                              "(v0\\.2-v0\\.4|v0\\.5|v0\\.6-v0\\.7|post-v0\\.8\\.0) config "
+                              "\\(.+ at .+\\.toml:[0-9]+:[0-9]+\\).*");
+  const std::regex summary("^primebeaker: error: .*\\.toml: ([0-9]+) problems .*");
+  const std::regex problem("^(primebeaker: error: |  ).*\\.toml(:[0-9]+:[0-9]+)?: .*"
+                           "(\\[[a-z_.]+\\]|[a-z_]+\\.[a-z_.]+|output_dir|mounted path).*");
   for (const auto &file : files) {
     const std::string name = file.filename().string();
     const std::string program = name.find("sft") != std::string::npos ? "sft" : "rl";
     const auto result = preview_in_place(program, file);
     if (result.exit_code == 0) {
-      ++previewed;
       EXPECT_TRUE(json::parse(result.out).contains("spec")) << name;
       continue;
     }
     EXPECT_EQ(result.exit_code, 3) << name << ": " << result.err;
     EXPECT_EQ(result.out, "") << name;
-    EXPECT_TRUE(std::regex_match(result.err, specific)) << name << ": " << result.err;
-    EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << name;
+    std::vector<std::string> lines = lines_of(result.err);
+    ASSERT_FALSE(lines.empty()) << name;
+    if (std::regex_match(lines[0], generation)) {
+      EXPECT_EQ(lines.size(), 1u) << name << ": " << result.err;
+      continue;
+    }
+    std::smatch match;
+    size_t count = 1;
+    size_t first = 0;
+    if (std::regex_match(lines[0], match, summary)) {
+      count = std::stoul(match[1].str());
+      first = 1;
+    }
+    ASSERT_GE(lines.size(), first + count) << name << ": " << result.err;
+    for (size_t i = first; i < first + count; ++i) {
+      EXPECT_TRUE(std::regex_match(lines[i], problem)) << name << ": " << lines[i];
+    }
   }
-  (void)previewed;
 }
 
 } // namespace

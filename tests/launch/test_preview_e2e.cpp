@@ -18,7 +18,7 @@ protected:
     EXPECT_EQ(result.exit_code, 0) << result.err;
     EXPECT_EQ(result.err, "");
     EXPECT_EQ(tree_digest(m_tmp.path()), before) << "preview changed the file tree";
-    EXPECT_TRUE(m_fakes.calls("beaker").empty()) << "preview ran beaker";
+    EXPECT_TRUE(m_beaker.calls().empty()) << "preview ran beaker";
     expect_golden(golden, normalized(result.out));
     return json::parse(result.out);
   }
@@ -211,7 +211,7 @@ TEST_F(Preview, WriteSpecWritesExactlyTheSpecAtomically) {
   const std::string written = read_file(spec_path);
   EXPECT_EQ(json::parse(written), out["spec"]);
   EXPECT_EQ(written.back(), '\n');
-  EXPECT_TRUE(m_fakes.calls("beaker").empty());
+  EXPECT_TRUE(m_beaker.calls().empty());
   // Nothing else appeared: only the spec file under primebeaker/.
   size_t files = 0;
   for (const auto &entry : std::filesystem::recursive_directory_iterator(mount() / "primebeaker")) {
@@ -224,17 +224,6 @@ TEST_F(Preview, WriteSpecWritesExactlyTheSpecAtomically) {
       run({"rl", "preview", "--toml", "examples/rl/rl.toml", "--write-spec", "--no_write_spec"});
   ASSERT_EQ(off.exit_code, 0) << off.err;
   EXPECT_FALSE(std::filesystem::exists(spec_path));
-}
-
-TEST_F(Preview, DefaultImageComesFromTheCatalogForTheWorkspace) {
-  auto result = run(
-      {"rl", "preview", "--toml", "examples/rl/rl.toml", "--workspace", "ai2/oe-agents-holmes"});
-  ASSERT_EQ(result.exit_code, 0) << result.err;
-  EXPECT_EQ(json::parse(result.out)["spec"]["tasks"][0]["image"],
-            json({{"beaker", "01M0E15WYCV7T0J1CMCFPBQ21P"}}));
-  result = run({"rl", "preview", "--toml", "examples/rl/rl.toml"});
-  EXPECT_EQ(json::parse(result.out)["spec"]["tasks"][0]["image"],
-            json({{"beaker", "01KZVDND2PYP538F5JSGJ469EC"}}));
 }
 
 TEST_F(Preview, RandomLaunchIdWithoutPin) {

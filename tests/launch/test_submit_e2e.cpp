@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // submit: the spec is written atomically, then `beaker experiment create` runs by argv; the
-// receipt is printed only when beaker succeeded.
+// receipt is printed only when beaker succeeded and carries the experiment's id and URL.
 #include "launch_fixture.hpp"
 
 using nlohmann::json;
@@ -10,60 +10,8 @@ namespace {
 
 class Submit : public LaunchFixture {};
 
-TEST_F(Submit, SuccessWritesSpecRunsBeakerAndPrintsReceipt) {
-  const auto preview = run({"rl",
-                            "preview",
-                            "--toml",
-                            "examples/multinode-rl/rl.toml",
-                            "--registry",
-                            "redis://r:1",
-                            "--workspace",
-                            "ai2/oe-agents-holmes"});
-  ASSERT_EQ(preview.exit_code, 0) << preview.err;
-  const auto result = run({"rl",
-                           "submit",
-                           "--toml",
-                           "examples/multinode-rl/rl.toml",
-                           "--registry",
-                           "redis://r:1",
-                           "--workspace",
-                           "ai2/oe-agents-holmes"});
-  ASSERT_EQ(result.exit_code, 0) << result.err;
-  EXPECT_EQ(result.err, "");
-  expect_golden("rl-multi-node-submit.json", normalized(result.out));
-  const auto receipt = json::parse(result.out);
-  const auto planned = json::parse(preview.out);
-  EXPECT_EQ(receipt["spec_path"], planned["spec_path"]);
-  EXPECT_FALSE(receipt.contains("spec"));
-  EXPECT_EQ(json::parse(read_file(receipt["spec_path"].get<std::string>())), planned["spec"]);
-  const auto calls = m_fakes.calls("beaker");
-  ASSERT_EQ(calls.size(), 1u);
-  std::vector<std::string> expected = planned["submit_command"];
-  EXPECT_EQ(calls[0].argv, expected);
-  EXPECT_EQ(calls[0].argv,
-            (std::vector<std::string>{"beaker",
-                                      "experiment",
-                                      "create",
-                                      "--name",
-                                      "primebeaker-example-multinode-rl",
-                                      "--workspace",
-                                      "ai2/oe-agents-holmes",
-                                      planned["spec_path"]}));
-  EXPECT_EQ(receipt["stdout"].get<std::string>().rfind("Experiment 01FAKEEXPERIMENT", 0), 0u);
-}
-
-TEST_F(Submit, SingleNodeSftSubmit) {
-  const auto result = run({"sft", "submit", "--toml", "examples/sft/sft.toml"});
-  ASSERT_EQ(result.exit_code, 0) << result.err;
-  const auto receipt = json::parse(result.out);
-  EXPECT_FALSE(receipt.contains("launch_id"));
-  EXPECT_EQ(receipt["spec_path"],
-            at("primebeaker/beaker_experiments/primebeaker-example-sft.json"));
-  EXPECT_EQ(m_fakes.calls("beaker").size(), 1u);
-}
-
-TEST_F(Submit, FollowStreamsTheRunToStderrAndExitsWithItsOutcome) {
-  FakeBeaker beaker(m_fakes);
+// `beaker experiment get` of a single-node SFT experiment `id` whose one job exited 3.
+json finished_experiment(const std::string &id) {
   const std::string zero = "0001-01-01T00:00:00Z";
   const json status = {{"created", "2026-08-10T10:00:00Z"},
                        {"scheduled", "2026-08-10T10:01:00Z"},
@@ -81,17 +29,137 @@ TEST_F(Submit, FollowStreamsTheRunToStderrAndExitsWithItsOutcome) {
                     {"status", status},
                     {"execution",
                      {{"task", "01TASK"},
-                      {"experiment", "01FOLLOW"},
+                      {"experiment", id},
                       {"spec",
                        {{"name", "primebeaker-example-sft"},
                         {"command", {"primebeaker", "node", "single", "sft"}}}}}}};
-  const json experiment = json::array({{{"id", "01FOLLOW"},
+  const json experiment = json::array({{{"id", id},
                                         {"name", "primebeaker-example-sft"},
                                         {"fullName", "jdoe/primebeaker-example-sft"},
                                         {"author", {{"name", "jdoe"}}},
                                         {"created", "2026-08-10T10:00:00Z"},
                                         {"jobs", json::array({job})}}});
-  beaker
+  return experiment;
+}
+
+TEST_F(Submit, SuccessWritesSpecRunsBeakerAndPrintsReceipt) {
+  beaker_creates();
+  const std::vector<std::string> args = {"--toml",
+                                         "examples/multinode-rl/rl.toml",
+                                         "--registry",
+                                         "redis://r:1",
+                                         "--workspace",
+                                         "ai2/oe-agents-holmes"};
+  std::vector<std::string> preview_args = {"rl", "preview"};
+  preview_args.insert(preview_args.end(), args.begin(), args.end());
+  const auto preview = run(preview_args);
+  ASSERT_EQ(preview.exit_code, 0) << preview.err;
+  std::vector<std::string> submit_args = {"rl", "submit"};
+  submit_args.insert(submit_args.end(), args.begin(), args.end());
+  const auto result = run(submit_args);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.err, "");
+  expect_golden("rl-multi-node-submit.json", normalized(result.out));
+  const auto receipt = json::parse(result.out);
+  const auto planned = json::parse(preview.out);
+  EXPECT_EQ(receipt["spec_path"], planned["spec_path"]);
+  EXPECT_EQ(receipt["experiment_id"], "01FAKEEXPERIMENT0000000000");
+  EXPECT_EQ(receipt["experiment_url"], "https://beaker.org/ex/01FAKEEXPERIMENT0000000000");
+  EXPECT_FALSE(receipt.contains("spec"));
+  EXPECT_EQ(json::parse(read_file(receipt["spec_path"].get<std::string>())), planned["spec"]);
+  const auto calls = m_beaker.calls();
+  ASSERT_EQ(calls.size(), 1u);
+  std::vector<std::string> expected = planned["submit_command"];
+  EXPECT_EQ(calls[0].argv, expected);
+  EXPECT_EQ(calls[0].argv,
+            (std::vector<std::string>{"beaker",
+                                      "experiment",
+                                      "create",
+                                      "--name",
+                                      "primebeaker-example-multinode-rl",
+                                      "--workspace",
+                                      "ai2/oe-agents-holmes",
+                                      planned["spec_path"]}));
+  EXPECT_EQ(receipt["stdout"], k_created_stdout);
+}
+
+TEST_F(Submit, SingleNodeSftSubmit) {
+  beaker_creates();
+  const auto result = run({"sft", "submit", "--toml", "examples/sft/sft.toml"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto receipt = json::parse(result.out);
+  EXPECT_FALSE(receipt.contains("launch_id"));
+  EXPECT_EQ(receipt["spec_path"],
+            at("primebeaker/beaker_experiments/primebeaker-example-sft.json"));
+  EXPECT_EQ(m_beaker.calls_matching({"experiment", "create"}).size(), 1u);
+}
+
+TEST_F(Submit, NameRenamesTheExperimentAndReceiptsCarryIdUrlAndSpecPath) {
+  m_beaker.on({"experiment", "create"},
+              "\x1b[32mExperiment 01NAMED000000000000000000 submitted.\x1b[0m See progress at "
+              "https://beaker.example/ex/01NAMED000000000000000000\n");
+  const auto result =
+      run({"sft", "submit", "--toml", "examples/sft/sft.toml", "--name", "tiny-sft-retry2"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto receipt = nlohmann::ordered_json::parse(result.out);
+  EXPECT_EQ(receipt["experiment_name"], "tiny-sft-retry2");
+  EXPECT_EQ(receipt["experiment_id"], "01NAMED000000000000000000");
+  EXPECT_EQ(receipt["experiment_url"], "https://beaker.example/ex/01NAMED000000000000000000");
+  EXPECT_EQ(receipt["spec_path"], at("primebeaker/beaker_experiments/tiny-sft-retry2.json"));
+  std::vector<std::string> keys;
+  for (const auto &[key, value] : receipt.items()) {
+    keys.push_back(key);
+  }
+  EXPECT_EQ(keys,
+            (std::vector<std::string>{"experiment_name",
+                                      "experiment_id",
+                                      "experiment_url",
+                                      "spec_path",
+                                      "stdout",
+                                      "wandb_run"}));
+  const auto calls = m_beaker.calls_matching({"experiment", "create"});
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].argv[4], "tiny-sft-retry2");
+  EXPECT_TRUE(std::filesystem::exists(receipt["spec_path"].get<std::string>()));
+  // The W&B run keeps the TOML's name: --name only renames the Beaker experiment.
+  EXPECT_EQ(receipt["wandb_run"]["name"], "tiny-sft-retry2");
+
+  // Output beaker did not shape as expected: null fields, never a guess.
+  FakeBin other(m_tmp.path() / "other");
+  FakeBeaker odd(other);
+  odd.on({"experiment", "create"}, "created\n");
+  const auto unparsed = run({"sft", "submit", "--toml", "examples/sft/sft.toml"},
+                            true,
+                            {{"PRIMEBEAKER_BEAKER", (other.bin() / "beaker").string()}});
+  ASSERT_EQ(unparsed.exit_code, 0) << unparsed.err;
+  EXPECT_TRUE(json::parse(unparsed.out)["experiment_id"].is_null());
+  EXPECT_TRUE(json::parse(unparsed.out)["experiment_url"].is_null());
+
+  const auto bad = run({"sft", "submit", "--toml", "examples/sft/sft.toml", "--name", "a/b"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--name 'a/b' cannot be a Beaker experiment name"), std::string::npos)
+      << bad.err;
+}
+
+TEST_F(Submit, ReceiptIsWhatTheRunsCommandsTakeAsRun) {
+  beaker_creates();
+  const auto result = run({"sft", "submit", "--toml", "examples/sft/sft.toml"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  write("receipt.json", result.out);
+  m_beaker.on({"experiment", "get", "01FAKEEXPERIMENT0000000000"},
+              finished_experiment("01FAKEEXPERIMENT0000000000").dump());
+  const auto status = run({"status", "receipt.json", "--json"}, false);
+  EXPECT_EQ(status.exit_code, 0) << status.err;
+  const auto shown = json::parse(status.out);
+  EXPECT_EQ(shown["experiment_id"], "01FAKEEXPERIMENT0000000000");
+  EXPECT_EQ(shown["url"], "https://beaker.org/ex/01FAKEEXPERIMENT0000000000");
+  EXPECT_EQ(m_beaker.calls_matching({"experiment", "get", "01FAKEEXPERIMENT0000000000"}).size(),
+            1u);
+}
+
+TEST_F(Submit, FollowStreamsTheRunToStderrAndExitsWithItsOutcome) {
+  const json experiment = finished_experiment("01FOLLOW");
+  m_beaker
       .on({"experiment", "create"},
           "Experiment 01FOLLOW submitted. See progress at https://beaker.org/ex/01FOLLOW\n")
       .on({"experiment", "get", "01FOLLOW"}, experiment.dump())
@@ -99,13 +167,14 @@ TEST_F(Submit, FollowStreamsTheRunToStderrAndExitsWithItsOutcome) {
   const auto result = run({"sft", "submit", "--toml", "examples/sft/sft.toml", "--follow"});
   EXPECT_EQ(result.exit_code, 10) << result.err; // failed (docs/runs.md)
   EXPECT_EQ(json::parse(result.out)["experiment_name"], "primebeaker-example-sft");
+  EXPECT_EQ(json::parse(result.out)["experiment_id"], "01FOLLOW");
   EXPECT_NE(result.err.find("Traceback: out of memory"), std::string::npos) << result.err;
-  EXPECT_TRUE(beaker.calls_matching({"experiment", "stop"}).empty());
+  EXPECT_TRUE(m_beaker.calls_matching({"experiment", "stop"}).empty());
 }
 
 TEST_F(Submit, BeakerFailingExits4WithItsStderrAndNoReceipt) {
-  m_fakes.add("beaker",
-              "echo 'some progress'; echo 'Error: workspace ai2/oe-agents not found' >&2; exit 3");
+  m_beaker.on(
+      {"experiment", "create"}, "some progress\n", 3, "Error: workspace ai2/oe-agents not found\n");
   const auto result = run({"rl", "submit", "--toml", "examples/rl/rl.toml"});
   EXPECT_EQ(result.exit_code, 4);
   EXPECT_EQ(result.out, "");
@@ -114,7 +183,7 @@ TEST_F(Submit, BeakerFailingExits4WithItsStderrAndNoReceipt) {
                             "ai2/oe-agents not found"),
             std::string::npos)
       << result.err;
-  EXPECT_EQ(m_fakes.calls("beaker").size(), 1u);
+  EXPECT_EQ(m_beaker.calls().size(), 1u);
   // The spec was written first (submit always writes it).
   EXPECT_TRUE(std::filesystem::exists(
       mount() / "primebeaker/beaker_experiments/primebeaker-example-rl.json"));
@@ -123,7 +192,7 @@ TEST_F(Submit, BeakerFailingExits4WithItsStderrAndNoReceipt) {
 TEST_F(Submit, BeakerMissingExits4) {
   RunOptions options;
   options.cwd = mount();
-  options.env = {{"PATH", "/nonexistent"}};
+  options.env = {{"PATH", "/nonexistent"}, {"PRIMEBEAKER_IMAGE_CATALOG", runtime_catalog()}};
   std::vector<std::string> args = {"rl", "submit", "--toml", "examples/rl/rl.toml"};
   for (const auto &flag : mount_flags()) {
     args.push_back(flag);
@@ -144,9 +213,10 @@ TEST_F(Submit, PrimebeakerBeakerNamesTheProgram) {
                           true,
                           {{"PRIMEBEAKER_BEAKER", (other.bin() / "my-beaker").string()}});
   ASSERT_EQ(result.exit_code, 0) << result.err;
-  EXPECT_TRUE(m_fakes.calls("beaker").empty());
+  EXPECT_TRUE(m_beaker.calls().empty());
   ASSERT_EQ(other.calls("my-beaker").size(), 1u);
   EXPECT_EQ(other.calls("my-beaker")[0].argv[1], "experiment");
+  EXPECT_EQ(json::parse(result.out)["experiment_id"], "01OTHER");
 }
 
 TEST_F(Submit, InvalidLaunchWritesNothingAndRunsNothing) {
@@ -154,7 +224,7 @@ TEST_F(Submit, InvalidLaunchWritesNothingAndRunsNothing) {
   const auto result = run({"rl", "submit", "--toml", "examples/rl/rl.toml", "--priority", "low"});
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_EQ(tree_digest(m_tmp.path()), before);
-  EXPECT_TRUE(m_fakes.calls("beaker").empty());
+  EXPECT_TRUE(m_beaker.calls().empty());
 }
 
 } // namespace

@@ -120,10 +120,44 @@ TEST(MultiNodeRl, ErrorsNameKeyAndPosition) {
             "equal the external-LB rank count (12 inference GPUs / tp 2 = 6)");
   text = k_multi;
   text.replace(text.find("cp = 2"), 6, "cp = true");
+  // cp read as its suggestion (1) changes the rank count, so dp is named too.
   EXPECT_EQ(error_of([&] { read_multi_node_rl(parse(text)); }),
+            "t.toml: 2 problems (all of them: fix them, then retry once)");
+  const auto cp_doc = parse(text);
+  Problems cp_problems(cp_doc);
+  (void)read_multi_node_rl(cp_doc, cp_problems);
+  EXPECT_EQ(cp_problems.lines().front(),
             "t.toml:8:6: trainer.model.cp must be a positive integer, got true (bool)");
-  EXPECT_EQ(error_of([] { read_multi_node_rl(parse("[deployment]\ntype = 'multi_node'\n")); }),
-            "t.toml: multi-node RL needs a [inference] table");
+  // Everything at once: each problem a line, then the keys that fix them.
+  const auto doc = parse("[deployment]\ntype = 'multi_node'\n");
+  Problems found(doc);
+  (void)read_multi_node_rl(doc, found);
+  EXPECT_EQ(found.lines(),
+            (std::vector<std::string>{
+                "t.toml: output_dir is required for multi-node RL",
+                "t.toml: multi-node RL needs a [wandb] table (with name, project)",
+                "t.toml:1:1: deployment.num_train_nodes is required for multi-node RL",
+                "t.toml:1:1: deployment.num_infer_nodes is required for multi-node RL",
+                "t.toml: inference.parallel.dp (1) and inference.api_server_count (1) must both "
+                "equal the external-LB rank count (7 inference GPUs / tp 1 = 7)"}));
+  EXPECT_EQ(found.snippet(),
+            (std::vector<std::string>{"# at the top of the file, above the first [table]:",
+                                      "output_dir = \"outputs/t\"",
+                                      "# under [deployment] (t.toml:1:1):",
+                                      "num_train_nodes = 1",
+                                      "num_infer_nodes = 1",
+                                      "[inference]",
+                                      "api_server_count = 7",
+                                      "[inference.parallel]",
+                                      "dp = 7",
+                                      "[wandb]",
+                                      "name = \"t\"",
+                                      "project = \"primebeaker\""}));
+  const Error error = found.to_error();
+  EXPECT_EQ(error.code(), 3);
+  EXPECT_EQ(std::string(error.what()),
+            "t.toml: 5 problems (all of them: fix them, then retry once)");
+  EXPECT_EQ(error.context().size(), 5u + 1u + found.snippet().size());
 }
 
 TEST(SingleNode, SftAndRlReadTheirKeys) {
@@ -136,9 +170,14 @@ TEST(SingleNode, SftAndRlReadTheirKeys) {
       read_single_node_rl(toml::Document::load(test::source_dir() / "examples/rl/rl.toml"));
   EXPECT_EQ(rl.gpu_count(), 2);
   EXPECT_EQ(rl.wandb.name, "primebeaker-example-rl");
-  EXPECT_EQ(
-      error_of([] { read_single_node_rl(parse("[deployment]\ntype = 'multi_node'\n[wandb]\n")); }),
-      "t.toml:2:8: deployment.type must be 'single_node' here");
+  try {
+    read_single_node_rl(parse("[deployment]\ntype = 'multi_node'\n[wandb]\n"));
+    ADD_FAILURE() << "expected pb::Error";
+  } catch (const Error &error) {
+    EXPECT_EQ(error.code(), 3);
+    ASSERT_FALSE(error.context().empty());
+    EXPECT_EQ(error.context().front(), "t.toml:2:8: deployment.type must be 'single_node' here");
+  }
 }
 
 } // namespace

@@ -74,7 +74,9 @@ protected:
     RunOptions options;
     options.env = {{"PYTHONPATH", (m_dir / "py").string()},
                    {"FAKE_LITEREGISTRY_RECORD", (m_dir / "records.jsonl").string()},
-                   {"PRIMEBEAKER_LAUNCH_ID", "testlaunch"}};
+                   {"PRIMEBEAKER_LAUNCH_ID", "testlaunch"},
+                   {"PRIMEBEAKER_IMAGE_CATALOG",
+                    (source_dir() / "tests/launch/data/runtime-catalog.json").string()}};
     for (auto &[name, value] : env) {
       options.env[name] = value;
     }
@@ -129,6 +131,21 @@ TEST_F(RunE2E, PreviewShowsBothLaunchesAndTouchesNothing) {
                   "/oe-adapt-default/primebeaker/registries/search-agent-webterminal.sqlite3"));
   EXPECT_TRUE(beaker_calls().empty());
   std::filesystem::remove(m_dir / "records.jsonl");
+  EXPECT_EQ(tree_digest(m_dir.path()), before);
+}
+
+TEST_F(RunE2E, WithoutARuntimeImageLaunchRefusesBeforeTheServices) {
+  const auto before = tree_digest(m_dir.path());
+  const auto result =
+      run({"run", "launch", "weka/cfg/run.yaml"}, {{"PRIMEBEAKER_IMAGE_CATALOG", ""}});
+  EXPECT_EQ(result.exit_code, 2) << result.err;
+  EXPECT_NE(result.err.find("no primebeaker-runtime image is cataloged for workspace "
+                            "'ai2/oe-agents'"),
+            std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("nothing was launched"), std::string::npos);
+  EXPECT_TRUE(beaker_calls().empty());
+  EXPECT_FALSE(std::filesystem::exists(m_dir / "records.jsonl")) << "the services were asked";
   EXPECT_EQ(tree_digest(m_dir.path()), before);
 }
 

@@ -5,12 +5,21 @@
 #include <primebeaker/core/json.hpp>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace pb::images {
+
+// The role whose image every launch without --image runs: a Prime-RL image with the
+// primebeaker binary added (images/Dockerfile.runtime, images/README.md).
+inline constexpr std::string_view k_runtime_role = "primebeaker-runtime";
+
+// Names a catalog file that replaces the built-in one (sites that publish their own runtime
+// images; tests).
+inline constexpr std::string_view k_catalog_variable = "PRIMEBEAKER_IMAGE_CATALOG";
 
 struct Location {
   std::string immutable_uri; // beaker://<ID>
@@ -35,6 +44,14 @@ struct Catalog {
   static Catalog parse(std::string_view json_text, const std::string &source);
   // The catalog built into the binary.
   static const Catalog &builtin();
+
+  // The file PRIMEBEAKER_IMAGE_CATALOG names in `environment` when set and non-empty (read
+  // and parsed; pb::Error exit 3 when unreadable or invalid), else builtin().
+  static Catalog from_environment(const std::map<std::string, std::string> &environment);
+
+  // The first location of `role_name` whose workspace is `workspace`, or nullptr (also when
+  // the role does not exist).
+  const Location *find_location(std::string_view workspace, std::string_view role_name) const;
 
   // The role, or pb::Error exit 2 "unknown image role '<role>'".
   const Role &role(std::string_view role_name) const;

@@ -30,6 +30,9 @@ class Document;
 namespace pb::beaker {
 class Client;
 }
+namespace pb::images {
+struct Catalog;
+}
 
 namespace pb::launch {
 
@@ -42,7 +45,8 @@ std::string_view program_name(Program program); // "sft" / "rl"
 // make_plan() validates them. Optional fields distinguish "not given" from any given value.
 struct LaunchOptions {
   std::filesystem::path toml;
-  std::string image; // empty: catalog default for the workspace
+  std::string name;  // Beaker experiment name; empty: wandb.name
+  std::string image; // empty: the catalog's primebeaker-runtime image for the workspace
   std::string workspace = "ai2/oe-agents";
   std::vector<std::string> clusters; // empty: {"ai2/holmes"}
   std::string priority = "high";
@@ -118,6 +122,9 @@ struct LaunchInputs {
   // absolute normalized path: filled by the glue (resolve_launch_paths) so make_plan stays
   // pure. A path missing here is taken as written.
   std::map<std::string, std::string> real_paths;
+  // Where the runtime image comes from when --image is not given; nullptr: the built-in
+  // catalog (the glue passes images::Catalog::from_environment).
+  const images::Catalog *catalog = nullptr;
 };
 
 // The absolute normalized paths make_plan compares against the mount (the mount, the
@@ -150,6 +157,9 @@ struct LaunchPlan {
   proc::Argv submit_command; // {"beaker", "experiment", "create", "--name", ...}
   OrderedJson wandb_run;     // {run_id, project, entity, name, offline, url}
   bool write_spec = false;
+  // Non-empty when submitting this plan must be refused (no runtime image for the workspace
+  // and no --image): the one-line reason. Preview still renders the spec and warns.
+  std::string submit_refusal;
 
   // The preview object of docs/launch.md (experiment_name, [launch_id], spec_path, spec,
   // submit_command, wandb_run).
@@ -173,8 +183,9 @@ struct LaunchEffects {
 // beaker.
 OrderedJson execute_preview(const LaunchPlan &plan, LaunchEffects &effects);
 
-// submit: writes the spec atomically (parents created), then runs `beaker experiment create`;
-// returns the receipt. beaker failing or missing throws pb::Error exit 4 with its stderr.
+// submit: refuses plan.submit_refusal (pb::Error exit 2, nothing written or run), writes the
+// spec atomically (parents created), then runs `beaker experiment create`; returns the
+// receipt. beaker failing or missing throws pb::Error exit 4 with its stderr.
 OrderedJson execute_submit(const LaunchPlan &plan, LaunchEffects &effects);
 
 // The CLI glue: loads the TOML named by options.toml, snapshots the environment and cwd, picks

@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: MIT
 // What primebeaker reads from a Prime-RL training TOML: its config generation
 // (docs/launch.md), deployment.type, the launch keys of docs/launch.md and the GPU accounting
-// of docs/launch.md. Every reader is pure over a parsed document and
-// throws pb::Error exit 3 "FILE:LINE:COL: <key> ..." naming the key it rejects.
+// of docs/launch.md. Every reader is pure over a parsed document. Each collects every problem
+// it can find into a Problems ("FILE:LINE:COL: <key> ..." naming the key), continuing with the
+// value it suggests in place of a missing or invalid one; the overloads without Problems throw
+// them all as one pb::Error exit 3 (docs/launch.md "All problems at once").
 #pragma once
+
+#include <primebeaker/core/error.hpp>
 
 #include <cstdint>
 #include <optional>
@@ -16,6 +20,57 @@ class Document;
 }
 
 namespace pb::primerl {
+
+// One key the user should add or change: `key = value` under [table] ("" = top level).
+struct Suggestion {
+  std::string table;
+  std::string key;
+  std::string value;          // a TOML value literal
+  bool table_exists = false;  // [table] is already in the file
+  std::string table_location; // "FILE:LINE:COL" of the existing table, when known
+  bool replaces = false;      // the key exists with another value
+};
+
+// The problems of one TOML, in the order found, and the keys that would fix them.
+class Problems {
+public:
+  explicit Problems(const toml::Document &document);
+
+  // A one-line problem ("FILE:L:C: message").
+  void add(std::string message);
+  // A missing key: folded into its table's problem if that table is reported missing later.
+  void add_missing_key(const std::string &key, std::string message);
+  // A missing table: reported once, with the required keys later found missing inside it.
+  void add_missing_table(const std::string &table, std::string message);
+  // A key missing inside a table reported missing: folded into that table's problem.
+  bool fold_into_missing_table(const std::string &key);
+  void suggest(const std::string &dotted_key, std::string value, bool replaces = false);
+
+  bool empty() const { return m_lines.empty(); }
+  size_t size() const { return m_lines.size(); }
+  std::vector<std::string> lines() const; // each problem, one line
+  const std::vector<Suggestion> &suggestions() const { return m_suggestions; }
+  // "add this" TOML: top-level keys, keys under existing tables, new tables (docs/launch.md).
+  std::vector<std::string> snippet() const;
+
+  // pb::Error exit 3: one problem is the message itself; several are "FILE: N problems ..."
+  // with each as a context line; the snippet follows as context.
+  Error to_error() const;
+  void throw_if_any() const;
+
+  const toml::Document &document() const { return m_document; }
+
+private:
+  struct Line {
+    std::string text;
+    std::string table;             // missing table this line reports, if any
+    std::vector<std::string> keys; // keys folded into it
+    std::string missing_key;       // the missing key this line reports, if any
+  };
+  const toml::Document &m_document;
+  std::vector<Line> m_lines;
+  std::vector<Suggestion> m_suggestions;
+};
 
 enum class Generation {
   v0_2_to_v0_4, // inference_gpu_ids / trainer_gpu_ids, [[orchestrator.env]] without [deployment]
@@ -40,12 +95,16 @@ GenerationInfo detect_generation(const toml::Document &document);
 // Throws pb::Error exit 3 unless the generation is v0.8.0 or undetermined: the message names
 // the generation, the key that shows it, and what is not supported.
 void require_supported_generation(const toml::Document &document);
+void require_supported_generation(const toml::Document &document, Problems &problems);
 
 enum class DeploymentType { single_node, multi_node };
 
 // deployment.type: missing table/key or non-string -> "training TOML needs deployment.type";
 // other values -> "unsupported deployment.type '<v>'".
 DeploymentType read_deployment_type(const toml::Document &document);
+// Collecting: a missing or unsupported type is a problem, read as `fallback`.
+DeploymentType
+read_deployment_type(const toml::Document &document, Problems &problems, DeploymentType fallback);
 
 struct Wandb {
   std::string name;
@@ -112,9 +171,17 @@ SingleNodeSft read_single_node_sft(const toml::Document &document);
 SingleNodeRl read_single_node_rl(const toml::Document &document);
 MultiNodeSft read_multi_node_sft(const toml::Document &document);
 MultiNodeRl read_multi_node_rl(const toml::Document &document);
+SingleNodeSft read_single_node_sft(const toml::Document &document, Problems &problems);
+SingleNodeRl read_single_node_rl(const toml::Document &document, Problems &problems);
+MultiNodeSft read_multi_node_sft(const toml::Document &document, Problems &problems);
+MultiNodeRl read_multi_node_rl(const toml::Document &document, Problems &problems);
 
 // The W&B section alone (wandb.name and wandb.project required, non-empty strings; name must
 // be usable as a Beaker experiment name: letters, digits, '.', '_', '-').
 Wandb read_wandb(const toml::Document &document);
+
+// Whether `name` can name a Beaker experiment: 1-128 letters, digits, '.', '_', '-'.
+bool is_experiment_name(std::string_view name);
+Wandb read_wandb(const toml::Document &document, Problems &problems);
 
 } // namespace pb::primerl

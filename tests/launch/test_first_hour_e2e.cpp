@@ -1,0 +1,326 @@
+// SPDX-License-Identifier: MIT
+// What a new user meets in the first hour (docs/launch.md): the default image is the
+// catalog's primebeaker-runtime image or submit refuses before beaker; every problem of a
+// Prime-RL v0.8.0 TOML in one run with the keys that fix it; relative TOML paths against
+// --working-dir; flags the topology would ignore, out-of-range numbers and comma lists.
+#include "launch_fixture.hpp"
+
+#include <fmt/format.h>
+
+using nlohmann::json;
+
+namespace pb::test {
+namespace {
+
+class FirstHour : public LaunchFixture {
+protected:
+  // Runs with the built-in catalog, which has no primebeaker-runtime image.
+  RunResult run_builtin_catalog(const std::vector<std::string> &args) {
+    return run(args, true, {{"PRIMEBEAKER_IMAGE_CATALOG", ""}});
+  }
+  static std::string image_of(const RunResult &result) {
+    return json::parse(result.out)["spec"]["tasks"][0]["image"].dump();
+  }
+};
+
+TEST_F(FirstHour, DefaultImageIsTheCatalogsRuntimeImage) {
+  beaker_creates();
+  const auto holmes =
+      run({"rl", "submit", "--toml", "examples/rl/rl.toml", "--workspace", "ai2/oe-agents-holmes"});
+  ASSERT_EQ(holmes.exit_code, 0) << holmes.err;
+  const auto spec = json::parse(read_file(json::parse(holmes.out)["spec_path"].get<std::string>()));
+  EXPECT_EQ(spec["tasks"][0]["image"], json({{"beaker", "01TESTRUNTIMEHOLMES0000000"}}));
+  EXPECT_EQ(m_beaker.calls_matching({"experiment", "create"}).size(), 1u);
+  const auto preview = run({"sft", "preview", "--toml", "examples/sft/sft.toml"});
+  EXPECT_EQ(image_of(preview), R"({"beaker":"01TESTRUNTIMEOEAGENTS00000"})");
+  EXPECT_EQ(preview.err, "");
+}
+
+TEST_F(FirstHour, WithoutARuntimeImageSubmitRefusesBeforeBeakerAndPreviewWarns) {
+  beaker_creates();
+  const std::string before = tree_digest(m_tmp.path());
+  for (const std::string program : {"sft", "rl"}) {
+    const auto refused = run_builtin_catalog(
+        {program, "submit", "--toml", "examples/" + program + "/" + program + ".toml"});
+    EXPECT_EQ(refused.exit_code, 2) << refused.err;
+    EXPECT_EQ(refused.out, "");
+    EXPECT_EQ(refused.err,
+              "primebeaker: error: no primebeaker-runtime image is cataloged for workspace "
+              "'ai2/oe-agents', and the Prime-RL images cannot run `primebeaker node`: build one "
+              "from images/Dockerfile.runtime and pass --image beaker://<ID> (images/README.md, "
+              "\"The runtime image\")\n");
+  }
+  EXPECT_TRUE(m_beaker.calls().empty()) << "submit reached beaker";
+  EXPECT_EQ(tree_digest(m_tmp.path()), before) << "a refused submit wrote something";
+
+  const auto preview = run_builtin_catalog({"rl", "preview", "--toml", "examples/rl/rl.toml"});
+  ASSERT_EQ(preview.exit_code, 0) << preview.err;
+  EXPECT_EQ(image_of(preview),
+            R"({"beaker":"<no primebeaker-runtime image for this workspace: pass --image>"})");
+  EXPECT_NE(preview.err.find("warning: `rl submit` would refuse this launch: no "
+                             "primebeaker-runtime image is cataloged"),
+            std::string::npos)
+      << preview.err;
+}
+
+TEST_F(FirstHour, AnExplicitImageIsUsedAsGiven) {
+  beaker_creates();
+  for (const std::string image : {"beaker://01PRIMERLBASE", "ghcr.io/me/prime-rl:dev"}) {
+    const auto result =
+        run_builtin_catalog({"sft", "submit", "--toml", "examples/sft/sft.toml", "--image", image});
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    EXPECT_EQ(result.err, "");
+    const auto spec =
+        json::parse(read_file(json::parse(result.out)["spec_path"].get<std::string>()));
+    EXPECT_EQ(spec["tasks"][0]["image"],
+              image.rfind("beaker://", 0) == 0 ? json({{"beaker", image.substr(9)}})
+                                               : json({{"docker", image}}));
+  }
+  EXPECT_EQ(m_beaker.calls_matching({"experiment", "create"}).size(), 2u);
+}
+
+// Each Prime-RL v0.8.0 example: every problem in one run (the full set), and the suggested
+// keys, applied with `primebeaker toml set`, make it preview.
+struct CorpusCase {
+  const char *file;
+  std::vector<std::string> problems;
+};
+
+TEST_F(FirstHour, EachPrimeRlV080ExampleReportsAllItsProblemsInOneRun) {
+  const std::vector<CorpusCase> cases = {
+      {"v0.8.0-configs-ci-integration-reverse-text-resume.toml",
+       {"single-node RL needs a [deployment] table (with type, num_train_gpus, num_infer_gpus, "
+        "gpus_per_node)",
+        "output_dir is required for single-node RL",
+        "single-node RL needs a [wandb] table (with name, project)"}},
+      {"v0.8.0-examples-advanced-glm-5.2-swe.toml",
+       {":22:8: heterogeneous Beaker RL currently supports dense inference: "
+        "inference.deployment.type 'disaggregated' is not supported (use \"single_node\" or "
+        "\"multi_node\"; primebeaker places the inference nodes itself)",
+        "output_dir is required for multi-node RL",
+        ":6:1: wandb.name is required for multi-node RL",
+        ":15:1: deployment.num_infer_nodes is required for multi-node RL",
+        ":17:19: heterogeneous Beaker RL currently supports exactly one trainer node "
+        "(deployment.num_train_nodes = 1), got 16",
+        ":19:22: heterogeneous Beaker RL requires deployment.num_infer_replicas = 1, got 2",
+        "inference.parallel.dp (1) and inference.api_server_count (1) must both equal the "
+        "external-LB rank count (7 inference GPUs / tp 1 = 7)",
+        ":92:26: heterogeneous Beaker RL currently supports dense inference "
+        "(inference.enable_expert_parallel must be false)"}},
+      {"v0.8.0-examples-advanced-intellect-3.1-rl.toml",
+       {"output_dir is required for multi-node RL",
+        ":23:1: wandb.name is required for multi-node RL",
+        ":14:19: heterogeneous Beaker RL currently supports exactly one trainer node "
+        "(deployment.num_train_nodes = 1), got 4",
+        "each inference-bearing GPU slice must be divisible by inference.parallel.tp (8): the "
+        "trainer node's 6 inference GPUs (gpus_per_node 8 - trainer.model.cp x dp_replicate 2) "
+        "are not; give the trainer the whole node or change tp",
+        "inference.parallel.dp (1) and inference.api_server_count (1) must both equal the "
+        "external-LB rank count (96 inference GPUs / tp 8 = 12)"}},
+      {"v0.8.0-examples-advanced-qwen3-30b-a3b-math.toml",
+       {"output_dir is required for multi-node RL",
+        ":23:1: wandb.name is required for multi-node RL",
+        ":14:19: heterogeneous Beaker RL currently supports exactly one trainer node "
+        "(deployment.num_train_nodes = 1), got 2",
+        "each inference-bearing GPU slice must be divisible by inference.parallel.tp (8): the "
+        "trainer node's 7 inference GPUs (gpus_per_node 8 - trainer.model.cp x dp_replicate 1) "
+        "are not; give the trainer the whole node or change tp",
+        "inference.parallel.dp (1) and inference.api_server_count (1) must both equal the "
+        "external-LB rank count (16 inference GPUs / tp 8 = 2)"}},
+      {"v0.8.0-examples-basic-reverse-text-rl.toml",
+       {"single-node RL needs a [deployment] table (with type, num_train_gpus, num_infer_gpus, "
+        "gpus_per_node)",
+        "output_dir is required for single-node RL"}},
+      {"v0.8.0-examples-basic-reverse-text-sft.toml",
+       {"single-node SFT needs a [deployment] table (with type, num_gpus, gpus_per_node)",
+        "single-node SFT needs a [val] table (with interval, eval_on_start)",
+        "single-node SFT needs a [val.data] table (with name)",
+        "output_dir is required for single-node SFT",
+        "single-node SFT needs a [wandb] table (with name, project)",
+        ":3:1: ckpt.interval is required for single-node SFT"}},
+  };
+  const auto corpus = shared_dir() / "corpus" / "prime-rl";
+  for (const auto &c : cases) {
+    const std::string name = c.file;
+    // A writable copy in this test's directory (the corpus is read-only and read in place).
+    write(name, read_file(corpus / name));
+    const std::string program = name.find("sft") != std::string::npos ? "sft" : "rl";
+    std::vector<std::string> args = {program, "preview", "--toml", name};
+    if (program == "rl") {
+      args.insert(args.end(), {"--registry", "redis://r:1"});
+    }
+    const auto first = run(args);
+    EXPECT_EQ(first.exit_code, 3) << name << ": " << first.err;
+    const auto lines = lines_of(first.err);
+    ASSERT_GE(lines.size(), c.problems.size() + 2) << name << ": " << first.err;
+    const std::string summary = c.problems.size() == 1
+                                    ? ""
+                                    : fmt::format("primebeaker: error: {}: {} problems (all of "
+                                                  "them: fix them, then retry once)",
+                                                  name,
+                                                  c.problems.size());
+    EXPECT_EQ(lines[0], summary) << name;
+    for (size_t i = 0; i < c.problems.size(); ++i) {
+      const std::string &expected = c.problems[i];
+      EXPECT_EQ(lines[1 + i], "  " + name + (expected.front() == ':' ? "" : ": ") + expected)
+          << name;
+    }
+    ASSERT_EQ(lines[1 + c.problems.size()], "  add this (TOML; adjust the values):") << name;
+
+    // Apply the snippet, key by key, with `toml set` (it creates missing tables).
+    std::string table;
+    size_t applied = 0;
+    for (size_t i = 2 + c.problems.size(); i < lines.size(); ++i) {
+      std::string line = lines[i].substr(4);
+      if (line.rfind("# at the top", 0) == 0) {
+        table.clear();
+      } else if (line.rfind("# under [", 0) == 0) {
+        table = line.substr(9, line.find(']') - 9);
+      } else if (line.front() == '[') {
+        table = line.substr(1, line.size() - 2);
+      } else {
+        const std::string replaces = "  # replaces the current value";
+        if (line.size() > replaces.size() &&
+            line.compare(line.size() - replaces.size(), replaces.size(), replaces) == 0) {
+          line.resize(line.size() - replaces.size());
+        }
+        const auto eq = line.find(" = ");
+        ASSERT_NE(eq, std::string::npos) << name << ": " << line;
+        const std::string key = (table.empty() ? "" : table + ".") + line.substr(0, eq);
+        const auto set = run({"toml", "set", name, key, line.substr(eq + 3)}, false);
+        ASSERT_EQ(set.exit_code, 0) << name << ": " << key << ": " << set.err;
+        ++applied;
+      }
+    }
+    EXPECT_GE(applied, c.problems.size()) << name;
+    const auto second = run(args);
+    EXPECT_EQ(second.exit_code, 0) << name << " after one edit round: " << second.err;
+  }
+}
+
+TEST_F(FirstHour, RelativeTomlPathsResolveAgainstTheWorkingDir) {
+  // The submitter's cwd is outside the mount: what counts is where the container will look.
+  RunOptions options;
+  options.cwd = m_tmp.path();
+  options.path_prepend = {m_fakes.bin()};
+  options.env = {{"PRIMEBEAKER_LAUNCH_ID", "relative"},
+                 {"PRIMEBEAKER_IMAGE_CATALOG", runtime_catalog().string()}};
+  std::vector<std::string> args = {"sft", "preview", "--toml", at("examples/sft/sft.toml")};
+  for (const auto &flag : mount_flags()) {
+    args.push_back(flag);
+  }
+  const auto ok = run_primebeaker(args, options);
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  write("escape.toml",
+        replace_line(example_text("examples/sft/sft.toml"),
+                     "output_dir = \"outputs/tiny-sft\"",
+                     "output_dir = \"../outside\""));
+  args[3] = at("escape.toml");
+  const auto escaped = run_primebeaker(args, options);
+  EXPECT_EQ(escaped.exit_code, 3);
+  EXPECT_NE(normalized(escaped.err)
+                .find("launch path must be under mounted path <TMP>/weka: <TMP>/outside "
+                      "(output_dir at <TMP>/weka/escape.toml:6:14)"),
+            std::string::npos)
+      << escaped.err;
+}
+
+TEST_F(FirstHour, FlagsTheTopologyWouldIgnoreAreErrorsNamingThem) {
+  const std::string before = tree_digest(m_tmp.path());
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"sft",
+        "preview",
+        "--toml",
+        "examples/sft/sft.toml",
+        "--registry",
+        "redis://r:1",
+        "--gateway-port",
+        "99"},
+       "--registry (only for RL), --gateway-port (only for multi-node RL) do not apply to "
+       "single-node SFT: remove them"},
+      {{"rl", "preview", "--toml", "examples/rl/rl.toml", "--gateway-port", "99"},
+       "--gateway-port (only for multi-node RL) does not apply to single-node RL: remove it"},
+      {{"rl", "preview", "--toml", "examples/rl/rl.toml", "--gateway-workers", "4"},
+       "--gateway-workers (only for multi-node RL) does not apply to single-node RL: remove it"},
+      {{"rl", "preview", "--toml", "examples/rl/rl.toml", "--required-service", "terminal=2"},
+       "--required-service (only for multi-node RL) does not apply to single-node RL: remove it"},
+      {{"rl", "submit", "--toml", "examples/rl/rl.toml", "--rendezvous-timeout-seconds", "60"},
+       "--rendezvous-timeout-seconds (only for multi-node launches) does not apply to "
+       "single-node RL: remove it"},
+      {{"sft", "preview", "--toml", "examples/sft/sft.toml", "--wandb-entity", "team"},
+       "--wandb-entity (only for RL) does not apply to single-node SFT: remove it"},
+      {{"sft", "preview", "--toml", "data/multinode-sft.toml", "--registry", "redis://r:1"},
+       "--registry (only for RL) does not apply to multi-node SFT: remove it"},
+      {{"rl", "preview", "--toml", "examples/rl/rl.toml", "--gateway-port", "70000"},
+       "--gateway-port must be in 1..65535, got 70000"},
+      {{"rl",
+        "preview",
+        "--toml",
+        "examples/multinode-rl/rl.toml",
+        "--registry",
+        "redis://r:1",
+        "--gateway-port",
+        "0"},
+       "--gateway-port must be in 1..65535, got 0"},
+      {{"rl", "preview", "--toml", "examples/rl/rl.toml", "--min-runtime-hours", "100000"},
+       "--min-runtime-hours must be in 0..8760, got 100000"},
+  };
+  for (const auto &[args, message] : cases) {
+    const auto result = run(args);
+    EXPECT_EQ(result.exit_code, 2) << message << ": " << result.err;
+    EXPECT_EQ(result.out, "");
+    EXPECT_EQ(result.err, "primebeaker: error: " + message + "\n");
+  }
+  EXPECT_TRUE(m_beaker.calls().empty());
+  EXPECT_EQ(tree_digest(m_tmp.path()), before);
+}
+
+TEST_F(FirstHour, ListFlagsSplitCommasOnlyBetweenWholeItems) {
+  const auto result = run({"rl",
+                           "preview",
+                           "--toml",
+                           "examples/multinode-rl/rl.toml",
+                           "--registry",
+                           "redis://r:1",
+                           "--cluster",
+                           "ai2/a,ai2/b",
+                           "--cluster",
+                           "ai2/c",
+                           "--env",
+                           "LIST=x,y",
+                           "--env",
+                           "ONE=1,TWO=2",
+                           "--required-service",
+                           "terminal=2,judge=1",
+                           "--secret",
+                           "S1=sec1,S2=sec2"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto task = json::parse(result.out)["spec"]["tasks"][0];
+  EXPECT_EQ(task["constraints"]["cluster"], json({"ai2/a", "ai2/b", "ai2/c"}));
+  std::map<std::string, json> env;
+  for (const auto &item : task["envVars"]) {
+    env[item["name"]] = item;
+  }
+  EXPECT_EQ(env["LIST"]["value"], "x,y");
+  EXPECT_EQ(env["ONE"]["value"], "1");
+  EXPECT_EQ(env["TWO"]["value"], "2");
+  EXPECT_EQ(env["S1"]["secret"], "sec1");
+  EXPECT_EQ(env["S2"]["secret"], "sec2");
+  EXPECT_EQ(env["REQUIRED_LITEREGISTRY_SERVICES"]["value"], R"({"judge":1,"terminal":2})");
+  // A JSON list literal is taken as written, commas and all.
+  const auto literal =
+      run({"rl", "preview", "--toml", "examples/rl/rl.toml", "--env", R"(["A=x,B=y"])"});
+  ASSERT_EQ(literal.exit_code, 0) << literal.err;
+  bool found = false;
+  const auto literal_spec = json::parse(literal.out);
+  for (const auto &item : literal_spec["spec"]["tasks"][0]["envVars"]) {
+    if (item["name"] == "A") {
+      found = true;
+      EXPECT_EQ(item["value"], "x,B=y");
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
+} // namespace
+} // namespace pb::test
