@@ -5,6 +5,7 @@
 #include <primebeaker/core/env.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/fs.hpp>
+#include <primebeaker/core/signals.hpp>
 #include <primebeaker/core/spelling.hpp>
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/images/catalog.hpp>
@@ -28,41 +29,10 @@ std::string service_name(const OrderedJson &receipt) {
   return "(unnamed)";
 }
 
-volatile std::sig_atomic_t g_interrupted = 0;
-
-extern "C" void remember_signal(int signal) {
-  g_interrupted = signal;
-}
-
-// While alive, SIGINT and SIGTERM are remembered instead of killing us, so that an interrupted
-// RL submission (the beaker child dies with the terminal's signal) still rolls the services back.
-class InterruptGuard {
-public:
-  InterruptGuard() {
-    g_interrupted = 0;
-    struct sigaction action {};
-    action.sa_handler = remember_signal;
-    sigemptyset(&action.sa_mask);
-    ::sigaction(SIGINT, &action, &m_old_int);
-    ::sigaction(SIGTERM, &action, &m_old_term);
-  }
-  ~InterruptGuard() {
-    ::sigaction(SIGINT, &m_old_int, nullptr);
-    ::sigaction(SIGTERM, &m_old_term, nullptr);
-  }
-  InterruptGuard(const InterruptGuard &) = delete;
-  InterruptGuard &operator=(const InterruptGuard &) = delete;
-  static int signal() { return g_interrupted; }
-
-private:
-  struct sigaction m_old_int {};
-  struct sigaction m_old_term {};
-};
-
 // Stops the service experiment after a failed RL submission and says so under the original
 // error, which keeps its message and exit code.
 [[noreturn]] void roll_back(Error error, const std::string &service_id, beaker::Client &beaker) {
-  if (const int signal = InterruptGuard::signal(); signal != 0) {
+  if (const int signal = signals::Scope::pending(); signal != 0) {
     error = Error(signal == SIGTERM ? ExitCode::terminated : ExitCode::interrupted,
                   fmt::format("interrupted while submitting RL ({})", error.what()),
                   error.context());
@@ -141,10 +111,12 @@ OrderedJson run_launch(const RunConfig &config, const RunInputs &inputs, RunEffe
   spdlog::info("service experiment {} launched; submitting RL", service_id);
 
   OrderedJson rl;
-  const InterruptGuard guard;
+  // SIGINT and SIGTERM are noted instead of killing us, so that an interrupted RL submission (the
+  // beaker child dies with the terminal's signal) still rolls the services back.
+  const signals::Scope guard;
   try {
     rl = launch::execute_submit(plan_rl(config, inputs, service_id), effects.launch);
-    if (InterruptGuard::signal() != 0) {
+    if (signals::Scope::pending() != 0) {
       // Too late to take it back: the RL run exists and needs its services.
       spdlog::warn("interrupted, but the RL experiment was already submitted; nothing was stopped");
     }
