@@ -47,7 +47,12 @@ int ranks_of(const std::string &text) {
 std::string error_of(const std::string &text) {
   const auto error = pb::test::thrown_error([&] { ranks_of(text); });
   EXPECT_EQ(error.code(), 3);
-  return error.what();
+  // What the user sees: the message, then each problem on a context line of its own.
+  std::string shown = error.what();
+  for (const auto &line : error.context()) {
+    shown += "\n" + line;
+  }
+  return shown;
 }
 
 TEST(CheckpointTopology, MultiNodeRanksAreCpTimesDpReplicate) {
