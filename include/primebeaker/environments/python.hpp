@@ -5,6 +5,7 @@
 #pragma once
 
 #include <primebeaker/core/json.hpp>
+#include <primebeaker/core/sha2.hpp>
 
 #include <optional>
 #include <stdexcept>
@@ -59,9 +60,9 @@ struct FormatError : std::runtime_error {
 };
 std::string format(std::string_view pattern, const OrderedJson &values);
 
-// hashlib.sha256 / sha512 digests (raw bytes) and sha256 hex.
-std::string sha256(std::string_view data);
-std::string sha512(std::string_view data);
-std::string hex(std::string_view bytes);
+// hashlib.sha256 / sha512 digests (raw bytes) and hex, from core.
+using sha2::hex;
+using sha2::sha256;
+using sha2::sha512;
 
 } // namespace pb::environments::py

@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: MIT
+// SHA-256 and SHA-512 (FIPS 180-4), small and dependency-free: the registry's sidecar names,
+// template snapshot names and the environments' CPython-compatible seeding all need them.
+#include <primebeaker/core/sha2.hpp>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace pb::sha2 {
+
+namespace {
+
+std::string pad_message(std::string_view data, size_t block, size_t length_bytes) {
+  std::string m(data);
+  m.push_back(static_cast<char>(0x80));
+  while (m.size() % block != block - length_bytes) {
+    m.push_back('\0');
+  }
+  const std::uint64_t bits = static_cast<std::uint64_t>(data.size()) * 8;
+  for (size_t k = length_bytes; k-- > 0;) {
+    m.push_back(static_cast<char>(k < 8 ? static_cast<unsigned char>(bits >> (8 * k)) : 0));
+  }
+  return m;
+}
+
+} // namespace
+
+namespace {
+
+// SHA-2 parameters: rounds, block size and the rotation amounts of the four sigma functions.
+template <typename Word> struct Sha2;
+template <> struct Sha2<std::uint32_t> {
+  static constexpr int rounds = 64;
+  static constexpr size_t block = 64;
+  static constexpr int s0[3] = {7, 18, 3}, s1[3] = {17, 19, 10};
+  static constexpr int S0[3] = {2, 13, 22}, S1[3] = {6, 11, 25};
+};
+template <> struct Sha2<std::uint64_t> {
+  static constexpr int rounds = 80;
+  static constexpr size_t block = 128;
+  static constexpr int s0[3] = {1, 8, 7}, s1[3] = {19, 61, 6};
+  static constexpr int S0[3] = {28, 34, 39}, S1[3] = {14, 18, 41};
+};
+
+template <typename Word>
+std::string sha2(std::string_view data, const Word (&init)[8], const Word *k) {
+  using P = Sha2<Word>;
+  constexpr int bits = static_cast<int>(8 * sizeof(Word));
+  auto rotr = [](Word x, int n) { return static_cast<Word>((x >> n) | (x << (bits - n))); };
+  Word h[8];
+  std::copy(std::begin(init), std::end(init), h);
+  const std::string m = pad_message(data, P::block, 2 * sizeof(Word));
+  for (size_t off = 0; off < m.size(); off += P::block) {
+    Word w[P::rounds];
+    for (int t = 0; t < 16; ++t) {
+      w[t] = 0;
+      for (size_t b = 0; b < sizeof(Word); ++b) {
+        w[t] = static_cast<Word>((w[t] << 8) |
+                                 static_cast<unsigned char>(m[off + sizeof(Word) * t + b]));
+      }
+    }
+    for (int t = 16; t < P::rounds; ++t) {
+      const Word x = w[t - 15];
+      const Word y = w[t - 2];
+      const Word s0 = rotr(x, P::s0[0]) ^ rotr(x, P::s0[1]) ^ (x >> P::s0[2]);
+      const Word s1 = rotr(y, P::s1[0]) ^ rotr(y, P::s1[1]) ^ (y >> P::s1[2]);
+      w[t] = static_cast<Word>(w[t - 16] + s0 + w[t - 7] + s1);
+    }
+    Word v[8];
+    std::copy(std::begin(h), std::end(h), v);
+    for (int t = 0; t < P::rounds; ++t) {
+      const Word e = v[4];
+      const Word a = v[0];
+      const Word t1 =
+          static_cast<Word>(v[7] + (rotr(e, P::S1[0]) ^ rotr(e, P::S1[1]) ^ rotr(e, P::S1[2])) +
+                            ((e & v[5]) ^ (~e & v[6])) + k[t] + w[t]);
+      const Word t2 =
+          static_cast<Word>((rotr(a, P::S0[0]) ^ rotr(a, P::S0[1]) ^ rotr(a, P::S0[2])) +
+                            ((a & v[1]) ^ (a & v[2]) ^ (v[1] & v[2])));
+      std::copy_backward(v, v + 7, v + 8);
+      v[4] = static_cast<Word>(v[4] + t1);
+      v[0] = static_cast<Word>(t1 + t2);
+    }
+    for (int i = 0; i < 8; ++i) {
+      h[i] = static_cast<Word>(h[i] + v[i]);
+    }
+  }
+  std::string out;
+  for (Word word : h) {
+    for (int b = bits / 8 - 1; b >= 0; --b) {
+      out.push_back(static_cast<char>((word >> (8 * b)) & 0xFF));
+    }
+  }
+  return out;
+}
+
+const std::uint32_t sha256_k[64] = {
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
+const std::uint32_t sha256_init[8] = {
+    0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+const std::uint64_t sha512_k[80] = {
+    0x428a2f98d728ae22ULL, 0x7137449123ef65cdULL, 0xb5c0fbcfec4d3b2fULL, 0xe9b5dba58189dbbcULL,
+    0x3956c25bf348b538ULL, 0x59f111f1b605d019ULL, 0x923f82a4af194f9bULL, 0xab1c5ed5da6d8118ULL,
+    0xd807aa98a3030242ULL, 0x12835b0145706fbeULL, 0x243185be4ee4b28cULL, 0x550c7dc3d5ffb4e2ULL,
+    0x72be5d74f27b896fULL, 0x80deb1fe3b1696b1ULL, 0x9bdc06a725c71235ULL, 0xc19bf174cf692694ULL,
+    0xe49b69c19ef14ad2ULL, 0xefbe4786384f25e3ULL, 0x0fc19dc68b8cd5b5ULL, 0x240ca1cc77ac9c65ULL,
+    0x2de92c6f592b0275ULL, 0x4a7484aa6ea6e483ULL, 0x5cb0a9dcbd41fbd4ULL, 0x76f988da831153b5ULL,
+    0x983e5152ee66dfabULL, 0xa831c66d2db43210ULL, 0xb00327c898fb213fULL, 0xbf597fc7beef0ee4ULL,
+    0xc6e00bf33da88fc2ULL, 0xd5a79147930aa725ULL, 0x06ca6351e003826fULL, 0x142929670a0e6e70ULL,
+    0x27b70a8546d22ffcULL, 0x2e1b21385c26c926ULL, 0x4d2c6dfc5ac42aedULL, 0x53380d139d95b3dfULL,
+    0x650a73548baf63deULL, 0x766a0abb3c77b2a8ULL, 0x81c2c92e47edaee6ULL, 0x92722c851482353bULL,
+    0xa2bfe8a14cf10364ULL, 0xa81a664bbc423001ULL, 0xc24b8b70d0f89791ULL, 0xc76c51a30654be30ULL,
+    0xd192e819d6ef5218ULL, 0xd69906245565a910ULL, 0xf40e35855771202aULL, 0x106aa07032bbd1b8ULL,
+    0x19a4c116b8d2d0c8ULL, 0x1e376c085141ab53ULL, 0x2748774cdf8eeb99ULL, 0x34b0bcb5e19b48a8ULL,
+    0x391c0cb3c5c95a63ULL, 0x4ed8aa4ae3418acbULL, 0x5b9cca4f7763e373ULL, 0x682e6ff3d6b2b8a3ULL,
+    0x748f82ee5defb2fcULL, 0x78a5636f43172f60ULL, 0x84c87814a1f0ab72ULL, 0x8cc702081a6439ecULL,
+    0x90befffa23631e28ULL, 0xa4506cebde82bde9ULL, 0xbef9a3f7b2c67915ULL, 0xc67178f2e372532bULL,
+    0xca273eceea26619cULL, 0xd186b8c721c0c207ULL, 0xeada7dd6cde0eb1eULL, 0xf57d4f7fee6ed178ULL,
+    0x06f067aa72176fbaULL, 0x0a637dc5a2c898a6ULL, 0x113f9804bef90daeULL, 0x1b710b35131c471bULL,
+    0x28db77f523047d84ULL, 0x32caab7b40c72493ULL, 0x3c9ebe0a15c9bebcULL, 0x431d67c49c100d4cULL,
+    0x4cc5d4becb3e42b6ULL, 0x597f299cfc657e2aULL, 0x5fcb6fab3ad6faecULL, 0x6c44198c4a475817ULL};
+const std::uint64_t sha512_init[8] = {0x6a09e667f3bcc908ULL,
+                                      0xbb67ae8584caa73bULL,
+                                      0x3c6ef372fe94f82bULL,
+                                      0xa54ff53a5f1d36f1ULL,
+                                      0x510e527fade682d1ULL,
+                                      0x9b05688c2b3e6c1fULL,
+                                      0x1f83d9abfb41bd6bULL,
+                                      0x5be0cd19137e2179ULL};
+
+} // namespace
+
+std::string sha256(std::string_view data) {
+  return sha2(data, sha256_init, sha256_k);
+}
+
+std::string sha512(std::string_view data) {
+  return sha2(data, sha512_init, sha512_k);
+}
+
+std::string hex(std::string_view bytes) {
+  static const char digits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char b : bytes) {
+    out.push_back(digits[b >> 4]);
+    out.push_back(digits[b & 15]);
+  }
+  return out;
+}
+
+std::string sha256_hex(std::string_view data) {
+  return hex(sha256(data));
+}
+
+} // namespace pb::sha2
