@@ -137,6 +137,9 @@ std::vector<std::string> prepare(CLI::App &root, CommandTree &tree, std::vector<
     }
     add_builtin_commands(root, tree);
   } else {
+    if (std::find(args.begin(), args.end(), "--help-all") == args.end()) {
+      tree.only_for(args); // the commands argv names get their options, the rest a description
+    }
     std::uint64_t mask = 0;
     for (const auto &command : top_level_commands()) {
       if (*word == command.name) {

@@ -37,6 +37,31 @@ CLI::App &CommandTree::command(std::initializer_list<std::string_view> path,
   return *current;
 }
 
+void CommandTree::leaf(std::initializer_list<std::string_view> path,
+                       const std::string &description,
+                       const std::function<void(CLI::App &)> &build) {
+  CLI::App &app = command(path, description);
+  if (named_in_args(path)) {
+    build(app);
+  }
+}
+
+bool CommandTree::named_in_args(std::initializer_list<std::string_view> path) const {
+  if (!m_args) {
+    return true;
+  }
+  auto word = m_args->begin();
+  for (const auto name : path) {
+    word = std::find_if(
+        word, m_args->end(), [name](const std::string &arg) { return arg == name || arg == "--"; });
+    if (word == m_args->end() || *word == "--") {
+      return false;
+    }
+    ++word;
+  }
+  return true;
+}
+
 std::string flag(std::string_view kebab_name, std::string_view extra) {
   std::string names;
   if (!extra.empty()) {

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <utility>
 
 namespace pb::environments {
 namespace {
@@ -162,8 +163,11 @@ const std::vector<RewardTerm> &final_terms() {
   return terms;
 }
 
+constexpr std::size_t k_catalog_size = 16; // the Verifiers environments of docs/environments.md
+
 std::vector<Environment> build_catalog() {
   std::vector<Environment> all;
+  all.reserve(k_catalog_size); // built once per process; no copies while it grows
   const std::vector<std::string> browse_metrics = {
       "browse_call_count", "browse_url_not_in_output_count", "successful_browse_count"};
 
@@ -191,7 +195,7 @@ std::vector<Environment> build_catalog() {
     e.parameters.push_back(opt("rubric_completion_reward_coef", P::number, 1.0, ">= 0"));
     e.parameters.push_back(opt("missing_rubric_penalty_coef", P::number, 1.0, ">= 0"));
     e.summary = "tool-label harness that ends when every expected rubric has been submitted";
-    all.push_back(e);
+    all.push_back(std::move(e));
   }
   {
     Environment e;
@@ -221,7 +225,7 @@ std::vector<Environment> build_catalog() {
             opt("tool_role", P::boolean, true),
             opt("max_turns", P::integer, 2, ">= 1")});
     e.summary = "two-turn XML judge that may run one Python program first";
-    all.push_back(e);
+    all.push_back(std::move(e));
   }
   {
     Environment e;
@@ -236,7 +240,7 @@ std::vector<Environment> build_catalog() {
     e.parameters = dataset_split();
     e.parameters[0].constraint = "a local JSONL file";
     e.summary = "single-turn XML feedback/label judge";
-    all.push_back(e);
+    all.push_back(std::move(e));
   }
   {
     Environment e;
@@ -249,7 +253,7 @@ std::vector<Environment> build_catalog() {
     e.metrics = {"accuracy"};
     e.parameters = dataset_split("validation");
     e.summary = "metric-only validation: last standalone A-J letter; reward always 0";
-    all.push_back(e);
+    all.push_back(std::move(e));
   }
   {
     Environment e;
@@ -305,7 +309,7 @@ std::vector<Environment> build_catalog() {
          opt("reasoning_only_final_penalty", P::number, -4.0, "<= 0"),
          opt("invalid_trace_penalty", P::number, -4.0, "<= 0")});
     e.summary = "solve a task in a fresh Podman container; graded by the task's own tests";
-    all.push_back(e);
+    all.push_back(std::move(e));
   }
   {
     Environment e;
@@ -336,7 +340,7 @@ std::vector<Environment> build_catalog() {
                     opt("log_science_accuracy", P::boolean, false),
                     none("chat_template_kwargs", P::any, "a table")};
     e.summary = "single turn scored by a sequence-classifier reward model";
-    all.push_back(e);
+    all.push_back(std::move(e));
   }
   {
     Environment e;
@@ -379,7 +383,7 @@ std::vector<Environment> build_catalog() {
                     opt("shadow_judge_sample_seed", P::integer, 0),
                     none("shadow_judge_audit_dir", P::string)};
     e.summary = "single turn scored by the judge pool against sampled RubricHub criteria";
-    all.push_back(e);
+    all.push_back(std::move(e));
   }
   const std::vector<RewardTerm> exact_terms = {
       {"final_json_format", 1.0, "", "last message ends with a fenced json {\"answer\": ...}"},
@@ -399,7 +403,7 @@ std::vector<Environment> build_catalog() {
     e.parameters = search_parameters(SearchTools::webterminal, 20);
     e.summary = alias ? "re-export of search-agent-dataset"
                       : "deep research with search and a web terminal; exact-match answer";
-    all.push_back(e);
+    all.push_back(std::move(e));
   }
   {
     Environment e;
@@ -415,7 +419,7 @@ std::vector<Environment> build_catalog() {
     e.unknown_args = UnknownArgs::ignore;
     e.parameters = search_parameters(SearchTools::visit, 150);
     e.summary = "re-export of search-visit-agent-dataset";
-    all.push_back(e);
+    all.push_back(std::move(e));
   }
   const std::vector<RewardTerm> judge_term = {
       {"judge_answer", 1.0, "", "1 when the judge labels the final answer pass"}};
@@ -436,7 +440,7 @@ std::vector<Environment> build_catalog() {
     append(e.parameters, judge_parameters(true));
     e.summary =
         alias ? "re-export of search-visit-agent-judge" : "search and visit, scored by the judge";
-    all.push_back(e);
+    all.push_back(std::move(e));
   }
   {
     Environment e;
@@ -471,7 +475,7 @@ std::vector<Environment> build_catalog() {
       }
     }
     e.summary = "search and a web terminal, scored by the judge";
-    all.push_back(e);
+    all.push_back(std::move(e));
   }
   {
     Environment e;
@@ -487,7 +491,7 @@ std::vector<Environment> build_catalog() {
     e.unknown_args = UnknownArgs::ignore;
     e.parameters = search_parameters(SearchTools::visit, 150);
     e.summary = "search and direct page visits; exact-match answer";
-    all.push_back(e);
+    all.push_back(std::move(e));
   }
   {
     Environment e;
@@ -521,7 +525,7 @@ std::vector<Environment> build_catalog() {
             opt("reasoning_only_final_penalty", P::number, -4.0, "<= 0"),
             opt("invalid_trace_penalty", P::number, -4.0, "<= 0")});
     e.summary = "JSON-verdict judge with at most max_terminal_calls terminal calls";
-    all.push_back(e);
+    all.push_back(std::move(e));
   }
   {
     Environment e;
@@ -538,7 +542,7 @@ std::vector<Environment> build_catalog() {
     e.services = {"terminal", "fetch (browser_aware_terminal)"};
     e.parameters = tool_label_parameters();
     e.summary = "multi-tool judge that must end with a JSON feedback/label verdict";
-    all.push_back(e);
+    all.push_back(std::move(e));
   }
   std::sort(all.begin(), all.end(), [](const Environment &a, const Environment &b) {
     return a.name < b.name;

@@ -23,48 +23,54 @@ namespace {
 void add_launch_command(pb::cli::CommandTree &tree, Program program, bool submit) {
   const std::string name(program_name(program));
   const std::string what = program == Program::sft ? "SFT" : "RL";
-  auto &command =
-      tree.command({name, submit ? "submit" : "preview"},
-                   submit ? "Write the Beaker spec of a Prime-RL " + what + " run and submit it"
-                          : "Print the Beaker spec of a Prime-RL " + what +
-                                " run as JSON; touches nothing unless --write-spec");
-  auto &options = tree.make_options<LaunchOptions>();
-  register_launch_flags(command, options);
-  bool &follow = tree.make_options<bool>();
-  if (submit) {
-    command.add_flag("--follow",
-                     follow,
-                     "After submitting, stream every replica's logs to stderr until the run "
-                     "ends and exit with its outcome (as `primebeaker follow`, docs/runs.md)");
-  }
-  command.callback([&options, &follow, program, submit] {
-    const LaunchPlan plan = plan_from_options(program, options);
-    if (!submit && !plan.submit_refusal.empty()) {
-      spdlog::warn(
-          "`{} submit` would refuse this launch: {}", program_name(program), plan.submit_refusal);
-    }
-    proc::SystemRunner runner;
-    fs::RealFileSystem files;
-    beaker::Client client(runner, beaker::program_from_environment(env::snapshot()));
-    LaunchEffects effects{files, client};
-    const OrderedJson result =
-        submit ? execute_submit(plan, effects) : execute_preview(plan, effects);
-    print_json(std::cout, result);
-    if (!follow) {
-      return;
-    }
-    // stdout stays the one JSON receipt; the logs go to stderr.
-    std::cout.flush();
-    const auto id_field = result.find("experiment_id");
-    if (id_field == result.end() || !id_field->is_string()) {
-      throw failure("--follow: submitted, but beaker's output names no experiment id to follow");
-    }
-    const int code =
-        runs::follow(id_field->get<std::string>(), runs::FollowOptions{}, runner, std::cerr);
-    if (code != 0) {
-      throw Error(code, ""); // follow already said how the run ended
-    }
-  });
+  const std::string description =
+      submit ? "Write the Beaker spec of a Prime-RL " + what + " run and submit it"
+             : "Print the Beaker spec of a Prime-RL " + what +
+                   " run as JSON; touches nothing unless --write-spec";
+  tree.leaf({name, submit ? "submit" : "preview"},
+            description,
+            [&tree, program, submit](CLI::App &command) {
+              auto &options = tree.make_options<LaunchOptions>();
+              register_launch_flags(command, options);
+              bool &follow = tree.make_options<bool>();
+              if (submit) {
+                command.add_flag(
+                    "--follow",
+                    follow,
+                    "After submitting, stream every replica's logs to stderr until the run "
+                    "ends and exit with its outcome (as `primebeaker follow`, docs/runs.md)");
+              }
+              command.callback([&options, &follow, program, submit] {
+                const LaunchPlan plan = plan_from_options(program, options);
+                if (!submit && !plan.submit_refusal.empty()) {
+                  spdlog::warn("`{} submit` would refuse this launch: {}",
+                               program_name(program),
+                               plan.submit_refusal);
+                }
+                proc::SystemRunner runner;
+                fs::RealFileSystem files;
+                beaker::Client client(runner, beaker::program_from_environment(env::snapshot()));
+                LaunchEffects effects{files, client};
+                const OrderedJson result =
+                    submit ? execute_submit(plan, effects) : execute_preview(plan, effects);
+                print_json(std::cout, result);
+                if (!follow) {
+                  return;
+                }
+                // stdout stays the one JSON receipt; the logs go to stderr.
+                std::cout.flush();
+                const auto id_field = result.find("experiment_id");
+                if (id_field == result.end() || !id_field->is_string()) {
+                  throw failure(
+                      "--follow: submitted, but beaker's output names no experiment id to follow");
+                }
+                const int code = runs::follow(
+                    id_field->get<std::string>(), runs::FollowOptions{}, runner, std::cerr);
+                if (code != 0) {
+                  throw Error(code, ""); // follow already said how the run ended
+                }
+              });
+            });
 }
 
 } // namespace
@@ -81,21 +87,25 @@ void register_commands(pb::cli::CommandTree &tree) {
     std::string source;
     std::string destination;
   };
-  auto &rewrite = tree.make_options<RewriteOptions>();
-  auto &command = tree.command({"toml", "rewrite-envs"},
-                               "Write SRC to DST with legacy environment ids pointed at "
-                               "primebeaker.environments.* (comments and layout kept)");
-  command.add_option("SRC", rewrite.source, "Source training TOML (never edited)")->required();
-  command.add_option("DST", rewrite.destination, "Where to write the runtime TOML")->required();
-  command.callback([&rewrite] {
-    const auto document = toml::Document::load(rewrite.source);
-    const auto rewrites = plan_environment_rewrites(document);
-    const std::string text = rewrite_environment_ids(document);
-    for (const auto &item : rewrites) {
-      spdlog::info("{}: {} -> {}", item.location, item.from, item.to);
-    }
-    pb::fs::write_file_atomic(rewrite.destination, text);
-  });
+  tree.leaf({"toml", "rewrite-envs"},
+            "Write SRC to DST with legacy environment ids pointed at "
+            "primebeaker.environments.* (comments and layout kept)",
+            [&tree](CLI::App &command) {
+              auto &rewrite = tree.make_options<RewriteOptions>();
+              command.add_option("SRC", rewrite.source, "Source training TOML (never edited)")
+                  ->required();
+              command.add_option("DST", rewrite.destination, "Where to write the runtime TOML")
+                  ->required();
+              command.callback([&rewrite] {
+                const auto document = toml::Document::load(rewrite.source);
+                const auto rewrites = plan_environment_rewrites(document);
+                const std::string text = rewrite_environment_ids(document);
+                for (const auto &item : rewrites) {
+                  spdlog::info("{}: {} -> {}", item.location, item.from, item.to);
+                }
+                pb::fs::write_file_atomic(rewrite.destination, text);
+              });
+            });
 }
 
 } // namespace pb::launch

@@ -109,14 +109,7 @@ void run_resume(const ResumeOptions &options) {
   print_json(std::cout, execute(plan, effects));
 }
 
-} // namespace
-
-void register_commands(cli::CommandTree &tree) {
-  tree.command({"rl"}, "Prime-RL reinforcement learning on Beaker");
-  CLI::App &app = tree.command(
-      {"rl", "resume"},
-      "Start a fresh whole-topology experiment that continues a multi-node RL run from its newest "
-      "(or a chosen) checkpoint step that trainer and orchestrator both finished");
+void add_resume_options(cli::CommandTree &tree, CLI::App &app) {
   auto &options = tree.make_options<ResumeOptions>();
   app.add_option("from_experiment_id," + cli::flag("from-experiment"),
                  options.from_experiment,
@@ -160,6 +153,17 @@ void register_commands(cli::CommandTree &tree) {
     }
   }
   app.callback([&options] { run_resume(options); });
+}
+
+} // namespace
+
+void register_commands(cli::CommandTree &tree) {
+  tree.command({"rl"}, "Prime-RL reinforcement learning on Beaker");
+  tree.leaf(
+      {"rl", "resume"},
+      "Start a fresh whole-topology experiment that continues a multi-node RL run from its newest "
+      "(or a chosen) checkpoint step that trainer and orchestrator both finished",
+      [&tree](CLI::App &app) { add_resume_options(tree, app); });
 }
 
 } // namespace pb::resume

@@ -3,8 +3,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include <functional>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +25,18 @@ public:
   // still has none, so two modules can share a group ("rl" gets preview/submit and resume).
   CLI::App &command(std::initializer_list<std::string_view> path, const std::string &description);
 
+  // A command whose options and callback `build` adds, but only when this process may use them:
+  // argv names the command, or the whole tree is wanted (no argv given: --help-all, completion,
+  // the man page). Otherwise the command exists with its description alone, which is all help
+  // listings and "did you mean" read; a command's options are most of what start-up builds.
+  void leaf(std::initializer_list<std::string_view> path,
+            const std::string &description,
+            const std::function<void(CLI::App &)> &build);
+
+  // The words of argv (without the program name). From then on, leaf() builds only the
+  // commands whose names all appear in them, in order, before "--".
+  void only_for(std::vector<std::string> args) { m_args = std::move(args); }
+
   // Storage for a command's options that lives as long as the tree (CLI11 binds by reference).
   template <typename T> T &make_options() {
     auto holder = std::make_shared<T>();
@@ -36,7 +50,10 @@ public:
   int &verbosity_storage() { return m_verbosity; }
 
 private:
+  bool named_in_args(std::initializer_list<std::string_view> path) const;
+
   CLI::App &m_root;
+  std::optional<std::vector<std::string>> m_args; // unset: build every leaf
   std::vector<std::shared_ptr<void>> m_keep_alive;
   int m_verbosity = 0;
 };
