@@ -72,6 +72,23 @@ TEST(Cli, SharedGroupHelpHasEveryModulesCommands) {
   }
 }
 
+TEST(Cli, LazilyBuiltCommandsStillHaveTheirOptionsWhenNamed) {
+  // Only the command argv names gets its options at start-up; every way of asking for a
+  // command's options must still see them.
+  const auto submit = run_primebeaker({"rl", "submit", "--help"});
+  EXPECT_EQ(submit.exit_code, 0) << submit.err;
+  EXPECT_TRUE(contains(submit.out, "--follow")) << submit.out;
+  const auto group = run_primebeaker({"rl", "--help-all"});
+  EXPECT_EQ(group.exit_code, 0) << group.err;
+  for (const char *text : {"--follow", "--toml", "--resume-step"}) {
+    EXPECT_TRUE(contains(group.out, text)) << text << "\n" << group.out;
+  }
+  // An option of a sibling command is still refused, not silently taken.
+  const auto preview = run_primebeaker({"rl", "preview", "--toml", "x.toml", "--follow"});
+  EXPECT_EQ(preview.exit_code, 2) << preview.err;
+  EXPECT_TRUE(contains(preview.err, "--follow")) << preview.err;
+}
+
 TEST(Cli, HelpAllShowsTheWholeTree) {
   const auto r = run_primebeaker({"--help-all"});
   EXPECT_EQ(r.exit_code, 0) << r.err;

@@ -7,6 +7,11 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
 namespace {
 
 using pb::cli::closest_name;
@@ -64,6 +69,41 @@ TEST(MatchCommandPath, UnknownSubcommandIsUsageErrorWithSuggestion) {
   EXPECT_PB_ERROR(pb::cli::match_command_path(t.root, {"rl", "zzzzzz"}),
                   pb::ExitCode::usage,
                   "preview, submit");
+}
+
+// Which leaves of a small tree got their options, for the argv given to only_for (none: all).
+std::vector<std::string> leaves_built(std::optional<std::vector<std::string>> args) {
+  CLI::App root{"test", "primebeaker"};
+  pb::cli::CommandTree tree{root};
+  if (args) {
+    tree.only_for(*args);
+  }
+  std::vector<std::string> built;
+  for (const auto &[group, name] : std::vector<std::pair<std::string, std::string>>{
+           {"rl", "preview"}, {"rl", "submit"}, {"sft", "preview"}}) {
+    tree.leaf(
+        {group, name}, group + " " + name, [&built, group = group, name = name](CLI::App &app) {
+          app.add_flag("--dry-run");
+          built.push_back(group + " " + name);
+        });
+  }
+  // Every leaf exists with its description, built or not (help listings, "did you mean").
+  EXPECT_EQ(pb::cli::match_command_path(root, {"rl", "submit"}).names,
+            (std::vector<std::string>{"rl", "submit"}));
+  EXPECT_EQ(root.get_subcommand("rl")->get_subcommand("submit")->get_description(), "rl submit");
+  return built;
+}
+
+TEST(CommandTreeLeaf, BuildsOnlyTheLeavesArgvNames) {
+  using Names = std::vector<std::string>;
+  EXPECT_EQ(leaves_built(std::nullopt), (Names{"rl preview", "rl submit", "sft preview"}));
+  EXPECT_EQ(leaves_built(Names{"-v", "rl", "preview", "--toml", "x.toml"}), Names{"rl preview"});
+  EXPECT_EQ(leaves_built(Names{"rl"}), Names{});
+  // Names after "--" are arguments, never commands.
+  EXPECT_EQ(leaves_built(Names{"rl", "--", "preview"}), Names{});
+  // A value that spells a command builds that leaf too: more than needed is harmless.
+  EXPECT_EQ(leaves_built(Names{"rl", "preview", "--name", "submit"}),
+            (Names{"rl preview", "rl submit"}));
 }
 
 TEST(FireNegation, RewritesOnlyWhatTheCommandKnows) {
