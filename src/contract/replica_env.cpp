@@ -80,46 +80,6 @@ registry::ParseContext replica_context(const ReplicaEnv &replica) {
   return {replica.working_dir, replica.home};
 }
 
-const std::vector<std::string> &single_required() {
-  static const std::vector<std::string> names = {
-      var::config_path, var::output_dir, var::working_dir, var::scratch};
-  return names;
-}
-
-const std::vector<std::string> &multi_sft_required() {
-  static const std::vector<std::string> names = {var::total_nodes,
-                                                 var::gpus_per_node,
-                                                 var::config_path,
-                                                 var::output_dir,
-                                                 var::working_dir,
-                                                 var::scratch,
-                                                 var::launch_id,
-                                                 var::rendezvous_dir,
-                                                 var::rendezvous_timeout_seconds};
-  return names;
-}
-
-const std::vector<std::string> &multi_rl_required() {
-  static const std::vector<std::string> names = {var::total_nodes,
-                                                 var::total_infer_ranks,
-                                                 var::gpus_per_node,
-                                                 var::trainer_gpu_count,
-                                                 var::mixed_infer_gpu_count,
-                                                 var::config_path,
-                                                 var::output_dir,
-                                                 var::working_dir,
-                                                 var::scratch,
-                                                 var::launch_id,
-                                                 var::rendezvous_dir,
-                                                 var::rendezvous_timeout_seconds,
-                                                 var::registry,
-                                                 var::gateway_port,
-                                                 var::gateway_workers,
-                                                 var::required_services,
-                                                 var::local_search_model_paths};
-  return names;
-}
-
 } // namespace
 
 bool is_multi_node(Kind kind) {
@@ -207,15 +167,34 @@ std::string encode_string_list(const std::vector<std::string> &items) {
   return "[" + text::join(quoted, ", ") + "]";
 }
 
+// Every replica needs the run's files; a multi-node one also its topology and rendezvous, and
+// multi-node RL its inference split and services (in this order: the missing ones are listed).
 std::vector<std::string> required_names(Kind kind) {
-  switch (kind) {
-  case Kind::multi_sft:
-    return multi_sft_required();
-  case Kind::multi_rl:
-    return multi_rl_required();
-  default:
-    return single_required();
+  const std::vector<std::string> files = {
+      var::config_path, var::output_dir, var::working_dir, var::scratch};
+  if (!is_multi_node(kind)) {
+    return files;
   }
+  const bool rl = kind == Kind::multi_rl;
+  std::vector<std::string> names = {var::total_nodes};
+  if (rl) {
+    names.emplace_back(var::total_infer_ranks);
+  }
+  names.emplace_back(var::gpus_per_node);
+  if (rl) {
+    names.insert(names.end(), {var::trainer_gpu_count, var::mixed_infer_gpu_count});
+  }
+  names.insert(names.end(), files.begin(), files.end());
+  names.insert(names.end(), {var::launch_id, var::rendezvous_dir, var::rendezvous_timeout_seconds});
+  if (rl) {
+    names.insert(names.end(),
+                 {var::registry,
+                  var::gateway_port,
+                  var::gateway_workers,
+                  var::required_services,
+                  var::local_search_model_paths});
+  }
+  return names;
 }
 
 void require_set(const EnvMap &env, const std::vector<std::string> &names) {

@@ -574,8 +574,10 @@ Wandb read_wandb(Reader &reader) {
   return wandb;
 }
 
-// Runs `read` with a collecting Reader and throws every problem it found at once.
-template <typename Read> auto read_all(const Document &document, Read &&read) {
+// Runs `read` with a collecting Reader and throws every problem it found at once (the public
+// one-argument readers below; `read` names the overload that takes the Problems).
+template <typename Result>
+Result read_all(const Document &document, Result (*read)(const Document &, Problems &)) {
   Problems problems(document);
   auto result = read(document, problems);
   problems.throw_if_any();
@@ -873,27 +875,23 @@ MultiNodeRl read_multi_node_rl(const Document &document, Problems &problems) {
 }
 
 Wandb read_wandb(const Document &document) {
-  return read_all(document, [](const Document &d, Problems &p) { return read_wandb(d, p); });
+  return read_all(document, read_wandb);
 }
 
 SingleNodeSft read_single_node_sft(const Document &document) {
-  return read_all(document,
-                  [](const Document &d, Problems &p) { return read_single_node_sft(d, p); });
+  return read_all(document, read_single_node_sft);
 }
 
 SingleNodeRl read_single_node_rl(const Document &document) {
-  return read_all(document,
-                  [](const Document &d, Problems &p) { return read_single_node_rl(d, p); });
+  return read_all(document, read_single_node_rl);
 }
 
 MultiNodeSft read_multi_node_sft(const Document &document) {
-  return read_all(document,
-                  [](const Document &d, Problems &p) { return read_multi_node_sft(d, p); });
+  return read_all(document, read_multi_node_sft);
 }
 
 MultiNodeRl read_multi_node_rl(const Document &document) {
-  return read_all(document,
-                  [](const Document &d, Problems &p) { return read_multi_node_rl(d, p); });
+  return read_all(document, read_multi_node_rl);
 }
 
 } // namespace pb::primerl

@@ -1,172 +1,16 @@
 // SPDX-License-Identifier: MIT
 #include "stores.hpp"
 
+#include <primebeaker/core/python_json.hpp>
 #include <primebeaker/core/sha2.hpp>
 #include <primebeaker/registry/records.hpp>
 
-#include <array>
-#include <charconv>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
+#include <map>
 
 namespace pb::registry {
 namespace {
-
-void append_python_string(std::string &out, std::string_view text) {
-  static const char *const k_hex = "0123456789abcdef";
-  auto escape_unit = [&out](uint32_t unit) {
-    out += "\\u";
-    for (int shift = 12; shift >= 0; shift -= 4) {
-      out.push_back(k_hex[(unit >> shift) & 15]);
-    }
-  };
-  out.push_back('"');
-  for (size_t i = 0; i < text.size(); ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    switch (c) {
-    case '"':
-      out += "\\\"";
-      continue;
-    case '\\':
-      out += "\\\\";
-      continue;
-    case '\n':
-      out += "\\n";
-      continue;
-    case '\r':
-      out += "\\r";
-      continue;
-    case '\t':
-      out += "\\t";
-      continue;
-    case '\b':
-      out += "\\b";
-      continue;
-    case '\f':
-      out += "\\f";
-      continue;
-    default:
-      break;
-    }
-    if (c >= 0x20 && c < 0x7f) {
-      out.push_back(static_cast<char>(c));
-      continue;
-    }
-    if (c < 0x80) {
-      escape_unit(c);
-      continue;
-    }
-    // Decode one UTF-8 sequence (nlohmann already validated it) into a code point.
-    int extra = c >= 0xf0 ? 3 : c >= 0xe0 ? 2 : 1;
-    uint32_t code = c & (0x3f >> extra);
-    for (int k = 0; k < extra && i + 1 < text.size(); ++k) {
-      code = (code << 6) | (static_cast<unsigned char>(text[++i]) & 0x3f);
-    }
-    if (code >= 0x10000) {
-      code -= 0x10000;
-      escape_unit(0xd800 + (code >> 10));
-      escape_unit(0xdc00 + (code & 0x3ff));
-    } else {
-      escape_unit(code);
-    }
-  }
-  out.push_back('"');
-}
-
-// Python's float repr: shortest round-trip digits, scientific below 1e-4 and from 1e16.
-std::string python_float(double value) {
-  if (std::isnan(value)) {
-    return "NaN";
-  }
-  if (std::isinf(value)) {
-    return value > 0 ? "Infinity" : "-Infinity";
-  }
-  if (value == 0) {
-    return std::signbit(value) ? "-0.0" : "0.0";
-  }
-  std::array<char, 64> buffer{};
-  const auto result = std::to_chars(
-      buffer.data(), buffer.data() + buffer.size(), value, std::chars_format::scientific);
-  const std::string sci(buffer.data(), result.ptr);
-  const auto e = sci.find('e');
-  const bool negative = sci[0] == '-';
-  std::string digits;
-  for (size_t i = negative ? 1 : 0; i < e; ++i) {
-    if (sci[i] != '.') {
-      digits.push_back(sci[i]);
-    }
-  }
-  const int exponent = std::stoi(sci.substr(e + 1));
-  std::string out = negative ? "-" : "";
-  if (exponent >= -4 && exponent < 16) {
-    if (exponent < 0) {
-      out += "0." + std::string(static_cast<size_t>(-exponent - 1), '0') + digits;
-    } else if (static_cast<int>(digits.size()) <= exponent + 1) {
-      out += digits + std::string(static_cast<size_t>(exponent + 1) - digits.size(), '0') + ".0";
-    } else {
-      out += digits.substr(0, static_cast<size_t>(exponent) + 1) + "." +
-             digits.substr(static_cast<size_t>(exponent) + 1);
-    }
-    return out;
-  }
-  out += digits.substr(0, 1);
-  if (digits.size() > 1) {
-    out += "." + digits.substr(1);
-  }
-  const int magnitude = std::abs(exponent);
-  out += exponent < 0 ? "e-" : "e+";
-  if (magnitude < 10) {
-    out += "0";
-  }
-  out += std::to_string(magnitude);
-  return out;
-}
-
-void append_python_json(std::string &out,
-                        const nlohmann::ordered_json &value,
-                        std::string_view item_sep,
-                        std::string_view key_sep) {
-  switch (value.type()) {
-  case nlohmann::ordered_json::value_t::object: {
-    out.push_back('{');
-    bool first = true;
-    for (auto it = value.begin(); it != value.end(); ++it) {
-      if (!first) {
-        out += item_sep;
-      }
-      first = false;
-      append_python_string(out, it.key());
-      out += key_sep;
-      append_python_json(out, it.value(), item_sep, key_sep);
-    }
-    out.push_back('}');
-    return;
-  }
-  case nlohmann::ordered_json::value_t::array: {
-    out.push_back('[');
-    bool first = true;
-    for (const auto &item : value) {
-      if (!first) {
-        out += item_sep;
-      }
-      first = false;
-      append_python_json(out, item, item_sep, key_sep);
-    }
-    out.push_back(']');
-    return;
-  }
-  case nlohmann::ordered_json::value_t::string:
-    append_python_string(out, value.get_ref<const std::string &>());
-    return;
-  case nlohmann::ordered_json::value_t::number_float:
-    out += python_float(value.get<double>());
-    return;
-  default:
-    out += value.dump(); // integers, booleans, null: the same spelling in Python
-    return;
-  }
-}
 
 // Sorts object keys at every level (json.dumps(sort_keys=True)); nlohmann::json's std::map
 // orders by bytes, which for UTF-8 is code point order, as Python sorts.
@@ -352,9 +196,8 @@ std::optional<EndpointRecord> decode_endpoint_record(std::string_view bytes,
 std::string python_json(const nlohmann::ordered_json &value,
                         std::string_view item_separator,
                         std::string_view key_separator) {
-  std::string out;
-  append_python_json(out, value, item_separator, key_separator);
-  return out;
+  return pb::python_json::dumps(value,
+                                {.item_separator = item_separator, .key_separator = key_separator});
 }
 
 std::string sha256_hex(std::string_view data) {
@@ -365,6 +208,6 @@ std::string sha256_hex(std::string_view data) {
 
 namespace pb::registry::detail {
 std::string python_float_text(double value) {
-  return python_float(value);
+  return pb::python_json::dumps(nlohmann::ordered_json(value));
 }
 } // namespace pb::registry::detail

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Golden scoring fixtures: every reward term of every behaviour, with penalties, clamping,
 // NaN, missing reward files and budget overruns (docs/environments.md "Scoring").
+#include "rollouts.hpp"
 #include "test_support.hpp"
 
 #include <primebeaker/core/text.hpp>
@@ -17,21 +18,8 @@ namespace {
 
 using J = OrderedJson;
 
-J assistant(const std::string &content) {
-  return J{{"role", "assistant"}, {"content", content}};
-}
-
-J rollout(J completion,
-          const std::string &answer = "",
-          J state = J::object(),
-          J info = J::object()) {
-  J r = {{"prompt", J::array({J{{"role", "user"}, {"content", "judge this"}}})},
-         {"completion", std::move(completion)},
-         {"answer", answer},
-         {"info", std::move(info)},
-         {"state", std::move(state)}};
-  return r;
-}
+using test::assistant;
+using test::rollout;
 
 Score score(const std::string &env, const J &r, const J &args = J::object()) {
   return score_rollout(resolve(env), args, r);

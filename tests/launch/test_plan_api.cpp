@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The public launch API as other modules use it (rl resume, run): pure plans from a parsed
 // document, the shared flag parser, execution against recording effects.
+#include "multinode_rl_config.hpp"
 #include "test_support.hpp"
 
 #include <primebeaker/beaker/client.hpp>
@@ -17,23 +18,6 @@ namespace {
 
 using launch::LaunchInputs;
 using launch::LaunchOptions;
-
-const char *const k_multinode = R"(output_dir = "/weka/runs/out"
-[deployment]
-type = "multi_node"
-num_train_nodes = 1
-num_infer_nodes = 1
-[trainer.model]
-dp_replicate = 8
-[inference]
-api_server_count = 8
-[inference.parallel]
-dp = 8
-[wandb]
-project = "p"
-name = "source-run"
-[orchestrator]
-)";
 
 LaunchInputs inputs_for(const toml::Document &document) {
   LaunchInputs inputs;
@@ -68,7 +52,7 @@ public:
 };
 
 TEST(PlanApi, ResumeStyleOverridesAndExtraEnv) {
-  const auto document = toml::Document::parse(k_multinode, "/weka/runs/new.toml");
+  const auto document = toml::Document::parse(k_multinode_rl, "/weka/runs/new.toml");
   LaunchOptions options;
   options.registry = "redis://r:1";
   options.scratch_dir = "/weka/scratch";
@@ -126,7 +110,7 @@ TEST(PlanApi, ResumeStyleOverridesAndExtraEnv) {
 }
 
 TEST(PlanApi, ConfigPathIsReRootedAtASymlinkedMount) {
-  const auto document = toml::Document::parse(k_multinode, "/weka/runs/new.toml");
+  const auto document = toml::Document::parse(k_multinode_rl, "/weka/runs/new.toml");
   LaunchOptions options;
   options.registry = "redis://r:1";
   auto inputs = inputs_for(document);
@@ -148,7 +132,7 @@ TEST(PlanApi, ConfigPathIsReRootedAtASymlinkedMount) {
 }
 
 TEST(PlanApi, PlansArePure) {
-  const auto document = toml::Document::parse(k_multinode, "/weka/runs/new.toml");
+  const auto document = toml::Document::parse(k_multinode_rl, "/weka/runs/new.toml");
   LaunchOptions options;
   options.registry = "redis://r:1";
   const auto a = launch::make_plan(options, inputs_for(document));

@@ -4,6 +4,7 @@
 // unsupported inference deployments, and GPU / replica arithmetic at its limits. Also: what a
 // plan renders is exactly what the replica reads back.
 #include "launch_fixture.hpp"
+#include "multinode_rl_config.hpp"
 
 #include <primebeaker/contract/replica_env.hpp>
 #include <primebeaker/core/error.hpp>
@@ -14,23 +15,6 @@
 
 namespace pb::test {
 namespace {
-
-const char *const k_multinode = R"(output_dir = "/weka/runs/out"
-[deployment]
-type = "multi_node"
-num_train_nodes = 1
-num_infer_nodes = 1
-[trainer.model]
-dp_replicate = 8
-[inference]
-api_server_count = 8
-[inference.parallel]
-dp = 8
-[wandb]
-project = "p"
-name = "run"
-[orchestrator]
-)";
 
 launch::LaunchPlan plan(const std::string &toml_text, const launch::LaunchOptions &options) {
   const auto document = toml::Document::parse(toml_text, "/weka/rl.toml");
@@ -56,11 +40,11 @@ TEST(ReplicaRefusals, RegistryUrisTheReplicaCannotOpen) {
            {"http://x", "--registry: invalid registry URI http://x"},
            {"redis://h:notaport", "--registry: invalid registry URI redis://h:notaport"},
            {"sqlite:///:memory:", "--registry: invalid registry URI sqlite:///:memory:"}}) {
-    EXPECT_PB_ERROR(plan(k_multinode, with_registry(uri)), 2, message);
+    EXPECT_PB_ERROR(plan(k_multinode_rl, with_registry(uri)), 2, message);
   }
   // The replica parses relative paths and ~ in its WORKING_DIR with its HOME.
-  EXPECT_NO_THROW(plan(k_multinode, with_registry("~/registry")));
-  EXPECT_NO_THROW(plan(k_multinode, with_registry("head+redis://head:6379")));
+  EXPECT_NO_THROW(plan(k_multinode_rl, with_registry("~/registry")));
+  EXPECT_NO_THROW(plan(k_multinode_rl, with_registry("head+redis://head:6379")));
 }
 
 TEST(ReplicaRefusals, SingleNodeRlChecksTheSyntaxButAllowsTls) {
@@ -82,55 +66,57 @@ name = "run"
 
 TEST(ReplicaRefusals, UnsupportedInferenceDeploymentsNameTheKey) {
   EXPECT_PB_ERROR(
-      plan(std::string(k_multinode) + "[inference.deployment]\ntype = \"disaggregated\"\n",
+      plan(std::string(k_multinode_rl) + "[inference.deployment]\ntype = \"disaggregated\"\n",
            with_registry("redis://r:1")),
       3,
       "/weka/rl.toml:17:8: heterogeneous Beaker RL currently supports dense inference: "
       "inference.deployment.type 'disaggregated' is not supported");
-  EXPECT_PB_ERROR(plan(std::string(k_multinode) + "[inference.deployment]\ntype = 3\n",
+  EXPECT_PB_ERROR(plan(std::string(k_multinode_rl) + "[inference.deployment]\ntype = 3\n",
                        with_registry("redis://r:1")),
                   3,
                   "inference.deployment.type must be a string");
-  EXPECT_PB_ERROR(plan(replace_once(k_multinode,
+  EXPECT_PB_ERROR(plan(replace_once(k_multinode_rl,
                                     "[inference]\n",
                                     "[inference]\nenable_expert_parallel = true\n"),
                        with_registry("redis://r:1")),
                   3,
                   "inference.enable_expert_parallel must be false");
-  EXPECT_NO_THROW(plan(std::string(k_multinode) + "[inference.deployment]\ntype = \"multi_node\"\n",
-                       with_registry("redis://r:1")));
+  EXPECT_NO_THROW(
+      plan(std::string(k_multinode_rl) + "[inference.deployment]\ntype = \"multi_node\"\n",
+           with_registry("redis://r:1")));
 }
 
 TEST(ReplicaRefusals, GpuArithmeticCannotOverflow) {
   const auto options = with_registry("redis://r:1");
   // 2^62: formerly TRAINER_GPU_COUNT=0 and TOTAL_NODES=1 (signed overflow under UBSan).
-  EXPECT_PB_ERROR(plan(replace_once(k_multinode,
+  EXPECT_PB_ERROR(plan(replace_once(k_multinode_rl,
                                     "dp_replicate = 8\n",
                                     "dp_replicate = 8\ncp = 4611686018427387904\n"),
                        options),
                   3,
                   "/weka/rl.toml:8:6: trainer.model.cp must be a positive integer at most 1024");
   // 2^63-1: formerly "-8 inference GPUs" blamed on inference.parallel.dp.
-  EXPECT_PB_ERROR(
-      plan(
-          replace_once(k_multinode, "num_infer_nodes = 1", "num_infer_nodes = 9223372036854775807"),
-          options),
-      3,
-      "/weka/rl.toml:5:19: deployment.num_infer_nodes must be a positive integer at "
-      "most 99999");
-  EXPECT_PB_ERROR(plan(replace_once(k_multinode,
+  EXPECT_PB_ERROR(plan(replace_once(k_multinode_rl,
+                                    "num_infer_nodes = 1",
+                                    "num_infer_nodes = 9223372036854775807"),
+                       options),
+                  3,
+                  "/weka/rl.toml:5:19: deployment.num_infer_nodes must be a positive integer at "
+                  "most 99999");
+  EXPECT_PB_ERROR(plan(replace_once(k_multinode_rl,
                                     "type = \"multi_node\"\n",
                                     "type = \"multi_node\"\ngpus_per_node = 2048\n"),
                        options),
                   3,
                   "deployment.gpus_per_node must be a positive integer at most 1024");
-  EXPECT_PB_ERROR(
-      plan(replace_once(k_multinode, "[inference.parallel]\n", "[inference.parallel]\ntp = 4096\n"),
-           options),
-      3,
-      "inference.parallel.tp must be a positive integer at most 1024");
+  EXPECT_PB_ERROR(plan(replace_once(k_multinode_rl,
+                                    "[inference.parallel]\n",
+                                    "[inference.parallel]\ntp = 4096\n"),
+                       options),
+                  3,
+                  "inference.parallel.tp must be a positive integer at most 1024");
   // More inference ranks than a replica accepts: 2000 nodes x 1024 GPUs / tp 1.
-  auto many = replace_once(k_multinode, "num_infer_nodes = 1", "num_infer_nodes = 2000");
+  auto many = replace_once(k_multinode_rl, "num_infer_nodes = 1", "num_infer_nodes = 2000");
   many = replace_once(
       many, "type = \"multi_node\"\n", "type = \"multi_node\"\ngpus_per_node = 1024\n");
   EXPECT_PB_ERROR(plan(many, options), 3, "inference ranks (2047992 inference GPUs / tp 1) exceed");
@@ -139,20 +125,20 @@ TEST(ReplicaRefusals, GpuArithmeticCannotOverflow) {
 TEST(ReplicaRefusals, FlagsOutsideTheContract) {
   auto options = with_registry("redis://r:1");
   options.gateway_workers = contract::k_max_gateway_workers + 1;
-  EXPECT_PB_ERROR(plan(k_multinode, options), 2, "--gateway-workers must be at most 100000");
+  EXPECT_PB_ERROR(plan(k_multinode_rl, options), 2, "--gateway-workers must be at most 100000");
   options = with_registry("redis://r:1");
   options.rendezvous_timeout_seconds = 10'000'000'000;
-  EXPECT_PB_ERROR(plan(k_multinode, options), 2, "--rendezvous-timeout-seconds must be at most");
+  EXPECT_PB_ERROR(plan(k_multinode_rl, options), 2, "--rendezvous-timeout-seconds must be at most");
   options = with_registry("redis://r:1");
   options.required_services = {"judge=1000001"};
-  EXPECT_PB_ERROR(plan(k_multinode, options), 2, "--required-service counts must be at most");
+  EXPECT_PB_ERROR(plan(k_multinode_rl, options), 2, "--required-service counts must be at most");
 }
 
 TEST(ReplicaRefusals, WhatThePlanRendersTheReplicaReads) {
   auto options = with_registry("redis://user:secret@r:1/2");
   options.required_services = {"terminal=4", "judge=1"};
   options.setup_command = "echo 'hi'";
-  const auto rendered = plan(k_multinode, options);
+  const auto rendered = plan(k_multinode_rl, options);
   contract::EnvMap env;
   for (const auto &var : rendered.spec["tasks"][0]["envVars"]) {
     if (var.contains("value")) {

@@ -3,6 +3,8 @@
 // receipt is printed only when beaker succeeded and carries the experiment's id and URL.
 #include "launch_fixture.hpp"
 
+#include <algorithm>
+
 using nlohmann::json;
 
 namespace pb::test {
@@ -225,6 +227,35 @@ TEST_F(Submit, InvalidLaunchWritesNothingAndRunsNothing) {
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_EQ(tree_digest(m_tmp.path()), before);
   EXPECT_TRUE(m_beaker.calls().empty());
+}
+
+// --write-spec is a preview flag: submit always writes the spec, so on submit the flag (either
+// spelling, Fire's --nowrite-spec included) is a usage error before anything is written or run.
+TEST_F(Submit, WriteSpecIsRefusedBeforeAnythingHappens) {
+  beaker_creates();
+  const std::string before = tree_digest(m_tmp.path());
+  for (const std::string flag :
+       {"--write-spec", "--no-write-spec", "--nowrite-spec", "--write_spec"}) {
+    for (const std::string program : {"sft", "rl"}) {
+      const std::string toml = program == "sft" ? "examples/sft/sft.toml" : "examples/rl/rl.toml";
+      const auto result = run({program, "submit", "--toml", toml, flag});
+      EXPECT_EQ(result.exit_code, 2) << program << " " << flag << ": " << result.err;
+      EXPECT_EQ(result.out, "");
+      EXPECT_NE(result.err.find("primebeaker: error: --write-spec and --no-write-spec apply to "
+                                "preview only: submit always writes the spec file"),
+                std::string::npos)
+          << result.err;
+      EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+    }
+  }
+  EXPECT_EQ(tree_digest(m_tmp.path()), before) << "a refused submit wrote something";
+  EXPECT_TRUE(m_beaker.calls().empty()) << "a refused submit reached beaker";
+  // The control: the same submit without the flag writes the spec and creates the experiment.
+  const auto submitted = run({"sft", "submit", "--toml", "examples/sft/sft.toml"});
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
+  EXPECT_TRUE(
+      std::filesystem::exists(at("primebeaker/beaker_experiments/primebeaker-example-sft.json")));
+  EXPECT_EQ(m_beaker.calls_matching({"experiment", "create"}).size(), 1u);
 }
 
 } // namespace

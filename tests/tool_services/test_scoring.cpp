@@ -2,6 +2,7 @@
 // Scoring through fake judge and reward-model services, with rewards worked out by hand from
 // the rules of docs/environments.md ("Scoring") and docs/tool-services.md.
 #include "fake_service.hpp"
+#include "rollouts.hpp"
 #include "test_support.hpp"
 
 #include <primebeaker/environments/python.hpp>
@@ -20,21 +21,8 @@ using test::FakeService;
 using J = OrderedJson;
 namespace py = environments::py;
 
-J assistant(const std::string &content) {
-  return J{{"role", "assistant"}, {"content", content}};
-}
-
-J rollout(J completion,
-          const std::string &answer = "",
-          J state = J::object(),
-          J info = J::object()) {
-  return J{{"prompt", J::array({J{{"role", "user"}, {"content", "judge this"}}})},
-           {"completion", std::move(completion)},
-           {"answer", answer},
-           {"info", std::move(info)},
-           {"state", std::move(state)},
-           {"is_truncated", false}};
-}
+using test::assistant;
+using test::rollout;
 
 ScoringOptions fast() {
   ScoringOptions options;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <primebeaker/core/json.hpp>
+#include <primebeaker/core/python_json.hpp>
 #include <primebeaker/core/sha2.hpp>
 
 #include <optional>
@@ -30,10 +31,11 @@ struct DumpOptions {
   bool ensure_ascii = false;
   bool compact = false; // separators (",", ":") instead of (", ", ": ")
 };
-// json.dumps with indent=None. Floats use Python's repr; NaN/Infinity as Python writes them.
+// json.dumps with indent=None (core/python_json.hpp). Floats use Python's repr; NaN/Infinity as
+// Python writes them.
 std::string dumps(const OrderedJson &value, const DumpOptions &options = {});
 // repr(float): shortest round-trip digits, exponent form below 1e-4 and from 1e16.
-std::string float_repr(double value);
+using python_json::float_repr;
 // str(value) of the Python object json.loads would give (for str.format substitution):
 // strings as is, True/False/None, dicts and lists as their repr.
 std::string str(const OrderedJson &value);
