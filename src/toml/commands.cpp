@@ -104,19 +104,33 @@ void check_writable(const std::string &path) {
   }
 }
 
+std::string target_of(const EditOptions &o) {
+  return !o.output.empty() ? o.output : o.file;
+}
+
+void before_writing(const EditOptions &o) {
+  if (o.output.empty() || o.output == o.file) {
+    check_writable(target_of(o));
+  }
+}
+
+// A file edited into a file: streamed at the memory of one parse (set_file()); a diff, stdin or
+// stdout go through the text in memory.
+bool streams_to_file(const EditOptions &o) {
+  return !o.dry_run && o.file != "-" && target_of(o) != "-";
+}
+
 void emit(const EditOptions &o, const std::string &before, const std::string &after) {
   if (o.dry_run) {
     std::cout << unified_diff(before, after, o.file == "-" ? "<stdin>" : o.file);
     return;
   }
-  const std::string target = !o.output.empty() ? o.output : o.file;
+  const std::string target = target_of(o);
   if (target == "-") {
     std::cout << after;
     return;
   }
-  if (o.output.empty() || o.output == o.file) {
-    check_writable(target);
-  }
+  before_writing(o);
   fs::write_file_atomic(target, after);
 }
 
@@ -151,12 +165,21 @@ void run_set(const EditOptions &o) {
           "value '{}' is {}, not {} (--type)", value, type_name(parsed.type()), o.type));
     }
   }
+  if (streams_to_file(o)) {
+    set_file(std::move(doc), target_of(o), o.key, literal, [&o] { before_writing(o); });
+    return;
+  }
   std::string before = o.dry_run ? doc.text() : std::string();
   emit(o, before, set(std::move(doc), o.key, literal));
 }
 
 void run_unset(const EditOptions &o) {
   Document doc = Document::load(o.file);
+  if (streams_to_file(o)) {
+    unset_file(
+        std::move(doc), target_of(o), o.key, {o.if_exists, o.prune}, [&o] { before_writing(o); });
+    return;
+  }
   std::string before = o.dry_run ? doc.text() : std::string();
   emit(o, before, unset(std::move(doc), o.key, {o.if_exists, o.prune}));
 }

@@ -23,6 +23,35 @@ void write_file_atomic(const std::filesystem::path &path,
                        std::string_view content,
                        std::optional<mode_t> new_file_mode = std::nullopt);
 
+// The same atomic write for content produced in pieces (never held whole): the temporary
+// sibling is created on construction, written by write(), and becomes the target only on
+// commit(); until then the target is untouched, and a writer destroyed without commit() removes
+// its temporary. Errors are those of write_file_atomic().
+class AtomicWriter {
+public:
+  explicit AtomicWriter(const std::filesystem::path &path,
+                        std::optional<mode_t> new_file_mode = std::nullopt);
+  ~AtomicWriter();
+  AtomicWriter(const AtomicWriter &) = delete;
+  AtomicWriter &operator=(const AtomicWriter &) = delete;
+
+  void write(std::string_view content);
+  // The temporary file, complete so far (e.g. to read back what was written before commit()).
+  const std::string &temporary_path() const { return m_tmp_path; }
+  // Mode, fsync, rename over the target, fsync of the directory.
+  void commit();
+  // Removes the temporary now; the target stays untouched (also what the destructor does).
+  void abandon();
+
+private:
+  std::filesystem::path m_requested;
+  std::filesystem::path m_path; // the file replaced (a symlink's target)
+  std::filesystem::path m_dir;
+  mode_t m_mode = 0;
+  std::string m_tmp_path;
+  int m_fd = -1;
+};
+
 // The filesystem effects commands use, behind an interface so that tests can record them.
 class FileSystem {
 public:

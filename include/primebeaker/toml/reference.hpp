@@ -5,6 +5,7 @@
 
 #include <primebeaker/toml/value.hpp>
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -17,5 +18,9 @@ Value reference_parse(std::string_view text, std::string_view source_name);
 // True when toml++ parses `text` to exactly the meaning of `expected` (types, decoded values,
 // members regardless of order). Otherwise false with a one-line reason in `why`.
 bool reference_matches(const Value &expected, std::string_view text, std::string &why);
+
+// meaning_fingerprint() of what toml++ reads in `text`, computed from toml++'s DOM (dropped
+// before returning); nullopt when toml++ rejects the text.
+std::optional<std::string> reference_fingerprint(std::string_view text);
 
 } // namespace pb::toml
