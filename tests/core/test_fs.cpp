@@ -65,6 +65,32 @@ TEST(AtomicWrite, ErrorNamesThePath) {
   EXPECT_PB_ERROR(pb::fs::write_file_atomic(dir / "nope" / "x.json", "{}"), 1, "nope/x.json");
 }
 
+TEST(AtomicWriter, PiecesBecomeTheFileOnlyOnCommit) {
+  pb::test::TempDir dir;
+  const auto file = dir / "a.toml";
+  pb::test::write_file(file, "old\n", 0640);
+  {
+    pb::fs::AtomicWriter writer(file);
+    writer.write("new ");
+    writer.write("text\n");
+    EXPECT_EQ(pb::test::read_file(writer.temporary_path()), "new text\n");
+    EXPECT_EQ(pb::test::read_file(file), "old\n");
+  } // destroyed without commit(): the temporary goes, the file stays
+  EXPECT_EQ(pb::test::read_file(file), "old\n");
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 1);
+  pb::fs::AtomicWriter abandoned(file);
+  abandoned.write("lost\n");
+  abandoned.abandon();
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 1);
+  EXPECT_PB_ERROR(abandoned.commit(), 1, "a.toml");
+  pb::fs::AtomicWriter writer(file);
+  writer.write("new\n");
+  writer.commit();
+  EXPECT_EQ(pb::test::read_file(file), "new\n");
+  EXPECT_EQ(mode_of(file), 0640U);
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 1);
+}
+
 TEST(ReadFile, MissingFileIsBadInputNamingIt) {
   const auto error = pb::test::thrown_error([] { pb::fs::read_file("/nonexistent/file.toml"); });
   EXPECT_EQ(error.code(), 3);
