@@ -194,7 +194,10 @@ int follow_run(const std::string &experiment_id,
   std::map<std::string, bool> since_verdict;   // job id -> --since verdict of its last line
   std::map<std::string, std::string> shown;    // replica label -> last state line shown
   std::set<std::string> seen_jobs;
-  std::optional<TimePoint> preempted_at;
+  // A plain time and a flag, not std::optional: GCC 12 -O3 misreads the optional as
+  // maybe-uninitialized (-Werror).
+  bool preempted = false;
+  TimePoint preempted_at{};
   bool announced = false;
 
   try {
@@ -264,11 +267,12 @@ int follow_run(const std::string &experiment_id,
 
       if (run.outcome == Outcome::preempted && run.auto_resume) {
         // Beaker resumes this task by itself: wait for its new job, for a while.
-        if (!preempted_at) {
+        if (!preempted) {
+          preempted = true;
           preempted_at = clock.now();
           err << "primebeaker: preempted; waiting for Beaker to resume it\n";
         }
-        if (clock.now() - *preempted_at < options.resume_grace) {
+        if (clock.now() - preempted_at < options.resume_grace) {
           if (!sleep(options.poll_interval)) {
             say_detached(err, id, "stopped following");
             return interrupted_exit(signal());
@@ -280,7 +284,7 @@ int follow_run(const std::string &experiment_id,
         print_summary(err, run);
         return exit_code_for(run.outcome);
       }
-      preempted_at.reset();
+      preempted = false;
       if (options.timeout && clock.now() - started >= *options.timeout) {
         say_detached(err, id, fmt::format("--timeout reached ({})", state_summary(run)).c_str());
         return k_exit_timed_out;
