@@ -44,6 +44,27 @@ std::filesystem::path write_target(const std::filesystem::path &path) {
   return path;
 }
 
+// Devices and FIFOs (/dev/null, a pipe) are written in place: renaming a temporary over them
+// would replace the device itself with a regular file.
+bool is_special(const std::filesystem::path &path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
+
+void write_all(int fd, std::string_view content) {
+  size_t written = 0;
+  while (written < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + written, content.size() - written);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n < 0) {
+      throw errno;
+    }
+    written += static_cast<size_t>(n);
+  }
+}
+
 } // namespace
 
 std::string read_file(const std::filesystem::path &path, int missing_code) {
@@ -97,6 +118,9 @@ AtomicWriter::AtomicWriter(const std::filesystem::path &requested,
     if (S_ISDIR(existing.st_mode)) {
       throw failure(fmt::format("cannot write {}: Is a directory", requested.string()));
     }
+    if (!S_ISREG(existing.st_mode)) {
+      throw failure(fmt::format("cannot write {}: not a regular file", requested.string()));
+    }
     m_mode = existing.st_mode & 07777;
   }
   std::string tmpl = (m_dir / ("." + m_path.filename().string() + ".tmp.XXXXXX")).string();
@@ -125,25 +149,14 @@ void AtomicWriter::abandon() {
 }
 
 void AtomicWriter::write(std::string_view content) {
-  auto fail = [&](const std::string &what) {
-    const int err = errno;
-    abandon();
-    return write_error(m_requested, what, err);
-  };
   if (m_fd < 0) {
-    errno = EBADF;
-    throw fail("write failed");
+    throw write_error(m_requested, "write failed", EBADF);
   }
-  size_t written = 0;
-  while (written < content.size()) {
-    const ssize_t n = ::write(m_fd, content.data() + written, content.size() - written);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n < 0) {
-      throw fail("write failed");
-    }
-    written += static_cast<size_t>(n);
+  try {
+    write_all(m_fd, content);
+  } catch (const int err) {
+    abandon();
+    throw write_error(m_requested, "write failed", err);
   }
 }
 
@@ -183,6 +196,20 @@ void AtomicWriter::commit() {
 void write_file_atomic(const std::filesystem::path &requested,
                        std::string_view content,
                        std::optional<mode_t> new_file_mode) {
+  if (is_special(write_target(requested))) {
+    const int fd = ::open(requested.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) {
+      throw write_error(requested, "cannot open", errno);
+    }
+    try {
+      write_all(fd, content);
+    } catch (const int err) {
+      ::close(fd);
+      throw write_error(requested, "write failed", err);
+    }
+    ::close(fd);
+    return;
+  }
   AtomicWriter writer(requested, new_file_mode);
   writer.write(content);
   writer.commit();

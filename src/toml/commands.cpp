@@ -108,16 +108,21 @@ std::string target_of(const EditOptions &o) {
   return !o.output.empty() ? o.output : o.file;
 }
 
+// Refuses in-place edits of read-only files, once the edit is planned.
 void before_writing(const EditOptions &o) {
   if (o.output.empty() || o.output == o.file) {
     check_writable(target_of(o));
   }
 }
 
-// A file edited into a file: streamed at the memory of one parse (set_file()); a diff, stdin or
-// stdout go through the text in memory.
+// A file edited into a regular (or new) file is streamed at the memory of one parse
+// (set_file()); a diff, stdin, stdout or a device (-o /dev/null) go through the text in memory.
 bool streams_to_file(const EditOptions &o) {
-  return !o.dry_run && o.file != "-" && target_of(o) != "-";
+  if (o.dry_run || o.file == "-" || target_of(o) == "-") {
+    return false;
+  }
+  struct stat st {};
+  return ::stat(target_of(o).c_str(), &st) != 0 || S_ISREG(st.st_mode);
 }
 
 void emit(const EditOptions &o, const std::string &before, const std::string &after) {

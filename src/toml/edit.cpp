@@ -135,12 +135,8 @@ void edit_file(Document &&loaded,
   }
   // Stage 2: toml++ reads what was written; its meaning must be the intended one.
   if (!unchanged) {
-    std::optional<std::string> actual;
-    {
-      const std::string written = fs::read_file(writer->temporary_path(), 1);
-      actual = reference_fingerprint(written);
-    }
-    if (actual != expected) {
+    // toml++ reads the temporary through a small buffer: only its DOM is held.
+    if (reference_fingerprint_file(writer->temporary_path()) != expected) {
       // Rare: redo the edit in memory for the comparison that names the difference (it throws
       // unless only the fingerprints disagree, and then its verified text is written).
       writer->abandon();

@@ -9,6 +9,8 @@
 #include <toml++/toml.h>
 
 #include <cmath>
+#include <fstream>
+#include <vector>
 
 namespace pb::toml {
 namespace {
@@ -205,15 +207,35 @@ void hash(const ::toml::node &node, detail::MeaningHasher &h) {
 
 } // namespace
 
-std::optional<std::string> reference_fingerprint(std::string_view text) {
+namespace {
+
+// toml++'s reading of `input` (a string_view or a stream), fingerprinted; its DOM is dropped here.
+template <typename Input> std::optional<std::string> fingerprint_of(Input &&input) {
   detail::MeaningHasher h;
   try {
-    const auto table = ::toml::parse(text, std::string_view("edited"));
+    const auto table = ::toml::parse(std::forward<Input>(input), std::string_view("edited"));
     hash(table, h);
   } catch (const ::toml::parse_error &) {
     return std::nullopt;
   }
   return h.finish();
+}
+
+} // namespace
+
+std::optional<std::string> reference_fingerprint(std::string_view text) {
+  return fingerprint_of(text);
+}
+
+std::optional<std::string> reference_fingerprint_file(const std::filesystem::path &path) {
+  std::vector<char> buffer(std::size_t{1} << 16);
+  std::ifstream file;
+  file.rdbuf()->pubsetbuf(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+  file.open(path, std::ios::in | std::ios::binary);
+  if (!file) {
+    return std::nullopt;
+  }
+  return fingerprint_of(file);
 }
 
 Value reference_parse(std::string_view text, std::string_view source_name) {

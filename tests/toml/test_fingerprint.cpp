@@ -125,6 +125,7 @@ TEST(MeaningFingerprint, OursAndTomlppAgreeOnTheCorpus) {
     ASSERT_TRUE(theirs.has_value()) << "toml++ rejects a file we accept";
     const std::string mine = meaning_fingerprint(value);
     ASSERT_EQ(mine, *theirs);
+    EXPECT_EQ(pb::toml::reference_fingerprint_file(file), theirs);
     EXPECT_EQ(mine.size(), 32U);
     if (file.string().find("toml-test") != std::string::npos) {
       reads.push_back({file, std::move(value), mine});

@@ -5,6 +5,7 @@
 
 #include <primebeaker/toml/value.hpp>
 
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,5 +23,8 @@ bool reference_matches(const Value &expected, std::string_view text, std::string
 // meaning_fingerprint() of what toml++ reads in `text`, computed from toml++'s DOM (dropped
 // before returning); nullopt when toml++ rejects the text.
 std::optional<std::string> reference_fingerprint(std::string_view text);
+// The same of a file, which toml++ reads through a small buffer (only its DOM is held);
+// nullopt also when the file cannot be opened.
+std::optional<std::string> reference_fingerprint_file(const std::filesystem::path &path);
 
 } // namespace pb::toml
