@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include <malloc.h>
 #include <sys/stat.h>
 
 #include <iostream>
@@ -125,6 +126,16 @@ bool streams_to_file(const EditOptions &o) {
   return ::stat(target_of(o).c_str(), &st) != 0 || S_ISREG(st.st_mode);
 }
 
+// Before a streamed edit loads the file: blocks under 4 MB (the text, the node arena) come from
+// the heap and freed memory stays there, so that toml++'s DOM in the second stage reuses the
+// pages our document used instead of faulting in new ones (a 2 MB file: about 9,000 minor faults
+// become about 6,100, for +0.5 MB of peak; bench/toml/README.md). The reservations above 4 MB
+// are still mapped apart and returned whole.
+void reuse_freed_memory() {
+  ::mallopt(M_MMAP_THRESHOLD, 4 << 20);
+  ::mallopt(M_TRIM_THRESHOLD, 256 << 20);
+}
+
 void emit(const EditOptions &o, const std::string &before, const std::string &after) {
   if (o.dry_run) {
     std::cout << unified_diff(before, after, o.file == "-" ? "<stdin>" : o.file);
@@ -146,6 +157,9 @@ void run_set(const EditOptions &o) {
   }
   if (o.value_file.empty() && !has_value) {
     throw usage_error("missing VALUE (or --value-file FILE)");
+  }
+  if (streams_to_file(o)) {
+    reuse_freed_memory();
   }
   Document doc = Document::load(o.file);
   std::string value = o.value;
@@ -179,8 +193,12 @@ void run_set(const EditOptions &o) {
 }
 
 void run_unset(const EditOptions &o) {
+  const bool streamed = streams_to_file(o);
+  if (streamed) {
+    reuse_freed_memory();
+  }
   Document doc = Document::load(o.file);
-  if (streams_to_file(o)) {
+  if (streamed) {
     unset_file(
         std::move(doc), target_of(o), o.key, {o.if_exists, o.prune}, [&o] { before_writing(o); });
     return;
