@@ -44,6 +44,27 @@ std::filesystem::path write_target(const std::filesystem::path &path) {
   return path;
 }
 
+// Devices and FIFOs (/dev/null, a pipe) are written in place: renaming a temporary over them
+// would replace the device itself with a regular file.
+bool is_special(const std::filesystem::path &path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
+
+void write_all(int fd, std::string_view content) {
+  size_t written = 0;
+  while (written < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + written, content.size() - written);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n < 0) {
+      throw errno;
+    }
+    written += static_cast<size_t>(n);
+  }
+}
+
 } // namespace
 
 std::string read_file(const std::filesystem::path &path, int missing_code) {
@@ -85,71 +106,113 @@ std::string read_file(const std::filesystem::path &path, int missing_code) {
   return content;
 }
 
-void write_file_atomic(const std::filesystem::path &requested,
-                       std::string_view content,
-                       std::optional<mode_t> new_file_mode) {
-  const std::filesystem::path path = write_target(requested);
-  std::filesystem::path dir = path.parent_path();
-  if (dir.empty()) {
-    dir = ".";
+AtomicWriter::AtomicWriter(const std::filesystem::path &requested,
+                           std::optional<mode_t> new_file_mode)
+    : m_requested(requested), m_path(write_target(requested)), m_dir(m_path.parent_path()) {
+  if (m_dir.empty()) {
+    m_dir = ".";
   }
-  mode_t mode = new_file_mode.value_or(0666) & ~current_umask();
+  m_mode = new_file_mode.value_or(0666) & ~current_umask();
   struct stat existing {};
-  if (::stat(path.c_str(), &existing) == 0) {
+  if (::stat(m_path.c_str(), &existing) == 0) {
     if (S_ISDIR(existing.st_mode)) {
       throw failure(fmt::format("cannot write {}: Is a directory", requested.string()));
     }
-    mode = existing.st_mode & 07777;
+    if (!S_ISREG(existing.st_mode)) {
+      throw failure(fmt::format("cannot write {}: not a regular file", requested.string()));
+    }
+    m_mode = existing.st_mode & 07777;
   }
-
-  std::string tmpl = (dir / ("." + path.filename().string() + ".tmp.XXXXXX")).string();
+  std::string tmpl = (m_dir / ("." + m_path.filename().string() + ".tmp.XXXXXX")).string();
   std::vector<char> name(tmpl.begin(), tmpl.end());
   name.push_back('\0');
-  const int fd = ::mkostemp(name.data(), O_CLOEXEC);
-  if (fd < 0) {
-    throw write_error(requested, "cannot create a temporary file in " + dir.string(), errno);
+  m_fd = ::mkostemp(name.data(), O_CLOEXEC);
+  if (m_fd < 0) {
+    throw write_error(requested, "cannot create a temporary file in " + m_dir.string(), errno);
   }
-  const std::string tmp_path(name.data());
+  m_tmp_path = name.data();
+}
+
+AtomicWriter::~AtomicWriter() {
+  abandon();
+}
+
+void AtomicWriter::abandon() {
+  if (m_fd >= 0) {
+    ::close(m_fd);
+    m_fd = -1;
+  }
+  if (!m_tmp_path.empty()) {
+    ::unlink(m_tmp_path.c_str());
+    m_tmp_path.clear();
+  }
+}
+
+void AtomicWriter::write(std::string_view content) {
+  if (m_fd < 0) {
+    throw write_error(m_requested, "write failed", EBADF);
+  }
+  try {
+    write_all(m_fd, content);
+  } catch (const int err) {
+    abandon();
+    throw write_error(m_requested, "write failed", err);
+  }
+}
+
+void AtomicWriter::commit() {
   auto fail = [&](const std::string &what) {
     const int err = errno;
-    ::close(fd);
-    ::unlink(tmp_path.c_str());
-    return write_error(requested, what, err);
+    abandon();
+    return write_error(m_requested, what, err);
   };
-
-  size_t written = 0;
-  while (written < content.size()) {
-    const ssize_t n = ::write(fd, content.data() + written, content.size() - written);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n < 0) {
-      throw fail("write failed");
-    }
-    written += static_cast<size_t>(n);
+  if (m_fd < 0) {
+    errno = EBADF;
+    throw fail("write failed");
   }
-  if (::fchmod(fd, mode) != 0) {
+  if (::fchmod(m_fd, m_mode) != 0) {
     throw fail("cannot set the file mode");
   }
-  if (::fsync(fd) != 0) {
+  if (::fsync(m_fd) != 0) {
     throw fail("fsync failed");
   }
+  const int fd = m_fd;
+  m_fd = -1;
   if (::close(fd) != 0) {
-    const int err = errno;
-    ::unlink(tmp_path.c_str());
-    throw write_error(requested, "close failed", err);
+    throw fail("close failed");
   }
-  if (::rename(tmp_path.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp_path.c_str());
-    throw write_error(requested, "rename failed", err);
+  if (::rename(m_tmp_path.c_str(), m_path.c_str()) != 0) {
+    throw fail("rename failed");
   }
+  m_tmp_path.clear();
   // Durability of the rename itself; failure here does not undo a completed write.
-  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  const int dir_fd = ::open(m_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir_fd >= 0) {
     ::fsync(dir_fd);
     ::close(dir_fd);
   }
+}
+
+void write_file_atomic(const std::filesystem::path &requested,
+                       std::string_view content,
+                       std::optional<mode_t> new_file_mode) {
+  if (is_special(write_target(requested))) {
+    const int fd = ::open(requested.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) {
+      throw write_error(requested, "cannot open", errno);
+    }
+    try {
+      write_all(fd, content);
+    } catch (const int err) {
+      ::close(fd);
+      throw write_error(requested, "write failed", err);
+    }
+    ::close(fd);
+    return;
+  }
+  AtomicWriter writer(requested, new_file_mode);
+  writer.write(content);
+  writer.commit();
 }
 
 std::string RealFileSystem::read_file(const std::filesystem::path &path) {

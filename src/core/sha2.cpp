@@ -3,27 +3,12 @@
 // template snapshot names and the environments' CPython-compatible seeding all need them.
 #include <primebeaker/core/sha2.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 
 namespace pb::sha2 {
-
-namespace {
-
-std::string pad_message(std::string_view data, size_t block, size_t length_bytes) {
-  std::string m(data);
-  m.push_back(static_cast<char>(0x80));
-  while (m.size() % block != block - length_bytes) {
-    m.push_back('\0');
-  }
-  const std::uint64_t bits = static_cast<std::uint64_t>(data.size()) * 8;
-  for (size_t k = length_bytes; k-- > 0;) {
-    m.push_back(static_cast<char>(k < 8 ? static_cast<unsigned char>(bits >> (8 * k)) : 0));
-  }
-  return m;
-}
-
-} // namespace
 
 namespace {
 
@@ -42,57 +27,95 @@ template <> struct Sha2<std::uint64_t> {
   static constexpr int S0[3] = {28, 34, 39}, S1[3] = {14, 18, 41};
 };
 
-template <typename Word>
-std::string sha2(std::string_view data, const Word (&init)[8], const Word *k) {
+// Folds one block of the padded message into the state `h`.
+template <typename Word> void compress(Word (&h)[8], const unsigned char *block, const Word *k) {
   using P = Sha2<Word>;
   constexpr int bits = static_cast<int>(8 * sizeof(Word));
   auto rotr = [](Word x, int n) { return static_cast<Word>((x >> n) | (x << (bits - n))); };
-  Word h[8];
-  std::copy(std::begin(init), std::end(init), h);
-  const std::string m = pad_message(data, P::block, 2 * sizeof(Word));
-  for (size_t off = 0; off < m.size(); off += P::block) {
-    Word w[P::rounds];
-    for (int t = 0; t < 16; ++t) {
-      w[t] = 0;
-      for (size_t b = 0; b < sizeof(Word); ++b) {
-        w[t] = static_cast<Word>((w[t] << 8) |
-                                 static_cast<unsigned char>(m[off + sizeof(Word) * t + b]));
+  Word w[P::rounds];
+  for (int t = 0; t < 16; ++t) {
+    w[t] = 0;
+    for (size_t b = 0; b < sizeof(Word); ++b) {
+      w[t] = static_cast<Word>((w[t] << 8) | block[sizeof(Word) * t + b]);
+    }
+  }
+  for (int t = 16; t < P::rounds; ++t) {
+    const Word x = w[t - 15];
+    const Word y = w[t - 2];
+    const Word s0 = rotr(x, P::s0[0]) ^ rotr(x, P::s0[1]) ^ (x >> P::s0[2]);
+    const Word s1 = rotr(y, P::s1[0]) ^ rotr(y, P::s1[1]) ^ (y >> P::s1[2]);
+    w[t] = static_cast<Word>(w[t - 16] + s0 + w[t - 7] + s1);
+  }
+  Word v[8];
+  std::copy(std::begin(h), std::end(h), v);
+  for (int t = 0; t < P::rounds; ++t) {
+    const Word e = v[4];
+    const Word a = v[0];
+    const Word t1 =
+        static_cast<Word>(v[7] + (rotr(e, P::S1[0]) ^ rotr(e, P::S1[1]) ^ rotr(e, P::S1[2])) +
+                          ((e & v[5]) ^ (~e & v[6])) + k[t] + w[t]);
+    const Word t2 = static_cast<Word>((rotr(a, P::S0[0]) ^ rotr(a, P::S0[1]) ^ rotr(a, P::S0[2])) +
+                                      ((a & v[1]) ^ (a & v[2]) ^ (v[1] & v[2])));
+    std::copy_backward(v, v + 7, v + 8);
+    v[4] = static_cast<Word>(v[4] + t1);
+    v[0] = static_cast<Word>(t1 + t2);
+  }
+  for (int i = 0; i < 8; ++i) {
+    h[i] = static_cast<Word>(h[i] + v[i]);
+  }
+}
+
+// A SHA-2 computation fed in pieces: whole blocks are compressed as they fill, so the input is
+// never held.
+template <typename Word> class Hasher {
+public:
+  Hasher(const Word (&init)[8], const Word *k) : m_k(k) {
+    std::copy(std::begin(init), std::end(init), m_h);
+  }
+
+  void update(std::string_view data) {
+    m_length += data.size();
+    for (const char c : data) {
+      m_block[m_used++] = static_cast<unsigned char>(c);
+      if (m_used == P::block) {
+        compress(m_h, m_block, m_k);
+        m_used = 0;
       }
     }
-    for (int t = 16; t < P::rounds; ++t) {
-      const Word x = w[t - 15];
-      const Word y = w[t - 2];
-      const Word s0 = rotr(x, P::s0[0]) ^ rotr(x, P::s0[1]) ^ (x >> P::s0[2]);
-      const Word s1 = rotr(y, P::s1[0]) ^ rotr(y, P::s1[1]) ^ (y >> P::s1[2]);
-      w[t] = static_cast<Word>(w[t - 16] + s0 + w[t - 7] + s1);
-    }
-    Word v[8];
-    std::copy(std::begin(h), std::end(h), v);
-    for (int t = 0; t < P::rounds; ++t) {
-      const Word e = v[4];
-      const Word a = v[0];
-      const Word t1 =
-          static_cast<Word>(v[7] + (rotr(e, P::S1[0]) ^ rotr(e, P::S1[1]) ^ rotr(e, P::S1[2])) +
-                            ((e & v[5]) ^ (~e & v[6])) + k[t] + w[t]);
-      const Word t2 =
-          static_cast<Word>((rotr(a, P::S0[0]) ^ rotr(a, P::S0[1]) ^ rotr(a, P::S0[2])) +
-                            ((a & v[1]) ^ (a & v[2]) ^ (v[1] & v[2])));
-      std::copy_backward(v, v + 7, v + 8);
-      v[4] = static_cast<Word>(v[4] + t1);
-      v[0] = static_cast<Word>(t1 + t2);
-    }
-    for (int i = 0; i < 8; ++i) {
-      h[i] = static_cast<Word>(h[i] + v[i]);
-    }
   }
-  std::string out;
-  for (Word word : h) {
-    for (int b = bits / 8 - 1; b >= 0; --b) {
-      out.push_back(static_cast<char>((word >> (8 * b)) & 0xFF));
+
+  std::string finish() {
+    // Padding: 0x80, zeros, then the message length in bits as a big-endian 2-word integer.
+    const std::uint64_t bits = static_cast<std::uint64_t>(m_length) * 8;
+    const size_t length_bytes = 2 * sizeof(Word);
+    m_block[m_used++] = 0x80;
+    if (m_used > P::block - length_bytes) {
+      std::fill(m_block + m_used, m_block + P::block, 0);
+      compress(m_h, m_block, m_k);
+      m_used = 0;
     }
+    std::fill(m_block + m_used, m_block + P::block, 0);
+    for (size_t b = 0; b < 8; ++b) {
+      m_block[P::block - 1 - b] = static_cast<unsigned char>(bits >> (8 * b));
+    }
+    compress(m_h, m_block, m_k);
+    std::string out;
+    for (Word word : m_h) {
+      for (int b = static_cast<int>(sizeof(Word)) - 1; b >= 0; --b) {
+        out.push_back(static_cast<char>((word >> (8 * b)) & 0xFF));
+      }
+    }
+    return out;
   }
-  return out;
-}
+
+private:
+  using P = Sha2<Word>;
+  const Word *m_k;
+  Word m_h[8];
+  unsigned char m_block[P::block];
+  size_t m_used = 0;
+  std::uint64_t m_length = 0;
+};
 
 const std::uint32_t sha256_k[64] = {
     0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
@@ -138,11 +161,32 @@ const std::uint64_t sha512_init[8] = {0x6a09e667f3bcc908ULL,
 } // namespace
 
 std::string sha256(std::string_view data) {
-  return sha2(data, sha256_init, sha256_k);
+  Hasher<std::uint32_t> hasher(sha256_init, sha256_k);
+  hasher.update(data);
+  return hasher.finish();
 }
 
 std::string sha512(std::string_view data) {
-  return sha2(data, sha512_init, sha512_k);
+  Hasher<std::uint64_t> hasher(sha512_init, sha512_k);
+  hasher.update(data);
+  return hasher.finish();
+}
+
+struct Sha256::State : Hasher<std::uint32_t> {
+  State() : Hasher(sha256_init, sha256_k) {}
+};
+
+Sha256::Sha256() : m_state(std::make_unique<State>()) {}
+Sha256::~Sha256() = default;
+
+void Sha256::update(std::string_view data) {
+  m_state->update(data);
+}
+
+std::string Sha256::finish() {
+  std::string digest = m_state->finish();
+  m_state = std::make_unique<State>();
+  return digest;
 }
 
 std::string hex(std::string_view bytes) {

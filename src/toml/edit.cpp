@@ -5,6 +5,7 @@
 #include "edit_internal.hpp"
 
 #include <primebeaker/core/error.hpp>
+#include <primebeaker/core/fs.hpp>
 #include <primebeaker/toml/format.hpp>
 #include <primebeaker/toml/reference.hpp>
 
@@ -26,49 +27,66 @@ struct Checked {
 
 // Verification: toml++ (an independent parser) must read the new text as exactly the intended
 // meaning; with `reparse`, our own parser must too (and its document is returned).
-Checked verified(const Document &doc, Outcome outcome, std::string_view what, bool reparse) {
+Checked verified(const Document &doc, const Outcome &outcome, std::string_view what, bool reparse) {
+  const Value expected = detail::expected_value(doc, outcome.changes);
+  std::string text = detail::apply(doc.text(), outcome.splices);
   auto refuse = [&](const std::string &why) {
     return failure(fmt::format("{}: edit verification failed, nothing written: {}", what, why));
   };
   Checked out;
   if (reparse) {
     try {
-      out.document = Document::parse(outcome.text, doc.source_name());
+      out.document = Document::parse(text, doc.source_name());
     } catch (const Error &e) {
       throw refuse(fmt::format("the result would not be valid TOML ({})", e.what()));
     }
-    if (!semantically_equal(out.document->root(), outcome.expected)) {
+    if (!semantically_equal(out.document->root(), expected)) {
       throw refuse("the result would not mean what was asked");
     }
   }
   std::string why;
-  if (!reference_matches(outcome.expected, outcome.text, why)) {
+  if (!reference_matches(expected, text, why)) {
     throw refuse(why);
   }
-  out.text = std::move(outcome.text);
+  out.text = std::move(text);
   return out;
 }
 
 struct EditRequest {
   std::vector<Splice> *splices = nullptr;
-  Value *movable_root = nullptr;
   bool reparse = true;
 };
+
+KeyPath set_path(std::string_view path_text) {
+  KeyPath path = KeyPath::parse(path_text);
+  if (path.steps.empty()) {
+    throw usage_error("cannot set the document root; name a key");
+  }
+  return path;
+}
+
+// plan_unset, except that with `if_exists` a missing key plans no change.
+Outcome plan_unset_if(const Document &doc, const KeyPath &path, UnsetOptions options) {
+  try {
+    return detail::plan_unset(doc, path, options.prune);
+  } catch (const Error &e) {
+    if (options.if_exists && e.code() == static_cast<int>(ExitCode::failure)) {
+      return {};
+    }
+    throw;
+  }
+}
 
 Checked set_document(const Document &doc,
                      std::string_view path_text,
                      std::string_view literal,
                      EditRequest request) {
-  const KeyPath path = KeyPath::parse(path_text);
-  if (path.steps.empty()) {
-    throw usage_error("cannot set the document root; name a key");
-  }
-  const detail::Literal value = detail::parse_literal(literal);
-  Outcome outcome = detail::plan_set(doc, request.movable_root, path, value);
+  const KeyPath path = set_path(path_text);
+  const Outcome outcome = detail::plan_set(doc, path, detail::parse_literal(literal));
   if (request.splices != nullptr) {
     *request.splices = outcome.splices;
   }
-  return verified(doc, std::move(outcome), fmt::format("set {}", path.text()), request.reparse);
+  return verified(doc, outcome, fmt::format("set {}", path.text()), request.reparse);
 }
 
 Checked unset_document(const Document &doc,
@@ -76,22 +94,62 @@ Checked unset_document(const Document &doc,
                        UnsetOptions options,
                        EditRequest request) {
   const KeyPath path = KeyPath::parse(path_text);
-  Outcome outcome;
-  try {
-    outcome = detail::plan_unset(doc, request.movable_root, path, options.prune);
-  } catch (const Error &e) {
-    if (options.if_exists && e.code() == static_cast<int>(ExitCode::failure)) {
-      return {doc.text(), doc};
-    }
-    throw;
+  const Outcome outcome = plan_unset_if(doc, path, options);
+  if (outcome.changes.empty()) {
+    return {doc.text(), doc}; // --if-exists and no such key
   }
   if (request.splices != nullptr) {
     *request.splices = outcome.splices;
   }
-  return verified(doc, std::move(outcome), fmt::format("unset {}", path.text()), request.reparse);
+  return verified(doc, outcome, fmt::format("unset {}", path.text()), request.reparse);
 }
 
 } // namespace
+
+namespace detail {
+
+void edit_file(Document &&loaded,
+               const std::filesystem::path &target,
+               const std::string &what,
+               const Planner &plan,
+               const std::function<void()> &before_write) {
+  const std::filesystem::path source = loaded.source_name();
+  // Stage 1: our document, the plan and the intended meaning's fingerprint; the new text goes
+  // straight to the temporary file. The document is freed when the block ends.
+  std::optional<fs::AtomicWriter> writer;
+  std::string expected;
+  bool unchanged = false;
+  {
+    const Document doc = std::move(loaded);
+    const Outcome outcome = plan(doc);
+    if (before_write) {
+      before_write();
+    }
+    writer.emplace(target);
+    for_each_piece(
+        doc.text(), outcome.splices, [&](std::string_view piece) { writer->write(piece); });
+    unchanged = outcome.changes.empty(); // unset --if-exists of a missing key
+    if (!unchanged) {
+      expected = expected_fingerprint(doc, outcome.changes);
+    }
+  }
+  // Stage 2: toml++ reads what was written; its meaning must be the intended one.
+  if (!unchanged) {
+    // toml++ reads the temporary through a small buffer: only its DOM is held.
+    if (reference_fingerprint_file(writer->temporary_path()) != expected) {
+      // Rare: redo the edit in memory for the comparison that names the difference (it throws
+      // unless only the fingerprints disagree, and then its verified text is written).
+      writer->abandon();
+      const Document doc = Document::load(source);
+      const Outcome outcome = plan(doc);
+      fs::write_file_atomic(target, verified(doc, outcome, what, false).text);
+      return;
+    }
+  }
+  writer->commit();
+}
+
+} // namespace detail
 
 Value parse_value_literal(std::string_view literal) {
   return *detail::parse_literal(literal).value;
@@ -102,9 +160,8 @@ std::string set(const Document &doc, std::string_view path, std::string_view lit
 }
 
 std::string set(Document &&doc, std::string_view path, std::string_view literal) {
-  Document owned = std::move(doc);
-  return set_document(owned, path, literal, {nullptr, &detail::DocumentAccess::root(owned), false})
-      .text;
+  const Document owned = std::move(doc);
+  return set_document(owned, path, literal, {nullptr, false}).text;
 }
 
 std::string set_string(const Document &doc, std::string_view path, std::string_view text) {
@@ -116,10 +173,8 @@ std::string unset(const Document &doc, std::string_view path, UnsetOptions optio
 }
 
 std::string unset(Document &&doc, std::string_view path, UnsetOptions options) {
-  Document owned = std::move(doc);
-  return unset_document(
-             owned, path, options, {nullptr, &detail::DocumentAccess::root(owned), false})
-      .text;
+  const Document owned = std::move(doc);
+  return unset_document(owned, path, options, {nullptr, false}).text;
 }
 
 EditResult set_detailed(const Document &doc, std::string_view path, std::string_view literal) {
@@ -132,6 +187,35 @@ EditResult unset_detailed(const Document &doc, std::string_view path, UnsetOptio
   EditResult result;
   result.text = unset_document(doc, path, options, {&result.splices}).text;
   return result;
+}
+
+void set_file(Document &&loaded,
+              const std::filesystem::path &target,
+              std::string_view path_text,
+              std::string_view literal,
+              const std::function<void()> &before_write) {
+  const KeyPath path = set_path(path_text);
+  const detail::Literal value = detail::parse_literal(literal);
+  detail::edit_file(
+      std::move(loaded),
+      target,
+      fmt::format("set {}", path.text()),
+      [&](const Document &doc) { return detail::plan_set(doc, path, value); },
+      before_write);
+}
+
+void unset_file(Document &&loaded,
+                const std::filesystem::path &target,
+                std::string_view path_text,
+                UnsetOptions options,
+                const std::function<void()> &before_write) {
+  const KeyPath path = KeyPath::parse(path_text);
+  detail::edit_file(
+      std::move(loaded),
+      target,
+      fmt::format("unset {}", path.text()),
+      [&](const Document &doc) { return plan_unset_if(doc, path, options); },
+      before_write);
 }
 
 Editor &Editor::set(std::string_view path, std::string_view literal) {

@@ -11,19 +11,13 @@
 
 #include <primebeaker/toml/edit.hpp>
 
+#include <filesystem>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace pb::toml::detail {
-
-// The edit API consumes the values of documents it owns instead of copying them.
-struct DocumentAccess {
-  static Value &root(Document &doc) {
-    doc.root(); // built on first use
-    return doc.m_root;
-  }
-};
 
 // ----- key paths (key_path.cpp)
 
@@ -54,17 +48,64 @@ struct Literal {
 // Throws pb::Error exit 2 with a hint when `literal` is not exactly one TOML value.
 Literal parse_literal(std::string_view literal);
 
-// An edit planned but not yet verified: the new text, the meaning it must have and the splices
-// that produced it.
-struct Outcome {
-  std::string text;
-  Value expected;
-  std::vector<Splice> splices;
+// How the meaning an edit asks for differs from the document's, by the nodes it touches: the
+// rest of the meaning is the document's own, read from its nodes when needed (so no typed copy
+// of a big document is made to describe a small edit).
+struct Change {
+  enum class Kind : std::uint8_t {
+    replace, // `node` now means `value`
+    remove,  // `node` is gone from its table or array
+    add,     // `node` gains the member `name` (tables) or the last item (arrays) `value`
+  };
+  Kind kind = Kind::replace;
+  const Node *node = nullptr;
+  std::string name;
+  Value value;
 };
-// `movable_root`: the document's values, which the engine may consume to build `expected`
-// without a copy (nullptr: copy them).
-Outcome
-plan_set(const Document &doc, Value *movable_root, const KeyPath &path, const Literal &literal);
-Outcome plan_unset(const Document &doc, Value *movable_root, const KeyPath &path, bool prune);
+
+// An edit planned but not yet verified: the splices (sorted, in the original text's offsets)
+// and the meaning they must produce.
+struct Outcome {
+  std::vector<Splice> splices;
+  std::vector<Change> changes;
+};
+Outcome plan_set(const Document &doc, const KeyPath &path, const Literal &literal);
+Outcome plan_unset(const Document &doc, const KeyPath &path, bool prune);
+
+// The new text: `text` with the (sorted) splices applied, as one string or piece by piece.
+std::string apply(std::string_view text, const std::vector<Splice> &splices);
+template <typename Sink>
+void for_each_piece(std::string_view text, const std::vector<Splice> &splices, Sink &&sink) {
+  std::uint32_t at = 0;
+  for (const auto &s : splices) {
+    sink(text.substr(at, s.begin - at));
+    sink(std::string_view(s.text));
+    at = s.end;
+  }
+  sink(text.substr(at));
+}
+
+// ----- the intended meaning (fingerprint.cpp)
+
+// The document's meaning with `changes` applied, as typed values or as its fingerprint
+// (fingerprint.hpp).
+Value expected_value(const Document &doc, const std::vector<Change> &changes);
+std::string expected_fingerprint(const Document &doc, const std::vector<Change> &changes);
+
+// ----- editing files (edit.cpp)
+
+// What `toml set|unset FILE` runs (docs/toml.md, "Verification"): plans the edit of `loaded`
+// (as Document::load() read it; its file is read again only if verification fails) with `plan`,
+// streams the new text into a temporary sibling of `target` and frees the document; toml++ then
+// reads the temporary back and the fingerprint of its meaning must equal the intended one before
+// the temporary is renamed over `target`. On a mismatch the temporary is removed and the edit is
+// redone in memory with the detailed comparison, whose error names the difference. `before_write`
+// runs after planning, before the temporary is created.
+using Planner = std::function<Outcome(const Document &)>;
+void edit_file(Document &&loaded,
+               const std::filesystem::path &target,
+               const std::string &what,
+               const Planner &plan,
+               const std::function<void()> &before_write);
 
 } // namespace pb::toml::detail

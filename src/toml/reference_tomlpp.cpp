@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The toml++ second opinion. toml++ is a heavy header, so it stays in this one file.
+#include "fingerprint.hpp"
+
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/toml/reference.hpp>
 
@@ -7,6 +9,8 @@
 #include <toml++/toml.h>
 
 #include <cmath>
+#include <fstream>
+#include <vector>
 
 namespace pb::toml {
 namespace {
@@ -172,7 +176,67 @@ bool matches(const Value &expected,
   }
 }
 
+// The meaning fingerprint (fingerprint.hpp) of a toml++ node; the std::map of a toml++ table
+// already lists its members in key order.
+void hash(const ::toml::node &node, detail::MeaningHasher &h) {
+  if (const auto *t = node.as_table()) {
+    h.table(t->size());
+    for (const auto &[key, child] : *t) {
+      h.key(key.str());
+      hash(child, h);
+    }
+  } else if (const auto *a = node.as_array()) {
+    h.array(a->size());
+    for (const auto &child : *a) {
+      hash(child, h);
+    }
+  } else if (const auto *s = node.as_string()) {
+    h.string(s->get());
+  } else if (const auto *i = node.as_integer()) {
+    h.integer(i->get());
+  } else if (const auto *f = node.as_floating_point()) {
+    h.floating(f->get());
+  } else if (const auto *b = node.as_boolean()) {
+    h.boolean(b->get());
+  } else {
+    // As matches() compares date/times: through the same conversion.
+    const Value converted = convert(node);
+    h.datetime(converted.type(), *converted.datetime());
+  }
+}
+
 } // namespace
+
+namespace {
+
+// toml++'s reading of `input` (a string_view or a stream), fingerprinted; its DOM is dropped here.
+template <typename Input> std::optional<std::string> fingerprint_of(Input &&input) {
+  detail::MeaningHasher h;
+  try {
+    const auto table = ::toml::parse(std::forward<Input>(input), std::string_view("edited"));
+    hash(table, h);
+  } catch (const ::toml::parse_error &) {
+    return std::nullopt;
+  }
+  return h.finish();
+}
+
+} // namespace
+
+std::optional<std::string> reference_fingerprint(std::string_view text) {
+  return fingerprint_of(text);
+}
+
+std::optional<std::string> reference_fingerprint_file(const std::filesystem::path &path) {
+  std::vector<char> buffer(std::size_t{1} << 16);
+  std::ifstream file;
+  file.rdbuf()->pubsetbuf(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+  file.open(path, std::ios::in | std::ios::binary);
+  if (!file) {
+    return std::nullopt;
+  }
+  return fingerprint_of(file);
+}
 
 Value reference_parse(std::string_view text, std::string_view source_name) {
   try {

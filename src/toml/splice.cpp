@@ -16,6 +16,7 @@ namespace pb::toml {
 
 namespace {
 
+using detail::Change;
 using detail::Geometry;
 using detail::Literal;
 using detail::member_index;
@@ -28,25 +29,6 @@ using detail::prefix_text;
 using syntax::LineKind;
 using syntax::npos;
 using syntax::Span;
-
-std::string apply(std::string_view text, std::vector<Splice> &splices) {
-  std::stable_sort(splices.begin(), splices.end(), [](const Splice &a, const Splice &b) {
-    return a.begin < b.begin;
-  });
-  std::string out;
-  out.reserve(text.size() + 256);
-  std::uint32_t at = 0;
-  for (const auto &s : splices) {
-    if (s.begin < at) {
-      throw failure("internal error: overlapping edits");
-    }
-    out.append(text.substr(at, s.begin - at));
-    out += s.text;
-    at = s.end;
-  }
-  out.append(text.substr(at));
-  return out;
-}
 
 std::string key_text(const std::vector<std::string> &keys) {
   std::string out;
@@ -76,13 +58,12 @@ class Engine {
 public:
   // `movable_root`: the document's values, which the engine may consume to build the expected
   // result without a copy (nullptr: copy them).
-  Engine(const Document &doc, Value *movable_root)
-      : m_doc(doc), m_movable_root(movable_root), g(doc), t(doc.parsed().tree), text(doc.text()) {}
+  explicit Engine(const Document &doc)
+      : m_doc(doc), g(doc), t(doc.parsed().tree), text(doc.text()) {}
 
   Outcome set(const KeyPath &path, const Literal &literal) {
-    Outcome out{{}, take_root(), {}};
+    Outcome out;
     const Node *node = m_doc.parsed().root;
-    Value *expected = &out.expected;
     std::size_t i = 0;
     for (; i < path.steps.size(); ++i) {
       const PathStep &s = path.steps[i];
@@ -103,7 +84,6 @@ public:
         if (child == nullptr) {
           break;
         }
-        expected = &expected->mutable_table()[member_index(*node, child)].second;
         node = child;
         continue;
       }
@@ -125,18 +105,17 @@ public:
                                       where,
                                       node->children.size()));
       }
-      expected = &expected->mutable_array()[index];
       node = node->children[index];
     }
 
     if (i == path.steps.size()) {
       replace(path, *node, literal);
-      *expected = *literal.value;
+      out.changes.push_back({Change::Kind::replace, node, {}, *literal.value});
     } else if (path.steps[i].kind == PathStep::Kind::append) {
       std::vector<std::string> rest = remaining_keys(path, i + 1);
       Value element = nest(rest, *literal.value);
       append(path, *node, rest, literal);
-      expected->mutable_array().push_back(std::move(element));
+      out.changes.push_back({Change::Kind::add, node, {}, std::move(element)});
     } else {
       std::vector<std::string> rest = remaining_keys(path, i);
       bool wrap_in_array = false;
@@ -152,40 +131,29 @@ public:
         value = std::move(array);
       }
       add_key(path, *node, rest, value_text);
-      Value *target = expected;
-      for (std::size_t k = 0; k + 1 < rest.size(); ++k) {
-        target->mutable_table().emplace_back(rest[k], Value::make_table({}));
-        target = &target->mutable_table().back().second;
-      }
-      target->mutable_table().emplace_back(rest.back(), std::move(value));
+      const std::vector<std::string> below(rest.begin() + 1, rest.end());
+      out.changes.push_back({Change::Kind::add, node, rest.front(), nest(below, value)});
     }
-    out.text = apply(text, m_splices);
-    out.splices = std::move(m_splices);
+    out.splices = sorted_splices();
     return out;
   }
 
   Outcome unset(const KeyPath &path, bool prune) {
-    Outcome out{{}, take_root(), {}};
+    Outcome out;
     if (path.steps.empty()) {
       throw usage_error("cannot unset the document root");
     }
     std::vector<const Node *> chain{m_doc.parsed().root};
-    std::vector<Value *> values{&out.expected};
     for (std::size_t i = 0; i < path.steps.size(); ++i) {
       const PathStep &s = path.steps[i];
       const Node *node = chain.back();
       const Node *child = nullptr;
-      Value *value = nullptr;
       if (s.kind == PathStep::Kind::key) {
         child = node->type == Type::table ? node->find(s.key) : nullptr;
-        if (child != nullptr) {
-          value = &values.back()->mutable_table()[member_index(*node, child)].second;
-        }
       } else if (s.kind == PathStep::Kind::index && node->type == Type::array) {
         const std::size_t index = normal_index(s.index, node->children.size());
         if (index != SIZE_MAX) {
           child = node->children[index];
-          value = &values.back()->mutable_array()[index];
         }
       } else if (s.kind != PathStep::Kind::index) {
         throw usage_error(
@@ -195,17 +163,15 @@ public:
         throw failure(fmt::format("key '{}' not found in {}", path.text(), m_doc.source_name()));
       }
       chain.push_back(child);
-      values.push_back(value);
     }
     remove(*chain.back());
-    erase_from(*values[values.size() - 2], *chain[chain.size() - 2], chain.back());
+    out.changes.push_back({Change::Kind::remove, chain.back(), {}, {}});
     // Tables that exist only through their children vanish with the last one; empty [tables]
     // go too with --prune.
     for (std::size_t k = chain.size() - 2; k > 0; --k) {
       const Node *table = chain[k];
-      Value *table_value = values[k];
-      const bool empty = (table_value->table() && table_value->table()->empty()) ||
-                         (table_value->array() && table_value->array()->empty());
+      // Only its member (or item) on the chain was removed from it.
+      const bool empty = table->children.size() == 1;
       if (!empty) {
         break;
       }
@@ -218,24 +184,15 @@ public:
       if (prunable) {
         remove(*table);
       }
-      erase_from(*values[k - 1], *chain[k - 1], table);
+      out.changes.push_back({Change::Kind::remove, table, {}, {}});
     }
     flush_removed_lines();
-    out.text = apply(text, m_splices);
-    out.splices = std::move(m_splices);
+    out.splices = sorted_splices();
     return out;
   }
 
 private:
-  Value take_root() {
-    if (m_movable_root != nullptr) {
-      return std::move(*m_movable_root);
-    }
-    return m_doc.root();
-  }
-
   const Document &m_doc;
-  Value *m_movable_root;
   Geometry g;
   const syntax::Tree &t;
   std::string_view text;
@@ -246,21 +203,18 @@ private:
     m_splices.push_back({begin, end, std::move(replacement)});
   }
 
-  static void erase_from(Value &parent, const Node &parent_node, const Node *child) {
-    const std::size_t i = member_index(parent_node, child);
-    if (parent.table() != nullptr) {
-      // Values mirror nodes, but earlier erasures shift indexes: find by name instead.
-      auto &members = parent.mutable_table();
-      for (auto it = members.begin(); it != members.end(); ++it) {
-        if (it->first == child->name) {
-          members.erase(it);
-          return;
-        }
+  std::vector<Splice> sorted_splices() {
+    std::stable_sort(m_splices.begin(), m_splices.end(), [](const Splice &a, const Splice &b) {
+      return a.begin < b.begin;
+    });
+    std::uint32_t at = 0;
+    for (const auto &s : m_splices) {
+      if (s.begin < at) {
+        throw failure("internal error: overlapping edits");
       }
-    } else {
-      auto &items = parent.mutable_array();
-      items.erase(items.begin() + static_cast<std::ptrdiff_t>(i));
+      at = s.end;
     }
+    return std::move(m_splices);
   }
 
   static std::vector<std::string> remaining_keys(const KeyPath &path, std::size_t from) {
@@ -841,13 +795,19 @@ Literal parse_literal(std::string_view literal) {
   return out;
 }
 
-Outcome
-plan_set(const Document &doc, Value *movable_root, const KeyPath &path, const Literal &literal) {
-  return Engine(doc, movable_root).set(path, literal);
+Outcome plan_set(const Document &doc, const KeyPath &path, const Literal &literal) {
+  return Engine(doc).set(path, literal);
 }
 
-Outcome plan_unset(const Document &doc, Value *movable_root, const KeyPath &path, bool prune) {
-  return Engine(doc, movable_root).unset(path, prune);
+Outcome plan_unset(const Document &doc, const KeyPath &path, bool prune) {
+  return Engine(doc).unset(path, prune);
+}
+
+std::string apply(std::string_view text, const std::vector<Splice> &splices) {
+  std::string out;
+  out.reserve(text.size() + 256);
+  for_each_piece(text, splices, [&out](std::string_view piece) { out.append(piece); });
+  return out;
 }
 
 } // namespace detail

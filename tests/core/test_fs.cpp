@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -63,6 +64,50 @@ TEST(AtomicWrite, RefusingDirectoryLeavesOldFileIntact) {
 TEST(AtomicWrite, ErrorNamesThePath) {
   pb::test::TempDir dir;
   EXPECT_PB_ERROR(pb::fs::write_file_atomic(dir / "nope" / "x.json", "{}"), 1, "nope/x.json");
+}
+
+TEST(AtomicWriter, PiecesBecomeTheFileOnlyOnCommit) {
+  pb::test::TempDir dir;
+  const auto file = dir / "a.toml";
+  pb::test::write_file(file, "old\n", 0640);
+  {
+    pb::fs::AtomicWriter writer(file);
+    writer.write("new ");
+    writer.write("text\n");
+    EXPECT_EQ(pb::test::read_file(writer.temporary_path()), "new text\n");
+    EXPECT_EQ(pb::test::read_file(file), "old\n");
+  } // destroyed without commit(): the temporary goes, the file stays
+  EXPECT_EQ(pb::test::read_file(file), "old\n");
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 1);
+  pb::fs::AtomicWriter abandoned(file);
+  abandoned.write("lost\n");
+  abandoned.abandon();
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 1);
+  EXPECT_PB_ERROR(abandoned.commit(), 1, "a.toml");
+  pb::fs::AtomicWriter writer(file);
+  writer.write("new\n");
+  writer.commit();
+  EXPECT_EQ(pb::test::read_file(file), "new\n");
+  EXPECT_EQ(mode_of(file), 0640U);
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 1);
+}
+
+// Renaming a temporary over /dev/null (as root) would turn it into a regular file for the whole
+// machine: devices and FIFOs are written in place, and the streaming writer refuses them.
+TEST(AtomicWrite, FifoIsWrittenInPlaceNotReplaced) {
+  pb::test::TempDir dir;
+  const auto fifo = dir / "pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  ASSERT_GE(reader, 0);
+  pb::fs::write_file_atomic(fifo, "data\n");
+  char buffer[64] = {};
+  const ssize_t n = ::read(reader, buffer, sizeof buffer);
+  ::close(reader);
+  EXPECT_EQ(std::string(buffer, n > 0 ? static_cast<size_t>(n) : 0), "data\n");
+  EXPECT_TRUE(std::filesystem::is_fifo(std::filesystem::symlink_status(fifo)));
+  EXPECT_PB_ERROR(pb::fs::AtomicWriter{fifo}, 1, "pipe: not a regular file");
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 1);
 }
 
 TEST(ReadFile, MissingFileIsBadInputNamingIt) {

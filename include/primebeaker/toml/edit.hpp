@@ -11,6 +11,8 @@
 #include <primebeaker/toml/value.hpp>
 
 #include <cstdint>
+#include <filesystem>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -68,6 +70,24 @@ struct UnsetOptions {
 // new text. A missing key is exit 1 unless if_exists.
 std::string unset(const Document &doc, std::string_view path, UnsetOptions options = {});
 std::string unset(Document &&doc, std::string_view path, UnsetOptions options = {});
+
+// set() and unset() of a file `loaded` as Document::load() read it, written atomically to
+// `target` (which may be that file), at about the peak memory of one parse: the new text is
+// streamed into a temporary sibling of `target`, the document is freed, and toml++ must read the
+// temporary as the intended meaning (compared by meaning_fingerprint()) before it is renamed over
+// `target`. Nothing is written on any failure; errors are those of set() and unset() plus
+// fs::write_file_atomic()'s. `before_write` runs once the edit is planned, before anything is
+// created (e.g. to refuse a read-only target).
+void set_file(Document &&loaded,
+              const std::filesystem::path &target,
+              std::string_view path,
+              std::string_view literal,
+              const std::function<void()> &before_write = {});
+void unset_file(Document &&loaded,
+                const std::filesystem::path &target,
+                std::string_view path,
+                UnsetOptions options = {},
+                const std::function<void()> &before_write = {});
 
 // One replacement of the original bytes [begin, end) by `text`.
 struct Splice {

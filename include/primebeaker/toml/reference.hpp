@@ -5,6 +5,8 @@
 
 #include <primebeaker/toml/value.hpp>
 
+#include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -17,5 +19,12 @@ Value reference_parse(std::string_view text, std::string_view source_name);
 // True when toml++ parses `text` to exactly the meaning of `expected` (types, decoded values,
 // members regardless of order). Otherwise false with a one-line reason in `why`.
 bool reference_matches(const Value &expected, std::string_view text, std::string &why);
+
+// meaning_fingerprint() of what toml++ reads in `text`, computed from toml++'s DOM (dropped
+// before returning); nullopt when toml++ rejects the text.
+std::optional<std::string> reference_fingerprint(std::string_view text);
+// The same of a file, which toml++ reads through a small buffer (only its DOM is held);
+// nullopt also when the file cannot be opened.
+std::optional<std::string> reference_fingerprint_file(const std::filesystem::path &path);
 
 } // namespace pb::toml

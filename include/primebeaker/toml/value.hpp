@@ -54,7 +54,6 @@ struct Tree;
 }
 namespace detail {
 struct Parsed;
-struct DocumentAccess;
 } // namespace detail
 using Member = std::pair<std::string, Value>;
 
@@ -107,6 +106,11 @@ private:
   std::vector<Member> m_members;
 };
 
+// A SHA-256 digest (32 raw bytes) of a meaning: equal for two values exactly when
+// semantically_equal() holds (docs/toml.md, "Verification"); reference_fingerprint() computes
+// the same digest from toml++'s reading of a text.
+std::string meaning_fingerprint(const Value &value);
+
 // A parsed TOML file.
 class Document {
 public:
@@ -133,7 +137,6 @@ public:
   const detail::Parsed &parsed() const { return *m_parsed; }
 
 private:
-  friend struct detail::DocumentAccess; // the edit API moves the root out of documents it owns
   std::string m_source_name;
   mutable Value m_root;
   mutable bool m_root_built = false;
