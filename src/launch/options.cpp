@@ -304,10 +304,10 @@ void register_launch_flags(CLI::App &app,
     if (info.kind == Kind::boolean) {
       const std::string snake = text::snake_case(name);
       const std::string names = pb::cli::flag(name) + ",!--no-" + name + ",!--no_" + snake;
-      // `submit` always writes the spec (Beaker reads it from there), so --write-spec (the one
-      // boolean) could only be a no-op or a contradiction there: refused while parsing, before
-      // anything runs (docs/launch.md "Output").
-      if (app.get_name() == "submit") {
+      // `submit` always writes the spec (Beaker reads it from there), so --write-spec could only
+      // be a no-op or a contradiction there: refused while parsing, before anything runs
+      // (docs/launch.md "Output").
+      if (name == "write-spec" && app.get_name() == "submit") {
         app.add_flag_function(
             names,
             [name](std::int64_t) {
