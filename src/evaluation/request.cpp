@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <primebeaker/core/error.hpp>
+#include <primebeaker/core/python_json.hpp>
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/evaluation/request.hpp>
 #include <primebeaker/registry/records.hpp>
@@ -170,17 +171,7 @@ bool is_python_module_path(std::string_view text) {
 }
 
 std::string python_float(double value) {
-  if (std::isnan(value)) {
-    return "nan";
-  }
-  if (std::isinf(value)) {
-    return value > 0 ? "inf" : "-inf";
-  }
-  std::string out = fmt::format("{}", value);
-  if (out.find_first_of(".e") == std::string::npos) {
-    out += ".0";
-  }
-  return out;
+  return python_json::float_repr(value);
 }
 
 EvaluationRequest request_from_json(const OrderedJson &json, const std::string &source) {

@@ -210,6 +210,10 @@ TEST(EvaluationRequest, PythonFloatRepr) {
   EXPECT_EQ(python_float(7200), "7200.0");
   EXPECT_EQ(python_float(0.5), "0.5");
   EXPECT_EQ(python_float(5400.25), "5400.25");
+  // Exactly repr(float), including where it switches to the exponent form.
+  EXPECT_EQ(python_float(1e16), "1e+16");
+  EXPECT_EQ(python_float(0.0001), "0.0001");
+  EXPECT_EQ(python_float(0.00001), "1e-05");
 }
 
 } // namespace
