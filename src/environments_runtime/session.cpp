@@ -899,6 +899,17 @@ std::string Session::run_search_call(const std::string &name, const OrderedJson 
   };
   const J &model_path = field(args, "local_search_model_path");
   const bool has_model_path = model_path.is_string() && !blank(model_path.get<std::string>());
+  // search and visit both go to the search server's route, with the model path when one is set.
+  auto search_route = [&](const char *service, J body) {
+    if (has_model_path) {
+      body["model_path"] = model_path;
+    }
+    return call_service(service,
+                        string_field(args, "search_server_url"),
+                        body,
+                        args.value("timeout", 65.0),
+                        args.value("max_retries", 3LL));
+  };
   if (name == "search") {
     const std::string query = required_string("query");
     J body = {{"mode", "query"},
@@ -906,25 +917,11 @@ std::string Session::run_search_call(const std::string &name, const OrderedJson 
               {"num_results",
                field(arguments, "num_results").is_null() ? J(10) : arguments["num_results"]},
               {"parameters", J::object()}};
-    if (has_model_path) {
-      body["model_path"] = model_path;
-    }
-    return environments::render_search_results(call_service("search",
-                                                            string_field(args, "search_server_url"),
-                                                            body,
-                                                            args.value("timeout", 65.0),
-                                                            args.value("max_retries", 3LL)));
+    return environments::render_search_results(search_route("search", std::move(body)));
   }
   if (name == "visit") {
     J body = {{"mode", "url"}, {"url", environments::py::strip(required_string("url"))}};
-    if (has_model_path) {
-      body["model_path"] = model_path;
-    }
-    return environments::render_visit_result(call_service("fetch",
-                                                          string_field(args, "search_server_url"),
-                                                          body,
-                                                          args.value("timeout", 65.0),
-                                                          args.value("max_retries", 3LL)));
+    return environments::render_visit_result(search_route("fetch", std::move(body)));
   }
   // webterminal: fetches go to the gateway search route (mode=url)
   const std::string command = required_string("command");

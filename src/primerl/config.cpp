@@ -10,6 +10,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <set>
+#include <string>
+#include <tuple>
+#include <utility>
 
 namespace pb::primerl {
 
@@ -584,6 +587,15 @@ Result read_all(const Document &document, Result (*read)(const Document &, Probl
   return result;
 }
 
+// data.name, and val.data.name (which defaults to data.name as written), of either SFT topology.
+std::pair<PathKey, PathKey> read_sft_data_names(Reader &reader) {
+  PathKey data_name = reader.path("data.name", "data/train.jsonl");
+  const Value *written = reader.find("data.name");
+  PathKey val_data_name = reader.path(
+      "val.data.name", written && written->string() ? *written->string() : "data/validation.jsonl");
+  return {std::move(data_name), std::move(val_data_name)};
+}
+
 } // namespace
 
 bool is_experiment_name(std::string_view name) {
@@ -622,11 +634,7 @@ SingleNodeSft read_single_node_sft(const Document &document, Problems &problems)
                             sft.gpus_per_node));
   }
   sft.wandb = read_wandb(reader);
-  sft.data_name = reader.path("data.name", "data/train.jsonl");
-  const Value *data_name = reader.find("data.name");
-  sft.val_data_name = reader.path("val.data.name",
-                                  data_name && data_name->string() ? *data_name->string()
-                                                                   : "data/validation.jsonl");
+  std::tie(sft.data_name, sft.val_data_name) = read_sft_data_names(reader);
   // Validation and checkpoints every max_steps unless the file says otherwise.
   const auto ckpt_written = reader.integer_as_written("ckpt.interval");
   const std::int64_t interval = std::min(sft.max_steps, ckpt_written.value_or(sft.max_steps));
@@ -690,11 +698,7 @@ MultiNodeSft read_multi_node_sft(const Document &document, Problems &problems) {
   MultiNodeSft sft;
   sft.output_dir = reader.path("output_dir", "outputs/" + reader.default_name());
   sft.wandb = read_wandb(reader);
-  sft.data_name = reader.path("data.name", "data/train.jsonl");
-  const Value *data_name = reader.find("data.name");
-  sft.val_data_name = reader.path("val.data.name",
-                                  data_name && data_name->string() ? *data_name->string()
-                                                                   : "data/validation.jsonl");
+  std::tie(sft.data_name, sft.val_data_name) = read_sft_data_names(reader);
   sft.num_nodes = reader.count("deployment.num_nodes", k_max_nodes, 2, 2);
   if (sft.num_nodes < 2 && !reader.bad({"deployment.num_nodes"})) {
     reader.rule("deployment.num_nodes",
