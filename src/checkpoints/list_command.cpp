@@ -81,7 +81,7 @@ void run_list(const ListOptions &options) {
 
 void register_commands(cli::CommandTree &tree) {
   tree.command({"checkpoints"}, "Inspect Prime-RL checkpoint trees");
-  CLI::App &list = tree.command(
+  cli::Command &list = tree.command(
       {"checkpoints", "list"},
       "List every checkpoint step, whether trainer and orchestrator both finished it, and the "
       "step a resume would pick");

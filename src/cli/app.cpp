@@ -87,8 +87,8 @@ void add_builtin_commands(CLI::App &root, CommandTree &tree) {
   auto &completion = tree.command(
       {k_completion}, "Print a shell completion script: source <(primebeaker completion bash)");
   completion.add_option("SHELL", shell, "bash, zsh or fish")
-      ->required()
-      ->check(CLI::IsMember({"bash", "zsh", "fish"}));
+      .required()
+      .one_of({"bash", "zsh", "fish"});
   completion.callback([&root, &shell] { std::cout << completion_script(root, shell); });
 
   auto &man = tree.command({k_man_page}, "Print the primebeaker(1) man page (roff)");

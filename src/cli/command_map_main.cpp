@@ -4,6 +4,8 @@
 #include <primebeaker/cli/modules.hpp>
 #include <primebeaker/core/command_tree.hpp>
 
+#include <CLI/CLI.hpp>
+
 #include <nlohmann/json.hpp>
 
 #include <cstdint>

@@ -176,14 +176,14 @@ void register_commands(pb::cli::CommandTree &tree) {
   auto &resolve_name = tree.make_options<std::string>();
   auto &resolve_cmd = tree.command({"environments", "resolve"},
                                    "Print primebeaker.environments.<module>:load_environment");
-  resolve_cmd.add_option("NAME", resolve_name, "registry name, alias or module stem")->required();
+  resolve_cmd.add_option("NAME", resolve_name, "registry name, alias or module stem").required();
   resolve_cmd.callback(
       [&resolve_name] { std::cout << resolve(resolve_name).entry_point() << '\n'; });
 
   auto &show = tree.make_options<ShowOptions>();
   auto &show_cmd = tree.command({"environments", "show"},
                                 "Describe an environment: parameters, tools, rewards, services");
-  show_cmd.add_option("NAME", show.name, "registry name, alias or module stem")->required();
+  show_cmd.add_option("NAME", show.name, "registry name, alias or module stem").required();
   show_cmd.add_flag("--json", show.json, "Print JSON");
   show_cmd.callback([&show] {
     const Environment &e = resolve(show.name);
@@ -198,7 +198,7 @@ void register_commands(pb::cli::CommandTree &tree) {
   auto &validate_cmd =
       tree.command({"environments", "validate"},
                    "Check every environment entry of a Prime-RL TOML against the catalog");
-  validate_cmd.add_option(cli::flag("toml"), validate.toml, "RL TOML ('-' for stdin)")->required();
+  validate_cmd.add_option(cli::flag("toml"), validate.toml, "RL TOML ('-' for stdin)").required();
   validate_cmd.add_flag("--json", validate.json, "Print the problems as JSON");
   validate_cmd.callback([&validate] { run_validate(validate); });
 
@@ -207,18 +207,18 @@ void register_commands(pb::cli::CommandTree &tree) {
                                  "Read an assistant message (JSON object or text) on stdin and "
                                  "print the tool calls found, for debugging");
   parse_cmd.add_option(cli::flag("format"), parse.format, "auto|qwen-json|qwen-xml|structured")
-      ->check(CLI::IsMember({"auto", "qwen-json", "qwen-xml", "structured"}))
-      ->capture_default_str();
+      .one_of({"auto", "qwen-json", "qwen-xml", "structured"})
+      .capture_default_str();
   parse_cmd.callback([&parse] { run_parse(parse); });
 
   auto &score = tree.make_options<ScoreOptions>();
   auto &score_cmd = tree.command({"environments", "score"},
                                  "Score recorded rollouts (JSON lines): one JSON line per rollout");
-  score_cmd.add_option("NAME", score.name, "environment name, alias or module stem")->required();
+  score_cmd.add_option("NAME", score.name, "environment name, alias or module stem").required();
   score_cmd.add_option(cli::flag("args"), score.args, "load_environment arguments as JSON")
-      ->capture_default_str();
+      .capture_default_str();
   score_cmd.add_option(cli::flag("rollouts"), score.rollouts, "JSON-lines file ('-' for stdin)")
-      ->required();
+      .required();
   score_cmd.add_flag(cli::flag("requests"),
                      score.requests,
                      "Print the judge/classify request each rollout needs instead of scoring");

@@ -31,7 +31,7 @@ void register_commands(cli::CommandTree &tree) {
       tree.command({"environments", "describe"},
                    "Print what the Python entry point needs to build an environment, as JSON");
   describe_cmd.add_option("NAME", describe_options.name, "environment name, alias or module stem")
-      ->required();
+      .required();
   describe_cmd.add_option(
       cli::flag("args"), describe_options.args, "load_environment arguments as a JSON object");
   describe_cmd.callback([&describe_options] {
@@ -49,7 +49,7 @@ void register_commands(cli::CommandTree &tree) {
       {"environments", "serve"},
       "Serve environment sessions to the Python package over JSON lines on stdin/stdout");
   serve_cmd.add_flag("--stdio", serve_options.stdio, "speak the protocol on stdin/stdout")
-      ->required();
+      .required();
   serve_cmd.callback([] {
     // The Verifiers worker that started us may die without closing our stdin.
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -63,18 +63,18 @@ void register_commands(cli::CommandTree &tree) {
       "Drive one rollout against an OpenAI-compatible endpoint and the tool services; print the "
       "transcript, state and reward as JSON");
   rollout_cmd.add_option("NAME", rollout_options.name, "environment name, alias or module stem")
-      ->required();
+      .required();
   rollout_cmd.add_option(
       cli::flag("args"), rollout_options.args, "load_environment arguments as a JSON object");
   rollout_cmd.add_option(cli::flag("row"), rollout_options.row, "the dataset row as a JSON object")
-      ->required();
+      .required();
   rollout_cmd
       .add_option(cli::flag("endpoint"),
                   rollout_options.endpoint,
                   "OpenAI-compatible base URL (POST <endpoint>/chat/completions)")
-      ->required();
+      .required();
   rollout_cmd.add_option(cli::flag("model"), rollout_options.model, "model name to request")
-      ->required();
+      .required();
   rollout_cmd.add_option(
       cli::flag("timeout"), rollout_options.timeout, "seconds per model call (default 600)");
   rollout_cmd.callback([&rollout_options] {

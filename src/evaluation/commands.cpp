@@ -137,7 +137,7 @@ EvaluationRequest read_request(const std::string &value) {
   return request_from_json(json, source);
 }
 
-void add_python(CLI::App &command, std::optional<std::string> &target) {
+void add_python(cli::Command &command, std::optional<std::string> &target) {
   command.add_option(cli::flag("python"),
                      target,
                      "Python interpreter with LiteRegistry's launchers (and JTC, when installed); "
@@ -145,15 +145,15 @@ void add_python(CLI::App &command, std::optional<std::string> &target) {
 }
 
 void register_yaml_command(cli::CommandTree &tree, std::string_view name, bool submit) {
-  CLI::App &command = tree.command(
+  cli::Command &command = tree.command(
       {"evaluation", name},
       submit ? "Launch an evaluation YAML: its LiteRegistry services, then the evaluator (the "
                "services are stopped again if the evaluator cannot be created)"
              : "Preview evaluation YAMLs: the service stack and the evaluator spec (submits and "
                "writes nothing)");
   auto &options = tree.make_options<YamlOptions>();
-  command.add_option("config", options.positional, "Evaluation YAML(s)")->type_name("YAML");
-  command.add_option(cli::flag("config"), options.config, "Evaluation YAML")->type_name("YAML");
+  command.add_option("config", options.positional, "Evaluation YAML(s)").type_name("YAML");
+  command.add_option(cli::flag("config"), options.config, "Evaluation YAML").type_name("YAML");
   command.add_option(cli::flag("image"), options.image, "Evaluation image (overrides image:)");
   command.add_option(cli::flag("registry"),
                      options.registry,
@@ -180,7 +180,7 @@ void register_yaml_command(cli::CommandTree &tree, std::string_view name, bool s
 }
 
 void register_request_command(cli::CommandTree &tree, std::string_view name, bool submit) {
-  CLI::App &command =
+  cli::Command &command =
       tree.command({"evaluation", name},
                    submit ? "Launch a PythonEvaluationRequest (JSON): services, then the evaluator"
                           : "Preview a PythonEvaluationRequest (JSON) without submitting");
@@ -189,7 +189,7 @@ void register_request_command(cli::CommandTree &tree, std::string_view name, boo
       .add_option(cli::flag("request-json"),
                   options.request_json,
                   "The request: a JSON file, or the JSON text itself")
-      ->required();
+      .required();
   add_python(command, options.python);
   command.callback([&options, submit] {
     Context context(options.python);
@@ -211,7 +211,7 @@ void register_commands(cli::CommandTree &tree) {
   register_yaml_command(tree, "run", true);
   register_request_command(tree, "request-preview", false);
   register_request_command(tree, "request-submit", true);
-  CLI::App &workflows = tree.command(
+  cli::Command &workflows = tree.command(
       {"evaluation", "workflows"},
       "List the workflow names a YAML's workflow: may name (JTC's registry, or the fallback list)");
   auto &options = tree.make_options<WorkflowsOptions>();

@@ -26,7 +26,7 @@ void register_commands(pb::cli::CommandTree &tree) {
                                 "Print the image a launch uses for a workspace when --image is "
                                 "not given (beaker://ID)");
   fallback.add_option(pb::cli::flag("workspace"), options.workspace, "Beaker workspace")
-      ->capture_default_str();
+      .capture_default_str();
   fallback.add_option(pb::cli::flag("role"),
                       options.role,
                       "Catalog role (default: the catalog's default base role)");

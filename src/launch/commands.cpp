@@ -29,7 +29,7 @@ void add_launch_command(pb::cli::CommandTree &tree, Program program, bool submit
                    " run as JSON; touches nothing unless --write-spec";
   tree.leaf({name, submit ? "submit" : "preview"},
             description,
-            [&tree, program, submit](CLI::App &command) {
+            [&tree, program, submit](cli::Command &command) {
               auto &options = tree.make_options<LaunchOptions>();
               register_launch_flags(command, options);
               bool &follow = tree.make_options<bool>();
@@ -90,12 +90,12 @@ void register_commands(pb::cli::CommandTree &tree) {
   tree.leaf({"toml", "rewrite-envs"},
             "Write SRC to DST with legacy environment ids pointed at "
             "primebeaker.environments.* (comments and layout kept)",
-            [&tree](CLI::App &command) {
+            [&tree](cli::Command &command) {
               auto &rewrite = tree.make_options<RewriteOptions>();
               command.add_option("SRC", rewrite.source, "Source training TOML (never edited)")
-                  ->required();
+                  .required();
               command.add_option("DST", rewrite.destination, "Where to write the runtime TOML")
-                  ->required();
+                  .required();
               command.callback([&rewrite] {
                 const auto document = toml::Document::load(rewrite.source);
                 const auto rewrites = plan_environment_rewrites(document);

@@ -292,7 +292,7 @@ void apply_setting(LaunchOptions &options,
   }
 }
 
-void register_launch_flags(CLI::App &app,
+void register_launch_flags(cli::Command &app,
                            LaunchOptions &options,
                            const std::vector<std::string> &only,
                            bool toml_required) {
@@ -307,7 +307,7 @@ void register_launch_flags(CLI::App &app,
       // `submit` always writes the spec (Beaker reads it from there), so --write-spec could only
       // be a no-op or a contradiction there: refused while parsing, before anything runs
       // (docs/launch.md "Output").
-      if (name == "write-spec" && app.get_name() == "submit") {
+      if (name == "write-spec" && app.name() == "submit") {
         app.add_flag_function(
             names,
             [name](std::int64_t) {
@@ -327,25 +327,23 @@ void register_launch_flags(CLI::App &app,
       continue;
     }
     if (info.kind == Kind::list) {
-      auto *option = app.add_option_function<std::vector<std::string>>(
+      app.add_list_option_function(
           pb::cli::flag(name),
           [&options, name](const std::vector<std::string> &values) {
             apply_setting(options, name, values);
           },
           info.help);
-      option->allow_extra_args(false);
-      option->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
       continue;
     }
-    auto *option = app.add_option_function<std::string>(
+    auto option = app.add_option_function(
         pb::cli::flag(name),
         [&options, name](const std::string &value) { apply_setting(options, name, {value}); },
         info.help);
-    option->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    option.take_last();
     if (name == "toml") {
-      option->type_name("FILE");
+      option.type_name("FILE");
       if (toml_required) {
-        option->required();
+        option.required();
       }
     }
   }

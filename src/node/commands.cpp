@@ -26,7 +26,7 @@ void register_commands(pb::cli::CommandTree &tree) {
   auto &single = tree.command({"node", "single"},
                               "In-container: run a single-node Prime-RL job from the spec's env "
                               "(setup command, caches, checks, then exec sft/rl)");
-  single.add_option("PROGRAM", program, "sft or rl")->required();
+  single.add_option("PROGRAM", program, "sft or rl").required();
   single.callback([&program] {
     proc::SystemRunner runner;
     run_single_node(plan_single_node(program, pb::env::snapshot()), runner);

@@ -361,22 +361,22 @@ void register_commands(cli::CommandTree &tree) {
   {
     auto &options = tree.make_options<ListOptions>();
     auto &cmd = tree.command({"registry", "list"}, "List live endpoints grouped by service");
-    cmd.add_option(cli::flag("registry"), options.registry, uri_help)->required();
+    cmd.add_option(cli::flag("registry"), options.registry, uri_help).required();
     cmd.add_flag(cli::flag("json"), options.json, "Print JSON {service: [endpoints]}");
     cmd.add_option(
            cli::flag("heartbeat-window"), options.window, "Liveness window in seconds (inclusive)")
-        ->capture_default_str();
+        .capture_default_str();
     cmd.callback([&options] { run_list(options); });
   }
   {
     auto &options = tree.make_options<RegisterOptions>();
     auto &cmd = tree.command({"registry", "register"},
                              "Publish one endpoint as a LiteRegistry server record");
-    cmd.add_option(cli::flag("registry"), options.registry, uri_help)->required();
+    cmd.add_option(cli::flag("registry"), options.registry, uri_help).required();
     cmd.add_option(cli::flag("service"), options.service, "Service name (metadata.model_path)")
-        ->required();
+        .required();
     cmd.add_option(cli::flag("uri"), options.uri, "Endpoint URL, e.g. http://node01:20306")
-        ->required();
+        .required();
     cmd.add_option(
         cli::flag("host"), options.host, "Host name stored in the record (default: ours)");
     cmd.add_option(
@@ -390,15 +390,15 @@ void register_commands(cli::CommandTree &tree) {
     auto &options = tree.make_options<PublishOptions>();
     auto &cmd = tree.command({"registry", "publish-endpoint"},
                              "Publish one TTL'd endpoint record (e.g. name redis for a head)");
-    cmd.add_option(cli::flag("registry"), options.registry, "Endpoint registry URI")->required();
+    cmd.add_option(cli::flag("registry"), options.registry, "Endpoint registry URI").required();
     cmd.add_option(cli::flag("name"), options.name, "Endpoint name (redis, gateway, ...)")
-        ->required();
-    cmd.add_option(cli::flag("uri"), options.uri, "Endpoint URI")->required();
+        .required();
+    cmd.add_option(cli::flag("uri"), options.uri, "Endpoint URI").required();
     cmd.add_option(cli::flag("publisher-id"),
                    options.publisher_id,
                    "Publisher id (default: manual-<uuid hex>)");
     cmd.add_option(cli::flag("ttl"), options.ttl, "Seconds until the record expires")
-        ->capture_default_str();
+        .capture_default_str();
     cmd.callback([&options] { run_publish(options); });
   }
   {
@@ -406,12 +406,12 @@ void register_commands(cli::CommandTree &tree) {
     options.timeout = 600;
     auto &cmd = tree.command({"registry", "wait-redis"},
                              "Wait until the registry's Redis answers PING (head+ resolved)");
-    cmd.add_option(cli::flag("registry"), options.registry, uri_help)->required();
-    cmd.add_option(cli::flag("timeout"), options.timeout, "Seconds to wait")->capture_default_str();
+    cmd.add_option(cli::flag("registry"), options.registry, uri_help).required();
+    cmd.add_option(cli::flag("timeout"), options.timeout, "Seconds to wait").capture_default_str();
     cmd.add_option(
         cli::flag("stop-file"), options.stop_file, "Give up (exit 92) as soon as this file exists");
     cmd.add_option(cli::flag("poll-interval"), options.poll_interval, "Seconds between attempts")
-        ->capture_default_str();
+        .capture_default_str();
     cmd.callback([&options] { run_wait_redis(options); });
   }
   {
@@ -419,20 +419,20 @@ void register_commands(cli::CommandTree &tree) {
     options.timeout = 1800;
     auto &cmd = tree.command({"registry", "wait-services"},
                              "Wait until every named service has N live endpoints");
-    cmd.add_option(cli::flag("registry"), options.registry, uri_help)->required();
+    cmd.add_option(cli::flag("registry"), options.registry, uri_help).required();
     cli::add_list_option(
         cmd, "require", options.require, "NAME=COUNT (repeat for several services)");
     cmd.add_option(cli::flag("requirements-json"),
                    options.requirements_json,
                    "Requirements as a JSON object {\"name\": count} (reference spelling)");
-    cmd.add_option(cli::flag("timeout"), options.timeout, "Seconds to wait")->capture_default_str();
+    cmd.add_option(cli::flag("timeout"), options.timeout, "Seconds to wait").capture_default_str();
     cmd.add_option(
         cli::flag("stop-file"), options.stop_file, "Give up (exit 92) as soon as this file exists");
     cmd.add_option(cli::flag("poll-interval"), options.poll_interval, "Seconds between reads")
-        ->capture_default_str();
+        .capture_default_str();
     cmd.add_option(
            cli::flag("heartbeat-window"), options.window, "Liveness window in seconds (inclusive)")
-        ->capture_default_str();
+        .capture_default_str();
     cmd.callback([&options] { run_wait_services(options); });
   }
   {
@@ -440,7 +440,7 @@ void register_commands(cli::CommandTree &tree) {
     auto &cmd = tree.command({"registry", "probe-gateway"},
                              "Check that a tool gateway is ready (health, routes, search)");
     cmd.add_option(cli::flag("url"), options.url, "Gateway base URL, e.g. http://127.0.0.1:1212")
-        ->required();
+        .required();
     cli::add_list_option(cmd,
                          "model-path",
                          options.model_paths,
@@ -453,7 +453,7 @@ void register_commands(cli::CommandTree &tree) {
                          options.required_paths,
                          "Route that must exist (OPTIONS 200/204/405), repeatable");
     cmd.add_option(cli::flag("timeout"), options.timeout, "Seconds per request")
-        ->capture_default_str();
+        .capture_default_str();
     cmd.callback([&options] { run_probe(options); });
   }
 }

@@ -109,7 +109,7 @@ void run_resume(const ResumeOptions &options) {
   print_json(std::cout, execute(plan, effects));
 }
 
-void add_resume_options(cli::CommandTree &tree, CLI::App &app) {
+void add_resume_options(cli::CommandTree &tree, cli::Command &app) {
   auto &options = tree.make_options<ResumeOptions>();
   app.add_option("from_experiment_id," + cli::flag("from-experiment"),
                  options.from_experiment,
@@ -147,9 +147,8 @@ void add_resume_options(cli::CommandTree &tree, CLI::App &app) {
       {"registry", "LiteRegistry URI for the new run; default: the source's REGISTRY"},
   };
   for (const auto &[name, text] : help) {
-    if (CLI::Option *option = app.get_option_no_throw("--" + name)) {
-      option->default_str("");
-      option->description(text);
+    if (auto option = app.find_option("--" + name)) {
+      option->default_str("").description(text);
     }
   }
   app.callback([&options] { run_resume(options); });
@@ -163,7 +162,7 @@ void register_commands(cli::CommandTree &tree) {
       {"rl", "resume"},
       "Start a fresh whole-topology experiment that continues a multi-node RL run from its newest "
       "(or a chosen) checkpoint step that trainer and orchestrator both finished",
-      [&tree](CLI::App &app) { add_resume_options(tree, app); });
+      [&tree](cli::Command &app) { add_resume_options(tree, app); });
 }
 
 } // namespace pb::resume

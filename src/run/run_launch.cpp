@@ -197,16 +197,16 @@ void run_command(const RunCommandOptions &options, bool submit) {
 }
 
 void register_run_command(cli::CommandTree &tree, std::string_view name, bool submit) {
-  CLI::App &command = tree.command(
+  cli::Command &command = tree.command(
       {"run", name},
       submit ? "Launch the LiteRegistry services of a run YAML, then its RL experiment (the "
                "services are stopped again if the RL submission fails)"
              : "Preview the services and the RL experiment of a run YAML (submits nothing)");
   auto &options = tree.make_options<RunCommandOptions>();
   command.add_option("config", options.config_path, "The primebeaker.run/v1 YAML")
-      ->type_name("FILE");
+      .type_name("FILE");
   command.add_option(cli::flag("config"), options.config_path, "The primebeaker.run/v1 YAML")
-      ->type_name("FILE");
+      .type_name("FILE");
   command.add_option(cli::flag("python"),
                      options.python,
                      "Python interpreter that has LiteRegistry's launchers "

@@ -298,20 +298,20 @@ constexpr const char *k_run_help =
 void register_commands(cli::CommandTree &tree) {
   {
     auto &options = tree.make_options<StatusOptions>();
-    CLI::App &app = tree.command(
+    cli::Command &app = tree.command(
         {"status"},
         "Per-replica state of a run, registry readiness, newest complete checkpoint, W&B URL");
-    app.add_option("run", options.run, k_run_help)->required();
+    app.add_option("run", options.run, k_run_help).required();
     app.add_flag(cli::flag("json"), options.json, "Print one JSON object instead of a table");
     app.callback([&options] { run_status(options); });
   }
   {
     auto &options = tree.make_options<FollowCommandOptions>();
-    CLI::App &app = tree.command(
+    cli::Command &app = tree.command(
         {"follow"},
         "Stream every replica's logs until the run ends; the exit code says how it ended "
         "(0 succeeded, 10 failed, 11 preempted, 12 canceled, 13 timed out, 130 Ctrl-C)");
-    app.add_option("run", options.run, k_run_help)->required();
+    app.add_option("run", options.run, k_run_help).required();
     app.add_option(cli::flag("since"),
                    options.since,
                    "Only log lines from this time on: RFC 3339, or a duration back (10m, 2h)");
@@ -320,11 +320,11 @@ void register_commands(cli::CommandTree &tree) {
                    options.timeout,
                    "Stop following after this long (seconds or 30m/2h; 0 = never); the run "
                    "keeps running")
-        ->capture_default_str();
+        .capture_default_str();
     app.add_option(cli::flag("poll-interval"),
                    options.poll_interval_seconds,
                    "Seconds between polls of beaker")
-        ->capture_default_str();
+        .capture_default_str();
     app.callback([&options] {
       const int code = run_follow(options);
       if (code != 0) {
@@ -334,17 +334,17 @@ void register_commands(cli::CommandTree &tree) {
   }
   {
     auto &options = tree.make_options<LogsOptions>();
-    CLI::App &app = tree.command({"logs"}, "Print the logs of a run's replicas");
-    app.add_option("run", options.run, k_run_help)->required();
+    cli::Command &app = tree.command({"logs"}, "Print the logs of a run's replicas");
+    app.add_option("run", options.run, k_run_help).required();
     app.add_option(cli::flag("replica"), options.replica, "Only this replica rank");
     app.add_option(cli::flag("tail"), options.tail, "Only the last K lines of each replica");
     app.callback([&options] { run_logs(options); });
   }
   {
     auto &options = tree.make_options<StopOptions>();
-    CLI::App &app =
+    cli::Command &app =
         tree.command({"stop"}, "Stop a run (and the service stack a joint run owns); asks first");
-    app.add_option("run", options.run, k_run_help)->required();
+    app.add_option("run", options.run, k_run_help).required();
     app.add_flag(cli::flag("yes", "-y"), options.yes, "Do not ask");
     app.add_flag(cli::flag("keep-services"),
                  options.keep_services,
@@ -353,14 +353,14 @@ void register_commands(cli::CommandTree &tree) {
   }
   {
     auto &options = tree.make_options<ListOptions>();
-    CLI::App &app = tree.command({"list"}, "This tool's launches in a workspace, newest first");
+    cli::Command &app = tree.command({"list"}, "This tool's launches in a workspace, newest first");
     app.add_option(cli::flag("workspace", "-w"), options.workspace, "Beaker workspace")
-        ->capture_default_str();
+        .capture_default_str();
     app.add_flag(cli::flag("mine"), options.mine, "Only experiments you launched");
     app.add_flag(cli::flag("json"), options.json, "Print a JSON array instead of a table");
     app.add_flag(cli::flag("all"), options.all, "Every experiment, not only primebeaker's");
     app.add_option(cli::flag("limit"), options.limit, "At most this many rows")
-        ->capture_default_str();
+        .capture_default_str();
     app.callback([&options] { run_list(options); });
   }
 }

@@ -39,7 +39,7 @@ void use_beaker_from(LiteRegistry &launcher, const std::map<std::string, std::st
                       path != env.end() ? path->second : "/usr/bin:/bin");
 }
 
-void add_python_option(CLI::App &command, std::optional<std::string> &target) {
+void add_python_option(cli::Command &command, std::optional<std::string> &target) {
   command.add_option(cli::flag("python"),
                      target,
                      "Python interpreter that has LiteRegistry's launchers "
@@ -57,7 +57,7 @@ void register_field_command(cli::CommandTree &tree,
                            info.launcher_class)
              : fmt::format("Preview a LiteRegistry {} stack (no Beaker call, nothing written)",
                            info.name);
-  CLI::App &command = tree.command(path, description);
+  cli::Command &command = tree.command(path, description);
   command.allow_extras();
   // Field flags are not ours to know, so they must not fall through to the root (which would
   // reject them); -v after the subcommand is honoured below instead.
@@ -107,7 +107,7 @@ void register_yaml_command(cli::CommandTree &tree,
                            Stack stack,
                            bool submit) {
   const StackInfo &info = stack_info(stack);
-  CLI::App &command =
+  cli::Command &command =
       tree.command(path,
                    submit ? fmt::format("Launch the LiteRegistry {} stack described by a {} YAML",
                                         info.name,
@@ -116,9 +116,9 @@ void register_yaml_command(cli::CommandTree &tree,
                                         info.name,
                                         k_services_schema));
   auto &options = tree.make_options<YamlCommandOptions>();
-  command.add_option("config", options.config_path, "The services YAML")->type_name("FILE");
+  command.add_option("config", options.config_path, "The services YAML").type_name("FILE");
   command.add_option(cli::flag("config"), options.config_path, "The services YAML")
-      ->type_name("FILE");
+      .type_name("FILE");
   add_python_option(command, options.python);
   command.callback([&options, stack, submit] {
     if (options.config_path.empty()) {
@@ -138,15 +138,15 @@ void register_yaml_command(cli::CommandTree &tree,
 void register_stop_command(cli::CommandTree &tree,
                            std::initializer_list<std::string_view> path,
                            Stack stack) {
-  CLI::App &command = tree.command(
+  cli::Command &command = tree.command(
       path,
       fmt::format("Stop a LiteRegistry {} stack (beaker experiment stop)", stack_info(stack).name));
   auto &options = tree.make_options<StopOptions>();
   command.add_option("experiment_id", options.experiment_id, "The service experiment ID")
-      ->type_name("ID");
+      .type_name("ID");
   command
       .add_option(cli::flag("experiment-id"), options.experiment_id, "The service experiment ID")
-      ->type_name("ID");
+      .type_name("ID");
   command.add_flag("--dry-run,--dry_run,!--no-dry-run",
                    options.dry_run,
                    "Print the stop command without running it");

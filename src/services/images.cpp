@@ -366,7 +366,7 @@ OrderedJson execute_images_plan(const ImagesPlan &plan,
 
 void register_images_command(cli::CommandTree &tree) {
   tree.command({"services", "images"}, "LiteRegistry images for your Beaker workspace");
-  CLI::App &command =
+  cli::Command &command =
       tree.command({"services", "images", "install"},
                    "Build LiteRegistry's images at the installed launcher version and publish "
                    "them to a Beaker workspace");
@@ -374,11 +374,11 @@ void register_images_command(cli::CommandTree &tree) {
   command
       .add_option(
           cli::flag("workspace"), options.workspace, "Beaker workspace receiving the images")
-      ->required();
+      .required();
   command.add_option(cli::flag("stack"), options.stack, "all, base or podman")
-      ->capture_default_str();
+      .capture_default_str();
   command.add_option(cli::flag("docker-bin"), options.docker_bin, "Docker-compatible executable")
-      ->capture_default_str();
+      .capture_default_str();
   command.add_flag("--pull-bases,--pull_bases,!--no-pull-bases,!--no_pull_bases",
                    options.pull_bases,
                    "Pull base images while building (default on)");

@@ -229,29 +229,29 @@ void register_commands(cli::CommandTree &tree) {
 
   auto &get_cmd = tree.command({"toml", "get"}, "Print the value at a key path");
   auto &g = tree.make_options<GetOptions>();
-  get_cmd.add_option("FILE", g.file, "TOML file ('-' for stdin)")->required();
+  get_cmd.add_option("FILE", g.file, "TOML file ('-' for stdin)").required();
   get_cmd
       .add_option("KEY",
                   g.key,
                   "key path: a.b, \"a.b\".c, bin[0].name, deps[-1], x[*]; '.' is "
                   "the whole document")
-      ->required();
+      .required();
   get_cmd
       .add_option(cli::flag("format"),
                   g.format,
                   "value (default), toml (exact source bytes), json, tagged-json (toml-test)")
-      ->check(CLI::IsMember({"value", "toml", "json", "tagged-json"}));
+      .one_of({"value", "toml", "json", "tagged-json"});
   get_cmd.callback([&g] { run_get(g); });
 
   auto &set_cmd = tree.command({"toml", "set"}, "Set a key to a value, editing the file in place");
   auto &s = tree.make_options<EditOptions>();
-  set_cmd.add_option("FILE", s.file, "TOML file ('-': read stdin, print the result)")->required();
+  set_cmd.add_option("FILE", s.file, "TOML file ('-': read stdin, print the result)").required();
   set_cmd
       .add_option("KEY",
                   s.key,
                   "key path: a.b, \"a.b\".c, bin[0].name, deps[+] (append), "
                   "deps[-1] (last)")
-      ->required();
+      .required();
   set_cmd.add_option("VALUE",
                      s.value,
                      "a TOML value literal: 8080, 3.5, true, '\"text\"', '[1, 2]', '{ a = 1 }', "
@@ -270,8 +270,8 @@ void register_commands(cli::CommandTree &tree) {
 
   auto &unset_cmd = tree.command({"toml", "unset"}, "Remove a key and the comments it owns");
   auto &u = tree.make_options<EditOptions>();
-  unset_cmd.add_option("FILE", u.file, "TOML file ('-': read stdin, print the result)")->required();
-  unset_cmd.add_option("KEY", u.key, "key path (see `toml set --help`)")->required();
+  unset_cmd.add_option("FILE", u.file, "TOML file ('-': read stdin, print the result)").required();
+  unset_cmd.add_option("KEY", u.key, "key path (see `toml set --help`)").required();
   unset_cmd.add_flag(cli::flag("if-exists"), u.if_exists, "a missing key is not an error");
   unset_cmd.add_flag(cli::flag("prune"), u.prune, "also remove [tables] left empty");
   unset_cmd.add_flag(cli::flag("dry-run"), u.dry_run, "print a unified diff, write nothing");
@@ -284,7 +284,7 @@ void register_commands(cli::CommandTree &tree) {
                                  "Validate TOML files; prints FILE:LINE:COL: message per invalid "
                                  "file and exits 3");
   auto &c = tree.make_options<CheckOptions>();
-  check_cmd.add_option("FILE", c.files, "TOML files ('-' for stdin)")->required();
+  check_cmd.add_option("FILE", c.files, "TOML files ('-' for stdin)").required();
   check_cmd.callback([&c] { run_check(c); });
 }
 

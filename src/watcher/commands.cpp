@@ -54,9 +54,9 @@ std::string default_repo_root() {
   return env::get("JTC_ROOT").value_or("/weka/gfaria/jtc");
 }
 
-void add_database_options(CLI::App &command, CommonOptions &options, bool with_repo_root) {
+void add_database_options(cli::Command &command, CommonOptions &options, bool with_repo_root) {
   command.add_option(cli::flag("database"), options.database, "SQLite database file")
-      ->capture_default_str();
+      .capture_default_str();
   if (with_repo_root) {
     command.add_option(cli::flag("repo-root"),
                        options.repo_root,
@@ -65,7 +65,7 @@ void add_database_options(CLI::App &command, CommonOptions &options, bool with_r
   command.add_flag(cli::flag("json"), options.json, "Print JSON (results are always JSON)");
 }
 
-void add_discovery_options(CLI::App &command, CommonOptions &options) {
+void add_discovery_options(cli::Command &command, CommonOptions &options) {
   add_database_options(command, options, true);
   cli::add_list_option(command,
                        "train-config-roots",
@@ -167,7 +167,7 @@ void register_commands(cli::CommandTree &tree) {
     auto &sft_config = tree.make_options<std::string>();
     auto &cmd = tree.command({"watcher", "index"}, "Index one RL checkpoint's provenance");
     cmd.add_option("model", model, "The checkpoint directory (relative to --repo-root)")
-        ->required();
+        .required();
     add_discovery_options(cmd, options);
     cmd.add_option(cli::flag("rl-config"), rl_config, "The RL TOML (else discovered)");
     cmd.add_option(cli::flag("sft-config"), sft_config, "The SFT TOML (else discovered)");
@@ -224,7 +224,7 @@ void register_commands(cli::CommandTree &tree) {
     auto &model = tree.make_options<std::string>();
     auto &cmd = tree.command({"watcher", "show"}, "Print one indexed checkpoint's provenance");
     cmd.add_option("model", model, "The checkpoint directory (relative to --repo-root)")
-        ->required();
+        .required();
     add_database_options(cmd, options, true);
     cmd.callback([&] {
       const std::string root = options.repo_root.empty() ? default_repo_root() : options.repo_root;
@@ -244,13 +244,13 @@ void register_commands(cli::CommandTree &tree) {
     secret = "gfaria_WANDB_API_KEY";
     auto &cmd = tree.command({"watcher", "serve"}, "Serve the read-only web UI and JSON API");
     cmd.add_option(cli::flag("database"), config.database, "SQLite database file")
-        ->capture_default_str();
-    cmd.add_option(cli::flag("host"), config.host, "Address to bind")->capture_default_str();
+        .capture_default_str();
+    cmd.add_option(cli::flag("host"), config.host, "Address to bind").capture_default_str();
     cmd.add_option(cli::flag("port"), config.port, "Port (0: any free port)")
-        ->capture_default_str()
-        ->check(CLI::Range(0, 65535));
+        .capture_default_str()
+        .in_range(0, 65535);
     cmd.add_option(cli::flag("wandb-secret"), secret, "Beaker secret holding the W&B API key")
-        ->capture_default_str();
+        .capture_default_str();
     cmd.add_flag(cli::flag("reload"), reload, "Accepted for compatibility; has no effect");
     cmd.callback([&] {
       if (reload) {

@@ -82,8 +82,8 @@ std::vector<std::string> leaves_built(std::optional<std::vector<std::string>> ar
   for (const auto &[group, name] : std::vector<std::pair<std::string, std::string>>{
            {"rl", "preview"}, {"rl", "submit"}, {"sft", "preview"}}) {
     tree.leaf(
-        {group, name}, group + " " + name, [&built, group = group, name = name](CLI::App &app) {
-          app.add_flag("--dry-run");
+        {group, name}, group + " " + name, [&built, group = group, name = name](pb::cli::Command &command) {
+          command.cli11().add_flag("--dry-run");
           built.push_back(group + " " + name);
         });
   }

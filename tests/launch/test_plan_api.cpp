@@ -7,6 +7,7 @@
 #include <primebeaker/beaker/client.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/fs.hpp>
+#include <primebeaker/core/command_tree.hpp>
 #include <primebeaker/launch/launch.hpp>
 #include <primebeaker/toml/value.hpp>
 
@@ -144,7 +145,8 @@ TEST(PlanApi, PlansArePure) {
 TEST(PlanApi, SharedFlagParserForCliAndYaml) {
   LaunchOptions from_cli;
   CLI::App app;
-  launch::register_launch_flags(app, from_cli);
+  cli::Command command(app);
+  launch::register_launch_flags(command, from_cli);
   app.parse("--toml x.toml --cluster a/b --cluster c/d --required-service terminal=2 "
             "--gateway_workers 3",
             false);
@@ -173,7 +175,8 @@ TEST(PlanApi, SharedFlagParserForCliAndYaml) {
 TEST(PlanApi, OnlySomeFlagsForResumeOverrides) {
   LaunchOptions options;
   CLI::App app;
-  launch::register_launch_flags(app, options, {"image", "workspace", "cluster"}, false);
+  cli::Command command(app);
+  launch::register_launch_flags(command, options, {"image", "workspace", "cluster"}, false);
   EXPECT_NO_THROW(app.parse("--image beaker://x", false));
   EXPECT_EQ(options.image, "beaker://x");
   EXPECT_THROW(app.parse("--priority high", false), CLI::ParseError);

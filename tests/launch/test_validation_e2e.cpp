@@ -6,6 +6,7 @@
 #include "launch_fixture.hpp"
 
 #include <primebeaker/core/error.hpp>
+#include <primebeaker/core/command_tree.hpp>
 #include <primebeaker/launch/launch.hpp>
 #include <primebeaker/toml/value.hpp>
 
@@ -29,7 +30,8 @@ protected:
   void plan(const std::vector<std::string> &args) {
     launch::LaunchOptions options;
     CLI::App app;
-    launch::register_launch_flags(app, options);
+    cli::Command command(app);
+    launch::register_launch_flags(command, options);
     std::vector<std::string> flags = mount_flags();
     flags.insert(flags.end(), args.begin() + 2, args.end());
     std::reverse(flags.begin(), flags.end()); // CLI11 takes its vector reversed

@@ -18,8 +18,8 @@
 #include <string_view>
 #include <vector>
 
-namespace CLI {
-class App;
+namespace pb::cli {
+class Command;
 }
 namespace pb::fs {
 class FileSystem;
@@ -89,7 +89,7 @@ const std::vector<std::string> &launch_flag_names();
 // accumulate and accept one JSON list literal, `--write-spec/--no-write-spec`. Values go
 // through apply_setting(), so the CLI and YAML callers share one parser. `--toml` is required
 // when registered unless `toml_required` is false.
-void register_launch_flags(CLI::App &app,
+void register_launch_flags(cli::Command &app,
                            LaunchOptions &options,
                            const std::vector<std::string> &only = {},
                            bool toml_required = true);
