@@ -19,6 +19,12 @@ endif()
 option(PB_LEAN_LINK
        "Link primebeaker for start-up cost (static archives and C++ runtime, packed relocations)"
        ${pb_lean_default})
+if(PB_LEAN_LINK)
+  # One section per function, so that the link can put the functions start-up runs side by side
+  # (cmake/PbLean.cmake). In CMAKE_CXX_FLAGS rather than on a target: the static archives
+  # PbStaticDeps.cmake compiles from Debian's headers need it too.
+  string(APPEND CMAKE_CXX_FLAGS " -ffunction-sections")
+endif()
 
 add_library(pb_settings INTERFACE)
 target_compile_features(pb_settings INTERFACE cxx_std_20)

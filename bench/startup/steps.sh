@@ -5,7 +5,9 @@
 #   httplib-plugin    Debian's shared fmt, spdlog, toml++, yaml-cpp and libstdc++ (the objects
 #                     already call cpp-httplib through the embedded plugin)
 #   static-cxx-libs   + our static fmt, spdlog, toml++ and Debian's libyaml-cpp.a
-#   static-libstdc++  + -static-libstdc++ -static-libgcc (the lean build as it is)
+#   static-libstdc++  + -static-libstdc++ -static-libgcc
+#   startup-order     + the functions start-up runs first in .text (cmake/startup-order.txt)
+#   gc-sections       + --gc-sections (the lean build as it is)
 #   z-now             + -z now (bind every symbol at start instead of lazily)
 #   no-pie            + -no-pie (no relative relocations at all, but no ASLR for the binary)
 # Usage: bench/startup/steps.sh [build-dir] [before-binary]
@@ -29,13 +31,17 @@ relink() { # name, sed expression on the link command
 }
 shared_cxx='s| libpb_static_spdlog.a | -lspdlog |; s| libpb_static_fmt.a | -lfmt |;
   s| libpb_static_tomlplusplus.a | -ltomlplusplus |; s|/usr/lib/x86_64-linux-gnu/libyaml-cpp.a|-lyaml-cpp|'
-relink httplib-plugin "$shared_cxx; s| -static-libstdc++ -static-libgcc | |"
-relink static-cxx-libs 's| -static-libstdc++ -static-libgcc | |'
-relink static-libstdc++ 's|^|:|; s|^:||'
+unordered='s| -Wl,-T,[^ ]*startup-order.ld||; s| -Wl,--gc-sections||'
+relink httplib-plugin "$shared_cxx; $unordered; s| -static-libstdc++ -static-libgcc | |"
+relink static-cxx-libs "$unordered; s| -static-libstdc++ -static-libgcc | |"
+relink static-libstdc++ "$unordered"
+relink startup-order 's| -Wl,--gc-sections||'
+relink gc-sections 's|^|:|; s|^:||'
 relink z-now 's|-Wl,-O1|-Wl,-O1 -Wl,-z,now|'
 relink no-pie 's|-Wl,-O1|-Wl,-O1 -no-pie|'
 
 variants=(${before:+"before:$before"} "httplib-plugin:$out/httplib-plugin"
-  "static-cxx-libs:$out/static-cxx-libs" "static-libstdc++:$out/static-libstdc++" "z-now:$out/z-now"
+  "static-cxx-libs:$out/static-cxx-libs" "static-libstdc++:$out/static-libstdc++"
+  "startup-order:$out/startup-order" "gc-sections:$out/gc-sections" "z-now:$out/z-now"
   "no-pie:$out/no-pie")
 RUNS=$runs bench/startup/run.sh --variants "${variants[@]}"
