@@ -82,13 +82,17 @@ std::string read_file(const std::filesystem::path &path, int missing_code) {
     ::close(fd);
     throw Error(missing_code, fmt::format("cannot read {}: Is a directory", path.string()));
   }
-  std::string content;
-  if (st.st_size > 0) {
-    content.reserve(static_cast<size_t>(st.st_size));
-  }
-  char chunk[65536];
+  // Read straight into the result: one byte more than the size fstat gave, so a file read
+  // whole is known to be at its end after one more read() that returns 0; a file that grows, or
+  // reports no size (/proc, pipes), grows the buffer. (A stack buffer here cost a copy and, at
+  // 64 KB, pushed the callers' frames onto fresh stack pages at every start.)
+  std::string content(st.st_size > 0 ? static_cast<size_t>(st.st_size) + 1 : 4096, '\0');
+  size_t size = 0;
   for (;;) {
-    const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (size == content.size()) {
+      content.resize(content.size() * 2);
+    }
+    const ssize_t n = ::read(fd, content.data() + size, content.size() - size);
     if (n < 0 && errno == EINTR) {
       continue;
     }
@@ -100,9 +104,10 @@ std::string read_file(const std::filesystem::path &path, int missing_code) {
     if (n == 0) {
       break;
     }
-    content.append(chunk, static_cast<size_t>(n));
+    size += static_cast<size_t>(n);
   }
   ::close(fd);
+  content.resize(size);
   return content;
 }
 

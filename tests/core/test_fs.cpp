@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -123,6 +125,26 @@ TEST(ReadFile, ReadsBinaryExactly) {
                           11);
   pb::test::write_file(dir / "f", bytes);
   EXPECT_EQ(pb::fs::read_file(dir / "f"), bytes);
+}
+
+TEST(ReadFile, ReadsWhatHasNoSizeAndEmptyFiles) {
+  pb::test::TempDir dir;
+  pb::test::write_file(dir / "empty", "");
+  EXPECT_EQ(pb::fs::read_file(dir / "empty"), "");
+  // Longer than the 4 KB a file without a size starts with, so the buffer grows.
+  std::string expected;
+  for (int i = 0; i < 3000; ++i) {
+    expected += std::to_string(i) + '\n';
+  }
+  pb::test::write_file(dir / "long", expected);
+  const auto fifo = dir / "pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::thread writer([&fifo, &expected] { pb::test::write_file(fifo, expected); });
+  EXPECT_EQ(pb::fs::read_file(fifo), expected); // a pipe: no size, many short reads
+  writer.join();
+  EXPECT_EQ(pb::fs::read_file(dir / "long"), expected);
+  // /proc reports size 0 for text that is there.
+  EXPECT_NE(pb::fs::read_file("/proc/self/status").find("Name:"), std::string::npos);
 }
 
 } // namespace
