@@ -9,6 +9,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <iterator>
+#include <mutex>
 #include <utility>
 
 namespace pb::environments {
@@ -163,391 +166,414 @@ const std::vector<RewardTerm> &final_terms() {
   return terms;
 }
 
-constexpr std::size_t k_catalog_size = 16; // the Verifiers environments of docs/environments.md
-
-std::vector<Environment> build_catalog() {
-  std::vector<Environment> all;
-  all.reserve(k_catalog_size); // built once per process; no copies while it grows
-  const std::vector<std::string> browse_metrics = {
+// Lists several environments share.
+const std::vector<std::string> &browse_metrics() {
+  static const std::vector<std::string> values = {
       "browse_call_count", "browse_url_not_in_output_count", "successful_browse_count"};
+  return values;
+}
 
-  {
-    Environment e;
-    e.name = "articulated-harness";
-    e.module = "articulated_harness_env";
-    e.behaviour = Behaviour::articulated_harness;
-    e.env_class = "MultiTurnEnv";
-    e.max_turns = {1, "max_tool_calls"};
-    e.tools = {"terminal", "submit"};
-    e.rewards = tool_terms();
-    e.rewards.push_back({"rubric_completion_reward",
-                         1.0,
-                         "",
-                         "rubric_completion_reward_coef x correct (or completed) / expected"});
-    e.rewards.push_back({"missing_rubric_penalty",
-                         1.0,
-                         "",
-                         "-missing_rubric_penalty_coef x waiting / expected (gold labels only)"});
-    e.metrics = browse_metrics;
-    e.services = {"terminal", "fetch (browser_aware_terminal)"};
-    e.unknown_args = UnknownArgs::forward;
-    e.parameters = tool_label_parameters();
-    e.parameters.push_back(opt("rubric_completion_reward_coef", P::number, 1.0, ">= 0"));
-    e.parameters.push_back(opt("missing_rubric_penalty_coef", P::number, 1.0, ">= 0"));
-    e.summary = "tool-label harness that ends when every expected rubric has been submitted";
-    all.push_back(std::move(e));
-  }
-  {
-    Environment e;
-    e.name = "code-tool-label";
-    e.module = "jtc_code_tool_label_env";
-    e.aliases = {"jtc-code-tool-label"};
-    e.behaviour = Behaviour::code_tool_label;
-    e.env_class = "MultiTurnEnv";
-    e.max_turns = {2, ""};
-    e.tools = {"(XML <code> request)"};
-    e.rewards = {{"valid_first_turn", 1.0, "", "first turn is a code request or a final verdict"},
-                 {"valid_final_format", 1.0, "", "one <feedback> and one <label> in the last turn"},
-                 {"correct_final_label", 1.0, "", "normalised label equals normalised answer"}};
-    e.services = {"python"};
-    e.parameters = dataset_split();
-    append(e.parameters,
-           {opt("code_server_url", P::string, url("/python")),
-            opt("timeout", P::number, 20, "> 0"),
-            opt("max_retries", P::integer, 3, ">= 1"),
-            opt("max_runtime", P::integer, 2, ">= 1"),
-            Parameter{"code_output_truncation",
-                      P::int_or_none,
-                      J(),
-                      false,
-                      true,
-                      "integer, or the string \"None\""},
-            opt("tool_role", P::boolean, true),
-            opt("max_turns", P::integer, 2, ">= 1")});
-    e.summary = "two-turn XML judge that may run one Python program first";
-    all.push_back(std::move(e));
-  }
-  {
-    Environment e;
-    e.name = "label";
-    e.module = "jtc_label_env";
-    e.aliases = {"jtc-label"};
-    e.behaviour = Behaviour::label;
-    e.env_class = "SingleTurnEnv";
-    e.max_turns = {1, ""};
-    e.rewards = {{"valid_format", 1.0, "", "exactly one non-empty <feedback> and <label>"},
-                 {"correct_label", 1.0, "", "normalised label equals normalised answer"}};
-    e.parameters = dataset_split();
-    e.parameters[0].constraint = "a local JSONL file";
-    e.summary = "single-turn XML feedback/label judge";
-    all.push_back(std::move(e));
-  }
-  {
-    Environment e;
-    e.name = "multiple-choice-accuracy";
-    e.module = "jtc_multiple_choice_accuracy_env";
-    e.aliases = {"jtc-multiple-choice-accuracy"};
-    e.behaviour = Behaviour::multiple_choice_accuracy;
-    e.env_class = "SingleTurnEnv";
-    e.max_turns = {1, ""};
-    e.metrics = {"accuracy"};
-    e.parameters = dataset_split("validation");
-    e.summary = "metric-only validation: last standalone A-J letter; reward always 0";
-    all.push_back(std::move(e));
-  }
-  {
-    Environment e;
-    e.name = "podman-terminal";
-    e.module = "podman_terminal_env";
-    e.aliases = {"podman-terminal-verifier"};
-    e.behaviour = Behaviour::podman_terminal;
-    e.env_class = "MultiTurnEnv";
-    e.max_turns = {1, "max_tool_calls"};
-    e.tools = {"bash", "submit"};
-    e.rewards = {
-        {"task_reward_file",
-         1.0,
-         "reward_file_weight",
-         "reward file value clamped to [0, 1]",
-         "verifier_reward_weight"},
-        {"episode_terminated", 0.1, "termination_reward_weight", "1 once the marker was echoed"},
-        {"podman_failed_reward", 1.0, "podman_failure_penalty_weight", "-1 on a Podman failure"},
-        {"fake_tool_penalty", 0.1, "fake_tool_penalty_weight", "-(unknown-tool calls)"}};
-    e.metrics = {"terminal_completion_metric",
-                 "reward_file_present_metric",
-                 "podman_test_success_metric",
-                 "podman_failure_metric",
-                 "podman_oom_metric",
-                 "fake_tool_count_metric"};
-    e.services = {"podman"};
-    e.unknown_args = UnknownArgs::forward;
-    e.parameters = dataset_split();
-    append(
-        e.parameters,
-        {opt("podman_gateway_url", P::string, gateway, "non-blank"),
-         opt("podman_workdir", P::string, "/home/user", "non-blank"),
-         opt("command_timeout", P::number, 60, "> 0"),
-         opt("request_timeout", P::number, 150, "> 0"),
-         opt("handshake_timeout", P::number, 600, "> 0"),
-         opt("max_retries", P::integer, 3, ">= 1"),
-         opt("service", P::string, "podman", "non-blank"),
-         opt("client_id_prefix", P::string, "primebeaker-solver"),
-         opt("completion_marker", P::string, "TERMINAL_COMPLETE", "non-blank"),
-         opt("reward_file_path", P::string, "/logs/verifier/reward.txt", "non-blank"),
-         opt("test_command", P::string, "bash /tests/test.sh", "non-blank"),
-         opt("test_file_path", P::string, "/tmp/primebeaker-test-final-state.py", "non-blank"),
-         opt("test_timeout", P::number, 600, "> 0"),
-         opt("reward_file_weight", P::number, 1.0, ">= 0"),
-         none("verifier_reward_weight", P::number, "legacy alias of reward_file_weight; not both"),
-         opt("termination_reward_weight", P::number, 0.1, ">= 0"),
-         opt("podman_failure_penalty_weight", P::number, 1.0, ">= 0"),
-         opt("fake_tool_penalty_weight", P::number, 0.1, ">= 0"),
-         opt("max_tool_calls", P::integer, 64, ">= 0"),
-         none("max_turns", P::integer, "default max_tool_calls + 1"),
-         opt("tool_role", P::boolean, true),
-         none("final_warning", P::string),
-         opt("reasoning_only_final_penalty", P::number, -4.0, "<= 0"),
-         opt("invalid_trace_penalty", P::number, -4.0, "<= 0")});
-    e.summary = "solve a task in a fresh Podman container; graded by the task's own tests";
-    all.push_back(std::move(e));
-  }
-  {
-    Environment e;
-    e.name = "reward-model";
-    e.module = "jtc_reward_model_env";
-    e.aliases = {"jtc-reward-model"};
-    e.behaviour = Behaviour::reward_model;
-    e.env_class = "SingleTurnEnv";
-    e.max_turns = {1, ""};
-    e.rewards = {{"reward_model_score", 1.0, "", "(raw - mean) / std of the classifier score"}};
-    e.metrics = {"accuracy (log_science_accuracy)"};
-    e.services = {"reward model"};
-    e.parameters = {req("dataset", P::string),
-                    req("reward_model_path", P::string, "the classifier the service runs"),
-                    opt("split", P::string, "train"),
-                    opt("reward_server_url", P::string, url("/classify")),
-                    opt("reward_timeout", P::number, 240, "> 0"),
-                    opt("reward_max_retries", P::integer, 3, ">= 1"),
-                    opt("positive_class_index", P::integer, 0, ">= 0"),
-                    opt("score_transform", P::string, "identity", "identity or logit"),
-                    opt("logit_epsilon", P::number, 1e-7, "0 < eps < 0.5"),
-                    none("standardization_std", P::number, "> 0"),
-                    opt("center_rewards", P::boolean, false),
-                    opt("log_math_accuracy",
-                        P::boolean,
-                        false,
-                        "needs math-verify: not supported by the C++ scorer"),
-                    opt("log_science_accuracy", P::boolean, false),
-                    none("chat_template_kwargs", P::any, "a table")};
-    e.summary = "single turn scored by a sequence-classifier reward model";
-    all.push_back(std::move(e));
-  }
-  {
-    Environment e;
-    e.name = "rubrichub-judge";
-    e.module = "jtc_rubrichub_judge_env";
-    e.aliases = {"jtc-rubrichub-judge"};
-    e.behaviour = Behaviour::rubrichub_judge;
-    e.env_class = "SingleTurnEnv";
-    e.max_turns = {1, ""};
-    e.rewards = {{"(score_rollout)",
-                  1.0,
-                  "",
-                  "sum of passed weights / sum of positive weights + orphan </think> penalty"}};
-    e.metrics = {"jtc_weighted_score",
-                 "invalid_final_output",
-                 "non_terminated_policy_output",
-                 "orphan_think_close_tag",
-                 "orphan_think_close_penalty"};
-    e.services = {"judge"};
-    e.parameters = {opt("dataset", P::string, "sojuL/RubricHub_v1"),
-                    opt("split", P::string, "train"),
-                    none("judge_model_path",
-                         P::string,
-                         "set it: the reference default is a path on its authors' cluster"),
-                    opt("judge_server_url", P::string, url("/judge")),
-                    opt("judge_service_model_path", P::string, "judge"),
-                    opt("judge_timeout", P::number, 240, "> 0"),
-                    opt("judge_max_retries", P::integer, 3, ">= 1"),
-                    opt("max_rubrics", P::integer, 8, ">= 1"),
-                    opt("rubric_sample_seed", P::integer, 0),
-                    opt("non_termination_penalty", P::number, -0.25),
-                    opt("invalid_output_penalty", P::number, 0.0),
-                    opt("orphan_think_close_penalty", P::number, -0.2),
-                    none("shadow_judge_model_path", P::string),
-                    none("shadow_judge_server_url", P::string),
-                    opt("shadow_judge_service_model_path", P::string, "judge"),
-                    opt("shadow_judge_timeout", P::number, 300, "> 0"),
-                    opt("shadow_judge_max_retries", P::integer, 1, ">= 1"),
-                    opt("shadow_judge_sample_rate", P::number, 0.0, "0 <= rate <= 1"),
-                    opt("shadow_judge_sample_seed", P::integer, 0),
-                    none("shadow_judge_audit_dir", P::string)};
-    e.summary = "single turn scored by the judge pool against sampled RubricHub criteria";
-    all.push_back(std::move(e));
-  }
-  const std::vector<RewardTerm> exact_terms = {
+const std::vector<RewardTerm> &exact_terms() {
+  static const std::vector<RewardTerm> values = {
       {"final_json_format", 1.0, "", "last message ends with a fenced json {\"answer\": ...}"},
       {"answer_exact_match", 1.0, "", "answer equals the gold after trim and casefold"}};
-  for (const char *name : {"search-agent-dataset", "search-agent-webterminal"}) {
-    Environment e;
-    e.name = name;
-    const bool alias = std::string_view(name) == "search-agent-webterminal";
-    e.module = alias ? "jtc_search_agent_webterminal_env" : "jtc_search_agent_env";
-    e.aliases = {alias ? "jtc-search-agent-webterminal" : "jtc-search-agent"};
-    e.behaviour = Behaviour::search_agent;
-    e.env_class = "StatefulToolEnv";
-    e.max_turns = {1, "max_tool_calls"};
-    e.tools = {"search", "webterminal"};
-    e.rewards = exact_terms;
-    e.services = {"search", "terminal", "fetch"};
-    e.parameters = search_parameters(SearchTools::webterminal, 20);
-    e.summary = alias ? "re-export of search-agent-dataset"
-                      : "deep research with search and a web terminal; exact-match answer";
-    all.push_back(std::move(e));
-  }
-  {
-    Environment e;
-    e.name = "search-agent-visit";
-    e.module = "jtc_search_agent_visit_env";
-    e.aliases = {"jtc-search-agent-visit"};
-    e.behaviour = Behaviour::search_visit_agent;
-    e.env_class = "StatefulToolEnv";
-    e.max_turns = {1, "max_tool_calls"};
-    e.tools = {"search", "visit"};
-    e.rewards = exact_terms;
-    e.services = {"search", "fetch"};
-    e.unknown_args = UnknownArgs::ignore;
-    e.parameters = search_parameters(SearchTools::visit, 150);
-    e.summary = "re-export of search-visit-agent-dataset";
-    all.push_back(std::move(e));
-  }
-  const std::vector<RewardTerm> judge_term = {
+  return values;
+}
+
+const std::vector<RewardTerm> &judge_term() {
+  static const std::vector<RewardTerm> values = {
       {"judge_answer", 1.0, "", "1 when the judge labels the final answer pass"}};
-  for (const char *name : {"search-agent-visit-judge", "search-visit-agent-judge"}) {
-    Environment e;
-    e.name = name;
-    const bool alias = std::string_view(name) == "search-agent-visit-judge";
-    e.module = alias ? "jtc_search_agent_visit_judge_env" : "jtc_search_visit_agent_judge_env";
-    e.aliases = {alias ? "jtc-search-agent-visit-judge" : "jtc-search-visit-agent-judge"};
-    e.behaviour = Behaviour::search_visit_agent_judge;
-    e.env_class = "StatefulToolEnv";
-    e.max_turns = {1, "max_tool_calls"};
-    e.tools = {"search", "visit"};
-    e.rewards = judge_term;
-    e.services = {"search", "fetch", "judge"};
-    e.unknown_args = UnknownArgs::ignore;
-    e.parameters = search_parameters(SearchTools::visit, 150);
-    append(e.parameters, judge_parameters(true));
-    e.summary =
-        alias ? "re-export of search-visit-agent-judge" : "search and visit, scored by the judge";
-    all.push_back(std::move(e));
-  }
-  {
-    Environment e;
-    e.name = "search-agent-webterminal-judge";
-    e.module = "jtc_search_agent_webterminal_judge_env";
-    e.aliases = {"jtc-search-agent-webterminal-judge"};
-    e.behaviour = Behaviour::search_agent_judge;
-    e.env_class = "StatefulToolEnv";
-    e.max_turns = {1, "max_tool_calls"};
-    e.tools = {"search", "webterminal"};
-    e.rewards = judge_term;
-    e.rewards.push_back(
-        {"tool_stderr_penalty_reward", 1.0, "", "-tool_stderr_penalty x model-caused stderr"});
-    e.rewards.push_back({"missing_final_answer_penalty_reward",
-                         1.0,
-                         "",
-                         "missing_final_answer_penalty when the last turn has no answer"});
-    e.services = {"search", "terminal", "fetch", "judge"};
-    e.unknown_args = UnknownArgs::ignore;
-    e.parameters = search_parameters(SearchTools::webterminal, 150);
-    append(e.parameters, judge_parameters(false));
-    append(e.parameters,
-           {opt("webterminal_max_content_length", P::integer, 64000, ">= 1"),
-            opt("tool_stderr_penalty", P::number, 0.05, ">= 0"),
-            opt("missing_final_answer_penalty", P::number, -1.0, "<= 0"),
-            none("token_budget_warning_fraction", P::number, "0 < fraction <= 1"),
-            none("turn_budget_warning_fraction", P::number, "0 < fraction <= 1")});
-    for (auto &parameter : e.parameters) {
-      if (parameter.name == "token_budget_warning_fraction" ||
-          parameter.name == "turn_budget_warning_fraction") {
-        parameter.default_value = 0.1;
-      }
+  return values;
+}
+
+// Each environment's fields beyond its name, module and alias, which k_entries below gives.
+// The catalog is built one environment at a time, as lookups reach it: a preview validates the
+// one or two environments its TOML names, not all 16 (docs/environments.md "Catalog").
+void fill_articulated_harness(Environment &e) {
+  e.behaviour = Behaviour::articulated_harness;
+  e.env_class = "MultiTurnEnv";
+  e.max_turns = {1, "max_tool_calls"};
+  e.tools = {"terminal", "submit"};
+  e.rewards = tool_terms();
+  e.rewards.push_back({"rubric_completion_reward",
+                       1.0,
+                       "",
+                       "rubric_completion_reward_coef x correct (or completed) / expected"});
+  e.rewards.push_back({"missing_rubric_penalty",
+                       1.0,
+                       "",
+                       "-missing_rubric_penalty_coef x waiting / expected (gold labels only)"});
+  e.metrics = browse_metrics();
+  e.services = {"terminal", "fetch (browser_aware_terminal)"};
+  e.unknown_args = UnknownArgs::forward;
+  e.parameters = tool_label_parameters();
+  e.parameters.push_back(opt("rubric_completion_reward_coef", P::number, 1.0, ">= 0"));
+  e.parameters.push_back(opt("missing_rubric_penalty_coef", P::number, 1.0, ">= 0"));
+  e.summary = "tool-label harness that ends when every expected rubric has been submitted";
+}
+
+void fill_code_tool_label(Environment &e) {
+  e.behaviour = Behaviour::code_tool_label;
+  e.env_class = "MultiTurnEnv";
+  e.max_turns = {2, ""};
+  e.tools = {"(XML <code> request)"};
+  e.rewards = {{"valid_first_turn", 1.0, "", "first turn is a code request or a final verdict"},
+               {"valid_final_format", 1.0, "", "one <feedback> and one <label> in the last turn"},
+               {"correct_final_label", 1.0, "", "normalised label equals normalised answer"}};
+  e.services = {"python"};
+  e.parameters = dataset_split();
+  append(e.parameters,
+         {opt("code_server_url", P::string, url("/python")),
+          opt("timeout", P::number, 20, "> 0"),
+          opt("max_retries", P::integer, 3, ">= 1"),
+          opt("max_runtime", P::integer, 2, ">= 1"),
+          Parameter{"code_output_truncation",
+                    P::int_or_none,
+                    J(),
+                    false,
+                    true,
+                    "integer, or the string \"None\""},
+          opt("tool_role", P::boolean, true),
+          opt("max_turns", P::integer, 2, ">= 1")});
+  e.summary = "two-turn XML judge that may run one Python program first";
+}
+
+void fill_label(Environment &e) {
+  e.behaviour = Behaviour::label;
+  e.env_class = "SingleTurnEnv";
+  e.max_turns = {1, ""};
+  e.rewards = {{"valid_format", 1.0, "", "exactly one non-empty <feedback> and <label>"},
+               {"correct_label", 1.0, "", "normalised label equals normalised answer"}};
+  e.parameters = dataset_split();
+  e.parameters[0].constraint = "a local JSONL file";
+  e.summary = "single-turn XML feedback/label judge";
+}
+
+void fill_multiple_choice_accuracy(Environment &e) {
+  e.behaviour = Behaviour::multiple_choice_accuracy;
+  e.env_class = "SingleTurnEnv";
+  e.max_turns = {1, ""};
+  e.metrics = {"accuracy"};
+  e.parameters = dataset_split("validation");
+  e.summary = "metric-only validation: last standalone A-J letter; reward always 0";
+}
+
+void fill_podman_terminal(Environment &e) {
+  e.behaviour = Behaviour::podman_terminal;
+  e.env_class = "MultiTurnEnv";
+  e.max_turns = {1, "max_tool_calls"};
+  e.tools = {"bash", "submit"};
+  e.rewards = {
+      {"task_reward_file",
+       1.0,
+       "reward_file_weight",
+       "reward file value clamped to [0, 1]",
+       "verifier_reward_weight"},
+      {"episode_terminated", 0.1, "termination_reward_weight", "1 once the marker was echoed"},
+      {"podman_failed_reward", 1.0, "podman_failure_penalty_weight", "-1 on a Podman failure"},
+      {"fake_tool_penalty", 0.1, "fake_tool_penalty_weight", "-(unknown-tool calls)"}};
+  e.metrics = {"terminal_completion_metric",
+               "reward_file_present_metric",
+               "podman_test_success_metric",
+               "podman_failure_metric",
+               "podman_oom_metric",
+               "fake_tool_count_metric"};
+  e.services = {"podman"};
+  e.unknown_args = UnknownArgs::forward;
+  e.parameters = dataset_split();
+  append(e.parameters,
+         {opt("podman_gateway_url", P::string, gateway, "non-blank"),
+          opt("podman_workdir", P::string, "/home/user", "non-blank"),
+          opt("command_timeout", P::number, 60, "> 0"),
+          opt("request_timeout", P::number, 150, "> 0"),
+          opt("handshake_timeout", P::number, 600, "> 0"),
+          opt("max_retries", P::integer, 3, ">= 1"),
+          opt("service", P::string, "podman", "non-blank"),
+          opt("client_id_prefix", P::string, "primebeaker-solver"),
+          opt("completion_marker", P::string, "TERMINAL_COMPLETE", "non-blank"),
+          opt("reward_file_path", P::string, "/logs/verifier/reward.txt", "non-blank"),
+          opt("test_command", P::string, "bash /tests/test.sh", "non-blank"),
+          opt("test_file_path", P::string, "/tmp/primebeaker-test-final-state.py", "non-blank"),
+          opt("test_timeout", P::number, 600, "> 0"),
+          opt("reward_file_weight", P::number, 1.0, ">= 0"),
+          none("verifier_reward_weight", P::number, "legacy alias of reward_file_weight; not both"),
+          opt("termination_reward_weight", P::number, 0.1, ">= 0"),
+          opt("podman_failure_penalty_weight", P::number, 1.0, ">= 0"),
+          opt("fake_tool_penalty_weight", P::number, 0.1, ">= 0"),
+          opt("max_tool_calls", P::integer, 64, ">= 0"),
+          none("max_turns", P::integer, "default max_tool_calls + 1"),
+          opt("tool_role", P::boolean, true),
+          none("final_warning", P::string),
+          opt("reasoning_only_final_penalty", P::number, -4.0, "<= 0"),
+          opt("invalid_trace_penalty", P::number, -4.0, "<= 0")});
+  e.summary = "solve a task in a fresh Podman container; graded by the task's own tests";
+}
+
+void fill_reward_model(Environment &e) {
+  e.behaviour = Behaviour::reward_model;
+  e.env_class = "SingleTurnEnv";
+  e.max_turns = {1, ""};
+  e.rewards = {{"reward_model_score", 1.0, "", "(raw - mean) / std of the classifier score"}};
+  e.metrics = {"accuracy (log_science_accuracy)"};
+  e.services = {"reward model"};
+  e.parameters = {req("dataset", P::string),
+                  req("reward_model_path", P::string, "the classifier the service runs"),
+                  opt("split", P::string, "train"),
+                  opt("reward_server_url", P::string, url("/classify")),
+                  opt("reward_timeout", P::number, 240, "> 0"),
+                  opt("reward_max_retries", P::integer, 3, ">= 1"),
+                  opt("positive_class_index", P::integer, 0, ">= 0"),
+                  opt("score_transform", P::string, "identity", "identity or logit"),
+                  opt("logit_epsilon", P::number, 1e-7, "0 < eps < 0.5"),
+                  none("standardization_std", P::number, "> 0"),
+                  opt("center_rewards", P::boolean, false),
+                  opt("log_math_accuracy",
+                      P::boolean,
+                      false,
+                      "needs math-verify: not supported by the C++ scorer"),
+                  opt("log_science_accuracy", P::boolean, false),
+                  none("chat_template_kwargs", P::any, "a table")};
+  e.summary = "single turn scored by a sequence-classifier reward model";
+}
+
+void fill_rubrichub_judge(Environment &e) {
+  e.behaviour = Behaviour::rubrichub_judge;
+  e.env_class = "SingleTurnEnv";
+  e.max_turns = {1, ""};
+  e.rewards = {{"(score_rollout)",
+                1.0,
+                "",
+                "sum of passed weights / sum of positive weights + orphan </think> penalty"}};
+  e.metrics = {"jtc_weighted_score",
+               "invalid_final_output",
+               "non_terminated_policy_output",
+               "orphan_think_close_tag",
+               "orphan_think_close_penalty"};
+  e.services = {"judge"};
+  e.parameters = {opt("dataset", P::string, "sojuL/RubricHub_v1"),
+                  opt("split", P::string, "train"),
+                  none("judge_model_path",
+                       P::string,
+                       "set it: the reference default is a path on its authors' cluster"),
+                  opt("judge_server_url", P::string, url("/judge")),
+                  opt("judge_service_model_path", P::string, "judge"),
+                  opt("judge_timeout", P::number, 240, "> 0"),
+                  opt("judge_max_retries", P::integer, 3, ">= 1"),
+                  opt("max_rubrics", P::integer, 8, ">= 1"),
+                  opt("rubric_sample_seed", P::integer, 0),
+                  opt("non_termination_penalty", P::number, -0.25),
+                  opt("invalid_output_penalty", P::number, 0.0),
+                  opt("orphan_think_close_penalty", P::number, -0.2),
+                  none("shadow_judge_model_path", P::string),
+                  none("shadow_judge_server_url", P::string),
+                  opt("shadow_judge_service_model_path", P::string, "judge"),
+                  opt("shadow_judge_timeout", P::number, 300, "> 0"),
+                  opt("shadow_judge_max_retries", P::integer, 1, ">= 1"),
+                  opt("shadow_judge_sample_rate", P::number, 0.0, "0 <= rate <= 1"),
+                  opt("shadow_judge_sample_seed", P::integer, 0),
+                  none("shadow_judge_audit_dir", P::string)};
+  e.summary = "single turn scored by the judge pool against sampled RubricHub criteria";
+}
+
+void fill_search_agent(Environment &e) {
+  const bool alias = e.name == "search-agent-webterminal";
+  e.behaviour = Behaviour::search_agent;
+  e.env_class = "StatefulToolEnv";
+  e.max_turns = {1, "max_tool_calls"};
+  e.tools = {"search", "webterminal"};
+  e.rewards = exact_terms();
+  e.services = {"search", "terminal", "fetch"};
+  e.parameters = search_parameters(SearchTools::webterminal, 20);
+  e.summary = alias ? "re-export of search-agent-dataset"
+                    : "deep research with search and a web terminal; exact-match answer";
+}
+
+void fill_search_agent_visit(Environment &e) {
+  e.behaviour = Behaviour::search_visit_agent;
+  e.env_class = "StatefulToolEnv";
+  e.max_turns = {1, "max_tool_calls"};
+  e.tools = {"search", "visit"};
+  e.rewards = exact_terms();
+  e.services = {"search", "fetch"};
+  e.unknown_args = UnknownArgs::ignore;
+  e.parameters = search_parameters(SearchTools::visit, 150);
+  e.summary = "re-export of search-visit-agent-dataset";
+}
+
+void fill_search_visit_agent_judge(Environment &e) {
+  const bool alias = e.name == "search-agent-visit-judge";
+  e.behaviour = Behaviour::search_visit_agent_judge;
+  e.env_class = "StatefulToolEnv";
+  e.max_turns = {1, "max_tool_calls"};
+  e.tools = {"search", "visit"};
+  e.rewards = judge_term();
+  e.services = {"search", "fetch", "judge"};
+  e.unknown_args = UnknownArgs::ignore;
+  e.parameters = search_parameters(SearchTools::visit, 150);
+  append(e.parameters, judge_parameters(true));
+  e.summary =
+      alias ? "re-export of search-visit-agent-judge" : "search and visit, scored by the judge";
+}
+
+void fill_search_agent_webterminal_judge(Environment &e) {
+  e.behaviour = Behaviour::search_agent_judge;
+  e.env_class = "StatefulToolEnv";
+  e.max_turns = {1, "max_tool_calls"};
+  e.tools = {"search", "webterminal"};
+  e.rewards = judge_term();
+  e.rewards.push_back(
+      {"tool_stderr_penalty_reward", 1.0, "", "-tool_stderr_penalty x model-caused stderr"});
+  e.rewards.push_back({"missing_final_answer_penalty_reward",
+                       1.0,
+                       "",
+                       "missing_final_answer_penalty when the last turn has no answer"});
+  e.services = {"search", "terminal", "fetch", "judge"};
+  e.unknown_args = UnknownArgs::ignore;
+  e.parameters = search_parameters(SearchTools::webterminal, 150);
+  append(e.parameters, judge_parameters(false));
+  append(e.parameters,
+         {opt("webterminal_max_content_length", P::integer, 64000, ">= 1"),
+          opt("tool_stderr_penalty", P::number, 0.05, ">= 0"),
+          opt("missing_final_answer_penalty", P::number, -1.0, "<= 0"),
+          none("token_budget_warning_fraction", P::number, "0 < fraction <= 1"),
+          none("turn_budget_warning_fraction", P::number, "0 < fraction <= 1")});
+  for (auto &parameter : e.parameters) {
+    if (parameter.name == "token_budget_warning_fraction" ||
+        parameter.name == "turn_budget_warning_fraction") {
+      parameter.default_value = 0.1;
     }
-    e.summary = "search and a web terminal, scored by the judge";
-    all.push_back(std::move(e));
   }
-  {
-    Environment e;
-    e.name = "search-visit-agent-dataset";
-    e.module = "jtc_search_visit_agent_env";
-    e.aliases = {"jtc-search-visit-agent"};
-    e.behaviour = Behaviour::search_visit_agent;
-    e.env_class = "StatefulToolEnv";
-    e.max_turns = {1, "max_tool_calls"};
-    e.tools = {"search", "visit"};
-    e.rewards = exact_terms;
-    e.services = {"search", "fetch"};
-    e.unknown_args = UnknownArgs::ignore;
-    e.parameters = search_parameters(SearchTools::visit, 150);
-    e.summary = "search and direct page visits; exact-match answer";
-    all.push_back(std::move(e));
-  }
-  {
-    Environment e;
-    e.name = "terminal-tool-label";
-    e.module = "jtc_terminal_tool_label_env";
-    e.aliases = {"jtc-terminal-tool-label"};
-    e.behaviour = Behaviour::terminal_tool_label;
-    e.env_class = "MultiTurnEnv";
-    e.max_turns = {1, "max_terminal_calls"};
-    e.tools = {"terminal"};
-    e.rewards = {{"valid_terminal_or_final_turn", 1.0, "", "route is terminal or final"},
-                 {"invalid_trace_penalty_reward",
-                  1.0,
-                  "",
-                  "-1 for a call past the limit; invalid_trace_penalty when invalid"}};
-    append(e.rewards, final_terms());
-    e.services = {"terminal"};
-    e.parameters = dataset_split();
-    append(e.parameters,
-           {opt("terminal_server_url", P::string, url("/terminal")),
-            opt("timeout", P::number, 20, "> 0"),
-            opt("max_retries", P::integer, 3, ">= 1"),
-            opt("terminal_truncation", P::integer, 2000),
-            opt("tool_role", P::boolean, true),
-            opt("max_terminal_calls", P::integer, 4, ">= 1"),
-            none("max_turns", P::integer, "default max_terminal_calls + 1"),
-            opt("final_warning_template_path",
-                P::string,
-                "templates/multistep-final-warning-harmony.json",
-                "variables: tool_content, tool_name (also stdout, stderr, code, success)"),
-            opt("reasoning_only_final_penalty", P::number, -4.0, "<= 0"),
-            opt("invalid_trace_penalty", P::number, -4.0, "<= 0")});
-    e.summary = "JSON-verdict judge with at most max_terminal_calls terminal calls";
-    all.push_back(std::move(e));
-  }
-  {
-    Environment e;
-    e.name = "tool-label";
-    e.module = "jtc_tool_label_env";
-    e.aliases = {"jtc-tool-label"};
-    e.behaviour = Behaviour::tool_label;
-    e.env_class = "MultiTurnEnv";
-    e.max_turns = {1, "max_tool_calls"};
-    e.tools = {"terminal", "submit (optional)"};
-    e.rewards = tool_terms();
-    append(e.rewards, final_terms());
-    e.metrics = browse_metrics;
-    e.services = {"terminal", "fetch (browser_aware_terminal)"};
-    e.parameters = tool_label_parameters();
-    e.summary = "multi-tool judge that must end with a JSON feedback/label verdict";
-    all.push_back(std::move(e));
-  }
-  std::sort(all.begin(), all.end(), [](const Environment &a, const Environment &b) {
-    return a.name < b.name;
-  });
+  e.summary = "search and a web terminal, scored by the judge";
+}
+
+void fill_search_visit_agent_dataset(Environment &e) {
+  e.behaviour = Behaviour::search_visit_agent;
+  e.env_class = "StatefulToolEnv";
+  e.max_turns = {1, "max_tool_calls"};
+  e.tools = {"search", "visit"};
+  e.rewards = exact_terms();
+  e.services = {"search", "fetch"};
+  e.unknown_args = UnknownArgs::ignore;
+  e.parameters = search_parameters(SearchTools::visit, 150);
+  e.summary = "search and direct page visits; exact-match answer";
+}
+
+void fill_terminal_tool_label(Environment &e) {
+  e.behaviour = Behaviour::terminal_tool_label;
+  e.env_class = "MultiTurnEnv";
+  e.max_turns = {1, "max_terminal_calls"};
+  e.tools = {"terminal"};
+  e.rewards = {{"valid_terminal_or_final_turn", 1.0, "", "route is terminal or final"},
+               {"invalid_trace_penalty_reward",
+                1.0,
+                "",
+                "-1 for a call past the limit; invalid_trace_penalty when invalid"}};
+  append(e.rewards, final_terms());
+  e.services = {"terminal"};
+  e.parameters = dataset_split();
+  append(e.parameters,
+         {opt("terminal_server_url", P::string, url("/terminal")),
+          opt("timeout", P::number, 20, "> 0"),
+          opt("max_retries", P::integer, 3, ">= 1"),
+          opt("terminal_truncation", P::integer, 2000),
+          opt("tool_role", P::boolean, true),
+          opt("max_terminal_calls", P::integer, 4, ">= 1"),
+          none("max_turns", P::integer, "default max_terminal_calls + 1"),
+          opt("final_warning_template_path",
+              P::string,
+              "templates/multistep-final-warning-harmony.json",
+              "variables: tool_content, tool_name (also stdout, stderr, code, success)"),
+          opt("reasoning_only_final_penalty", P::number, -4.0, "<= 0"),
+          opt("invalid_trace_penalty", P::number, -4.0, "<= 0")});
+  e.summary = "JSON-verdict judge with at most max_terminal_calls terminal calls";
+}
+
+void fill_tool_label(Environment &e) {
+  e.behaviour = Behaviour::tool_label;
+  e.env_class = "MultiTurnEnv";
+  e.max_turns = {1, "max_tool_calls"};
+  e.tools = {"terminal", "submit (optional)"};
+  e.rewards = tool_terms();
+  append(e.rewards, final_terms());
+  e.metrics = browse_metrics();
+  e.services = {"terminal", "fetch (browser_aware_terminal)"};
+  e.parameters = tool_label_parameters();
+  e.summary = "multi-tool judge that must end with a JSON feedback/label verdict";
+}
+
+struct CatalogEntry {
+  std::string_view name;
+  std::string_view module;
+  std::string_view alias; // empty: none
+  void (*fill)(Environment &);
+};
+
+// By name (byte order), the order of catalog() and docs/environments.md.
+constexpr CatalogEntry k_entries[] = {
+    {"articulated-harness", "articulated_harness_env", "", &fill_articulated_harness},
+    {"code-tool-label", "jtc_code_tool_label_env", "jtc-code-tool-label", &fill_code_tool_label},
+    {"label", "jtc_label_env", "jtc-label", &fill_label},
+    {"multiple-choice-accuracy",
+     "jtc_multiple_choice_accuracy_env",
+     "jtc-multiple-choice-accuracy",
+     &fill_multiple_choice_accuracy},
+    {"podman-terminal", "podman_terminal_env", "podman-terminal-verifier", &fill_podman_terminal},
+    {"reward-model", "jtc_reward_model_env", "jtc-reward-model", &fill_reward_model},
+    {"rubrichub-judge", "jtc_rubrichub_judge_env", "jtc-rubrichub-judge", &fill_rubrichub_judge},
+    {"search-agent-dataset", "jtc_search_agent_env", "jtc-search-agent", &fill_search_agent},
+    {"search-agent-visit",
+     "jtc_search_agent_visit_env",
+     "jtc-search-agent-visit",
+     &fill_search_agent_visit},
+    {"search-agent-visit-judge",
+     "jtc_search_agent_visit_judge_env",
+     "jtc-search-agent-visit-judge",
+     &fill_search_visit_agent_judge},
+    {"search-agent-webterminal",
+     "jtc_search_agent_webterminal_env",
+     "jtc-search-agent-webterminal",
+     &fill_search_agent},
+    {"search-agent-webterminal-judge",
+     "jtc_search_agent_webterminal_judge_env",
+     "jtc-search-agent-webterminal-judge",
+     &fill_search_agent_webterminal_judge},
+    {"search-visit-agent-dataset",
+     "jtc_search_visit_agent_env",
+     "jtc-search-visit-agent",
+     &fill_search_visit_agent_dataset},
+    {"search-visit-agent-judge",
+     "jtc_search_visit_agent_judge_env",
+     "jtc-search-visit-agent-judge",
+     &fill_search_visit_agent_judge},
+    {"terminal-tool-label",
+     "jtc_terminal_tool_label_env",
+     "jtc-terminal-tool-label",
+     &fill_terminal_tool_label},
+    {"tool-label", "jtc_tool_label_env", "jtc-tool-label", &fill_tool_label},
+};
+constexpr std::size_t k_catalog_size = std::size(k_entries);
+
+// The catalog's storage: every slot exists from the start (default-constructed, no
+// allocation), and is filled once, by the first lookup that reaches it.
+std::vector<Environment> &slots() {
+  static std::vector<Environment> all(k_catalog_size);
   return all;
+}
+
+const Environment &built(std::size_t index) {
+  static std::array<std::once_flag, k_catalog_size> once;
+  std::vector<Environment> &all = slots();
+  std::call_once(once[index], [&all, index] {
+    const CatalogEntry &entry = k_entries[index];
+    Environment &e = all[index];
+    e.name = entry.name;
+    e.module = entry.module;
+    if (!entry.alias.empty()) {
+      e.aliases = {std::string(entry.alias)};
+    }
+    entry.fill(e);
+  });
+  return all[index];
 }
 
 } // namespace
@@ -660,15 +686,19 @@ std::string Environment::entry_point() const {
 }
 
 const std::vector<Environment> &catalog() {
-  static const std::vector<Environment> all = build_catalog();
-  return all;
+  for (std::size_t i = 0; i < k_catalog_size; ++i) {
+    built(i);
+  }
+  return slots();
 }
 
 std::vector<std::string> registry_keys() {
   std::vector<std::string> keys;
-  for (const auto &e : catalog()) {
-    keys.push_back(e.name);
-    keys.insert(keys.end(), e.aliases.begin(), e.aliases.end());
+  for (const auto &entry : k_entries) {
+    keys.emplace_back(entry.name);
+    if (!entry.alias.empty()) {
+      keys.emplace_back(entry.alias);
+    }
   }
   std::sort(keys.begin(), keys.end());
   return keys;
@@ -680,14 +710,14 @@ const Environment *find_environment(std::string_view name) {
     key.resize(key.size() - 3);
   }
   std::replace(key.begin(), key.end(), '_', '-');
-  for (const auto &e : catalog()) {
-    if (e.name == key || std::find(e.aliases.begin(), e.aliases.end(), key) != e.aliases.end()) {
-      return &e;
+  for (std::size_t i = 0; i < k_catalog_size; ++i) {
+    if (k_entries[i].name == key || (!k_entries[i].alias.empty() && k_entries[i].alias == key)) {
+      return &built(i);
     }
   }
-  for (const auto &e : catalog()) {
-    if (e.module == name) {
-      return &e;
+  for (std::size_t i = 0; i < k_catalog_size; ++i) {
+    if (k_entries[i].module == name) {
+      return &built(i);
     }
   }
   return nullptr;
@@ -710,9 +740,9 @@ const Environment *environment_for_id(std::string_view id) {
   const auto dot = path.rfind('.');
   if (dot != std::string_view::npos) {
     const std::string_view stem = path.substr(dot + 1);
-    for (const auto &e : catalog()) {
-      if (e.module == stem) {
-        return &e;
+    for (std::size_t i = 0; i < k_catalog_size; ++i) {
+      if (k_entries[i].module == stem) {
+        return &built(i);
       }
     }
     return nullptr; // some other package's module

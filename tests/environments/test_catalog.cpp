@@ -33,6 +33,28 @@ TEST(Catalog, SixteenNamesFifteenAliasesThirteenBehaviours) {
   EXPECT_EQ(std::vector<std::string>(modules.begin(), modules.end()), bundled);
 }
 
+TEST(Catalog, SortedByNameAndOneStorageForLookupsAndTheWhole) {
+  // A lookup builds its environment alone; catalog() builds the rest into the same slots, so a
+  // pointer from a lookup and the catalog's element are the same object, before and after.
+  const Environment *label = find_environment("jtc_label_env");
+  ASSERT_NE(label, nullptr);
+  EXPECT_EQ(label->name, "label");
+  EXPECT_EQ(label->aliases, std::vector<std::string>{"jtc-label"});
+  EXPECT_FALSE(label->parameters.empty()); // filled, not only named
+  const auto &all = catalog();
+  EXPECT_TRUE(std::is_sorted(
+      all.begin(), all.end(), [](const auto &a, const auto &b) { return a.name < b.name; }));
+  const auto at =
+      std::find_if(all.begin(), all.end(), [](const auto &e) { return e.name == "label"; });
+  ASSERT_NE(at, all.end());
+  EXPECT_EQ(&*at, label);
+  EXPECT_EQ(environment_for_id("primebeaker.environments.jtc_label_env"), label);
+  EXPECT_EQ(find_environment("jtc-search-agent-webterminal")->name, "search-agent-webterminal");
+  EXPECT_EQ(find_environment("search-agent-webterminal")->summary,
+            "re-export of search-agent-dataset");
+  EXPECT_EQ(find_environment("search_agent_dataset")->module, "jtc_search_agent_env");
+}
+
 TEST(Catalog, KeysSortedByCodePointAndEveryKeyResolves) {
   const auto keys = registry_keys();
   ASSERT_EQ(keys.size(), 31u);
