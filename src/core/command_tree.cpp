@@ -83,10 +83,10 @@ Option Command::add_option_function(const std::string &names,
   return Option(*m_app->add_option_function<std::string>(names, std::move(apply), help));
 }
 
-Option Command::add_list_option_function(
-    const std::string &names,
-    std::function<void(const std::vector<std::string> &)> apply,
-    const std::string &help) {
+Option
+Command::add_list_option_function(const std::string &names,
+                                  std::function<void(const std::vector<std::string> &)> apply,
+                                  const std::string &help) {
   CLI::Option *option =
       m_app->add_option_function<std::vector<std::string>>(names, std::move(apply), help);
   option->allow_extra_args(false); // one value per occurrence: `--env A=1 CMD` keeps CMD apart

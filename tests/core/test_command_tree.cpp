@@ -52,7 +52,17 @@ TEST(CommandTree, TypedOptionsBindTheirTargets) {
   cmd.add_flag(pb::cli::flag("dry-run") + ",!--no-dry-run", dry_run, "");
   cmd.callback([&called] { called = true; });
   parse(f.root,
-        {"run", "x", "--count", "3", "--ratio=0.5", "--step", "12", "--name", "a", "--name", "b",
+        {"run",
+         "x",
+         "--count",
+         "3",
+         "--ratio=0.5",
+         "--step",
+         "12",
+         "--name",
+         "a",
+         "--name",
+         "b",
          "--no-dry-run"});
   EXPECT_EQ(text, "x");
   EXPECT_EQ(count, 3);
@@ -90,9 +100,7 @@ TEST(CommandTree, FunctionsSeeValuesAndListsTakeOnePerOccurrence) {
          pb::cli::flag("image"), [&last](const std::string &value) { last = value; }, "")
       .take_last();
   cmd.add_list_option_function(
-      pb::cli::flag("env"),
-      [&envs](const std::vector<std::string> &values) { envs = values; },
-      "");
+      pb::cli::flag("env"), [&envs](const std::vector<std::string> &values) { envs = values; }, "");
   cmd.add_option("ARGS", positionals, "");
   parse(f.root, {"launch", "--image", "a", "--env", "A=1", "CMD", "--image=b", "--env=B=2"});
   EXPECT_EQ(last, "b");

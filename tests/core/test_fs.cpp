@@ -6,11 +6,11 @@
 
 #include <gtest/gtest.h>
 
-#include <thread>
-
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <thread>
 
 namespace {
 

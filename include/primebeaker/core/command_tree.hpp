@@ -29,7 +29,7 @@ public:
   explicit Option(CLI::Option &option) : m_option(&option) {}
 
   Option &required(bool value = true);
-  Option &capture_default_str();          // help shows the target's value before parsing
+  Option &capture_default_str(); // help shows the target's value before parsing
   Option &default_str(const std::string &text);
   Option &description(const std::string &text);
   Option &type_name(const std::string &name); // FILE, ID, ... in help
