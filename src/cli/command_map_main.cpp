@@ -5,7 +5,6 @@
 #include <primebeaker/core/command_tree.hpp>
 
 #include <CLI/CLI.hpp>
-
 #include <nlohmann/json.hpp>
 
 #include <cstdint>

@@ -93,12 +93,9 @@ Command::add_list_option_function(const std::string &names,
   return Option(*option).take_all();
 }
 
-template <typename T>
-Option Command::add_flag(const std::string &names, T &target, const std::string &help) {
+Option Command::add_flag(const std::string &names, bool &target, const std::string &help) {
   return Option(*m_app->add_flag(names, target, help));
 }
-
-template Option Command::add_flag(const std::string &, bool &, const std::string &);
 
 Option Command::add_flag_function(const std::string &names,
                                   std::function<void(std::int64_t)> apply,

@@ -388,7 +388,8 @@ void fill_search_agent(Environment &e) {
                     : "deep research with search and a web terminal; exact-match answer";
 }
 
-void fill_search_agent_visit(Environment &e) {
+void fill_search_visit_agent(Environment &e) {
+  const bool alias = e.name == "search-agent-visit";
   e.behaviour = Behaviour::search_visit_agent;
   e.env_class = "StatefulToolEnv";
   e.max_turns = {1, "max_tool_calls"};
@@ -397,7 +398,8 @@ void fill_search_agent_visit(Environment &e) {
   e.services = {"search", "fetch"};
   e.unknown_args = UnknownArgs::ignore;
   e.parameters = search_parameters(SearchTools::visit, 150);
-  e.summary = "re-export of search-visit-agent-dataset";
+  e.summary = alias ? "re-export of search-visit-agent-dataset"
+                    : "search and direct page visits; exact-match answer";
 }
 
 void fill_search_visit_agent_judge(Environment &e) {
@@ -444,18 +446,6 @@ void fill_search_agent_webterminal_judge(Environment &e) {
     }
   }
   e.summary = "search and a web terminal, scored by the judge";
-}
-
-void fill_search_visit_agent_dataset(Environment &e) {
-  e.behaviour = Behaviour::search_visit_agent;
-  e.env_class = "StatefulToolEnv";
-  e.max_turns = {1, "max_tool_calls"};
-  e.tools = {"search", "visit"};
-  e.rewards = exact_terms();
-  e.services = {"search", "fetch"};
-  e.unknown_args = UnknownArgs::ignore;
-  e.parameters = search_parameters(SearchTools::visit, 150);
-  e.summary = "search and direct page visits; exact-match answer";
 }
 
 void fill_terminal_tool_label(Environment &e) {
@@ -524,7 +514,7 @@ constexpr CatalogEntry k_entries[] = {
     {"search-agent-visit",
      "jtc_search_agent_visit_env",
      "jtc-search-agent-visit",
-     &fill_search_agent_visit},
+     &fill_search_visit_agent},
     {"search-agent-visit-judge",
      "jtc_search_agent_visit_judge_env",
      "jtc-search-agent-visit-judge",
@@ -540,7 +530,7 @@ constexpr CatalogEntry k_entries[] = {
     {"search-visit-agent-dataset",
      "jtc_search_visit_agent_env",
      "jtc-search-visit-agent",
-     &fill_search_visit_agent_dataset},
+     &fill_search_visit_agent},
     {"search-visit-agent-judge",
      "jtc_search_visit_agent_judge_env",
      "jtc-search-visit-agent-judge",

@@ -87,25 +87,25 @@ void register_commands(pb::cli::CommandTree &tree) {
     std::string source;
     std::string destination;
   };
-  tree.leaf({"toml", "rewrite-envs"},
-            "Write SRC to DST with legacy environment ids pointed at "
-            "primebeaker.environments.* (comments and layout kept)",
-            [&tree](cli::Command &command) {
-              auto &rewrite = tree.make_options<RewriteOptions>();
-              command.add_option("SRC", rewrite.source, "Source training TOML (never edited)")
-                  .required();
-              command.add_option("DST", rewrite.destination, "Where to write the runtime TOML")
-                  .required();
-              command.callback([&rewrite] {
-                const auto document = toml::Document::load(rewrite.source);
-                const auto rewrites = plan_environment_rewrites(document);
-                const std::string text = rewrite_environment_ids(document);
-                for (const auto &item : rewrites) {
-                  spdlog::info("{}: {} -> {}", item.location, item.from, item.to);
-                }
-                pb::fs::write_file_atomic(rewrite.destination, text);
-              });
-            });
+  tree.leaf(
+      {"toml", "rewrite-envs"},
+      "Write SRC to DST with legacy environment ids pointed at "
+      "primebeaker.environments.* (comments and layout kept)",
+      [&tree](cli::Command &command) {
+        auto &rewrite = tree.make_options<RewriteOptions>();
+        command.add_option("SRC", rewrite.source, "Source training TOML (never edited)").required();
+        command.add_option("DST", rewrite.destination, "Where to write the runtime TOML")
+            .required();
+        command.callback([&rewrite] {
+          const auto document = toml::Document::load(rewrite.source);
+          const auto rewrites = plan_environment_rewrites(document);
+          const std::string text = rewrite_environment_ids(document);
+          for (const auto &item : rewrites) {
+            spdlog::info("{}: {} -> {}", item.location, item.from, item.to);
+          }
+          pb::fs::write_file_atomic(rewrite.destination, text);
+        });
+      });
 }
 
 } // namespace pb::launch

@@ -144,8 +144,7 @@ void register_stop_command(cli::CommandTree &tree,
   auto &options = tree.make_options<StopOptions>();
   command.add_option("experiment_id", options.experiment_id, "The service experiment ID")
       .type_name("ID");
-  command
-      .add_option(cli::flag("experiment-id"), options.experiment_id, "The service experiment ID")
+  command.add_option(cli::flag("experiment-id"), options.experiment_id, "The service experiment ID")
       .type_name("ID");
   command.add_flag("--dry-run,--dry_run,!--no-dry-run",
                    options.dry_run,

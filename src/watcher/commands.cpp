@@ -166,8 +166,7 @@ void register_commands(cli::CommandTree &tree) {
     auto &rl_config = tree.make_options<std::string>();
     auto &sft_config = tree.make_options<std::string>();
     auto &cmd = tree.command({"watcher", "index"}, "Index one RL checkpoint's provenance");
-    cmd.add_option("model", model, "The checkpoint directory (relative to --repo-root)")
-        .required();
+    cmd.add_option("model", model, "The checkpoint directory (relative to --repo-root)").required();
     add_discovery_options(cmd, options);
     cmd.add_option(cli::flag("rl-config"), rl_config, "The RL TOML (else discovered)");
     cmd.add_option(cli::flag("sft-config"), sft_config, "The SFT TOML (else discovered)");
@@ -223,8 +222,7 @@ void register_commands(cli::CommandTree &tree) {
     auto &options = tree.make_options<CommonOptions>();
     auto &model = tree.make_options<std::string>();
     auto &cmd = tree.command({"watcher", "show"}, "Print one indexed checkpoint's provenance");
-    cmd.add_option("model", model, "The checkpoint directory (relative to --repo-root)")
-        .required();
+    cmd.add_option("model", model, "The checkpoint directory (relative to --repo-root)").required();
     add_database_options(cmd, options, true);
     cmd.callback([&] {
       const std::string root = options.repo_root.empty() ? default_repo_root() : options.repo_root;

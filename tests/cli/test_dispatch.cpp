@@ -81,11 +81,12 @@ std::vector<std::string> leaves_built(std::optional<std::vector<std::string>> ar
   std::vector<std::string> built;
   for (const auto &[group, name] : std::vector<std::pair<std::string, std::string>>{
            {"rl", "preview"}, {"rl", "submit"}, {"sft", "preview"}}) {
-    tree.leaf(
-        {group, name}, group + " " + name, [&built, group = group, name = name](pb::cli::Command &command) {
-          command.cli11().add_flag("--dry-run");
-          built.push_back(group + " " + name);
-        });
+    tree.leaf({group, name},
+              group + " " + name,
+              [&built, group = group, name = name](pb::cli::Command &command) {
+                command.cli11().add_flag("--dry-run");
+                built.push_back(group + " " + name);
+              });
   }
   // Every leaf exists with its description, built or not (help listings, "did you mean").
   EXPECT_EQ(pb::cli::match_command_path(root, {"rl", "submit"}).names,

@@ -5,9 +5,9 @@
 #include "test_support.hpp"
 
 #include <primebeaker/beaker/client.hpp>
+#include <primebeaker/core/command_tree.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/fs.hpp>
-#include <primebeaker/core/command_tree.hpp>
 #include <primebeaker/launch/launch.hpp>
 #include <primebeaker/toml/value.hpp>
 

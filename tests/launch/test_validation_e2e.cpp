@@ -5,8 +5,8 @@
 // binary (ValidationSmoke) for the one-line error, the exit code and no beaker call.
 #include "launch_fixture.hpp"
 
-#include <primebeaker/core/error.hpp>
 #include <primebeaker/core/command_tree.hpp>
+#include <primebeaker/core/error.hpp>
 #include <primebeaker/launch/launch.hpp>
 #include <primebeaker/toml/value.hpp>
 

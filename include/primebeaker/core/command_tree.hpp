@@ -64,8 +64,7 @@ public:
                                   std::function<void(const std::vector<std::string> &)> apply,
                                   const std::string &help = {});
   // A flag sets a bool; "!--no-x" names set it false.
-  template <typename T>
-  Option add_flag(const std::string &names, T &target, const std::string &help = {});
+  Option add_flag(const std::string &names, bool &target, const std::string &help = {});
   Option add_flag_function(const std::string &names,
                            std::function<void(std::int64_t)> apply,
                            const std::string &help = {});
