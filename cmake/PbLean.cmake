@@ -7,15 +7,11 @@ if(NOT PB_LEAN_LINK)
   return()
 endif()
 
-# C libraries Debian 12 ships as static archives (libsqlite3-dev, libhiredis-dev): linked in,
-# the loader no longer maps them or resolves their symbols. The C++ ones are compiled or taken
-# statically by cmake/PbStaticDeps.cmake (included from PbDependencies.cmake in this mode).
-find_library(PB_SQLITE3_STATIC NAMES libsqlite3.a)
+# hiredis, a C library Debian 12 ships as a static archive (libhiredis-dev): linked in, the loader
+# no longer maps it or resolves its symbols. The C++ libraries are compiled or taken statically
+# by cmake/PbStaticDeps.cmake (included from PbDependencies.cmake in this mode). SQLite is neither:
+# it is dlopen()ed on first use (src/registry/sqlite.cpp).
 find_library(PB_HIREDIS_STATIC NAMES libhiredis.a)
-if(PB_SQLITE3_STATIC AND TARGET SQLite::SQLite3)
-  set_target_properties(SQLite::SQLite3 PROPERTIES IMPORTED_LOCATION "${PB_SQLITE3_STATIC}"
-                        INTERFACE_LINK_LIBRARIES "m;${CMAKE_DL_LIBS};Threads::Threads")
-endif()
 if(PB_HIREDIS_STATIC AND TARGET PkgConfig::hiredis)
   set_target_properties(PkgConfig::hiredis PROPERTIES INTERFACE_LINK_LIBRARIES
                                                       "${PB_HIREDIS_STATIC}")

@@ -23,9 +23,12 @@ set(CPACK_DEBIAN_PACKAGE_SECTION utils)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 # Depends: computed from the binary's shared libraries by dpkg-shlibdeps (dpkg-dev).
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# SQLite is dlopen()ed (src/registry/sqlite.cpp), so dpkg-shlibdeps cannot see it; the registry's
+# sqlite:// store and the watcher need it.
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "libsqlite3-0 (>= 3.40)")
 if(PB_LEAN_LINK AND PB_HAVE_PACK_RELATIVE_RELOCS)
   # DT_RELR needs the loader of glibc 2.36 (dpkg-shlibdeps only sees the symbol versions).
-  set(CPACK_DEBIAN_PACKAGE_DEPENDS "libc6 (>= 2.36)")
+  string(APPEND CPACK_DEBIAN_PACKAGE_DEPENDS ", libc6 (>= 2.36)")
 endif()
 # dlopened: libcurl for the registry's HTTP, libcpp-httplib by `watcher serve` (its plugin).
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "libcurl4 (>= 7.88), libcpp-httplib0.11")

@@ -4,7 +4,7 @@
 
 #include <primebeaker/core/error.hpp>
 
-#include <sqlite3.h>
+#include <primebeaker/registry/sqlite.hpp>
 
 #include <cmath>
 
@@ -49,13 +49,13 @@ public:
       : m_path(path) {
     const int flags =
         writable ? (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) : SQLITE_OPEN_READONLY;
-    if (sqlite3_open_v2(path.c_str(), &m_db, flags | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK) {
-      const std::string reason = m_db != nullptr ? sqlite3_errmsg(m_db) : "out of memory";
-      sqlite3_close(m_db);
+    if (sqlite().open_v2(path.c_str(), &m_db, flags | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK) {
+      const std::string reason = m_db != nullptr ? sqlite().errmsg(m_db) : "out of memory";
+      sqlite().close(m_db);
       m_db = nullptr;
       throw failure("cannot open registry database " + path.string() + ": " + reason);
     }
-    sqlite3_busy_timeout(m_db, static_cast<int>(busy_timeout.count()));
+    sqlite().busy_timeout(m_db, static_cast<int>(busy_timeout.count()));
     if (writable) {
       exec("PRAGMA journal_mode = DELETE");
       exec(k_schema);
@@ -63,30 +63,30 @@ public:
       exec("PRAGMA query_only = ON");
     }
   }
-  ~Connection() { sqlite3_close(m_db); }
+  ~Connection() { sqlite().close(m_db); }
   Connection(const Connection &) = delete;
   Connection &operator=(const Connection &) = delete;
 
   void exec(const char *sql) {
     char *message = nullptr;
-    if (sqlite3_exec(m_db, sql, nullptr, nullptr, &message) != SQLITE_OK) {
-      const std::string reason = message != nullptr ? message : sqlite3_errmsg(m_db);
-      sqlite3_free(message);
+    if (sqlite().exec(m_db, sql, nullptr, nullptr, &message) != SQLITE_OK) {
+      const std::string reason = message != nullptr ? message : sqlite().errmsg(m_db);
+      sqlite().free(message);
       throw failure("registry database " + m_path.string() + ": " + reason);
     }
   }
 
   sqlite3_stmt *prepare(const char *sql) {
     sqlite3_stmt *statement = nullptr;
-    if (sqlite3_prepare_v2(m_db, sql, -1, &statement, nullptr) != SQLITE_OK) {
-      throw failure("registry database " + m_path.string() + ": " + sqlite3_errmsg(m_db));
+    if (sqlite().prepare_v2(m_db, sql, -1, &statement, nullptr) != SQLITE_OK) {
+      throw failure("registry database " + m_path.string() + ": " + sqlite().errmsg(m_db));
     }
     return statement;
   }
 
   [[noreturn]] void fail(sqlite3_stmt *statement) {
-    const std::string reason = sqlite3_errmsg(m_db);
-    sqlite3_finalize(statement);
+    const std::string reason = sqlite().errmsg(m_db);
+    sqlite().finalize(statement);
     throw failure("registry database " + m_path.string() + ": " + reason);
   }
 
@@ -123,11 +123,11 @@ public:
     auto db = open_writable();
     sqlite3_stmt *statement = db.prepare("DELETE FROM literegistry_kv WHERE key = ?");
     const std::string key = std::string(k_server_prefix) + server_id;
-    sqlite3_bind_text(statement, 1, key.data(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
-    if (sqlite3_step(statement) != SQLITE_DONE) {
+    sqlite().bind_text(statement, 1, key.data(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
+    if (sqlite().step(statement) != SQLITE_DONE) {
       db.fail(statement);
     }
-    sqlite3_finalize(statement);
+    sqlite().finalize(statement);
     return true;
   }
 
@@ -162,17 +162,17 @@ private:
     sqlite3_stmt *statement = db.prepare(
         "INSERT INTO literegistry_kv(key, value, expires_at) VALUES (?, ?, ?) "
         "ON CONFLICT(key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at");
-    sqlite3_bind_text(statement, 1, key.data(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
-    sqlite3_bind_blob(statement, 2, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
+    sqlite().bind_text(statement, 1, key.data(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
+    sqlite().bind_blob(statement, 2, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
     if (expires_at) {
-      sqlite3_bind_double(statement, 3, *expires_at);
+      sqlite().bind_double(statement, 3, *expires_at);
     } else {
-      sqlite3_bind_null(statement, 3);
+      sqlite().bind_null(statement, 3);
     }
-    if (sqlite3_step(statement) != SQLITE_DONE) {
+    if (sqlite().step(statement) != SQLITE_DONE) {
       db.fail(statement);
     }
-    sqlite3_finalize(statement);
+    sqlite().finalize(statement);
   }
 
   std::vector<std::pair<std::string, std::string>> live_items(const std::string &prefix,
@@ -186,22 +186,22 @@ private:
         "SELECT key, value FROM literegistry_kv WHERE (expires_at IS NULL OR expires_at > ?) "
         "AND key >= ? AND key < ? ORDER BY key");
     const std::string upper = prefix_upper_bound(prefix);
-    sqlite3_bind_double(statement, 1, now);
-    sqlite3_bind_text(
+    sqlite().bind_double(statement, 1, now);
+    sqlite().bind_text(
         statement, 2, prefix.data(), static_cast<int>(prefix.size()), SQLITE_TRANSIENT);
-    sqlite3_bind_text(statement, 3, upper.data(), static_cast<int>(upper.size()), SQLITE_TRANSIENT);
+    sqlite().bind_text(statement, 3, upper.data(), static_cast<int>(upper.size()), SQLITE_TRANSIENT);
     std::vector<std::pair<std::string, std::string>> items;
     int rc = 0;
-    while ((rc = sqlite3_step(statement)) == SQLITE_ROW) {
-      const auto *key = reinterpret_cast<const char *>(sqlite3_column_text(statement, 0));
-      const auto *blob = static_cast<const char *>(sqlite3_column_blob(statement, 1));
-      const int size = sqlite3_column_bytes(statement, 1);
+    while ((rc = sqlite().step(statement)) == SQLITE_ROW) {
+      const auto *key = reinterpret_cast<const char *>(sqlite().column_text(statement, 0));
+      const auto *blob = static_cast<const char *>(sqlite().column_blob(statement, 1));
+      const int size = sqlite().column_bytes(statement, 1);
       items.emplace_back(key != nullptr ? key : "", std::string(blob != nullptr ? blob : "", size));
     }
     if (rc != SQLITE_DONE) {
       db.fail(statement);
     }
-    sqlite3_finalize(statement);
+    sqlite().finalize(statement);
     return items;
   }
 

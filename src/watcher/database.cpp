@@ -4,13 +4,15 @@
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/registry/records.hpp>
 
-#include <sqlite3.h>
+#include <primebeaker/registry/sqlite.hpp>
 
 #include <chrono>
 #include <cstdio>
 #include <ctime>
 
 namespace pb::watcher {
+
+using registry::sqlite;
 namespace {
 
 // Schema version 1 (docs/watcher.md "Schema"): the same tables, columns, constraints, indexes
@@ -150,7 +152,7 @@ LEFT JOIN evaluation_benchmarks AS b ON b.evaluation_id = e.id;
 constexpr int k_schema_version = 1;
 
 [[noreturn]] void sqlite_failure(sqlite3 *db, const std::string &what) {
-  throw failure("SQLite: " + what + ": " + (db != nullptr ? sqlite3_errmsg(db) : "out of memory"));
+  throw failure("SQLite: " + what + ": " + (db != nullptr ? sqlite().errmsg(db) : "out of memory"));
 }
 
 } // namespace
@@ -164,14 +166,14 @@ SqlValue sql_int(const std::optional<std::int64_t> &value) {
 }
 
 Statement::Statement(sqlite3 *db, std::string_view sql) : m_db(db) {
-  if (sqlite3_prepare_v2(db, sql.data(), static_cast<int>(sql.size()), &m_stmt, nullptr) !=
+  if (sqlite().prepare_v2(db, sql.data(), static_cast<int>(sql.size()), &m_stmt, nullptr) !=
       SQLITE_OK) {
     sqlite_failure(db, "prepare");
   }
 }
 
 Statement::~Statement() {
-  sqlite3_finalize(m_stmt);
+  sqlite().finalize(m_stmt);
 }
 
 Statement &Statement::bind(const std::vector<SqlValue> &values) {
@@ -179,14 +181,14 @@ Statement &Statement::bind(const std::vector<SqlValue> &values) {
     const int index = static_cast<int>(i) + 1;
     int rc = SQLITE_OK;
     if (const auto *text = std::get_if<std::string>(&values[i])) {
-      rc = sqlite3_bind_text(
+      rc = sqlite().bind_text(
           m_stmt, index, text->data(), static_cast<int>(text->size()), SQLITE_TRANSIENT);
     } else if (const auto *integer = std::get_if<std::int64_t>(&values[i])) {
-      rc = sqlite3_bind_int64(m_stmt, index, *integer);
+      rc = sqlite().bind_int64(m_stmt, index, *integer);
     } else if (const auto *real = std::get_if<double>(&values[i])) {
-      rc = sqlite3_bind_double(m_stmt, index, *real);
+      rc = sqlite().bind_double(m_stmt, index, *real);
     } else {
-      rc = sqlite3_bind_null(m_stmt, index);
+      rc = sqlite().bind_null(m_stmt, index);
     }
     if (rc != SQLITE_OK) {
       sqlite_failure(m_db, "bind");
@@ -196,7 +198,7 @@ Statement &Statement::bind(const std::vector<SqlValue> &values) {
 }
 
 bool Statement::step() {
-  const int rc = sqlite3_step(m_stmt);
+  const int rc = sqlite().step(m_stmt);
   if (rc == SQLITE_ROW) {
     return true;
   }
@@ -207,46 +209,46 @@ bool Statement::step() {
 }
 
 void Statement::reset() {
-  sqlite3_reset(m_stmt);
-  sqlite3_clear_bindings(m_stmt);
+  sqlite().reset(m_stmt);
+  sqlite().clear_bindings(m_stmt);
 }
 
 int Statement::columns() const {
-  return sqlite3_column_count(m_stmt);
+  return sqlite().column_count(m_stmt);
 }
 
 std::string Statement::column_name(int index) const {
-  return sqlite3_column_name(m_stmt, index);
+  return sqlite().column_name(m_stmt, index);
 }
 
 OrderedJson Statement::column_json(int index) const {
-  switch (sqlite3_column_type(m_stmt, index)) {
+  switch (sqlite().column_type(m_stmt, index)) {
   case SQLITE_INTEGER:
-    return static_cast<std::int64_t>(sqlite3_column_int64(m_stmt, index));
+    return static_cast<std::int64_t>(sqlite().column_int64(m_stmt, index));
   case SQLITE_FLOAT:
-    return sqlite3_column_double(m_stmt, index);
+    return sqlite().column_double(m_stmt, index);
   case SQLITE_NULL:
     return nullptr;
   default: {
-    const auto *text = reinterpret_cast<const char *>(sqlite3_column_text(m_stmt, index));
-    return std::string(text, static_cast<size_t>(sqlite3_column_bytes(m_stmt, index)));
+    const auto *text = reinterpret_cast<const char *>(sqlite().column_text(m_stmt, index));
+    return std::string(text, static_cast<size_t>(sqlite().column_bytes(m_stmt, index)));
   }
   }
 }
 
 std::optional<std::int64_t> Statement::column_int(int index) const {
-  if (sqlite3_column_type(m_stmt, index) == SQLITE_NULL) {
+  if (sqlite().column_type(m_stmt, index) == SQLITE_NULL) {
     return std::nullopt;
   }
-  return sqlite3_column_int64(m_stmt, index);
+  return sqlite().column_int64(m_stmt, index);
 }
 
 std::optional<std::string> Statement::column_text(int index) const {
-  if (sqlite3_column_type(m_stmt, index) == SQLITE_NULL) {
+  if (sqlite().column_type(m_stmt, index) == SQLITE_NULL) {
     return std::nullopt;
   }
-  const auto *text = reinterpret_cast<const char *>(sqlite3_column_text(m_stmt, index));
-  return std::string(text, static_cast<size_t>(sqlite3_column_bytes(m_stmt, index)));
+  const auto *text = reinterpret_cast<const char *>(sqlite().column_text(m_stmt, index));
+  return std::string(text, static_cast<size_t>(sqlite().column_bytes(m_stmt, index)));
 }
 
 OrderedJson Statement::row_json() const {
@@ -287,33 +289,33 @@ Database::Database(const std::filesystem::path &path, Mode mode) : m_path(path) 
 }
 
 Database::~Database() {
-  sqlite3_close(m_db);
+  sqlite().close(m_db);
 }
 
 void Database::open_connection(const std::string &name, int flags) {
-  if (sqlite3_open_v2(name.c_str(), &m_db, flags, nullptr) != SQLITE_OK) {
-    const std::string reason = m_db != nullptr ? sqlite3_errmsg(m_db) : "out of memory";
-    sqlite3_close(m_db);
+  if (sqlite().open_v2(name.c_str(), &m_db, flags, nullptr) != SQLITE_OK) {
+    const std::string reason = m_db != nullptr ? sqlite().errmsg(m_db) : "out of memory";
+    sqlite().close(m_db);
     m_db = nullptr;
     throw failure("cannot open watcher database " + m_path.string() + ": " + reason);
   }
-  sqlite3_busy_timeout(m_db, 5000);
+  sqlite().busy_timeout(m_db, 5000);
   exec("PRAGMA foreign_keys = ON");
 }
 
 void Database::exec(std::string_view sql) {
   const std::string text(sql);
   char *message = nullptr;
-  if (sqlite3_exec(m_db, text.c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
-    const std::string reason = message != nullptr ? message : sqlite3_errmsg(m_db);
-    sqlite3_free(message);
+  if (sqlite().exec(m_db, text.c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
+    const std::string reason = message != nullptr ? message : sqlite().errmsg(m_db);
+    sqlite().free(message);
     throw failure("SQLite: " + reason + " (" + m_path.string() + ")");
   }
 }
 
 std::int64_t Database::insert(std::string_view sql, const std::vector<SqlValue> &values) {
   run(sql, values);
-  return sqlite3_last_insert_rowid(m_db);
+  return sqlite().last_insert_rowid(m_db);
 }
 
 void Database::run(std::string_view sql, const std::vector<SqlValue> &values) {
@@ -362,7 +364,7 @@ Transaction::Transaction(Database &db) : m_db(db) {
 
 Transaction::~Transaction() {
   if (!m_done) {
-    sqlite3_exec(m_db.handle(), "ROLLBACK", nullptr, nullptr, nullptr);
+    sqlite().exec(m_db.handle(), "ROLLBACK", nullptr, nullptr, nullptr);
   }
 }
 

@@ -6,7 +6,7 @@
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/watcher/watcher.hpp>
 
-#include <sqlite3.h>
+#include <primebeaker/registry/sqlite.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -14,6 +14,8 @@
 #include <random>
 
 namespace pb::watcher {
+
+using registry::sqlite;
 namespace {
 
 namespace stdfs = std::filesystem;
@@ -225,7 +227,7 @@ void remove_with_companions(const stdfs::path &path) {
 
 // Checkpoints the WAL into the main file and leaves WAL mode, so one file holds everything.
 void quiesce(Database &db, bool strict) {
-  sqlite3_busy_timeout(db.handle(), 10000);
+  sqlite().busy_timeout(db.handle(), 10000);
   db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
   const auto mode = db.scalar_text("PRAGMA journal_mode = DELETE");
   if (strict && mode != "delete") {
@@ -236,18 +238,18 @@ void quiesce(Database &db, bool strict) {
 
 void online_backup(Database &source, const stdfs::path &target) {
   sqlite3 *copy = nullptr;
-  if (sqlite3_open(target.c_str(), &copy) != SQLITE_OK) {
-    const std::string reason = copy ? sqlite3_errmsg(copy) : "out of memory";
-    sqlite3_close(copy);
+  if (sqlite().open(target.c_str(), &copy) != SQLITE_OK) {
+    const std::string reason = copy ? sqlite().errmsg(copy) : "out of memory";
+    sqlite().close(copy);
     throw failure("cannot create backup " + target.string() + ": " + reason);
   }
-  sqlite3_backup *backup = sqlite3_backup_init(copy, "main", source.handle(), "main");
-  int rc = backup ? sqlite3_backup_step(backup, -1) : SQLITE_ERROR;
+  sqlite3_backup *backup = sqlite().backup_init(copy, "main", source.handle(), "main");
+  int rc = backup ? sqlite().backup_step(backup, -1) : SQLITE_ERROR;
   if (backup) {
-    sqlite3_backup_finish(backup);
+    sqlite().backup_finish(backup);
   }
-  const std::string reason = sqlite3_errmsg(copy);
-  sqlite3_close(copy);
+  const std::string reason = sqlite().errmsg(copy);
+  sqlite().close(copy);
   if (rc != SQLITE_DONE) {
     throw failure("backup of " + source.path().string() + " to " + target.string() +
                   " failed: " + reason);

@@ -3,13 +3,15 @@
 
 #include <primebeaker/registry/records.hpp>
 
-#include <sqlite3.h>
+#include <primebeaker/registry/sqlite.hpp>
 
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
 
 namespace pb::test {
+
+using registry::sqlite;
 namespace {
 
 std::string python_float(double value) {
@@ -74,56 +76,56 @@ public:
   }
   std::optional<std::string> get(const std::string &key) override {
     sqlite3 *db = nullptr;
-    sqlite3_open(m_database.c_str(), &db);
+    sqlite().open(m_database.c_str(), &db);
     sqlite3_stmt *statement = nullptr;
-    sqlite3_prepare_v2(db,
+    sqlite().prepare_v2(db,
                        "SELECT value, typeof(value) FROM literegistry_kv WHERE key = ?",
                        -1,
                        &statement,
                        nullptr);
-    sqlite3_bind_text(statement, 1, key.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite().bind_text(statement, 1, key.c_str(), -1, SQLITE_TRANSIENT);
     std::optional<std::string> out;
-    if (sqlite3_step(statement) == SQLITE_ROW) {
-      const std::string type = reinterpret_cast<const char *>(sqlite3_column_text(statement, 1));
+    if (sqlite().step(statement) == SQLITE_ROW) {
+      const std::string type = reinterpret_cast<const char *>(sqlite().column_text(statement, 1));
       if (type != "blob") {
         throw std::runtime_error("value stored as " + type + ", not blob");
       }
-      out = std::string(static_cast<const char *>(sqlite3_column_blob(statement, 0)),
-                        sqlite3_column_bytes(statement, 0));
+      out = std::string(static_cast<const char *>(sqlite().column_blob(statement, 0)),
+                        sqlite().column_bytes(statement, 0));
     }
-    sqlite3_finalize(statement);
-    sqlite3_close(db);
+    sqlite().finalize(statement);
+    sqlite().close(db);
     return out;
   }
 
 private:
   void exec(const char *sql, const std::vector<std::string> &blobs, std::optional<double> real) {
     sqlite3 *db = nullptr;
-    if (sqlite3_open(m_database.c_str(), &db) != SQLITE_OK) {
+    if (sqlite().open(m_database.c_str(), &db) != SQLITE_OK) {
       throw std::runtime_error("cannot open test database");
     }
     sqlite3_stmt *statement = nullptr;
-    if (sqlite3_prepare_v2(db, sql, -1, &statement, nullptr) != SQLITE_OK) {
-      throw std::runtime_error(sqlite3_errmsg(db));
+    if (sqlite().prepare_v2(db, sql, -1, &statement, nullptr) != SQLITE_OK) {
+      throw std::runtime_error(sqlite().errmsg(db));
     }
     int index = 1;
     for (const auto &blob : blobs) {
       if (index == 1) {
-        sqlite3_bind_text(
+        sqlite().bind_text(
             statement, index++, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
       } else {
-        sqlite3_bind_blob(
+        sqlite().bind_blob(
             statement, index++, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
       }
     }
     if (real) {
-      sqlite3_bind_double(statement, index, *real);
+      sqlite().bind_double(statement, index, *real);
     }
-    if (sqlite3_step(statement) != SQLITE_DONE) {
-      throw std::runtime_error(sqlite3_errmsg(db));
+    if (sqlite().step(statement) != SQLITE_DONE) {
+      throw std::runtime_error(sqlite().errmsg(db));
     }
-    sqlite3_finalize(statement);
-    sqlite3_close(db);
+    sqlite().finalize(statement);
+    sqlite().close(db);
   }
 
   std::filesystem::path m_database;

@@ -6,13 +6,15 @@
 #include <primebeaker/watcher/watcher.hpp>
 
 #include <nlohmann/json.hpp>
-#include <sqlite3.h>
+#include <primebeaker/registry/sqlite.hpp>
 
 #include <algorithm>
 #include <optional>
 #include <set>
 
 namespace pb::test {
+
+using registry::sqlite;
 namespace {
 
 using nlohmann::json;
@@ -34,21 +36,21 @@ json run_json(const std::vector<std::string> &args, int expected_exit = 0) {
 
 std::vector<std::vector<std::string>> query(const stdfs::path &db, const std::string &sql) {
   sqlite3 *handle = nullptr;
-  EXPECT_EQ(sqlite3_open_v2(db.c_str(), &handle, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  EXPECT_EQ(sqlite().open_v2(db.c_str(), &handle, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
   sqlite3_stmt *stmt = nullptr;
-  EXPECT_EQ(sqlite3_prepare_v2(handle, sql.c_str(), -1, &stmt, nullptr), SQLITE_OK)
-      << sqlite3_errmsg(handle);
+  EXPECT_EQ(sqlite().prepare_v2(handle, sql.c_str(), -1, &stmt, nullptr), SQLITE_OK)
+      << sqlite().errmsg(handle);
   std::vector<std::vector<std::string>> rows;
-  while (sqlite3_step(stmt) == SQLITE_ROW) {
+  while (sqlite().step(stmt) == SQLITE_ROW) {
     std::vector<std::string> row;
-    for (int i = 0; i < sqlite3_column_count(stmt); ++i) {
-      const auto *text = sqlite3_column_text(stmt, i);
+    for (int i = 0; i < sqlite().column_count(stmt); ++i) {
+      const auto *text = sqlite().column_text(stmt, i);
       row.emplace_back(text ? reinterpret_cast<const char *>(text) : "NULL");
     }
     rows.push_back(row);
   }
-  sqlite3_finalize(stmt);
-  sqlite3_close(handle);
+  sqlite().finalize(stmt);
+  sqlite().close(handle);
   return rows;
 }
 
