@@ -73,6 +73,27 @@ bool asks_for_version(const std::vector<std::string> &args) {
   return false;
 }
 
+// -h or --help among root flags only (--help-all needs every command's options).
+bool asks_for_root_help(const std::vector<std::string> &args) {
+  bool help = false;
+  for (const auto &token : args) {
+    if (token == "--help-all") {
+      return false;
+    }
+    help = help || token == "-h" || token == "--help";
+  }
+  return help;
+}
+
+int finish_stdout() {
+  std::cout.flush();
+  if (!std::cout) {
+    std::cerr << "primebeaker: error: cannot write to standard output\n";
+    return static_cast<int>(ExitCode::failure);
+  }
+  return 0;
+}
+
 void register_modules(CommandTree &tree, std::uint64_t mask) {
   const auto modules = command_modules();
   for (std::size_t i = 0; i < modules.size(); ++i) {
@@ -187,15 +208,17 @@ int run_parsed(std::vector<std::string> args) {
   app.parse_complete_callback([&tree] { log::init(tree.verbosity()); });
 
   try {
+    const bool root_help = !top_level_word(args) && asks_for_root_help(args);
     args = prepare(app, tree, std::move(args));
+    if (root_help) {
+      // What CLI11 prints for CallForHelp, without throwing it: unwinding costs --help about
+      // 5 page faults of unwind tables and unwinder code (bench/startup/README.md).
+      std::cout << app.help();
+      return finish_stdout();
+    }
     std::reverse(args.begin(), args.end()); // CLI11 takes the vector back to front
     app.parse(args);
-    std::cout.flush();
-    if (!std::cout) {
-      std::cerr << "primebeaker: error: cannot write to standard output\n";
-      return static_cast<int>(ExitCode::failure);
-    }
-    return 0;
+    return finish_stdout();
   } catch (const CLI::CallForHelp &e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp &e) {

@@ -63,6 +63,22 @@ TEST(Cli, HelpListsEveryTopLevelCommandFromEveryModule) {
   EXPECT_FALSE(contains(r.out, "man-page")) << "hidden command listed";
 }
 
+// Root help is printed without CLI11's CallForHelp exception; every spelling prints the same.
+TEST(Cli, RootHelpIsTheSameForEverySpelling) {
+  const auto help = run_primebeaker({"--help"});
+  ASSERT_EQ(help.exit_code, 0) << help.err;
+  EXPECT_TRUE(contains(help.out, "Usage: primebeaker [OPTIONS] SUBCOMMAND\n")) << help.out;
+  for (const auto &args : std::vector<std::vector<std::string>>{
+           {"-h"}, {"-v", "--help"}, {"--help", "-v"}, {"--no-such-flag", "-h"}}) {
+    const auto r = run_primebeaker(args);
+    EXPECT_EQ(r.exit_code, 0) << args[0] << ": " << r.err;
+    EXPECT_EQ(r.out, help.out) << args[0];
+  }
+  const auto all = run_primebeaker({"--help", "--help-all"});
+  EXPECT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_TRUE(contains(all.out, "Print the Beaker spec of a Prime-RL RL run")) << "--help-all lists leaves";
+}
+
 TEST(Cli, SharedGroupHelpHasEveryModulesCommands) {
   // "rl" gets preview/submit from launch and resume from resume.
   const auto r = run_primebeaker({"rl", "--help"});
