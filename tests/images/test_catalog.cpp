@@ -16,6 +16,28 @@ TEST(Catalog, BuiltInIsTheRepositoryFile) {
   EXPECT_EQ(catalog.role("legacy_sft_root").locations.size(), 1u);
 }
 
+// The compiled-in Catalog is generated from images/catalog.json by CMake; it must be exactly
+// what parse() reads from the same file.
+TEST(Catalog, CompiledInIsWhatParseReads) {
+  const auto parsed = Catalog::parse(builtin_catalog_text(), "images/catalog.json");
+  EXPECT_EQ(Catalog::builtin(), parsed);
+  EXPECT_EQ(builtin_catalog(), parsed);
+  ASSERT_EQ(parsed.roles.size(), 3u);
+  EXPECT_EQ(parsed.roles[1].locations.size(), 3u);
+  EXPECT_EQ(parsed.roles[1].locations[2].size_bytes, 21654822124);
+  EXPECT_TRUE(parsed.roles[2].locations.empty());
+}
+
+TEST(Catalog, RolesAreByNameWhateverTheFileOrder) {
+  const auto catalog = Catalog::parse(R"({"schema_version": 1, "default_base_role": "b",
+    "roles": {"c": {"locations": []}, "a": {"locations": []}, "b": {"locations": []}}})",
+                                      "test");
+  ASSERT_EQ(catalog.roles.size(), 3u);
+  EXPECT_EQ(catalog.roles[0].name, "a");
+  EXPECT_EQ(catalog.roles[1].name, "b");
+  EXPECT_EQ(catalog.roles[2].name, "c");
+}
+
 TEST(Catalog, DefaultImagePerWorkspace) {
   const auto &catalog = Catalog::builtin();
   EXPECT_EQ(catalog.default_location("ai2/oe-agents").immutable_uri,

@@ -28,17 +28,23 @@ struct Location {
   std::string created;
   std::string committed;
   std::int64_t size_bytes = 0;
+
+  bool operator==(const Location &) const = default;
 };
 
 struct Role {
   std::string name;
   std::string purpose;
   std::vector<Location> locations;
+
+  bool operator==(const Role &) const = default;
 };
 
 struct Catalog {
   std::string default_base_role;
-  std::vector<Role> roles;
+  std::vector<Role> roles; // by name
+
+  bool operator==(const Catalog &) const = default;
 
   // Parses catalog JSON; schema_version must be 1. Throws pb::Error exit 3 naming `source`.
   static Catalog parse(std::string_view json_text, const std::string &source);
@@ -69,5 +75,9 @@ OrderedJson list_json(const Catalog &catalog);
 
 // The catalog's JSON text as compiled in.
 std::string_view builtin_catalog_text();
+
+// The Catalog that text describes, from initialisers generated at build time (no JSON parse);
+// Catalog::builtin() is this, built once.
+Catalog builtin_catalog();
 
 } // namespace pb::images
