@@ -2,6 +2,7 @@
 // The multi-turn rules of every family (docs/environments-runtime.md "The rollout engine").
 #include "session.hpp"
 
+#include <primebeaker/core/random.hpp>
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/environments/python.hpp>
 #include <primebeaker/environments/render.hpp>
@@ -13,7 +14,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <random>
 
 namespace pb::environments_runtime {
 namespace {
@@ -59,11 +59,6 @@ std::string shlex_quote(const std::string &word) {
     quoted += c == '\'' ? std::string("'\"'\"'") : std::string(1, c);
   }
   return quoted + "'";
-}
-
-std::string random_hex32() {
-  static thread_local std::mt19937_64 engine{std::random_device{}()};
-  return fmt::format("{:016x}{:016x}", engine(), engine());
 }
 
 // The judged output: the row's `output` (or its info's), else the first user message's
@@ -538,7 +533,7 @@ void Session::podman_setup() {
     state["podman_image"] = qualified;
     const std::string gateway = gateway_base(args);
     J body = {{"image", qualified},
-              {"client_id", string_field(args, "client_id_prefix") + "-" + random_hex32()},
+              {"client_id", string_field(args, "client_id_prefix") + "-" + random::hex_id(16)},
               {"service", field(args, "service")}};
     check_cancelled();
     ServiceCall start{"podman_start",

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
 // The web terminal: `cat <asset>`, `browse <url>` and plain terminal commands composed over
 // the terminal and fetch clients (docs/tool-services.md "Web terminal").
+#include <primebeaker/core/random.hpp>
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/environments/python.hpp>
 #include <primebeaker/tool_services/clients.hpp>
 
 #include <fmt/format.h>
 
-#include <random>
 #include <regex>
 
 namespace pb::tool_services {
@@ -22,8 +22,7 @@ OrderedJson layer_error(std::string stderr_text) {
 }
 
 std::string new_asset_id() {
-  static thread_local std::mt19937_64 generator{std::random_device{}()};
-  return fmt::format("asset_{:016x}{:016x}", generator(), generator());
+  return "asset_" + random::hex_id(16);
 }
 
 // The text of a URL-fetch result: data.content or data.text when non-empty.
