@@ -31,6 +31,19 @@ target_link_options(pb_lean_link INTERFACE "LINKER:--as-needed" "LINKER:-O1")
 # library still shared, is loaded by `watcher serve` only, inside a plugin that exchanges only C
 # with the binary (src/watcher/http_plugin.h).
 target_link_options(pb_lean_link INTERFACE -static-libstdc++ -static-libgcc)
+# No libm.so either (9 page faults per start): its two users load it (core/libm.hpp) and rounding
+# is compiled inline. What is left is libstdc++'s std::to_chars of double (floating_to_chars.o),
+# which refers to fegetround and fesetround: --as-needed keeps libm.so for those although
+# --gc-sections later drops their callers. Both are taken from libm's static archive instead;
+# they only read or write the FPU control words. Any other libm function pulled from the archive
+# fails the link (its ifunc resolvers need glibc-internal symbols): use core/libm.hpp for it.
+# (By path: `-lm` finds libm.so's linker script even after -Bstatic.) libstdc++ is named again
+# before it, so that floating_to_chars.o is loaded before the archive is searched.
+find_library(PB_LIBM_STATIC NAMES libm.a)
+if(PB_LIBM_STATIC)
+  target_link_libraries(pb_lean_link INTERFACE "-Wl,-Bstatic" stdc++ "-Wl,-Bdynamic"
+                                               "${PB_LIBM_STATIC}")
+endif()
 
 # The functions that --version, --help and the previews execute (cmake/startup-order.txt,
 # written by bench/startup/order.sh), placed side by side before the rest of .text. The kernel

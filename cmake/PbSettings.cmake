@@ -28,6 +28,10 @@ endif()
 
 add_library(pb_settings INTERFACE)
 target_compile_features(pb_settings INTERFACE cxx_std_20)
+# Rounding (std::floor, std::round, std::llround, ...) compiled inline rather than called in
+# libm: the binary does not link libm at all (its two users load it, core/libm.hpp). Nothing here
+# reads errno after a math function or the floating-point exception flags.
+target_compile_options(pb_settings INTERFACE -fno-math-errno -fno-trapping-math)
 set(CMAKE_CXX_EXTENSIONS OFF)
 target_compile_definitions(pb_settings INTERFACE $<$<CONFIG:Debug>:_GLIBCXX_ASSERTIONS>
                                                  PB_VERSION="${PROJECT_VERSION}")

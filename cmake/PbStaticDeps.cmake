@@ -27,7 +27,10 @@ add_library(spdlog::spdlog ALIAS pb_static_spdlog)
 add_library(pb_static_tomlplusplus STATIC "${pb_static_deps}/tomlplusplus.cpp")
 target_compile_features(pb_static_tomlplusplus PUBLIC cxx_std_17)
 # As Debian's package target spells them (options, not definitions).
-target_compile_options(pb_static_tomlplusplus PUBLIC -DTOML_HEADER_ONLY=0 -DTOML_SHARED_LIB=1)
+# No formatters: primebeaker only parses with toml++ (to verify edits), and the formatters were
+# kept by the link and called libm's log10.
+target_compile_options(pb_static_tomlplusplus PUBLIC -DTOML_HEADER_ONLY=0 -DTOML_SHARED_LIB=1
+                                                     -DTOML_ENABLE_FORMATTERS=0)
 add_library(tomlplusplus::tomlplusplus ALIAS pb_static_tomlplusplus)
 
 find_library(PB_YAML_CPP_STATIC NAMES libyaml-cpp.a REQUIRED)

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // CPython's Modules/_randommodule.c and Lib/random.py, ported (docs/environments.md).
+#include <primebeaker/core/libm.hpp>
 #include <primebeaker/environments/python.hpp>
 #include <primebeaker/environments/random.hpp>
 
@@ -172,7 +173,7 @@ std::vector<std::uint64_t> Random::sample(std::uint64_t n, std::uint64_t k) {
   std::uint64_t setsize = 21;
   if (k > 5) {
     setsize += static_cast<std::uint64_t>(
-        std::pow(4.0, std::ceil(std::log(static_cast<double>(k * 3)) / std::log(4.0))));
+        libm::pow(4.0, std::ceil(libm::log(static_cast<double>(k * 3)) / libm::log(4.0))));
   }
   if (n <= setsize) {
     std::vector<std::uint64_t> pool(n);

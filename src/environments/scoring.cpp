@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Reward scoring from recorded rollouts (docs/environments.md "Scoring").
 #include <primebeaker/core/error.hpp>
+#include <primebeaker/core/libm.hpp>
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/environments/parsing.hpp>
 #include <primebeaker/environments/python.hpp>
@@ -669,7 +670,7 @@ void reward_model_score(const Args &args, const J &rollout, Score &score) {
   if (args.string("score_transform") == "logit") {
     const double eps = args.number("logit_epsilon", 1e-7);
     const double q = std::clamp(p, eps, 1.0 - eps);
-    raw = std::log(q) - std::log(1.0 - q);
+    raw = libm::log(q) - libm::log(1.0 - q);
   }
   const Calibration *cal = calibration(args.string("reward_model_path"));
   const double mean = args.boolean("center_rewards") && cal != nullptr ? cal->mean : 0.0;

@@ -1,0 +1,16 @@
+// SPDX-License-Identifier: MIT
+// glibc's libm, loaded on first use (docs/cli.md, "Start-up"). Two computations must give
+// CPython's results bit for bit, and CPython calls glibc's `log` and `pow`: reward scoring's
+// logit and the port of `random.sample`. Linking libm for them made every start map and relocate
+// it (9 page faults of `primebeaker --version`); rounding is compiled inline instead
+// (-fno-math-errno, cmake/PbSettings.cmake).
+#pragma once
+
+namespace pb::libm {
+
+// The same functions as std::log and std::pow, from libm.so.6. Throws pb::Error (exit 1) when
+// libm cannot be loaded, which glibc does not allow to happen.
+double log(double x);
+double pow(double x, double y);
+
+} // namespace pb::libm
