@@ -35,8 +35,9 @@ target_link_options(pb_lean_link INTERFACE -static-libstdc++ -static-libgcc)
 # is compiled inline. What is left is libstdc++'s std::to_chars of double (floating_to_chars.o),
 # which refers to fegetround and fesetround: --as-needed keeps libm.so for those although
 # --gc-sections later drops their callers. Both are taken from libm's static archive instead;
-# they only read or write the FPU control words. Any other libm function pulled from the archive
-# fails the link (its ifunc resolvers need glibc-internal symbols): use core/libm.hpp for it.
+# they only read or write the FPU control words. Another libm function our code calls is taken
+# from the archive too when it is self-contained (fmod), and fails the link when glibc picks it
+# per CPU (exp, log, ...: their resolvers need the loader's internals): use core/libm.hpp then.
 # (By path: `-lm` finds libm.so's linker script even after -Bstatic.) libstdc++ is named again
 # before it, so that floating_to_chars.o is loaded before the archive is searched.
 find_library(PB_LIBM_STATIC NAMES libm.a)
