@@ -1,10 +1,6 @@
 // SPDX-License-Identifier: MIT
-#include <primebeaker/core/error.hpp>
+#include <primebeaker/core/dynamic_library.hpp>
 #include <primebeaker/core/libm.hpp>
-
-#include <dlfcn.h>
-
-#include <string>
 
 namespace pb::libm {
 namespace {
@@ -14,22 +10,12 @@ struct Functions {
   double (*pow)(double, double) = nullptr;
 };
 
-template <typename F> void bind(void *handle, F &target, const char *name) {
-  target = reinterpret_cast<F>(::dlsym(handle, name));
-  if (target == nullptr) {
-    throw failure(std::string("libm.so.6 lacks ") + name);
-  }
-}
-
 const Functions &functions() {
   static const Functions loaded = [] {
-    void *handle = ::dlopen("libm.so.6", RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) {
-      throw failure(std::string("cannot load glibc's libm: ") + ::dlerror());
-    }
+    void *handle = dl::open("libm.so.6", "cannot load glibc's libm: ");
     Functions f;
-    bind(handle, f.log, "log");
-    bind(handle, f.pow, "pow");
+    dl::bind(handle, f.log, "log", "libm.so.6 lacks ");
+    dl::bind(handle, f.pow, "pow", "libm.so.6 lacks ");
     return f;
   }();
   return loaded;

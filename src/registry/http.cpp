@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: MIT
+#include <primebeaker/core/dynamic_library.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/registry/http.hpp>
 
 #include <curl/curl.h>
-
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <memory>
@@ -35,37 +34,28 @@ struct LibCurl {
   decltype(&::curl_multi_cleanup) multi_cleanup = nullptr;
 };
 
-template <typename F>
-void bind(void *handle, F &target, const char *name, const std::string &purpose) {
-  target = reinterpret_cast<F>(::dlsym(handle, name));
-  if (target == nullptr) {
-    throw failure(purpose + ": libcurl lacks " + name);
-  }
-}
 
 const LibCurl &libcurl(const std::string &purpose) {
   static const LibCurl loaded = [&purpose] {
-    void *handle = ::dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) {
-      throw failure(purpose + " needs libcurl (Debian package libcurl4): " + ::dlerror());
-    }
+    void *handle = dl::open("libcurl.so.4", purpose + " needs libcurl (Debian package libcurl4): ");
+    const std::string lacking = purpose + ": libcurl lacks ";
     LibCurl api;
-    bind(handle, api.global_init, "curl_global_init", purpose);
-    bind(handle, api.easy_init, "curl_easy_init", purpose);
-    bind(handle, api.easy_cleanup, "curl_easy_cleanup", purpose);
-    bind(handle, api.easy_setopt, "curl_easy_setopt", purpose);
-    bind(handle, api.easy_perform, "curl_easy_perform", purpose);
-    bind(handle, api.easy_getinfo, "curl_easy_getinfo", purpose);
-    bind(handle, api.easy_strerror, "curl_easy_strerror", purpose);
-    bind(handle, api.slist_append, "curl_slist_append", purpose);
-    bind(handle, api.slist_free_all, "curl_slist_free_all", purpose);
-    bind(handle, api.multi_init, "curl_multi_init", purpose);
-    bind(handle, api.multi_add_handle, "curl_multi_add_handle", purpose);
-    bind(handle, api.multi_remove_handle, "curl_multi_remove_handle", purpose);
-    bind(handle, api.multi_perform, "curl_multi_perform", purpose);
-    bind(handle, api.multi_wait, "curl_multi_wait", purpose);
-    bind(handle, api.multi_info_read, "curl_multi_info_read", purpose);
-    bind(handle, api.multi_cleanup, "curl_multi_cleanup", purpose);
+    dl::bind(handle, api.global_init, "curl_global_init", lacking);
+    dl::bind(handle, api.easy_init, "curl_easy_init", lacking);
+    dl::bind(handle, api.easy_cleanup, "curl_easy_cleanup", lacking);
+    dl::bind(handle, api.easy_setopt, "curl_easy_setopt", lacking);
+    dl::bind(handle, api.easy_perform, "curl_easy_perform", lacking);
+    dl::bind(handle, api.easy_getinfo, "curl_easy_getinfo", lacking);
+    dl::bind(handle, api.easy_strerror, "curl_easy_strerror", lacking);
+    dl::bind(handle, api.slist_append, "curl_slist_append", lacking);
+    dl::bind(handle, api.slist_free_all, "curl_slist_free_all", lacking);
+    dl::bind(handle, api.multi_init, "curl_multi_init", lacking);
+    dl::bind(handle, api.multi_add_handle, "curl_multi_add_handle", lacking);
+    dl::bind(handle, api.multi_remove_handle, "curl_multi_remove_handle", lacking);
+    dl::bind(handle, api.multi_perform, "curl_multi_perform", lacking);
+    dl::bind(handle, api.multi_wait, "curl_multi_wait", lacking);
+    dl::bind(handle, api.multi_info_read, "curl_multi_info_read", lacking);
+    dl::bind(handle, api.multi_cleanup, "curl_multi_cleanup", lacking);
     api.global_init(CURL_GLOBAL_DEFAULT);
     return api;
   }();

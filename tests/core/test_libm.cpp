@@ -2,6 +2,8 @@
 // pb::libm loads glibc's libm on first use; it must give std::log's and std::pow's results bit
 // for bit. Rounding is compiled inline (-fno-math-errno -fno-trapping-math) and must keep the C
 // library's results, halfway cases, signed zeros and NaN included.
+#include <primebeaker/core/dynamic_library.hpp>
+#include <primebeaker/core/error.hpp>
 #include <primebeaker/core/libm.hpp>
 
 #include <gtest/gtest.h>
@@ -10,6 +12,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <vector>
 
 namespace {
@@ -51,6 +54,28 @@ TEST(Libm, InlineRoundingKeepsTheCLibrarysResults) {
   EXPECT_TRUE(std::signbit(std::round(opaque(-0.25)))) << "round(-0.25) is -0.0";
   EXPECT_TRUE(std::isnan(std::floor(opaque(std::nan("")))));
   EXPECT_EQ(std::trunc(opaque(-7.9)), -7.0);
+}
+
+TEST(DynamicLibrary, MissingLibraryOrSymbolIsOneErrorWithTheCallersWords) {
+  try {
+    pb::dl::open("libprimebeaker-no-such-library.so.0", "this needs the no-such library: ");
+    FAIL() << "opened a library that does not exist";
+  } catch (const pb::Error &error) {
+    EXPECT_EQ(error.code(), 1);
+    EXPECT_EQ(std::string(error.what()).rfind("this needs the no-such library: ", 0), 0u)
+        << error.what();
+  }
+  void *handle = pb::dl::open("libm.so.6", "libm: ");
+  try {
+    pb::dl::symbol(handle, "pb_no_such_function", "libm.so.6 lacks ");
+    FAIL() << "found a symbol that does not exist";
+  } catch (const pb::Error &error) {
+    EXPECT_EQ(error.code(), 1);
+    EXPECT_STREQ(error.what(), "libm.so.6 lacks pb_no_such_function");
+  }
+  double (*square_root)(double) = nullptr;
+  pb::dl::bind(handle, square_root, "sqrt", "libm.so.6 lacks ");
+  EXPECT_EQ(square_root(opaque(16.0)), 4.0); // IEEE: correctly rounded
 }
 
 } // namespace
