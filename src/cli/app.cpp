@@ -133,7 +133,8 @@ public:
     return usage;
   }
 
-  std::string make_subcommands(const CLI::App * /*app*/, CLI::AppFormatMode /*mode*/) const override {
+  std::string make_subcommands(const CLI::App * /*app*/,
+                               CLI::AppFormatMode /*mode*/) const override {
     std::ostringstream out;
     out << "\n" << get_label("Subcommands") << ":\n";
     for (const auto &command : top_level_commands()) {

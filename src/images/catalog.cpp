@@ -59,8 +59,9 @@ Catalog Catalog::parse(std::string_view json_text, const std::string &source) {
   }
   // A JSON object's members have no order; by name, parse() and the compiled-in catalog (whose
   // generator reads them sorted) build the same vector.
-  std::sort(catalog.roles.begin(), catalog.roles.end(),
-            [](const Role &a, const Role &b) { return a.name < b.name; });
+  std::sort(catalog.roles.begin(), catalog.roles.end(), [](const Role &a, const Role &b) {
+    return a.name < b.name;
+  });
   catalog.role(catalog.default_base_role); // the default role must exist
   return catalog;
 }

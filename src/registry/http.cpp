@@ -34,7 +34,6 @@ struct LibCurl {
   decltype(&::curl_multi_cleanup) multi_cleanup = nullptr;
 };
 
-
 const LibCurl &libcurl(const std::string &purpose) {
   static const LibCurl loaded = [&purpose] {
     void *handle = dl::open("libcurl.so.4", purpose + " needs libcurl (Debian package libcurl4): ");

@@ -8,8 +8,9 @@ namespace pb::registry {
 namespace {
 
 Sqlite load() {
-  void *handle = dl::open("libsqlite3.so.0",
-                          "SQLite databases need the SQLite library (Debian package libsqlite3-0): ");
+  void *handle =
+      dl::open("libsqlite3.so.0",
+               "SQLite databases need the SQLite library (Debian package libsqlite3-0): ");
   const std::string lacking = "the SQLite library (libsqlite3.so.0) lacks ";
   Sqlite api;
   dl::bind(handle, api.open, "sqlite3_open", lacking);

@@ -3,7 +3,6 @@
 #include "stores.hpp"
 
 #include <primebeaker/core/error.hpp>
-
 #include <primebeaker/registry/sqlite.hpp>
 
 #include <cmath>
@@ -163,7 +162,8 @@ private:
         "INSERT INTO literegistry_kv(key, value, expires_at) VALUES (?, ?, ?) "
         "ON CONFLICT(key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at");
     sqlite().bind_text(statement, 1, key.data(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
-    sqlite().bind_blob(statement, 2, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
+    sqlite().bind_blob(
+        statement, 2, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
     if (expires_at) {
       sqlite().bind_double(statement, 3, *expires_at);
     } else {
@@ -189,7 +189,8 @@ private:
     sqlite().bind_double(statement, 1, now);
     sqlite().bind_text(
         statement, 2, prefix.data(), static_cast<int>(prefix.size()), SQLITE_TRANSIENT);
-    sqlite().bind_text(statement, 3, upper.data(), static_cast<int>(upper.size()), SQLITE_TRANSIENT);
+    sqlite().bind_text(
+        statement, 3, upper.data(), static_cast<int>(upper.size()), SQLITE_TRANSIENT);
     std::vector<std::pair<std::string, std::string>> items;
     int rc = 0;
     while ((rc = sqlite().step(statement)) == SQLITE_ROW) {

@@ -3,7 +3,6 @@
 
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/registry/records.hpp>
-
 #include <primebeaker/registry/sqlite.hpp>
 
 #include <chrono>

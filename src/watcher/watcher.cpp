@@ -4,9 +4,8 @@
 #include "indexer.hpp"
 
 #include <primebeaker/core/error.hpp>
-#include <primebeaker/watcher/watcher.hpp>
-
 #include <primebeaker/registry/sqlite.hpp>
+#include <primebeaker/watcher/watcher.hpp>
 
 #include <algorithm>
 #include <chrono>

@@ -76,7 +76,8 @@ TEST(Cli, RootHelpIsTheSameForEverySpelling) {
   }
   const auto all = run_primebeaker({"--help", "--help-all"});
   EXPECT_EQ(all.exit_code, 0) << all.err;
-  EXPECT_TRUE(contains(all.out, "Print the Beaker spec of a Prime-RL RL run")) << "--help-all lists leaves";
+  EXPECT_TRUE(contains(all.out, "Print the Beaker spec of a Prime-RL RL run"))
+      << "--help-all lists leaves";
 }
 
 TEST(Cli, SharedGroupHelpHasEveryModulesCommands) {

@@ -28,9 +28,24 @@ std::uint64_t bits(double x) {
 }
 
 TEST(Libm, LogAndPowAreGlibcsBitForBit) {
-  const std::vector<double> values = {1e-7,   1 - 1e-7, 0.1,    0.5,   0.9999999, 1.0,  2.0,  3.0,
-                                      4.0,    15.0,     16.0,   18.0,  3e9,       1e300, 5e-324,
-                                      0.0,    -1.0,     std::numeric_limits<double>::infinity()};
+  const std::vector<double> values = {1e-7,
+                                      1 - 1e-7,
+                                      0.1,
+                                      0.5,
+                                      0.9999999,
+                                      1.0,
+                                      2.0,
+                                      3.0,
+                                      4.0,
+                                      15.0,
+                                      16.0,
+                                      18.0,
+                                      3e9,
+                                      1e300,
+                                      5e-324,
+                                      0.0,
+                                      -1.0,
+                                      std::numeric_limits<double>::infinity()};
   for (const double v : values) {
     const double x = opaque(v);
     EXPECT_EQ(bits(pb::libm::log(x)), bits(std::log(x))) << v;

@@ -2,7 +2,6 @@
 #include "backend_fixture.hpp"
 
 #include <primebeaker/registry/records.hpp>
-
 #include <primebeaker/registry/sqlite.hpp>
 
 #include <cmath>
@@ -79,10 +78,10 @@ public:
     sqlite().open(m_database.c_str(), &db);
     sqlite3_stmt *statement = nullptr;
     sqlite().prepare_v2(db,
-                       "SELECT value, typeof(value) FROM literegistry_kv WHERE key = ?",
-                       -1,
-                       &statement,
-                       nullptr);
+                        "SELECT value, typeof(value) FROM literegistry_kv WHERE key = ?",
+                        -1,
+                        &statement,
+                        nullptr);
     sqlite().bind_text(statement, 1, key.c_str(), -1, SQLITE_TRANSIENT);
     std::optional<std::string> out;
     if (sqlite().step(statement) == SQLITE_ROW) {

@@ -3,10 +3,10 @@
 #include "provenance_tree.hpp"
 
 #include <primebeaker/core/error.hpp>
+#include <primebeaker/registry/sqlite.hpp>
 #include <primebeaker/watcher/watcher.hpp>
 
 #include <nlohmann/json.hpp>
-#include <primebeaker/registry/sqlite.hpp>
 
 #include <algorithm>
 #include <optional>

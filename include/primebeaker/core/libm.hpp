@@ -2,8 +2,8 @@
 // glibc's libm, loaded on first use (docs/cli.md, "Start-up"). Two computations must give
 // CPython's results bit for bit, and CPython calls glibc's `log` and `pow`: reward scoring's
 // logit and the port of `random.sample`. Linking libm for them made every start map and relocate
-// it (9 page faults of `primebeaker --version`); rounding is compiled inline instead
-// (-fno-math-errno, cmake/PbSettings.cmake).
+// it (about 12 page faults per start, bench/startup/README.md); rounding is compiled inline
+// instead (-fno-math-errno, cmake/PbSettings.cmake).
 #pragma once
 
 namespace pb::libm {
