@@ -31,8 +31,8 @@ target_link_options(pb_lean_link INTERFACE "LINKER:--as-needed" "LINKER:-O1")
 # library still shared, is loaded by `watcher serve` only, inside a plugin that exchanges only C
 # with the binary (src/watcher/http_plugin.h).
 target_link_options(pb_lean_link INTERFACE -static-libstdc++ -static-libgcc)
-# No libm.so either (about 12 page faults per start): its two users load it (core/libm.hpp), rounding
-# is compiled inline. What is left is libstdc++'s std::to_chars of double (floating_to_chars.o),
+# No libm.so either (about 12 page faults per start): its two users load it (core/libm.hpp),
+# rounding is compiled inline. What is left is libstdc++'s std::to_chars of double (floating_to_chars.o),
 # which refers to fegetround and fesetround: --as-needed keeps libm.so for those although
 # --gc-sections later drops their callers. Both are taken from libm's static archive instead;
 # they only read or write the FPU control words. Another libm function our code calls is taken
