@@ -11,7 +11,8 @@ endif()
 
 # Release-style builds link primebeaker for start-up cost (cmake/PbLean.cmake, PbStaticDeps.cmake);
 # sanitizer builds keep the default link (their runtimes want it).
-if(PB_SANITIZE)
+# Debug builds keep it too: at -O0 rounding is not inlined, and the lean link has no libm.
+if(PB_SANITIZE OR CMAKE_BUILD_TYPE STREQUAL "Debug")
   set(pb_lean_default OFF)
 else()
   set(pb_lean_default ON)

@@ -3,6 +3,7 @@
 // (docs/evaluation.md). The in-container `evaluation worker` is another module's.
 #include "flow.hpp"
 
+#include <primebeaker/staging/stage.hpp>
 #include <primebeaker/core/command_tree.hpp>
 #include <primebeaker/core/env.hpp>
 #include <primebeaker/core/error.hpp>
@@ -32,11 +33,13 @@ struct YamlOptions {
   std::optional<std::string> local_mount;
   bool dry_run = false;
   bool force = false;
+  bool no_stage = false;
 };
 
 struct RequestOptions {
   std::string request_json;
   std::optional<std::string> python;
+  bool no_stage = false;
 };
 
 struct WorkflowsOptions {
@@ -49,7 +52,8 @@ struct Context {
   proc::SystemRunner runner;
   Helper helper;
   beaker::Client beaker;
-  Effects effects{helper, beaker};
+  staging::RealStager stager;
+  Effects effects{helper, beaker, stager};
 
   explicit Context(const std::optional<std::string> &python)
       : helper(runner, services::resolve_python(python, env)),
@@ -95,6 +99,22 @@ std::vector<std::string> config_paths(const YamlOptions &options) {
   return paths;
 }
 
+// The evaluator runs this build staged under <mount_path>/primebeaker/bin (docs/staging.md),
+// unless --no-stage keeps the image's own `primebeaker`.
+void choose_worker(EvaluationRequest &request, bool no_stage) {
+  request.staged_worker =
+      no_stage ? std::string()
+               : staging::staged_program(request.mount_path, staging::current()).string();
+}
+
+Loaded load_staged(const std::string &path, const LoadOptions &load, bool no_stage) {
+  Loaded loaded = load_yaml(path, load);
+  if (loaded.description) {
+    choose_worker(loaded.description->request, no_stage);
+  }
+  return loaded;
+}
+
 void run_yaml_command(const YamlOptions &options, bool submit) {
   Context context(options.python);
   const auto load = load_options(options, context.env);
@@ -103,13 +123,14 @@ void run_yaml_command(const YamlOptions &options, bool submit) {
     if (paths.size() != 1) {
       throw usage_error("submit takes one evaluation YAML (preview takes several)");
     }
-    print_json(std::cout, submit_yaml(load_yaml(paths.front(), load), context.effects));
+    print_json(std::cout,
+               submit_yaml(load_staged(paths.front(), load, options.no_stage), context.effects));
     return;
   }
   std::vector<Loaded> loaded;
   loaded.reserve(paths.size());
   for (const auto &path : paths) {
-    loaded.push_back(load_yaml(path, load));
+    loaded.push_back(load_staged(path, load, options.no_stage));
   }
   auto previews = preview_yamls(loaded, context.effects);
   if (previews.size() == 1) {
@@ -135,6 +156,13 @@ EvaluationRequest read_request(const std::string &value) {
                               : "--request-json: neither an existing file nor valid JSON");
   }
   return request_from_json(json, source);
+}
+
+void add_no_stage(cli::Command &command, bool &target) {
+  command.add_flag("--no-stage,--no_stage",
+                   target,
+                   "Run the image's own primebeaker instead of this build staged under "
+                   "<mount>/primebeaker/bin (docs/staging.md)");
 }
 
 void add_python(cli::Command &command, std::optional<std::string> &target) {
@@ -168,6 +196,7 @@ void register_yaml_command(cli::CommandTree &tree, std::string_view name, bool s
                      options.local_mount,
                      "Where /weka is mounted on this machine, if elsewhere (snapshots are written "
                      "there; default $PRIMEBEAKER_LOCAL_MOUNT)");
+  add_no_stage(command, options.no_stage);
   if (submit) {
     command.add_flag("--dry-run,--dry_run,!--no-dry-run",
                      options.dry_run,
@@ -191,9 +220,11 @@ void register_request_command(cli::CommandTree &tree, std::string_view name, boo
                   "The request: a JSON file, or the JSON text itself")
       .required();
   add_python(command, options.python);
+  add_no_stage(command, options.no_stage);
   command.callback([&options, submit] {
     Context context(options.python);
-    const auto request = read_request(options.request_json);
+    auto request = read_request(options.request_json);
+    choose_worker(request, options.no_stage);
     print_json(std::cout,
                submit ? submit_request(request, context.effects)
                       : preview_request(request, context.effects));

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "flow.hpp"
 
+#include <primebeaker/staging/stage.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/fs.hpp>
 #include <primebeaker/core/signals.hpp>
@@ -357,6 +358,16 @@ std::vector<OrderedJson> preview_yamls(const std::vector<Loaded> &loaded, Effect
   return previews;
 }
 
+// Stages the evaluator's primebeaker (at `local`, where this machine sees the mount) before any
+// service is launched, so that a failed stage costs nothing (docs/staging.md).
+void stage_worker(const EvaluationRequest &request,
+                  const std::function<stdfs::path(const std::string &)> &local,
+                  Effects &effects) {
+  if (!request.staged_worker.empty()) {
+    effects.stager.stage(local(stdfs::path(request.staged_worker).parent_path().string()));
+  }
+}
+
 OrderedJson submit_yaml(const Loaded &loaded, Effects &effects) {
   if (loaded.description) {
     // Everything checkable is checked, and the local snapshots written, before anything runs.
@@ -370,6 +381,8 @@ OrderedJson submit_yaml(const Loaded &loaded, Effects &effects) {
         write_snapshot(description.local_path(ref.snapshot), ref.content);
       }
     }
+    stage_worker(
+        request, [&](const std::string &path) { return description.local_path(path); }, effects);
   }
   const HelperJob job = job_for(loaded, true);
   const signals::Scope interrupts; // until the evaluator exists
@@ -442,6 +455,7 @@ OrderedJson preview_request(const EvaluationRequest &request, Effects &effects) 
 OrderedJson submit_request(const EvaluationRequest &request, Effects &effects) {
   evaluator_experiment(
       request, service_config(request), "/preflight", std::string(k_service_id_placeholder));
+  stage_worker(request, [](const std::string &path) { return stdfs::path(path); }, effects);
   HelperJob job;
   job.action = "submit";
   job.services = launcher_config(service_config(request), request.service_origins, "request");

@@ -13,6 +13,10 @@
 #include <string>
 #include <vector>
 
+namespace pb::staging {
+class Stager;
+}
+
 namespace pb::evaluation {
 
 // One YAML as loaded. A YAML naming a workflow primebeaker does not handle itself loads as a
@@ -30,6 +34,7 @@ Loaded load_yaml(const std::string &path_text, const LoadOptions &options);
 struct Effects {
   Helper &helper;
   beaker::Client &beaker;
+  staging::Stager &stager;
 };
 
 // Previews of every YAML with one helper process: one object per YAML.

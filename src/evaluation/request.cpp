@@ -160,9 +160,10 @@ private:
 
 } // namespace
 
-const std::vector<std::string> &worker_command() {
-  static const std::vector<std::string> command = {"primebeaker", "evaluation", "worker"};
-  return command;
+std::vector<std::string> worker_command(const EvaluationRequest &request) {
+  return {request.staged_worker.empty() ? std::string("primebeaker") : request.staged_worker,
+          "evaluation",
+          "worker"};
 }
 
 bool is_python_module_path(std::string_view text) {
@@ -392,7 +393,7 @@ beaker::Experiment evaluator_experiment(const EvaluationRequest &request,
   beaker::Task task;
   task.name = "evaluation";
   task.image = beaker::Image::from_reference(request.image);
-  task.command = worker_command();
+  task.command = worker_command(request);
   for (const auto &[name, value] : values) {
     task.env_vars.push_back(beaker::EnvVar::plain(name, value));
   }

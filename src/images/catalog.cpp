@@ -152,4 +152,12 @@ OrderedJson list_json(const Catalog &catalog) {
   return rows;
 }
 
+std::string_view Catalog::launch_role(bool staged) const {
+  return staged ? std::string_view(default_base_role) : k_runtime_role;
+}
+
+const Location *Catalog::launch_image(std::string_view workspace, bool staged) const {
+  return find_location(workspace, launch_role(staged));
+}
+
 } // namespace pb::images

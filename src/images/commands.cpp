@@ -20,19 +20,25 @@ void register_commands(pb::cli::CommandTree &tree) {
   struct DefaultOptions {
     std::string workspace = "ai2/oe-agents";
     std::string role;
+    bool no_stage = false;
   };
   auto &options = tree.make_options<DefaultOptions>();
   auto &fallback = tree.command({"images", "default"},
-                                "Print the image a launch uses for a workspace when --image is "
-                                "not given (beaker://ID)");
+                                "Print the image `sft|rl submit` runs for a workspace when "
+                                "--image is not given (beaker://ID)");
   fallback.add_option(pb::cli::flag("workspace"), options.workspace, "Beaker workspace")
       .capture_default_str();
   fallback.add_option(pb::cli::flag("role"),
                       options.role,
-                      "Catalog role (default: the catalog's default base role)");
+                      "Catalog role (default: the role a launch takes its image from)");
+  fallback.add_flag(pb::cli::flag("no-stage"),
+                    options.no_stage,
+                    "The image of a launch with --no-stage (the primebeaker-runtime role)");
   fallback.callback([&options] {
     const Catalog catalog = Catalog::from_environment(env::snapshot());
-    std::cout << catalog.default_location(options.workspace, options.role).immutable_uri << '\n';
+    const std::string_view role =
+        options.role.empty() ? catalog.launch_role(!options.no_stage) : options.role;
+    std::cout << catalog.default_location(options.workspace, role).immutable_uri << '\n';
   });
 }
 

@@ -10,6 +10,7 @@
 #include <primebeaker/launch/launch.hpp>
 #include <primebeaker/launch/rewrite_envs.hpp>
 #include <primebeaker/runs/runs.hpp>
+#include <primebeaker/staging/stage.hpp>
 #include <primebeaker/toml/value.hpp>
 
 #include <spdlog/spdlog.h>
@@ -50,7 +51,8 @@ void add_launch_command(pb::cli::CommandTree &tree, Program program, bool submit
                 proc::SystemRunner runner;
                 fs::RealFileSystem files;
                 beaker::Client client(runner, beaker::program_from_environment(env::snapshot()));
-                LaunchEffects effects{files, client};
+                staging::RealStager stager;
+                LaunchEffects effects{files, client, stager};
                 const OrderedJson result =
                     submit ? execute_submit(plan, effects) : execute_preview(plan, effects);
                 print_json(std::cout, result);

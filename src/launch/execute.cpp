@@ -8,6 +8,7 @@
 #include <primebeaker/core/fs.hpp>
 #include <primebeaker/images/catalog.hpp>
 #include <primebeaker/launch/launch.hpp>
+#include <primebeaker/staging/stage.hpp>
 #include <primebeaker/toml/value.hpp>
 
 #include <fmt/format.h>
@@ -82,6 +83,9 @@ OrderedJson execute_preview(const LaunchPlan &plan, LaunchEffects &effects) {
 OrderedJson execute_submit(const LaunchPlan &plan, LaunchEffects &effects) {
   if (!plan.submit_refusal.empty()) {
     throw usage_error(plan.submit_refusal);
+  }
+  if (!plan.stage_dir.empty()) {
+    effects.stager.stage(plan.stage_dir); // before the spec: it must not name a missing program
   }
   write_spec(plan, effects);
   const std::string out = effects.beaker.create_experiment(

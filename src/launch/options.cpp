@@ -76,6 +76,10 @@ const std::vector<FlagInfo> &flag_table() {
        "Multi-node RL: NAME=COUNT live LiteRegistry services needed before training; "
        "repeatable"},
       {"write-spec", Kind::boolean, "preview: also write the spec file (--no-write-spec)"},
+      {"stage",
+       Kind::boolean,
+       "Run this binary staged under <scratch-dir>/primebeaker/bin on the Prime-RL image "
+       "[on]; --no-stage runs `primebeaker` from --image (a runtime image)"},
   };
   return table;
 }
@@ -278,7 +282,7 @@ void apply_setting(LaunchOptions &options,
     return;
   }
   case Kind::boolean:
-    options.write_spec = parse_boolean(name, values.front());
+    (name == "stage" ? options.stage : options.write_spec) = parse_boolean(name, values.front());
     return;
   case Kind::list: {
     auto items = list_items(name, values);

@@ -14,6 +14,7 @@
 #include <primebeaker/images/catalog.hpp>
 #include <primebeaker/launch/launch.hpp>
 #include <primebeaker/primerl/config.hpp>
+#include <primebeaker/staging/stage.hpp>
 #include <primebeaker/toml/value.hpp>
 
 #include <fmt/format.h>
@@ -173,6 +174,8 @@ OrderedJson LaunchPlan::receipt_json(const std::string &beaker_stdout) const {
   out["spec_path"] = spec_path.string();
   out["stdout"] = beaker_stdout;
   out["wandb_run"] = wandb_run;
+  out["staged_program"] =
+      staged_program.empty() ? OrderedJson(nullptr) : OrderedJson(staged_program.string());
   return out;
 }
 
@@ -416,10 +419,21 @@ LaunchPlan make_plan(const LaunchOptions &options, const LaunchInputs &inputs) {
   check_under_mount(checked, flags.mount, flags.working_dir, inputs, problems);
   problems.throw_if_any();
 
+  // The program the container runs: this build, staged on the mount (docs/staging.md), or with
+  // --no-stage the image's own `primebeaker`.
+  std::filesystem::path stage_dir;
+  std::filesystem::path staged_program;
+  if (options.stage) {
+    const staging::Identity &identity =
+        inputs.stage_identity != nullptr ? *inputs.stage_identity : staging::current();
+    stage_dir = staging::stage_directory(flags.scratch_dir, identity);
+    staged_program = staging::staged_program(flags.scratch_dir, identity);
+  }
+
   beaker::Task task;
   task.name = read.task_name;
   task.image = beaker::Image::from_reference(flags.image_ref);
-  task.command = {"primebeaker", "node"};
+  task.command = {options.stage ? staged_program.string() : std::string("primebeaker"), "node"};
   if (!multi) {
     task.command.emplace_back("single");
   }
@@ -465,6 +479,8 @@ LaunchPlan make_plan(const LaunchOptions &options, const LaunchInputs &inputs) {
   plan.wandb_run = wandb_json(read.wandb, experiment_name, replica.wandb_run_id, entity);
   plan.write_spec = options.write_spec;
   plan.submit_refusal = flags.submit_refusal;
+  plan.stage_dir = stage_dir;
+  plan.staged_program = staged_program;
   return plan;
 }
 

@@ -174,18 +174,26 @@ void check_flags(const LaunchOptions &options,
                  const images::Catalog &catalog,
                  ValidatedFlags &flags) {
   refuse_inapplicable_flags(options, program, multi);
-  // An explicit --image is the user's word. Without one, only an image built to run
-  // `primebeaker node ...` will do (docs/launch.md "The default image").
+  // An explicit --image is the user's word. Without one: the Prime-RL image, which runs the
+  // staged binary, or with --no-stage an image built to contain it (docs/launch.md "The default
+  // image").
   flags.image_ref = options.image;
   if (options.image.empty()) {
-    if (const auto *runtime = catalog.find_location(options.workspace, images::k_runtime_role)) {
-      flags.image_ref = runtime->immutable_uri;
+    if (const auto *location = catalog.launch_image(options.workspace, options.stage)) {
+      flags.image_ref = location->immutable_uri;
+    } else if (options.stage) {
+      flags.image_ref = k_missing_prime_rl_image;
+      flags.submit_refusal = fmt::format(
+          "no Prime-RL image ({}) is cataloged for workspace '{}': pass --image beaker://<ID> "
+          "(`primebeaker images list` shows the cataloged images)",
+          catalog.launch_role(true),
+          options.workspace);
     } else {
       flags.image_ref = k_missing_runtime_image;
       flags.submit_refusal = fmt::format(
-          "no {} image is cataloged for workspace '{}', and the Prime-RL images cannot run "
-          "`primebeaker node`: build one from images/Dockerfile.runtime and pass --image "
-          "beaker://<ID> (images/README.md, \"The runtime image\")",
+          "--no-stage: no {} image is cataloged for workspace '{}', and the Prime-RL images do "
+          "not contain primebeaker: build one from images/Dockerfile.runtime and pass --image "
+          "beaker://<ID> (images/README.md, \"The runtime image\"), or drop --no-stage",
           images::k_runtime_role,
           options.workspace);
     }

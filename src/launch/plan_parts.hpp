@@ -16,7 +16,9 @@
 
 namespace pb::launch::detail {
 
-// The image a preview shows when no runtime image is cataloged for the workspace.
+// The images a preview shows when the catalog has none for the workspace.
+inline constexpr std::string_view k_missing_prime_rl_image =
+    "beaker://<no Prime-RL image cataloged for this workspace: pass --image>";
 inline constexpr std::string_view k_missing_runtime_image =
     "beaker://<no primebeaker-runtime image for this workspace: pass --image>";
 
@@ -27,7 +29,7 @@ struct ValidatedFlags {
   std::string scratch_dir; //
   std::string home_dir;    //
   std::string image_ref;
-  std::string submit_refusal; // no runtime image cataloged and no --image
+  std::string submit_refusal; // no image cataloged for the launch and no --image
   std::vector<std::string> clusters;
   std::map<std::string, std::string> user_env;
   std::map<std::string, std::string> secrets; // with the W&B / HF defaults applied

@@ -2,6 +2,7 @@
 // Signals, the attempt-keyed rendezvous directory, child supervision and host facts.
 #include "runtime.hpp"
 
+#include <primebeaker/core/self.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/fs.hpp>
 #include <primebeaker/core/random.hpp>
@@ -352,9 +353,7 @@ void Supervisor::stop_all(double grace_seconds) {
 // ---------------------------------------------------------------------------------------------
 
 std::string self_executable() {
-  std::error_code ec;
-  const auto path = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string("primebeaker") : path.string();
+  return self::command().string(); // the staged wrapper when run from a stage (docs/staging.md)
 }
 
 std::string local_address(const Tuning &tuning) {

@@ -4,6 +4,7 @@
 #include "plan.hpp"
 #include "source.hpp"
 
+#include <primebeaker/staging/stage.hpp>
 #include <primebeaker/beaker/client.hpp>
 #include <primebeaker/checkpoints/topology.hpp>
 #include <primebeaker/core/command_tree.hpp>
@@ -96,7 +97,8 @@ void run_resume(const ResumeOptions &options) {
 
   fs::RealFileSystem files;
   SystemClock clock;
-  ResumeEffects effects{beaker, files, clock};
+  staging::RealStager stager;
+  ResumeEffects effects{beaker, files, clock, stager};
   if (options.dry_run) {
     // Read-only checks run too, so a dry run says what a real resume would refuse.
     OrderedJson out = OrderedJson::object();

@@ -338,7 +338,7 @@ OrderedJson execute(const ResumePlan &plan, ResumeEffects &effects) {
   std::string beaker_stdout;
   try {
     archive = archive_broadcasts(plan);
-    launch::LaunchEffects launch_effects{effects.files, effects.beaker};
+    launch::LaunchEffects launch_effects{effects.files, effects.beaker, effects.stager};
     const OrderedJson receipt = launch::execute_submit(plan.launch, launch_effects);
     beaker_stdout = receipt.value("stdout", "");
   } catch (const Error &error) {

@@ -17,6 +17,9 @@ class Client;
 namespace pb::fs {
 class FileSystem;
 }
+namespace pb::staging {
+class Stager;
+}
 
 namespace pb::resume {
 
@@ -24,6 +27,7 @@ struct ResumeEffects {
   beaker::Client &beaker;
   fs::FileSystem &files;
   Clock &clock;
+  staging::Stager &stager;
 };
 
 // The read-only refusals, each a full message: a source job (or the child of an earlier

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The effects of a joint run: service stack first, then RL, with rollback; and the CLI.
+#include <primebeaker/staging/stage.hpp>
 #include <primebeaker/beaker/client.hpp>
 #include <primebeaker/core/command_tree.hpp>
 #include <primebeaker/core/env.hpp>
@@ -87,9 +88,14 @@ OrderedJson run_preview(const RunConfig &config, const RunInputs &inputs, RunEff
 OrderedJson run_launch(const RunConfig &config, const RunInputs &inputs, RunEffects &effects) {
   // Everything about the RL half that can be checked is checked before anything is launched,
   // so a typo in the RL settings never creates (and then stops) a service experiment.
-  if (const auto checked = plan_rl(config, inputs, std::string(k_preview_placeholder));
-      !checked.submit_refusal.empty()) {
+  const auto checked = plan_rl(config, inputs, std::string(k_preview_placeholder));
+  if (!checked.submit_refusal.empty()) {
     throw usage_error(checked.submit_refusal + " (rl.image in a run YAML); nothing was launched");
+  }
+  // Staged before the services too: a mount that refuses the copy costs no service experiment
+  // (the RL submit below then finds the stage and only verifies it).
+  if (!checked.stage_dir.empty()) {
+    effects.launch.stager.stage(checked.stage_dir);
   }
 
   const OrderedJson receipt = effects.services.submit(config.service);
@@ -190,7 +196,8 @@ void run_command(const RunCommandOptions &options, bool submit) {
   literegistry.use_beaker(beaker_program, path != env.end() ? path->second : "/usr/bin:/bin");
   fs::RealFileSystem files;
   beaker::Client beaker(runner, beaker_program);
-  launch::LaunchEffects launch_effects{files, beaker};
+  staging::RealStager stager;
+  launch::LaunchEffects launch_effects{files, beaker, stager};
   RunEffects effects{literegistry, launch_effects, beaker};
   print_json(std::cout,
              submit ? run_launch(config, inputs, effects) : run_preview(config, inputs, effects));

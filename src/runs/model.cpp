@@ -329,13 +329,23 @@ std::string describe(const Replica &replica) {
   }
 }
 
+// Whether a task's command runs primebeaker: `primebeaker` from the image's PATH, or a staged
+// copy (an absolute path ending in /primebeaker, docs/staging.md).
+bool is_primebeaker_program(const std::vector<std::string> &command) {
+  if (command.empty()) {
+    return false;
+  }
+  const std::string &program = command.front();
+  return program == "primebeaker" || program.ends_with("/primebeaker");
+}
+
 // The role of a replica from the task's command (docs/runs.md "Roles").
 std::string
 role_for(const std::vector<std::string> &command, const std::string &task_name, int rank) {
   const auto has = [&](std::size_t i, std::string_view word) {
     return command.size() > i && command[i] == word;
   };
-  if (has(0, "primebeaker") && has(1, "node")) {
+  if (is_primebeaker_program(command) && has(1, "node")) {
     if (has(2, "rl")) {
       return rank == 0 ? "trainer" : "inference";
     }
@@ -560,7 +570,7 @@ bool is_primebeaker_launch(const OrderedJson &experiment) {
     return true;
   }
   const RunView run = parse_run(experiment);
-  if (!run.command.empty() && run.command.front() == "primebeaker") {
+  if (is_primebeaker_program(run.command)) {
     return true;
   }
   return run.env.count("CONFIG_PATH") > 0 && run.env.count("OUTPUT_DIR") > 0;

@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <regex>
 
 namespace pb::test {
 
@@ -51,7 +52,9 @@ std::string LaunchFixture::normalized(const std::string &text) const {
   for (size_t pos = out.find(tmp); pos != std::string::npos; pos = out.find(tmp, pos)) {
     out.replace(pos, tmp.size(), "<TMP>");
   }
-  return out;
+  // The stage is named by the build id of the binary under test (docs/staging.md).
+  static const std::regex stage(R"(/primebeaker/bin/[0-9A-Za-z.+~-]+-[0-9a-f]{16}/)");
+  return std::regex_replace(out, stage, "/primebeaker/bin/<VERSION>-<BUILD ID>/");
 }
 
 void LaunchFixture::expect_golden(const std::string &name, const std::string &actual) const {

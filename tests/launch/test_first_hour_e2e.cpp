@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
-// What a new user meets in the first hour (docs/launch.md): the default image is the
-// catalog's primebeaker-runtime image or submit refuses before beaker; every problem of a
+// What a new user meets in the first hour (docs/launch.md): without --image the binary is
+// staged and runs on the catalog's Prime-RL image, or submit refuses before beaker; every problem of a
 // Prime-RL v0.8.0 TOML in one run with the keys that fix it; relative TOML paths against
 // --working-dir; flags the topology would ignore, out-of-range numbers and comma lists.
 #include "launch_fixture.hpp"
+
+#include <primebeaker/core/process.hpp>
 
 #include <fmt/format.h>
 
@@ -14,53 +16,103 @@ namespace {
 
 class FirstHour : public LaunchFixture {
 protected:
-  // Runs with the built-in catalog, which has no primebeaker-runtime image.
-  RunResult run_builtin_catalog(const std::vector<std::string> &args) {
-    return run(args, true, {{"PRIMEBEAKER_IMAGE_CATALOG", ""}});
+  // Runs with the built-in catalog (no primebeaker-runtime image, no ai2/elsewhere).
+  RunResult run_builtin_catalog(const std::vector<std::string> &args, bool with_mount = true) {
+    return run(args, with_mount, {{"PRIMEBEAKER_IMAGE_CATALOG", ""}});
   }
   static std::string image_of(const RunResult &result) {
     return json::parse(result.out)["spec"]["tasks"][0]["image"].dump();
   }
 };
 
-TEST_F(FirstHour, DefaultImageIsTheCatalogsRuntimeImage) {
+// The first submit of a new user: no --image, no Docker, no image build. The binary is staged on
+// the mount and the spec runs it on the catalog's Prime-RL image (docs/staging.md).
+TEST_F(FirstHour, WithoutAnImageTheStagedBinaryRunsOnThePrimeRlImage) {
   beaker_creates();
-  const auto holmes =
-      run({"rl", "submit", "--toml", "examples/rl/rl.toml", "--workspace", "ai2/oe-agents-holmes"});
-  ASSERT_EQ(holmes.exit_code, 0) << holmes.err;
-  const auto spec = json::parse(read_file(json::parse(holmes.out)["spec_path"].get<std::string>()));
-  EXPECT_EQ(spec["tasks"][0]["image"], json({{"beaker", "01TESTRUNTIMEHOLMES0000000"}}));
-  EXPECT_EQ(m_beaker.calls_matching({"experiment", "create"}).size(), 1u);
-  const auto preview = run({"sft", "preview", "--toml", "examples/sft/sft.toml"});
-  EXPECT_EQ(image_of(preview), R"({"beaker":"01TESTRUNTIMEOEAGENTS00000"})");
+  const auto preview = run_builtin_catalog(
+      {"rl", "preview", "--toml", "examples/rl/rl.toml", "--workspace", "ai2/oe-agents-holmes"});
+  ASSERT_EQ(preview.exit_code, 0) << preview.err;
   EXPECT_EQ(preview.err, "");
+  EXPECT_FALSE(std::filesystem::exists(mount() / "primebeaker" / "bin")) << "preview staged";
+  const auto submitted = run_builtin_catalog(
+      {"rl", "submit", "--toml", "examples/rl/rl.toml", "--workspace", "ai2/oe-agents-holmes"});
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
+  const auto receipt = json::parse(submitted.out);
+  const auto spec = json::parse(read_file(receipt["spec_path"].get<std::string>()));
+  const auto &task = spec["tasks"][0];
+  EXPECT_EQ(task["image"], json({{"beaker", "01M0E15WYCV7T0J1CMCFPBQ21P"}}));
+  EXPECT_EQ(task["command"], json::parse(preview.out)["spec"]["tasks"][0]["command"]);
+  const std::string program = task["command"][0];
+  EXPECT_EQ(receipt["staged_program"], program);
+  EXPECT_EQ(std::filesystem::path(program).parent_path().parent_path(),
+            mount() / "primebeaker" / "bin");
+  EXPECT_EQ(task["command"], json::array({program, "node", "single", "rl"}));
+  // What the container will run is this build.
+  const auto version = run_primebeaker({"--version"});
+  proc::SystemRunner runner;
+  proc::Command staged_version;
+  staged_version.argv = {program, "--version"};
+  EXPECT_EQ(runner.run(staged_version).out, version.out);
+  EXPECT_EQ(m_beaker.calls_matching({"experiment", "create"}).size(), 1u);
+  // `images default` names the image submit ran.
+  const auto image = run_builtin_catalog({"images", "default", "--workspace", "ai2/oe-agents-holmes"},
+                                         false);
+  EXPECT_EQ(image.out, "beaker://01M0E15WYCV7T0J1CMCFPBQ21P\n");
 }
 
-TEST_F(FirstHour, WithoutARuntimeImageSubmitRefusesBeforeBeakerAndPreviewWarns) {
+TEST_F(FirstHour, WithoutACatalogedImageSubmitRefusesBeforeStagingAndPreviewWarns) {
   beaker_creates();
   const std::string before = tree_digest(m_tmp.path());
   for (const std::string program : {"sft", "rl"}) {
-    const auto refused = run_builtin_catalog(
-        {program, "submit", "--toml", "examples/" + program + "/" + program + ".toml"});
+    const auto refused = run_builtin_catalog({program,
+                                              "submit",
+                                              "--toml",
+                                              "examples/" + program + "/" + program + ".toml",
+                                              "--workspace",
+                                              "ai2/elsewhere"});
     EXPECT_EQ(refused.exit_code, 2) << refused.err;
     EXPECT_EQ(refused.out, "");
     EXPECT_EQ(refused.err,
-              "primebeaker: error: no primebeaker-runtime image is cataloged for workspace "
-              "'ai2/oe-agents', and the Prime-RL images cannot run `primebeaker node`: build one "
-              "from images/Dockerfile.runtime and pass --image beaker://<ID> (images/README.md, "
-              "\"The runtime image\")\n");
+              "primebeaker: error: no Prime-RL image (prime_rl_training_base) is cataloged for "
+              "workspace 'ai2/elsewhere': pass --image beaker://<ID> (`primebeaker images list` "
+              "shows the cataloged images)\n");
   }
   EXPECT_TRUE(m_beaker.calls().empty()) << "submit reached beaker";
-  EXPECT_EQ(tree_digest(m_tmp.path()), before) << "a refused submit wrote something";
+  EXPECT_EQ(tree_digest(m_tmp.path()), before) << "a refused submit wrote (or staged) something";
 
-  const auto preview = run_builtin_catalog({"rl", "preview", "--toml", "examples/rl/rl.toml"});
+  const auto preview = run_builtin_catalog(
+      {"rl", "preview", "--toml", "examples/rl/rl.toml", "--workspace", "ai2/elsewhere"});
   ASSERT_EQ(preview.exit_code, 0) << preview.err;
   EXPECT_EQ(image_of(preview),
-            R"({"beaker":"<no primebeaker-runtime image for this workspace: pass --image>"})");
-  EXPECT_NE(preview.err.find("warning: `rl submit` would refuse this launch: no "
-                             "primebeaker-runtime image is cataloged"),
+            R"({"beaker":"<no Prime-RL image cataloged for this workspace: pass --image>"})");
+  EXPECT_NE(preview.err.find("warning: `rl submit` would refuse this launch: no Prime-RL image"),
             std::string::npos)
       << preview.err;
+}
+
+// --no-stage: the image's own primebeaker, so the default image is a runtime image.
+TEST_F(FirstHour, NoStageRunsTheImagesBinaryOnTheRuntimeImage) {
+  beaker_creates();
+  const auto holmes = run({"rl", "submit", "--toml", "examples/rl/rl.toml", "--workspace",
+                           "ai2/oe-agents-holmes", "--no-stage"});
+  ASSERT_EQ(holmes.exit_code, 0) << holmes.err;
+  const auto receipt = json::parse(holmes.out);
+  const auto spec = json::parse(read_file(receipt["spec_path"].get<std::string>()));
+  EXPECT_EQ(spec["tasks"][0]["image"], json({{"beaker", "01TESTRUNTIMEHOLMES0000000"}}));
+  EXPECT_EQ(spec["tasks"][0]["command"], json::array({"primebeaker", "node", "single", "rl"}));
+  EXPECT_TRUE(receipt["staged_program"].is_null());
+  EXPECT_FALSE(std::filesystem::exists(mount() / "primebeaker" / "bin")) << "--no-stage staged";
+  const auto image =
+      run({"images", "default", "--workspace", "ai2/oe-agents-holmes", "--no-stage"}, false);
+  EXPECT_EQ(image.out, "beaker://01TESTRUNTIMEHOLMES0000000\n");
+
+  const auto refused = run_builtin_catalog(
+      {"sft", "submit", "--toml", "examples/sft/sft.toml", "--no-stage"});
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("--no-stage: no primebeaker-runtime image is cataloged for "
+                             "workspace 'ai2/oe-agents'"),
+            std::string::npos)
+      << refused.err;
 }
 
 TEST_F(FirstHour, AnExplicitImageIsUsedAsGiven) {

@@ -9,6 +9,7 @@
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/fs.hpp>
 #include <primebeaker/launch/launch.hpp>
+#include <primebeaker/staging/stage.hpp>
 #include <primebeaker/toml/value.hpp>
 
 #include <CLI/CLI.hpp>
@@ -52,6 +53,28 @@ public:
   std::vector<proc::Argv> calls;
 };
 
+// Records each stage and what had already happened when it was asked for.
+class RecordingStager final : public staging::Stager {
+public:
+  RecordingStager(const RecordingFiles &files, const RecordingRunner &runner)
+      : m_files(files), m_runner(runner) {}
+  staging::Staged stage(const std::filesystem::path &directory) override {
+    stages.push_back({directory, m_files.writes.size() + m_runner.calls.size()});
+    return {directory, directory / "primebeaker", staging::Outcome::created};
+  }
+  struct Stage {
+    std::filesystem::path directory;
+    size_t effects_before = 0;
+  };
+  std::vector<Stage> stages;
+
+private:
+  const RecordingFiles &m_files;
+  const RecordingRunner &m_runner;
+};
+
+const staging::Identity k_identity{"9.8.7", "0123456789abcdef0123456789abcdef01234567"};
+
 TEST(PlanApi, ResumeStyleOverridesAndExtraEnv) {
   const auto document = toml::Document::parse(k_multinode_rl, "/weka/runs/new.toml");
   LaunchOptions options;
@@ -65,12 +88,18 @@ TEST(PlanApi, ResumeStyleOverridesAndExtraEnv) {
   options.secrets = {"BEAKER_TOKEN=training-token"};
   auto inputs = inputs_for(document);
   inputs.experiment_name = "source-run-resume-step20";
+  inputs.stage_identity = &k_identity;
   const auto plan = launch::make_plan(options, inputs);
   EXPECT_EQ(plan.experiment_name, "source-run-resume-step20");
   EXPECT_EQ(plan.spec_path,
             "/weka/scratch/primebeaker/beaker_experiments/"
             "source-run-resume-step20-attempt1.json");
   const auto &task = plan.spec["tasks"][0];
+  EXPECT_EQ(task["command"],
+            OrderedJson::array({"/weka/scratch/primebeaker/bin/9.8.7-0123456789abcdef/primebeaker",
+                                "node",
+                                "rl"}));
+  EXPECT_EQ(plan.stage_dir, "/weka/scratch/primebeaker/bin/9.8.7-0123456789abcdef");
   std::map<std::string, std::string> values;
   std::map<std::string, std::string> secrets;
   for (const auto &e : task["envVars"]) {
@@ -96,11 +125,17 @@ TEST(PlanApi, ResumeStyleOverridesAndExtraEnv) {
   RecordingFiles files;
   RecordingRunner runner;
   beaker::Client client(runner, "beaker");
-  launch::LaunchEffects effects{files, client};
+  RecordingStager stager(files, runner);
+  launch::LaunchEffects effects{files, client, stager};
   EXPECT_EQ(launch::execute_preview(plan, effects), plan.preview_json());
   EXPECT_TRUE(files.writes.empty());
   EXPECT_TRUE(runner.calls.empty());
+  EXPECT_TRUE(stager.stages.empty()) << "preview staged";
   const auto receipt = launch::execute_submit(plan, effects);
+  ASSERT_EQ(stager.stages.size(), 1u);
+  EXPECT_EQ(stager.stages[0].directory, plan.stage_dir);
+  EXPECT_EQ(stager.stages[0].effects_before, 0u) << "staged after writing the spec or submitting";
+  EXPECT_EQ(receipt["staged_program"], plan.staged_program.string());
   ASSERT_EQ(files.writes.size(), 1u);
   EXPECT_EQ(files.writes[0].first, plan.spec_path.string());
   EXPECT_EQ(files.writes[0].second, plan.spec_text);
@@ -108,6 +143,27 @@ TEST(PlanApi, ResumeStyleOverridesAndExtraEnv) {
   EXPECT_EQ(runner.calls[0], plan.submit_command);
   EXPECT_EQ(receipt["stdout"], "Experiment 01NEW submitted.\n");
   EXPECT_EQ(beaker::parse_created_experiment_id(receipt["stdout"].get<std::string>()), "01NEW");
+}
+
+TEST(PlanApi, NoStageRunsTheImagesOwnBinaryAndStagesNothing) {
+  const auto document = toml::Document::parse(k_multinode_rl, "/weka/runs/new.toml");
+  LaunchOptions options;
+  options.registry = "redis://r:1";
+  options.image = "beaker://01RUNTIME";
+  launch::apply_setting(options, "stage", {"false"});
+  auto inputs = inputs_for(document);
+  inputs.stage_identity = &k_identity;
+  const auto plan = launch::make_plan(options, inputs);
+  EXPECT_EQ(plan.spec["tasks"][0]["command"], OrderedJson::array({"primebeaker", "node", "rl"}));
+  EXPECT_TRUE(plan.stage_dir.empty());
+  RecordingFiles files;
+  RecordingRunner runner;
+  beaker::Client client(runner, "beaker");
+  RecordingStager stager(files, runner);
+  launch::LaunchEffects effects{files, client, stager};
+  const auto receipt = launch::execute_submit(plan, effects);
+  EXPECT_TRUE(stager.stages.empty());
+  EXPECT_TRUE(receipt["staged_program"].is_null());
 }
 
 TEST(PlanApi, ConfigPathIsReRootedAtASymlinkedMount) {

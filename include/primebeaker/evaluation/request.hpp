@@ -21,8 +21,6 @@ inline constexpr std::string_view k_service_id_placeholder = "<created-at-launch
 // Where the service stack publishes its endpoints when services.shared_dir is not set.
 inline constexpr std::string_view k_default_shared_dir = "/weka/gfaria";
 
-// The evaluator task's command: the worker of this same binary (docs/evaluation.md).
-const std::vector<std::string> &worker_command();
 
 struct EvaluationRequest {
   std::string module;
@@ -46,7 +44,13 @@ struct EvaluationRequest {
   double readiness_timeout_seconds = 7200;
   std::string experiment_name = "jtceval";
   std::optional<std::string> budget = "ai2/oe-omai";
+  // The primebeaker the evaluator runs: this build staged on the mount (docs/staging.md), set
+  // by the command glue; empty: `primebeaker` from the image (--no-stage). Not a JSON field.
+  std::string staged_worker;
 };
+
+// The evaluator task's command: the worker of this same binary (docs/evaluation.md).
+std::vector<std::string> worker_command(const EvaluationRequest &request);
 
 // A request from JSON (request-preview / request-submit): unknown keys and wrong types are
 // refused, then validate() runs. `source` names the input in messages. Throws pb::Error (exit 3).
@@ -70,7 +74,7 @@ std::string coordination_root(const OrderedJson &service_config, const std::stri
 std::string evaluation_experiment_name(const EvaluationRequest &request,
                                        const std::string &service_name);
 
-// The evaluator task (one CPU task running worker_command()). Throws pb::Error (exit 3) for
+// The evaluator task (one CPU task running worker_command(request)). Throws pb::Error (exit 3) for
 // colliding environment names.
 beaker::Experiment evaluator_experiment(const EvaluationRequest &request,
                                         const OrderedJson &service_config,

@@ -13,8 +13,8 @@
 
 namespace pb::images {
 
-// The role whose image every launch without --image runs: a Prime-RL image with the
-// primebeaker binary added (images/Dockerfile.runtime, images/README.md).
+// The role of images built from images/Dockerfile.runtime (a Prime-RL image with the binary
+// added): what a launch with --no-stage runs without --image (images/README.md).
 inline constexpr std::string_view k_runtime_role = "primebeaker-runtime";
 
 // Names a catalog file that replaces the built-in one (sites that publish their own runtime
@@ -67,6 +67,13 @@ struct Catalog {
   // "no cataloged Prime-RL image for workspace '<ws>'" (with a hint to pass --image).
   const Location &default_location(std::string_view workspace,
                                    std::string_view role_name = {}) const;
+
+  // The role a launch without --image takes its image from: the default base role (the
+  // Prime-RL image, which runs the staged binary) when `staged`, else k_runtime_role.
+  std::string_view launch_role(bool staged) const;
+  // That role's location for `workspace`, or nullptr: the one place that decides which image
+  // `submit` runs, so that `images default` prints the same.
+  const Location *launch_image(std::string_view workspace, bool staged) const;
 };
 
 // The JSON rows of `images list`: role, immutable_uri, name, workspace, size_bytes, created,

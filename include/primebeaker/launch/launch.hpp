@@ -33,6 +33,10 @@ class Client;
 namespace pb::images {
 struct Catalog;
 }
+namespace pb::staging {
+struct Identity;
+class Stager;
+}
 
 namespace pb::launch {
 
@@ -46,7 +50,7 @@ std::string_view program_name(Program program); // "sft" / "rl"
 struct LaunchOptions {
   std::filesystem::path toml;
   std::string name;  // Beaker experiment name; empty: wandb.name
-  std::string image; // empty: the catalog's primebeaker-runtime image for the workspace
+  std::string image; // empty: the catalog's Prime-RL image for the workspace (docs/staging.md)
   std::string workspace = "ai2/oe-agents";
   std::vector<std::string> clusters; // empty: {"ai2/holmes"}
   std::string priority = "high";
@@ -74,6 +78,9 @@ struct LaunchOptions {
   std::int64_t gateway_workers = 8;               // multi-node RL
   std::vector<std::string> required_services;     // multi-node RL: NAME=COUNT
   bool write_spec = false;                        // preview: also write the spec file
+  // Run the binary staged on the mount (docs/staging.md); false: `primebeaker` from the image's
+  // PATH, which then must be a runtime image (images/Dockerfile.runtime).
+  bool stage = true;
 
   // Kebab names of the flags that were given (filled by the CLI registration and by
   // apply_setting), for callers whose defaults come from elsewhere (rl resume).
@@ -125,6 +132,8 @@ struct LaunchInputs {
   // Where the runtime image comes from when --image is not given; nullptr: the built-in
   // catalog (the glue passes images::Catalog::from_environment).
   const images::Catalog *catalog = nullptr;
+  // Which build the stage holds; nullptr: this binary (staging::current()).
+  const staging::Identity *stage_identity = nullptr;
 };
 
 // The absolute normalized paths make_plan compares against the mount (the mount, the
@@ -160,11 +169,16 @@ struct LaunchPlan {
   // Non-empty when submitting this plan must be refused (no runtime image for the workspace
   // and no --image): the one-line reason. Preview still renders the spec and warns.
   std::string submit_refusal;
+  // The stage submit makes or checks, and the wrapper in it that the spec runs; both empty with
+  // --no-stage (the spec runs `primebeaker` from the image).
+  std::filesystem::path stage_dir;
+  std::filesystem::path staged_program;
 
   // The preview object of docs/launch.md (experiment_name, [launch_id], spec_path, spec,
   // submit_command, wandb_run).
   OrderedJson preview_json() const;
-  // The submit receipt: experiment_name, [launch_id], spec_path, stdout, wandb_run.
+  // The submit receipt: experiment_name, [launch_id], experiment_id, experiment_url, spec_path,
+  // stdout, wandb_run, staged_program (null with --no-stage).
   OrderedJson receipt_json(const std::string &beaker_stdout) const;
 };
 
@@ -177,15 +191,16 @@ LaunchPlan make_plan(const LaunchOptions &options, const LaunchInputs &inputs);
 struct LaunchEffects {
   fs::FileSystem &files;
   beaker::Client &beaker;
+  staging::Stager &stager;
 };
 
 // preview: writes the spec only when plan.write_spec, returns preview_json(). Never runs
 // beaker.
 OrderedJson execute_preview(const LaunchPlan &plan, LaunchEffects &effects);
 
-// submit: refuses plan.submit_refusal (pb::Error exit 2, nothing written or run), writes the
-// spec atomically (parents created), then runs `beaker experiment create`; returns the
-// receipt. beaker failing or missing throws pb::Error exit 4 with its stderr.
+// submit: refuses plan.submit_refusal (pb::Error exit 2, nothing written or run), stages the
+// binary (plan.stage_dir), writes the spec atomically (parents created), then runs `beaker
+// experiment create`; returns the receipt. beaker failing or missing throws pb::Error exit 4 with its stderr.
 OrderedJson execute_submit(const LaunchPlan &plan, LaunchEffects &effects);
 
 // The CLI glue: loads the TOML named by options.toml, snapshots the environment and cwd, picks

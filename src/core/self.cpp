@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: MIT
+#include <primebeaker/core/self.hpp>
+
+#include <elf.h>
+#include <errno.h>
+#include <link.h>
+
+#include <cstring>
+#include <set>
+#include <string_view>
+
+namespace pb::self {
+namespace {
+
+// The first object dl_iterate_phdr reports is the program; its name is empty when the kernel
+// loaded it and the path the loader was given when the loader ran it.
+struct MainProgram {
+  std::string name;
+  std::string build_id;
+  bool seen = false;
+};
+
+std::string note_build_id(const dl_phdr_info &info) {
+  static constexpr char k_hex[] = "0123456789abcdef";
+  for (ElfW(Half) i = 0; i < info.dlpi_phnum; ++i) {
+    const ElfW(Phdr) &header = info.dlpi_phdr[i];
+    if (header.p_type != PT_NOTE) {
+      continue;
+    }
+    const char *at = reinterpret_cast<const char *>(info.dlpi_addr + header.p_vaddr);
+    const char *end = at + header.p_memsz;
+    while (at + sizeof(ElfW(Nhdr)) <= end) {
+      const auto *note = reinterpret_cast<const ElfW(Nhdr) *>(at);
+      const char *name = at + sizeof(ElfW(Nhdr));
+      const char *desc = name + ((note->n_namesz + 3U) & ~3U);
+      if (note->n_type == NT_GNU_BUILD_ID && note->n_namesz == 4 &&
+          std::memcmp(name, "GNU", 4) == 0 && desc + note->n_descsz <= end) {
+        std::string hex;
+        for (ElfW(Word) b = 0; b < note->n_descsz; ++b) {
+          const auto byte = static_cast<unsigned char>(desc[b]);
+          hex += k_hex[byte >> 4];
+          hex += k_hex[byte & 15];
+        }
+        return hex;
+      }
+      at = desc + ((note->n_descsz + 3U) & ~3U);
+    }
+  }
+  return {};
+}
+
+const MainProgram &main_program() {
+  static const MainProgram program = [] {
+    MainProgram found;
+    dl_iterate_phdr(
+        [](dl_phdr_info *info, size_t, void *data) {
+          auto &out = *static_cast<MainProgram *>(data);
+          out.seen = true;
+          out.name = info->dlpi_name != nullptr ? info->dlpi_name : "";
+          out.build_id = note_build_id(*info);
+          return 1; // the program only
+        },
+        &found);
+    return found;
+  }();
+  return program;
+}
+
+std::filesystem::path proc_self_exe() {
+  std::error_code ec;
+  auto path = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::filesystem::path("primebeaker") : path;
+}
+
+} // namespace
+
+std::string build_id() {
+  return main_program().build_id;
+}
+
+bool started_by_loader() {
+  return !main_program().name.empty();
+}
+
+std::filesystem::path executable() {
+  if (started_by_loader()) {
+    std::error_code ec;
+    auto absolute = std::filesystem::absolute(main_program().name, ec);
+    return ec ? std::filesystem::path(main_program().name) : absolute;
+  }
+  return proc_self_exe();
+}
+
+std::filesystem::path command() {
+  if (started_by_loader() && program_invocation_name != nullptr &&
+      std::string_view(program_invocation_name).find('/') != std::string_view::npos) {
+    std::error_code ec;
+    auto absolute = std::filesystem::absolute(program_invocation_name, ec);
+    return ec ? std::filesystem::path(program_invocation_name) : absolute;
+  }
+  return executable();
+}
+
+std::vector<std::filesystem::path> loaded_objects() {
+  struct Collected {
+    std::vector<std::filesystem::path> paths;
+    std::set<std::string> seen;
+    bool first = true;
+  } collected;
+  dl_iterate_phdr(
+      [](dl_phdr_info *info, size_t, void *data) {
+        auto &out = *static_cast<Collected *>(data);
+        const bool program = out.first;
+        out.first = false;
+        const std::string name = info->dlpi_name != nullptr ? info->dlpi_name : "";
+        if (program || name.empty() || name.front() != '/' || !out.seen.insert(name).second) {
+          return 0; // the program, the vDSO, or a duplicate
+        }
+        out.paths.emplace_back(name);
+        return 0;
+      },
+      &collected);
+  return collected.paths;
+}
+
+} // namespace pb::self
