@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
-// `primebeaker toml get|set|unset|check`.
+// `primebeaker toml get|set|unset|check|diff`.
 #include <primebeaker/core/command_tree.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/fs.hpp>
 #include <primebeaker/core/json.hpp>
+#include <primebeaker/toml/diff.hpp>
 #include <primebeaker/toml/edit.hpp>
 #include <primebeaker/toml/format.hpp>
 #include <primebeaker/toml/value.hpp>
@@ -14,6 +15,7 @@
 #include <sys/stat.h>
 
 #include <iostream>
+#include <iterator>
 
 namespace pb::toml {
 namespace {
@@ -39,6 +41,12 @@ struct EditOptions {
 
 struct CheckOptions {
   std::vector<std::string> files;
+};
+
+struct DiffOptions {
+  std::string a;
+  std::string b;
+  bool json = false;
 };
 
 void run_get(const GetOptions &o) {
@@ -207,18 +215,42 @@ void run_unset(const EditOptions &o) {
   emit(o, before, unset(std::move(doc), o.key, {o.if_exists, o.prune}));
 }
 
+// Every error of every file as one pb::Error: the first is its message, the others its
+// context lines.
 void run_check(const CheckOptions &o) {
-  int invalid = 0;
+  std::vector<Error> errors;
   for (const auto &file : o.files) {
     try {
-      (void)Document::load(file);
-    } catch (const Error &e) {
-      ++invalid;
-      std::cerr << e.what() << '\n';
+      auto found = Document::check(fs::read_file(file), file);
+      errors.insert(errors.end(),
+                    std::make_move_iterator(found.begin()),
+                    std::make_move_iterator(found.end()));
+    } catch (const Error &e) { // cannot be read
+      errors.push_back(e);
     }
   }
-  if (invalid > 0) {
-    throw Error(ExitCode::bad_input, "");
+  if (errors.empty()) {
+    return;
+  }
+  Error error(ExitCode::bad_input, errors.front().what());
+  for (auto it = errors.begin() + 1; it != errors.end(); ++it) {
+    error.add_context(it->what());
+  }
+  throw error;
+}
+
+void run_diff(const DiffOptions &o) {
+  if (o.a == "-" && o.b == "-") {
+    throw usage_error("A and B cannot both be stdin");
+  }
+  const DocumentDiff diff = diff_documents(Document::load(o.a), Document::load(o.b));
+  if (o.json) {
+    print_json(std::cout, diff_json(diff));
+  } else {
+    std::cout << diff_text(diff);
+  }
+  if (!diff.same()) {
+    throw Error(ExitCode::failure, ""); // reported on stdout: exit 1 says "different"
   }
 }
 
@@ -281,11 +313,21 @@ void register_commands(cli::CommandTree &tree) {
   unset_cmd.callback([&u] { run_unset(u); });
 
   auto &check_cmd = tree.command({"toml", "check"},
-                                 "Validate TOML files; prints FILE:LINE:COL: message per invalid "
-                                 "file and exits 3");
+                                 "Validate TOML files; reports every error as FILE:LINE:COL: "
+                                 "message and exits 3");
   auto &c = tree.make_options<CheckOptions>();
   check_cmd.add_option("FILE", c.files, "TOML files ('-' for stdin)").required();
   check_cmd.callback([&c] { run_check(c); });
+
+  auto &diff_cmd = tree.command({"toml", "diff"},
+                                "Keys added, removed and changed from A to B, by meaning; exits "
+                                "0 when the same, 1 when different");
+  auto &d = tree.make_options<DiffOptions>();
+  diff_cmd.add_option("A", d.a, "TOML file ('-' for stdin)").required();
+  diff_cmd.add_option("B", d.b, "TOML file ('-' for stdin)").required();
+  diff_cmd.add_flag(
+      cli::flag("json"), d.json, "print {\"same\", \"added\", \"removed\", \"changed\"} as JSON");
+  diff_cmd.callback([&d] { run_diff(d); });
 }
 
 } // namespace pb::toml

@@ -8,6 +8,7 @@
 // are not decoded until the typed values are asked for, and only tables and arrays own a vector.
 #pragma once
 
+#include <primebeaker/core/error.hpp>
 #include <primebeaker/toml/syntax.hpp>
 #include <primebeaker/toml/value.hpp>
 
@@ -117,10 +118,17 @@ struct ParseFailure {
   std::string message;
 };
 // `record_tokens`: also fill tree.token_begin/token_kind (4-5 bytes per token, so only on
-// demand: Document::syntax()).
-void parse_into(std::string_view text, Parsed &out, bool record_tokens = false);
+// demand: Document::syntax()). `errors`: go on after an error at the next line that starts a
+// header or a key, collecting every error there (Document::check(); `out` is then unusable).
+void parse_into(std::string_view text,
+                Parsed &out,
+                bool record_tokens = false,
+                std::vector<ParseFailure> *errors = nullptr);
 // Fills the token columns of an already parsed text.
 void record_tokens(std::string_view text, Parsed &parsed);
+
+// pb::Error (exit 3) "SOURCE:LINE:COL: message" for a failure of parsing parsed.text.
+Error located_error(Parsed &parsed, std::string_view source, const ParseFailure &failure);
 
 // The decoded content of a string token the parser accepted (quotes, escapes, line-ending
 // backslashes and CRLF in multi-line strings resolved).

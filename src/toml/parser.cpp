@@ -415,17 +415,25 @@ struct StringScanner {
 
 class Parser {
 public:
-  Parser(std::string_view text, Parsed &out, bool record_tokens)
+  Parser(std::string_view text, Parsed &out, bool record_tokens, std::vector<ParseFailure> *errors)
       : s(text), n(static_cast<std::uint32_t>(text.size())), m_out(out), t(out.tree),
-        m_record_tokens(record_tokens) {}
+        m_record_tokens(record_tokens), m_errors(errors) {}
 
   void run() {
     if (s.size() >= UINT32_MAX - 1) {
       fail(0, "file too large");
     }
     index_lines();
-    if (const auto bad = invalid_utf8_at(s); bad != npos) {
-      fail(bad, "invalid UTF-8");
+    for (auto bad = invalid_utf8_at(s); bad != npos;) {
+      if (m_errors == nullptr) {
+        fail(bad, "invalid UTF-8");
+      }
+      // Each line with invalid UTF-8 once; the parser reads on (strings and comments take the
+      // bytes as they are, elsewhere they fail on the same line, which check() reports once).
+      m_errors->push_back({bad, "invalid UTF-8"});
+      const std::uint32_t next = next_line(bad);
+      const auto more = invalid_utf8_at(s.substr(next));
+      bad = more == npos ? npos : next + more;
     }
     reserve();
     t.text_size = n;
@@ -437,7 +445,17 @@ public:
       t.body_begin = 3;
     }
     while (p < n) {
-      top_level_line();
+      if (m_errors == nullptr) {
+        top_level_line();
+        continue;
+      }
+      const std::int32_t section = m_section;
+      try {
+        top_level_line();
+      } catch (ParseFailure &failure) {
+        m_errors->push_back(std::move(failure));
+        recover(section);
+      }
     }
     m_out.key_value_line.assign(t.key_values.size(), npos);
     m_out.header_line.assign(t.headers.size(), npos);
@@ -468,9 +486,111 @@ private:
   std::vector<std::uint32_t> m_child_stack;
   std::vector<std::uint32_t> m_comma_stack;
   std::string m_scratch; // decoded string contents, reused (values are decoded on demand)
+  // Collecting every error (check()) instead of throwing the first. For recover(): whether a
+  // header is being read, and where the multi-line string being read began (npos: none).
+  std::vector<ParseFailure> *m_errors = nullptr;
+  bool m_in_header = false;
+  std::uint32_t m_open_multiline = npos;
 
   [[noreturn]] void fail(std::uint32_t at, std::string message) {
     throw ParseFailure{std::min(at, n), std::move(message)};
+  }
+
+  // Where the physical line after the one holding `offset` begins (n after the last line).
+  std::uint32_t next_line(std::uint32_t offset) const {
+    const auto &starts = m_out.line_starts;
+    const auto it = std::upper_bound(starts.begin(), starts.end(), offset);
+    return it == starts.end() ? n : *it;
+  }
+
+  // After a failed top-level line (check() only): go on at the next line that starts a header
+  // or a `key =`, past the rest of a multi-line string the error was in, in the state a line
+  // starts in. The keys under a header that failed go into a table of their own, checked
+  // against each other but never against the table before it.
+  void recover(std::int32_t section) {
+    std::uint32_t from = std::max(p, m_errors->back().offset);
+    if (m_open_multiline != npos) {
+      from = multiline_end(m_open_multiline, from);
+      m_open_multiline = npos;
+    }
+    p = next_line(from);
+    while (p < n && !starts_statement(p)) {
+      p = next_line(p);
+    }
+    m_token_end = p;
+    m_keys.clear();
+    m_child_stack.clear();
+    m_comma_stack.clear();
+    m_section = section;
+    if (m_in_header) {
+      m_in_header = false;
+      m_current = make(Type::table, Origin::header);
+      m_section = ++m_section_seq;
+    }
+  }
+
+  // Where the multi-line string opened at `open` ends, searching from `from` (n when unclosed).
+  std::uint32_t multiline_end(std::uint32_t open, std::uint32_t from) const {
+    const char quote = s[open];
+    const std::string_view close = quote == '"' ? R"(""")" : "'''";
+    for (std::uint32_t i = std::max(from, open + 3); i < n; ++i) {
+      if (quote == '"' && s[i] == '\\') {
+        ++i;
+      } else if (s.substr(i, 3) == close) {
+        return i + 3;
+      }
+    }
+    return n;
+  }
+
+  // Whether the line at `b` starts like a header, `[key` (keys dotted or quoted) followed by
+  // brackets not followed by a comma, or the end of the line, or like a key/value, `key =`.
+  // Lines of a broken array seldom do (`"x",`, `[1, 2],`, `[3],`).
+  bool starts_statement(std::uint32_t b) const {
+    const auto blanks = [this](std::uint32_t i) {
+      while (i < n && (s[i] == ' ' || s[i] == '\t')) {
+        ++i;
+      }
+      return i;
+    };
+    std::uint32_t i = blanks(b);
+    const bool header = i < n && s[i] == '[';
+    if (header) {
+      i = blanks(i + (i + 1 < n && s[i + 1] == '[' ? 2 : 1));
+    }
+    for (;;) {
+      if (i < n && is_bare_key_char(s[i])) {
+        while (i < n && is_bare_key_char(s[i])) {
+          ++i;
+        }
+      } else if (i < n && (s[i] == '"' || s[i] == '\'')) {
+        const char quote = s[i++];
+        while (i < n && s[i] != quote && s[i] != '\n') {
+          i += quote == '"' && s[i] == '\\' && i + 1 < n && s[i + 1] != '\n' ? 2 : 1;
+        }
+        if (i >= n || s[i] != quote) {
+          return false;
+        }
+        ++i;
+      } else {
+        return false;
+      }
+      i = blanks(i);
+      if (i >= n || s[i] != '.') {
+        break;
+      }
+      i = blanks(i + 1);
+    }
+    if (!header) {
+      return i < n && s[i] == '=';
+    }
+    const std::uint32_t key_end = i;
+    while (i < n && s[i] == ']') {
+      ++i;
+    }
+    const bool closed = i > key_end;
+    i = blanks(i);
+    return i >= n || s[i] == '\n' || s[i] == '\r' || s[i] == '#' || (closed && s[i] != ',');
   }
 
   // Upper bounds, so that the flat lists never grow by copying (a grown vector briefly holds
@@ -523,6 +643,7 @@ private:
     const std::uint32_t b = p;
     m_scratch.clear();
     StringScanner scanner{s, n, p};
+    m_open_multiline = multiline ? b : npos;
     if (literal) {
       scanner.literal_string(multiline, m_scratch);
       emit(multiline ? TokenKind::multiline_literal_string : TokenKind::literal_string, b);
@@ -530,6 +651,7 @@ private:
       scanner.basic_string(multiline, m_scratch);
       emit(multiline ? TokenKind::multiline_basic_string : TokenKind::basic_string, b);
     }
+    m_open_multiline = npos;
   }
 
   // The decoded name of the quoted key just scanned from `b`: a view of the text when it is
@@ -610,7 +732,9 @@ private:
       line.kind = LineKind::comment;
       comment();
     } else if (c == '[') {
+      m_in_header = true;
       line.item = header();
+      m_in_header = false;
       line.kind = t.headers[line.item].array ? LineKind::array_table : LineKind::table;
       comment_span = nullptr;
     } else {
@@ -1311,8 +1435,11 @@ Value to_value(const Parsed &parsed, std::string_view text, const Node &node) {
   }
 }
 
-void parse_into(std::string_view text, Parsed &out, bool record_tokens) {
-  Parser(text, out, record_tokens).run();
+void parse_into(std::string_view text,
+                Parsed &out,
+                bool record_tokens,
+                std::vector<ParseFailure> *errors) {
+  Parser(text, out, record_tokens, errors).run();
   out.tokens_recorded = record_tokens;
 }
 
@@ -1346,6 +1473,15 @@ std::string_view article_type(const Node &node) {
   }
 }
 
+// "SOURCE:LINE:COL: message", exit 3.
+Error located_error(Parsed &parsed, std::string_view source, const ParseFailure &failure) {
+  if (parsed.line_starts.empty()) {
+    parsed.line_starts.push_back(0);
+  }
+  const Position pos = parsed.position(failure.offset);
+  return input_error(fmt::format("{}:{}:{}: {}", source, pos.line, pos.column, failure.message));
+}
+
 } // namespace detail
 
 Document Document::parse(std::string text, std::string source_name) {
@@ -1356,15 +1492,36 @@ Document Document::parse(std::string text, std::string source_name) {
   try {
     detail::parse_into(parsed->text, *parsed);
   } catch (const detail::ParseFailure &e) {
-    if (parsed->line_starts.empty()) {
-      parsed->line_starts.push_back(0);
-    }
-    const Position pos = parsed->position(e.offset);
-    throw input_error(
-        fmt::format("{}:{}:{}: {}", doc.m_source_name, pos.line, pos.column, e.message));
+    throw located_error(*parsed, doc.m_source_name, e);
   }
   doc.m_parsed = std::move(parsed);
   return doc;
+}
+
+std::vector<Error> Document::check(std::string text, const std::string &source_name) {
+  detail::Parsed parsed;
+  parsed.text = std::move(text);
+  std::vector<detail::ParseFailure> failures;
+  try {
+    detail::parse_into(parsed.text, parsed, false, &failures);
+  } catch (detail::ParseFailure &e) { // one the parser cannot go on from (a file too large)
+    failures.push_back(std::move(e));
+  }
+  std::stable_sort(failures.begin(), failures.end(), [](const auto &l, const auto &r) {
+    return l.offset < r.offset;
+  });
+  std::vector<Error> errors;
+  std::uint32_t last_line = 0;
+  for (const auto &failure : failures) {
+    // One error per line: invalid UTF-8 is reported first, and may fail the line it is on.
+    Error error = located_error(parsed, source_name, failure);
+    const std::uint32_t line = parsed.position(failure.offset).line;
+    if (line != last_line) {
+      errors.push_back(std::move(error));
+      last_line = line;
+    }
+  }
+  return errors;
 }
 
 Document Document::load(const std::filesystem::path &path) {

@@ -85,6 +85,8 @@ TEST_F(TomlCommands, GetErrors) {
                 ":2:8: expected a value, found ','\n");
 }
 
+// Every error of every file, as one error: the first on the `primebeaker: error:` line, the
+// others under it.
 TEST_F(TomlCommands, CheckReportsEachInvalidFile) {
   pb::test::write_file(dir / "bad1.toml", "a = 1\na = 2\n");
   pb::test::write_file(dir / "bad2.toml", "[x\n");
@@ -92,10 +94,39 @@ TEST_F(TomlCommands, CheckReportsEachInvalidFile) {
       {"toml", "check", file, (dir / "bad1.toml").string(), (dir / "bad2.toml").string()});
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_EQ(r.err,
-            (dir / "bad1.toml").string() +
-                ":2:1: key 'a' is already defined (at line 1, column 5)\n" +
+            "primebeaker: error: " + (dir / "bad1.toml").string() +
+                ":2:1: key 'a' is already defined (at line 1, column 5)\n  " +
                 (dir / "bad2.toml").string() + ":1:3: expected ']' to close the table header\n");
-  EXPECT_EQ(run_primebeaker({"toml", "check", file}).exit_code, 0);
+  EXPECT_EQ(r.out, "");
+  const auto ok = run_primebeaker({"toml", "check", file});
+  EXPECT_EQ(ok.exit_code, 0);
+  EXPECT_EQ(ok.err, "");
+}
+
+// Issue 27: two syntax errors in one file are both reported, with their line and column.
+TEST_F(TomlCommands, CheckReportsEveryErrorOfAFile) {
+  const std::string bad = (dir / "two.toml").string();
+  pb::test::write_file(bad, "[server]\nhost = \"a\nport = 80\n[[bin]\nname = \"x\"\n");
+  const auto r = run_primebeaker({"toml", "check", bad});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.err,
+            "primebeaker: error: " + bad + ":2:10: newline in a single-line string\n  " + bad +
+                ":4:6: expected ']]' to close the array-of-tables header\n");
+}
+
+// Issue 27: a file that cannot be read is reported like every other error.
+TEST_F(TomlCommands, CheckMissingFileHasTheErrorPrefix) {
+  const std::string missing = (dir / "missing.toml").string();
+  auto r = run_primebeaker({"toml", "check", missing});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.err, "primebeaker: error: cannot read " + missing + ": No such file or directory\n");
+  pb::test::write_file(dir / "bad.toml", "a = \n");
+  r = run_primebeaker({"toml", "check", (dir / "bad.toml").string(), missing, file});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.err,
+            "primebeaker: error: " + (dir / "bad.toml").string() +
+                ":1:5: expected a value, found the end of the line\n  cannot read " + missing +
+                ": No such file or directory\n");
 }
 
 TEST_F(TomlCommands, SetInPlaceKeepsEverythingElse) {

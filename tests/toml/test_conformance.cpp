@@ -13,8 +13,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <regex>
+#include <set>
 
 namespace {
 
@@ -98,8 +100,31 @@ TEST(Conformance, InvalidFilesAreRejectedWithLineAndColumn) {
   std::cout << "[conformance] invalid rejected: " << rejected << "/" << files.size() << '\n';
 }
 
-// The same gate through the real binary: `toml check` over all invalid files prints one
-// FILE:LINE:COL line each and exits 3; over all valid files it exits 0.
+// Document::check() finds an error exactly where parse() throws one, and the first error
+// parse() throws is among those check() reports.
+TEST(Conformance, CheckAgreesWithParse) {
+  for (const auto &name : listed("invalid/")) {
+    SCOPED_TRACE(name);
+    const std::string text = pb::test::read_file(corpus() / name);
+    const auto errors = Document::check(text, name);
+    ASSERT_FALSE(errors.empty());
+    try {
+      (void)Document::parse(text, name);
+      ADD_FAILURE() << "parse() accepted it";
+    } catch (const pb::Error &e) {
+      EXPECT_TRUE(std::any_of(errors.begin(), errors.end(), [&e](const pb::Error &c) {
+        return std::string_view(c.what()) == e.what();
+      })) << e.what();
+    }
+  }
+  for (const auto &name : listed("valid/")) {
+    EXPECT_TRUE(Document::check(pb::test::read_file(corpus() / name), name).empty()) << name;
+  }
+}
+
+// The same gate through the real binary: `toml check` over all invalid files reports at least
+// one FILE:LINE:COL line for each (every error, the first after `primebeaker: error: `, the
+// others indented under it) and exits 3; over all valid files it exits 0.
 TEST(Conformance, CheckCommandOverTheWholeList) {
   std::vector<std::string> args{"toml", "check"};
   for (const auto &name : listed("invalid/")) {
@@ -107,13 +132,16 @@ TEST(Conformance, CheckCommandOverTheWholeList) {
   }
   auto r = pb::test::run_primebeaker(args);
   EXPECT_EQ(r.exit_code, 3);
-  const std::regex line(R"(^/.+\.toml:[0-9]+:[0-9]+: .+$)");
-  std::size_t lines = 0;
+  const std::regex line(R"(^(primebeaker: error: |  )(/.+\.toml):[0-9]+:[0-9]+: .+$)");
+  std::set<std::string> reported;
   std::istringstream err(r.err);
-  for (std::string l; std::getline(err, l); ++lines) {
-    EXPECT_TRUE(std::regex_match(l, line)) << l;
+  for (std::string l; std::getline(err, l);) {
+    std::smatch match;
+    EXPECT_TRUE(std::regex_match(l, match, line)) << l;
+    EXPECT_EQ(match[1] == "primebeaker: error: ", reported.empty()) << l;
+    reported.insert(match[2]);
   }
-  EXPECT_EQ(lines, 499U);
+  EXPECT_EQ(reported.size(), 499U);
 
   args.resize(2);
   for (const auto &name : listed("valid/")) {

@@ -3,6 +3,8 @@
 // error messages, keys resolved semantically (however the file spelled them).
 #pragma once
 
+#include <primebeaker/core/error.hpp>
+
 #include <cstdint>
 #include <filesystem>
 #include <initializer_list>
@@ -119,6 +121,11 @@ public:
   static Document parse(std::string text, std::string source_name);
   // Reads and parses a file ("-" is stdin). Missing or unreadable files are exit 3 as well.
   static Document load(const std::filesystem::path &path);
+  // Every error parse() finds in `text`, not just the first: after an error the parser goes on
+  // at the next line that starts a header or a `key =` (docs/toml.md, "toml check"). Each is
+  // the pb::Error parse() would throw for it; in document order, one per line; empty when
+  // `text` is valid TOML 1.0.
+  static std::vector<Error> check(std::string text, const std::string &source_name);
 
   const std::string &source_name() const { return m_source_name; }
   const std::string &text() const;
