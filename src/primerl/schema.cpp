@@ -1,0 +1,1148 @@
+// SPDX-License-Identifier: MIT
+// The schema checker (docs/primerl-schema.md): one walk of the TOML's values against the
+// generated tables, reading them as pydantic's lax mode reads tomli's output (ints are floats,
+// numeric strings are numbers, "None" is null), plus the few keys on which the cataloged image
+// and Prime-RL v0.8.0 disagree.
+#include <primebeaker/core/spelling.hpp>
+#include <primebeaker/core/text.hpp>
+#include <primebeaker/primerl/config.hpp>
+#include <primebeaker/primerl/schema.hpp>
+#include <primebeaker/toml/syntax.hpp>
+#include <primebeaker/toml/value.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+namespace pb::primerl {
+
+using toml::Document;
+using toml::Position;
+using toml::Value;
+
+namespace schema {
+
+const Root *Schema::find_root(std::string_view name) const {
+  for (const Root &root : roots) {
+    if (name == str(root.name)) {
+      return &root;
+    }
+  }
+  return nullptr;
+}
+
+const Field *Schema::find_field(std::uint16_t model, std::string_view key) const {
+  for (const Field &field : fields_of(model)) {
+    if (key == str(field.name)) {
+      return &field;
+    }
+  }
+  for (const Field &field : fields_of(model)) {
+    std::string_view aliases = str(field.aliases);
+    while (!aliases.empty()) {
+      const auto bar = aliases.find('|');
+      if (aliases.substr(0, bar) == key) {
+        return &field;
+      }
+      aliases = bar == std::string_view::npos ? std::string_view() : aliases.substr(bar + 1);
+    }
+  }
+  return nullptr;
+}
+
+} // namespace schema
+
+namespace {
+
+using schema::Kind;
+using Problem = SchemaProblem;
+
+// Keys on which the cataloged image (images/catalog.json: Prime-RL v0.7.1.dev83 plus the
+// goncalorafaria/prime-rl fork's extensions) and Prime-RL v0.8.0 disagree. The schema follows
+// v0.8.0; these are accepted either way and reported as notes (docs/primerl-schema.md).
+struct ImageKey {
+  const char *model; // class name
+  const char *module;
+  const char *key;
+  bool image_only; // true: the image accepts it, v0.8.0 refuses it; false: the reverse
+  const char *origin;
+  // How the image types an image-only key: integer / floating (with a lower bound), string, or
+  // literal (`literals`, '|'-separated); nullable also takes "None".
+  Kind kind = Kind::any;
+  bool nullable = false;
+  bool has_ge = false;
+  bool has_gt = false;
+  double ge = 0;
+  double gt = 0;
+  const char *literals = "";
+};
+
+// Read from the fork's packages/prime-rl-configs (commit 227e38eea, whose FORK.md names the
+// changes) and from `git diff v0.7.1.dev83 v0.8.0` of Prime-RL and its deps/verifiers.
+const ImageKey k_image_keys[] = {
+    {.model = "DefaultLossConfig",
+     .module = "prime_rl.configs.trainer",
+     .key = "aggregation",
+     .image_only = true,
+     .origin = "the fork's group-balanced RL loss reduction",
+     .kind = Kind::literal,
+     .literals = "token_mean|group_token_mean"},
+    {.model = "AdamWConfig",
+     .module = "prime_rl.configs.trainer",
+     .key = "eps",
+     .image_only = true,
+     .origin = "the fork's AdamW epsilon",
+     .kind = Kind::floating,
+     .has_gt = true,
+     .gt = 0},
+    {.model = "OrchestratorConfig",
+     .module = "prime_rl.configs.orchestrator",
+     .key = "eval_max_inflight_episodes",
+     .image_only = true,
+     .origin = "the fork's separate evaluation in-flight capacity",
+     .kind = Kind::integer,
+     .nullable = true,
+     .has_ge = true,
+     .ge = 1},
+    {.model = "OrchestratorConfig",
+     .module = "prime_rl.configs.orchestrator",
+     .key = "pool_size",
+     .image_only = true,
+     .origin = "v0.7.1.dev83's renderer pool size, removed before v0.8.0",
+     .kind = Kind::integer,
+     .nullable = true,
+     .has_ge = true,
+     .ge = 1},
+    {.model = "ServeConfig",
+     .module = "prime_rl.configs.orchestrator",
+     .key = "address",
+     .image_only = true,
+     .origin = "v0.7.1.dev83's external env server address, removed before v0.8.0",
+     .kind = Kind::string,
+     .nullable = true},
+    {.model = "EvalConfig",
+     .module = "prime_rl.configs.orchestrator",
+     .key = "retrigger_on_resume",
+     .image_only = false,
+     .origin = "added after v0.7.1.dev83"},
+    {.model = "OrchestratorConfig",
+     .module = "prime_rl.configs.orchestrator",
+     .key = "env_server_base_port",
+     .image_only = false,
+     .origin = "added after v0.7.1.dev83"},
+};
+
+const ImageKey *
+find_image_key(const schema::Schema &schema, const schema::Class &model, std::string_view key) {
+  for (const ImageKey &entry : k_image_keys) {
+    if (key == entry.key && std::strcmp(schema.str(model.name), entry.model) == 0 &&
+        std::strcmp(schema.str(model.module), entry.module) == 0) {
+      return &entry;
+    }
+  }
+  return nullptr;
+}
+
+bool is_bare_key(std::string_view key) {
+  return !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-';
+  });
+}
+
+// A TOML basic string of `text` (keys that are not bare, values in messages).
+std::string toml_quote(std::string_view text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
+    } else {
+      out += c;
+    }
+  }
+  return out + '"';
+}
+
+std::string child_path(const std::string &path, std::string_view key) {
+  std::string segment = is_bare_key(key) ? std::string(key) : toml_quote(key);
+  return path.empty() ? segment : path + "." + segment;
+}
+
+// What a value is, for messages: `a string ("lots")`, `an integer (5)`, `a table`.
+std::string describe_value(const Value &value) {
+  auto shown = [&](std::string text) {
+    if (text.size() > 40) {
+      text = text.substr(0, 37) + "...";
+    }
+    return text;
+  };
+  switch (value.type()) {
+  case toml::Type::string:
+    return fmt::format("a string ({})", shown(toml_quote(*value.string())));
+  case toml::Type::integer:
+    return fmt::format("an integer ({})", shown(value.raw()));
+  case toml::Type::floating:
+    return fmt::format("a float ({})", shown(value.raw()));
+  case toml::Type::boolean:
+    return fmt::format("a boolean ({})", value.raw());
+  case toml::Type::array:
+    return "an array";
+  case toml::Type::table:
+    return "a table";
+  default:
+    return fmt::format("a date/time ({})", shown(value.raw()));
+  }
+}
+
+std::string format_number(double value) {
+  if (value == std::floor(value) && std::fabs(value) < 1e15) {
+    return fmt::format("{}", static_cast<long long>(value));
+  }
+  return fmt::format("{}", value);
+}
+
+std::string describe_bounds(const schema::Bounds &b) {
+  std::vector<std::string> parts;
+  if (b.flags & schema::Bounds::has_ge) {
+    parts.push_back(">= " + format_number(b.ge));
+  }
+  if (b.flags & schema::Bounds::has_gt) {
+    parts.push_back("> " + format_number(b.gt));
+  }
+  if (b.flags & schema::Bounds::has_le) {
+    parts.push_back("<= " + format_number(b.le));
+  }
+  if (b.flags & schema::Bounds::has_lt) {
+    parts.push_back("< " + format_number(b.lt));
+  }
+  return text::join(parts, " and ");
+}
+
+// pydantic's lax str -> bool.
+bool is_bool_string(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) {
+    return static_cast<char>(std::tolower(c));
+  });
+  for (const char *word :
+       {"0", "off", "f", "false", "n", "no", "1", "on", "t", "true", "y", "yes"}) {
+    if (text == word) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// A number pydantic's lax mode reads from a string (surrounding whitespace and '_' separators
+// allowed; "inf" and "nan" included), or nullopt.
+std::optional<double> number_in_string(std::string_view text) {
+  std::string digits;
+  for (const char c : text::trim(text)) {
+    if (c != '_') {
+      digits += c;
+    }
+  }
+  if (digits.empty()) {
+    return std::nullopt;
+  }
+  char *end = nullptr;
+  const double value = std::strtod(digits.c_str(), &end); // out of range: inf or 0, as Python
+  if (end != digits.c_str() + digits.size()) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+class Checker {
+public:
+  Checker(const schema::Schema &schema,
+          const Document &document,
+          const SchemaCheckOptions &options,
+          std::vector<Problem> &out)
+      : m_schema(schema), m_document(document), m_options(options), m_out(&out) {}
+
+  void check_model(std::uint16_t model,
+                   const Value &table,
+                   const std::string &path,
+                   const std::vector<std::string_view> &dropped = {}) {
+    const schema::Class &cls = m_schema.classes[model];
+    for (const auto &[key, value] : *table.table()) {
+      if (std::find(dropped.begin(), dropped.end(), key) != dropped.end()) {
+        continue;
+      }
+      const std::string here = child_path(path, key);
+      const schema::Field *field = m_schema.find_field(model, key);
+      const ImageKey *image = find_image_key(m_schema, cls, key);
+      if (field == nullptr) {
+        if (image != nullptr && image->image_only) {
+          image_only_key(*image, value, here);
+        } else if (cls.extra == schema::Extra::forbid) {
+          unknown_key(model, key, value, here);
+        }
+        continue;
+      }
+      if (image != nullptr && !image->image_only && m_options.image_notes) {
+        add(Problem::Kind::image_difference,
+            Problem::Severity::note,
+            here,
+            key_position(value),
+            fmt::format("{} is accepted by Prime-RL v0.8.0 but not by the cataloged image "
+                        "(Prime-RL v0.7.1.dev83 fork: {})",
+                        here,
+                        image->origin));
+      }
+      check_field(model, *field, value, here);
+    }
+    if (m_options.missing_required) {
+      for (const schema::Field &field : m_schema.fields_of(model)) {
+        if (field.required && !has_member(table, field)) {
+          missing(table, path, m_schema.str(field.name), "");
+        }
+      }
+    }
+  }
+
+private:
+  const schema::Schema &m_schema;
+  const Document &m_document;
+  const SchemaCheckOptions &m_options;
+  std::vector<Problem> *m_out;
+  // Line starts of the text (built when a first position is needed).
+  std::vector<std::uint32_t> m_line_starts;
+  std::uint32_t m_body_begin = 0;
+
+  bool has_member(const Value &table, const schema::Field &field) const {
+    if (table.find(m_schema.str(field.name)) != nullptr) {
+      return true;
+    }
+    for (const std::string &alias : text::split(m_schema.str(field.aliases), '|')) {
+      if (!alias.empty() && table.find(alias) != nullptr) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // -- positions ------------------------------------------------------------------------
+
+  void build_line_starts() {
+    const std::string &text = m_document.text();
+    m_line_starts.push_back(0);
+    for (std::size_t i = text.find('\n'); i != std::string::npos; i = text.find('\n', i + 1)) {
+      m_line_starts.push_back(static_cast<std::uint32_t>(i + 1));
+    }
+    m_body_begin = m_document.syntax().body_begin;
+  }
+
+  Position position_at(std::uint32_t offset) const {
+    const auto it = std::upper_bound(m_line_starts.begin(), m_line_starts.end(), offset);
+    const auto line = static_cast<std::uint32_t>(it - m_line_starts.begin());
+    std::uint32_t column = offset - m_line_starts[line - 1] + 1;
+    if (line == 1 && m_body_begin > 0 && column > m_body_begin) {
+      column -= m_body_begin; // the BOM is not a column (as the parser counts)
+    }
+    return {line, column};
+  }
+
+  // The key that holds `value` (the last segment of its key or [header]), or the value's own
+  // position. Only problems ask, so the syntax tree is searched rather than indexed.
+  Position key_position(const Value &value) {
+    const Position position = value.position();
+    if (position.line == 0) {
+      return first_position(value);
+    }
+    if (m_line_starts.empty()) {
+      build_line_starts();
+    }
+    if (position.line > m_line_starts.size()) {
+      return position;
+    }
+    std::uint32_t offset = m_line_starts[position.line - 1] + position.column - 1;
+    if (position.line == 1) {
+      offset += m_body_begin;
+    }
+    const toml::syntax::Tree &tree = m_document.syntax();
+    for (const auto &kv : tree.key_values) {
+      if (kv.value != toml::syntax::npos && kv.key_count > 0 &&
+          tree.values[kv.value].span.begin == offset) {
+        return position_at(tree.key_segments[kv.key_first + kv.key_count - 1].begin);
+      }
+    }
+    for (const auto &header : tree.headers) {
+      if (header.key_count > 0 && header.span.begin == offset) {
+        return position_at(tree.key_segments[header.key_first + header.key_count - 1].begin);
+      }
+    }
+    return position;
+  }
+
+  // A table that exists only implicitly ([a.b] defines a) has no position: use its first
+  // member's.
+  static Position first_position(const Value &value) {
+    if (value.position().line != 0) {
+      return value.position();
+    }
+    if (const auto *members = value.table()) {
+      for (const auto &member : *members) {
+        const Position p = first_position(member.second);
+        if (p.line != 0) {
+          return p;
+        }
+      }
+    }
+    if (const auto *items = value.array()) {
+      for (const Value &item : *items) {
+        const Position p = first_position(item);
+        if (p.line != 0) {
+          return p;
+        }
+      }
+    }
+    return {};
+  }
+
+  // -- problems ---------------------------------------------------------------------------
+
+  void add(Problem::Kind kind,
+           Problem::Severity severity,
+           const std::string &key,
+           Position position,
+           const std::string &text,
+           std::string suggestion = {}) {
+    Problem problem;
+    problem.kind = kind;
+    problem.severity = severity;
+    problem.key = key;
+    problem.line = position.line;
+    problem.column = position.column;
+    problem.location =
+        position.line == 0
+            ? m_document.source_name()
+            : fmt::format("{}:{}:{}", m_document.source_name(), position.line, position.column);
+    problem.message = problem.location + ": " + text;
+    problem.suggestion = std::move(suggestion);
+    m_out->push_back(std::move(problem));
+  }
+
+  void error(Problem::Kind kind,
+             const std::string &key,
+             Position position,
+             const std::string &text,
+             std::string suggestion = {}) {
+    add(kind, Problem::Severity::error, key, position, text, std::move(suggestion));
+  }
+
+  void unknown_key(std::uint16_t model,
+                   std::string_view key,
+                   const Value &value,
+                   const std::string &path) {
+    std::vector<std::string> known;
+    for (const schema::Field &field : m_schema.fields_of(model)) {
+      known.emplace_back(m_schema.str(field.name));
+    }
+    std::string suggestion = text::closest_match(key, known);
+    std::string text = fmt::format(
+        "unknown key {} ({} has no such key)", path, m_schema.str(m_schema.classes[model].name));
+    if (!suggestion.empty()) {
+      text += fmt::format("; did you mean '{}'?", suggestion);
+    }
+    error(Problem::Kind::unknown_key, path, key_position(value), text, std::move(suggestion));
+  }
+
+  void missing(const Value &table,
+               const std::string &path,
+               std::string_view key,
+               const std::string &what) {
+    const std::string full = child_path(path, key);
+    const std::string text =
+        path.empty() ? fmt::format("{} is required{}", full, what)
+                     : fmt::format("{} is required: [{}] has no {}{}", full, path, key, what);
+    error(Problem::Kind::missing_required,
+          full,
+          path.empty() ? Position{} : key_position(table),
+          text);
+  }
+
+  void wrong_type(const std::string &path, const Value &value, std::uint16_t type) {
+    error(Problem::Kind::wrong_type,
+          path,
+          value.position().line ? value.position() : key_position(value),
+          fmt::format("{} must be {}, not {}", path, describe(type), describe_value(value)));
+  }
+
+  // -- types ------------------------------------------------------------------------------
+
+  std::string describe(std::uint16_t type_id, int depth = 0) const {
+    const schema::Type &type = m_schema.types[type_id];
+    switch (type.kind) {
+    case Kind::any:
+      return "anything";
+    case Kind::none:
+      return "\"None\"";
+    case Kind::boolean:
+      return "a boolean";
+    case Kind::integer:
+      return "an integer";
+    case Kind::floating:
+      return "a number";
+    case Kind::string:
+      return "a string";
+    case Kind::path:
+      return "a path (string)";
+    case Kind::list:
+      return depth > 1 ? "an array" : "an array of " + plural(type.item);
+    case Kind::dict:
+    case Kind::model:
+      return "a table";
+    case Kind::literal:
+      return literal_list(type);
+    case Kind::union_of: {
+      std::vector<std::string> parts;
+      for (std::uint16_t i = 0; i < type.count; ++i) {
+        const std::string part = describe(m_schema.alternatives[type.first + i], depth + 1);
+        if (std::find(parts.begin(), parts.end(), part) == parts.end()) {
+          parts.push_back(part);
+        }
+      }
+      if (parts.size() == 2) {
+        return parts[0] + " or " + parts[1];
+      }
+      std::string out;
+      for (std::size_t i = 0; i < parts.size(); ++i) {
+        out += (i == 0 ? "" : i + 1 == parts.size() ? ", or " : ", ") + parts[i];
+      }
+      return out;
+    }
+    }
+    return "anything";
+  }
+
+  std::string plural(std::uint16_t type_id) const {
+    switch (m_schema.types[type_id].kind) {
+    case Kind::boolean:
+      return "booleans";
+    case Kind::integer:
+      return "integers";
+    case Kind::floating:
+      return "numbers";
+    case Kind::string:
+    case Kind::path:
+      return "strings";
+    case Kind::model:
+    case Kind::dict:
+      return "tables";
+    case Kind::literal:
+      return literal_list(m_schema.types[type_id]);
+    default:
+      return "values";
+    }
+  }
+
+  std::string literal_list(const schema::Type &type) const {
+    std::vector<std::string> parts;
+    for (std::uint16_t i = 0; i < type.count; ++i) {
+      const schema::Literal &lit = m_schema.literals[type.first + i];
+      const char *text = m_schema.str(lit.text);
+      parts.push_back(lit.kind == schema::LiteralKind::string ? toml_quote(text) : text);
+    }
+    return parts.size() == 1 ? parts[0] : "one of " + text::join(parts, ", ");
+  }
+
+  bool admits_none(std::uint16_t type_id) const {
+    const schema::Type &type = m_schema.types[type_id];
+    if (type.kind == Kind::none || type.kind == Kind::any) {
+      return true;
+    }
+    if (type.kind == Kind::union_of) {
+      for (std::uint16_t i = 0; i < type.count; ++i) {
+        if (admits_none(m_schema.alternatives[type.first + i])) {
+          return true;
+        }
+      }
+    }
+    if (type.kind == Kind::literal) {
+      for (std::uint16_t i = 0; i < type.count; ++i) {
+        if (m_schema.literals[type.first + i].kind == schema::LiteralKind::none) {
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  void check_field(std::uint16_t model,
+                   const schema::Field &field,
+                   const Value &value,
+                   const std::string &path) {
+    // BaseConfig turns the string "None" into null for every field, before typing.
+    if (const std::string *text = value.string(); text != nullptr && *text == "None") {
+      if (!admits_none(field.type)) {
+        error(Problem::Kind::wrong_type,
+              path,
+              value.position(),
+              fmt::format(
+                  "{} = \"None\" means null, but {} must be {}", path, path, describe(field.type)));
+      }
+      return;
+    }
+    std::vector<std::string_view> dropped;
+    for (const schema::Rewrite &rewrite : m_schema.rewrites) {
+      if (rewrite.model == model && rewrite.field == field.name /* one pool entry per string */ &&
+          value.table()) {
+        const Value *tag = value.find("type");
+        if (tag != nullptr && tag->string() && *tag->string() == m_schema.str(rewrite.tag)) {
+          dropped.emplace_back(m_schema.str(rewrite.key));
+        }
+      }
+    }
+    const schema::Bounds *bounds = field.bounds == 0 ? nullptr : &m_schema.bounds[field.bounds];
+    check(field.type, value, path, bounds, field.default_model, dropped);
+  }
+
+  // Checks `value` against `type_id`, adding what is wrong.
+  void check(std::uint16_t type_id,
+             const Value &value,
+             const std::string &path,
+             const schema::Bounds *bounds,
+             std::int16_t default_model,
+             const std::vector<std::string_view> &dropped) {
+    const schema::Type &type = m_schema.types[type_id];
+    switch (type.kind) {
+    case Kind::any:
+      return;
+    case Kind::none:
+      wrong_type(path, value, type_id);
+      return;
+    case Kind::boolean:
+      if (!value.boolean() &&
+          !(value.integer() && (*value.integer() == 0 || *value.integer() == 1)) &&
+          !(value.floating() && (*value.floating() == 0.0 || *value.floating() == 1.0)) &&
+          !(value.string() && is_bool_string(*value.string()))) {
+        wrong_type(path, value, type_id);
+      }
+      return;
+    case Kind::integer:
+    case Kind::floating:
+      check_number(type_id, value, path, bounds);
+      return;
+    case Kind::string:
+    case Kind::path:
+      if (value.string() == nullptr) {
+        wrong_type(path, value, type_id);
+      } else if (bounds != nullptr) {
+        check_length(path, value, value.string()->size(), *bounds);
+      }
+      return;
+    case Kind::list:
+      if (const auto *items = value.array()) {
+        for (std::size_t i = 0; i < items->size(); ++i) {
+          check(type.item, (*items)[i], fmt::format("{}[{}]", path, i), nullptr, -1, {});
+        }
+        if (bounds != nullptr) {
+          check_length(path, value, items->size(), *bounds);
+        }
+      } else {
+        wrong_type(path, value, type_id);
+      }
+      return;
+    case Kind::dict:
+      if (const auto *members = value.table()) {
+        for (const auto &[key, item] : *members) {
+          check(type.item, item, child_path(path, key), nullptr, -1, {});
+        }
+      } else {
+        wrong_type(path, value, type_id);
+      }
+      return;
+    case Kind::model:
+      if (value.table() != nullptr) {
+        check_model(type.item, value, path, dropped);
+      } else {
+        wrong_type(path, value, type_id);
+      }
+      return;
+    case Kind::literal:
+      check_literal(type_id, value, path);
+      return;
+    case Kind::union_of:
+      if (type.discriminator != 0) {
+        check_tagged(type, value, path, default_model, dropped);
+      } else {
+        check_union(type_id, value, path, bounds, default_model, dropped);
+      }
+      return;
+    }
+  }
+
+  void check_number(std::uint16_t type_id,
+                    const Value &value,
+                    const std::string &path,
+                    const schema::Bounds *bounds) {
+    const bool integer = m_schema.types[type_id].kind == Kind::integer;
+    std::optional<double> number;
+    if (value.integer()) {
+      number = static_cast<double>(*value.integer());
+    } else if (value.floating()) {
+      number = *value.floating();
+      if (integer && !(std::isfinite(*number) && *number == std::floor(*number))) {
+        wrong_type(path, value, type_id); // pydantic refuses a fractional part
+        return;
+      }
+    } else if (value.boolean()) {
+      return; // lax mode reads true/false as 1/0
+    } else if (value.string()) {
+      const auto parsed = number_in_string(*value.string());
+      if (!parsed || (integer && !(std::isfinite(*parsed) && *parsed == std::floor(*parsed)))) {
+        wrong_type(path, value, type_id);
+      }
+      return; // numeric strings are accepted; their bounds are left to Prime-RL
+    } else {
+      wrong_type(path, value, type_id);
+      return;
+    }
+    if (bounds == nullptr || std::isnan(*number)) {
+      return;
+    }
+    const double v = *number;
+    const auto flags = bounds->flags;
+    const bool fails = ((flags & schema::Bounds::has_ge) && !(v >= bounds->ge)) ||
+                       ((flags & schema::Bounds::has_gt) && !(v > bounds->gt)) ||
+                       ((flags & schema::Bounds::has_le) && !(v <= bounds->le)) ||
+                       ((flags & schema::Bounds::has_lt) && !(v < bounds->lt));
+    if (fails) {
+      error(Problem::Kind::out_of_bounds,
+            path,
+            value.position(),
+            fmt::format("{} = {} is out of bounds: it must be {}",
+                        path,
+                        value.raw(),
+                        describe_bounds(*bounds)));
+    } else if ((flags & schema::Bounds::finite) && !std::isfinite(v)) {
+      error(Problem::Kind::out_of_bounds,
+            path,
+            value.position(),
+            fmt::format("{} = {} is out of bounds: it must be finite", path, value.raw()));
+    }
+  }
+
+  void check_length(const std::string &path,
+                    const Value &value,
+                    std::size_t length,
+                    const schema::Bounds &bounds) {
+    if ((bounds.flags & schema::Bounds::has_min_length) && length < bounds.min_length) {
+      error(Problem::Kind::out_of_bounds,
+            path,
+            value.position(),
+            fmt::format("{} is too short: it needs at least {} item(s)", path, bounds.min_length));
+    } else if ((bounds.flags & schema::Bounds::has_max_length) && length > bounds.max_length) {
+      error(Problem::Kind::out_of_bounds,
+            path,
+            value.position(),
+            fmt::format("{} is too long: it takes at most {} item(s)", path, bounds.max_length));
+    }
+  }
+
+  void check_literal(std::uint16_t type_id, const Value &value, const std::string &path) {
+    const schema::Type &type = m_schema.types[type_id];
+    bool strings = false;
+    bool integers = false;
+    bool others = false;
+    std::vector<std::string> names;
+    for (std::uint16_t i = 0; i < type.count; ++i) {
+      const schema::Literal &lit = m_schema.literals[type.first + i];
+      if (lit.kind == schema::LiteralKind::string) {
+        strings = true;
+        names.emplace_back(m_schema.str(lit.text));
+        if (value.string() && *value.string() == m_schema.str(lit.text)) {
+          return;
+        }
+      } else if (lit.kind == schema::LiteralKind::integer) {
+        integers = true;
+        if (value.integer() && fmt::format("{}", *value.integer()) == m_schema.str(lit.text)) {
+          return;
+        }
+      } else if (lit.kind == schema::LiteralKind::boolean) {
+        others = true;
+        if (value.boolean() &&
+            (*value.boolean() ? "true" : "false") == std::string_view(m_schema.str(lit.text))) {
+          return;
+        }
+      } else {
+        others = true;
+      }
+    }
+    if (value.string() && strings) {
+      std::string suggestion = text::closest_match(*value.string(), names);
+      std::string text = fmt::format("{} = {} is not allowed: it must be {}",
+                                     path,
+                                     toml_quote(*value.string()),
+                                     literal_list(type));
+      if (!suggestion.empty()) {
+        text += fmt::format("; did you mean \"{}\"?", suggestion);
+      }
+      error(Problem::Kind::not_allowed, path, value.position(), text, std::move(suggestion));
+      return;
+    }
+    if (value.integer() && integers) {
+      error(Problem::Kind::not_allowed,
+            path,
+            value.position(),
+            fmt::format(
+                "{} = {} is not allowed: it must be {}", path, value.raw(), literal_list(type)));
+      return;
+    }
+    // Anything but a string for string literals (and the like) is refused; mixed kinds that
+    // lax mode might coerce are accepted.
+    const bool sure = (strings && !integers && !others && !value.string()) ||
+                      (integers && !strings && !others && !value.string() && !value.integer() &&
+                       !value.floating() && !value.boolean());
+    if (sure) {
+      wrong_type(path, value, type_id);
+    }
+  }
+
+  // A discriminated union: the key (usually `type`) picks the class.
+  void check_tagged(const schema::Type &type,
+                    const Value &value,
+                    const std::string &path,
+                    std::int16_t default_model,
+                    const std::vector<std::string_view> &dropped) {
+    const std::string_view discriminator = m_schema.str(type.discriminator);
+    if (value.table() == nullptr) {
+      error(Problem::Kind::wrong_type,
+            path,
+            value.position(),
+            fmt::format("{} must be a table, not {}", path, describe_value(value)));
+      return;
+    }
+    std::vector<std::string> tags;
+    std::vector<std::uint16_t> models;
+    for (std::uint16_t i = 0; i < type.count; ++i) {
+      const schema::Type &alt = m_schema.types[m_schema.alternatives[type.first + i]];
+      if (alt.kind != Kind::model) {
+        continue;
+      }
+      const schema::Field *tag_field = m_schema.find_field(alt.item, discriminator);
+      if (tag_field == nullptr || m_schema.types[tag_field->type].kind != Kind::literal) {
+        continue;
+      }
+      const schema::Type &lits = m_schema.types[tag_field->type];
+      for (std::uint16_t j = 0; j < lits.count; ++j) {
+        tags.emplace_back(m_schema.str(m_schema.literals[lits.first + j].text));
+        models.push_back(alt.item);
+      }
+    }
+    const Value *tag = value.find(discriminator);
+    if (tag == nullptr) {
+      if (default_model >= 0 &&
+          std::find(models.begin(), models.end(), default_model) != models.end()) {
+        check_model(static_cast<std::uint16_t>(default_model), value, path, dropped);
+      } else {
+        std::vector<std::string> shown;
+        for (const auto &t : tags) {
+          shown.push_back(toml_quote(t));
+        }
+        missing(value,
+                path,
+                discriminator,
+                fmt::format(" to choose among {}", text::join(shown, ", ")));
+      }
+      return;
+    }
+    const std::string tag_path = child_path(path, discriminator);
+    if (tag->string() == nullptr) {
+      error(Problem::Kind::wrong_type,
+            tag_path,
+            tag->position(),
+            fmt::format("{} must be a string, not {}", tag_path, describe_value(*tag)));
+      return;
+    }
+    for (std::size_t i = 0; i < tags.size(); ++i) {
+      if (tags[i] == *tag->string()) {
+        check_model(models[i], value, path, dropped);
+        return;
+      }
+    }
+    std::vector<std::string> shown;
+    for (const auto &t : tags) {
+      shown.push_back(toml_quote(t));
+    }
+    std::string suggestion = text::closest_match(*tag->string(), tags);
+    std::string text = fmt::format("{} = {} is not allowed: it must be one of {}",
+                                   tag_path,
+                                   toml_quote(*tag->string()),
+                                   text::join(shown, ", "));
+    if (!suggestion.empty()) {
+      text += fmt::format("; did you mean \"{}\"?", suggestion);
+    }
+    error(Problem::Kind::not_allowed, tag_path, tag->position(), text, std::move(suggestion));
+  }
+
+  // Whether an alternative is the one a value of this TOML type was meant for.
+  bool shaped_for(std::uint16_t type_id, const Value &value) const {
+    const schema::Type &type = m_schema.types[type_id];
+    switch (type.kind) {
+    case Kind::model:
+    case Kind::dict:
+      return value.table() != nullptr;
+    case Kind::union_of:
+      if (type.discriminator != 0) {
+        return value.table() != nullptr;
+      }
+      for (std::uint16_t i = 0; i < type.count; ++i) {
+        if (shaped_for(m_schema.alternatives[type.first + i], value)) {
+          return true;
+        }
+      }
+      return false;
+    case Kind::list:
+      return value.array() != nullptr;
+    case Kind::integer:
+    case Kind::floating:
+      return value.integer() || value.floating();
+    case Kind::boolean:
+      return value.boolean().has_value();
+    case Kind::string:
+    case Kind::path:
+      return value.string() != nullptr;
+    case Kind::literal:
+      for (std::uint16_t i = 0; i < type.count; ++i) {
+        const auto kind = m_schema.literals[type.first + i].kind;
+        if ((kind == schema::LiteralKind::string && value.string()) ||
+            (kind == schema::LiteralKind::integer && value.integer())) {
+          return true;
+        }
+      }
+      return false;
+    default:
+      return false;
+    }
+  }
+
+  void check_union(std::uint16_t type_id,
+                   const Value &value,
+                   const std::string &path,
+                   const schema::Bounds *bounds,
+                   std::int16_t default_model,
+                   const std::vector<std::string_view> &dropped) {
+    const schema::Type &type = m_schema.types[type_id];
+    std::vector<Problem> trial;
+    std::vector<Problem> *saved = m_out;
+    std::vector<std::uint16_t> shaped;
+    for (std::uint16_t i = 0; i < type.count; ++i) {
+      const std::uint16_t alt = m_schema.alternatives[type.first + i];
+      trial.clear();
+      m_out = &trial;
+      check(alt, value, path, bounds, default_model, dropped);
+      m_out = saved;
+      if (std::none_of(trial.begin(), trial.end(), [](const Problem &p) {
+            return p.severity == Problem::Severity::error;
+          })) {
+        m_out->insert(m_out->end(), trial.begin(), trial.end()); // its notes
+        return;
+      }
+      if (shaped_for(alt, value)) {
+        shaped.push_back(alt);
+      }
+    }
+    // No alternative fits. One meant for this shape of value says best what is wrong, unless it
+    // is a bare Literal among other scalars (`int | Literal["auto"]`): name them all.
+    if (shaped.size() == 1 && m_schema.types[shaped[0]].kind != Kind::literal) {
+      check(shaped[0], value, path, bounds, default_model, dropped);
+      return;
+    }
+    if (shaped.size() == 1 && value.string()) {
+      std::vector<std::string> names;
+      const schema::Type &lits = m_schema.types[shaped[0]];
+      for (std::uint16_t j = 0; j < lits.count; ++j) {
+        if (m_schema.literals[lits.first + j].kind == schema::LiteralKind::string) {
+          names.emplace_back(m_schema.str(m_schema.literals[lits.first + j].text));
+        }
+      }
+      std::string suggestion = text::closest_match(*value.string(), names);
+      std::string text = fmt::format("{} = {} is not allowed: it must be {}",
+                                     path,
+                                     toml_quote(*value.string()),
+                                     describe(type_id));
+      if (!suggestion.empty()) {
+        text += fmt::format("; did you mean \"{}\"?", suggestion);
+      }
+      error(Problem::Kind::not_allowed, path, value.position(), text, std::move(suggestion));
+      return;
+    }
+    wrong_type(path, value, type_id);
+  }
+
+  // A key only the cataloged image knows: a note, and its value checked as the image would.
+  void image_only_key(const ImageKey &image, const Value &value, const std::string &path) {
+    if (m_options.image_notes) {
+      add(Problem::Kind::image_difference,
+          Problem::Severity::note,
+          path,
+          key_position(value),
+          fmt::format("{} is accepted by the cataloged image (Prime-RL v0.7.1.dev83 fork: {}) "
+                      "but not by Prime-RL v0.8.0",
+                      path,
+                      image.origin));
+    }
+    const std::string *text = value.string();
+    if (image.nullable && text != nullptr && *text == "None") {
+      return;
+    }
+    bool ok = true;
+    std::string wanted;
+    switch (image.kind) {
+    case Kind::integer:
+    case Kind::floating: {
+      const bool integer = image.kind == Kind::integer;
+      wanted = integer ? "an integer" : "a number";
+      std::optional<double> number;
+      if (value.integer()) {
+        number = static_cast<double>(*value.integer());
+      } else if (value.floating()) {
+        number = *value.floating();
+        ok = !integer || *number == std::floor(*number);
+      } else if (text != nullptr) {
+        ok = number_in_string(*text).has_value();
+      } else {
+        ok = value.boolean().has_value();
+      }
+      if (ok && number && !std::isnan(*number) &&
+          ((image.has_ge && !(*number >= image.ge)) || (image.has_gt && !(*number > image.gt)))) {
+        error(Problem::Kind::out_of_bounds,
+              path,
+              value.position(),
+              fmt::format("{} = {} is out of bounds: it must be {} {}",
+                          path,
+                          value.raw(),
+                          image.has_ge ? ">=" : ">",
+                          format_number(image.has_ge ? image.ge : image.gt)));
+        return;
+      }
+      break;
+    }
+    case Kind::string:
+      wanted = "a string";
+      ok = text != nullptr;
+      break;
+    case Kind::literal: {
+      const auto names = text::split(image.literals, '|');
+      std::vector<std::string> shown;
+      for (const auto &name : names) {
+        shown.push_back(toml_quote(name));
+      }
+      wanted = "one of " + text::join(shown, ", ");
+      if (text != nullptr && std::find(names.begin(), names.end(), *text) == names.end()) {
+        std::string suggestion = text::closest_match(*text, names);
+        error(Problem::Kind::not_allowed,
+              path,
+              value.position(),
+              fmt::format("{} = {} is not allowed: it must be {}", path, toml_quote(*text), wanted),
+              suggestion);
+        return;
+      }
+      ok = text != nullptr;
+      break;
+    }
+    default:
+      return;
+    }
+    if (!ok) {
+      error(Problem::Kind::wrong_type,
+            path,
+            value.position(),
+            fmt::format("{} must be {}, not {}", path, wanted, describe_value(value)));
+    }
+  }
+};
+
+} // namespace
+
+std::string_view root_name(ConfigRoot root) {
+  switch (root) {
+  case ConfigRoot::rl:
+    return "rl";
+  case ConfigRoot::sft:
+    return "sft";
+  case ConfigRoot::trainer:
+    return "trainer";
+  case ConfigRoot::orchestrator:
+    return "orchestrator";
+  case ConfigRoot::inference:
+    return "inference";
+  case ConfigRoot::env_server:
+    return "env_server";
+  }
+  return "rl";
+}
+
+std::optional<ConfigRoot> parse_config_root(std::string_view name) {
+  for (const ConfigRoot root : {ConfigRoot::rl,
+                                ConfigRoot::sft,
+                                ConfigRoot::trainer,
+                                ConfigRoot::orchestrator,
+                                ConfigRoot::inference,
+                                ConfigRoot::env_server}) {
+    if (name == root_name(root)) {
+      return root;
+    }
+  }
+  return std::nullopt;
+}
+
+std::string_view kind_name(SchemaProblem::Kind kind) {
+  switch (kind) {
+  case SchemaProblem::Kind::unknown_key:
+    return "unknown key";
+  case SchemaProblem::Kind::wrong_type:
+    return "wrong type";
+  case SchemaProblem::Kind::out_of_bounds:
+    return "out of bounds";
+  case SchemaProblem::Kind::not_allowed:
+    return "not allowed";
+  case SchemaProblem::Kind::missing_required:
+    return "missing required";
+  case SchemaProblem::Kind::image_difference:
+    return "image difference";
+  }
+  return "unknown key";
+}
+
+std::vector<SchemaProblem>
+check_schema(const Document &document, ConfigRoot root, const SchemaCheckOptions &options) {
+  const schema::Schema &schema = schema::prime_rl_v0_8_0();
+  const schema::Root *entry = schema.find_root(root_name(root));
+  std::vector<SchemaProblem> problems;
+  if (entry == nullptr) {
+    return problems;
+  }
+  Checker checker(schema, document, options, problems);
+  checker.check_model(entry->model, document.root(), "");
+  // Document order: problems by position (those without one, like a missing [trainer], last).
+  std::stable_sort(problems.begin(), problems.end(), [](const auto &a, const auto &b) {
+    const auto key = [](const SchemaProblem &p) {
+      return std::pair(p.line == 0 ? UINT32_MAX : p.line, p.column);
+    };
+    return key(a) < key(b);
+  });
+  return problems;
+}
+
+std::size_t check_schema(const Document &document, ConfigRoot root, Problems &problems) {
+  std::size_t errors = 0;
+  for (const SchemaProblem &problem : check_schema(document, root)) {
+    if (problem.severity == SchemaProblem::Severity::error) {
+      problems.add(problem.message);
+      ++errors;
+    }
+  }
+  return errors;
+}
+
+} // namespace pb::primerl
