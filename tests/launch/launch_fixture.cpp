@@ -19,6 +19,12 @@ void LaunchFixture::beaker_creates() {
   m_beaker.on({"experiment", "create"}, k_created_stdout);
 }
 
+std::string LaunchFixture::staged_program() {
+  const auto result = run({"stage", "--dry-run", "--scratch-dir", mount().string()}, false);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  return nlohmann::json::parse(result.out).at("program").get<std::string>();
+}
+
 std::vector<std::string> LaunchFixture::mount_flags() const {
   const std::string root = mount().string();
   return {"--mount-path", root, "--working-dir", root, "--scratch-dir", root, "--home-dir", root};

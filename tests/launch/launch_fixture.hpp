@@ -31,6 +31,10 @@ protected:
                 bool with_mount = true,
                 std::map<std::string, std::string> env = {});
 
+  // Where this build's stage is named under the mount (`primebeaker stage --dry-run`): the first
+  // word of every container command a launch renders.
+  std::string staged_program();
+
   // `text` with the temp dir replaced by <TMP>.
   std::string normalized(const std::string &text) const;
 

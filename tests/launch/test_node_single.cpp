@@ -28,6 +28,7 @@ protected:
   // value), launched through bash like an image's shell would, plus PATH and test-only paths.
   proc::Result run_container(const json &task, std::map<std::string, std::string> extra = {}) {
     proc::Command command;
+    provide_stage(task["command"][0].get<std::string>());
     command.argv = {"bash", "-c", "exec \"$@\"", "bash"};
     for (const auto &word : task["command"]) {
       command.argv.push_back(word);

@@ -46,7 +46,7 @@ TEST_F(Preview, SingleNodeSft) {
   const auto &task = out["spec"]["tasks"][0];
   EXPECT_EQ(task["name"], "sft");
   EXPECT_EQ(task["image"], json({{"beaker", "account/runtime"}}));
-  EXPECT_EQ(task["command"], json({"primebeaker", "node", "single", "sft"}));
+  EXPECT_EQ(task["command"], json({staged_program(), "node", "single", "sft"}));
   EXPECT_EQ(task["resources"]["gpuCount"], 2);
   EXPECT_EQ(task["context"]["autoResume"], true);
   EXPECT_FALSE(task.contains("replicas"));
@@ -99,7 +99,7 @@ TEST_F(Preview, MultiNodeSft) {
   EXPECT_EQ(task["replicas"], 3);
   EXPECT_EQ(task["synchronizedStartTimeout"], "4h");
   EXPECT_EQ(task["resources"]["gpuCount"], 8);
-  EXPECT_EQ(task["command"], json({"primebeaker", "node", "sft"}));
+  EXPECT_EQ(task["command"], json({staged_program(), "node", "sft"}));
   EXPECT_EQ(env_value(task, "TOTAL_NODES"), "3");
   EXPECT_EQ(env_value(task, "PRIMEBEAKER_SETUP_COMMAND"), "echo ready");
   EXPECT_EQ(out["spec"]["budget"], "ai2/oe-adapt");

@@ -118,7 +118,12 @@ TEST_F(Submit, NameRenamesTheExperimentAndReceiptsCarryIdUrlAndSpecPath) {
                                       "experiment_url",
                                       "spec_path",
                                       "stdout",
-                                      "wandb_run"}));
+                                      "wandb_run",
+                                      "staged_program"}));
+  // Submit staged this build where the spec's command points.
+  const std::string staged = receipt["staged_program"];
+  EXPECT_EQ(staged.rfind(at("primebeaker/bin/"), 0), 0u) << staged;
+  EXPECT_TRUE(std::filesystem::exists(staged)) << staged;
   const auto calls = m_beaker.calls_matching({"experiment", "create"});
   ASSERT_EQ(calls.size(), 1u);
   EXPECT_EQ(calls[0].argv[4], "tiny-sft-retry2");

@@ -3,6 +3,8 @@
 
 #include <primebeaker/core/process.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -124,6 +126,30 @@ RunResult run_primebeaker(const std::vector<std::string> &args, const RunOptions
   proc::SystemRunner runner;
   const auto result = runner.run(command);
   return {result.signal != 0 ? 128 + result.signal : result.exit_code, result.out, result.err};
+}
+
+void provide_stage(const std::filesystem::path &staged_program) {
+  const auto stage_dir = staged_program.parent_path();
+  std::error_code ec;
+  if (std::filesystem::exists(stage_dir, ec)) {
+    return;
+  }
+  static TempDir shared_scratch;
+  static const std::filesystem::path shared_stage = [] {
+    RunOptions options;
+    options.timeout_seconds = 600;
+    const auto result =
+        run_primebeaker({"stage", "--scratch-dir", shared_scratch.path().string()}, options);
+    if (result.exit_code != 0) {
+      throw std::runtime_error("primebeaker stage failed: " + result.err);
+    }
+    return std::filesystem::path(nlohmann::json::parse(result.out).at("directory").get<std::string>());
+  }();
+  if (stage_dir.filename() != shared_stage.filename()) {
+    throw std::runtime_error("the preview names another build's stage: " + stage_dir.string());
+  }
+  std::filesystem::create_directories(stage_dir.parent_path());
+  std::filesystem::create_directory_symlink(shared_stage, stage_dir);
 }
 
 FakeBin::FakeBin(const std::filesystem::path &root) : m_bin(root / "bin"), m_calls(root / "calls") {
