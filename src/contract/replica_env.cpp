@@ -28,6 +28,8 @@ constexpr Range k_optional_gpus_range{0, primerl::k_max_gpus_per_node};
 constexpr Range k_ranks_range{1, primerl::k_max_infer_ranks};
 constexpr Range k_port_range{1, 65535};
 constexpr Range k_workers_range{1, k_max_gateway_workers};
+constexpr Range k_recoveries_range{0, k_max_recoveries};
+constexpr Range k_error_restarts_range{0, k_max_restarts_on_errors};
 
 std::optional<std::int64_t> parse_whole(std::string_view text) {
   text = text::trim(text);
@@ -214,6 +216,8 @@ void require_set(const EnvMap &env, const std::vector<std::string> &names) {
 }
 
 void ReplicaEnv::check() const {
+  check_range(var::max_recoveries, max_recoveries, k_recoveries_range);
+  check_range(var::max_restarts_on_errors, max_restarts_on_errors, k_error_restarts_range);
   if (!is_multi_node(kind)) {
     check_range(var::num_gpus, num_gpus, k_optional_gpus_range);
     return;
@@ -259,6 +263,8 @@ EnvMap ReplicaEnv::to_env() const {
   env[var::output_dir] = output_dir;
   env[var::wandb_run_id] = wandb_run_id;
   env[var::wandb_resume] = "allow";
+  env[var::max_recoveries] = std::to_string(max_recoveries);
+  env[var::max_restarts_on_errors] = std::to_string(max_restarts_on_errors);
   if (setup_command) {
     env[var::setup_command] = *setup_command;
   }
@@ -307,6 +313,13 @@ ReplicaEnv ReplicaEnv::from_env(Kind kind, const EnvMap &env) {
   out.wandb_run_id = string_or_empty(env, var::wandb_run_id);
   out.setup_command = present(env, var::setup_command);
   out.wandb_shared_run_id = string_or_empty(env, var::wandb_shared_run_id);
+  if (non_empty(env, var::max_recoveries)) {
+    out.max_recoveries = integer_var(env, var::max_recoveries, k_recoveries_range);
+  }
+  if (non_empty(env, var::max_restarts_on_errors)) {
+    out.max_restarts_on_errors =
+        integer_var(env, var::max_restarts_on_errors, k_error_restarts_range);
+  }
   if (!is_multi_node(kind)) {
     out.experiment_name = string_or_empty(env, var::experiment_name);
     if (non_empty(env, var::num_gpus)) {

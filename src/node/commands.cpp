@@ -5,6 +5,7 @@
 
 #include <primebeaker/core/command_tree.hpp>
 #include <primebeaker/core/env.hpp>
+#include <primebeaker/core/error.hpp>
 #include <primebeaker/core/process.hpp>
 
 namespace pb::node {
@@ -29,7 +30,10 @@ void register_commands(pb::cli::CommandTree &tree) {
   single.add_option("PROGRAM", program, "sft or rl").required();
   single.callback([&program] {
     proc::SystemRunner runner;
-    run_single_node(plan_single_node(program, pb::env::snapshot()), runner);
+    const int code = run_single_node(plan_single_node(program, pb::env::snapshot()), runner);
+    if (code != 0) {
+      throw Error(code, "");
+    }
   });
 }
 

@@ -3,8 +3,8 @@
 # materialisation"): resolving the training TOML through Prime-RL's own config models. The
 # binary embeds this file (src/node/CMakeLists.txt), writes it out and runs it with python3; it
 # reads a JSON request, lets Prime-RL validate the config and write its per-component TOMLs, and
-# answers with JSON (env maps and runtime values). Everything else (env files, runtime.ready,
-# stale-state cleanup) is done in C++ by the caller.
+# answers with JSON (env maps and runtime values). Everything else (the resume decision, env files,
+# runtime.ready, stale-state cleanup) is done in C++ by the caller.
 # Written by primebeaker (node runtime): resolves a training TOML through Prime-RL.
 # usage: python3 <this file> <request.json> <result.json>
 import json
@@ -49,6 +49,31 @@ def load(path):
         raise ConfigProblem(f"{path}: {error}")
 
 
+def apply_resume(raw, resume):
+    """The runtime's resume decision (docs/recovery.md): the step, or a fresh start, in the
+    shared ckpt table and in any sub-config copy (those win over it in Prime-RL); never -1."""
+    if not isinstance(resume, dict):
+        return
+    step = resume.get("step")
+    tables = [raw]
+    for name in ("trainer", "orchestrator"):
+        if isinstance(raw.get(name), dict):
+            tables.append(raw[name])
+    for index, table in enumerate(tables):
+        ckpt = table.get("ckpt")
+        if step is None:
+            if isinstance(ckpt, dict):
+                ckpt.pop("resume_step", None)
+        elif index == 0:
+            if not isinstance(ckpt, dict):
+                ckpt = table["ckpt"] = {}
+            ckpt["resume_step"] = step
+        elif isinstance(ckpt, dict) and "resume_step" in ckpt:
+            ckpt["resume_step"] = step
+    if resume.get("keep_output") and "clean_output_dir" in raw:
+        raw["clean_output_dir"] = False
+
+
 def strings(values):
     return {str(key): str(value) for key, value in values.items()}
 
@@ -66,6 +91,7 @@ def prepare_rl(request):
     if not isinstance(raw.get("orchestrator"), dict):
         raise ConfigProblem("RL TOML needs an [orchestrator] table")
     rewrite_environment_namespace(raw, set(request["environment_modules"]))
+    apply_resume(raw, request.get("resume"))
     raw.setdefault("slurm", {})
     inference_raw = raw.get("inference")
     if isinstance(inference_raw, dict):
@@ -77,12 +103,6 @@ def prepare_rl(request):
         raise ConfigProblem("multi-node RL requires inference with a router")
     if config.inference.enable_expert_parallel:
         raise ConfigProblem("heterogeneous Beaker RL currently supports dense inference")
-    checkpoint = config.ckpt
-    checkpoint_base = None
-    resume_step = None
-    if checkpoint is not None:
-        resume_step = checkpoint.resume_step
-        checkpoint_base = checkpoint.output_dir
     if config.weight_broadcast.type in {"nccl", "nixl"}:
         world_size = config.inference.parallel.dp * config.inference.parallel.tp
         config.trainer.weight_broadcast.inference_world_size = world_size
@@ -108,11 +128,6 @@ def prepare_rl(request):
             "USE_NCCL_BROADCAST": int(config.weight_broadcast.type == "nccl"),
             "USE_ZMQ_TRANSPORT": int(config.rollout_transport.type == "zmq"),
         },
-        "stale_state": {
-            "output_dir": str(config.output_dir),
-            "checkpoint_base": str(checkpoint_base or config.output_dir),
-            "resume_step": resume_step,
-        },
     }
 
 
@@ -122,6 +137,7 @@ def prepare_sft(request):
     from prime_rl.utils.process import DEFAULT_COMMON_ENV_VARS, DEFAULT_TRAINER_ENV_VARS
 
     raw = load(request["config"])
+    apply_resume(raw, request.get("resume"))
     raw.setdefault("slurm", {})
     config = SFTConfig.model_validate(raw)
     output = Path(request["output"])

@@ -80,6 +80,8 @@ void fill_common(const EnvMap &env, const contract::ReplicaEnv &replica, CommonE
   if (replica.setup_command && !replica.setup_command->empty()) {
     out.setup_command = replica.setup_command;
   }
+  out.max_recoveries = replica.max_recoveries;
+  out.max_restarts_on_errors = replica.max_restarts_on_errors;
   out.tuning = parse_tuning(env);
 }
 
@@ -490,16 +492,6 @@ std::optional<PeerStatus> parse_status(const std::string &text) {
     return std::nullopt;
   }
   return PeerStatus{static_cast<int>(*code), parts[1]};
-}
-
-int stale_step_cutoff(std::optional<int> resume_step, const std::vector<int> &checkpoint_steps) {
-  if (resume_step && *resume_step == -1) {
-    if (checkpoint_steps.empty()) {
-      return -1;
-    }
-    return *std::max_element(checkpoint_steps.begin(), checkpoint_steps.end());
-  }
-  return resume_step.value_or(-1);
 }
 
 std::string strip_rank_prefix(const std::string &line) {

@@ -3,6 +3,7 @@
 #include "runtime.hpp"
 
 #include "config_helper.hpp"
+#include "recovery.hpp"
 
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/fs.hpp>
@@ -77,6 +78,13 @@ struct Replica {
   std::filesystem::path working_dir;
   std::filesystem::path local_tmp; // node-local scratch of this replica
   std::optional<std::string> managed_service_id;
+  // Replica 0's start record in the attempt ledger (docs/recovery.md); its end goes there too.
+  std::optional<RecoveryOutcome> recovery;
+  Clock::time_point started = Clock::now();
+
+  double seconds_since_start() const {
+    return std::chrono::duration<double>(Clock::now() - started).count();
+  }
 
   Replica(const CommonEnv &env, std::string role_, bool sft_)
       : rank(env.rank), role(std::move(role_)), sft(sft_), tuning(env.tuning),
@@ -209,8 +217,24 @@ struct Replica {
     }
   }
 
+  // The code that decided this attempt, for the ledger: a peer's own failure when this replica
+  // only stopped because of it (90, 92).
+  int root_code(int code) const {
+    if ((code != static_cast<int>(ExitCode::peer_failed) &&
+         code != static_cast<int>(ExitCode::peer_shutdown)) ||
+        !rendezvous.joined()) {
+      return code;
+    }
+    for (const auto &[r, status] : rendezvous.observe().statuses) {
+      if (status.code != 0 && status.code != 90 && status.code != 91 && status.code != 92) {
+        return status.code;
+      }
+    }
+    return code;
+  }
+
   // The exit trap (docs/node.md): publish, stop everything, clean up.
-  int finish(int code) {
+  int finish(int code, const std::string &message = {}) {
     if (rendezvous.joined()) {
       try {
         if (!sft && role != "inference" && code == 0) {
@@ -228,6 +252,9 @@ struct Replica {
       }
     }
     supervisor.stop_all(tuning.stop_grace_seconds);
+    if (recovery) {
+      record_end(*recovery, code, root_code(code), message);
+    }
     if (managed_service_id && rank == 0) {
       proc::Command stop;
       stop.argv = {"beaker", "experiment", "stop", *managed_service_id};
@@ -364,52 +391,6 @@ nlohmann::json run_config_helper(Replica &r,
   throw e;
 }
 
-std::vector<int> step_numbers(const std::filesystem::path &dir) {
-  std::vector<int> steps;
-  std::error_code ec;
-  for (const auto &entry : std::filesystem::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind("step_", 0) != 0 || !entry.is_directory()) {
-      continue;
-    }
-    try {
-      size_t used = 0;
-      const int n = std::stoi(name.substr(5), &used);
-      if (used == name.size() - 5) {
-        steps.push_back(n);
-      }
-    } catch (const std::exception &) {
-    }
-  }
-  return steps;
-}
-
-// docs/node.md: rollouts/broadcasts newer than the resume step belong to a run that
-// will be replayed, so they are removed before anyone reads them.
-void clean_stale_state(int rank, const nlohmann::json &stale) {
-  if (!stale.is_object()) {
-    return;
-  }
-  const std::filesystem::path output_dir = stale.value("output_dir", "");
-  const std::filesystem::path checkpoint_base = stale.value("checkpoint_base", output_dir.string());
-  std::optional<int> resume;
-  if (stale.contains("resume_step") && stale["resume_step"].is_number_integer()) {
-    resume = stale["resume_step"].get<int>();
-  }
-  const int cutoff = stale_step_cutoff(resume, step_numbers(checkpoint_base / "checkpoints"));
-  for (const auto &dir : {output_dir / "rollouts",
-                          output_dir / "run_default" / "rollouts",
-                          output_dir / "run_default" / "broadcasts"}) {
-    for (const int step : step_numbers(dir)) {
-      if (step > cutoff) {
-        std::error_code ec;
-        std::filesystem::remove_all(dir / fmt::format("step_{}", step), ec);
-        note(rank, "removed stale {}", (dir / fmt::format("step_{}", step)).string());
-      }
-    }
-  }
-}
-
 RlRuntime rl_runtime_from_json(const nlohmann::json &j) {
   RlRuntime rt;
   const auto &v = j.at("runtime");
@@ -477,7 +458,7 @@ int run_with_trap(Replica &r, const std::function<void()> &body) {
     message = e.what();
     context = e.context();
   }
-  r.finish(code);
+  r.finish(code, message);
   if (code != 0) {
     throw Error(
         code, message.empty() ? fmt::format("exiting with code {}", code) : message, context);
@@ -485,14 +466,65 @@ int run_with_trap(Replica &r, const std::function<void()> &body) {
   return 0;
 }
 
+// Recovery (docs/recovery.md): replica 0 decides the resume point once per attempt, records the
+// start in the ledger and publishes the decision as recovery.json; every other replica waits for
+// it. A start past the recovery budget stops here, on every replica, before anything trains.
+void decide_recovery(Replica &r,
+                     const CommonEnv &env,
+                     const EnvMap &process_env,
+                     const std::string &replica,
+                     int trainer_ranks) {
+  if (r.rank != 0) {
+    const auto published =
+        nlohmann::json::parse(r.rendezvous.wait_for("recovery.json", "replica 0's resume decision"),
+                              nullptr,
+                              false);
+    if (!published.is_object()) {
+      throw failure("malformed " + r.rendezvous.file("recovery.json").string());
+    }
+    if (published.contains("refused") && published["refused"].is_string()) {
+      throw Error(ExitCode::peer_shutdown,
+                  "replica 0 refused to start: " + published["refused"].get<std::string>());
+    }
+    note(r.rank,
+         "attempt {} ({}): {}",
+         published.value("attempt", 0),
+         published.value("cause", std::string("?")),
+         published["resume_step"].is_number()
+             ? fmt::format("resuming from step {}", published["resume_step"].get<long long>())
+             : std::string("starting fresh"));
+    return;
+  }
+  RecoveryRequest request;
+  request.replica = replica;
+  request.working_dir = env.working_dir;
+  request.output_dir = env.output_dir;
+  request.config_path = env.config_path;
+  request.trainer_ranks = trainer_ranks;
+  request.trainer_only = r.sft;
+  request.policy = {env.max_recoveries, env.max_restarts_on_errors};
+  fill_identity(request, process_env);
+  r.recovery = start_recovery(request, [&](const std::string &line) { note(r.rank, "{}", line); });
+  r.rendezvous.publish("recovery.json", r.recovery->published().dump() + "\n");
+  const auto &decision = r.recovery->decision;
+  if (!decision.refusal.empty()) {
+    throw Error(decision.refusal_code, decision.refusal);
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 
 // The phases of an RL replica (docs/node.md "What a replica does (RL)"), in order.
 
 // Joins the attempt, runs the setup command and checks the programs this replica runs.
-void rl_start(Replica &r, const RlEnv &env, const RlPlacement &place, bool leader) {
+void rl_start(Replica &r,
+              const RlEnv &env,
+              const EnvMap &process_env,
+              const RlPlacement &place,
+              bool leader) {
   r.rendezvous.join();
   note(r.rank, "joined attempt {} in {}", r.rendezvous.attempt(), env.rendezvous_dir.string());
+  decide_recovery(r, env, process_env, "node rl", env.trainer_gpu_count);
   run_setup(r, env.setup_command);
   std::vector<std::string> programs = {"inference"};
   if (leader) {
@@ -558,9 +590,9 @@ RlRuntime materialise_config(Replica &r, const RlEnv &env, const Paths &paths, b
   if (leader) {
     nlohmann::json request = {{"kind", "rl"},
                               {"config", env.config_path.string()},
-                              {"config_dir", paths.config_dir.string()}};
+                              {"config_dir", paths.config_dir.string()},
+                              {"resume", r.recovery->helper_request()}};
     runtime_json = run_config_helper(r, paths.local_tmp, env.config_path, request);
-    clean_stale_state(r.rank, runtime_json.value("stale_state", nlohmann::json()));
     publish_runtime(r, runtime_json, true);
   } else {
     runtime_json = read_runtime(r);
@@ -656,7 +688,9 @@ void start_trainer_and_orchestrator(Replica &r,
       r.spec(orchestrator_argv(runtime, paths, router_url, published_admin, master_addr),
              orchestrator_extra),
       to_file(proc::Output::truncate_to(paths.logs / "orchestrator.log")));
-  note(r.rank, "trainer and orchestrator started");
+  note(r.rank,
+       "trainer and orchestrator started ({:.2f} s after this replica started)",
+       r.seconds_since_start());
 }
 
 // Completion: the leader returns once trainer and orchestrator both exited 0 (docs/node.md).
@@ -679,9 +713,13 @@ void wait_for_training(Replica &r) {
   }
 }
 
-void rl_body(Replica &r, const RlEnv &env, const RlPlacement &place, const Paths &paths) {
+void rl_body(Replica &r,
+             const RlEnv &env,
+             const EnvMap &process_env,
+             const RlPlacement &place,
+             const Paths &paths) {
   const bool leader = place.role != Role::inference;
-  rl_start(r, env, place, leader);
+  rl_start(r, env, process_env, place, leader);
   const std::string self = self_executable();
   const auto stop_file = r.rendezvous.file("shutdown.requested");
   registry_barrier(r, env, self, stop_file);
@@ -722,9 +760,10 @@ void rl_body(Replica &r, const RlEnv &env, const RlPlacement &place, const Paths
   wait_for_training(r);
 }
 
-void sft_body(Replica &r, const SftEnv &env, const Paths &paths) {
+void sft_body(Replica &r, const SftEnv &env, const EnvMap &process_env, const Paths &paths) {
   r.rendezvous.join();
   note(r.rank, "joined attempt {} in {}", r.rendezvous.attempt(), env.rendezvous_dir.string());
+  decide_recovery(r, env, process_env, "node sft", env.total_nodes * env.gpus_per_node);
   run_setup(r, env.setup_command);
   std::vector<std::string> programs = {"torchrun"};
   if (r.rank == 0) {
@@ -746,7 +785,8 @@ void sft_body(Replica &r, const SftEnv &env, const Paths &paths) {
   if (r.rank == 0) {
     nlohmann::json request = {{"kind", "sft"},
                               {"config", env.config_path.string()},
-                              {"output", (paths.config_dir / "sft.toml").string()}};
+                              {"output", (paths.config_dir / "sft.toml").string()},
+                              {"resume", r.recovery->helper_request()}};
     runtime_json = run_config_helper(r, paths.local_tmp, env.config_path, request);
     publish_runtime(r, runtime_json, false);
   } else {
@@ -761,7 +801,11 @@ void sft_body(Replica &r, const SftEnv &env, const Paths &paths) {
       "torchrun",
       r.spec(sft_torchrun_argv(env, runtime, paths, master_addr), runtime.trainer_env),
       tee_to(paths.logs / "trainer" / fmt::format("node_{}.log", r.rank), true));
-  note(r.rank, "trainer started (node rank {} of {})", r.rank, env.total_nodes);
+  note(r.rank,
+       "trainer started (node rank {} of {}, {:.2f} s after this replica started)",
+       r.rank,
+       env.total_nodes,
+       r.seconds_since_start());
   for (;;) {
     r.tick(r.tuning.poll_seconds, [&](const std::string &who, const proc::ExitStatus &status) {
       if (who != "torchrun") {
@@ -818,7 +862,7 @@ int run_rl(const EnvMap &process_env) {
       process_env,
       paths,
       {paths.config_dir, paths.logs / "inference", paths.logs / "trainer", env.output_dir});
-  return run_with_trap(r, [&] { rl_body(r, env, place, paths); });
+  return run_with_trap(r, [&] { rl_body(r, env, process_env, place, paths); });
 }
 
 int run_sft(const EnvMap &process_env) {
@@ -827,7 +871,7 @@ int run_sft(const EnvMap &process_env) {
   Replica r(env, "sft", true);
   prepare_common(
       r, env, process_env, paths, {paths.config_dir, paths.logs / "trainer", env.output_dir});
-  return run_with_trap(r, [&] { sft_body(r, env, paths); });
+  return run_with_trap(r, [&] { sft_body(r, env, process_env, paths); });
 }
 
 } // namespace pb::node

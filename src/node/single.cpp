@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: MIT
 #include "single.hpp"
 
+#include <primebeaker/checkpoints/recovery.hpp>
+#include <primebeaker/checkpoints/topology.hpp>
 #include <primebeaker/contract/replica_env.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/exec.hpp>
 #include <primebeaker/core/fs.hpp>
+#include <primebeaker/core/signals.hpp>
+#include <primebeaker/core/subprocess.hpp>
 #include <primebeaker/launch/rewrite_envs.hpp>
 #include <primebeaker/node/plan.hpp>
 #include <primebeaker/toml/value.hpp>
@@ -12,6 +16,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -29,39 +34,6 @@ std::string value_or(const std::map<std::string, std::string> &environment,
                      const std::string &fallback) {
   const auto it = environment.find(name);
   return it == environment.end() || it->second.empty() ? fallback : it->second;
-}
-
-void quarantine_incomplete_checkpoints(const std::string &output_dir, const std::string &suffix) {
-  namespace fs = std::filesystem;
-  const fs::path checkpoints = fs::path(output_dir) / "checkpoints";
-  std::error_code ec;
-  if (!fs::is_directory(checkpoints, ec)) {
-    return;
-  }
-  std::vector<fs::path> incomplete;
-  for (const auto &entry : fs::directory_iterator(checkpoints, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind("step_", 0) != 0 || name.find(".incomplete-") != std::string::npos) {
-      continue;
-    }
-    const fs::path trainer = entry.path() / "trainer";
-    if (fs::is_directory(trainer, ec) && !fs::exists(trainer / ".metadata", ec)) {
-      incomplete.push_back(entry.path());
-    }
-  }
-  std::sort(incomplete.begin(), incomplete.end());
-  for (const auto &dir : incomplete) {
-    fs::path target = dir.string() + suffix;
-    for (int n = 1; fs::exists(target, ec); ++n) {
-      target = fmt::format("{}{}-{}", dir.string(), suffix, n);
-    }
-    std::cerr << "Quarantining incomplete checkpoint: " << dir.string() << " -> " << target.string()
-              << '\n';
-    fs::rename(dir, target, ec);
-    if (ec) {
-      throw failure(fmt::format("cannot quarantine {}: {}", dir.string(), ec.message()));
-    }
-  }
 }
 
 } // namespace
@@ -82,7 +54,15 @@ SingleNodeStart plan_single_node(const std::string &program,
   start.result_dir = value_or(environment, "PRIMEBEAKER_RESULT_DIR", "/tmp/beaker-result");
   start.runtime_toml =
       value_or(environment, "PRIMEBEAKER_RUNTIME_TOML", "/tmp/primebeaker-runtime.toml");
-  start.quarantine_suffix = ".incomplete-" + value_or(environment, contract::var::job_id, "manual");
+  start.recovery.replica = "node single " + program;
+  start.recovery.working_dir = replica.working_dir;
+  start.recovery.output_dir = replica.output_dir;
+  start.recovery.config_path = replica.config_path;
+  start.recovery.trainer_ranks = static_cast<int>(std::max<std::int64_t>(1, replica.num_gpus));
+  start.recovery.trainer_only = program == "sft";
+  start.recovery.policy = {replica.max_recoveries, replica.max_restarts_on_errors};
+  fill_identity(start.recovery, environment);
+  start.stop_grace_seconds = parse_tuning(environment).stop_grace_seconds;
 
   // The node's cache chain (each default only when unset or empty, later ones built on the
   // effective value of earlier ones), with TMPDIR on the scratch volume.
@@ -99,7 +79,35 @@ SingleNodeStart plan_single_node(const std::string &program,
   return start;
 }
 
-void run_single_node(const SingleNodeStart &start, proc::Runner &runner) {
+namespace {
+
+// Prime-RL as a child in its own process group: SIGTERM/SIGINT/SIGHUP are passed on to the
+// group, which gets `grace` seconds before SIGKILL. Returns its exit code (128 + signal).
+int supervise(const proc::Command &training, double grace) {
+  static const signals::Scope scope(
+      signals::ScopeOptions{.hangup = true, .child_exit_wakes = true});
+  proc::SpawnSpec spec;
+  spec.argv = training.argv;
+  spec.env = proc::child_environment(training);
+  auto child = proc::Child::spawn(spec);
+  for (;;) {
+    if (const auto status = child.poll()) {
+      return status->code();
+    }
+    if (signals::Scope::pending() != 0) {
+      const auto status =
+          child.stop(std::chrono::milliseconds(static_cast<long long>(grace * 1000.0)));
+      const int sig = signals::Scope::pending();
+      // We were stopped from outside: that is the attempt's end, whatever Prime-RL made of it.
+      return status.code() == 0 ? 0 : (sig == SIGINT ? 130 : 143);
+    }
+    signals::Scope::sleep(std::chrono::milliseconds(500), {});
+  }
+}
+
+} // namespace
+
+int run_single_node(const SingleNodeStart &start, proc::Runner &runner) {
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::create_directories(start.result_dir, ec);
@@ -152,15 +160,38 @@ void run_single_node(const SingleNodeStart &start, proc::Runner &runner) {
                                       data ? ": " + *data : std::string()));
       }
     }
-    quarantine_incomplete_checkpoints(start.output_dir, start.quarantine_suffix);
-    training.argv.push_back(start.config_path);
-  } else {
-    // The source TOML is never edited: the rewrite goes to a container-local file.
-    fs::create_directories(fs::path(start.runtime_toml).parent_path(), ec);
-    pb::fs::write_file_atomic(start.runtime_toml, launch::rewrite_environment_ids(document));
-    training.argv.push_back(start.runtime_toml);
   }
-  proc::exec_replace(training);
+
+  // The recovery step (docs/recovery.md): the resume point, decided here on every start.
+  RecoveryRequest request = start.recovery;
+  if (start.program == "rl") {
+    request.trainer_ranks = checkpoints::expected_trainer_ranks(document);
+  }
+  const auto recovery = start_recovery(request, [](const std::string &line) {
+    std::cerr << "primebeaker node single: " << line << '\n';
+  });
+  const auto &decision = recovery.decision;
+  if (!decision.refusal.empty()) {
+    record_end(recovery, decision.refusal_code, decision.refusal_code, decision.refusal);
+    throw Error(decision.refusal_code, decision.refusal);
+  }
+
+  // The source TOML is never edited: what Prime-RL reads is a container-local copy.
+  std::string runtime_text;
+  if (start.program == "rl") {
+    const auto rewritten = toml::Document::parse(launch::rewrite_environment_ids(document),
+                                                 start.runtime_toml);
+    runtime_text = checkpoints::recovery::resume_toml(rewritten, decision);
+  } else {
+    runtime_text = checkpoints::recovery::resume_toml(document, decision);
+  }
+  fs::create_directories(fs::path(start.runtime_toml).parent_path(), ec);
+  pb::fs::write_file_atomic(start.runtime_toml, runtime_text);
+  training.argv.push_back(start.runtime_toml);
+  std::cout.flush();
+  const int code = supervise(training, start.stop_grace_seconds);
+  record_end(recovery, code, code, code == 0 ? "" : fmt::format("{} exited with code {}", start.program, code));
+  return code;
 }
 
 } // namespace pb::node

@@ -3,6 +3,8 @@
 // "node single"). Reads the replica contract (contract::ReplicaEnv) like `node rl|sft`.
 #pragma once
 
+#include "recovery.hpp"
+
 #include <primebeaker/core/process.hpp>
 
 #include <map>
@@ -20,8 +22,11 @@ struct SingleNodeStart {
   std::string config_path;
   std::string output_dir;
   std::string result_dir;
-  std::string runtime_toml;      // rl: where the rewritten TOML goes
-  std::string quarantine_suffix; // sft: ".incomplete-<BEAKER_JOB_ID or manual>"
+  std::string runtime_toml; // the TOML Prime-RL gets: the rewrite, with the resume decision
+  // The recovery step (docs/recovery.md); trainer_ranks is read from the TOML at run time (rl)
+  // or is NUM_GPUS (sft).
+  RecoveryRequest recovery;
+  double stop_grace_seconds = 15; // SIGTERM -> SIGKILL for Prime-RL's process group
 };
 
 // Reads the replica contract of a single-node launch from `environment` (missing CONFIG_PATH,
@@ -29,8 +34,11 @@ struct SingleNodeStart {
 SingleNodeStart plan_single_node(const std::string &program,
                                  const std::map<std::string, std::string> &environment);
 
-// Runs it: setup command with `bash -lc`, directories, checks, SFT checkpoint quarantine or the
-// RL environment rewrite, then execs Prime-RL's `sft`/`rl @ CONFIG`. Returns only by throwing.
-[[noreturn]] void run_single_node(const SingleNodeStart &start, proc::Runner &runner);
+// Runs it: setup command with `bash -lc`, directories, checks, the recovery step (resume
+// decision, incomplete steps moved aside, ledger), the runtime TOML (RL: the environment
+// rewrite; both: the decided resume step), then Prime-RL's `sft`/`rl @ <runtime TOML>` as a
+// supervised child (signals forwarded to its process group) whose exit ends the attempt in the
+// ledger. Returns Prime-RL's exit code (128 + signal when killed); throws pb::Error before it.
+int run_single_node(const SingleNodeStart &start, proc::Runner &runner);
 
 } // namespace pb::node

@@ -95,7 +95,7 @@ TEST_F(NodeSingle, ExistingCacheVariablesAreKept) {
   EXPECT_EQ(env.at("XDG_CACHE_HOME"), at(".cache"));
 }
 
-TEST_F(NodeSingle, SftChecksDataQuarantinesIncompleteCheckpointsAndExecsSft) {
+TEST_F(NodeSingle, SftChecksDataMovesIncompleteCheckpointsAsideAndRunsSft) {
   write("outputs/tiny-sft/checkpoints/step_1/trainer/__0_0.distcp", "x");
   write("outputs/tiny-sft/checkpoints/step_2/trainer/.metadata", "m");
   write("outputs/tiny-sft/checkpoints/step_3/trainer/__0_0.distcp", "x");
@@ -104,17 +104,28 @@ TEST_F(NodeSingle, SftChecksDataQuarantinesIncompleteCheckpointsAndExecsSft) {
   ASSERT_TRUE(result.ok()) << result.err;
   const auto calls = m_fakes.calls("sft");
   ASSERT_EQ(calls.size(), 1u);
-  EXPECT_EQ(calls[0].argv, (std::vector<std::string>{"sft", "@", at("examples/sft/sft.toml")}));
+  // Prime-RL reads a container-local copy carrying the runtime's resume decision (none here:
+  // no step is complete), never the user's TOML (docs/recovery.md).
+  const std::string runtime = (m_tmp.path() / "container-tmp/runtime.toml").string();
+  EXPECT_EQ(calls[0].argv, (std::vector<std::string>{"sft", "@", runtime}));
+  EXPECT_EQ(read_file(runtime), example_text("examples/sft/sft.toml"));
+  // Every incomplete step is moved aside (never deleted), so Prime-RL starts fresh.
   const auto checkpoints = mount() / "outputs/tiny-sft/checkpoints";
-  EXPECT_TRUE(std::filesystem::exists(checkpoints / "step_1.incomplete-01JOB"));
-  EXPECT_TRUE(std::filesystem::exists(checkpoints / "step_2"));
-  EXPECT_TRUE(std::filesystem::exists(checkpoints / "step_3.incomplete-01JOB"));
-  EXPECT_FALSE(std::filesystem::exists(checkpoints / "step_1"));
-  EXPECT_NE(
-      // OUTPUT_DIR is relative (as written in the TOML), and so are the messages.
-      result.err.find("Quarantining incomplete checkpoint: outputs/tiny-sft/checkpoints/step_1 -> "
-                      "outputs/tiny-sft/checkpoints/step_1.incomplete-01JOB\n"),
-      std::string::npos)
+  for (const char *step : {"step_1", "step_2", "step_3"}) {
+    EXPECT_FALSE(std::filesystem::exists(checkpoints / step)) << step;
+  }
+  int moved = 0;
+  for (const auto &entry : std::filesystem::recursive_directory_iterator(
+           mount() / "outputs/tiny-sft/primebeaker_recovery/set_aside")) {
+    const std::string name = entry.path().filename().string();
+    moved += name.rfind("step_", 0) == 0 ? 1 : 0;
+    if (name.rfind("step_", 0) == 0) {
+      EXPECT_NE(entry.path().string().find("-01JOB/checkpoints/"), std::string::npos);
+    }
+  }
+  EXPECT_EQ(moved, 3);
+  EXPECT_NE(result.err.find("moved the incomplete step aside: "), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("attempt 1 (first_start): starting fresh"), std::string::npos)
       << result.err;
 }
 

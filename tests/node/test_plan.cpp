@@ -315,11 +315,7 @@ TEST(NodeWatcher, Verdicts) {
   EXPECT_FALSE(parse_status("garbage"));
 }
 
-TEST(NodeMisc, StaleCutoffPrefixAndEnvFiles) {
-  EXPECT_EQ(stale_step_cutoff(std::nullopt, {1, 2}), -1);
-  EXPECT_EQ(stale_step_cutoff(-1, {10, 30, 20}), 30);
-  EXPECT_EQ(stale_step_cutoff(-1, {}), -1);
-  EXPECT_EQ(stale_step_cutoff(5, {10}), 5);
+TEST(NodeMisc, PrefixAndEnvFiles) {
   EXPECT_EQ(strip_rank_prefix("[default0]:loss 1.0"), "loss 1.0");
   EXPECT_EQ(strip_rank_prefix("[rank12]: x"), " x");
   EXPECT_EQ(strip_rank_prefix("[0]:x"), "[0]:x");

@@ -461,14 +461,22 @@ TEST(NodeRl, ThreeReplicasSucceedWithEverythingWiredAsSpecified) {
       "echo setup-ran > \"$PB_CTL/setup.$BEAKER_REPLICA_RANK\"";
   cluster.extra_env()["PRIMEBEAKER_MANAGED_SERVICE_EXPERIMENT_ID"] = "01SERVICESTACK";
   cluster.extra_env()["BEAKER_TOKEN"] = "token";
-  // Runtime state of an interrupted run: checkpoint 4 is where it resumes from.
+  // Runtime state of an interrupted run: step 4 is complete on both trainer ranks and the
+  // orchestrator, step 6 was cut off mid-save (rank 1's shard and .metadata missing).
   const fs::path out = cluster.root() / "out";
-  for (const char *d : {"checkpoints/step_4",
-                        "rollouts/step_3",
+  for (const char *d : {"rollouts/step_3",
                         "rollouts/step_5",
                         "run_default/rollouts/step_4",
                         "run_default/broadcasts/step_6"}) {
     fs::create_directories(out / d);
+  }
+  for (const char *f : {"checkpoints/step_4/trainer/__0_0.distcp",
+                        "checkpoints/step_4/trainer/__1_0.distcp",
+                        "checkpoints/step_4/trainer/.metadata",
+                        "run_default/checkpoints/step_4/orchestrator/progress.pt",
+                        "checkpoints/step_6/trainer/__0_0.distcp",
+                        "run_default/checkpoints/step_6/orchestrator/progress.pt"}) {
+    write_file(out / f, "x");
   }
   cluster.start_all({2, 1, 0}); // order must not matter
   // The required-service barrier holds rank 0 until two terminal servers are live.
@@ -593,7 +601,28 @@ TEST(NodeRl, ThreeReplicasSucceedWithEverythingWiredAsSpecified) {
   EXPECT_TRUE(fs::exists(out / "run_default/rollouts/step_4"));
   EXPECT_FALSE(fs::exists(out / "rollouts/step_5"));
   EXPECT_FALSE(fs::exists(out / "run_default/broadcasts/step_6"));
-  EXPECT_TRUE(fs::exists(out / "checkpoints/step_4"));
+  EXPECT_TRUE(fs::exists(out / "checkpoints/step_4/trainer/.metadata"));
+  // The runtime decided the resume point (docs/recovery.md): step 4, explicitly (the TOML says
+  // -1 and is not edited); the cut-off step 6 was moved aside on both sides, never deleted.
+  EXPECT_EQ(validated["ckpt"]["resume_step"], 4);
+  EXPECT_NE(read_file(cluster.root() / "config.toml").find("resume_step = -1"), std::string::npos);
+  EXPECT_FALSE(fs::exists(out / "checkpoints/step_6"));
+  EXPECT_FALSE(fs::exists(out / "run_default/checkpoints/step_6"));
+  int set_aside = 0;
+  for (const auto &entry :
+       fs::recursive_directory_iterator(out / "primebeaker_recovery" / "set_aside")) {
+    set_aside += entry.path().filename() == "step_6" ? 1 : 0;
+  }
+  EXPECT_EQ(set_aside, 2);
+  // The ledger has this start, keyed by the W&B run id, and how it ended.
+  const fs::path ledger = out / "primebeaker_recovery/ledger/shared-run";
+  const auto start = nlohmann::json::parse(read_file(ledger / "1.json"));
+  EXPECT_EQ(start["cause"], "first_start");
+  EXPECT_EQ(start["resume_step"], 4);
+  EXPECT_EQ(start["job_id"], "manual");
+  EXPECT_EQ(start["replica"], "node rl");
+  EXPECT_EQ(start["set_aside"].size(), 2U);
+  EXPECT_EQ(nlohmann::json::parse(read_file(ledger / "1.end.json"))["exit_code"], 0);
   // Managed service cleanup: rank 0 stops the service stack once.
   const auto beaker = cluster.beaker().calls();
   ASSERT_EQ(beaker.size(), 1U);
@@ -645,7 +674,10 @@ TEST(NodeRl, RunsFromTheEnvironmentThatRlPreviewRenders) {
                                                   "--gateway-port",
                                                   std::to_string(cluster.gateway_port()),
                                                   "--gateway-workers",
-                                                  "2"});
+                                                  "2",
+                                                  "--no-stage",
+                                                  "--max-recoveries",
+                                                  "3"});
   ASSERT_EQ(preview.exit_code, 0) << preview.err;
   const auto task = nlohmann::json::parse(preview.out)["spec"]["tasks"][0];
   ASSERT_EQ(task["command"], nlohmann::json({"primebeaker", "node", "rl"}));
@@ -666,6 +698,19 @@ TEST(NodeRl, RunsFromTheEnvironmentThatRlPreviewRenders) {
   const fs::path rendezvous = cluster.extra_env().at("RENDEZVOUS_DIR");
   EXPECT_EQ(rendezvous.parent_path(), root / "scratch/primebeaker/rendezvous");
   EXPECT_TRUE(fs::exists(rendezvous / "attempt"));
+  // The launch's recovery policy reached the runtime, which recorded it with the start.
+  fs::path ledger_dir;
+  for (const auto &entry : fs::recursive_directory_iterator(cluster.root())) {
+    if (entry.path().filename() == "1.json" &&
+        entry.path().parent_path().parent_path().filename() == "ledger") {
+      ledger_dir = entry.path().parent_path();
+    }
+  }
+  ASSERT_FALSE(ledger_dir.empty());
+  EXPECT_EQ(ledger_dir.filename(), "run1");
+  const auto start = nlohmann::json::parse(read_file(ledger_dir / "1.json"));
+  EXPECT_EQ(start["max_recoveries"], 3);
+  EXPECT_EQ(start["max_restarts_on_errors"], 0);
 }
 
 TEST(NodeRl, TrainerFailureOnRank0StopsEveryReplicaWithin10Seconds) {

@@ -46,9 +46,14 @@ inline constexpr const char *gateway_port = "GATEWAY_PORT";
 inline constexpr const char *gateway_workers = "GATEWAY_WORKERS";
 inline constexpr const char *required_services = "REQUIRED_LITEREGISTRY_SERVICES";
 inline constexpr const char *local_search_model_paths = "LOCAL_SEARCH_MODEL_PATHS_JSON";
+// The recovery policy (docs/recovery.md): every launch writes both; older specs lack them and
+// read as the defaults.
+inline constexpr const char *max_recoveries = "PRIMEBEAKER_MAX_RECOVERIES";
+inline constexpr const char *max_restarts_on_errors = "PRIMEBEAKER_MAX_RESTARTS_ON_ERRORS";
 // Set by Beaker on every replica, not by the launch.
 inline constexpr const char *replica_rank = "BEAKER_REPLICA_RANK";
 inline constexpr const char *job_id = "BEAKER_JOB_ID";
+inline constexpr const char *experiment_id = "BEAKER_EXPERIMENT_ID";
 // Added by `run` (through --env / --secret) so the trainer stops the managed service stack.
 inline constexpr const char *managed_service_experiment_id =
     "PRIMEBEAKER_MANAGED_SERVICE_EXPERIMENT_ID";
@@ -60,6 +65,11 @@ inline constexpr const char *beaker_token = "BEAKER_TOKEN";
 inline constexpr std::int64_t k_max_gateway_workers = 100'000;
 inline constexpr std::int64_t k_max_rendezvous_timeout_seconds = 1'000'000'000;
 inline constexpr std::int64_t k_max_service_count = 1'000'000;
+// Recovery budgets (docs/recovery.md): restarts after errors are bounded by what Beaker's
+// retry.allowedTaskRetries accepts (10); preemptions by a sanity limit.
+inline constexpr std::int64_t k_max_recoveries = 1000;
+inline constexpr std::int64_t k_max_restarts_on_errors = 10;
+inline constexpr std::int64_t k_default_max_recoveries = 10;
 
 // The four replica shapes a launch renders.
 enum class Kind { single_sft, single_rl, multi_sft, multi_rl };
@@ -133,6 +143,10 @@ struct ReplicaEnv {
   std::int64_t gateway_workers = 0;
   RequiredServices required_services;
   std::vector<std::string> local_search_model_paths;
+
+  // Every launch: the recovery policy the runtime enforces from the attempt ledger.
+  std::int64_t max_recoveries = k_default_max_recoveries;
+  std::int64_t max_restarts_on_errors = 0;
 
   // Every name `kind` carries, with WANDB_RESUME=allow. Throws pb::Error exit 2 naming the
   // variable when a value is outside the contract (check()).

@@ -41,6 +41,8 @@ struct CommonEnv {
   std::filesystem::path rendezvous_dir;
   int rendezvous_timeout_seconds = 0;
   std::optional<std::string> setup_command; // PRIMEBEAKER_SETUP_COMMAND
+  std::int64_t max_recoveries = 10;         // PRIMEBEAKER_MAX_RECOVERIES (docs/recovery.md)
+  std::int64_t max_restarts_on_errors = 0;  // PRIMEBEAKER_MAX_RESTARTS_ON_ERRORS
   Tuning tuning;
 };
 
@@ -185,11 +187,6 @@ std::optional<int> watcher_verdict(const Observation &seen, bool sft = false);
 // "<code> <role>" of status.<rank>, and back.
 std::string status_text(int code, const std::string &role);
 std::optional<PeerStatus> parse_status(const std::string &text);
-
-// Stale runtime state (docs/node.md): given the resume step (-1 = latest), the step
-// numbers present under the checkpoint dir, returns the cutoff: step dirs above it are stale.
-// nullopt resume step (none configured / none found) gives -1 (every step dir is stale).
-int stale_step_cutoff(std::optional<int> resume_step, const std::vector<int> &checkpoint_steps);
 
 // Strips a leading "[<letters><digits>]:" (torchrun's rank prefix) from a log line.
 std::string strip_rank_prefix(const std::string &line);

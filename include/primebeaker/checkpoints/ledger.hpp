@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: MIT
+// The attempt ledger of a run (docs/recovery.md): one file per start of the run's replicas, on
+// the shared mount beside its checkpoints, never rewritten. The node runtime appends a start
+// record before training (and an end record when it exits), `follow --recover` a recovery
+// record when it resubmits, and `status` / `list` read it. Records, their JSON, the
+// exclusive-create writes and the summary live here, in the shared checkpoints layer, so that
+// node and runs agree on one format.
+#pragma once
+
+#include <primebeaker/core/json.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pb::checkpoints::ledger {
+
+inline constexpr int k_schema_version = 1;
+
+// Why a start happened (docs/recovery.md "Causes").
+inline constexpr std::string_view k_first_start = "first_start";
+inline constexpr std::string_view k_preemption = "preemption";
+inline constexpr std::string_view k_error = "error";
+inline constexpr std::string_view k_resubmission = "resubmission";
+inline constexpr std::string_view k_after_success = "after_success";
+
+// <output_dir>/primebeaker_recovery/ledger/<run_id>
+std::filesystem::path directory(const std::filesystem::path &output_dir, std::string_view run_id);
+// Where steps moved aside go: <output_dir>/primebeaker_recovery/set_aside
+std::filesystem::path set_aside_root(const std::filesystem::path &output_dir);
+
+// A run id names a directory: 1-128 of [A-Za-z0-9_.-], not starting with a dot.
+bool valid_run_id(std::string_view run_id);
+
+// One start of a run (`<n>.json`), written by replica 0 (or `node single`) once per attempt.
+struct Start {
+  std::int64_t attempt = 0; // n, from 1; assigned by append_start()
+  std::string run_id;       // the W&B run id: the same across restarts and resubmissions
+  std::string launch_id;    // LAUNCH_ID (multi-node; rl resume: its attempt id); empty single-node
+  std::string job_id;       // BEAKER_JOB_ID, "manual" when unset
+  std::string experiment_id;
+  std::string replica;      // "node rl", "node sft", "node single rl", "node single sft"
+  double started_unix = 0;  // seconds since the epoch
+  std::string cause;        // k_first_start, ...
+  std::optional<int> previous_exit_code; // the code that ended the attempt before, when known
+  std::optional<std::int64_t> resume_step;    // null: a fresh start
+  std::optional<std::int64_t> newest_complete; // on disk at this start (differs when pinned)
+  std::optional<std::int64_t> last_step_seen;  // newest step any evidence shows (docs/recovery.md)
+  std::int64_t steps_lost = 0;                 // last_step_seen - resume_step, at least 0
+  double time_lost_seconds = 0; // of the previous attempt, after its last surviving checkpoint
+  double downtime_seconds = 0;  // from the previous attempt's end to this start
+  std::vector<std::string> set_aside; // step directories moved aside (paths as moved to)
+  std::int64_t preemptions_recovered = 0; // counting this start
+  std::int64_t error_restarts = 0;        // counting this start
+  std::int64_t max_recoveries = 10;
+  std::int64_t max_restarts_on_errors = 0;
+  std::string refused; // non-empty: the start was refused with this line and trained nothing
+};
+
+// How an attempt ended (`<n>.end.json`), when its replica 0 lived to say so.
+struct End {
+  std::int64_t attempt = 0;
+  double ended_unix = 0;
+  int exit_code = 0; // replica 0's own exit code
+  int root_code = 0; // the code that decided it: a failed peer's own code instead of 90/92
+  std::string message;
+};
+
+// A resubmission by `follow --recover` after attempt `attempt` ended (`<n>.recover.json`).
+struct Recover {
+  std::int64_t attempt = 0;
+  double requested_unix = 0;
+  std::string cause; // k_preemption or k_error
+  std::optional<int> exit_code;
+  std::string source_experiment;
+  std::string child_experiment; // empty when the resubmission failed
+  std::string error;            // why it failed
+};
+
+struct Attempt {
+  Start start;
+  std::optional<End> end;
+  std::optional<Recover> recover;
+};
+
+struct Ledger {
+  std::vector<Attempt> attempts;       // ascending by attempt
+  std::vector<std::string> unreadable; // files that could not be parsed (named, skipped)
+  const Attempt *last() const { return attempts.empty() ? nullptr : &attempts.back(); }
+};
+
+OrderedJson to_json(const Start &start);
+OrderedJson to_json(const End &end);
+OrderedJson to_json(const Recover &recover);
+// Throw pb::Error (exit 3) on a malformed record.
+Start start_from_json(const nlohmann::json &j);
+End end_from_json(const nlohmann::json &j);
+Recover recover_from_json(const nlohmann::json &j);
+
+// Reads every record of `dir` (a missing directory is an empty ledger). Pure parsing of
+// `files` (name -> content) is ledger_from_files, for tests.
+Ledger read(const std::filesystem::path &dir);
+Ledger ledger_from_files(const std::vector<std::pair<std::string, std::string>> &files);
+
+// Writes `start` as the next attempt: n = the highest start number in `dir` + 1, created
+// exclusively (a temporary file, fsynced, then link()ed to `<n>.json`, which fails if another
+// writer took n first; then n + 1 is tried). Returns n (also stored in start.attempt). Never
+// replaces a file. Throws pb::Error (exit 1) on I/O failure.
+std::int64_t append_start(const std::filesystem::path &dir, Start &start);
+// `<n>.end.json` and `<n>.recover.json`, exclusively; false when the file already exists.
+bool write_end(const std::filesystem::path &dir, const End &end);
+bool write_recover(const std::filesystem::path &dir, const Recover &recover);
+
+// Creates `path` with `content` exclusively and atomically (temporary sibling, fsync, link, the
+// directory fsynced); false when `path` exists. Throws pb::Error (exit 1) on other failures.
+bool create_exclusive(const std::filesystem::path &path, std::string_view content);
+
+// RFC 3339 UTC with milliseconds ("2026-05-01T12:00:00.250Z").
+std::string utc_text(double unix_seconds);
+
+// What `status` and `list` show of a run's history (docs/recovery.md "Status").
+struct Summary {
+  std::int64_t attempts = 0;
+  std::int64_t preemptions_recovered = 0;
+  std::int64_t error_restarts = 0;
+  std::int64_t resubmissions = 0; // manual (rl resume) and follow --recover
+  std::int64_t refused = 0;
+  std::vector<std::int64_t> steps_lost_per_preemption;
+  std::optional<std::int64_t> last_resume_step;
+  double total_seconds = 0;  // first start to the last end (or `now`)
+  double useful_seconds = 0; // total minus time lost and downtime
+  double lost_seconds = 0;
+  double downtime_seconds = 0;
+};
+Summary summarize(const Ledger &ledger, double now_unix);
+OrderedJson to_json(const Summary &summary);
+
+} // namespace pb::checkpoints::ledger

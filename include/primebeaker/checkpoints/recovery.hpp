@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: MIT
+// The resume decision every start of a replica makes (docs/recovery.md): which step Prime-RL
+// resumes from (the newest step the checkpoint rule of docs/checkpoints.md finds complete on
+// every rank and component), which newer incomplete steps are moved aside, which rollouts and
+// broadcasts are stale, why this start happened and whether the run's recovery budget allows it.
+// decide() is pure; gather(), set_aside() and remove_stale_state() are the only I/O.
+#pragma once
+
+#include <primebeaker/checkpoints/ledger.hpp>
+#include <primebeaker/checkpoints/scan.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pb::toml {
+class Document;
+}
+
+namespace pb::checkpoints::recovery {
+
+// The launch's recovery policy (--max-recoveries, --max-restarts-on-errors).
+struct Policy {
+  std::int64_t max_recoveries = 10;
+  std::int64_t max_restarts_on_errors = 0;
+};
+
+// What the training TOML says about resuming; read, never edited.
+struct TomlIntent {
+  std::optional<std::int64_t> resume_step; // ckpt.resume_step as written (-1 = latest)
+  bool clean_output_dir = false;
+};
+// ckpt.resume_step (trainer./orchestrator. ones when the shared one is absent) and
+// clean_output_dir of a TOML. Pure.
+TomlIntent read_intent(const toml::Document &document);
+
+// What is on disk, as gather() saw it.
+struct DiskFacts {
+  std::vector<StepStatus> steps;                   // ascending by step
+  std::map<std::int64_t, double> complete_mtimes;  // complete step -> newest mtime of its files
+  std::optional<std::int64_t> newest_evidence_step; // step dirs, rollouts, broadcasts
+  std::optional<double> newest_evidence_mtime;
+  bool full_listing = false; // every step listed (else only the newest complete and newer)
+};
+
+// Who is starting, and when.
+struct StartFacts {
+  std::string run_id;
+  std::string launch_key; // LAUNCH_ID (multi-node) or BEAKER_EXPERIMENT_ID (single-node)
+  std::string job_id;
+  std::string experiment_id;
+  std::string replica; // "node rl", ...
+  double now_unix = 0;
+  Policy policy;
+  TomlIntent toml;
+};
+
+struct Decision {
+  ledger::Start record; // what the ledger gets (attempt assigned when appended)
+  std::optional<std::int64_t> resume_step; // nullopt: a fresh start
+  std::vector<std::string> set_aside;      // step directory names to move aside
+  std::int64_t stale_above = -1; // rollouts/broadcasts step_<n> with n above it are stale
+  bool keep_output = true;       // give Prime-RL clean_output_dir = false
+  bool honours_pin = false;      // the TOML's own resume step was used (first start of a launch)
+  std::string refusal;           // non-empty: do not train; exit refusal_code with this line
+  int refusal_code = 0;
+};
+
+// The cause of a start from the ledger (docs/recovery.md "Causes") and the exit code behind it.
+struct Cause {
+  std::string name; // ledger::k_first_start, ...
+  std::optional<int> exit_code;
+  bool first_of_launch = true; // no earlier start of this launch key
+};
+Cause cause_of(const ledger::Ledger &ledger, const std::string &launch_key);
+
+// Whether a listing needs every step (a pinned step of the TOML applies), before listing.
+bool needs_full_listing(const ledger::Ledger &ledger, const StartFacts &facts);
+
+// The decision. Pure.
+Decision decide(const ledger::Ledger &ledger, const DiskFacts &disk, const StartFacts &facts);
+
+// --- effects --------------------------------------------------------------------------------
+
+// The checkpoint rule without an orchestrator side (SFT has none): the trainer's shards and
+// .metadata decide. The same evaluate_step(), with progress.pt deemed present.
+std::vector<StepStatus> evaluate_trainer_only(const TreeListing &listing);
+
+// Lists the checkpoint tree (newest complete first, or every step when `full`; SFT always
+// lists everything), stats the complete steps' files for their times and reads the step
+// numbers under rollouts/, run_default/rollouts/ and run_default/broadcasts/.
+DiskFacts gather(const CheckpointSource &source, bool trainer_only, bool full);
+
+// Moves each named step directory of both roots to `destination`/<root relative to the output
+// directory>/<name> (rename; never deleted, never copied). Returns the paths moved to.
+// Throws pb::Error (exit 1) when a rename fails.
+std::vector<std::string> set_aside(const CheckpointSource &source,
+                                   const std::vector<std::string> &names,
+                                   const std::filesystem::path &destination);
+
+// Removes step_<n> directories with n > `above` under <out>/rollouts, <out>/run_default/rollouts
+// and <out>/run_default/broadcasts (docs/launch.md: what Prime-RL itself does on a resume).
+// Returns the removed paths.
+std::vector<std::string> remove_stale_state(const std::filesystem::path &output_dir,
+                                            std::int64_t above);
+
+// The TOML Prime-RL is given: `document`'s text with ckpt.resume_step set to the decided step
+// (trainer./orchestrator. copies kept in step), or those keys removed for a fresh start, and
+// clean_output_dir = false where the TOML sets it and keep_output. Everything else byte for
+// byte. Pure.
+std::string resume_toml(const toml::Document &document, const Decision &decision);
+
+} // namespace pb::checkpoints::recovery

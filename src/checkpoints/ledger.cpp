@@ -1,0 +1,429 @@
+// SPDX-License-Identifier: MIT
+// The attempt ledger (docs/recovery.md): records, JSON, exclusive-create writes, the summary.
+#include <primebeaker/checkpoints/ledger.hpp>
+#include <primebeaker/core/error.hpp>
+#include <primebeaker/core/fs.hpp>
+#include <primebeaker/core/random.hpp>
+
+#include <fmt/format.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <ctime>
+#include <map>
+
+namespace pb::checkpoints::ledger {
+
+namespace {
+
+namespace stdfs = std::filesystem;
+
+OrderedJson optional_int(const std::optional<std::int64_t> &value) {
+  return value ? OrderedJson(*value) : OrderedJson(nullptr);
+}
+
+std::optional<std::int64_t> read_optional_int(const nlohmann::json &j, const char *key) {
+  const auto it = j.find(key);
+  if (it == j.end() || it->is_null()) {
+    return std::nullopt;
+  }
+  return it->get<std::int64_t>();
+}
+
+double rounded(double seconds) {
+  return std::round(seconds * 1000.0) / 1000.0;
+}
+
+// `<n>.json`, `<n>.end.json`, `<n>.recover.json` -> (n, kind); nullopt for anything else.
+std::optional<std::pair<std::int64_t, std::string>> parse_name(std::string_view name) {
+  const auto dot = name.find('.');
+  if (dot == std::string_view::npos || dot == 0) {
+    return std::nullopt;
+  }
+  std::int64_t n = 0;
+  const auto [ptr, ec] = std::from_chars(name.data(), name.data() + dot, n);
+  if (ec != std::errc() || ptr != name.data() + dot || n < 1) {
+    return std::nullopt;
+  }
+  const std::string_view rest = name.substr(dot);
+  if (rest == ".json") {
+    return std::make_pair(n, std::string("start"));
+  }
+  if (rest == ".end.json") {
+    return std::make_pair(n, std::string("end"));
+  }
+  if (rest == ".recover.json") {
+    return std::make_pair(n, std::string("recover"));
+  }
+  return std::nullopt;
+}
+
+void fsync_directory(const stdfs::path &dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+
+} // namespace
+
+stdfs::path directory(const stdfs::path &output_dir, std::string_view run_id) {
+  return output_dir / "primebeaker_recovery" / "ledger" / std::string(run_id);
+}
+
+stdfs::path set_aside_root(const stdfs::path &output_dir) {
+  return output_dir / "primebeaker_recovery" / "set_aside";
+}
+
+bool valid_run_id(std::string_view run_id) {
+  if (run_id.empty() || run_id.size() > 128 || run_id.front() == '.') {
+    return false;
+  }
+  return std::all_of(run_id.begin(), run_id.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '_' || c == '-' || c == '.';
+  });
+}
+
+std::string utc_text(double unix_seconds) {
+  const auto whole = static_cast<std::time_t>(std::floor(unix_seconds));
+  const int millis = static_cast<int>(std::lround((unix_seconds - std::floor(unix_seconds)) * 1000));
+  std::tm tm{};
+  ::gmtime_r(&whole, &tm);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+                     tm.tm_year + 1900,
+                     tm.tm_mon + 1,
+                     tm.tm_mday,
+                     tm.tm_hour,
+                     tm.tm_min,
+                     tm.tm_sec,
+                     std::min(millis, 999));
+}
+
+OrderedJson to_json(const Start &s) {
+  OrderedJson j = OrderedJson::object();
+  j["schema_version"] = k_schema_version;
+  j["record"] = "start";
+  j["attempt"] = s.attempt;
+  j["run_id"] = s.run_id;
+  j["launch_id"] = s.launch_id;
+  j["job_id"] = s.job_id;
+  j["experiment_id"] = s.experiment_id;
+  j["replica"] = s.replica;
+  j["started_at"] = utc_text(s.started_unix);
+  j["started_unix"] = rounded(s.started_unix);
+  j["cause"] = s.cause;
+  j["previous_exit_code"] =
+      s.previous_exit_code ? OrderedJson(*s.previous_exit_code) : OrderedJson(nullptr);
+  j["resume_step"] = optional_int(s.resume_step);
+  j["newest_complete_step"] = optional_int(s.newest_complete);
+  j["last_step_seen"] = optional_int(s.last_step_seen);
+  j["steps_lost"] = s.steps_lost;
+  j["time_lost_seconds"] = rounded(s.time_lost_seconds);
+  j["downtime_seconds"] = rounded(s.downtime_seconds);
+  j["set_aside"] = s.set_aside;
+  j["preemptions_recovered"] = s.preemptions_recovered;
+  j["error_restarts"] = s.error_restarts;
+  j["max_recoveries"] = s.max_recoveries;
+  j["max_restarts_on_errors"] = s.max_restarts_on_errors;
+  j["refused"] = s.refused.empty() ? OrderedJson(nullptr) : OrderedJson(s.refused);
+  return j;
+}
+
+OrderedJson to_json(const End &e) {
+  OrderedJson j = OrderedJson::object();
+  j["schema_version"] = k_schema_version;
+  j["record"] = "end";
+  j["attempt"] = e.attempt;
+  j["ended_at"] = utc_text(e.ended_unix);
+  j["ended_unix"] = rounded(e.ended_unix);
+  j["exit_code"] = e.exit_code;
+  j["root_code"] = e.root_code;
+  j["message"] = e.message;
+  return j;
+}
+
+OrderedJson to_json(const Recover &r) {
+  OrderedJson j = OrderedJson::object();
+  j["schema_version"] = k_schema_version;
+  j["record"] = "recover";
+  j["attempt"] = r.attempt;
+  j["requested_at"] = utc_text(r.requested_unix);
+  j["requested_unix"] = rounded(r.requested_unix);
+  j["by"] = "follow --recover";
+  j["cause"] = r.cause;
+  j["exit_code"] = r.exit_code ? OrderedJson(*r.exit_code) : OrderedJson(nullptr);
+  j["source_experiment"] = r.source_experiment;
+  j["child_experiment"] =
+      r.child_experiment.empty() ? OrderedJson(nullptr) : OrderedJson(r.child_experiment);
+  j["error"] = r.error.empty() ? OrderedJson(nullptr) : OrderedJson(r.error);
+  return j;
+}
+
+namespace {
+
+template <typename F> auto parsed(const char *what, F &&body) {
+  try {
+    return body();
+  } catch (const nlohmann::json::exception &e) {
+    throw input_error(fmt::format("malformed ledger {} record: {}", what, e.what()));
+  }
+}
+
+std::string string_or_empty(const nlohmann::json &j, const char *key) {
+  const auto it = j.find(key);
+  return it == j.end() || !it->is_string() ? std::string() : it->get<std::string>();
+}
+
+} // namespace
+
+Start start_from_json(const nlohmann::json &j) {
+  return parsed("start", [&] {
+    Start s;
+    s.attempt = j.at("attempt").get<std::int64_t>();
+    s.run_id = string_or_empty(j, "run_id");
+    s.launch_id = string_or_empty(j, "launch_id");
+    s.job_id = string_or_empty(j, "job_id");
+    s.experiment_id = string_or_empty(j, "experiment_id");
+    s.replica = string_or_empty(j, "replica");
+    s.started_unix = j.at("started_unix").get<double>();
+    s.cause = j.at("cause").get<std::string>();
+    if (const auto code = read_optional_int(j, "previous_exit_code")) {
+      s.previous_exit_code = static_cast<int>(*code);
+    }
+    s.resume_step = read_optional_int(j, "resume_step");
+    s.newest_complete = read_optional_int(j, "newest_complete_step");
+    s.last_step_seen = read_optional_int(j, "last_step_seen");
+    s.steps_lost = j.value("steps_lost", std::int64_t{0});
+    s.time_lost_seconds = j.value("time_lost_seconds", 0.0);
+    s.downtime_seconds = j.value("downtime_seconds", 0.0);
+    s.set_aside = j.value("set_aside", std::vector<std::string>{});
+    s.preemptions_recovered = j.value("preemptions_recovered", std::int64_t{0});
+    s.error_restarts = j.value("error_restarts", std::int64_t{0});
+    s.max_recoveries = j.value("max_recoveries", std::int64_t{10});
+    s.max_restarts_on_errors = j.value("max_restarts_on_errors", std::int64_t{0});
+    s.refused = string_or_empty(j, "refused");
+    return s;
+  });
+}
+
+End end_from_json(const nlohmann::json &j) {
+  return parsed("end", [&] {
+    End e;
+    e.attempt = j.at("attempt").get<std::int64_t>();
+    e.ended_unix = j.at("ended_unix").get<double>();
+    e.exit_code = j.at("exit_code").get<int>();
+    e.root_code = j.value("root_code", e.exit_code);
+    e.message = string_or_empty(j, "message");
+    return e;
+  });
+}
+
+Recover recover_from_json(const nlohmann::json &j) {
+  return parsed("recover", [&] {
+    Recover r;
+    r.attempt = j.at("attempt").get<std::int64_t>();
+    r.requested_unix = j.at("requested_unix").get<double>();
+    r.cause = j.at("cause").get<std::string>();
+    if (const auto code = read_optional_int(j, "exit_code")) {
+      r.exit_code = static_cast<int>(*code);
+    }
+    r.source_experiment = string_or_empty(j, "source_experiment");
+    r.child_experiment = string_or_empty(j, "child_experiment");
+    r.error = string_or_empty(j, "error");
+    return r;
+  });
+}
+
+Ledger ledger_from_files(const std::vector<std::pair<std::string, std::string>> &files) {
+  Ledger ledger;
+  std::map<std::int64_t, Attempt> starts;
+  std::map<std::int64_t, End> ends;
+  std::map<std::int64_t, Recover> recovers;
+  for (const auto &[name, content] : files) {
+    const auto kind = parse_name(name);
+    if (!kind) {
+      continue;
+    }
+    try {
+      const auto j = nlohmann::json::parse(content);
+      if (kind->second == "start") {
+        Attempt a;
+        a.start = start_from_json(j);
+        a.start.attempt = kind->first;
+        starts[kind->first] = std::move(a);
+      } else if (kind->second == "end") {
+        ends[kind->first] = end_from_json(j);
+      } else {
+        recovers[kind->first] = recover_from_json(j);
+      }
+    } catch (const std::exception &) {
+      ledger.unreadable.push_back(name);
+    }
+  }
+  for (auto &[n, attempt] : starts) {
+    if (const auto it = ends.find(n); it != ends.end()) {
+      attempt.end = it->second;
+    }
+    if (const auto it = recovers.find(n); it != recovers.end()) {
+      attempt.recover = it->second;
+    }
+    ledger.attempts.push_back(std::move(attempt));
+  }
+  std::sort(ledger.unreadable.begin(), ledger.unreadable.end());
+  return ledger;
+}
+
+Ledger read(const stdfs::path &dir) {
+  std::vector<std::pair<std::string, std::string>> files;
+  std::error_code ec;
+  for (const auto &entry : stdfs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!parse_name(name)) {
+      continue;
+    }
+    try {
+      files.emplace_back(name, fs::read_file(entry.path(), 1));
+    } catch (const Error &) {
+      files.emplace_back(name, "");
+    }
+  }
+  if (ec && ec != std::errc::no_such_file_or_directory) {
+    throw failure(fmt::format("cannot read the attempt ledger {}: {}", dir.string(), ec.message()));
+  }
+  return ledger_from_files(files);
+}
+
+bool create_exclusive(const stdfs::path &path, std::string_view content) {
+  const stdfs::path dir = path.parent_path();
+  std::error_code ec;
+  stdfs::create_directories(dir, ec);
+  if (ec) {
+    throw failure(fmt::format("cannot create {}: {}", dir.string(), ec.message()));
+  }
+  const stdfs::path tmp =
+      dir / fmt::format(".{}.{}.{}.tmp", path.filename().string(), ::getpid(), random::hex_id(8));
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    throw failure(fmt::format("cannot create {}: {}", tmp.string(), std::strerror(errno)));
+  }
+  std::size_t done = 0;
+  bool ok = true;
+  while (done < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      ok = false;
+      break;
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  const int saved = errno;
+  ok = ok && ::fsync(fd) == 0;
+  ::close(fd);
+  if (!ok) {
+    ::unlink(tmp.c_str());
+    throw failure(fmt::format("cannot write {}: {}", tmp.string(), std::strerror(saved)));
+  }
+  const int linked = ::link(tmp.c_str(), path.c_str());
+  const int link_errno = errno;
+  ::unlink(tmp.c_str());
+  if (linked != 0) {
+    if (link_errno == EEXIST) {
+      return false;
+    }
+    throw failure(fmt::format("cannot create {}: {}", path.string(), std::strerror(link_errno)));
+  }
+  fsync_directory(dir);
+  return true;
+}
+
+std::int64_t append_start(const stdfs::path &dir, Start &start) {
+  std::int64_t n = 1;
+  std::error_code ec;
+  for (const auto &entry : stdfs::directory_iterator(dir, ec)) {
+    if (const auto kind = parse_name(entry.path().filename().string())) {
+      n = std::max(n, kind->first + (kind->second == "start" ? 1 : 0));
+    }
+  }
+  for (int tries = 0; tries < 1000; ++tries, ++n) {
+    start.attempt = n;
+    if (create_exclusive(dir / fmt::format("{}.json", n), to_pretty_json(to_json(start)))) {
+      return n;
+    }
+  }
+  throw failure(fmt::format("cannot append to the attempt ledger {}", dir.string()));
+}
+
+bool write_end(const stdfs::path &dir, const End &end) {
+  return create_exclusive(dir / fmt::format("{}.end.json", end.attempt),
+                          to_pretty_json(to_json(end)));
+}
+
+bool write_recover(const stdfs::path &dir, const Recover &recover) {
+  return create_exclusive(dir / fmt::format("{}.recover.json", recover.attempt),
+                          to_pretty_json(to_json(recover)));
+}
+
+Summary summarize(const Ledger &ledger, double now_unix) {
+  Summary s;
+  s.attempts = static_cast<std::int64_t>(ledger.attempts.size());
+  if (ledger.attempts.empty()) {
+    return s;
+  }
+  for (const auto &a : ledger.attempts) {
+    const auto &start = a.start;
+    if (!start.refused.empty()) {
+      ++s.refused;
+      continue;
+    }
+    if (start.cause == k_preemption) {
+      ++s.preemptions_recovered;
+      s.steps_lost_per_preemption.push_back(start.steps_lost);
+    } else if (start.cause == k_error) {
+      ++s.error_restarts;
+    } else if (start.cause == k_resubmission) {
+      ++s.resubmissions;
+    }
+    if (start.cause != k_first_start) {
+      s.lost_seconds += start.time_lost_seconds;
+      s.downtime_seconds += start.downtime_seconds;
+    }
+    if (start.resume_step) {
+      s.last_resume_step = start.resume_step;
+    }
+  }
+  const auto &last = ledger.attempts.back();
+  const double end = last.end ? last.end->ended_unix : now_unix;
+  s.total_seconds = std::max(0.0, end - ledger.attempts.front().start.started_unix);
+  s.useful_seconds = std::max(0.0, s.total_seconds - s.lost_seconds - s.downtime_seconds);
+  return s;
+}
+
+OrderedJson to_json(const Summary &s) {
+  OrderedJson j = OrderedJson::object();
+  j["attempts"] = s.attempts;
+  j["preemptions_recovered"] = s.preemptions_recovered;
+  j["error_restarts"] = s.error_restarts;
+  j["resubmissions"] = s.resubmissions;
+  j["refused"] = s.refused;
+  j["steps_lost_per_preemption"] = s.steps_lost_per_preemption;
+  j["last_resume_step"] = optional_int(s.last_resume_step);
+  j["total_seconds"] = rounded(s.total_seconds);
+  j["useful_seconds"] = rounded(s.useful_seconds);
+  j["lost_seconds"] = rounded(s.lost_seconds);
+  j["downtime_seconds"] = rounded(s.downtime_seconds);
+  return j;
+}
+
+} // namespace pb::checkpoints::ledger

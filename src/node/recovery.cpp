@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: MIT
+// The recovery step of every replica start (docs/recovery.md), around the pure decision.
+#include "recovery.hpp"
+
+#include <primebeaker/contract/replica_env.hpp>
+#include <primebeaker/core/error.hpp>
+#include <primebeaker/toml/value.hpp>
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+
+namespace pb::node {
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace rec = checkpoints::recovery;
+namespace ledger = checkpoints::ledger;
+
+std::string env_or(const std::map<std::string, std::string> &env,
+                   const std::string &name,
+                   const std::string &fallback) {
+  const auto it = env.find(name);
+  return it == env.end() || it->second.empty() ? fallback : it->second;
+}
+
+// The ledger directory is named by the run id: anything outside [A-Za-z0-9_.-] becomes '-'.
+std::string ledger_key(std::string run_id) {
+  for (char &c : run_id) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '_' || c == '-' || c == '.';
+    c = ok ? c : '-';
+  }
+  while (!run_id.empty() && run_id.front() == '.') {
+    run_id.erase(0, 1);
+  }
+  if (run_id.size() > 128) {
+    run_id.resize(128);
+  }
+  return run_id.empty() ? std::string("run") : run_id;
+}
+
+double now_unix() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Where the checkpoints of this run are: OUTPUT_DIR (relative to WORKING_DIR), and the trainer's
+// root moved by ckpt.output_dir / trainer.ckpt.output_dir as docs/checkpoints.md says.
+checkpoints::CheckpointSource source_of(const RecoveryRequest &request,
+                                        const toml::Document &document) {
+  fs::path out = request.output_dir.is_relative() ? request.working_dir / request.output_dir
+                                                  : request.output_dir;
+  out = out.lexically_normal();
+  if (!out.empty() && out.filename().empty()) {
+    out = out.parent_path();
+  }
+  checkpoints::CheckpointSource source;
+  source.output_dir = out;
+  source.trainer_root = out / "checkpoints";
+  source.orchestrator_root = out / "run_default" / "checkpoints";
+  source.expected_ranks = std::max(1, request.trainer_ranks);
+  for (const auto &path : {std::vector<std::string>{"ckpt", "output_dir"},
+                           std::vector<std::string>{"trainer", "ckpt", "output_dir"}}) {
+    const toml::Value *value = document.root().find_path(path);
+    if (value != nullptr && value->string() != nullptr) {
+      const fs::path root(*value->string());
+      source.trainer_root =
+          ((root.is_relative() ? request.working_dir / root : root) / "checkpoints")
+              .lexically_normal();
+      break;
+    }
+  }
+  return source;
+}
+
+// "20260501T120000Z-<job>": the set-aside directory of one start.
+std::string set_aside_name(double now, const std::string &job_id) {
+  std::string stamp = ledger::utc_text(now);
+  std::string compact;
+  for (const char c : stamp.substr(0, 19)) {
+    if (c != '-' && c != ':') {
+      compact += c;
+    }
+  }
+  return compact + "Z-" + ledger_key(job_id);
+}
+
+} // namespace
+
+void fill_identity(RecoveryRequest &request, const std::map<std::string, std::string> &env) {
+  request.job_id = env_or(env, contract::var::job_id, "manual");
+  request.experiment_id = env_or(env, contract::var::experiment_id, "");
+  request.run_id = env_or(env,
+                          contract::var::wandb_run_id,
+                          env_or(env,
+                                 contract::var::wandb_shared_run_id,
+                                 env_or(env, contract::var::launch_id, "run")));
+  request.launch_key =
+      env_or(env, contract::var::launch_id, env_or(env, contract::var::experiment_id, ""));
+}
+
+nlohmann::json RecoveryOutcome::published() const {
+  nlohmann::json j = {{"attempt", attempt},
+                      {"cause", decision.record.cause},
+                      {"resume_step", nullptr},
+                      {"refused", nullptr}};
+  if (decision.resume_step) {
+    j["resume_step"] = *decision.resume_step;
+  }
+  if (!decision.refusal.empty()) {
+    j["refused"] = decision.refusal;
+    j["refusal_code"] = decision.refusal_code;
+  }
+  return j;
+}
+
+nlohmann::json RecoveryOutcome::helper_request() const {
+  nlohmann::json j = {{"step", nullptr}, {"keep_output", decision.keep_output}};
+  if (decision.resume_step) {
+    j["step"] = *decision.resume_step;
+  }
+  return j;
+}
+
+RecoveryOutcome start_recovery(const RecoveryRequest &request,
+                               const std::function<void(const std::string &)> &note) {
+  std::error_code ec;
+  if (!fs::is_regular_file(request.config_path, ec)) {
+    throw input_error(fmt::format("config file not found: {}", request.config_path.string()));
+  }
+  const auto document = toml::Document::load(request.config_path);
+  const auto source = source_of(request, document);
+
+  rec::StartFacts facts;
+  facts.run_id = request.run_id;
+  facts.launch_key = request.launch_key;
+  facts.job_id = request.job_id;
+  facts.experiment_id = request.experiment_id;
+  facts.replica = request.replica;
+  facts.now_unix = now_unix();
+  facts.policy = request.policy;
+  facts.toml = rec::read_intent(document);
+
+  RecoveryOutcome outcome;
+  outcome.ledger_dir = ledger::directory(source.output_dir, ledger_key(request.run_id));
+  const ledger::Ledger history = ledger::read(outcome.ledger_dir);
+  for (const auto &name : history.unreadable) {
+    note(fmt::format("warning: skipping the unreadable ledger record {}",
+                     (outcome.ledger_dir / name).string()));
+  }
+  const rec::DiskFacts disk =
+      rec::gather(source, request.trainer_only, rec::needs_full_listing(history, facts));
+  outcome.decision = rec::decide(history, disk, facts);
+  auto &decision = outcome.decision;
+
+  if (decision.refusal.empty()) {
+    decision.record.set_aside =
+        rec::set_aside(source,
+                       decision.set_aside,
+                       ledger::set_aside_root(source.output_dir) /
+                           set_aside_name(facts.now_unix, request.job_id));
+    for (const auto &path : decision.record.set_aside) {
+      note(fmt::format("moved the incomplete step aside: {}", path));
+    }
+    for (const auto &path : rec::remove_stale_state(source.output_dir, decision.stale_above)) {
+      note(fmt::format("removed stale {}", path));
+    }
+  }
+  outcome.attempt = ledger::append_start(outcome.ledger_dir, decision.record);
+  const auto &r = decision.record;
+  std::string why = r.cause;
+  if (r.previous_exit_code) {
+    why += fmt::format(", exit code {}", *r.previous_exit_code);
+  }
+  if (!decision.refusal.empty()) {
+    note(fmt::format("attempt {} ({}) refused", outcome.attempt, why));
+  } else if (decision.resume_step) {
+    note(fmt::format("attempt {} ({}): resuming from step {}{}",
+                     outcome.attempt,
+                     why,
+                     *decision.resume_step,
+                     r.cause == ledger::k_first_start
+                         ? std::string()
+                         : fmt::format(" ({} steps and {:.0f} s lost)",
+                                       r.steps_lost,
+                                       std::round(r.time_lost_seconds))));
+  } else {
+    note(fmt::format("attempt {} ({}): starting fresh (no complete checkpoint)",
+                     outcome.attempt,
+                     why));
+  }
+  return outcome;
+}
+
+void record_end(const RecoveryOutcome &outcome,
+                int exit_code,
+                int root_code,
+                const std::string &message) {
+  if (outcome.attempt == 0) {
+    return;
+  }
+  ledger::End end;
+  end.attempt = outcome.attempt;
+  end.ended_unix = now_unix();
+  end.exit_code = exit_code;
+  end.root_code = root_code;
+  end.message = message;
+  try {
+    ledger::write_end(outcome.ledger_dir, end);
+  } catch (const Error &) {
+    // The start record stands; a missing end reads as a preemption, the safe reading.
+  }
+}
+
+} // namespace pb::node
