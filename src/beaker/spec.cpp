@@ -146,6 +146,9 @@ OrderedJson to_json(const Experiment &experiment) {
   if (!experiment.budget.empty()) {
     out["budget"] = experiment.budget;
   }
+  if (experiment.allowed_task_retries > 0) {
+    out["retry"] = OrderedJson::object({{"allowedTaskRetries", experiment.allowed_task_retries}});
+  }
   return out;
 }
 
@@ -166,6 +169,10 @@ std::vector<std::string> problems(const Experiment &experiment) {
   std::vector<std::string> found;
   if (experiment.tasks.empty()) {
     found.emplace_back("a Beaker spec needs at least one task");
+  }
+  if (experiment.allowed_task_retries < 0 || experiment.allowed_task_retries > 10) {
+    found.push_back(fmt::format("retry.allowedTaskRetries must be in 0..10, got {}",
+                                experiment.allowed_task_retries));
   }
   std::set<std::string> task_names;
   for (const auto &task : experiment.tasks) {

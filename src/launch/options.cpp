@@ -75,6 +75,13 @@ const std::vector<FlagInfo> &flag_table() {
        Kind::list,
        "Multi-node RL: NAME=COUNT live LiteRegistry services needed before training; "
        "repeatable"},
+      {"max-recoveries",
+       Kind::integer,
+       "Preemptions recovered automatically (resumed from the newest complete checkpoint), "
+       "0-1000; 0 = off [10]"},
+      {"max-restarts-on-errors",
+       Kind::integer,
+       "Restarts after a failure (not a preemption), 0-10 [0]"},
       {"write-spec", Kind::boolean, "preview: also write the spec file (--no-write-spec)"},
       {"stage",
        Kind::boolean,
@@ -110,6 +117,12 @@ std::pair<std::int64_t, std::int64_t> integer_range(const std::string &flag_name
   }
   if (flag_name == "rendezvous-timeout-seconds") {
     return {1, contract::k_max_rendezvous_timeout_seconds};
+  }
+  if (flag_name == "max-recoveries") {
+    return {0, contract::k_max_recoveries};
+  }
+  if (flag_name == "max-restarts-on-errors") {
+    return {0, contract::k_max_restarts_on_errors};
   }
   return {0, k_max_min_runtime_hours}; // min-runtime-hours
 }
@@ -276,6 +289,10 @@ void apply_setting(LaunchOptions &options,
       options.rendezvous_timeout_seconds = number;
     } else if (name == "gateway-port") {
       options.gateway_port = number;
+    } else if (name == "max-recoveries") {
+      options.max_recoveries = number;
+    } else if (name == "max-restarts-on-errors") {
+      options.max_restarts_on_errors = number;
     } else {
       options.gateway_workers = number;
     }

@@ -176,6 +176,7 @@ OrderedJson LaunchPlan::receipt_json(const std::string &beaker_stdout) const {
   out["wandb_run"] = wandb_run;
   out["staged_program"] =
       staged_program.empty() ? OrderedJson(nullptr) : OrderedJson(staged_program.string());
+  out["recovery"] = recovery;
   return out;
 }
 
@@ -253,6 +254,8 @@ contract::ReplicaEnv replica_env(const LaunchOptions &options,
   replica.wandb_run_id = run_id;
   replica.setup_command = options.setup_command;
   replica.registry = flags.registry;
+  replica.max_recoveries = options.max_recoveries;
+  replica.max_restarts_on_errors = options.max_restarts_on_errors;
   if (!contract::is_multi_node(replica.kind)) {
     replica.experiment_name = experiment_name;
     if (replica.kind == contract::Kind::single_rl) {
@@ -442,7 +445,7 @@ LaunchPlan make_plan(const LaunchOptions &options, const LaunchInputs &inputs) {
   task.result_path = k_result_path;
   task.context.priority = options.priority;
   task.context.min_runtime = fmt::format("{}h", options.min_runtime_hours);
-  task.context.auto_resume = !multi;
+  task.context.auto_resume = detail::auto_resume(options, multi); // docs/recovery.md
   task.clusters = flags.clusters;
   task.gpu_count = read.gpu_count;
   if (multi) {
@@ -457,6 +460,7 @@ LaunchPlan make_plan(const LaunchOptions &options, const LaunchInputs &inputs) {
           ? fmt::format("PrimeBeaker {} {}", read.description_kind, experiment_name)
           : options.description;
   experiment.budget = options.budget;
+  experiment.allowed_task_retries = detail::allowed_task_retries(options, multi);
   experiment.tasks.push_back(std::move(task));
   if (const auto found = beaker::problems(experiment); !found.empty()) {
     throw usage_error("the Beaker spec would be rejected: " + text::join(found, "; "));
@@ -481,6 +485,7 @@ LaunchPlan make_plan(const LaunchOptions &options, const LaunchInputs &inputs) {
   plan.submit_refusal = flags.submit_refusal;
   plan.stage_dir = stage_dir;
   plan.staged_program = staged_program;
+  plan.recovery = detail::recovery_policy(options, multi);
   return plan;
 }
 

@@ -154,6 +154,9 @@ void check_basic_flags(const LaunchOptions &options, ValidatedFlags &flags) {
     throw usage_error(
         fmt::format("--min-runtime-hours must be >= 0, got {}", options.min_runtime_hours));
   }
+  check_range("max-recoveries", options.max_recoveries, 0, contract::k_max_recoveries);
+  check_range(
+      "max-restarts-on-errors", options.max_restarts_on_errors, 0, contract::k_max_restarts_on_errors);
   if (!options.name.empty() && !primerl::is_experiment_name(options.name)) {
     throw usage_error(fmt::format("--name '{}' cannot be a Beaker experiment name: use letters, "
                                   "digits, '.', '_' and '-' (at most 128)",
@@ -245,6 +248,29 @@ void check_flags(const LaunchOptions &options,
       secrets[variable] = *chosen;
     }
   }
+}
+
+OrderedJson recovery_policy(const LaunchOptions &options, bool multi) {
+  OrderedJson out = OrderedJson::object();
+  out["max_recoveries"] = options.max_recoveries;
+  out["max_restarts_on_errors"] = options.max_restarts_on_errors;
+  OrderedJson beaker = OrderedJson::object();
+  beaker["auto_resume"] = auto_resume(options, multi);
+  beaker["allowed_task_retries"] = allowed_task_retries(options, multi);
+  out["beaker"] = std::move(beaker);
+  // Beaker does not restart a replicated task's replicas together (docs/recovery.md): a
+  // multi-node run is resubmitted whole by `primebeaker follow --recover`.
+  out["follow_recover"] = multi && (options.max_recoveries > 0 || options.max_restarts_on_errors > 0);
+  out["ledger"] = "<output_dir>/primebeaker_recovery/ledger/<W&B run id>";
+  return out;
+}
+
+bool auto_resume(const LaunchOptions &options, bool multi) {
+  return !multi && options.max_recoveries > 0;
+}
+
+std::int64_t allowed_task_retries(const LaunchOptions &options, bool multi) {
+  return multi ? 0 : options.max_restarts_on_errors;
 }
 
 } // namespace pb::launch::detail

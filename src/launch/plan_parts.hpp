@@ -82,4 +82,12 @@ std::string absolute_normalized(const LaunchInputs &inputs, const std::string &p
 // A path from the TOML as the container resolves it: relative to `working_dir`, normalized.
 std::string in_container(const std::string &working_dir, const std::string &path);
 
+// The recovery policy in the spec (docs/recovery.md): single-node tasks get context.autoResume
+// (preemptions) when --max-recoveries > 0 and retry.allowedTaskRetries = --max-restarts-on-errors
+// (failures); multi-node tasks get neither (their replicas are resubmitted whole by `follow
+// --recover`). recovery_policy() is the receipt's "recovery" object.
+bool auto_resume(const LaunchOptions &options, bool multi);
+std::int64_t allowed_task_retries(const LaunchOptions &options, bool multi);
+OrderedJson recovery_policy(const LaunchOptions &options, bool multi);
+
 } // namespace pb::launch::detail

@@ -147,6 +147,8 @@ void add_resume_options(cli::CommandTree &tree, cli::Command &app) {
       {"min-runtime-hours", "Minimum runtime in hours (0 is honoured); default: the source's"},
       {"budget", "Beaker budget account; never inherited from the source"},
       {"registry", "LiteRegistry URI for the new run; default: the source's REGISTRY"},
+      {"max-recoveries", "Preemptions recovered automatically; default: the source's"},
+      {"max-restarts-on-errors", "Restarts after a failure; default: the source's"},
   };
   for (const auto &[name, text] : help) {
     if (auto option = app.find_option("--" + name)) {

@@ -50,7 +50,8 @@ void check_max_steps(const toml::Document &config, std::int64_t step) {
 
 const std::vector<std::string> &override_flag_names() {
   static const std::vector<std::string> names = {
-      "image", "workspace", "cluster", "priority", "min-runtime-hours", "budget", "registry"};
+      "image", "workspace", "cluster", "priority", "min-runtime-hours", "budget", "registry",
+      "max-recoveries", "max-restarts-on-errors"};
   return names;
 }
 
@@ -208,6 +209,11 @@ ResumePlan make_plan(const ResumeOptions &options, const ResumeInputs &inputs) {
   launch_options.gateway_port = source.gateway_port;
   launch_options.gateway_workers = source.gateway_workers;
   launch_options.rendezvous_timeout_seconds = source.rendezvous_timeout_seconds;
+  launch_options.max_recoveries =
+      given.was_given("max-recoveries") ? given.max_recoveries : source.max_recoveries;
+  launch_options.max_restarts_on_errors = given.was_given("max-restarts-on-errors")
+                                              ? given.max_restarts_on_errors
+                                              : source.max_restarts_on_errors;
   for (const auto &[name, count] : source.required_services) {
     launch_options.required_services.push_back(name + "=" + std::to_string(count));
   }

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <set>
+#include <tuple>
 
 namespace pb::resume {
 
@@ -214,6 +215,19 @@ parse_source(const std::string &id, const OrderedJson &payload, bool keep_manage
   source.gateway_workers = positive_env(env, contract::var::gateway_workers, 8);
   source.rendezvous_timeout_seconds =
       positive_env(env, contract::var::rendezvous_timeout_seconds, 1800);
+  // 0 is a valid budget: read as "0 + 1" through positive_env's rule, then back.
+  for (const auto &[name, target, fallback] :
+       {std::tuple{contract::var::max_recoveries, &source.max_recoveries, std::int64_t{10}},
+        std::tuple{contract::var::max_restarts_on_errors,
+                   &source.max_restarts_on_errors,
+                   std::int64_t{0}}}) {
+    const std::string *value = env.find(name);
+    if (value != nullptr && text::trim(*value) == "0") {
+      *target = 0;
+    } else {
+      *target = positive_env(env, name, fallback);
+    }
+  }
   if (const std::string *services = env.find(contract::var::required_services)) {
     try {
       source.required_services = contract::decode_required_services(*services, true);

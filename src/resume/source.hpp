@@ -36,6 +36,9 @@ struct SourceExperiment {
   std::int64_t gateway_port = 1212;
   std::int64_t gateway_workers = 8;
   std::int64_t rendezvous_timeout_seconds = 1800;
+  // The recovery policy (docs/recovery.md), carried so a resumed run keeps its budget.
+  std::int64_t max_recoveries = 10;
+  std::int64_t max_restarts_on_errors = 0;
   std::map<std::string, std::int64_t> required_services;
   std::optional<std::string> setup_command;
   std::optional<std::string> wandb_secret;                  // secret behind WANDB_API_KEY

@@ -73,9 +73,13 @@ struct Experiment {
   std::string description;
   std::vector<Task> tasks;
   std::string budget; // emitted only when non-empty
+  // retry.allowedTaskRetries (0..10): how often Beaker re-runs a failed task; emitted only when
+  // > 0 (docs/recovery.md).
+  std::int64_t allowed_task_retries = 0;
 };
 
-// The spec as JSON with the reference's key order: version, description, tasks, [budget];
+// The spec as JSON with the reference's key order: version, description, tasks, [budget],
+// [retry];
 // task keys name, image, command, [replication keys], envVars, datasets, result, resources,
 // context, constraints. Pure.
 OrderedJson to_json(const Experiment &experiment);

@@ -81,6 +81,10 @@ struct LaunchOptions {
   // Run the binary staged on the mount (docs/staging.md); false: `primebeaker` from the image's
   // PATH, which then must be a runtime image (images/Dockerfile.runtime).
   bool stage = true;
+  // The recovery policy (docs/recovery.md): preemptions recovered automatically (0 = off) and
+  // restarts after errors, enforced by the runtime from the attempt ledger.
+  std::int64_t max_recoveries = 10;
+  std::int64_t max_restarts_on_errors = 0;
 
   // Kebab names of the flags that were given (filled by the CLI registration and by
   // apply_setting), for callers whose defaults come from elsewhere (rl resume).
@@ -173,6 +177,9 @@ struct LaunchPlan {
   // --no-stage (the spec runs `primebeaker` from the image).
   std::filesystem::path stage_dir;
   std::filesystem::path staged_program;
+  // The recovery policy as the receipt shows it (docs/recovery.md): {max_recoveries,
+  // max_restarts_on_errors, beaker: {auto_resume, allowed_task_retries}, follow_recover}.
+  OrderedJson recovery;
 
   // The preview object of docs/launch.md (experiment_name, [launch_id], spec_path, spec,
   // submit_command, wandb_run).
