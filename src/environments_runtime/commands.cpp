@@ -77,6 +77,10 @@ void register_commands(cli::CommandTree &tree) {
       .required();
   rollout_cmd.add_option(
       cli::flag("timeout"), rollout_options.timeout, "seconds per model call (default 600)");
+  rollout_cmd.add_option(cli::flag("max-total-completion-tokens"),
+                         rollout_options.max_total_completion_tokens,
+                         "the rollout's budget of generated tokens, counted from each answer's "
+                         "usage (Verifiers' max_total_completion_tokens; default none)");
   rollout_cmd.callback([&rollout_options] {
     ServiceToolBackend tools;
     print_json(std::cout, run_rollout(rollout_options, tools));

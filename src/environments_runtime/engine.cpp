@@ -8,6 +8,7 @@
 #include <primebeaker/environments/validate.hpp>
 #include <primebeaker/environments_runtime/engine.hpp>
 #include <primebeaker/tool_services/scoring.hpp>
+#include <primebeaker/tool_services/transport.hpp>
 
 #include <algorithm>
 #include <cctype>
@@ -259,17 +260,39 @@ std::shared_ptr<Session> EnvironmentEngine::open(const std::string &session,
   return m_sessions.emplace(session, created).first->second;
 }
 
+std::shared_ptr<const OrderedJson> EnvironmentEngine::full_args(const Environment &environment,
+                                                                const OrderedJson &args) {
+  std::lock_guard lock(m_args_mutex);
+  for (const auto &entry : m_args_cache) {
+    if (entry.environment == &environment && entry.given == args) {
+      return entry.full;
+    }
+  }
+  auto full = std::make_shared<const OrderedJson>(with_defaults(environment, args));
+  if (m_args_cache.size() >= 64) {
+    m_args_cache.erase(m_args_cache.begin());
+  }
+  m_args_cache.push_back({&environment, args, full});
+  return full;
+}
+
 namespace {
 
-// The rollout record the scorer reads (docs/environments.md "Rollout records").
-OrderedJson rollout_record(const OrderedJson &request, const OrderedJson &state) {
+OrderedJson take(OrderedJson &request, const char *key, OrderedJson fallback) {
+  const auto found = request.find(key);
+  return found == request.end() ? std::move(fallback) : std::move(*found);
+}
+
+// The rollout record the scorer reads (docs/environments.md "Rollout records"), made of the
+// score request's fields (moved, not copied).
+OrderedJson rollout_record(OrderedJson request, OrderedJson state) {
   OrderedJson rollout;
-  rollout["prompt"] = request.value("prompt", OrderedJson::array());
-  rollout["completion"] = request.value("completion", OrderedJson::array());
-  rollout["answer"] = request.value("answer", OrderedJson());
+  rollout["prompt"] = take(request, "prompt", OrderedJson::array());
+  rollout["completion"] = take(request, "completion", OrderedJson::array());
+  rollout["answer"] = take(request, "answer", OrderedJson());
   // Verifiers' state["info"] is the row's info; the row's other columns are searched too.
-  const OrderedJson row = request.value("row", OrderedJson::object());
-  OrderedJson info = request.value("info", OrderedJson());
+  OrderedJson row = take(request, "row", OrderedJson::object());
+  OrderedJson info = take(request, "info", OrderedJson());
   if (!info.is_object()) {
     info = row.is_object() ? row.value("info", OrderedJson::object()) : OrderedJson::object();
   }
@@ -277,93 +300,114 @@ OrderedJson rollout_record(const OrderedJson &request, const OrderedJson &state)
     info = OrderedJson::object();
   }
   if (row.is_object()) {
+    // Not the row's own prompt, answer and completion: the scorer reads those from the record
+    // (copying the prompt once more was a fifth of a single-turn score's time).
     for (const auto &[key, value] : row.items()) {
-      if (!info.contains(key) && key != "info") {
+      if (key != "info" && key != "prompt" && key != "answer" && key != "completion" &&
+          !info.contains(key)) {
         info[key] = value;
       }
     }
   }
-  rollout["input"] = row;
-  rollout["info"] = info;
-  rollout["state"] = state;
-  rollout["is_truncated"] = request.value("is_truncated", false);
+  rollout["input"] = std::move(row);
+  rollout["info"] = std::move(info);
+  rollout["state"] = std::move(state);
+  rollout["is_truncated"] = take(request, "is_truncated", false);
+  // What the RubricHub shadow judge samples by (docs/tool-services.md).
+  for (const char *key : {"trajectory_id", "example_id", "cache_salt"}) {
+    rollout[key] = take(request, key, OrderedJson());
+  }
   return rollout;
 }
 
 } // namespace
 
-OrderedJson EnvironmentEngine::score(const std::string &session, const OrderedJson &request) {
-  const Environment *environment = environments::find_environment(request.value("env", ""));
+OrderedJson EnvironmentEngine::score(const std::string &session,
+                                     OrderedJson request,
+                                     OrderedJson state,
+                                     const std::atomic<bool> *cancelled) {
+  const OrderedJson &name = request.contains("env") ? request["env"] : OrderedJson();
+  const Environment *environment =
+      name.is_string() ? environments::find_environment(name.get_ref<const std::string &>())
+                       : nullptr;
   if (environment == nullptr) {
-    throw RequestError("environment",
-                       "unknown environment " + request.value("env", OrderedJson()).dump());
+    throw RequestError("environment", "unknown environment " + name.dump());
   }
-  const OrderedJson args =
-      with_defaults(*environment, request.value("args", OrderedJson::object()));
-  OrderedJson state = OrderedJson::object();
-  std::shared_ptr<Session> open_session = find(session);
-  if (open_session) {
-    std::lock_guard lock(open_session->mutex);
-    open_session->cancelled = false;
-    state = open_session->state;
-  }
-  OrderedJson rollout = rollout_record(request, state);
-  OrderedJson info_update = OrderedJson::object();
-  try {
-    const OrderedJson body = environments::service_request(*environment, args, rollout);
-    if (!body.is_null()) {
-      const auto service = tool_services::scoring_service(*environment, args);
-      if (!service) {
-        throw RequestError("environment", environment->name + " names no scoring service");
+  const auto args = full_args(*environment, request.value("args", OrderedJson::object()));
+  const OrderedJson rollout = rollout_record(std::move(request), std::move(state));
+  static const std::atomic<bool> never{false};
+  tool_services::ScoringOptions options;
+  // The judge and the reward model go through the tool backend, as tool calls do.
+  options.caller = [&](const tool_services::ScoringCall &scoring) {
+    ServiceCall call;
+    call.service = scoring.service;
+    call.url = scoring.endpoint.url;
+    call.body = scoring.body;
+    call.timeout = static_cast<double>(scoring.endpoint.timeout.count()) / 1000.0;
+    call.max_retries = scoring.endpoint.max_retries;
+    call.session = session;
+    try {
+      return m_tools.call(call, cancelled != nullptr ? *cancelled : never);
+    } catch (const ToolError &error) {
+      throw tool_services::ServiceError(
+          tool_services::FailureKind::unreachable, error.type(), error.what());
+    } catch (const RequestError &error) {
+      if (error.kind() != "cancelled") {
+        throw;
       }
-      const bool judge = environment->behaviour != Behaviour::reward_model;
-      ServiceCall call;
-      call.service = judge ? "judge" : "classify";
-      call.url = service->endpoint.url;
-      call.body = body;
-      call.timeout = static_cast<double>(service->endpoint.timeout.count()) / 1000.0;
-      call.max_retries = service->endpoint.max_retries;
-      call.session = session;
-      std::atomic<bool> never{false};
-      OrderedJson response;
-      try {
-        response = m_tools.call(call, open_session ? open_session->cancelled : never);
-      } catch (const ToolError &error) {
-        throw RequestError("infra", error.detail());
-      }
-      rollout["state"][service->state_key] = response;
-      info_update[judge ? "judge" : "reward_model"] = {{"request", body}, {"response", response}};
+      throw tool_services::ServiceError(
+          tool_services::FailureKind::cancelled, "CancelledError", error.what());
     }
-    const environments::Score score = environments::score_rollout(*environment, args, rollout);
-    return {{"values", score.metrics},
-            {"metrics", OrderedJson::object()},
-            {"info_update", info_update}};
+  };
+  try {
+    tool_services::ServiceScore scored =
+        tool_services::score_with_services(*environment, *args, rollout, options);
+    return {{"values", std::move(scored.score.metrics)},
+            {"metrics", std::move(scored.metrics)},
+            {"info_update", std::move(scored.info_update)}};
+  } catch (const tool_services::ServiceError &error) {
+    if (error.kind() == tool_services::FailureKind::cancelled) {
+      throw RequestError("cancelled", error.what());
+    }
+    throw RequestError("infra", error.detail());
   } catch (const Error &error) {
     throw RequestError("environment", error.what());
   }
 }
 
+OrderedJson EnvironmentEngine::close(const std::string &op,
+                                     const std::shared_ptr<Session> &session) {
+  session->close();
+  OrderedJson state = session->public_state();
+  if (op == "release") {
+    m_tools.forget(session->id);
+    std::lock_guard engine_lock(m_mutex);
+    m_sessions.erase(session->id);
+    return OrderedJson::object();
+  }
+  return {{"state", std::move(state)}};
+}
+
 OrderedJson EnvironmentEngine::handle(const std::string &op, const OrderedJson &request) {
   const std::string session_id = request.value("session", "");
   if (op == "score") {
-    return score(session_id, request);
+    std::shared_ptr<Session> session = find(session_id);
+    OrderedJson state = OrderedJson::object();
+    if (session) {
+      std::lock_guard lock(session->mutex);
+      session->cancelled = false;
+      state = session->state;
+    }
+    return score(session_id, request, std::move(state), session ? &session->cancelled : nullptr);
   }
   if (op == "close" || op == "release") {
     std::shared_ptr<Session> session = find(session_id);
     if (!session) {
-      return {{"state", OrderedJson::object()}};
+      return op == "close" ? OrderedJson{{"state", OrderedJson::object()}} : OrderedJson::object();
     }
-    session->cancelled = true; // an overlapping request gives way
+    session->cancel(); // an overlapping request gives way
     std::lock_guard lock(session->mutex);
-    session->close();
-    OrderedJson state = session->public_state();
-    if (op == "release") {
-      m_tools.forget(session_id);
-      std::lock_guard engine_lock(m_mutex);
-      m_sessions.erase(session_id);
-      return OrderedJson::object();
-    }
-    return {{"state", state}};
+    return close(op, session);
   }
   if (op != "open" && op != "observe" && op != "respond") {
     throw RequestError("bad_request", "unknown op '" + op + "'");
@@ -394,9 +438,63 @@ OrderedJson EnvironmentEngine::handle(const std::string &op, const OrderedJson &
   }
 }
 
+std::optional<OrderedJson> EnvironmentEngine::handle_now(const std::string &op,
+                                                         OrderedJson &request) {
+  const OrderedJson &id = request.contains("session") ? request["session"] : OrderedJson();
+  const std::string session_id = id.is_string() ? id.get<std::string>() : std::string();
+  if (op == "score") {
+    const OrderedJson &name = request.contains("env") ? request["env"] : OrderedJson();
+    const Environment *environment =
+        name.is_string() ? environments::find_environment(name.get_ref<const std::string &>())
+                         : nullptr;
+    if (environment != nullptr && tool_services::scores_with_services(*environment)) {
+      return std::nullopt; // a judge or reward-model call: on a worker
+    }
+    std::shared_ptr<Session> session = find(session_id);
+    OrderedJson state = OrderedJson::object();
+    if (session) {
+      std::unique_lock lock(session->mutex, std::try_to_lock);
+      if (!lock.owns_lock()) {
+        return std::nullopt; // closing (a container) on a worker: wait there
+      }
+      session->cancelled = false;
+      state = session->state;
+    }
+    return score(
+        session_id, std::move(request), std::move(state), session ? &session->cancelled : nullptr);
+  }
+  std::shared_ptr<Session> session = find(session_id);
+  if (op == "close" || op == "release") {
+    if (!session) {
+      return op == "close" ? OrderedJson{{"state", OrderedJson::object()}} : OrderedJson::object();
+    }
+    if (session->environment.behaviour == Behaviour::podman_terminal) {
+      return std::nullopt; // closing a container is a gateway call
+    }
+    std::unique_lock lock(session->mutex, std::try_to_lock);
+    if (!lock.owns_lock()) {
+      return std::nullopt;
+    }
+    return close(op, session);
+  }
+  if (op == "observe" && session) {
+    std::unique_lock lock(session->mutex, std::try_to_lock);
+    if (!lock.owns_lock() || !session->opened) {
+      return std::nullopt; // the first observe may start a container (setup)
+    }
+    session->cancelled = false;
+    try {
+      return session->observe(request.value("turn", 0LL), request.value("message", OrderedJson()));
+    } catch (const Error &error) {
+      throw RequestError("environment", error.what());
+    }
+  }
+  return std::nullopt;
+}
+
 void EnvironmentEngine::cancel(const std::string &session) {
   if (auto found = find(session)) {
-    found->cancelled = true;
+    found->cancel();
   }
 }
 

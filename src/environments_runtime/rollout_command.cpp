@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include <optional>
 #include <random>
 
 namespace pb::environments_runtime {
@@ -49,7 +50,13 @@ J prompt_of(const J &row, const J &args) {
   throw input_error("--row needs a prompt (a list of messages or a string)");
 }
 
-J chat_completion(const RolloutOptions &options, const J &messages, const J &tool_defs) {
+struct Answer {
+  J message;
+  J usage; // the answer's `usage` object, or null
+  bool truncated = false; // finish_reason "length"
+};
+
+Answer chat_completion(const RolloutOptions &options, const J &messages, const J &tool_defs) {
   J body = {{"model", options.model}, {"messages", messages}};
   if (!tool_defs.empty()) {
     J tools = J::array();
@@ -88,9 +95,24 @@ J chat_completion(const RolloutOptions &options, const J &messages, const J &too
       reply["choices"].empty() || !reply["choices"][0].value("message", J()).is_object()) {
     throw failure(fmt::format("the model endpoint {} did not return choices[0].message", url));
   }
-  J message = reply["choices"][0]["message"];
-  message["role"] = "assistant";
-  return message;
+  Answer answer;
+  answer.message = reply["choices"][0]["message"];
+  answer.message["role"] = "assistant";
+  answer.usage = reply.value("usage", J());
+  answer.truncated = reply["choices"][0].value("finish_reason", J()) == "length";
+  return answer;
+}
+
+// Tokens of one usage object: OpenAI's completion_tokens / prompt_tokens, or the
+// output_tokens / input_tokens other servers report.
+std::optional<long long> tokens(const J &usage, const char *name, const char *other) {
+  for (const char *key : {name, other}) {
+    const J value = usage.is_object() ? usage.value(key, J()) : J();
+    if (value.is_number()) {
+      return static_cast<long long>(value.get<double>());
+    }
+  }
+  return std::nullopt;
 }
 
 void merge_state(J &state, const J &reply) {
@@ -134,7 +156,11 @@ OrderedJson run_rollout(const RolloutOptions &options, ToolBackend &tools) {
     merge_state(state, request("open", J::object()));
   }
   const long long max_turns = shape.value("max_turns", -1LL);
+  const long long token_budget = options.max_total_completion_tokens.value_or(-1);
   long long turns = 0;
+  std::optional<long long> prompt_tokens;
+  std::optional<long long> completion_tokens;
+  bool truncated = false;
   std::string stop_condition;
   for (;;) {
     for (const auto &stop : shape.value("stops", J::array())) {
@@ -162,6 +188,9 @@ OrderedJson run_rollout(const RolloutOptions &options, ToolBackend &tools) {
     if (stop_condition.empty() && max_turns > 0 && turns >= max_turns) {
       stop_condition = "has_reached_max_turns";
     }
+    if (stop_condition.empty() && token_budget > 0 && completion_tokens.value_or(0) >= token_budget) {
+      stop_condition = "max_total_completion_tokens_reached";
+    }
     if (!stop_condition.empty()) {
       break;
     }
@@ -170,8 +199,10 @@ OrderedJson run_rollout(const RolloutOptions &options, ToolBackend &tools) {
                               {{"turn", turns},
                                {"trajectory_len", turns},
                                {"max_turns", max_turns},
-                               {"completion_tokens", nullptr},
-                               {"max_total_completion_tokens", nullptr}});
+                               {"completion_tokens",
+                                completion_tokens ? J(*completion_tokens) : J()},
+                               {"max_total_completion_tokens",
+                                token_budget > 0 ? J(token_budget) : J()}});
       merge_state(state, reply);
       if (reply.value("amend_last_tool", J()).is_string()) {
         for (auto it = completion.rbegin(); it != completion.rend(); ++it) {
@@ -200,7 +231,15 @@ OrderedJson run_rollout(const RolloutOptions &options, ToolBackend &tools) {
     for (const auto &message : completion) {
       messages.push_back(message);
     }
-    completion.push_back(chat_completion(options, messages, shape["tool_defs"]));
+    Answer answer = chat_completion(options, messages, shape["tool_defs"]);
+    if (const auto used = tokens(answer.usage, "completion_tokens", "output_tokens")) {
+      completion_tokens = completion_tokens.value_or(0) + *used;
+    }
+    if (const auto used = tokens(answer.usage, "prompt_tokens", "input_tokens")) {
+      prompt_tokens = prompt_tokens.value_or(0) + *used;
+    }
+    truncated = answer.truncated;
+    completion.push_back(std::move(answer.message));
     ++turns;
   }
   if (multi_turn && opened) {
@@ -216,7 +255,10 @@ OrderedJson run_rollout(const RolloutOptions &options, ToolBackend &tools) {
                                   {"completion", completion},
                                   {"answer", row.value("answer", J())},
                                   {"info", row.value("info", J::object())},
-                                  {"is_truncated", stop_condition == "has_reached_max_turns"}});
+                                  {"is_truncated",
+                                   truncated || stop_condition == "has_reached_max_turns" ||
+                                       stop_condition == "max_total_completion_tokens_reached"},
+                                  {"trajectory_id", session}});
   engine.handle("release", {{"op", "release"}, {"session", session}});
   double reward = 0.0;
   for (const auto &term : shape["rewards"]) {
@@ -234,6 +276,9 @@ OrderedJson run_rollout(const RolloutOptions &options, ToolBackend &tools) {
           {"state", state},
           {"values", scored["values"]},
           {"info_update", scored["info_update"]},
+          {"usage",
+           {{"prompt_tokens", prompt_tokens ? J(*prompt_tokens) : J()},
+            {"completion_tokens", completion_tokens ? J(*completion_tokens) : J()}}},
           {"reward", std::isfinite(reward) ? reward : 0.0}};
 }
 

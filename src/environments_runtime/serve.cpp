@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
+#include <primebeaker/environments_runtime/json_line.hpp>
 #include <primebeaker/environments_runtime/serve.hpp>
 
 #include <unistd.h>
 
 #include <cerrno>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <functional>
 #include <map>
@@ -32,12 +34,15 @@ public:
   Server &operator=(const Server &) = delete;
   ~Server() { stop_workers(); }
 
-  void dispatch(const std::string &line) {
+  // Called on the reading thread for each line. A request the engine can answer without waiting
+  // (handle_now: pure scoring, observe) runs right here when its session has nothing queued;
+  // everything else goes to the session's strand on the pool.
+  void dispatch(std::string_view line) {
     json request;
     try {
-      request = json::parse(line);
-    } catch (const json::parse_error &error) {
-      reply_error(nullptr, "bad_request", std::string("not JSON: ") + error.what());
+      request = parse_json(line);
+    } catch (const RequestError &error) {
+      reply_error(nullptr, "bad_request", error.what());
       return;
     }
     if (!request.is_object() || !request.contains("id") || !request["op"].is_string()) {
@@ -46,7 +51,7 @@ public:
                   "a request is an object with \"id\" and \"op\"");
       return;
     }
-    const std::string op = request["op"];
+    const std::string op = request["op"].get_ref<const std::string &>();
     if (op == "hello") {
       hello(request);
       return;
@@ -55,14 +60,35 @@ public:
       reply_error(request["id"], "bad_request", "\"" + op + "\" needs a \"session\" string");
       return;
     }
-    const std::string session = request["session"];
+    const std::string session = request["session"].get_ref<const std::string &>();
     if (op == "cancel") {
       m_engine.cancel(session);
       reply_ok(request["id"], json::object());
       return;
     }
-    if (op == "close" || op == "release") {
-      submit([this, request, op] { run(op, request); }); // may overlap the session's work
+    const bool overlapping = op == "close" || op == "release";
+    bool idle = overlapping;
+    if (!idle) {
+      std::lock_guard lock(m_mutex);
+      idle = m_strands.find(session) == m_strands.end();
+    }
+    if (idle) {
+      const json id = request["id"];
+      try {
+        if (std::optional<json> fields = m_engine.handle_now(op, request)) {
+          reply_ok(id, fields->is_object() ? std::move(*fields) : json::object());
+          return;
+        }
+      } catch (const RequestError &error) {
+        reply_error(id, error.kind(), error.what());
+        return;
+      } catch (const std::exception &error) {
+        reply_error(id, "environment", error.what());
+        return;
+      }
+    }
+    if (overlapping) {
+      submit([this, request = std::move(request), op] { run(op, request); });
       return;
     }
     std::lock_guard lock(m_mutex);
@@ -71,6 +97,19 @@ public:
     if (!strand.running) {
       strand.running = true;
       submit_locked([this, session] { drain(session); });
+    }
+  }
+
+  // Replies of the requests of one chunk of input go out in one write, after the chunk.
+  void hold_output() {
+    std::lock_guard lock(m_out_mutex);
+    m_holding = true;
+  }
+  void release_output() {
+    std::unique_lock lock(m_out_mutex);
+    m_holding = false;
+    if (!m_writing) {
+      write_out(lock);
     }
   }
 
@@ -89,6 +128,7 @@ public:
       }
       m_idle.wait(lock, [this] { return m_unfinished == 0; });
     }
+    release_output();
     stop_workers();
     m_engine.close_all();
   }
@@ -196,7 +236,10 @@ private:
 
   void reply_ok(const json &id, json fields) {
     json reply = {{"id", id}, {"ok", true}};
-    reply.update(fields);
+    auto &members = reply.get_ref<json::object_t &>();
+    for (auto &[key, value] : fields.items()) {
+      members.emplace(key, std::move(value));
+    }
     write_line(reply);
   }
 
@@ -208,18 +251,36 @@ private:
     // ASCII only, and invalid UTF-8 in model text replaced rather than failing the reply.
     std::string line = reply.dump(-1, ' ', true, json::error_handler_t::replace);
     line += '\n';
-    std::lock_guard lock(m_write_mutex);
-    size_t written = 0;
-    while (written < line.size()) {
-      const ssize_t n = ::write(m_out_fd, line.data() + written, line.size() - written);
-      if (n < 0) {
-        if (errno == EINTR) {
-          continue;
-        }
-        return; // the client is gone; end of input follows
-      }
-      written += static_cast<size_t>(n);
+    std::unique_lock lock(m_out_mutex);
+    m_out += line;
+    if (!m_writing && !m_holding) {
+      write_out(lock);
     }
+  }
+
+  // One thread at a time writes; replies that arrive meanwhile are appended to m_out and
+  // written by the same thread in its next round, so a burst of replies costs one write().
+  void write_out(std::unique_lock<std::mutex> &lock) {
+    m_writing = true;
+    while (!m_out.empty()) {
+      m_out.swap(m_out_writing);
+      m_out.clear();
+      lock.unlock();
+      size_t written = 0;
+      while (written < m_out_writing.size()) {
+        const ssize_t n = ::write(
+            m_out_fd, m_out_writing.data() + written, m_out_writing.size() - written);
+        if (n < 0) {
+          if (errno == EINTR) {
+            continue;
+          }
+          break; // the client is gone; end of input follows
+        }
+        written += static_cast<size_t>(n);
+      }
+      lock.lock();
+    }
+    m_writing = false;
   }
 
   int m_out_fd;
@@ -235,32 +296,46 @@ private:
   int m_idle_workers = 0; // waiting and not yet claimed
   int m_wakeups = 0;      // idle workers claimed for a queued job
   bool m_stopping = false;
-  std::mutex m_write_mutex;
+  std::mutex m_out_mutex;
+  std::string m_out;         // replies not yet written
+  std::string m_out_writing; // the round being written (by the writing thread only)
+  bool m_writing = false;    // a thread is in write_out()
+  bool m_holding = false;    // the reader is answering a chunk: write after it
 };
 
 } // namespace
 
 void serve(int in_fd, int out_fd, Engine &engine, const ServeOptions &options) {
   Server server(out_fd, engine, options);
-  std::string pending;
-  char buffer[1 << 16];
+  std::vector<char> buffer(1 << 18);
+  size_t filled = 0; // bytes in buffer, of which none is a newline yet scanned
+  size_t scanned = 0;
   for (;;) {
-    const ssize_t n = ::read(in_fd, buffer, sizeof buffer);
+    if (filled == buffer.size()) {
+      buffer.resize(buffer.size() * 2); // a line longer than the buffer
+    }
+    const ssize_t n = ::read(in_fd, buffer.data() + filled, buffer.size() - filled);
     if (n < 0 && errno == EINTR) {
       continue;
     }
     if (n <= 0) {
       break;
     }
-    pending.append(buffer, static_cast<size_t>(n));
+    filled += static_cast<size_t>(n);
     size_t start = 0;
-    for (size_t newline; (newline = pending.find('\n', start)) != std::string::npos;
-         start = newline + 1) {
+    server.hold_output();
+    while (const void *found = std::memchr(buffer.data() + scanned, '\n', filled - scanned)) {
+      const size_t newline = static_cast<size_t>(static_cast<const char *>(found) - buffer.data());
       if (newline > start) {
-        server.dispatch(pending.substr(start, newline - start));
+        server.dispatch(std::string_view(buffer.data() + start, newline - start));
       }
+      start = newline + 1;
+      scanned = start;
     }
-    pending.erase(0, start);
+    server.release_output();
+    std::memmove(buffer.data(), buffer.data() + start, filled - start);
+    filled -= start;
+    scanned = filled;
   }
   server.finish();
 }

@@ -14,6 +14,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
+#include <thread>
 
 namespace pb::environments_runtime {
 namespace {
@@ -145,6 +147,14 @@ OrderedJson Session::public_state() const {
   return out;
 }
 
+void Session::cancel() {
+  cancelled = true;
+  std::lock_guard lock(m_flags_mutex);
+  for (std::atomic<bool> *flag : m_call_flags) {
+    *flag = true;
+  }
+}
+
 void Session::check_cancelled() const {
   if (cancelled) {
     throw RequestError("cancelled", "the request of session " + id + " was cancelled");
@@ -159,12 +169,13 @@ OrderedJson Session::call_service(const std::string &service,
                                   const std::string &url,
                                   OrderedJson body,
                                   double timeout,
-                                  long long retries) {
+                                  long long retries,
+                                  const std::atomic<bool> *flag) {
   check_cancelled();
   ServiceCall request{service, url, std::move(body), timeout, std::max(retries, 1LL), id};
   J response;
   try {
-    response = m_tools.call(request, cancelled);
+    response = m_tools.call(request, flag != nullptr ? *flag : cancelled);
   } catch (const ToolError &) {
     check_cancelled(); // a call interrupted by cancel ends the request, not the rollout
     throw;
@@ -303,12 +314,14 @@ OrderedJson Session::respond_tool_label() {
   }
   const auto calls = environments::extract_tool_calls(m_message);
   const size_t first_new_entry = state["jtc_tool_history"].size();
-  for (const auto &call : calls) {
-    check_cancelled();
+  std::vector<char> caused(calls.size(), 0);
+  std::vector<J> outputs = run_tool_label_batch(calls, caused);
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const ToolCall &call = calls[i];
     bump("jtc_tool_call_count");
     const long long number = state["jtc_tool_call_count"].get<long long>();
     state["jtc_tool_calls"].push_back(environments::to_json(call));
-    bool model_caused = false;
+    const bool model_caused = caused[i] != 0;
     J output;
     const bool advertised =
         std::find(m_advertised.begin(), m_advertised.end(), call.name) != m_advertised.end();
@@ -317,7 +330,7 @@ OrderedJson Session::respond_tool_label() {
       output = environments::unknown_tool_output(call.name, m_advertised);
     } else {
       state["jtc_tool_execution_calls"].push_back(environments::to_json(call));
-      output = run_tool_label_call(call, model_caused);
+      output = std::move(outputs[i]);
       if (call.name == "terminal") {
         count_terminal_command(call, output);
       }
@@ -363,7 +376,74 @@ OrderedJson Session::respond_tool_label() {
   return reply;
 }
 
-OrderedJson Session::run_tool_label_call(const ToolCall &call, bool &model_caused) {
+// Known tools of a batch run concurrently, each on its own thread with its own cancel flag and
+// its own per-call timeout, as the reference gathers them; a batch with a submit runs in order
+// (the reference's rule), and so does one with a bash call (one container takes one command at
+// a time, in the order the model gave them). Results are in the model's order either way.
+std::vector<OrderedJson> Session::run_tool_label_batch(const std::vector<ToolCall> &calls,
+                                                       std::vector<char> &model_caused) {
+  std::vector<J> outputs(calls.size());
+  std::vector<size_t> known;
+  bool in_order = false;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    if (std::find(m_advertised.begin(), m_advertised.end(), calls[i].name) != m_advertised.end()) {
+      known.push_back(i);
+      in_order = in_order || calls[i].name == "submit" || calls[i].name == "bash";
+    }
+  }
+  if (in_order || known.size() <= 1) {
+    for (const size_t i : known) {
+      check_cancelled();
+      bool caused = false;
+      outputs[i] = run_tool_label_call(calls[i], caused);
+      model_caused[i] = caused;
+    }
+    check_cancelled();
+    return outputs;
+  }
+  std::vector<std::atomic<bool>> flags(known.size());
+  {
+    std::lock_guard lock(m_flags_mutex);
+    for (auto &flag : flags) {
+      flag = cancelled.load();
+      m_call_flags.push_back(&flag);
+    }
+  }
+  std::vector<std::exception_ptr> failures(known.size());
+  auto run = [&](size_t k) {
+    const size_t i = known[k];
+    try {
+      bool caused = false;
+      outputs[i] = run_tool_label_call(calls[i], caused, &flags[k]);
+      model_caused[i] = caused;
+    } catch (...) {
+      failures[k] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> threads;
+  threads.reserve(known.size() - 1);
+  for (size_t k = 1; k < known.size(); ++k) {
+    threads.emplace_back(run, k);
+  }
+  run(0);
+  for (auto &thread : threads) {
+    thread.join();
+  }
+  {
+    std::lock_guard lock(m_flags_mutex);
+    m_call_flags.clear();
+  }
+  check_cancelled();
+  for (const auto &failure : failures) {
+    if (failure) {
+      std::rethrow_exception(failure);
+    }
+  }
+  return outputs;
+}
+
+OrderedJson
+Session::run_tool_label_call(const ToolCall &call, bool &model_caused, const std::atomic<bool> *flag) {
   try {
     J output;
     if (call.name == "submit") {
@@ -371,6 +451,7 @@ OrderedJson Session::run_tool_label_call(const ToolCall &call, bool &model_cause
     } else if (call.name == "bash") {
       output = podman_execute(
           string_field(call.arguments, "command"), args.value("command_timeout", 60.0), "");
+      (void)flag; // bash calls run in order, under the session's own flag
     } else if (call.name == "terminal") {
       const bool web = args.value("browser_aware_terminal", false);
       J body = {{"contents", m_output.is_null() ? J("") : J(output_text(m_output))},
@@ -388,7 +469,8 @@ OrderedJson Session::run_tool_label_call(const ToolCall &call, bool &model_cause
                             string_field(args, "terminal_server_url"),
                             body,
                             args.value("timeout", 20.0),
-                            args.value("max_retries", 3LL));
+                            args.value("max_retries", 3LL),
+                            flag);
     } else {
       throw ToolError("RuntimeError", "no execution client for tool '" + call.name + "'");
     }

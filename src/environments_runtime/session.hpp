@@ -39,6 +39,8 @@ struct Session {
 
   // The keys Python mirrors into the Verifiers state (counters, podman_*; no long lists).
   OrderedJson public_state() const;
+  // Ends the request in flight soon: sets `cancelled` and the flag of each tool call it runs.
+  void cancel();
 
   const std::string id;
   const environments::Environment &environment;
@@ -50,18 +52,25 @@ struct Session {
   bool opened = false; // setup ran
 
 private:
+  // One service call, cancelled by `flag` (a concurrent tool call's own) or else `cancelled`.
   OrderedJson call_service(const std::string &service,
                            const std::string &url,
                            OrderedJson body,
                            double timeout,
-                           long long retries);
+                           long long retries,
+                           const std::atomic<bool> *flag = nullptr);
   void check_cancelled() const;
   void bump(const char *counter, long long by = 1);
 
   // tool-label family (tool-label, articulated-harness, podman-terminal)
   OrderedJson observe_tool_label(const OrderedJson &message);
   OrderedJson respond_tool_label();
-  OrderedJson run_tool_label_call(const environments::ToolCall &call, bool &model_caused);
+  OrderedJson run_tool_label_call(const environments::ToolCall &call,
+                                  bool &model_caused,
+                                  const std::atomic<bool> *flag = nullptr);
+  // The outputs of a batch's advertised calls, in the model's order (null for the others).
+  std::vector<OrderedJson> run_tool_label_batch(const std::vector<environments::ToolCall> &calls,
+                                                std::vector<char> &model_caused);
   OrderedJson submit(const OrderedJson &arguments);
   void count_terminal_command(const environments::ToolCall &call, const OrderedJson &output);
   std::string final_warning() const;
@@ -96,6 +105,8 @@ private:
   bool m_turn_warned = false;
   tool_services::SubmissionStore m_submissions;
   std::string m_affinity_id; // Podman: a live container
+  std::mutex m_flags_mutex;  // the cancel flags of the tool calls running concurrently
+  std::vector<std::atomic<bool> *> m_call_flags;
 };
 
 } // namespace pb::environments_runtime

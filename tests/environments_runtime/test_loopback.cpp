@@ -112,6 +112,64 @@ TEST(RolloutBinary, ToolLabelAgainstAFakeModelAndTerminal) {
   EXPECT_EQ(ran[0].json()["command"], "rg -c error");
 }
 
+// The endpoint's `usage` is counted, so the search agents' token warning fires and the budget
+// stops the rollout (Verifiers' max_total_completion_tokens).
+TEST(RolloutBinary, TokenUsageFeedsTheTokenWarningAndTheBudget) {
+  FakeService model;
+  FakeService services; // /search and /judge
+  auto with_usage = [](const json &message, int completion_tokens) {
+    json reply = json::parse(chat_reply(message));
+    reply["usage"] = {{"prompt_tokens", 100}, {"completion_tokens", completion_tokens}};
+    return reply.dump();
+  };
+  const json search_call = {
+      {"role", "assistant"},
+      {"content", ""},
+      {"tool_calls",
+       {{{"id", "s1"},
+         {"type", "function"},
+         {"function", {{"name", "search"}, {"arguments", R"({"query": "ada"})"}}}}}}};
+  model.script({FakeReply{200, with_usage(search_call, 950), 0ms},
+                FakeReply{200, with_usage(search_call, 60), 0ms}});
+  services.handle([](const RecordedRequest &request) {
+    if (request.path == "/judge") {
+      return FakeReply{200, R"({"judgments": [{"rubric_index": 0, "label": "pass"}]})", 0ms};
+    }
+    return FakeReply{
+        200, R"({"results": [{"title": "Ada", "url": "https://a.example", "snippet": "x"}]})", 0ms};
+  });
+  const json args = {{"dataset", "unused.jsonl"},
+                     {"judge_model_path", "m/judge"},
+                     {"search_server_url", services.url("/search")},
+                     {"terminal_server_url", services.url("/terminal")}};
+  const json row = {{"question", "Who?"}, {"answer", "Ada"}};
+  const auto result = run_primebeaker({"environments",
+                                       "rollout",
+                                       "search-agent-webterminal-judge",
+                                       "--args",
+                                       args.dump(),
+                                       "--row",
+                                       row.dump(),
+                                       "--endpoint",
+                                       model.url("/v1"),
+                                       "--model",
+                                       "policy",
+                                       "--max-total-completion-tokens",
+                                       "1000"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const json out = json::parse(result.out);
+  EXPECT_EQ(out["turns"], 2);
+  EXPECT_EQ(out["stop_condition"], "max_total_completion_tokens_reached");
+  EXPECT_EQ(out["usage"], (json{{"prompt_tokens", 200}, {"completion_tokens", 1010}}));
+  // 950 of 1000 used: 50 left <= 10% of the budget, so the first tool result carries the warning.
+  const json &transcript = out["transcript"];
+  ASSERT_GE(transcript.size(), 4u);
+  const std::string tool = transcript[transcript.size() - 2]["content"];
+  EXPECT_EQ(transcript[transcript.size() - 2]["role"], "tool");
+  EXPECT_NE(tool.find("final 10% of your token budget"), std::string::npos) << tool;
+  EXPECT_EQ(model.requests().size(), 2u);
+}
+
 TEST(RolloutBinary, ModelEndpointDownIsARunTimeError) {
   const auto result = run_primebeaker({"environments",
                                        "rollout",

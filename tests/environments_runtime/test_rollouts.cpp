@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
 #include <utility>
 
 namespace {
@@ -152,6 +154,72 @@ TEST(ToolLabel, ToolUseWithinBudgetThenFinalVerdict) {
   EXPECT_EQ(values["invalid_trace_penalty_reward"], 0.0);
   EXPECT_EQ(values["correct_final_label"], 1.0);
   EXPECT_EQ(values["strict_final_json"], 1.0);
+}
+
+// Known tools of one batch run at the same time; the results come back in the model's order.
+TEST(ToolLabel, ABatchsCallsRunConcurrentlyAndAnswerInTheModelsOrder) {
+  Driver d("tool-label", {{"dataset", "d"}, {"max_tool_calls", 8}}, label_row());
+  d.tools.on("terminal", [](const ServiceCall &c, const std::atomic<bool> &cancelled) {
+    // The first call is the slowest, so they finish in reverse order.
+    const std::string command = c.body["command"];
+    const int k = command.back() - '0';
+    FakeTools::wait_or_cancel(std::chrono::milliseconds(400 - 80 * k), cancelled);
+    return terminal_output("ran " + command + "\n");
+  });
+  J calls = J::array();
+  for (int k = 0; k < 4; ++k) {
+    calls.push_back(call("c" + std::to_string(k),
+                         "terminal",
+                         R"({"command": "echo )" + std::to_string(k) + R"("})"));
+  }
+  calls.push_back(call("c4", "nosuch", "{}"));
+  d.observe(assistant("", calls));
+  const auto started = std::chrono::steady_clock::now();
+  const J reply = d.respond();
+  const auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_LT(took, 700ms); // one after another it would be 400 + 320 + 240 + 160 ms
+  ASSERT_EQ(reply["messages"].size(), 5u);
+  for (int k = 0; k < 4; ++k) {
+    EXPECT_EQ(reply["messages"][k]["tool_call_id"], "c" + std::to_string(k));
+    EXPECT_NE(reply["messages"][k]["content"].get<std::string>().find(
+                  "ran echo " + std::to_string(k)),
+              std::string::npos);
+  }
+  EXPECT_NE(reply["messages"][4]["content"].get<std::string>().find("nosuch"), std::string::npos);
+  EXPECT_EQ(reply["state"]["jtc_tool_call_count"], 5);
+  EXPECT_EQ(reply["state"]["jtc_unknown_tool_call_count"], 1);
+  EXPECT_EQ(reply["state"]["jtc_standalone_command_count"], 4);
+  EXPECT_EQ(d.tools.calls("terminal").size(), 4u);
+}
+
+TEST(ToolLabel, CancelEndsEveryCallOfAConcurrentBatch) {
+  Driver d("tool-label", {{"dataset", "d"}, {"max_tool_calls", 8}}, label_row());
+  std::atomic<int> interrupted{0};
+  d.tools.on("terminal", [&](const ServiceCall &, const std::atomic<bool> &cancelled) {
+    if (FakeTools::wait_or_cancel(30s, cancelled)) {
+      ++interrupted;
+      throw RequestError("cancelled", "cancelled");
+    }
+    return terminal_output("late\n");
+  });
+  d.observe(assistant("",
+                      J::array({call("a", "terminal", R"({"command": "sleep 30"})"),
+                                call("b", "terminal", R"({"command": "sleep 30"})"),
+                                call("c", "terminal", R"({"command": "sleep 30"})")})));
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(200ms);
+    d.engine.cancel("s1");
+  });
+  const auto started = std::chrono::steady_clock::now();
+  try {
+    d.respond();
+    ADD_FAILURE() << "respond should have been cancelled";
+  } catch (const RequestError &error) {
+    EXPECT_EQ(error.kind(), "cancelled");
+  }
+  canceller.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 5s);
+  EXPECT_EQ(interrupted, 3);
 }
 
 TEST(ToolLabel, FinalWarningAtTheBudgetThenACallAfterItIsInvalid) {
@@ -792,6 +860,57 @@ TEST(SearchAgentWebterminalJudge, TurnWarningStderrPenaltyAndJudgeScore) {
   EXPECT_EQ(judged[0].body["output"], "The answer is Ada.");
   EXPECT_EQ(judged[0].body["model"], "m/judge");
   EXPECT_EQ(scored["info_update"]["judge"]["response"]["judgments"][0]["label"], "pass");
+}
+
+// Single-turn scoring through the engine: the judge through the tool backend, the RubricHub
+// audit under its own key, the shadow judge's metrics in the reply's `metrics`.
+TEST(RubricHub, ScoreCallsTheJudgeAndTheShadowThroughTheToolBackend) {
+  FakeTools tools;
+  EnvironmentEngine engine{tools};
+  tools.on("judge", [](const ServiceCall &c, const std::atomic<bool> &) -> J {
+    const bool shadow = c.body["model"] == "shadow/m";
+    return {{"judgments", {{{"rubric_index", 0}, {"label", shadow ? "fail" : "pass"}}}}};
+  });
+  const std::string answer =
+      R"({"record_id":"r1","rubrics":[{"original_index":0,"text":"is kind","weight":1.0}]})";
+  const J args = {{"judge_model_path", "m"},
+                  {"shadow_judge_model_path", "shadow/m"},
+                  {"shadow_judge_server_url", "http://s:1/judge"},
+                  {"shadow_judge_sample_rate", 1.0}};
+  J request = {{"op", "score"},
+               {"session", "t1"},
+               {"env", "rubrichub-judge"},
+               {"args", args},
+               {"row", {{"prompt", "Be kind."}, {"answer", answer}}},
+               {"prompt", "Be kind."},
+               {"completion", J::array({assistant("Sure, gladly.")})},
+               {"answer", answer},
+               {"trajectory_id", "t1"},
+               {"cache_salt", "step-3"}};
+  // Scoring with a judge call is not answered on the reading thread.
+  EXPECT_FALSE(engine.handle_now("score", request));
+  const J scored = engine.handle("score", request);
+  EXPECT_EQ(scored["values"]["jtc_weighted_score"], 1.0);
+  EXPECT_EQ(scored["info_update"]["jtc_rubrichub_judge"]["reward"], 1.0);
+  EXPECT_EQ(scored["info_update"]["jtc_rubrichub_shadow_judge"]["policy_version"], "step-3");
+  EXPECT_EQ(scored["metrics"]["shadow_judge_label_agreement"], 0.0);
+  const auto judged = tools.calls("judge");
+  ASSERT_EQ(judged.size(), 2u);
+  EXPECT_EQ(judged[0].url, "http://127.0.0.1:1212/judge");
+  EXPECT_EQ(judged[0].session, "t1");
+  EXPECT_EQ(judged[1].url, "http://s:1/judge");
+  EXPECT_EQ(judged[1].timeout, 300);
+  EXPECT_EQ(judged[1].max_retries, 1);
+  // A label score needs no service: answered at once.
+  J label = {{"op", "score"},
+             {"session", "t2"},
+             {"env", "label"},
+             {"args", {{"dataset", "d"}}},
+             {"completion", J::array({assistant("<feedback>ok</feedback><label>Yes</label>")})},
+             {"answer", "yes"}};
+  const auto now = engine.handle_now("score", label);
+  ASSERT_TRUE(now);
+  EXPECT_EQ((*now)["values"]["correct_label"], 1.0);
 }
 
 TEST(SearchVisitAgent, VisitRendersThePageAndJudgeVariantSaysNoJson) {

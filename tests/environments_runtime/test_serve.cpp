@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The serve transport against a scripted engine, over real pipes.
+#include <primebeaker/environments_runtime/json_line.hpp>
 #include <primebeaker/environments_runtime/serve.hpp>
 
 #include <gtest/gtest.h>
@@ -11,6 +12,7 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -61,6 +63,16 @@ public:
     }
     return {{"echo", request.value("text", "")}};
   }
+  // `quick` answers on the reading thread (handle_now), unless the test turns that off.
+  std::optional<json> handle_now(const std::string &op, json &request) override {
+    if (op != "quick" || !m_quick_now) {
+      return std::nullopt;
+    }
+    std::lock_guard lock(m_mutex);
+    m_started[request["session"]].push_back(request["id"].get<int>());
+    m_now_ids.insert(request["id"].get<int>());
+    return json{{"quick", true}};
+  }
   void cancel(const std::string &session) override {
     std::lock_guard lock(m_mutex);
     m_cancelled.insert(session);
@@ -75,6 +87,8 @@ public:
   std::map<std::string, std::vector<int>> m_started;
   bool m_overlapped = false;
   std::atomic<bool> m_closed_all{false};
+  std::set<int> m_now_ids; // answered by handle_now
+  bool m_quick_now = true;
 };
 
 // serve() on a thread, fed and read through pipes like the Python parent does.
@@ -214,6 +228,100 @@ TEST_F(ServeFixture, EndOfInputAnswersQueuedRequestsAsCancelled) {
   }
   EXPECT_EQ(cancelled, (std::set<int>{1, 2}));
   EXPECT_TRUE(m_engine.m_closed_all);
+}
+
+TEST_F(ServeFixture, QuickRequestsAreAnsweredAtOnceUnlessTheirSessionHasWorkQueued) {
+  send(json{{"id", 1}, {"op", "sleep"}, {"session", "busy"}, {"ms", 300}});
+  send(json{{"id", 2}, {"op", "quick"}, {"session", "other"}});
+  send(json{{"id", 3}, {"op", "quick"}, {"session", "busy"}}); // after 1, on its strand
+  EXPECT_EQ(receive(), (json{{"id", 2}, {"ok", true}, {"quick", true}}));
+  EXPECT_EQ(receive()["id"], 1);
+  EXPECT_EQ(receive(), (json{{"id", 3}, {"ok", true}, {"echo", ""}})); // handle(), in order
+  EXPECT_EQ(m_engine.m_now_ids, (std::set<int>{2}));
+  EXPECT_EQ(m_engine.m_started["busy"], (std::vector<int>{1, 3}));
+}
+
+TEST_F(ServeFixture, ManyPipelinedRepliesAllArriveWhole) {
+  // Replies of one chunk of input are written together; every one must still be a whole line.
+  std::string batch;
+  for (int i = 0; i < 500; ++i) {
+    batch += json{{"id", i}, {"op", "quick"}, {"session", "s" + std::to_string(i % 7)}}.dump();
+    batch += i + 1 < 500 ? "\n" : "";
+  }
+  send(batch);
+  std::set<int> ids;
+  for (int i = 0; i < 500; ++i) {
+    const json reply = receive();
+    EXPECT_TRUE(reply["quick"]);
+    ids.insert(reply["id"].get<int>());
+  }
+  EXPECT_EQ(ids.size(), 500u);
+}
+
+// ---- the request parser
+
+TEST(ParseJson, GivesWhatNlohmannGives) {
+  const std::vector<std::string> texts = {
+      R"({"id": 1, "op": "score", "nested": {"a": [1, -2, 3.5, 1e3, -0.0, 2E-2, true, false, null]}})",
+      R"(["\u00e9\u4e2d\ud83d\ude00", "tab\tnew\nline \"q\" \\ \/ \b\f\r", "", "x"])",
+      R"({"big": 18446744073709551615, "bigger": 18446744073709551616, "neg": -9223372036854775808,
+          "below": -9223372036854775809, "zero": 0, "frac": 0.1, "exp": 1.5e308, "tiny": 5e-324})",
+      R"({"dup": 1, "other": 2, "dup": 3})",
+      "  {\"utf8\": \"caf\u00c3\u00a9 \u00e2\u0082\u00ac\"}  ",
+      "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 a long string past sixteen bytes\"",
+      "[[[[[]]]], {}, [{}], {\"a\": {}}]",
+      "-12",
+      "{\"only\": \"0123456789abcdef0123456789abcdef\\\"0123456789abcdef\"}",
+  };
+  for (const auto &text : texts) {
+    const json ours = pb::environments_runtime::parse_json(text);
+    const json theirs = json::parse(text);
+    EXPECT_EQ(ours, theirs) << text;
+    EXPECT_EQ(ours.dump(), theirs.dump()) << text; // same types: integers, unsigned, floats
+  }
+  // A key repeated in a large object (past the linear duplicate check) keeps the last value.
+  json large = json::object();
+  std::string text = "{";
+  for (int i = 0; i < 100; ++i) {
+    text += "\"k" + std::to_string(i) + "\": " + std::to_string(i) + ", ";
+  }
+  text += "\"k5\": \"last\"}";
+  EXPECT_EQ(pb::environments_runtime::parse_json(text), json::parse(text));
+}
+
+TEST(ParseJson, RefusesWhatIsNotJson) {
+  for (const std::string &text : std::vector<std::string>{"", "{", "{\"a\": }", "{\"a\": 1,}", "[1,]", "01", "1.", "-",
+                                 ".5", "+1", "NaN", "Infinity", "tru", "\"unterminated",
+                                 "\"control \x01\"", "\"\\x\"", "\"\\ud800\"",
+                                 "\"\\udc00\"", "\"\xff\"", "\"\xc0\xaf\"",
+                                 "\"\xed\xa0\x80\"", "{\"a\": 1} x", "{a: 1}",
+                                 std::string(5000, '[')}) {
+    try {
+      pb::environments_runtime::parse_json(text);
+      ADD_FAILURE() << "accepted: " << text.substr(0, 40);
+    } catch (const RequestError &error) {
+      EXPECT_EQ(error.kind(), "bad_request");
+      EXPECT_EQ(std::string(error.what()).rfind("not JSON: ", 0), 0u) << error.what();
+    }
+  }
+}
+
+TEST(ParseJson, AScoreRequestKeepsTheRecordsFieldsButNotTheRowsCopies) {
+  const std::string row = R"({"prompt": [{"role": "user", "content": "q"}], "answer": "a",
+                              "completion": [], "example_id": 3, "info": {"prompt": "kept"}})";
+  const json score = pb::environments_runtime::parse_json(
+      R"({"id": 1, "op": "score", "prompt": "p", "row": )" + row + R"(, "answer": "a"})");
+  EXPECT_EQ(score["prompt"], "p");
+  EXPECT_EQ(score["answer"], "a");
+  EXPECT_EQ(score["row"], (json{{"example_id", 3}, {"info", {{"prompt", "kept"}}}}));
+  // Any other op, or "op" after "row", keeps the row whole; a bad value is still refused.
+  const json open = pb::environments_runtime::parse_json(R"({"op": "open", "row": )" + row + "}");
+  EXPECT_EQ(open["row"], json::parse(row));
+  const json late = pb::environments_runtime::parse_json(R"({"row": )" + row + R"(, "op": "score"})");
+  EXPECT_EQ(late["row"], json::parse(row));
+  EXPECT_THROW(pb::environments_runtime::parse_json(
+                   R"({"op": "score", "row": {"prompt": [1,]}})"),
+               RequestError);
 }
 
 } // namespace

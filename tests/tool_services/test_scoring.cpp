@@ -5,6 +5,7 @@
 #include "rollouts.hpp"
 #include "test_support.hpp"
 
+#include <primebeaker/core/sha2.hpp>
 #include <primebeaker/environments/python.hpp>
 #include <primebeaker/tool_services/scoring.hpp>
 
@@ -110,6 +111,90 @@ void rubric_judge(FakeService &service) {
     }
     return FakeReply{200, J{{"judgments", judgments}, {"record_id", "rec-7"}}.dump()};
   });
+}
+
+// The shadow judge (docs/tool-services.md "The RubricHub shadow judge"): a second judgment
+// of the same request, compared criterion by criterion, never changing the reward.
+TEST(ScoreWithServices, RubricHubShadowJudgeAuditsAgreementWithoutChangingTheReward) {
+  FakeService primary;
+  rubric_judge(primary);
+  FakeService shadow; // passes only the apples criterion
+  shadow.handle([](const test::RecordedRequest &request) {
+    J judgments = J::array();
+    const J rubrics = request.json()["rubrics"];
+    for (size_t i = 0; i < rubrics.size(); ++i) {
+      const bool pass = rubrics[i].get<std::string>().find("apples") != std::string::npos;
+      judgments.push_back({{"rubric_index", i}, {"label", pass ? "pass" : "fail"}});
+    }
+    return FakeReply{200, J{{"judgments", judgments}, {"profile", "p2"}}.dump()};
+  });
+  test::TempDir audits;
+  const std::string answer = py::dumps(rubric_answer(), {.sort_keys = true, .compact = true});
+  J args = {{"judge_model_path", "judge/llm"},
+            {"judge_server_url", primary.url("/judge")},
+            {"shadow_judge_model_path", "shadow/llm"},
+            {"shadow_judge_server_url", shadow.url("/judge")},
+            {"shadow_judge_sample_rate", 1.0},
+            {"shadow_judge_audit_dir", audits.path().string()}};
+  J record = rollout(J::array({assistant("Apples are red.")}), answer);
+  record["trajectory_id"] = "traj/1";
+  record["cache_salt"] = "v7";
+  ServiceScore result = scored("rubrichub-judge", args, record);
+  EXPECT_EQ(result.score.reward, 0.25); // the primary's, as without a shadow
+  const J sent = shadow.requests().at(0).json();
+  EXPECT_EQ(sent["model"], "shadow/llm");
+  EXPECT_EQ(sent["model_path"], "judge");
+  EXPECT_EQ(sent["rubrics"], primary.requests().at(0).json()["rubrics"]);
+  const J audit = result.info_update["jtc_rubrichub_shadow_judge"];
+  EXPECT_EQ(audit["status"], "ok");
+  EXPECT_EQ(audit["policy_version"], "v7");
+  EXPECT_EQ(audit["trajectory_id"], "traj/1");
+  EXPECT_EQ(audit["source_record_id"], "rec-7");
+  EXPECT_EQ(audit["shadow_judge_profile"], "p2");
+  ASSERT_EQ(audit["pairs"].size(), 3u);
+  EXPECT_EQ(audit["pairs"][2]["text"], "is rude");
+  EXPECT_EQ(audit["pairs"][2]["primary"]["label"], "pass"); // " PASS " normalised
+  EXPECT_EQ(audit["pairs"][2]["shadow"]["label"], "fail");
+  EXPECT_EQ(audit["pairs"][2]["agreement"], false);
+  // apples and bananas agree, rude does not: 2/3; by |weight| (3 + 1) / (3 + 1 + 2).
+  EXPECT_DOUBLE_EQ(audit["label_agreement"].get<double>(), 2.0 / 3);
+  EXPECT_DOUBLE_EQ(audit["weighted_label_agreement"].get<double>(), 4.0 / 6);
+  EXPECT_DOUBLE_EQ(audit["primary_pass_rate"].get<double>(), 2.0 / 3);
+  EXPECT_DOUBLE_EQ(audit["shadow_pass_rate"].get<double>(), 1.0 / 3);
+  EXPECT_DOUBLE_EQ(audit["primary_pass_shadow_fail_rate"].get<double>(), 1.0 / 3);
+  EXPECT_EQ(audit["primary_fail_shadow_pass_rate"], 0.0);
+  EXPECT_EQ(audit["primary_rubric_score"], 0.25);
+  EXPECT_EQ(audit["shadow_rubric_score"], 0.75); // 3 / (3 + 1)
+  EXPECT_EQ(audit["shadow_minus_primary_score"], 0.5);
+  EXPECT_EQ(result.metrics["shadow_judge_sampled"], 1.0);
+  EXPECT_EQ(result.metrics["shadow_judge_error"], 0.0);
+  EXPECT_EQ(result.metrics["shadow_judge_shadow_rubric_score"], 0.75);
+  EXPECT_EQ(result.metrics.size(), 11u);
+  const J written =
+      J::parse(test::read_file(audits.path() / "policy_version=v7" / "traj_1.json"));
+  EXPECT_EQ(written, audit);
+
+  // Not sampled (rate 0): a note, no call, no file.
+  args["shadow_judge_sample_rate"] = 0.0;
+  result = scored("rubrichub-judge", args, record);
+  EXPECT_EQ(result.info_update["jtc_rubrichub_shadow_judge"]["status"], "not_sampled");
+  EXPECT_EQ(result.metrics, (J{{"shadow_judge_sampled", 0.0}, {"shadow_judge_error", 0.0}}));
+  EXPECT_EQ(shadow.requests().size(), 1u);
+
+  // A failing shadow (one attempt by default) is recorded; the reward stands.
+  args["shadow_judge_sample_rate"] = 1.0;
+  args["shadow_judge_server_url"] = test::unreachable_url("/judge");
+  record["trajectory_id"] = nullptr; // then example_id (0 is falsy), then sha256 of the output
+  record["example_id"] = 0;
+  result = scored("rubrichub-judge", args, record);
+  EXPECT_EQ(result.score.reward, 0.25);
+  const J failed = result.info_update["jtc_rubrichub_shadow_judge"];
+  EXPECT_EQ(failed["status"], "failed");
+  EXPECT_EQ(failed["trajectory_id"], sha2::sha256_hex("Apples are red."));
+  EXPECT_NE(failed["error"].get<std::string>().find("RuntimeError: Judge request failed after 1"),
+            std::string::npos)
+      << failed["error"];
+  EXPECT_EQ(result.metrics["shadow_judge_error"], 1.0);
 }
 
 TEST(ScoreWithServices, RubricHubWeighsTheJudgmentsOfTheSampledCriteria) {

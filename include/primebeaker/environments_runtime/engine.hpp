@@ -4,13 +4,16 @@
 #pragma once
 
 #include <primebeaker/core/json.hpp>
+#include <primebeaker/environments/catalog.hpp>
 #include <primebeaker/environments_runtime/serve.hpp>
 #include <primebeaker/environments_runtime/tools.hpp>
 
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace pb::environments_runtime {
 
@@ -30,18 +33,37 @@ public:
   EnvironmentEngine(); // with its own ServiceToolBackend (the tool_services clients)
   ~EnvironmentEngine() override;
   OrderedJson handle(const std::string &op, const OrderedJson &request) override;
+  // At once: scoring that calls no service, observe of an open session, close and release of
+  // a session that holds no container, when the session's lock is free.
+  std::optional<OrderedJson> handle_now(const std::string &op, OrderedJson &request) override;
   void cancel(const std::string &session) override;
   void close_all() override;
 
 private:
   std::shared_ptr<Session> find(const std::string &session);
   std::shared_ptr<Session> open(const std::string &session, const OrderedJson &request);
-  OrderedJson score(const std::string &session, const OrderedJson &request);
+  // `request` is consumed; `state` is the open session's (empty without one).
+  OrderedJson score(const std::string &session,
+                    OrderedJson request,
+                    OrderedJson state,
+                    const std::atomic<bool> *cancelled);
+  OrderedJson close(const std::string &op, const std::shared_ptr<Session> &session);
+  // The arguments with the catalog defaults, computed once per environment and arguments
+  // (every request of a run carries the same describe()d arguments).
+  std::shared_ptr<const OrderedJson> full_args(const environments::Environment &environment,
+                                               const OrderedJson &args);
 
   std::unique_ptr<ToolBackend> m_own_tools;
   ToolBackend &m_tools;
   std::mutex m_mutex;
   std::map<std::string, std::shared_ptr<Session>> m_sessions;
+  struct FullArgs {
+    const environments::Environment *environment;
+    OrderedJson given;
+    std::shared_ptr<const OrderedJson> full;
+  };
+  std::mutex m_args_mutex;
+  std::vector<FullArgs> m_args_cache;
 };
 
 } // namespace pb::environments_runtime

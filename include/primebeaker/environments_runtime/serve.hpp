@@ -6,6 +6,7 @@
 
 #include <primebeaker/core/json.hpp>
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -32,6 +33,17 @@ public:
   // fields as an object. Called from many threads: requests of one session never overlap,
   // except that close and release may arrive while another request of that session runs.
   virtual OrderedJson handle(const std::string &op, const OrderedJson &request) = 0;
+  // The same request run at once on the thread reading requests, when it can finish without
+  // waiting for a service or another thread (pure scoring, observe, closing a session that
+  // holds nothing): the reply's fields, or nullopt to have it run by handle() on a worker.
+  // Called only when no other request of the session is queued or running (close and release
+  // excepted, which may overlap); may move from `request` only when it does not return
+  // nullopt. Answering on the reading thread saves the hand-off to a worker, which cost more
+  // than a whole single-turn score (bench/environments_runtime/README.md).
+  virtual std::optional<OrderedJson> handle_now(const std::string & /*op*/,
+                                                OrderedJson & /*request*/) {
+    return std::nullopt;
+  }
   // Asks the in-flight request of `session` to end soon (it then throws
   // RequestError{"cancelled"}). Must return quickly.
   virtual void cancel(const std::string &session) = 0;

@@ -1,0 +1,544 @@
+// SPDX-License-Identifier: MIT
+// The serve request parser (json_line.hpp). nlohmann's own parser reads a character at a time
+// through an input adapter and grows every string one push_back at a time; on serve's ~2 KiB
+// score requests it was the largest user-space cost after the thread hand-off
+// (bench/environments_runtime/README.md). This one scans strings with a table, copies each once,
+// and moves object members into place (an ordered_map reallocating would copy its const keys).
+#include <primebeaker/environments_runtime/json_line.hpp>
+#include <primebeaker/environments_runtime/serve.hpp>
+
+#include <fmt/format.h>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include <array>
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace pb::environments_runtime {
+namespace {
+
+using J = OrderedJson;
+using Members = J::object_t::Container; // std::vector<std::pair<const std::string, J>>
+
+constexpr int k_max_depth = 4096;
+constexpr size_t k_linear_duplicate_check = 32; // members; beyond, a hash of the keys
+
+// 1 for bytes a string can hold as they are: printable ASCII but '"' and '\\'.
+constexpr std::array<unsigned char, 256> k_plain = [] {
+  std::array<unsigned char, 256> table{};
+  for (int c = 0x20; c < 0x80; ++c) {
+    table[static_cast<size_t>(c)] = c == '"' || c == '\\' ? 0 : 1;
+  }
+  return table;
+}();
+
+class Parser {
+public:
+  Parser(std::string_view text, std::vector<std::pair<std::string, J>> &members)
+      : m_begin(text.data()), m_p(text.data()), m_end(text.data() + text.size()),
+        m_members(members) {
+    m_members.clear();
+  }
+
+  J document() {
+    skip_space();
+    J result = value(0);
+    skip_space();
+    if (m_p != m_end) {
+      fail("unexpected text after the value");
+    }
+    return result;
+  }
+
+private:
+  [[noreturn]] void fail(const char *why) const {
+    throw RequestError("bad_request",
+                       fmt::format("not JSON: {} at byte {}", why, m_p - m_begin));
+  }
+
+  void skip_space() {
+    while (m_p < m_end && (*m_p == ' ' || *m_p == '\n' || *m_p == '\r' || *m_p == '\t')) {
+      ++m_p;
+    }
+  }
+
+  void expect(char c, const char *why) {
+    if (m_p >= m_end || *m_p != c) {
+      fail(why);
+    }
+    ++m_p;
+  }
+
+  J value(int depth) {
+    if (m_p >= m_end) {
+      fail("unexpected end of input");
+    }
+    switch (*m_p) {
+    case '{':
+      return object(depth + 1);
+    case '[':
+      return array(depth + 1);
+    case '"': {
+      std::string text;
+      string(text);
+      return J(std::move(text));
+    }
+    case 't':
+      literal("true");
+      return J(true);
+    case 'f':
+      literal("false");
+      return J(false);
+    case 'n':
+      literal("null");
+      return J(nullptr);
+    default:
+      if (*m_p == '-' || (*m_p >= '0' && *m_p <= '9')) {
+        return number();
+      }
+      fail("unexpected character");
+    }
+  }
+
+  void literal(const char *word) {
+    const size_t n = std::strlen(word);
+    if (static_cast<size_t>(m_end - m_p) < n || std::memcmp(m_p, word, n) != 0) {
+      fail("invalid literal");
+    }
+    m_p += n;
+  }
+
+  J object(int depth) {
+    if (depth > k_max_depth) {
+      fail("nesting too deep");
+    }
+    ++m_p; // '{'
+    skip_space();
+    J result(J::value_t::object);
+    if (m_p < m_end && *m_p == '}') {
+      ++m_p;
+      return result;
+    }
+    const size_t base = m_members.size();
+    std::unordered_map<std::string, size_t> index; // only for large objects
+    for (;;) {
+      if (m_p >= m_end || *m_p != '"') {
+        fail("expected a string key");
+      }
+      std::string key;
+      string(key);
+      skip_space();
+      expect(':', "expected ':'");
+      skip_space();
+      if (depth == 2 && m_in_score_row && is_record_field(key)) {
+        skip_value(depth); // checked, not kept
+        if (next_member()) {
+          continue;
+        }
+        break;
+      }
+      if (depth == 1) {
+        m_in_score_row = m_score && key == "row";
+      }
+      J member = value(depth);
+      if (depth == 1) {
+        m_in_score_row = false;
+        m_score = m_score || (key == "op" && member == "score");
+      }
+      // A repeated key keeps its first position and takes the last value, as nlohmann does.
+      const size_t count = m_members.size() - base;
+      size_t found = SIZE_MAX;
+      if (count <= k_linear_duplicate_check) {
+        for (size_t i = base; i < m_members.size(); ++i) {
+          if (m_members[i].first == key) {
+            found = i;
+            break;
+          }
+        }
+        if (found == SIZE_MAX && count == k_linear_duplicate_check) {
+          for (size_t i = base; i < m_members.size(); ++i) {
+            index.emplace(m_members[i].first, i);
+          }
+        }
+      } else if (const auto hit = index.find(key); hit != index.end()) {
+        found = hit->second;
+      } else {
+        index.emplace(key, m_members.size());
+      }
+      if (found != SIZE_MAX) {
+        m_members[found].second = std::move(member);
+      } else {
+        m_members.emplace_back(std::move(key), std::move(member));
+      }
+      if (!next_member()) {
+        break;
+      }
+    }
+    Members &members = result.get_ref<J::object_t &>();
+    members.reserve(m_members.size() - base);
+    for (size_t i = base; i < m_members.size(); ++i) {
+      members.emplace_back(std::move(m_members[i].first), std::move(m_members[i].second));
+    }
+    m_members.resize(base);
+    return result;
+  }
+
+  // After a member: true at ',' (another follows), false at the closing '}'.
+  bool next_member() {
+    skip_space();
+    if (m_p < m_end && *m_p == ',') {
+      ++m_p;
+      skip_space();
+      return true;
+    }
+    expect('}', "expected ',' or '}'");
+    return false;
+  }
+
+  static bool is_record_field(const std::string &key) {
+    return key == "prompt" || key == "answer" || key == "completion";
+  }
+
+  // Checks a value as value() does, building nothing.
+  void skip_value(int depth) {
+    if (depth > k_max_depth) {
+      fail("nesting too deep");
+    }
+    if (m_p >= m_end) {
+      fail("unexpected end of input");
+    }
+    switch (*m_p) {
+    case '{':
+      ++m_p;
+      skip_space();
+      if (m_p < m_end && *m_p == '}') {
+        ++m_p;
+        return;
+      }
+      for (;;) {
+        if (m_p >= m_end || *m_p != '"') {
+          fail("expected a string key");
+        }
+        m_discard.clear();
+        string(m_discard);
+        skip_space();
+        expect(':', "expected ':'");
+        skip_space();
+        skip_value(depth + 1);
+        if (!next_member()) {
+          return;
+        }
+      }
+    case '[':
+      ++m_p;
+      skip_space();
+      if (m_p < m_end && *m_p == ']') {
+        ++m_p;
+        return;
+      }
+      for (;;) {
+        skip_value(depth + 1);
+        skip_space();
+        if (m_p < m_end && *m_p == ',') {
+          ++m_p;
+          skip_space();
+          continue;
+        }
+        expect(']', "expected ',' or ']'");
+        return;
+      }
+    case '"':
+      m_discard.clear();
+      string(m_discard);
+      return;
+    default:
+      value(depth); // a literal or a number: nothing to allocate
+    }
+  }
+
+  J array(int depth) {
+    if (depth > k_max_depth) {
+      fail("nesting too deep");
+    }
+    ++m_p; // '['
+    skip_space();
+    J result(J::value_t::array);
+    if (m_p < m_end && *m_p == ']') {
+      ++m_p;
+      return result;
+    }
+    J::array_t &items = result.get_ref<J::array_t &>();
+    for (;;) {
+      items.push_back(value(depth));
+      skip_space();
+      if (m_p < m_end && *m_p == ',') {
+        ++m_p;
+        skip_space();
+        continue;
+      }
+      expect(']', "expected ',' or ']'");
+      return result;
+    }
+  }
+
+  unsigned hex4() {
+    if (m_end - m_p < 4) {
+      fail("truncated \\u escape");
+    }
+    unsigned code = 0;
+    for (int i = 0; i < 4; ++i) {
+      const char c = *m_p++;
+      code <<= 4;
+      if (c >= '0' && c <= '9') {
+        code |= static_cast<unsigned>(c - '0');
+      } else if (c >= 'a' && c <= 'f') {
+        code |= static_cast<unsigned>(c - 'a' + 10);
+      } else if (c >= 'A' && c <= 'F') {
+        code |= static_cast<unsigned>(c - 'A' + 10);
+      } else {
+        fail("invalid \\u escape");
+      }
+    }
+    return code;
+  }
+
+  static void append_utf8(std::string &out, unsigned code) {
+    if (code < 0x80) {
+      out += static_cast<char>(code);
+    } else if (code < 0x800) {
+      out += static_cast<char>(0xC0 | (code >> 6));
+      out += static_cast<char>(0x80 | (code & 0x3F));
+    } else if (code < 0x10000) {
+      out += static_cast<char>(0xE0 | (code >> 12));
+      out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (code & 0x3F));
+    } else {
+      out += static_cast<char>(0xF0 | (code >> 18));
+      out += static_cast<char>(0x80 | ((code >> 12) & 0x3F));
+      out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (code & 0x3F));
+    }
+  }
+
+  void escape(std::string &out) {
+    ++m_p; // '\\'
+    if (m_p >= m_end) {
+      fail("unterminated string");
+    }
+    const char c = *m_p++;
+    switch (c) {
+    case '"':
+    case '\\':
+    case '/':
+      out += c;
+      return;
+    case 'b':
+      out += '\b';
+      return;
+    case 'f':
+      out += '\f';
+      return;
+    case 'n':
+      out += '\n';
+      return;
+    case 'r':
+      out += '\r';
+      return;
+    case 't':
+      out += '\t';
+      return;
+    case 'u': {
+      unsigned code = hex4();
+      if (code >= 0xDC00 && code <= 0xDFFF) {
+        fail("lone low surrogate");
+      }
+      if (code >= 0xD800 && code <= 0xDBFF) {
+        if (m_end - m_p < 2 || m_p[0] != '\\' || m_p[1] != 'u') {
+          fail("high surrogate without a low surrogate");
+        }
+        m_p += 2;
+        const unsigned low = hex4();
+        if (low < 0xDC00 || low > 0xDFFF) {
+          fail("high surrogate without a low surrogate");
+        }
+        code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
+      }
+      append_utf8(out, code);
+      return;
+    }
+    default:
+      --m_p;
+      fail("invalid escape");
+    }
+  }
+
+  // One UTF-8 sequence starting at m_p (a byte >= 0x80), validated as nlohmann does: no
+  // overlong forms, no encoded surrogates, nothing above U+10FFFF.
+  void utf8_sequence() {
+    const auto byte = [this](ptrdiff_t i) { return static_cast<unsigned char>(m_p[i]); };
+    const unsigned char lead = byte(0);
+    const ptrdiff_t left = m_end - m_p;
+    auto continuation = [&](ptrdiff_t i, unsigned char low = 0x80, unsigned char high = 0xBF) {
+      return i < left && byte(i) >= low && byte(i) <= high;
+    };
+    if (lead >= 0xC2 && lead <= 0xDF && continuation(1)) {
+      m_p += 2;
+    } else if (lead == 0xE0 && continuation(1, 0xA0) && continuation(2)) {
+      m_p += 3;
+    } else if (((lead >= 0xE1 && lead <= 0xEC) || lead == 0xEE || lead == 0xEF) &&
+               continuation(1) && continuation(2)) {
+      m_p += 3;
+    } else if (lead == 0xED && continuation(1, 0x80, 0x9F) && continuation(2)) {
+      m_p += 3;
+    } else if (lead == 0xF0 && continuation(1, 0x90) && continuation(2) && continuation(3)) {
+      m_p += 4;
+    } else if (lead >= 0xF1 && lead <= 0xF3 && continuation(1) && continuation(2) &&
+               continuation(3)) {
+      m_p += 4;
+    } else if (lead == 0xF4 && continuation(1, 0x80, 0x8F) && continuation(2) &&
+               continuation(3)) {
+      m_p += 4;
+    } else {
+      fail("invalid UTF-8");
+    }
+  }
+
+  // Past the run of plain ASCII at m_p: sixteen bytes a step with SSE2 (a signed compare below
+  // 0x20 also catches every byte >= 0x80), a table otherwise.
+  void skip_plain() {
+#if defined(__SSE2__)
+    const __m128i quote = _mm_set1_epi8('"');
+    const __m128i backslash = _mm_set1_epi8('\\');
+    const __m128i space = _mm_set1_epi8(0x20);
+    while (m_end - m_p >= 16) {
+      const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i *>(m_p));
+      const __m128i special = _mm_or_si128(
+          _mm_or_si128(_mm_cmpeq_epi8(bytes, quote), _mm_cmpeq_epi8(bytes, backslash)),
+          _mm_cmplt_epi8(bytes, space));
+      const int mask = _mm_movemask_epi8(special);
+      if (mask != 0) {
+        m_p += __builtin_ctz(static_cast<unsigned>(mask));
+        return;
+      }
+      m_p += 16;
+    }
+#endif
+    while (m_p < m_end && k_plain[static_cast<unsigned char>(*m_p)]) {
+      ++m_p;
+    }
+  }
+
+  void string(std::string &out) {
+    ++m_p; // '"'
+    const char *run = m_p;
+    for (;;) {
+      skip_plain();
+      if (m_p >= m_end) {
+        fail("unterminated string");
+      }
+      const auto c = static_cast<unsigned char>(*m_p);
+      if (k_plain[c]) {
+        ++m_p;
+      } else if (c == '"') {
+        out.append(run, m_p);
+        ++m_p;
+        return;
+      } else if (c == '\\') {
+        out.append(run, m_p);
+        escape(out);
+        run = m_p;
+      } else if (c < 0x20) {
+        fail("control character in a string");
+      } else {
+        utf8_sequence();
+      }
+    }
+  }
+
+  J number() {
+    const char *start = m_p;
+    const bool negative = *m_p == '-';
+    if (negative) {
+      ++m_p;
+    }
+    auto digits = [this] {
+      const char *first = m_p;
+      while (m_p < m_end && *m_p >= '0' && *m_p <= '9') {
+        ++m_p;
+      }
+      return m_p - first;
+    };
+    if (m_p >= m_end || *m_p < '0' || *m_p > '9') {
+      fail("invalid number");
+    }
+    if (*m_p == '0') {
+      ++m_p;
+    } else {
+      digits();
+    }
+    bool integer = true;
+    if (m_p < m_end && *m_p == '.') {
+      ++m_p;
+      integer = false;
+      if (digits() == 0) {
+        fail("invalid number");
+      }
+    }
+    if (m_p < m_end && (*m_p == 'e' || *m_p == 'E')) {
+      ++m_p;
+      integer = false;
+      if (m_p < m_end && (*m_p == '+' || *m_p == '-')) {
+        ++m_p;
+      }
+      if (digits() == 0) {
+        fail("invalid number");
+      }
+    }
+    if (integer) {
+      if (negative) {
+        std::int64_t value = 0;
+        if (std::from_chars(start, m_p, value).ec == std::errc()) {
+          return J(value);
+        }
+      } else {
+        std::uint64_t value = 0;
+        if (std::from_chars(start, m_p, value).ec == std::errc()) {
+          return J(value);
+        }
+      }
+    }
+    double value = 0;
+    const auto parsed = std::from_chars(start, m_p, value);
+    if (parsed.ec == std::errc::result_out_of_range) {
+      // Beyond double's range: what strtod (and so nlohmann) gives, +-inf or 0.
+      value = std::strtod(std::string(start, m_p).c_str(), nullptr);
+    } else if (parsed.ec != std::errc()) {
+      fail("invalid number");
+    }
+    return J(value);
+  }
+
+  const char *m_begin;
+  const char *m_p;
+  const char *m_end;
+  std::vector<std::pair<std::string, J>> &m_members; // of the objects being parsed, a stack
+  bool m_score = false;        // the top-level "op" so far is "score"
+  bool m_in_score_row = false; // parsing that score request's "row"
+  std::string m_discard;
+};
+
+} // namespace
+
+OrderedJson parse_json(std::string_view text) {
+  thread_local std::vector<std::pair<std::string, OrderedJson>> members; // reused: no growth
+  return Parser(text, members).document();
+}
+
+} // namespace pb::environments_runtime
