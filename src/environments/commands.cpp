@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// `primebeaker environments list|resolve|show|validate|parse-tool-calls|score`
-// (docs/environments.md).
+// `primebeaker environments list|resolve|show|validate|parse-tool-calls` (docs/environments.md);
+// `environments score` calls the scoring services and lives in src/environments_runtime.
 #include <primebeaker/core/command_tree.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/json.hpp>
@@ -110,46 +110,6 @@ void run_parse(const ParseOptions &o) {
   std::cout << py::dumps(tool_call_report(read_all(std::cin), o.format)) << '\n';
 }
 
-struct ScoreOptions {
-  std::string name;
-  std::string args = "{}";
-  std::string rollouts;
-  bool requests = false;
-};
-
-// One JSON line per rollout: {"index", "reward", "metrics"} (or "error"); exit 1 if any failed.
-void run_score(const ScoreOptions &o) {
-  const Environment &environment = resolve(o.name);
-  OrderedJson args;
-  try {
-    args = py::loads(o.args);
-  } catch (const py::JsonError &error) {
-    throw usage_error(fmt::format("--args is not valid JSON: {}", error.what()));
-  }
-  for (const auto &p : validate_args(environment, args)) {
-    // Scoring needs no dataset: only the arguments given are checked.
-    if (p.error && !p.key_path.empty()) {
-      throw usage_error(
-          fmt::format("--args: {}{}{}", p.key_path, p.key_path.empty() ? "" : ": ", p.message));
-    }
-  }
-  std::ifstream file;
-  std::istream *in = &std::cin;
-  if (o.rollouts != "-") {
-    file.open(o.rollouts, std::ios::binary);
-    if (!file) {
-      throw input_error(fmt::format("{}: cannot open the rollouts file", o.rollouts));
-    }
-    in = &file;
-  }
-  size_t total = 0;
-  const size_t failed =
-      score_lines(environment, args, *in, std::cout, o.requests, o.rollouts, total);
-  if (failed > 0) {
-    throw failure(fmt::format("{} of {} rollouts could not be scored", failed, total));
-  }
-}
-
 } // namespace
 
 void register_commands(pb::cli::CommandTree &tree) {
@@ -210,19 +170,6 @@ void register_commands(pb::cli::CommandTree &tree) {
       .one_of({"auto", "qwen-json", "qwen-xml", "structured"})
       .capture_default_str();
   parse_cmd.callback([&parse] { run_parse(parse); });
-
-  auto &score = tree.make_options<ScoreOptions>();
-  auto &score_cmd = tree.command({"environments", "score"},
-                                 "Score recorded rollouts (JSON lines): one JSON line per rollout");
-  score_cmd.add_option("NAME", score.name, "environment name, alias or module stem").required();
-  score_cmd.add_option(cli::flag("args"), score.args, "load_environment arguments as JSON")
-      .capture_default_str();
-  score_cmd.add_option(cli::flag("rollouts"), score.rollouts, "JSON-lines file ('-' for stdin)")
-      .required();
-  score_cmd.add_flag(cli::flag("requests"),
-                     score.requests,
-                     "Print the judge/classify request each rollout needs instead of scoring");
-  score_cmd.callback([&score] { run_score(score); });
 }
 
 } // namespace pb::environments

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// `primebeaker environments describe|serve` (docs/environments-runtime.md).
+// `primebeaker environments describe|serve|rollout|score` (docs/environments-runtime.md).
 #include <primebeaker/core/command_tree.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/json.hpp>
@@ -24,6 +24,8 @@ struct ServeCommandOptions {
 };
 
 } // namespace
+
+void register_score_command(cli::CommandTree &tree); // score_command.cpp
 
 void register_commands(cli::CommandTree &tree) {
   auto &describe_options = tree.make_options<DescribeOptions>();
@@ -85,6 +87,8 @@ void register_commands(cli::CommandTree &tree) {
     ServiceToolBackend tools;
     print_json(std::cout, run_rollout(rollout_options, tools));
   });
+
+  register_score_command(tree);
 }
 
 } // namespace pb::environments_runtime

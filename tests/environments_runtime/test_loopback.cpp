@@ -6,6 +6,8 @@
 #include "serve_child.hpp"
 #include "test_support.hpp"
 
+#include <primebeaker/core/text.hpp>
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -168,6 +170,45 @@ TEST(RolloutBinary, TokenUsageFeedsTheTokenWarningAndTheBudget) {
   EXPECT_EQ(transcript[transcript.size() - 2]["role"], "tool");
   EXPECT_NE(tool.find("final 10% of your token budget"), std::string::npos) << tool;
   EXPECT_EQ(model.requests().size(), 2u);
+}
+
+// `environments score` scores service-backed environments too: the judge is called per line.
+TEST(ScoreBinary, RubricHubRolloutsAreJudgedAndAFailedJudgeFailsOnlyItsLine) {
+  FakeService judge;
+  judge.script({FakeReply{200, R"({"judgments": [{"rubric_index": 0, "label": "pass"}]})", 0ms},
+                FakeReply{500, "down", 0ms}, FakeReply{500, "down", 0ms},
+                FakeReply{500, "down", 0ms}});
+  const std::string answer =
+      R"({"record_id":"r","rubrics":[{"original_index":0,"text":"is kind","weight":2.0}]})";
+  std::string lines;
+  for (int i = 0; i < 2; ++i) {
+    lines += json{{"prompt", "Be kind."},
+                  {"completion", {{{"role", "assistant"}, {"content", "Gladly."}}}},
+                  {"answer", answer}}
+                 .dump() +
+             "\n";
+  }
+  pb::test::TempDir dir;
+  pb::test::write_file(dir / "r.jsonl", lines);
+  const json args = {{"judge_model_path", "m"},
+                     {"judge_server_url", judge.url("/judge")},
+                     {"judge_max_retries", 1}};
+  const auto result = run_primebeaker({"environments",
+                                       "score",
+                                       "jtc_rubrichub_judge_env",
+                                       "--args",
+                                       args.dump(),
+                                       "--rollouts",
+                                       (dir / "r.jsonl").string()});
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  EXPECT_NE(result.err.find("1 of 2 rollouts could not be scored"), std::string::npos);
+  const auto out = pb::text::split(result.out, '\n');
+  ASSERT_GE(out.size(), 2u) << result.out;
+  const json first = json::parse(out[0]);
+  EXPECT_EQ(first["reward"], 1.0);
+  EXPECT_EQ(first["info_update"]["jtc_rubrichub_judge"]["request"]["output"], "Gladly.");
+  EXPECT_NE(json::parse(out[1])["error"].get<std::string>().find("HTTP 500"), std::string::npos);
+  EXPECT_EQ(judge.requests().size(), 2u);
 }
 
 TEST(RolloutBinary, ModelEndpointDownIsARunTimeError) {
