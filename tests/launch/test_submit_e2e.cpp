@@ -3,6 +3,8 @@
 // receipt is printed only when beaker succeeded and carries the experiment's id and URL.
 #include "launch_fixture.hpp"
 
+#include <tuple>
+
 #include <algorithm>
 
 using nlohmann::json;
@@ -96,6 +98,57 @@ TEST_F(Submit, SingleNodeSftSubmit) {
   EXPECT_EQ(m_beaker.calls_matching({"experiment", "create"}).size(), 1u);
 }
 
+// The recovery policy (docs/recovery.md): range-checked flags, in the spec where Beaker acts on
+// it (single-node autoResume and retries), in every replica's env, and in the receipt.
+TEST_F(Submit, RecoveryPolicyReachesTheSpecTheReplicasAndTheReceipt) {
+  for (const auto &[flag, value, message] :
+       {std::tuple{"--max-recoveries", "1001", "--max-recoveries must be in 0..1000, got 1001"},
+        std::tuple{"--max-restarts-on-errors", "11",
+                   "--max-restarts-on-errors must be in 0..10, got 11"},
+        std::tuple{"--max-recoveries", "-1", "--max-recoveries must be in 0..1000, got -1"}}) {
+    const auto bad = run({"sft", "submit", "--toml", "examples/sft/sft.toml", flag, value});
+    EXPECT_EQ(bad.exit_code, 2) << flag << value;
+    EXPECT_EQ(bad.err, std::string("primebeaker: error: ") + message + "\n");
+  }
+  EXPECT_TRUE(m_beaker.calls_matching({"experiment", "create"}).empty());
+
+  m_beaker.on({"experiment", "create"}, "Experiment 01RECOVERY0000000000000000 submitted.\n");
+  const auto result = run({"sft",
+                           "submit",
+                           "--toml",
+                           "examples/sft/sft.toml",
+                           "--max-recoveries=3",
+                           "--max_restarts_on_errors",
+                           "2"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto receipt = json::parse(result.out);
+  EXPECT_EQ(receipt["recovery"]["max_recoveries"], 3);
+  EXPECT_EQ(receipt["recovery"]["max_restarts_on_errors"], 2);
+  EXPECT_EQ(receipt["recovery"]["beaker"], json({{"auto_resume", true}, {"allowed_task_retries", 2}}));
+  EXPECT_EQ(receipt["recovery"]["follow_recover"], false);
+  const auto spec = json::parse(read_file(receipt["spec_path"].get<std::string>()));
+  EXPECT_EQ(spec["retry"], json({{"allowedTaskRetries", 2}}));
+  EXPECT_EQ(spec["tasks"][0]["context"]["autoResume"], true);
+  std::map<std::string, std::string> env;
+  for (const auto &var : spec["tasks"][0]["envVars"]) {
+    if (var.contains("value")) {
+      env[var["name"]] = var["value"];
+    }
+  }
+  EXPECT_EQ(env.at("PRIMEBEAKER_MAX_RECOVERIES"), "3");
+  EXPECT_EQ(env.at("PRIMEBEAKER_MAX_RESTARTS_ON_ERRORS"), "2");
+
+  // 0 = off: Beaker does not resume the task after a preemption.
+  const auto off =
+      run({"sft", "submit", "--toml", "examples/sft/sft.toml", "--max-recoveries", "0",
+           "--name", "tiny-sft-off"});
+  ASSERT_EQ(off.exit_code, 0) << off.err;
+  const auto off_spec =
+      json::parse(read_file(json::parse(off.out)["spec_path"].get<std::string>()));
+  EXPECT_EQ(off_spec["tasks"][0]["context"]["autoResume"], false);
+  EXPECT_FALSE(off_spec.contains("retry"));
+}
+
 TEST_F(Submit, NameRenamesTheExperimentAndReceiptsCarryIdUrlAndSpecPath) {
   m_beaker.on({"experiment", "create"},
               "\x1b[32mExperiment 01NAMED000000000000000000 submitted.\x1b[0m See progress at "
@@ -119,7 +172,8 @@ TEST_F(Submit, NameRenamesTheExperimentAndReceiptsCarryIdUrlAndSpecPath) {
                                       "spec_path",
                                       "stdout",
                                       "wandb_run",
-                                      "staged_program"}));
+                                      "staged_program",
+                                      "recovery"}));
   // Submit staged this build where the spec's command points.
   const std::string staged = receipt["staged_program"];
   EXPECT_EQ(staged.rfind(at("primebeaker/bin/"), 0), 0u) << staged;
@@ -204,9 +258,12 @@ TEST_F(Submit, BeakerMissingExits4) {
   for (const auto &flag : mount_flags()) {
     args.push_back(flag);
   }
+  const std::string before = tree_digest(m_tmp.path());
   const auto result = run_primebeaker(args, options);
   EXPECT_EQ(result.exit_code, 4);
   EXPECT_EQ(result.out, "");
+  // Found missing first: no stage, no spec file left behind (issue 27).
+  EXPECT_EQ(tree_digest(m_tmp.path()), before);
   EXPECT_NE(result.err.find("primebeaker: error: cannot run beaker: not found on PATH"),
             std::string::npos)
       << result.err;

@@ -950,4 +950,58 @@ TEST(NodeSft, SigtermOnANodePublishesTheShutdown) {
   expect_no_survivors(cluster);
 }
 
+// The recovery budget, end to end (docs/recovery.md): an earlier attempt of this run was killed
+// (its start is in the ledger, no end), and automatic recovery is off: replica 0 records the
+// refused start and stops with one line, the other replica follows, nothing trains.
+TEST(NodeRecovery, AStartPastTheBudgetExitsWithOneLineInsteadOfTraining) {
+  Cluster cluster("sft", 2);
+  cluster.extra_env()["PRIMEBEAKER_MAX_RECOVERIES"] = "0";
+  cluster.extra_env()["BEAKER_JOB_ID"] = "01JOB2";
+  const fs::path ledger = cluster.root() / "out/primebeaker_recovery/ledger/shared-run";
+  write_file(ledger / "1.json",
+             R"({"attempt": 1, "cause": "first_start", "started_unix": 1.0, "launch_id": )"
+             R"("0123456789abcdef0123456789abcdef", "job_id": "01JOB1", "resume_step": null})");
+  cluster.start_all();
+  const auto codes = cluster.wait_all();
+  ASSERT_EQ(codes, (std::vector<int>{1, 92})) << cluster.diagnostics();
+  EXPECT_NE(cluster.log(0).find("primebeaker: error: restart after a preemption refused: "
+                                "automatic recovery is off (--max-recoveries 0)"),
+            std::string::npos)
+      << cluster.log(0);
+  EXPECT_NE(cluster.log(1).find("replica 0 refused to start"), std::string::npos)
+      << cluster.log(1);
+  EXPECT_TRUE(cluster.fakes().calls("torchrun").empty());
+  const auto refused = nlohmann::json::parse(read_file(ledger / "2.json"));
+  EXPECT_EQ(refused["cause"], "preemption");
+  EXPECT_EQ(refused["job_id"], "01JOB2");
+  EXPECT_NE(refused["refused"].get<std::string>().find("--max-recoveries 0"), std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(read_file(ledger / "2.end.json"))["exit_code"], 1);
+}
+
+// The fault-injection harness of bench/node (docs/recovery.md, "Figures"), with a few seeds:
+// real `node rl` and `node sft` replicas, fake Prime-RL programs writing shards one by one, every
+// replica killed at random moments and mid-save, restarted with a new job id. Nothing incomplete
+// is handed to Prime-RL, no complete step is lost, at most one interval of steps is lost per
+// preemption, the W&B id never changes, the ledger lists every start.
+TEST(NodeRecovery, FaultInjectionHarnessSurvivesEveryKill) {
+  pb::proc::Command command;
+  command.argv = {"python3",
+                  (pb::test::source_dir() / "bench/node/preemption.py").string(),
+                  "--binary",
+                  pb::test::binary_path().string(),
+                  "--seeds",
+                  "4",
+                  "--kind",
+                  "both",
+                  "--quiet"};
+  command.timeout = std::chrono::seconds(300);
+  pb::proc::SystemRunner runner;
+  const auto result = runner.run(command);
+  EXPECT_TRUE(result.ok()) << result.out << result.err;
+  const auto summary = nlohmann::json::parse(result.out.substr(result.out.rfind('{')));
+  EXPECT_EQ(summary["survived"], 4);
+  EXPECT_LE(summary["steps_lost_max"].is_null() ? 0 : summary["steps_lost_max"].get<int>(),
+            summary["interval"].get<int>());
+}
+
 } // namespace
