@@ -93,6 +93,22 @@ bool valid_run_id(std::string_view run_id) {
   });
 }
 
+std::string run_key(std::string_view run_id) {
+  std::string key(run_id);
+  for (char &c : key) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '_' || c == '-' || c == '.';
+    c = ok ? c : '-';
+  }
+  while (!key.empty() && key.front() == '.') {
+    key.erase(0, 1);
+  }
+  if (key.size() > 128) {
+    key.resize(128);
+  }
+  return key.empty() ? std::string("run") : key;
+}
+
 std::string utc_text(double unix_seconds) {
   const auto whole = static_cast<std::time_t>(std::floor(unix_seconds));
   const int millis = static_cast<int>(std::lround((unix_seconds - std::floor(unix_seconds)) * 1000));

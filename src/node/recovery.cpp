@@ -26,22 +26,6 @@ std::string env_or(const std::map<std::string, std::string> &env,
   return it == env.end() || it->second.empty() ? fallback : it->second;
 }
 
-// The ledger directory is named by the run id: anything outside [A-Za-z0-9_.-] becomes '-'.
-std::string ledger_key(std::string run_id) {
-  for (char &c : run_id) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '_' || c == '-' || c == '.';
-    c = ok ? c : '-';
-  }
-  while (!run_id.empty() && run_id.front() == '.') {
-    run_id.erase(0, 1);
-  }
-  if (run_id.size() > 128) {
-    run_id.resize(128);
-  }
-  return run_id.empty() ? std::string("run") : run_id;
-}
-
 double now_unix() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
       .count();
@@ -85,7 +69,7 @@ std::string set_aside_name(double now, const std::string &job_id) {
       compact += c;
     }
   }
-  return compact + "Z-" + ledger_key(job_id);
+  return compact + "Z-" + ledger::run_key(job_id);
 }
 
 } // namespace
@@ -145,7 +129,7 @@ RecoveryOutcome start_recovery(const RecoveryRequest &request,
   facts.toml = rec::read_intent(document);
 
   RecoveryOutcome outcome;
-  outcome.ledger_dir = ledger::directory(source.output_dir, ledger_key(request.run_id));
+  outcome.ledger_dir = ledger::directory(source.output_dir, ledger::run_key(request.run_id));
   const ledger::Ledger history = ledger::read(outcome.ledger_dir);
   for (const auto &name : history.unreadable) {
     note(fmt::format("warning: skipping the unreadable ledger record {}",

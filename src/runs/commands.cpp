@@ -55,6 +55,8 @@ void run_status(const StatusOptions &options) {
   StatusExtras extras;
   extras.registry = registry_readiness(loaded.run, std::chrono::system_clock::now());
   extras.checkpoint = newest_checkpoint(loaded.run);
+  extras.recovery =
+      recovery_history(loaded.run, extras.checkpoint, std::chrono::system_clock::now());
   extras.wandb_url = wandb_url(loaded.run, loaded.target);
   if (options.json) {
     print_json(std::cout, status_json(loaded.run, loaded.target, extras));
@@ -263,6 +265,7 @@ void run_list(const ListOptions &options) {
       row["outcome"] = std::string(outcome_name(run.outcome));
       row["summary"] = state_summary(run);
       row["replicas"] = run.replicas.size();
+      row["restarts"] = beaker_restarts(run); // Beaker's extra jobs (docs/recovery.md)
       row["url"] = "https://beaker.org/ex/" + run.id;
       out.push_back(std::move(row));
     }

@@ -3,6 +3,7 @@
 // (registry readiness, newest complete checkpoint, W&B URL), docs/runs.md "status".
 #include "status.hpp"
 
+#include <primebeaker/checkpoints/ledger.hpp>
 #include <primebeaker/checkpoints/scan.hpp>
 #include <primebeaker/checkpoints/topology.hpp>
 #include <primebeaker/core/error.hpp>
@@ -166,6 +167,94 @@ OrderedJson newest_checkpoint(const RunView &run) {
   return out;
 }
 
+int beaker_restarts(const RunView &run) {
+  int most = 0;
+  for (const auto &replica : run.replicas) {
+    most = std::max(most, replica.attempts - 1);
+  }
+  return most;
+}
+
+OrderedJson recovery_history(const RunView &run, const OrderedJson &checkpoint, TimePoint now) {
+  const auto run_id = env_value(run, "WANDB_RUN_ID");
+  if (!run_id || !checkpoint.is_object() || !checkpoint.contains("output_dir")) {
+    return nullptr;
+  }
+  namespace ledger = checkpoints::ledger;
+  const auto dir = ledger::directory(checkpoint["output_dir"].get<std::string>(),
+                                     ledger::run_key(*run_id));
+  OrderedJson out = OrderedJson::object();
+  out["ledger"] = dir.string();
+  try {
+    const auto history = ledger::read(dir);
+    const double now_unix = std::chrono::duration<double>(now.time_since_epoch()).count();
+    const OrderedJson summary = ledger::to_json(ledger::summarize(history, now_unix));
+    for (const auto &[key, value] : summary.items()) {
+      out[key] = value;
+    }
+    out["last_refusal"] = nullptr;
+    if (const auto *last = history.last(); last != nullptr && !last->start.refused.empty()) {
+      out["last_refusal"] = last->start.refused;
+    }
+  } catch (const Error &error) {
+    out["error"] = error.what();
+  }
+  out["beaker_restarts"] = beaker_restarts(run);
+  return out;
+}
+
+namespace {
+
+// "1h02m", "4m05s", "12s".
+std::string duration_text(double seconds) {
+  const auto s = static_cast<long long>(seconds + 0.5);
+  if (s >= 3600) {
+    return fmt::format("{}h{:02}m", s / 3600, (s % 3600) / 60);
+  }
+  if (s >= 60) {
+    return fmt::format("{}m{:02}s", s / 60, s % 60);
+  }
+  return fmt::format("{}s", s);
+}
+
+std::string recovery_line(const OrderedJson &r) {
+  if (r.contains("error")) {
+    return "unavailable: " + r["error"].get<std::string>();
+  }
+  if (r["attempts"].get<std::int64_t>() == 0) {
+    return fmt::format("no start recorded yet (Beaker restarts: {})", r["beaker_restarts"].get<int>());
+  }
+  std::vector<std::string> lost;
+  for (const auto &n : r["steps_lost_per_preemption"]) {
+    lost.push_back(std::to_string(n.get<std::int64_t>()));
+  }
+  std::string line = fmt::format(
+      "{} attempt{}: {} preemption{} recovered, {} restart{} on errors, {} resubmission{}",
+      r["attempts"].get<std::int64_t>(),
+      r["attempts"].get<std::int64_t>() == 1 ? "" : "s",
+      r["preemptions_recovered"].get<std::int64_t>(),
+      r["preemptions_recovered"].get<std::int64_t>() == 1 ? "" : "s",
+      r["error_restarts"].get<std::int64_t>(),
+      r["error_restarts"].get<std::int64_t>() == 1 ? "" : "s",
+      r["resubmissions"].get<std::int64_t>(),
+      r["resubmissions"].get<std::int64_t>() == 1 ? "" : "s");
+  if (!lost.empty()) {
+    line += "; steps lost per preemption: " + text::join(lost, ", ");
+  }
+  line += fmt::format("; useful {} of {}",
+                      duration_text(r["useful_seconds"].get<double>()),
+                      duration_text(r["total_seconds"].get<double>()));
+  if (!r["last_resume_step"].is_null()) {
+    line += fmt::format("; last resumed from step {}", r["last_resume_step"].get<std::int64_t>());
+  }
+  if (!r["last_refusal"].is_null()) {
+    line += "; last start refused: " + r["last_refusal"].get<std::string>();
+  }
+  return line;
+}
+
+} // namespace
+
 std::optional<std::string> wandb_url(const RunView &run, const RunTarget &target) {
   if (target.wandb_url) {
     return target.wandb_url;
@@ -241,6 +330,7 @@ OrderedJson status_json(const RunView &run, const RunTarget &target, const Statu
   }
   out["registry"] = extras.registry;
   out["checkpoint"] = extras.checkpoint;
+  out["recovery"] = extras.recovery;
   out["wandb_url"] = extras.wandb_url ? OrderedJson(*extras.wandb_url) : OrderedJson(nullptr);
   const auto service = service_experiment_id(run, target);
   out["service_experiment_id"] = service.empty() ? OrderedJson(nullptr) : OrderedJson(service);
@@ -291,6 +381,9 @@ std::string status_table(const RunView &run, const RunTarget &target, const Stat
                          extras.checkpoint["newest_complete_step"].get<std::int64_t>(),
                          extras.checkpoint["output_dir"].get<std::string>());
     }
+  }
+  if (extras.recovery.is_object()) {
+    out << fmt::format("recovery    {}\n", recovery_line(extras.recovery));
   }
   if (const auto service = service_experiment_id(run, target); !service.empty()) {
     out << fmt::format("services    {} (the service stack this run owns)\n", service);

@@ -14,6 +14,7 @@ namespace pb::runs {
 struct StatusExtras {
   OrderedJson registry = nullptr;   // registry_readiness()
   OrderedJson checkpoint = nullptr; // newest_checkpoint()
+  OrderedJson recovery = nullptr;   // recovery_history()
   std::optional<std::string> wandb_url;
 };
 
@@ -41,6 +42,17 @@ OrderedJson registry_readiness(const RunView &run, TimePoint now);
 // command runs (WORKING_DIR resolves a relative output_dir), or {config_path, error}; null
 // when the task has no CONFIG_PATH.
 OrderedJson newest_checkpoint(const RunView &run);
+
+// The run's history from its attempt ledger (docs/recovery.md) under the checkpoint's
+// output_dir, keyed by the task's WANDB_RUN_ID: {ledger, attempts, preemptions_recovered,
+// error_restarts, resubmissions, refused, steps_lost_per_preemption, last_resume_step,
+// total_seconds, useful_seconds, lost_seconds, downtime_seconds, last_refusal, beaker_restarts}
+// (beaker_restarts: Beaker's extra jobs per replica, the most of any replica), or {ledger,
+// error}; null without an output_dir or a run id.
+OrderedJson recovery_history(const RunView &run, const OrderedJson &checkpoint, TimePoint now);
+
+// Beaker's view of restarts: the most extra jobs any replica had (retries, preemption resumes).
+int beaker_restarts(const RunView &run);
 
 // The receipt's wandb_run.url, else one built from WANDB_RUN_ID and the TOML's [wandb].
 std::optional<std::string> wandb_url(const RunView &run, const RunTarget &target);

@@ -286,6 +286,22 @@ TEST(RunsStatus, ReplicasRegistryCheckpointAndWandb) {
   }
   pb::test::write_file(work / "out/run_default/checkpoints/step_10/orchestrator/progress.pt", "p");
   // step_20 has no progress.pt yet: not complete.
+  // The run's attempt ledger (docs/recovery.md): started at t=1000, preempted, resumed from 10
+  // with 4 steps and 30 s lost after 60 s down, then an error restart refused.
+  const auto ledger = work / "out/primebeaker_recovery/ledger/abc";
+  pb::test::write_file(ledger / "1.json",
+                       R"({"attempt": 1, "cause": "first_start", "started_unix": 1000})");
+  pb::test::write_file(ledger / "2.json",
+                       R"({"attempt": 2, "cause": "preemption", "started_unix": 1500, )"
+                       R"("resume_step": 10, "steps_lost": 4, "time_lost_seconds": 30, )"
+                       R"("downtime_seconds": 60})");
+  pb::test::write_file(ledger / "2.end.json",
+                       R"({"attempt": 2, "ended_unix": 2000, "exit_code": 7, "root_code": 7})");
+  pb::test::write_file(ledger / "3.json",
+                       R"({"attempt": 3, "cause": "error", "started_unix": 2100, )"
+                       R"("refused": "restart after an error (exit code 7) refused"})");
+  pb::test::write_file(ledger / "3.end.json",
+                       R"({"attempt": 3, "ended_unix": 2100, "exit_code": 1, "root_code": 1})");
   const auto registry_dir = h.tmp / "registry";
   std::filesystem::create_directories(registry_dir);
   auto store = pb::registry::open_registry(registry_dir.string());
@@ -325,6 +341,15 @@ TEST(RunsStatus, ReplicasRegistryCheckpointAndWandb) {
   EXPECT_EQ(json["registry"]["services"]["terminal"]["live"], 1);
   EXPECT_EQ(json["registry"]["services"]["terminal"]["required"], 2);
   EXPECT_EQ(json["checkpoint"]["newest_complete_step"], 10);
+  EXPECT_EQ(json["recovery"]["attempts"], 3);
+  EXPECT_EQ(json["recovery"]["preemptions_recovered"], 1);
+  EXPECT_EQ(json["recovery"]["refused"], 1);
+  EXPECT_EQ(json["recovery"]["steps_lost_per_preemption"], nlohmann::json::array({4}));
+  EXPECT_EQ(json["recovery"]["last_resume_step"], 10);
+  EXPECT_EQ(json["recovery"]["total_seconds"], 1100);
+  EXPECT_EQ(json["recovery"]["useful_seconds"], 1010);
+  EXPECT_EQ(json["recovery"]["last_refusal"], "restart after an error (exit code 7) refused");
+  EXPECT_EQ(json["recovery"]["beaker_restarts"], 0);
   EXPECT_EQ(json["wandb_url"], "https://wandb.ai/team/p/runs/abc");
   EXPECT_EQ(json["url"], std::string("https://beaker.org/ex/") + k_experiment);
 
@@ -332,6 +357,12 @@ TEST(RunsStatus, ReplicasRegistryCheckpointAndWandb) {
   ASSERT_EQ(table.exit_code, 0) << table.err;
   EXPECT_NE(table.out.find("registry    not ready: terminal 1/2"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("checkpoint  step 10 (newest complete"), std::string::npos);
+  EXPECT_NE(table.out.find("recovery    3 attempts: 1 preemption recovered, 0 restarts on errors, "
+                           "0 resubmissions; steps lost per preemption: 4; useful 16m50s of "
+                           "18m20s; last resumed from step 10; last start refused: restart after "
+                           "an error (exit code 7) refused\n"),
+            std::string::npos)
+      << table.out;
   EXPECT_NE(table.out.find("trainer    0     running"), std::string::npos) << table.out;
 }
 

@@ -34,6 +34,9 @@ std::filesystem::path set_aside_root(const std::filesystem::path &output_dir);
 
 // A run id names a directory: 1-128 of [A-Za-z0-9_.-], not starting with a dot.
 bool valid_run_id(std::string_view run_id);
+// The directory name for a W&B run id: other characters become '-', leading dots dropped, at
+// most 128 characters ("run" when nothing is left). The runtime and `status` both use it.
+std::string run_key(std::string_view run_id);
 
 // One start of a run (`<n>.json`), written by replica 0 (or `node single`) once per attempt.
 struct Start {
