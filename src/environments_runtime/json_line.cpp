@@ -59,8 +59,7 @@ public:
 
 private:
   [[noreturn]] void fail(const char *why) const {
-    throw RequestError("bad_request",
-                       fmt::format("not JSON: {} at byte {}", why, m_p - m_begin));
+    throw RequestError("bad_request", fmt::format("not JSON: {} at byte {}", why, m_p - m_begin));
   }
 
   void skip_space() {
@@ -402,8 +401,7 @@ private:
     } else if (lead >= 0xF1 && lead <= 0xF3 && continuation(1) && continuation(2) &&
                continuation(3)) {
       m_p += 4;
-    } else if (lead == 0xF4 && continuation(1, 0x80, 0x8F) && continuation(2) &&
-               continuation(3)) {
+    } else if (lead == 0xF4 && continuation(1, 0x80, 0x8F) && continuation(2) && continuation(3)) {
       m_p += 4;
     } else {
       fail("invalid UTF-8");
@@ -419,9 +417,9 @@ private:
     const __m128i space = _mm_set1_epi8(0x20);
     while (m_end - m_p >= 16) {
       const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i *>(m_p));
-      const __m128i special = _mm_or_si128(
-          _mm_or_si128(_mm_cmpeq_epi8(bytes, quote), _mm_cmpeq_epi8(bytes, backslash)),
-          _mm_cmplt_epi8(bytes, space));
+      const __m128i special =
+          _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(bytes, quote), _mm_cmpeq_epi8(bytes, backslash)),
+                       _mm_cmplt_epi8(bytes, space));
       const int mask = _mm_movemask_epi8(special);
       if (mask != 0) {
         m_p += __builtin_ctz(static_cast<unsigned>(mask));
@@ -529,8 +527,8 @@ private:
   const char *m_p;
   const char *m_end;
   std::vector<std::pair<std::string, J>> &m_members; // of the objects being parsed, a stack
-  bool m_score = false;        // the top-level "op" so far is "score"
-  bool m_in_score_row = false; // parsing that score request's "row"
+  bool m_score = false;                              // the top-level "op" so far is "score"
+  bool m_in_score_row = false;                       // parsing that score request's "row"
   std::string m_discard;
 };
 

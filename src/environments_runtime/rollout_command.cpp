@@ -52,7 +52,7 @@ J prompt_of(const J &row, const J &args) {
 
 struct Answer {
   J message;
-  J usage; // the answer's `usage` object, or null
+  J usage;                // the answer's `usage` object, or null
   bool truncated = false; // finish_reason "length"
 };
 
@@ -188,21 +188,21 @@ OrderedJson run_rollout(const RolloutOptions &options, ToolBackend &tools) {
     if (stop_condition.empty() && max_turns > 0 && turns >= max_turns) {
       stop_condition = "has_reached_max_turns";
     }
-    if (stop_condition.empty() && token_budget > 0 && completion_tokens.value_or(0) >= token_budget) {
+    if (stop_condition.empty() && token_budget > 0 &&
+        completion_tokens.value_or(0) >= token_budget) {
       stop_condition = "max_total_completion_tokens_reached";
     }
     if (!stop_condition.empty()) {
       break;
     }
     if (turns > 0) {
-      const J reply = request("respond",
-                              {{"turn", turns},
-                               {"trajectory_len", turns},
-                               {"max_turns", max_turns},
-                               {"completion_tokens",
-                                completion_tokens ? J(*completion_tokens) : J()},
-                               {"max_total_completion_tokens",
-                                token_budget > 0 ? J(token_budget) : J()}});
+      const J reply =
+          request("respond",
+                  {{"turn", turns},
+                   {"trajectory_len", turns},
+                   {"max_turns", max_turns},
+                   {"completion_tokens", completion_tokens ? J(*completion_tokens) : J()},
+                   {"max_total_completion_tokens", token_budget > 0 ? J(token_budget) : J()}});
       merge_state(state, reply);
       if (reply.value("amend_last_tool", J()).is_string()) {
         for (auto it = completion.rbegin(); it != completion.rend(); ++it) {

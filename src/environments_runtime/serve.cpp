@@ -268,8 +268,8 @@ private:
       lock.unlock();
       size_t written = 0;
       while (written < m_out_writing.size()) {
-        const ssize_t n = ::write(
-            m_out_fd, m_out_writing.data() + written, m_out_writing.size() - written);
+        const ssize_t n =
+            ::write(m_out_fd, m_out_writing.data() + written, m_out_writing.size() - written);
         if (n < 0) {
           if (errno == EINTR) {
             continue;

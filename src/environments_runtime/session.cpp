@@ -442,8 +442,9 @@ std::vector<OrderedJson> Session::run_tool_label_batch(const std::vector<ToolCal
   return outputs;
 }
 
-OrderedJson
-Session::run_tool_label_call(const ToolCall &call, bool &model_caused, const std::atomic<bool> *flag) {
+OrderedJson Session::run_tool_label_call(const ToolCall &call,
+                                         bool &model_caused,
+                                         const std::atomic<bool> *flag) {
   try {
     J output;
     if (call.name == "submit") {

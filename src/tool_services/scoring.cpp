@@ -232,11 +232,10 @@ struct Shadow {
     std::vector<J> out(count);
     for (const auto &judgment : field(response, "judgments")) {
       const auto index = static_cast<size_t>(field(judgment, "rubric_index").get<long long>());
-      out.at(index) = {
-          {"label",
-           environments::py::casefold(
-               environments::py::strip(environments::py::str(field(judgment, "label"))))},
-          {"feedback", field(judgment, "feedback")}};
+      out.at(index) = {{"label",
+                        environments::py::casefold(environments::py::strip(
+                            environments::py::str(field(judgment, "label"))))},
+                       {"feedback", field(judgment, "feedback")}};
     }
     return out;
   }
@@ -364,9 +363,9 @@ struct Shadow {
       return;
     }
     try {
-      const std::filesystem::path folder = std::filesystem::path(directory) /
-                                           ("policy_version=" +
-                                            safe_name(audit["policy_version"].get<std::string>()));
+      const std::filesystem::path folder =
+          std::filesystem::path(directory) /
+          ("policy_version=" + safe_name(audit["policy_version"].get<std::string>()));
       std::filesystem::create_directories(folder);
       files.write_file_atomic(folder /
                                   (safe_name(audit["trajectory_id"].get<std::string>()) + ".json"),
@@ -399,9 +398,8 @@ ServiceScore score_with_services(const Environment &environment,
         Endpoint endpoint = request.endpoint;
         endpoint.initial_backoff = options.initial_backoff;
         endpoint.max_backoff = options.max_backoff;
-        return request.service == "classify"
-                   ? classify(endpoint, request.body, options.control)
-                   : judge_body(endpoint, request.body, options.control);
+        return request.service == "classify" ? classify(endpoint, request.body, options.control)
+                                             : judge_body(endpoint, request.body, options.control);
       });
   result.response = call({classifying ? "classify" : "judge",
                           service->request_name,
@@ -424,8 +422,8 @@ ServiceScore score_with_services(const Environment &environment,
     result.info_update["jtc_rubrichub_judge"] = audit;
     if (!non_blank_string(argument(environment, args, "shadow_judge_model_path")).empty()) {
       fs::RealFileSystem real;
-      Shadow{environment, args, recorded, result, call, options.files ? *options.files : real}
-          .run(result);
+      Shadow{environment, args, recorded, result, call, options.files ? *options.files : real}.run(
+          result);
     }
     break;
   default:

@@ -176,7 +176,8 @@ TEST(RolloutBinary, TokenUsageFeedsTheTokenWarningAndTheBudget) {
 TEST(ScoreBinary, RubricHubRolloutsAreJudgedAndAFailedJudgeFailsOnlyItsLine) {
   FakeService judge;
   judge.script({FakeReply{200, R"({"judgments": [{"rubric_index": 0, "label": "pass"}]})", 0ms},
-                FakeReply{500, "down", 0ms}, FakeReply{500, "down", 0ms},
+                FakeReply{500, "down", 0ms},
+                FakeReply{500, "down", 0ms},
                 FakeReply{500, "down", 0ms}});
   const std::string answer =
       R"({"record_id":"r","rubrics":[{"original_index":0,"text":"is kind","weight":2.0}]})";

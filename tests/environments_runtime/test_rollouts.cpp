@@ -181,9 +181,9 @@ TEST(ToolLabel, ABatchsCallsRunConcurrentlyAndAnswerInTheModelsOrder) {
   ASSERT_EQ(reply["messages"].size(), 5u);
   for (int k = 0; k < 4; ++k) {
     EXPECT_EQ(reply["messages"][k]["tool_call_id"], "c" + std::to_string(k));
-    EXPECT_NE(reply["messages"][k]["content"].get<std::string>().find(
-                  "ran echo " + std::to_string(k)),
-              std::string::npos);
+    EXPECT_NE(
+        reply["messages"][k]["content"].get<std::string>().find("ran echo " + std::to_string(k)),
+        std::string::npos);
   }
   EXPECT_NE(reply["messages"][4]["content"].get<std::string>().find("nosuch"), std::string::npos);
   EXPECT_EQ(reply["state"]["jtc_tool_call_count"], 5);

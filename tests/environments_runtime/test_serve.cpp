@@ -290,12 +290,30 @@ TEST(ParseJson, GivesWhatNlohmannGives) {
 }
 
 TEST(ParseJson, RefusesWhatIsNotJson) {
-  for (const std::string &text : std::vector<std::string>{"", "{", "{\"a\": }", "{\"a\": 1,}", "[1,]", "01", "1.", "-",
-                                 ".5", "+1", "NaN", "Infinity", "tru", "\"unterminated",
-                                 "\"control \x01\"", "\"\\x\"", "\"\\ud800\"",
-                                 "\"\\udc00\"", "\"\xff\"", "\"\xc0\xaf\"",
-                                 "\"\xed\xa0\x80\"", "{\"a\": 1} x", "{a: 1}",
-                                 std::string(5000, '[')}) {
+  for (const std::string &text : std::vector<std::string>{"",
+                                                          "{",
+                                                          "{\"a\": }",
+                                                          "{\"a\": 1,}",
+                                                          "[1,]",
+                                                          "01",
+                                                          "1.",
+                                                          "-",
+                                                          ".5",
+                                                          "+1",
+                                                          "NaN",
+                                                          "Infinity",
+                                                          "tru",
+                                                          "\"unterminated",
+                                                          "\"control \x01\"",
+                                                          "\"\\x\"",
+                                                          "\"\\ud800\"",
+                                                          "\"\\udc00\"",
+                                                          "\"\xff\"",
+                                                          "\"\xc0\xaf\"",
+                                                          "\"\xed\xa0\x80\"",
+                                                          "{\"a\": 1} x",
+                                                          "{a: 1}",
+                                                          std::string(5000, '[')}) {
     try {
       pb::environments_runtime::parse_json(text);
       ADD_FAILURE() << "accepted: " << text.substr(0, 40);
@@ -317,10 +335,10 @@ TEST(ParseJson, AScoreRequestKeepsTheRecordsFieldsButNotTheRowsCopies) {
   // Any other op, or "op" after "row", keeps the row whole; a bad value is still refused.
   const json open = pb::environments_runtime::parse_json(R"({"op": "open", "row": )" + row + "}");
   EXPECT_EQ(open["row"], json::parse(row));
-  const json late = pb::environments_runtime::parse_json(R"({"row": )" + row + R"(, "op": "score"})");
+  const json late =
+      pb::environments_runtime::parse_json(R"({"row": )" + row + R"(, "op": "score"})");
   EXPECT_EQ(late["row"], json::parse(row));
-  EXPECT_THROW(pb::environments_runtime::parse_json(
-                   R"({"op": "score", "row": {"prompt": [1,]}})"),
+  EXPECT_THROW(pb::environments_runtime::parse_json(R"({"op": "score", "row": {"prompt": [1,]}})"),
                RequestError);
 }
 

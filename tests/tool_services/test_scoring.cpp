@@ -170,8 +170,7 @@ TEST(ScoreWithServices, RubricHubShadowJudgeAuditsAgreementWithoutChangingTheRew
   EXPECT_EQ(result.metrics["shadow_judge_error"], 0.0);
   EXPECT_EQ(result.metrics["shadow_judge_shadow_rubric_score"], 0.75);
   EXPECT_EQ(result.metrics.size(), 11u);
-  const J written =
-      J::parse(test::read_file(audits.path() / "policy_version=v7" / "traj_1.json"));
+  const J written = J::parse(test::read_file(audits.path() / "policy_version=v7" / "traj_1.json"));
   EXPECT_EQ(written, audit);
 
   // Not sampled (rate 0): a note, no call, no file.
