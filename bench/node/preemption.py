@@ -467,10 +467,11 @@ class Run:
                         break
                     time.sleep(0.002)
                 entry["mode"] = mode
-                # A run that finished before the kill came is not preempted: its next start is a
-                # restart after success (the ledger says so).
-                entry["completed"] = all(p.poll() == 0 for p in procs)
                 entry["signal"] = self.kill(procs, mode).name
+                # A run whose replica 0 finished before the kill came was not preempted: its next
+                # start is a restart after success (the ledger says so). A killed replica 0 exits
+                # 143 (SIGTERM, handled) or -9.
+                entry["completed"] = procs[0].returncode == 0
                 entry["killed"] = time.time()
                 snapshots[job] = self.complete_steps()
             for log in logs:
