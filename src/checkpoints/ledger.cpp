@@ -88,8 +88,8 @@ bool valid_run_id(std::string_view run_id) {
     return false;
   }
   return std::all_of(run_id.begin(), run_id.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '-' || c == '.';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-' || c == '.';
   });
 }
 
@@ -111,7 +111,8 @@ std::string run_key(std::string_view run_id) {
 
 std::string utc_text(double unix_seconds) {
   const auto whole = static_cast<std::time_t>(std::floor(unix_seconds));
-  const int millis = static_cast<int>(std::lround((unix_seconds - std::floor(unix_seconds)) * 1000));
+  const int millis =
+      static_cast<int>(std::lround((unix_seconds - std::floor(unix_seconds)) * 1000));
   std::tm tm{};
   ::gmtime_r(&whole, &tm);
   return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",

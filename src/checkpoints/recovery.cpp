@@ -57,8 +57,8 @@ Cause cause_of(const ledger::Ledger &ledger, const std::string &launch_key) {
     cause.name = ledger::k_first_start;
     return cause;
   }
-  cause.first_of_launch = std::none_of(
-      ledger.attempts.begin(), ledger.attempts.end(), [&](const ledger::Attempt &a) {
+  cause.first_of_launch =
+      std::none_of(ledger.attempts.begin(), ledger.attempts.end(), [&](const ledger::Attempt &a) {
         return a.start.launch_id == launch_key;
       });
   if (last->recover && !last->recover->child_experiment.empty()) {
@@ -187,8 +187,8 @@ Decision decide(const ledger::Ledger &ledger, const DiskFacts &disk, const Start
   r.last_step_seen = disk.newest_evidence_step;
   if (const ledger::Attempt *prev = ledger.last()) {
     if (disk.newest_evidence_step) {
-      r.steps_lost = std::max<std::int64_t>(
-          0, *disk.newest_evidence_step - d.resume_step.value_or(0));
+      r.steps_lost =
+          std::max<std::int64_t>(0, *disk.newest_evidence_step - d.resume_step.value_or(0));
     }
     const double prev_start = prev->start.started_unix;
     double prev_end = prev_start;
@@ -223,12 +223,12 @@ Decision decide(const ledger::Ledger &ledger, const DiskFacts &disk, const Start
   }
   if (d.refusal.empty() && cause.name == ledger::k_error &&
       r.error_restarts > facts.policy.max_restarts_on_errors) {
-    d.refusal = fmt::format(
-        "restart after an error (exit code {}) refused: this would be restart {} and "
-        "--max-restarts-on-errors is {} (docs/recovery.md)",
-        cause.exit_code.value_or(1),
-        r.error_restarts,
-        facts.policy.max_restarts_on_errors);
+    d.refusal =
+        fmt::format("restart after an error (exit code {}) refused: this would be restart {} and "
+                    "--max-restarts-on-errors is {} (docs/recovery.md)",
+                    cause.exit_code.value_or(1),
+                    r.error_restarts,
+                    facts.policy.max_restarts_on_errors);
     d.refusal_code = 1;
   }
   if (d.refusal.empty() && !d.honours_pin && d.keep_output && resumed_before &&
@@ -298,8 +298,7 @@ std::vector<fs::path> stale_roots(const fs::path &output_dir) {
 
 DiskFacts gather(const CheckpointSource &source, bool trainer_only, bool full) {
   DiskFacts facts;
-  const TreeListing listing =
-      trainer_only || full ? list_steps(source) : list_latest(source);
+  const TreeListing listing = trainer_only || full ? list_steps(source) : list_latest(source);
   facts.full_listing = trainer_only || full;
   facts.steps = trainer_only ? evaluate_trainer_only(listing) : evaluate(listing);
   auto note = [&](std::int64_t step) {

@@ -155,8 +155,10 @@ void check_basic_flags(const LaunchOptions &options, ValidatedFlags &flags) {
         fmt::format("--min-runtime-hours must be >= 0, got {}", options.min_runtime_hours));
   }
   check_range("max-recoveries", options.max_recoveries, 0, contract::k_max_recoveries);
-  check_range(
-      "max-restarts-on-errors", options.max_restarts_on_errors, 0, contract::k_max_restarts_on_errors);
+  check_range("max-restarts-on-errors",
+              options.max_restarts_on_errors,
+              0,
+              contract::k_max_restarts_on_errors);
   if (!options.name.empty() && !primerl::is_experiment_name(options.name)) {
     throw usage_error(fmt::format("--name '{}' cannot be a Beaker experiment name: use letters, "
                                   "digits, '.', '_' and '-' (at most 128)",
@@ -260,7 +262,8 @@ OrderedJson recovery_policy(const LaunchOptions &options, bool multi) {
   out["beaker"] = std::move(beaker);
   // Beaker does not restart a replicated task's replicas together (docs/recovery.md): a
   // multi-node run is resubmitted whole by `primebeaker follow --recover`.
-  out["follow_recover"] = multi && (options.max_recoveries > 0 || options.max_restarts_on_errors > 0);
+  out["follow_recover"] =
+      multi && (options.max_recoveries > 0 || options.max_restarts_on_errors > 0);
   out["ledger"] = "<output_dir>/primebeaker_recovery/ledger/<W&B run id>";
   return out;
 }

@@ -27,8 +27,7 @@ std::string env_or(const std::map<std::string, std::string> &env,
 }
 
 double now_unix() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 // Where the checkpoints of this run are: OUTPUT_DIR (relative to WORKING_DIR), and the trainer's
@@ -141,11 +140,10 @@ RecoveryOutcome start_recovery(const RecoveryRequest &request,
   auto &decision = outcome.decision;
 
   if (decision.refusal.empty()) {
-    decision.record.set_aside =
-        rec::set_aside(source,
-                       decision.set_aside,
-                       ledger::set_aside_root(source.output_dir) /
-                           set_aside_name(facts.now_unix, request.job_id));
+    decision.record.set_aside = rec::set_aside(source,
+                                               decision.set_aside,
+                                               ledger::set_aside_root(source.output_dir) /
+                                                   set_aside_name(facts.now_unix, request.job_id));
     for (const auto &path : decision.record.set_aside) {
       note(fmt::format("moved the incomplete step aside: {}", path));
     }
@@ -172,9 +170,8 @@ RecoveryOutcome start_recovery(const RecoveryRequest &request,
                                        r.steps_lost,
                                        std::round(r.time_lost_seconds))));
   } else {
-    note(fmt::format("attempt {} ({}): starting fresh (no complete checkpoint)",
-                     outcome.attempt,
-                     why));
+    note(fmt::format(
+        "attempt {} ({}): starting fresh (no complete checkpoint)", outcome.attempt, why));
   }
   return outcome;
 }

@@ -475,10 +475,8 @@ void decide_recovery(Replica &r,
                      const std::string &replica,
                      int trainer_ranks) {
   if (r.rank != 0) {
-    const auto published =
-        nlohmann::json::parse(r.rendezvous.wait_for("recovery.json", "replica 0's resume decision"),
-                              nullptr,
-                              false);
+    const auto published = nlohmann::json::parse(
+        r.rendezvous.wait_for("recovery.json", "replica 0's resume decision"), nullptr, false);
     if (!published.is_object()) {
       throw failure("malformed " + r.rendezvous.file("recovery.json").string());
     }

@@ -179,8 +179,8 @@ int run_single_node(const SingleNodeStart &start, proc::Runner &runner) {
   // The source TOML is never edited: what Prime-RL reads is a container-local copy.
   std::string runtime_text;
   if (start.program == "rl") {
-    const auto rewritten = toml::Document::parse(launch::rewrite_environment_ids(document),
-                                                 start.runtime_toml);
+    const auto rewritten =
+        toml::Document::parse(launch::rewrite_environment_ids(document), start.runtime_toml);
     runtime_text = checkpoints::recovery::resume_toml(rewritten, decision);
   } else {
     runtime_text = checkpoints::recovery::resume_toml(document, decision);
@@ -190,7 +190,10 @@ int run_single_node(const SingleNodeStart &start, proc::Runner &runner) {
   training.argv.push_back(start.runtime_toml);
   std::cout.flush();
   const int code = supervise(training, start.stop_grace_seconds);
-  record_end(recovery, code, code, code == 0 ? "" : fmt::format("{} exited with code {}", start.program, code));
+  record_end(recovery,
+             code,
+             code,
+             code == 0 ? "" : fmt::format("{} exited with code {}", start.program, code));
   return code;
 }
 

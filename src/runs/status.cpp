@@ -181,8 +181,8 @@ OrderedJson recovery_history(const RunView &run, const OrderedJson &checkpoint, 
     return nullptr;
   }
   namespace ledger = checkpoints::ledger;
-  const auto dir = ledger::directory(checkpoint["output_dir"].get<std::string>(),
-                                     ledger::run_key(*run_id));
+  const auto dir =
+      ledger::directory(checkpoint["output_dir"].get<std::string>(), ledger::run_key(*run_id));
   OrderedJson out = OrderedJson::object();
   out["ledger"] = dir.string();
   try {
@@ -222,7 +222,8 @@ std::string recovery_line(const OrderedJson &r) {
     return "unavailable: " + r["error"].get<std::string>();
   }
   if (r["attempts"].get<std::int64_t>() == 0) {
-    return fmt::format("no start recorded yet (Beaker restarts: {})", r["beaker_restarts"].get<int>());
+    return fmt::format("no start recorded yet (Beaker restarts: {})",
+                       r["beaker_restarts"].get<int>());
   }
   std::vector<std::string> lost;
   for (const auto &n : r["steps_lost_per_preemption"]) {

@@ -3,9 +3,8 @@
 // receipt is printed only when beaker succeeded and carries the experiment's id and URL.
 #include "launch_fixture.hpp"
 
-#include <tuple>
-
 #include <algorithm>
+#include <tuple>
 
 using nlohmann::json;
 
@@ -103,8 +102,8 @@ TEST_F(Submit, SingleNodeSftSubmit) {
 TEST_F(Submit, RecoveryPolicyReachesTheSpecTheReplicasAndTheReceipt) {
   for (const auto &[flag, value, message] :
        {std::tuple{"--max-recoveries", "1001", "--max-recoveries must be in 0..1000, got 1001"},
-        std::tuple{"--max-restarts-on-errors", "11",
-                   "--max-restarts-on-errors must be in 0..10, got 11"},
+        std::tuple{
+            "--max-restarts-on-errors", "11", "--max-restarts-on-errors must be in 0..10, got 11"},
         std::tuple{"--max-recoveries", "-1", "--max-recoveries must be in 0..1000, got -1"}}) {
     const auto bad = run({"sft", "submit", "--toml", "examples/sft/sft.toml", flag, value});
     EXPECT_EQ(bad.exit_code, 2) << flag << value;
@@ -124,7 +123,8 @@ TEST_F(Submit, RecoveryPolicyReachesTheSpecTheReplicasAndTheReceipt) {
   const auto receipt = json::parse(result.out);
   EXPECT_EQ(receipt["recovery"]["max_recoveries"], 3);
   EXPECT_EQ(receipt["recovery"]["max_restarts_on_errors"], 2);
-  EXPECT_EQ(receipt["recovery"]["beaker"], json({{"auto_resume", true}, {"allowed_task_retries", 2}}));
+  EXPECT_EQ(receipt["recovery"]["beaker"],
+            json({{"auto_resume", true}, {"allowed_task_retries", 2}}));
   EXPECT_EQ(receipt["recovery"]["follow_recover"], false);
   const auto spec = json::parse(read_file(receipt["spec_path"].get<std::string>()));
   EXPECT_EQ(spec["retry"], json({{"allowedTaskRetries", 2}}));
@@ -139,9 +139,14 @@ TEST_F(Submit, RecoveryPolicyReachesTheSpecTheReplicasAndTheReceipt) {
   EXPECT_EQ(env.at("PRIMEBEAKER_MAX_RESTARTS_ON_ERRORS"), "2");
 
   // 0 = off: Beaker does not resume the task after a preemption.
-  const auto off =
-      run({"sft", "submit", "--toml", "examples/sft/sft.toml", "--max-recoveries", "0",
-           "--name", "tiny-sft-off"});
+  const auto off = run({"sft",
+                        "submit",
+                        "--toml",
+                        "examples/sft/sft.toml",
+                        "--max-recoveries",
+                        "0",
+                        "--name",
+                        "tiny-sft-off"});
   ASSERT_EQ(off.exit_code, 0) << off.err;
   const auto off_spec =
       json::parse(read_file(json::parse(off.out)["spec_path"].get<std::string>()));

@@ -91,11 +91,10 @@ TEST(RecoveryCause, ComesFromHowTheLastAttemptEnded) {
 }
 
 TEST(RecoveryDecision, ResumesTheNewestCompleteStepAndSetsNewerIncompleteOnesAside) {
-  const auto d = rec::decide(history({attempt(1, "first_start", 0, {})}),
-                             disk({step(5, false), step(10, true), step(15, true),
-                                   step(20, false), step(25, false)},
-                                  27),
-                             facts());
+  const auto d = rec::decide(
+      history({attempt(1, "first_start", 0, {})}),
+      disk({step(5, false), step(10, true), step(15, true), step(20, false), step(25, false)}, 27),
+      facts());
   EXPECT_TRUE(d.refusal.empty()) << d.refusal;
   EXPECT_EQ(d.resume_step, 15);
   EXPECT_EQ(d.set_aside, (std::vector<std::string>{"step_20", "step_25"}));
@@ -186,8 +185,7 @@ TEST(RecoveryDecision, BudgetsAreEnforcedFromTheLedger) {
                               attempt(3, "preemption", 8, {})});
   const auto d = rec::decide(spent, disk({step(8, true)}), f);
   EXPECT_EQ(d.refusal_code, 1);
-  EXPECT_NE(d.refusal.find("this would be recovery 3 and --max-recoveries is 2"),
-            std::string::npos)
+  EXPECT_NE(d.refusal.find("this would be recovery 3 and --max-recoveries is 2"), std::string::npos)
       << d.refusal;
   EXPECT_TRUE(d.set_aside.empty());
 
@@ -201,8 +199,10 @@ TEST(RecoveryDecision, BudgetsAreEnforcedFromTheLedger) {
       rec::decide(history({attempt(1, "first_start", {}, 7)}), disk({step(4, true)}), f);
   EXPECT_TRUE(first_error.refusal.empty()) << first_error.refusal;
   EXPECT_EQ(first_error.record.error_restarts, 1);
-  const auto second_error = rec::decide(
-      history({attempt(1, "first_start", {}, 7), attempt(2, "error", 4, 7)}), disk({step(4, true)}), f);
+  const auto second_error =
+      rec::decide(history({attempt(1, "first_start", {}, 7), attempt(2, "error", 4, 7)}),
+                  disk({step(4, true)}),
+                  f);
   EXPECT_NE(second_error.refusal.find(
                 "restart after an error (exit code 7) refused: this would be restart 2"),
             std::string::npos)
@@ -212,16 +212,16 @@ TEST(RecoveryDecision, BudgetsAreEnforcedFromTheLedger) {
   f.policy.max_recoveries = 1;
   auto refused = attempt(2, "preemption", {}, 1);
   refused.start.refused = "earlier refusal";
-  const auto after_refusal = rec::decide(
-      history({attempt(1, "first_start", {}, {}), refused}), disk({step(4, true)}), f);
+  const auto after_refusal =
+      rec::decide(history({attempt(1, "first_start", {}, {}), refused}), disk({step(4, true)}), f);
   EXPECT_EQ(after_refusal.record.cause, "error"); // the refused start ended with 1
 }
 
 TEST(RecoveryDecision, RefusesToTrainOverCheckpointsThatWentMissing) {
-  const auto d = rec::decide(
-      history({attempt(1, "first_start", {}, {}), attempt(2, "preemption", 20, {})}),
-      disk({step(10, true), step(30, false)}),
-      facts());
+  const auto d =
+      rec::decide(history({attempt(1, "first_start", {}, {}), attempt(2, "preemption", 20, {})}),
+                  disk({step(10, true), step(30, false)}),
+                  facts());
   EXPECT_EQ(d.refusal_code, 1);
   EXPECT_NE(d.refusal.find("the newest complete checkpoint is step 10, but attempt 2 resumed "
                            "from step 20"),
@@ -240,7 +240,8 @@ TEST(RecoveryDecision, TimeLostIsThePreviousAttemptsRunAfterItsLastSurvivingChec
   EXPECT_DOUBLE_EQ(d.record.downtime_seconds, 60);
   // Killed without an end record: the newest evidence marks its end.
   listed.newest_evidence_mtime = 190;
-  const auto killed = rec::decide(history({attempt(1, "first_start", {}, {}, 100)}), listed, facts(260));
+  const auto killed =
+      rec::decide(history({attempt(1, "first_start", {}, {}, 100)}), listed, facts(260));
   EXPECT_DOUBLE_EQ(killed.record.time_lost_seconds, 30);
   EXPECT_DOUBLE_EQ(killed.record.downtime_seconds, 70);
 }
@@ -282,7 +283,8 @@ TEST(RecoveryEvidence, SftStepsNeedNoOrchestratorSide) {
   s.in_trainer_root = true;
   s.trainer_dir = {pb::checkpoints::EntryKind::directory, 0};
   s.metadata = {pb::checkpoints::EntryKind::regular, 10};
-  s.rank_shards = {{pb::checkpoints::EntryKind::regular, 5}, {pb::checkpoints::EntryKind::regular, 5}};
+  s.rank_shards = {{pb::checkpoints::EntryKind::regular, 5},
+                   {pb::checkpoints::EntryKind::regular, 5}};
   listing.steps.push_back(s);
   s.name = "step_8";
   s.step = 8;
@@ -292,7 +294,8 @@ TEST(RecoveryEvidence, SftStepsNeedNoOrchestratorSide) {
   ASSERT_EQ(statuses.size(), 2U);
   EXPECT_TRUE(statuses[0].complete);
   EXPECT_FALSE(statuses[1].complete);
-  EXPECT_EQ(statuses[1].missing, (std::vector<std::string>{"checkpoints/step_8/trainer/__1_0.distcp"}));
+  EXPECT_EQ(statuses[1].missing,
+            (std::vector<std::string>{"checkpoints/step_8/trainer/__1_0.distcp"}));
   // The full rule (RL) wants progress.pt too.
   EXPECT_FALSE(pb::checkpoints::evaluate(listing)[0].complete);
 }

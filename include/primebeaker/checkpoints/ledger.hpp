@@ -45,17 +45,17 @@ struct Start {
   std::string launch_id;    // LAUNCH_ID (multi-node; rl resume: its attempt id); empty single-node
   std::string job_id;       // BEAKER_JOB_ID, "manual" when unset
   std::string experiment_id;
-  std::string replica;      // "node rl", "node sft", "node single rl", "node single sft"
-  double started_unix = 0;  // seconds since the epoch
-  std::string cause;        // k_first_start, ...
-  std::optional<int> previous_exit_code; // the code that ended the attempt before, when known
-  std::optional<std::int64_t> resume_step;    // null: a fresh start
+  std::string replica;     // "node rl", "node sft", "node single rl", "node single sft"
+  double started_unix = 0; // seconds since the epoch
+  std::string cause;       // k_first_start, ...
+  std::optional<int> previous_exit_code;       // the code that ended the attempt before, when known
+  std::optional<std::int64_t> resume_step;     // null: a fresh start
   std::optional<std::int64_t> newest_complete; // on disk at this start (differs when pinned)
   std::optional<std::int64_t> last_step_seen;  // newest step any evidence shows (docs/recovery.md)
   std::int64_t steps_lost = 0;                 // last_step_seen - resume_step, at least 0
   double time_lost_seconds = 0; // of the previous attempt, after its last surviving checkpoint
   double downtime_seconds = 0;  // from the previous attempt's end to this start
-  std::vector<std::string> set_aside; // step directories moved aside (paths as moved to)
+  std::vector<std::string> set_aside;     // step directories moved aside (paths as moved to)
   std::int64_t preemptions_recovered = 0; // counting this start
   std::int64_t error_restarts = 0;        // counting this start
   std::int64_t max_recoveries = 10;

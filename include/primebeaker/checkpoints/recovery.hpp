@@ -39,8 +39,8 @@ TomlIntent read_intent(const toml::Document &document);
 
 // What is on disk, as gather() saw it.
 struct DiskFacts {
-  std::vector<StepStatus> steps;                   // ascending by step
-  std::map<std::int64_t, double> complete_mtimes;  // complete step -> newest mtime of its files
+  std::vector<StepStatus> steps;                    // ascending by step
+  std::map<std::int64_t, double> complete_mtimes;   // complete step -> newest mtime of its files
   std::optional<std::int64_t> newest_evidence_step; // step dirs, rollouts, broadcasts
   std::optional<double> newest_evidence_mtime;
   bool full_listing = false; // every step listed (else only the newest complete and newer)
@@ -59,13 +59,13 @@ struct StartFacts {
 };
 
 struct Decision {
-  ledger::Start record; // what the ledger gets (attempt assigned when appended)
+  ledger::Start record;                    // what the ledger gets (attempt assigned when appended)
   std::optional<std::int64_t> resume_step; // nullopt: a fresh start
   std::vector<std::string> set_aside;      // step directory names to move aside
-  std::int64_t stale_above = -1; // rollouts/broadcasts step_<n> with n above it are stale
-  bool keep_output = true;       // give Prime-RL clean_output_dir = false
-  bool honours_pin = false;      // the TOML's own resume step was used (first start of a launch)
-  std::string refusal;           // non-empty: do not train; exit refusal_code with this line
+  std::int64_t stale_above = -1;           // rollouts/broadcasts step_<n> with n above it are stale
+  bool keep_output = true;                 // give Prime-RL clean_output_dir = false
+  bool honours_pin = false; // the TOML's own resume step was used (first start of a launch)
+  std::string refusal;      // non-empty: do not train; exit refusal_code with this line
   int refusal_code = 0;
 };
 
