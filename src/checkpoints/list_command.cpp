@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// `primebeaker checkpoints list (--toml F | --output-dir D --ranks N) [--json]`.
+// `primebeaker checkpoints list (--toml F [--working-dir W] | --output-dir D --ranks N) [--json]`.
 #include <primebeaker/checkpoints/report.hpp>
 #include <primebeaker/checkpoints/topology.hpp>
 #include <primebeaker/core/command_tree.hpp>
@@ -17,9 +17,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The default of `rl preview --working-dir` (docs/launch.md): where a relative output_dir lives.
+constexpr const char *k_default_working_dir = "/weka";
+
 struct ListOptions {
   std::string toml;
   std::string output_dir;
+  std::string working_dir = k_default_working_dir;
   int ranks = 0;
   bool json = false;
   bool latest = false;
@@ -35,7 +39,15 @@ CheckpointSource resolve_source(const ListOptions &options, const fs::path &cwd)
       throw usage_error(
           "--ranks goes with --output-dir; with --toml the rank count comes from the TOML");
     }
-    return source_from_toml(toml::Document::load(options.toml), cwd);
+    if (options.working_dir.empty()) {
+      throw usage_error("--working-dir cannot be empty");
+    }
+    // A relative output_dir is relative to the run's working directory, as for previews.
+    const fs::path working_dir = (cwd / options.working_dir).lexically_normal();
+    return source_from_toml(toml::Document::load(options.toml), working_dir);
+  }
+  if (options.working_dir != k_default_working_dir) {
+    throw usage_error("--working-dir goes with --toml; --output-dir is a path on this machine");
   }
   if (options.ranks < 1) {
     throw usage_error("--output-dir needs --ranks N (trainer ranks per step, at least 1)");
@@ -88,16 +100,28 @@ void register_commands(cli::CommandTree &tree) {
   auto &options = tree.make_options<ListOptions>();
   list.add_option(cli::flag("toml"),
                   options.toml,
-                  "Training TOML: output_dir and the trainer rank count come from it");
-  list.add_option(
-      cli::flag("output-dir"), options.output_dir, "The run's output_dir (with --ranks)");
-  list.add_option(
-      cli::flag("ranks"), options.ranks, "Trainer ranks (DCP shards) per step (with --output-dir)");
+                  "Training TOML: output_dir and the trainer rank count come from it, as for "
+                  "previews (give this or --output-dir)");
+  list.add_option(cli::flag("working-dir"),
+                  options.working_dir,
+                  "With --toml: the run's --working-dir, which a relative output_dir is "
+                  "relative to, as for previews")
+      .capture_default_str();
+  list.add_option(cli::flag("output-dir"),
+                  options.output_dir,
+                  "The run's output directory, instead of --toml; needs --ranks");
+  list.add_option(cli::flag("ranks"),
+                  options.ranks,
+                  "Trainer ranks (DCP shards) per step: required with --output-dir, refused "
+                  "with --toml (the TOML gives it)");
   list.add_flag(cli::flag("json"), options.json, "Print one JSON object instead of a table");
   list.add_flag(cli::flag("latest"),
                 options.latest,
                 "Read newest first and stop at the step a resume would use (a few directory "
                 "reads instead of the whole tree)");
+  list.footer("Give either --toml FILE (the rank count and output_dir come from it; a relative "
+              "output_dir is under --working-dir) or --output-dir DIR --ranks N. A run that has "
+              "not written a checkpoint yet lists no steps (exit 0).");
   list.callback([&options] { run_list(options); });
 }
 

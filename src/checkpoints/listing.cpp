@@ -309,7 +309,7 @@ CheckpointSource detect_source(const fs::path &output_dir, int expected_ranks) {
     }
     throw error;
   }
-  throw failure("trainer checkpoint root not found: " + source.trainer_root.string());
+  return source; // nothing written yet: read as v0.8.0, the primary target, and listed empty
 }
 
 namespace {
@@ -326,10 +326,13 @@ Roots open_roots(const CheckpointSource &source, TreeListing &listing) {
   Roots roots;
   int error = 0;
   roots.trainer = open_root(source.trainer_root, &error);
-  if (!roots.trainer.valid()) {
-    throw failure("trainer checkpoint root not found: " + source.trainer_root.string() +
-                  (error == ENOENT ? "" : std::string(" (") + std::strerror(error) + ")"));
+  listing.trainer_root_exists = roots.trainer.valid();
+  if (!roots.trainer.valid() && error != ENOENT) {
+    throw failure("cannot read the trainer checkpoint root " + source.trainer_root.string() + " (" +
+                  std::strerror(error) + ")");
   }
+  // A missing root is a run before its first checkpoint: no trainer steps (the orchestrator's
+  // root may already have some, each listed without its trainer side).
   roots.shared = source.orchestrator_root == source.trainer_root;
   if (!roots.shared) {
     roots.orchestrator_storage = open_root(source.orchestrator_root, nullptr);
@@ -369,7 +372,9 @@ std::vector<StepListing> collect_step_names(const Roots &roots,
       (trainer_side ? step.in_trainer_root : step.in_orchestrator_root) = true;
     }
   };
-  collect(roots.trainer.get(), source.trainer_root, true);
+  if (roots.trainer.valid()) {
+    collect(roots.trainer.get(), source.trainer_root, true);
+  }
   if (roots.shared) {
     for (auto &[name, step] : by_name) {
       step.in_orchestrator_root = step.in_trainer_root;

@@ -21,6 +21,7 @@ OrderedJson listing_json(const TreeListing &listing, const std::vector<StepStatu
   out["output_dir"] = listing.source.output_dir.string();
   out["trainer_root"] = listing.source.trainer_root.string();
   out["orchestrator_root"] = listing.source.orchestrator_root.string();
+  out["trainer_root_exists"] = listing.trainer_root_exists;
   out["orchestrator_root_exists"] = listing.orchestrator_root_exists;
   OrderedJson steps = OrderedJson::array();
   for (const auto &status : statuses) {
@@ -47,7 +48,10 @@ std::string listing_table(const TreeListing &listing, const std::vector<StepStat
   out << "Checkpoints in " << source.output_dir.string() << " (Prime-RL "
       << layout_name(source.layout) << " layout), " << source.expected_ranks << " trainer rank"
       << (source.expected_ranks == 1 ? "" : "s") << " per step\n";
-  if (!listing.orchestrator_root_exists) {
+  if (!listing.trainer_root_exists) {
+    out << "No trainer checkpoint root (yet): " << source.trainer_root.string() << "\n";
+  }
+  if (!listing.orchestrator_root_exists && source.orchestrator_root != source.trainer_root) {
     out << "No orchestrator checkpoint root: " << source.orchestrator_root.string() << "\n";
   }
   if (statuses.empty()) {

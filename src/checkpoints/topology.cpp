@@ -22,6 +22,22 @@ const std::string *string_at(const toml::Document &document,
   return value->string();
 }
 
+// What a launch reads from the TOML, through primerl as previews read it (docs/checkpoints.md):
+// the trainer rank count and output_dir as written (required; exit 3 naming FILE:LINE:COL).
+struct LaunchFacts {
+  int ranks = 0;
+  std::string output_dir;
+};
+
+LaunchFacts launch_facts(const toml::Document &document) {
+  if (primerl::read_deployment_type(document) == primerl::DeploymentType::multi_node) {
+    const auto rl = primerl::read_multi_node_rl(document);
+    return {static_cast<int>(rl.trainer_gpus), rl.output_dir.value};
+  }
+  const auto rl = primerl::read_single_node_rl(document);
+  return {static_cast<int>(rl.num_train_gpus), rl.output_dir.value};
+}
+
 } // namespace
 
 bool is_post_v0_8_0(const toml::Document &document) {
@@ -30,25 +46,21 @@ bool is_post_v0_8_0(const toml::Document &document) {
 
 int expected_trainer_ranks(const toml::Document &document) {
   // The GPU accounting is primerl's (docs/checkpoints.md): the same numbers the launch used.
-  const auto type = primerl::read_deployment_type(document);
-  const std::int64_t ranks = type == primerl::DeploymentType::multi_node
-                                 ? primerl::read_multi_node_rl(document).trainer_gpus
-                                 : primerl::read_single_node_rl(document).num_train_gpus;
-  return static_cast<int>(ranks);
+  return launch_facts(document).ranks;
 }
 
-CheckpointSource source_from_toml(const toml::Document &document, const fs::path &cwd) {
+CheckpointSource source_from_toml(const toml::Document &document, const fs::path &working_dir) {
   if (is_post_v0_8_0(document)) {
     const auto info = primerl::detect_generation(document);
     throw input_error(document.source_name() + ": a post-v0.8.0 Prime-RL config (" + info.evidence +
                       "); its checkpoints live in <output_dir>/<run.name>/checkpoints/step_N/"
                       "{trainer,orchestrator}: list them with --output-dir RUN_DIR --ranks N");
   }
-  const int ranks = expected_trainer_ranks(document);
-  const std::string *output = string_at(document, {"output_dir"}, "output_dir");
-  fs::path output_dir = output != nullptr ? fs::path(*output) : fs::path("outputs");
+  const LaunchFacts facts = launch_facts(document);
+  // Relative to the directory the run's container worked in, as previews resolve it.
+  fs::path output_dir(facts.output_dir);
   if (output_dir.is_relative()) {
-    output_dir = cwd / output_dir;
+    output_dir = working_dir / output_dir;
   }
   output_dir = output_dir.lexically_normal();
   if (!output_dir.empty() && output_dir.filename().empty()) {
@@ -59,7 +71,7 @@ CheckpointSource source_from_toml(const toml::Document &document, const fs::path
   source.output_dir = output_dir;
   source.trainer_root = output_dir / "checkpoints";
   source.orchestrator_root = output_dir / "run_default" / "checkpoints";
-  source.expected_ranks = ranks;
+  source.expected_ranks = facts.ranks;
   // ckpt.output_dir (shared, v0.8.0) or trainer.ckpt.output_dir relocates the trainer's root only.
   const std::string *relocated = string_at(document, {"ckpt", "output_dir"}, "ckpt.output_dir");
   if (relocated == nullptr) {
@@ -68,7 +80,7 @@ CheckpointSource source_from_toml(const toml::Document &document, const fs::path
   if (relocated != nullptr) {
     fs::path root(*relocated);
     source.trainer_root =
-        ((root.is_relative() ? cwd / root : root) / "checkpoints").lexically_normal();
+        ((root.is_relative() ? working_dir / root : root) / "checkpoints").lexically_normal();
   }
   return source;
 }

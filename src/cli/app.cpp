@@ -205,7 +205,11 @@ std::vector<std::string> prepare(CLI::App &root, CommandTree &tree, std::vector<
     error.add_context("run 'primebeaker " + joined + " --help' for what each does");
     throw error;
   }
-  return rewrite_fire_negations(*path.command, std::move(args));
+  args = rewrite_fire_negations(*path.command, std::move(args));
+  if (!path.help_requested) {
+    check_flags(root, args); // CLI11 would say "--toml is required" about a typo of --toml
+  }
+  return args;
 }
 
 int run_parsed(std::vector<std::string> args) {

@@ -3,6 +3,8 @@
 #include <primebeaker/cli/dispatch.hpp>
 #include <primebeaker/core/error.hpp>
 
+#include <algorithm>
+
 namespace pb::cli {
 
 namespace {
@@ -37,6 +39,75 @@ std::string joined(const std::vector<std::string> &names, std::string_view separ
   return out;
 }
 
+CLI::App *subcommand_named(CLI::App &app, const std::string &token) {
+  for (CLI::App *sub : subcommands_of(app)) {
+    if (sub->check_name(token)) {
+      return sub;
+    }
+  }
+  return nullptr;
+}
+
+// Whether CLI11 reads `token` as an option of `app` (its _recognize): "--name..." or "-x...",
+// the name starting with a valid character; "-5" is a value unless `app` has an option "-5".
+bool reads_as_flag(const CLI::App &app, const std::string &token) {
+  if (token.size() < 2 || token[0] != '-') {
+    return false;
+  }
+  const bool long_form = token[1] == '-';
+  if (long_form && token.size() < 3) {
+    return false; // "--" ends the options
+  }
+  const char first = token[long_form ? 2 : 1];
+  if (first == '-' || first == '!' || first == ' ' || first == '\n') {
+    return false;
+  }
+  if (!long_form && first >= '0' && first <= '9') {
+    return app.get_option_no_throw(token.substr(0, 2)) != nullptr;
+  }
+  return true;
+}
+
+// How many following words CLI11 takes as the option's value whatever they look like.
+std::size_t values_taken(const CLI::Option &option) {
+  return static_cast<std::size_t>(
+      std::max(0, std::min(option.get_type_size_min(), option.get_items_expected_min())));
+}
+
+// The long names (without "--") of the options `app` accepts: its own and those of the
+// parents it falls through to, as listed in its help.
+std::vector<std::string> long_flag_names(const CLI::App &app) {
+  std::vector<std::string> names;
+  for (const CLI::App *at = &app; at != nullptr; at = at->get_parent()) {
+    for (const CLI::Option *option : at->get_options()) {
+      if (option->get_group().empty()) {
+        continue; // hidden
+      }
+      for (const auto &name : option->get_lnames()) {
+        names.push_back(name);
+      }
+    }
+    if (!at->get_fallthrough()) {
+      break;
+    }
+  }
+  return names;
+}
+
+Error unknown_flag(const CLI::App &command,
+                   const std::vector<std::string> &names,
+                   const std::string &flag) {
+  const std::string path = joined(names, " ");
+  std::string message =
+      "unknown flag '" + flag + "' for '" + (path.empty() ? "primebeaker" : path) + "'";
+  const std::string typed = flag.substr(flag.find_first_not_of('-'));
+  const auto suggestion =
+      typed.size() > 1 ? closest_name(typed, long_flag_names(command)) : std::nullopt;
+  message += suggestion ? "; did you mean '--" + *suggestion + "'? Run" : "; run";
+  message += " 'primebeaker " + (path.empty() ? "" : path + " ") + "--help' for its flags";
+  return usage_error(message);
+}
+
 } // namespace
 
 CommandPath match_command_path(CLI::App &root, const std::vector<std::string> &args) {
@@ -65,13 +136,7 @@ CommandPath match_command_path(CLI::App &root, const std::vector<std::string> &a
       continue;
     }
     const auto subcommands = subcommands_of(*path.command);
-    CLI::App *next = nullptr;
-    for (CLI::App *sub : subcommands) {
-      if (sub->check_name(token)) {
-        next = sub;
-        break;
-      }
-    }
+    CLI::App *next = subcommand_named(*path.command, token);
     if (next != nullptr) {
       path.command = next;
       path.names.push_back(next->get_name());
@@ -125,6 +190,57 @@ std::vector<std::string> rewrite_fire_negations(const CLI::App &command,
     }
   }
   return args;
+}
+
+void check_flags(CLI::App &root, const std::vector<std::string> &args) {
+  CLI::App *command = &root;
+  std::vector<std::string> names;
+  bool at_leaf = false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string &token = args[i];
+    if (token == "--") {
+      break;
+    }
+    if (!reads_as_flag(*command, token)) {
+      if (!at_leaf) {
+        if (CLI::App *next = subcommand_named(*command, token)) {
+          command = next;
+          names.push_back(next->get_name());
+        } else {
+          at_leaf = true; // a positional argument
+        }
+      }
+      continue;
+    }
+    if (command->get_allow_extras()) {
+      continue; // the command keeps the words it does not know (services field flags)
+    }
+    if (token[1] == '-') {
+      const std::size_t equals = token.find('=');
+      const std::string name = token.substr(0, equals);
+      const CLI::Option *option = find_option(*command, name);
+      if (option == nullptr) {
+        throw unknown_flag(*command, names, name);
+      }
+      if (equals == std::string::npos && takes_value(*option)) {
+        i += values_taken(*option);
+      }
+      continue;
+    }
+    // "-v", "-vv" (flags stacked), "-o FILE", "-oFILE".
+    for (std::size_t j = 1; j < token.size(); ++j) {
+      const CLI::Option *option = find_option(*command, std::string{'-', token[j]});
+      if (option == nullptr) {
+        throw unknown_flag(*command, names, j == 1 ? token : std::string{'-', token[j]});
+      }
+      if (takes_value(*option)) {
+        if (j + 1 == token.size()) {
+          i += values_taken(*option);
+        }
+        break;
+      }
+    }
+  }
 }
 
 } // namespace pb::cli

@@ -3,6 +3,7 @@
 // pb::primerl::bundled_environment_modules(), which the legacy id rewrite uses; a test keeps
 // the two equal.
 #include <primebeaker/core/error.hpp>
+#include <primebeaker/core/spelling.hpp>
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/environments/catalog.hpp>
 
@@ -713,12 +714,92 @@ const Environment *find_environment(std::string_view name) {
   return nullptr;
 }
 
+namespace {
+
+// The module part of what a user typed: without ":load_environment" (or another attribute), the
+// directories of a file path and ".py".
+std::string_view module_part(std::string_view typed) {
+  std::string_view path = typed.substr(0, typed.find(':'));
+  if (const auto slash = path.rfind('/'); slash != std::string_view::npos) {
+    path = path.substr(slash + 1);
+  }
+  if (path.size() > 3 && path.substr(path.size() - 3) == ".py") {
+    path.remove_suffix(3);
+  }
+  return path;
+}
+
+// "did you mean": the closest name, alias or module stem to the last component of `typed`, in
+// the form it was typed (a module path keeps its package and attribute). Empty when none is.
+std::string closest_environment(std::string_view typed) {
+  const std::string_view path = module_part(typed);
+  const auto dot = path.rfind('.');
+  const std::string_view last = dot == std::string_view::npos ? path : path.substr(dot + 1);
+  const bool module_form = last.size() != typed.size(); // a package, directory, ".py" or ":"
+  // Compared with '_' and '-' alike ("tool_lable" is two edits from "tool-label"); a module
+  // also as its stem without "_env" ("...jtc_label" means jtc_label_env).
+  std::vector<std::string> spelled;
+  std::vector<std::string_view> meant;
+  const auto add = [&](std::string_view as, std::string_view candidate) {
+    spelled.push_back(text::kebab_case(as));
+    meant.push_back(candidate);
+  };
+  for (const auto &entry : k_entries) {
+    if (!module_form) {
+      add(entry.name, entry.name);
+      if (!entry.alias.empty()) {
+        add(entry.alias, entry.alias);
+      }
+    }
+    add(entry.module, entry.module);
+    if (entry.module.ends_with("_env")) {
+      add(entry.module.substr(0, entry.module.size() - 4), entry.module);
+    }
+  }
+  const std::string best = text::closest_match(text::kebab_case(last), spelled);
+  if (best.empty()) {
+    return {};
+  }
+  const std::string original(meant[static_cast<std::size_t>(
+      std::find(spelled.begin(), spelled.end(), best) - spelled.begin())]);
+  if (!module_form) {
+    return original;
+  }
+  const std::size_t at = static_cast<std::size_t>(last.data() - typed.data());
+  return std::string(typed.substr(0, at)) + original + std::string(typed.substr(at + last.size()));
+}
+
+} // namespace
+
+const Environment *lookup_environment(std::string_view typed) {
+  const std::string_view text = text::trim(typed);
+  if (const Environment *e = find_environment(text)) {
+    return e; // a name, an alias (either spelling, with ".py") or a module stem
+  }
+  const std::string_view path = module_part(text);
+  if (path.empty()) {
+    return nullptr;
+  }
+  if (path.size() != text.size()) {
+    if (const Environment *e = find_environment(path)) {
+      return e; // "jtc_label_env.py", ".../jtc_label_env.py", "label:load_environment"
+    }
+  }
+  return environment_for_id(path); // "primebeaker.environments.jtc_label_env"
+}
+
 const Environment &resolve(std::string_view name) {
-  if (const Environment *e = find_environment(name)) {
+  if (const Environment *e = lookup_environment(name)) {
     return *e;
   }
-  throw input_error(fmt::format(
-      "unknown environment '{}'; choose one of: {}", name, text::join(registry_keys(), ", ")));
+  Error error = input_error(fmt::format("unknown environment '{}'", name));
+  if (const std::string suggestion = closest_environment(text::trim(name)); !suggestion.empty()) {
+    error.add_context(fmt::format("did you mean '{}'?", suggestion));
+  }
+  error.add_context(fmt::format(
+      "run 'primebeaker environments list' for the {} environments, their aliases and modules",
+      k_catalog_size));
+  throw error;
 }
 
 const Environment *environment_for_id(std::string_view id) {

@@ -13,12 +13,61 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <array>
 #include <fstream>
 #include <iostream>
 #include <iterator>
 
 namespace pb::environments {
 namespace {
+
+// What NAME may be (catalog.hpp, lookup_environment).
+constexpr const char *k_name_help =
+    "name, legacy alias, module or module path as TOMLs name it "
+    "(label, jtc-label, jtc_label_env, primebeaker.environments.jtc_label_env)";
+
+struct ListOptions {
+  bool json = false;
+  bool keys = false;
+};
+
+// One row per environment, its aliases in a column (the names a TOML or `show` accepts).
+void run_list(const ListOptions &o) {
+  if (o.json && o.keys) {
+    throw usage_error("environments list takes --json or --keys, not both");
+  }
+  if (o.keys) {
+    for (const auto &key : registry_keys()) {
+      std::cout << key << '\n';
+    }
+    return;
+  }
+  if (o.json) {
+    OrderedJson all = OrderedJson::array();
+    for (const auto &e : catalog()) {
+      all.push_back(describe(e));
+    }
+    print_json(std::cout, all);
+    return;
+  }
+  std::vector<std::array<std::string, 3>> rows = {{"NAME", "ALIASES", "MODULE"}};
+  for (const auto &e : catalog()) {
+    rows.push_back({e.name,
+                    e.aliases.empty() ? "-" : fmt::format("{}", fmt::join(e.aliases, ", ")),
+                    e.module});
+  }
+  std::size_t name_width = 0;
+  std::size_t alias_width = 0;
+  for (const auto &row : rows) {
+    name_width = std::max(name_width, row[0].size());
+    alias_width = std::max(alias_width, row[1].size());
+  }
+  for (const auto &row : rows) {
+    std::cout << fmt::format(
+        "{:<{}}  {:<{}}  {}\n", row[0], name_width, row[1], alias_width, row[2]);
+  }
+}
 
 struct ShowOptions {
   std::string name;
@@ -116,34 +165,31 @@ void register_commands(pb::cli::CommandTree &tree) {
   tree.command({"environments"}, "The bundled Verifiers environments (docs/environments.md)");
 
   auto &list = tree.command({"environments", "list"},
-                            "Print the 31 registry keys (names and legacy aliases), sorted");
-  auto &list_json = tree.make_options<bool>();
-  list.add_flag("--json", list_json, "Print the whole catalog as JSON");
-  list.callback([&list_json] {
-    if (list_json) {
-      OrderedJson all = OrderedJson::array();
-      for (const auto &e : catalog()) {
-        all.push_back(describe(e));
-      }
-      print_json(std::cout, all);
-      return;
-    }
-    for (const auto &key : registry_keys()) {
-      std::cout << key << '\n';
-    }
-  });
+                            "Print the 16 environments: name, legacy aliases, module");
+  auto &list_options = tree.make_options<ListOptions>();
+  list.add_flag("--json",
+                list_options.json,
+                "Print the whole catalog as JSON (per environment: name, module, entry_point, "
+                "aliases, ..., as `show --json`)");
+  list.add_flag("--keys",
+                list_options.keys,
+                "Print the 31 names and aliases one per line, sorted (the reference's "
+                "`python -m primebeaker.environments`)");
+  list.footer("A TOML names an environment by its module: id = "
+              "\"primebeaker.environments.<MODULE>\". `environments show NAME` describes one.");
+  list.callback([&list_options] { run_list(list_options); });
 
   auto &resolve_name = tree.make_options<std::string>();
   auto &resolve_cmd = tree.command({"environments", "resolve"},
                                    "Print primebeaker.environments.<module>:load_environment");
-  resolve_cmd.add_option("NAME", resolve_name, "registry name, alias or module stem").required();
+  resolve_cmd.add_option("NAME", resolve_name, k_name_help).required();
   resolve_cmd.callback(
       [&resolve_name] { std::cout << resolve(resolve_name).entry_point() << '\n'; });
 
   auto &show = tree.make_options<ShowOptions>();
   auto &show_cmd = tree.command({"environments", "show"},
                                 "Describe an environment: parameters, tools, rewards, services");
-  show_cmd.add_option("NAME", show.name, "registry name, alias or module stem").required();
+  show_cmd.add_option("NAME", show.name, k_name_help).required();
   show_cmd.add_flag("--json", show.json, "Print JSON");
   show_cmd.callback([&show] {
     const Environment &e = resolve(show.name);

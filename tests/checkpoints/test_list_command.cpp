@@ -43,6 +43,7 @@ TEST(CheckpointsList, JsonListsEveryStepAndTheSelection) {
     "output_dir": ")" + out + R"(",
     "trainer_root": ")" + out + R"(/checkpoints",
     "orchestrator_root": ")" + out + R"(/run_default/checkpoints",
+    "trainer_root_exists": true,
     "orchestrator_root_exists": true,
     "steps": [
       {"step": 10, "name": "step_10", "complete": true, "missing": [], "trainer_shards": 2,
@@ -98,8 +99,9 @@ TEST(CheckpointsList, FromTomlAndRelativeOutputDir) {
       "[inference.parallel]\ndp = 12\n[wandb]\nproject = \"p\"\nname = \"n\"\n");
   pb::test::RunOptions options;
   options.cwd = tmp / "work";
-  const auto result =
-      run_primebeaker({"checkpoints", "list", "--toml", "rl.toml", "--json"}, options);
+  // As previews: relative to the run's --working-dir (here relative to the cwd itself).
+  const auto result = run_primebeaker(
+      {"checkpoints", "list", "--toml", "rl.toml", "--working-dir", ".", "--json"}, options);
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const auto json = nlohmann::json::parse(result.out);
   EXPECT_EQ(json["expected_ranks"], 4);
@@ -110,10 +112,98 @@ TEST(CheckpointsList, FromTomlAndRelativeOutputDir) {
       nlohmann::json::parse(
           R"(["checkpoints/step_6/trainer/__2_0.distcp", "checkpoints/step_6/trainer/__3_0.distcp"])"));
 
+  const auto absolute = run_primebeaker({"checkpoints",
+                                         "list",
+                                         "--toml",
+                                         "rl.toml",
+                                         "--working_dir",
+                                         (tmp / "work").string(),
+                                         "--json"},
+                                        options);
+  ASSERT_EQ(absolute.exit_code, 0) << absolute.err;
+  EXPECT_EQ(absolute.out, result.out);
+  // Without --working-dir, the previews' default: /weka, whatever the cwd.
+  const auto by_default =
+      run_primebeaker({"checkpoints", "list", "--toml", "rl.toml", "--json"}, options);
+  ASSERT_EQ(by_default.exit_code, 0) << by_default.err;
+  EXPECT_EQ(nlohmann::json::parse(by_default.out)["output_dir"], "/weka/out");
+
+  // --output-dir is a path on this machine: relative to the cwd.
   const auto relative = run_primebeaker(
       {"checkpoints", "list", "--output-dir", "out", "--ranks", "4", "--json"}, options);
   ASSERT_EQ(relative.exit_code, 0) << relative.err;
   EXPECT_EQ(nlohmann::json::parse(relative.out)["output_dir"], (tmp / "work/out").string());
+}
+
+// Before the first checkpoint: no steps, exit 0, whether the output directory or only its
+// checkpoints/ is missing, from --output-dir or --toml, listed whole or --latest.
+TEST(CheckpointsList, BeforeTheFirstCheckpointListsNoSteps) {
+  TempDir tmp;
+  fs::create_directories(tmp / "started/logs");
+  for (const std::string dir : {"started", "not-yet-created"}) {
+    const std::string out = (tmp / dir).string();
+    for (const bool latest : {false, true}) {
+      std::vector<std::string> args = {
+          "checkpoints", "list", "--output-dir", out, "--ranks", "2", "--json"};
+      if (latest) {
+        args.emplace_back("--latest");
+      }
+      const auto json = run_primebeaker(args);
+      ASSERT_EQ(json.exit_code, 0) << dir << ": " << json.err;
+      const auto parsed = nlohmann::json::parse(json.out);
+      EXPECT_TRUE(parsed["selected_step"].is_null());
+      EXPECT_EQ(parsed["steps"], nlohmann::json::array());
+      EXPECT_EQ(parsed["layout"], "v0.8.0");
+      EXPECT_EQ(parsed["trainer_root_exists"], false);
+      EXPECT_EQ(parsed["orchestrator_root_exists"], false);
+      EXPECT_EQ(parsed["trainer_root"], out + "/checkpoints");
+    }
+    const auto table =
+        run_primebeaker({"checkpoints", "list", "--output-dir", out, "--ranks", "2"});
+    ASSERT_EQ(table.exit_code, 0) << table.err;
+    EXPECT_EQ(
+        table.out,
+        "Checkpoints in " + out +
+            " (Prime-RL v0.8.0 layout), 2 trainer ranks per step\n"
+            "No trainer checkpoint root (yet): " +
+            out +
+            "/checkpoints\n"
+            "No orchestrator checkpoint root: " +
+            out +
+            "/run_default/checkpoints\n"
+            "No step directories.\n"
+            "No step is complete for both trainer and orchestrator: a resume would refuse.\n");
+  }
+  pb::test::write_file(
+      tmp / "rl.toml",
+      "output_dir = \"started\"\n"
+      "[deployment]\ntype = \"single_node\"\ngpus_per_node = 2\nnum_train_gpus = 1\n"
+      "num_infer_gpus = 1\n[wandb]\nproject = \"p\"\nname = \"n\"\n[orchestrator]\n");
+  const auto from_toml = run_primebeaker({"checkpoints",
+                                          "list",
+                                          "--toml",
+                                          (tmp / "rl.toml").string(),
+                                          "--working-dir",
+                                          tmp.path().string(),
+                                          "--json"});
+  ASSERT_EQ(from_toml.exit_code, 0) << from_toml.err;
+  EXPECT_EQ(nlohmann::json::parse(from_toml.out)["output_dir"], (tmp / "started").string());
+  // A root that exists but cannot be listed is still an error.
+  pb::test::write_file(tmp / "file/checkpoints", "not a directory");
+  const auto unreadable = run_primebeaker(
+      {"checkpoints", "list", "--output-dir", (tmp / "file").string(), "--ranks", "1"});
+  EXPECT_EQ(unreadable.exit_code, 1) << unreadable.out;
+  EXPECT_NE(unreadable.err.find("cannot read the trainer checkpoint root"), std::string::npos)
+      << unreadable.err;
+}
+
+TEST(CheckpointsList, HelpSaysWhichFlagsGoTogether) {
+  const auto help = run_primebeaker({"checkpoints", "list", "--help"});
+  ASSERT_EQ(help.exit_code, 0) << help.err;
+  for (const char *text :
+       {"required with --output-dir", "--working-dir", "--output-dir DIR --ranks N"}) {
+    EXPECT_NE(help.out.find(text), std::string::npos) << text << "\n" << help.out;
+  }
 }
 
 TEST(CheckpointsList, LatestStopsAtTheStepAResumeWouldUse) {
@@ -200,9 +290,9 @@ TEST(CheckpointsList, UsageErrors) {
   check({"checkpoints", "list", "--toml", "a.toml", "--ranks", "2"},
         2,
         "--ranks goes with --output-dir");
-  check({"checkpoints", "list", "--output-dir", (tmp / "none").string(), "--ranks", "1"},
-        1,
-        "trainer checkpoint root not found: " + (tmp / "none/checkpoints").string());
+  check({"checkpoints", "list", "--output-dir", "b", "--ranks", "1", "--working-dir", "/w"},
+        2,
+        "--working-dir goes with --toml");
   pb::test::write_file(tmp / "bad.toml", "[deployment]\ntype = \"cluster\"\n");
   check({"checkpoints", "list", "--toml", (tmp / "bad.toml").string()},
         3,

@@ -330,9 +330,25 @@ TEST(CheckpointScan, NoCompleteStepAtAll) {
 
 TEST(CheckpointScan, MissingRoots) {
   TempDir tmp;
-  const auto error = thrown_error([&] { list_steps(v080(tmp / "out", 1)); });
+  // Before the first checkpoint: no steps, nothing to resume from.
+  const auto empty = list_steps(v080(tmp / "out", 1));
+  EXPECT_FALSE(empty.trainer_root_exists);
+  EXPECT_FALSE(empty.orchestrator_root_exists);
+  EXPECT_TRUE(empty.steps.empty());
+  EXPECT_TRUE(list_latest(v080(tmp / "out", 1)).steps.empty());
+  EXPECT_TRUE(list_latest(v080(tmp / "out", 1), 5).steps.empty());
+  // The orchestrator may be first: its steps are listed, each without its trainer side.
+  pb::test::write_file(tmp / "early/run_default/checkpoints/step_1/orchestrator/progress.pt", "p");
+  const auto early = evaluate(list_steps(v080(tmp / "early", 1)));
+  ASSERT_EQ(early.size(), 1U);
+  EXPECT_FALSE(early[0].complete);
+  EXPECT_EQ(early[0].missing, Lines{"checkpoints/step_1/trainer"});
+  // A root that is there but cannot be listed is an error.
+  pb::test::write_file(tmp / "file/checkpoints", "x");
+  const auto error = thrown_error([&] { list_steps(v080(tmp / "file", 1)); });
   EXPECT_EQ(error.what(),
-            "trainer checkpoint root not found: " + (tmp / "out/checkpoints").string());
+            "cannot read the trainer checkpoint root " + (tmp / "file/checkpoints").string() +
+                " (Not a directory)");
   EXPECT_EQ(error.code(), 1);
   // Trainer checkpoints without any orchestrator root: listed, every step lacks progress.pt.
   CheckpointTree tree(tmp / "out");
@@ -461,8 +477,11 @@ TEST(CheckpointScan, PostV080LayoutIsDetectedAndScannedInPlace) {
   EXPECT_NE(std::string(ambiguous.what()).find("holds 2 post-v0.8.0 run directories"),
             std::string::npos);
   EXPECT_EQ(ambiguous.context().size(), 2U);
-  EXPECT_EQ(thrown_error([&] { detect_source(tmp / "empty", 1); }).what(),
-            "trainer checkpoint root not found: " + (tmp / "empty/checkpoints").string());
+  // Nothing written yet: v0.8.0, the primary target, which lists no steps.
+  const auto empty = detect_source(tmp / "empty", 1);
+  EXPECT_EQ(empty.layout, Layout::v0_8_0);
+  EXPECT_EQ(empty.trainer_root, tmp / "empty/checkpoints");
+  EXPECT_TRUE(list_steps(empty).steps.empty());
 }
 
 // Randomised trees against an independent oracle written with std::filesystem: whatever the

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace {
 
 using pb::test::run_primebeaker;
@@ -137,6 +139,67 @@ TEST(Cli, SubcommandTypoSuggestsTheSubcommand) {
   EXPECT_TRUE(contains(r.err, "primebeaker: error: unknown command 'rl prevew'")) << r.err;
   EXPECT_TRUE(contains(r.err, "did you mean 'rl preview'?")) << r.err;
   EXPECT_FALSE(contains(r.err, "subcommand is required")) << r.err;
+}
+
+// A misspelt flag is named, with the closest flag of that command and its --help, in one line
+// (CLI11 said "--toml is required" about --tom, and "not expected: x --mountpath").
+TEST(Cli, UnknownFlagNamesItAndSuggestsTheNearest) {
+  const auto typo = run_primebeaker({"rl", "preview", "--tom", "rl.toml"});
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_EQ(typo.err,
+            "primebeaker: error: unknown flag '--tom' for 'rl preview'; did you mean '--toml'? "
+            "Run 'primebeaker rl preview --help' for its flags\n");
+  EXPECT_TRUE(typo.out.empty());
+  const auto with_value =
+      run_primebeaker({"rl", "preview", "--toml", "x.toml", "--mountpath", "x"});
+  EXPECT_EQ(with_value.exit_code, 2);
+  EXPECT_EQ(with_value.err,
+            "primebeaker: error: unknown flag '--mountpath' for 'rl preview'; did you mean "
+            "'--mount-path'? Run 'primebeaker rl preview --help' for its flags\n");
+  // --help still wins over the typo.
+  EXPECT_EQ(run_primebeaker({"rl", "preview", "--tom", "--help"}).exit_code, 0);
+}
+
+TEST(Cli, UnknownFlagIsReportedTheSameForEveryCommand) {
+  pb::test::TempDir dir;
+  pb::test::write_file(dir / "a.toml", "x = 1\n");
+  const std::string file = (dir / "a.toml").string();
+  struct Case {
+    std::vector<std::string> args;
+    std::string command;
+    std::string flag;
+    std::string suggestion;
+  };
+  const std::vector<Case> cases = {
+      {{"checkpoints", "list", "--outputdir", "d", "--ranks", "1"},
+       "checkpoints list",
+       "--outputdir",
+       "--output-dir"},
+      {{"toml", "get", "--formt", "json", file, "x"}, "toml get", "--formt", "--format"},
+      {{"environments", "show", "label", "--jsno"}, "environments show", "--jsno", "--json"},
+      {{"-v", "sft", "preview", "--toml", file, "--dry_rn"}, "sft preview", "--dry_rn", ""},
+      {{"rl", "submit", "--toml", file, "--folow"}, "rl submit", "--folow", "--follow"},
+      {{"registry", "--verbos", "list"}, "registry", "--verbos", "--verbose"},
+  };
+  for (const auto &c : cases) {
+    const auto r = run_primebeaker(c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.command << ": " << r.err;
+    const std::string start =
+        "primebeaker: error: unknown flag '" + c.flag + "' for '" + c.command + "'";
+    EXPECT_EQ(r.err.rfind(start, 0), 0U) << r.err;
+    if (!c.suggestion.empty()) {
+      EXPECT_TRUE(contains(r.err, "did you mean '" + c.suggestion + "'?")) << r.err;
+    }
+    EXPECT_TRUE(contains(r.err, "'primebeaker " + c.command + " --help' for its flags\n")) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err;
+  }
+  // A value that looks like a flag is a value; a negative number is one too.
+  const auto value = run_primebeaker({"toml", "set", file, "x", "-5", "--type", "integer"});
+  EXPECT_EQ(value.exit_code, 0) << value.err;
+  // services field flags are LiteRegistry's to judge, not refused here.
+  const auto fields = run_primebeaker(
+      {"services", "preview", "--no-such-field", "1", "--python", "/nonexistent/python3"});
+  EXPECT_FALSE(contains(fields.err, "unknown flag")) << fields.err;
 }
 
 TEST(Cli, GroupWithoutSubcommandListsItsCommands) {

@@ -107,6 +107,82 @@ TEST(CommandTreeLeaf, BuildsOnlyTheLeavesArgvNames) {
             (Names{"rl preview", "rl submit"}));
 }
 
+// Unknown flags are named with the command they follow, the closest flag of that command and
+// its --help, before CLI11 parses (it would say "--toml is required" about "--tom").
+TEST(CheckFlags, UnknownFlagIsNamedWithSuggestionAndHelp) {
+  Tree t;
+  using pb::cli::check_flags;
+  EXPECT_PB_ERROR(check_flags(t.root, {"rl", "preview", "--tom", "rl.toml"}),
+                  pb::ExitCode::usage,
+                  "unknown flag '--tom' for 'rl preview'; did you mean '--toml'? Run "
+                  "'primebeaker rl preview --help' for its flags");
+  // A value-taking typo: the flag is named, not the value after it.
+  EXPECT_PB_ERROR(check_flags(t.root, {"rl", "preview", "--toml", "x.toml", "--note", "n"}),
+                  pb::ExitCode::usage,
+                  "unknown flag '--note' for 'rl preview'; did you mean '--notes'?");
+  EXPECT_PB_ERROR(check_flags(t.root, {"rl", "preview", "--tom=x.toml"}),
+                  pb::ExitCode::usage,
+                  "unknown flag '--tom' for 'rl preview'; did you mean '--toml'?");
+  // Snake case, and a root flag misspelt after the command.
+  EXPECT_PB_ERROR(check_flags(t.root, {"rl", "preview", "--write_spc"}),
+                  pb::ExitCode::usage,
+                  "did you mean '--write_spec'?");
+  EXPECT_PB_ERROR(check_flags(t.root, {"rl", "preview", "--verbos"}),
+                  pb::ExitCode::usage,
+                  "did you mean '--verbose'?");
+  // Nothing close: no suggestion, still the help.
+  EXPECT_PB_ERROR(check_flags(t.root, {"rl", "preview", "--zzzzzz"}),
+                  pb::ExitCode::usage,
+                  "unknown flag '--zzzzzz' for 'rl preview'; run 'primebeaker rl preview --help' "
+                  "for its flags");
+  // A sibling's flag, a flag before the command, short flags.
+  EXPECT_PB_ERROR(check_flags(t.root, {"rl", "submit", "--toml", "x"}),
+                  pb::ExitCode::usage,
+                  "unknown flag '--toml' for 'rl submit'");
+  EXPECT_PB_ERROR(check_flags(t.root, {"--verbse", "rl", "preview"}),
+                  pb::ExitCode::usage,
+                  "unknown flag '--verbse' for 'primebeaker'; did you mean '--verbose'? Run "
+                  "'primebeaker --help' for its flags");
+  EXPECT_PB_ERROR(check_flags(t.root, {"rl", "-x"}),
+                  pb::ExitCode::usage,
+                  "unknown flag '-x' for 'rl'; run 'primebeaker rl --help'");
+  EXPECT_PB_ERROR(
+      check_flags(t.root, {"rl", "preview", "-vx"}), pb::ExitCode::usage, "unknown flag '-x'");
+  EXPECT_PB_ERROR(check_flags(t.root, {"rl", "preview", "-toml", "x"}),
+                  pb::ExitCode::usage,
+                  "unknown flag '-toml' for 'rl preview'; did you mean '--toml'?");
+  // Fire negations the command does not know stay unknown.
+  EXPECT_PB_ERROR(check_flags(t.root, {"rl", "preview", "--nobogus"}),
+                  pb::ExitCode::usage,
+                  "unknown flag '--nobogus'");
+}
+
+TEST(CheckFlags, KnownFlagsAndValuesPass) {
+  Tree t;
+  // Values are skipped as CLI11 takes them, even when they look like flags; "-5" is a value;
+  // nothing after "--" is looked at; stacked short flags are each known.
+  EXPECT_NO_THROW(pb::cli::check_flags(t.root,
+                                       {"-vv",
+                                        "rl",
+                                        "-v",
+                                        "preview",
+                                        "--toml",
+                                        "--not-a-flag",
+                                        "--notes=--x",
+                                        "--write-spec",
+                                        "--no_write_spec",
+                                        "--if-exists=false",
+                                        "-5",
+                                        "--verbose",
+                                        "--",
+                                        "--anything"}));
+  // A command that keeps unknown words (services field flags) is not checked.
+  auto &extras = t.tree.command({"services", "preview"}, "Preview");
+  extras.allow_extras();
+  extras.fallthrough(false);
+  EXPECT_NO_THROW(pb::cli::check_flags(t.root, {"services", "preview", "--any-field", "1"}));
+}
+
 TEST(FireNegation, RewritesOnlyWhatTheCommandKnows) {
   Tree t;
   CLI::App &preview = *t.root.get_subcommand("rl")->get_subcommand("preview");

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "test_support.hpp"
 
+#include <primebeaker/core/text.hpp>
 #include <primebeaker/environments/catalog.hpp>
 #include <primebeaker/environments/validate.hpp>
 #include <primebeaker/primerl/environments.hpp>
@@ -77,16 +78,65 @@ TEST(Catalog, ResolutionRules) {
   EXPECT_EQ(resolve("podman-terminal-verifier").module, "podman_terminal_env");
   EXPECT_EQ(resolve("search-agent-webterminal").behaviour, Behaviour::search_agent);
   EXPECT_EQ(find_environment("jtc-label-env"), nullptr);
+  EXPECT_PB_ERROR(resolve("nope"), 3, "unknown environment 'nope'");
   EXPECT_PB_ERROR(
-      resolve("nope"),
-      3,
-      "unknown environment 'nope'; choose one of: articulated-harness, code-tool-label");
+      resolve("nope"), 3, "run 'primebeaker environments list' for the 16 environments");
   EXPECT_EQ(environment_for_id("primebeaker.environments.podman_terminal_env")->name,
             "podman-terminal");
   EXPECT_EQ(environment_for_id("primebeaker.environments.jtc_label_env:load_environment")->name,
             "label");
   EXPECT_EQ(environment_for_id("someone.else.env"), nullptr);
   EXPECT_EQ(environment_for_id("tool-label")->module, "jtc_tool_label_env");
+}
+
+// What users type, from docs/environments.md and the ids of the examples' TOMLs.
+TEST(Catalog, LookupAcceptsModuleIdsAndPaths) {
+  const Environment *label = find_environment("label");
+  ASSERT_NE(label, nullptr);
+  for (const char *typed : {"label",
+                            "jtc-label",
+                            "jtc_label",
+                            "label.py",
+                            "jtc_label_env",
+                            "jtc_label_env.py",
+                            "primebeaker.environments.jtc_label_env",
+                            "primebeaker.environments.jtc_label_env:load_environment",
+                            "jtc.environments.jtc_label_env",
+                            "python/primebeaker/environments/jtc_label_env.py",
+                            "/opt/site-packages/primebeaker/environments/jtc_label_env.py",
+                            "label:load_environment",
+                            " primebeaker.environments.jtc_label_env "}) {
+    EXPECT_EQ(lookup_environment(typed), label) << typed;
+    EXPECT_EQ(&resolve(typed), label) << typed;
+  }
+  // Every module id the examples' TOMLs use.
+  for (const auto &e : catalog()) {
+    EXPECT_EQ(lookup_environment("primebeaker.environments." + e.module), &e) << e.module;
+    EXPECT_EQ(lookup_environment(e.entry_point()), &e) << e.module;
+  }
+  for (const char *unknown : {"", "primebeaker.environments", "someone.else.env", "x.py", "/"}) {
+    EXPECT_EQ(lookup_environment(unknown), nullptr) << unknown;
+  }
+}
+
+TEST(Catalog, UnknownEnvironmentSuggestsTheClosestInTheFormTyped) {
+  const auto suggestion = [](const std::string &typed) {
+    const Error error = test::thrown_error([&] { resolve(typed); });
+    EXPECT_EQ(error.code(), 3) << typed;
+    EXPECT_EQ(std::string(error.what()), "unknown environment '" + typed + "'");
+    return error.context().size() == 2 ? error.context().front() : std::string();
+  };
+  EXPECT_EQ(suggestion("lable"), "did you mean 'label'?");
+  EXPECT_EQ(suggestion("tool_lable"), "did you mean 'tool-label'?");
+  EXPECT_EQ(suggestion("podman-termnal"), "did you mean 'podman-terminal'?");
+  EXPECT_EQ(suggestion("jtc_lable_env"), "did you mean 'jtc_label_env'?");
+  EXPECT_EQ(suggestion("primebeaker.environments.jtc_lable_env"),
+            "did you mean 'primebeaker.environments.jtc_label_env'?");
+  EXPECT_EQ(suggestion("primebeaker.environments.jtc_label:load_environment"),
+            "did you mean 'primebeaker.environments.jtc_label_env:load_environment'?");
+  EXPECT_EQ(suggestion("primebeaker/environments/podman_terminl_env.py"),
+            "did you mean 'primebeaker/environments/podman_terminal_env.py'?");
+  EXPECT_EQ(suggestion("zzzzzzzz"), "");
 }
 
 std::vector<Problem> check(const std::string &name, const std::string &args_json) {
@@ -233,18 +283,66 @@ TEST(Validate, BundledExamplesAreClean) {
 }
 
 TEST(Cli, ListResolveShowValidate) {
+  // One row per environment, aliases in their own column.
   auto list = test::run_primebeaker({"environments", "list"});
   ASSERT_EQ(list.exit_code, 0) << list.err;
+  const auto rows = text::split(list.out, '\n');
+  ASSERT_EQ(rows.size(), 18u) << list.out; // header, 16 rows, "" after the last newline
+  EXPECT_EQ(rows[0].rfind("NAME ", 0), 0u) << rows[0];
+  EXPECT_NE(rows[0].find(" ALIASES "), std::string::npos) << rows[0];
+  EXPECT_NE(rows[0].find(" MODULE"), std::string::npos) << rows[0];
+  for (std::size_t i = 0; i < catalog().size(); ++i) {
+    const Environment &e = catalog()[i];
+    const std::string &row = rows[i + 1];
+    EXPECT_EQ(row.rfind(e.name + " ", 0), 0u) << row;
+    EXPECT_EQ(row.substr(row.size() - e.module.size()), e.module) << row;
+    EXPECT_NE(row.find(e.aliases.empty() ? std::string(" - ") : " " + e.aliases[0] + " "),
+              std::string::npos)
+        << row;
+  }
+  EXPECT_EQ(rows[1].find("articulated-harness"), 0u);
+  EXPECT_NE(rows[1].find("  -  "), std::string::npos) << "no alias: " << rows[1];
+  // --keys: the 31 names and aliases, as the reference's module CLI printed them.
+  auto keys = test::run_primebeaker({"environments", "list", "--keys"});
+  ASSERT_EQ(keys.exit_code, 0) << keys.err;
   std::string expected;
   for (const auto &key : registry_keys()) {
     expected += key + "\n";
   }
-  EXPECT_EQ(list.out, expected);
+  EXPECT_EQ(keys.out, expected);
+  // --json: the catalog, 16 objects with what scripts need to map any spelling to a module.
+  auto json = test::run_primebeaker({"environments", "list", "--json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto all = OrderedJson::parse(json.out);
+  ASSERT_EQ(all.size(), 16u);
+  EXPECT_EQ(all[0]["name"], "articulated-harness");
+  EXPECT_EQ(all[0]["entry_point"],
+            "primebeaker.environments.articulated_harness_env:load_environment");
+  EXPECT_TRUE(all[0]["aliases"].is_array());
+  EXPECT_EQ(test::run_primebeaker({"environments", "list", "--json", "--keys"}).exit_code, 2);
+
   auto resolved = test::run_primebeaker({"environments", "resolve", "jtc_label"});
   EXPECT_EQ(resolved.out, "primebeaker.environments.jtc_label_env:load_environment\n");
+  // The module id TOMLs contain, for resolve and show alike.
+  for (const char *command : {"resolve", "show"}) {
+    auto by_module =
+        test::run_primebeaker({"environments", command, "primebeaker.environments.jtc_label_env"});
+    EXPECT_EQ(by_module.exit_code, 0) << command << ": " << by_module.err;
+    EXPECT_NE(by_module.out.find("primebeaker.environments.jtc_label_env:load_environment"),
+              std::string::npos)
+        << by_module.out;
+  }
   auto unknown = test::run_primebeaker({"environments", "resolve", "nope"});
   EXPECT_EQ(unknown.exit_code, 3);
   EXPECT_NE(unknown.err.find("unknown environment 'nope'"), std::string::npos);
+  auto typo =
+      test::run_primebeaker({"environments", "show", "primebeaker.environments.jtc_lable_env"});
+  EXPECT_EQ(typo.exit_code, 3);
+  EXPECT_EQ(typo.err,
+            "primebeaker: error: unknown environment 'primebeaker.environments.jtc_lable_env'\n"
+            "  did you mean 'primebeaker.environments.jtc_label_env'?\n"
+            "  run 'primebeaker environments list' for the 16 environments, their aliases and "
+            "modules\n");
   auto show = test::run_primebeaker({"environments", "show", "podman-terminal", "--json"});
   ASSERT_EQ(show.exit_code, 0) << show.err;
   const auto described = OrderedJson::parse(show.out);

@@ -250,6 +250,31 @@ TEST_F(ServicesE2E, MissingPackageNamesThePipRequirement) {
   EXPECT_NE(result.err.find("cannot run no-such-python"), std::string::npos) << result.err;
 }
 
+// A new user reads examples/README.md before the error: both must name the same package, the
+// distribution of each stack's launcher (literegistry-base-deployment, literegistry-podman-beaker),
+// not LiteRegistry's registry client package `literegistry`.
+TEST_F(ServicesE2E, ExamplesReadmeNamesThePackagesTheMissingPackageErrorNames) {
+  const std::string readme = read_file(source_dir() / "examples/README.md");
+  const std::string docs = read_file(source_dir() / "docs/services.md");
+  RunOptions options;
+  options.path_prepend = {m_fakes.bin()};
+  const std::string prefix = "install it with: ";
+  for (const std::vector<std::string> &args :
+       {std::vector<std::string>{"services", "preview"},
+        std::vector<std::string>{"services", "podman", "preview"}}) {
+    const auto result = run_primebeaker(args, options);
+    EXPECT_EQ(result.exit_code, 4) << result.err;
+    const auto at = result.err.find(prefix);
+    ASSERT_NE(at, std::string::npos) << result.err;
+    const auto end = result.err.find('\n', at);
+    const std::string command = result.err.substr(at + prefix.size(), end - at - prefix.size());
+    EXPECT_EQ(command.rfind("python3 -m pip install literegistry-", 0), 0U) << command;
+    EXPECT_NE(readme.find(command), std::string::npos) << command << " not in examples/README.md";
+    EXPECT_NE(docs.find(command), std::string::npos) << command << " not in docs/services.md";
+  }
+  EXPECT_EQ(readme.find("pip install literegistry`"), std::string::npos);
+}
+
 TEST_F(ServicesE2E, PythonComesFromTheEnvironment) {
   // A wrapper interpreter proves PRIMEBEAKER_PYTHON is the one that runs.
   write_file(m_dir / "mypython",

@@ -33,8 +33,9 @@ struct CheckpointSource {
 
 // Locates the checkpoint roots under `output_dir` from what is on disk, and says which layout
 // it is: run_default/checkpoints beside checkpoints/ is v0.8.0; step_N/orchestrator/ inside
-// checkpoints/ (here or one run directory down) is post-v0.8.0. Reads directories only.
-// Throws pb::Error (exit 1) naming the missing trainer root when neither is found.
+// checkpoints/ (here or one run directory down) is post-v0.8.0; nothing of either (a run
+// before its first checkpoint) is v0.8.0, which lists no steps. Reads directories only.
+// Throws pb::Error (exit 1) when `output_dir` holds several post-v0.8.0 run directories.
 CheckpointSource detect_source(const std::filesystem::path &output_dir, int expected_ranks);
 
 // What one directory entry turned out to be. `size` is meaningful for `regular` only.
@@ -68,6 +69,7 @@ struct ScanStats {
 
 struct TreeListing {
   CheckpointSource source;
+  bool trainer_root_exists = false; // false: no checkpoint written yet (no trainer steps)
   bool orchestrator_root_exists = false;
   std::vector<StepListing> steps;   // ascending by step, then name
   std::vector<std::string> ignored; // entries of the roots that are not step_<N> directories
@@ -75,9 +77,10 @@ struct TreeListing {
 };
 
 // Lists the checkpoint tree of `source` (only step `only_name` when given). Symlinks are
-// followed; a dangling one counts as missing. Throws pb::Error (exit 1) when the trainer root
-// is not a directory. Never opens a file for reading. Large trees are listed by up to 4 worker
-// threads (PB_SCAN_WORKERS overrides, for benchmarks).
+// followed; a dangling one counts as missing. A trainer root that does not exist lists no
+// trainer steps (trainer_root_exists false); one that cannot be read (not a directory, no
+// permission) throws pb::Error (exit 1). Never opens a file for reading. Large trees are listed by
+// up to 4 worker threads (PB_SCAN_WORKERS overrides, for benchmarks).
 TreeListing list_steps(const CheckpointSource &source,
                        const std::optional<std::string> &only_name = std::nullopt);
 

@@ -15,11 +15,14 @@ namespace pb::checkpoints {
 // (primerl's validation); otherwise pb::Error (exit 3) naming FILE:LINE:COL. No I/O.
 int expected_trainer_ranks(const toml::Document &document);
 
-// The checkpoint source of a TOML: `output_dir` (relative to `cwd`, as Prime-RL resolves it;
-// default "outputs") and `ckpt.output_dir` / `trainer.ckpt.output_dir` for the trainer root when
-// set. A post-v0.8.0 config is refused (exit 3) with the directory layout to pass to
-// --output-dir instead. No I/O.
-CheckpointSource source_from_toml(const toml::Document &document, const std::filesystem::path &cwd);
+// The checkpoint source of a TOML: `output_dir` as a launch reads it (primerl; required), a
+// relative one resolved against `working_dir`, the directory the run's container worked in
+// (--working-dir of the launch, WORKING_DIR in its spec), as Prime-RL there and previews here
+// resolve it; `ckpt.output_dir` / `trainer.ckpt.output_dir` for the trainer root when set. A
+// post-v0.8.0 config is refused (exit 3) with the directory layout to pass to --output-dir
+// instead. No I/O.
+CheckpointSource source_from_toml(const toml::Document &document,
+                                  const std::filesystem::path &working_dir);
 
 // True when primerl detects the post-v0.8.0 generation from its keys (docs/checkpoints.md,
 // "Layouts"). No I/O.

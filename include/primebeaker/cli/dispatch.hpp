@@ -30,6 +30,14 @@ struct CommandPath {
 // a subcommand meets a word that is none of them.
 CommandPath match_command_path(CLI::App &root, const std::vector<std::string> &args);
 
+// Throws a usage error for the first flag in `args` that the command it follows (with the
+// parents that command falls through to) does not know: "unknown flag '--tom' for 'rl preview';
+// did you mean '--toml'? Run 'primebeaker rl preview --help' for its flags". Words CLI11 takes
+// as a flag's value are skipped as CLI11 skips them, "-5" is a value as for CLI11, nothing after
+// "--" is looked at, and a command that keeps unknown words (allow_extras) is not checked.
+// Call it after the command path matched (its leaves built) and Fire negations were rewritten.
+void check_flags(CLI::App &root, const std::vector<std::string> &args);
+
 // Rewrites Fire-style negations for the options `command` (or a parent it falls through to)
 // knows: --noFLAG -> --no-FLAG (or --no_FLAG) when that option exists, else --FLAG=false when
 // --FLAG is a flag. Anything the tree does not know is left for CLI11 to judge.

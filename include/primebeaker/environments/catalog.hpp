@@ -113,8 +113,14 @@ std::vector<std::string> registry_keys();
 // Library resolution: strip one trailing ".py", map '_' to '-', look up the 31 keys; else accept
 // an exact module stem. nullptr when unknown.
 const Environment *find_environment(std::string_view name);
-// As find_environment, but an unknown name is pb::Error (exit 3) "unknown environment 'X';
-// choose one of: <31 keys>".
+// What a user may type for an environment (`environments resolve|show|score`): whatever
+// find_environment takes, and the module forms TOMLs and files use: a dotted module path whose
+// last component is a stem (`primebeaker.environments.jtc_label_env`, as environment_for_id), a
+// file path or stem with ".py" (`primebeaker/environments/jtc_label_env.py`), either followed by
+// ":load_environment". nullptr when unknown.
+const Environment *lookup_environment(std::string_view typed);
+// As lookup_environment, but an unknown name is pb::Error (exit 3) "unknown environment 'X'"
+// with the closest name, alias or module (in the form typed) and where to find them all.
 const Environment &resolve(std::string_view name);
 
 // The environment a Prime-RL TOML id names: a registry name or stem, a dotted module path whose
