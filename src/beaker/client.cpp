@@ -36,6 +36,17 @@ std::optional<std::string> parse_created_experiment_id(std::string_view create_s
   return std::nullopt;
 }
 
+void require_program(const std::string &program,
+                     const std::map<std::string, std::string> &environment) {
+  const auto path = environment.find("PATH");
+  if (!proc::find_executable(program, path == environment.end() ? "" : path->second)) {
+    throw tool_error(fmt::format("cannot run {}: not found{}; install the Beaker CLI, or point "
+                                 "PRIMEBEAKER_BEAKER at it (nothing was staged or written)",
+                                 program,
+                                 program.find('/') == std::string::npos ? " on PATH" : ""));
+  }
+}
+
 Client::Client(proc::Runner &runner, std::string program)
     : m_runner(runner), m_program(std::move(program)) {}
 

@@ -9,8 +9,10 @@
 #include <primebeaker/core/json.hpp>
 #include <primebeaker/launch/launch.hpp>
 #include <primebeaker/launch/rewrite_envs.hpp>
+#include <primebeaker/primerl/schema.hpp>
 #include <primebeaker/runs/runs.hpp>
 #include <primebeaker/staging/stage.hpp>
+#include <primebeaker/toml/check.hpp>
 #include <primebeaker/toml/value.hpp>
 
 #include <spdlog/spdlog.h>
@@ -43,14 +45,22 @@ void add_launch_command(pb::cli::CommandTree &tree, Program program, bool submit
               }
               command.callback([&options, &follow, program, submit] {
                 const LaunchPlan plan = plan_from_options(program, options);
+                for (const auto &note : plan.notes) {
+                  spdlog::info("{}", note);
+                }
                 if (!submit && !plan.submit_refusal.empty()) {
                   spdlog::warn("`{} submit` would refuse this launch: {}",
                                program_name(program),
                                plan.submit_refusal);
                 }
+                const auto environment = env::snapshot();
+                const std::string beaker_program = beaker::program_from_environment(environment);
+                if (submit) {
+                  beaker::require_program(beaker_program, environment);
+                }
                 proc::SystemRunner runner;
                 fs::RealFileSystem files;
-                beaker::Client client(runner, beaker::program_from_environment(env::snapshot()));
+                beaker::Client client(runner, beaker_program);
                 staging::RealStager stager;
                 LaunchEffects effects{files, client, stager};
                 const OrderedJson result =
@@ -89,6 +99,22 @@ void register_commands(pb::cli::CommandTree &tree) {
     std::string source;
     std::string destination;
   };
+  // `toml check --prime-rl` (docs/primerl-schema.md): the schema previews check, on any file.
+  toml::provide_prime_rl_check([](const toml::Document &document, const std::string &root) {
+    primerl::ConfigRoot entrypoint = primerl::ConfigRoot::rl;
+    if (root != "auto") {
+      entrypoint = primerl::parse_config_root(root).value();
+    } else if (document.root().find("orchestrator") == nullptr &&
+               document.root().find("data") != nullptr) {
+      entrypoint = primerl::ConfigRoot::sft;
+    }
+    toml::ExtraCheckResult result;
+    for (auto &found : primerl::check_schema(document, entrypoint)) {
+      (found.severity == primerl::SchemaProblem::Severity::note ? result.notes : result.errors)
+          .push_back(std::move(found.message));
+    }
+    return result;
+  });
   tree.leaf(
       {"toml", "rewrite-envs"},
       "Write SRC to DST with legacy environment ids pointed at "

@@ -8,6 +8,7 @@
 #include <primebeaker/core/fs.hpp>
 #include <primebeaker/images/catalog.hpp>
 #include <primebeaker/launch/launch.hpp>
+#include <primebeaker/primerl/config.hpp>
 #include <primebeaker/staging/stage.hpp>
 #include <primebeaker/toml/value.hpp>
 
@@ -71,6 +72,27 @@ void write_spec(const LaunchPlan &plan, LaunchEffects &effects) {
   spdlog::info("wrote {}", plan.spec_path.string());
 }
 
+// What -v shows of a plan: what was decided, in a few lines (docs/launch.md).
+void log_decisions(const LaunchPlan &plan) {
+  for (const auto &task : plan.spec.value("tasks", OrderedJson::array())) {
+    const auto replicas = task.value("replicas", 1);
+    const auto &resources = task.value("resources", OrderedJson::object());
+    spdlog::info("{} {}: task {} x{} replica(s), {} GPU(s) each, image {}",
+                 program_name(plan.program),
+                 plan.topology == Topology::multi_node ? "multi-node" : "single-node",
+                 task.value("name", std::string()),
+                 replicas,
+                 resources.value("gpuCount", 0),
+                 task.value("image", OrderedJson::object()).dump());
+    spdlog::info("runs: {}", task.value("command", OrderedJson::array()).dump());
+  }
+  if (!plan.stage_dir.empty()) {
+    spdlog::info("stage: {} (submit creates or verifies it)", plan.stage_dir.string());
+  }
+  spdlog::info("spec: {}{}", plan.spec_path.string(), plan.write_spec ? "" : " (not written)");
+  spdlog::debug("submit command: {}", proc::argv_to_json(plan.submit_command));
+}
+
 } // namespace
 
 OrderedJson execute_preview(const LaunchPlan &plan, LaunchEffects &effects) {
@@ -98,6 +120,11 @@ LaunchPlan plan_from_options(Program program, const LaunchOptions &options) {
     throw usage_error("--toml is required");
   }
   const auto document = toml::Document::load(options.toml);
+  spdlog::info("read {} ({} bytes)", options.toml.string(), document.text().size());
+  const auto generation = primerl::detect_generation(document);
+  spdlog::info("Prime-RL generation: {}{}",
+               primerl::generation_name(generation.generation),
+               generation.evidence.empty() ? "" : " (from " + generation.evidence + ")");
   LaunchInputs inputs;
   inputs.program = program;
   inputs.document = &document;
@@ -108,7 +135,9 @@ LaunchPlan plan_from_options(Program program, const LaunchOptions &options) {
   const images::Catalog catalog = images::Catalog::from_environment(inputs.environment);
   inputs.catalog = &catalog;
   resolve_launch_paths(options, inputs);
-  return make_plan(options, inputs);
+  LaunchPlan plan = make_plan(options, inputs);
+  log_decisions(plan);
+  return plan;
 }
 
 } // namespace pb::launch

@@ -14,6 +14,7 @@
 #include <primebeaker/images/catalog.hpp>
 #include <primebeaker/launch/launch.hpp>
 #include <primebeaker/primerl/config.hpp>
+#include <primebeaker/primerl/schema.hpp>
 #include <primebeaker/staging/stage.hpp>
 #include <primebeaker/toml/value.hpp>
 
@@ -401,6 +402,26 @@ LaunchPlan make_plan(const LaunchOptions &options, const LaunchInputs &inputs) {
   if (program == Program::rl) {
     check_environment_arguments(document, problems);
   }
+  // Every key Prime-RL would refuse on the node (docs/primerl-schema.md), after the launch rules
+  // so that what they reported is not said twice.
+  // (An RL TOML of no detectable generation, such as a v0.2 per-component file, is not read as
+  // v0.8.0's rl entrypoint: what the launch rules say of it is all that is sure.)
+  std::vector<std::string> notes;
+  const bool v0_8 =
+      program == Program::sft ||
+      primerl::detect_generation(document).generation == primerl::Generation::v0_8 ||
+      (document.root().find("trainer") != nullptr && document.root().find("orchestrator") != nullptr);
+  for (const auto &found :
+       !v0_8 ? std::vector<primerl::SchemaProblem>{}
+             : primerl::check_schema(document,
+                                     program == Program::sft ? primerl::ConfigRoot::sft
+                                                             : primerl::ConfigRoot::rl)) {
+    if (found.severity == primerl::SchemaProblem::Severity::note) {
+      notes.push_back(found.message);
+    } else if (!problems.already_reports(found.line != 0 ? found.location : "", found.key)) {
+      problems.add(found.message);
+    }
+  }
 
   const std::string experiment_name =
       inputs.experiment_name.value_or(options.name.empty() ? read.wandb.name : options.name);
@@ -483,6 +504,7 @@ LaunchPlan make_plan(const LaunchOptions &options, const LaunchInputs &inputs) {
   plan.wandb_run = wandb_json(read.wandb, experiment_name, replica.wandb_run_id, entity);
   plan.write_spec = options.write_spec;
   plan.submit_refusal = flags.submit_refusal;
+  plan.notes = std::move(notes);
   plan.stage_dir = stage_dir;
   plan.staged_program = staged_program;
   plan.recovery = detail::recovery_policy(options, multi);

@@ -291,6 +291,17 @@ void Problems::add(std::string message) {
   m_lines.push_back({std::move(message), {}, {}, {}});
 }
 
+bool Problems::already_reports(const std::string &location, const std::string &key) const {
+  for (const auto &line : m_lines) {
+    if ((!location.empty() && text::starts_with(line.text, location + ":")) ||
+        (!key.empty() && (line.missing_key == key || line.table == key ||
+                          (!line.table.empty() && text::starts_with(key, line.table + "."))))) {
+      return true;
+    }
+  }
+  return false;
+}
+
 void Problems::add_missing_key(const std::string &key, std::string message) {
   m_lines.push_back({std::move(message), {}, {}, key});
 }
@@ -358,6 +369,10 @@ std::vector<std::string> Problems::lines() const {
   return out;
 }
 
+void Problems::suggest_removal(const std::string &dotted_key, std::string location) {
+  m_removals.emplace_back(dotted_key, std::move(location));
+}
+
 std::vector<std::string> Problems::snippet() const {
   std::vector<std::string> out;
   const auto key_line = [](const Suggestion &s) {
@@ -399,6 +414,9 @@ std::vector<std::string> Problems::snippet() const {
         out.push_back(key_line(s));
       }
     }
+  }
+  for (const auto &[key, location] : m_removals) {
+    out.push_back(fmt::format("# remove {} ({})", key, location));
   }
   return out;
 }
@@ -729,6 +747,16 @@ MultiNodeRl read_multi_node_rl(const Document &document, Problems &problems) {
                               "inference nodes itself)",
                               *type),
                   toml_string("multi_node"));
+      // What only the other deployment types have: Prime-RL refuses it beside multi_node (the
+      // fields of v0.8.0's MultiNodeInferenceDeploymentConfig, docs/primerl-schema.md).
+      if (const Value *table = reader.find("inference.deployment"); table != nullptr &&
+                                                                     table->is(Type::table)) {
+        for (const auto &[name, value] : *table->table()) {
+          if (name != "type" && name != "gpus_per_node" && name != "num_nodes") {
+            problems.suggest_removal("inference.deployment." + name, document.location(value));
+          }
+        }
+      }
     }
   }
   MultiNodeRl rl;

@@ -1137,7 +1137,8 @@ check_schema(const Document &document, ConfigRoot root, const SchemaCheckOptions
 std::size_t check_schema(const Document &document, ConfigRoot root, Problems &problems) {
   std::size_t errors = 0;
   for (const SchemaProblem &problem : check_schema(document, root)) {
-    if (problem.severity == SchemaProblem::Severity::error) {
+    if (problem.severity == SchemaProblem::Severity::error &&
+        !problems.already_reports(problem.line != 0 ? problem.location : "", problem.key)) {
       problems.add(problem.message);
       ++errors;
     }

@@ -4,12 +4,14 @@
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/fs.hpp>
 #include <primebeaker/core/json.hpp>
+#include <primebeaker/toml/check.hpp>
 #include <primebeaker/toml/diff.hpp>
 #include <primebeaker/toml/edit.hpp>
 #include <primebeaker/toml/format.hpp>
 #include <primebeaker/toml/value.hpp>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <malloc.h>
 #include <sys/stat.h>
@@ -41,7 +43,14 @@ struct EditOptions {
 
 struct CheckOptions {
   std::vector<std::string> files;
+  bool prime_rl = false;
+  std::string root = "auto";
 };
+
+PrimeRlCheck &prime_rl_check() {
+  static PrimeRlCheck check;
+  return check;
+}
 
 struct DiffOptions {
   std::string a;
@@ -221,7 +230,20 @@ void run_check(const CheckOptions &o) {
   std::vector<Error> errors;
   for (const auto &file : o.files) {
     try {
-      auto found = Document::check(fs::read_file(file), file);
+      const std::string text = fs::read_file(file);
+      auto found = Document::check(text, file);
+      if (found.empty() && o.prime_rl) {
+        if (!prime_rl_check()) {
+          throw failure("internal error: no Prime-RL check was provided to `toml check`");
+        }
+        auto extra = prime_rl_check()(Document::parse(text, file), o.root);
+        for (auto &line : extra.errors) {
+          found.emplace_back(ExitCode::bad_input, std::move(line));
+        }
+        for (const auto &note : extra.notes) {
+          spdlog::info("{}", note);
+        }
+      }
       errors.insert(errors.end(),
                     std::make_move_iterator(found.begin()),
                     std::make_move_iterator(found.end()));
@@ -238,6 +260,14 @@ void run_check(const CheckOptions &o) {
   }
   throw error;
 }
+
+} // namespace
+
+void provide_prime_rl_check(PrimeRlCheck check) {
+  prime_rl_check() = std::move(check);
+}
+
+namespace {
 
 void run_diff(const DiffOptions &o) {
   if (o.a == "-" && o.b == "-") {
@@ -317,6 +347,17 @@ void register_commands(cli::CommandTree &tree) {
                                  "message and exits 3");
   auto &c = tree.make_options<CheckOptions>();
   check_cmd.add_option("FILE", c.files, "TOML files ('-' for stdin)").required();
+  check_cmd.add_flag(cli::flag("prime-rl"),
+                     c.prime_rl,
+                     "also check every key against Prime-RL's config schema: unknown keys, "
+                     "types, bounds, allowed values (docs/primerl-schema.md)");
+  check_cmd
+      .add_option(cli::flag("root"),
+                  c.root,
+                  "with --prime-rl: the entrypoint that reads the files (auto: rl with "
+                  "[orchestrator], sft with [data], else rl)")
+      .capture_default_str()
+      .one_of({"auto", "rl", "sft", "trainer", "orchestrator", "inference", "env_server"});
   check_cmd.callback([&c] { run_check(c); });
 
   auto &diff_cmd = tree.command({"toml", "diff"},

@@ -226,7 +226,10 @@ TEST_F(EvaluationE2E, StandardPreviewFieldByField) {
   EXPECT_EQ(spec["description"], "PrimeBeaker managed Python evaluation: glm_2b_rl_step_400");
   EXPECT_EQ(spec["budget"], "ai2/oe-omai");
   const auto &task = spec["tasks"][0];
-  EXPECT_EQ(task["command"], json({"primebeaker", "evaluation", "worker"}));
+  // The worker is this build, staged on the mount (docs/staging.md).
+  const auto stage = run_primebeaker({"stage", "--dry-run", "--scratch-dir", "/weka"});
+  ASSERT_EQ(stage.exit_code, 0) << stage.err;
+  EXPECT_EQ(task["command"], json({json::parse(stage.out)["program"], "evaluation", "worker"}));
   EXPECT_EQ(task["image"], json({{"beaker", "01IMG"}}));
   EXPECT_EQ(task["context"],
             json::parse(R"({"priority": "high", "minRuntime": "1h", "autoResume": true})"));

@@ -3,6 +3,11 @@
 // deployment.type asks for; every Prime-RL TOML previews or fails with one specific line.
 #include "launch_fixture.hpp"
 
+#include <primebeaker/toml/edit.hpp>
+#include <primebeaker/toml/value.hpp>
+
+#include <fmt/format.h>
+
 #include <regex>
 
 using nlohmann::json;
@@ -119,6 +124,71 @@ TEST(Corpus, PrimeRlTomlsPreviewOrNameEveryProblem) {
     for (size_t i = first; i < first + count; ++i) {
       EXPECT_TRUE(std::regex_match(lines[i], problem)) << name << ": " << lines[i];
     }
+  }
+}
+
+// Issue 27: a misspelt key, a wrong type and a value Prime-RL does not allow, planted in every
+// v0.8.0 corpus TOML and reference example, are each named at FILE:LINE:COL in one preview
+// (beside whatever "add this" keys the file lacks), and by `toml check --prime-rl`.
+TEST(Corpus, PrimeRlWouldRefuseIsNamedAtPreviewInOneRun) {
+  struct Plant {
+    std::string key, literal;
+    bool at_key; // an unknown key is located at the key, the others at the value
+  };
+  std::vector<std::filesystem::path> files;
+  for (const auto &file : tomls_in(shared_dir() / "corpus" / "prime-rl")) {
+    if (file.filename().string().rfind("v0.8.0-", 0) == 0) {
+      files.push_back(file);
+    }
+  }
+  for (const auto &file : tomls_in(shared_dir() / "corpus" / "primebeaker-examples")) {
+    files.push_back(file);
+  }
+  ASSERT_EQ(files.size(), 11u);
+  TempDir dir;
+  for (const auto &file : files) {
+    const std::string name = file.filename().string();
+    std::string text = read_file(file);
+    const bool sft = text.find("[orchestrator]") == std::string::npos &&
+                     text.find("[data]") != std::string::npos;
+    const std::vector<Plant> plants =
+        sft ? std::vector<Plant>{{"max_stesp", "10", true},
+                                 {"data.batch_size", "\"lots\"", false},
+                                 {"matmul_precision", "\"ultra\"", false}}
+            : std::vector<Plant>{{"max_stesp", "10", true},
+                                 {"orchestrator.batch_size", "\"lots\"", false},
+                                 {"trainer.model.impl", "\"fast\"", false}};
+    toml::Editor editor(toml::Document::parse(text, name));
+    for (const auto &plant : plants) {
+      editor.set(plant.key, plant.literal);
+    }
+    const auto copy = dir.path() / name;
+    write_file(copy, editor.text());
+    // Where each one is, found without the checker: the value's position, or the key on its line.
+    const auto document = toml::Document::load(copy);
+    std::vector<std::string> want;
+    for (const auto &plant : plants) {
+      const auto at = toml::lookup(document, toml::KeyPath::parse(plant.key)).at(0)->position();
+      const auto line = lines_of(editor.text()).at(at.line - 1);
+      const auto column = plant.at_key ? line.find(plant.key) + 1 : at.column;
+      want.push_back(fmt::format("{}:{}:{}: ", copy.string(), at.line, column));
+    }
+    const auto preview = preview_in_place(sft ? "sft" : "rl", copy);
+    EXPECT_EQ(preview.exit_code, 3) << name << "\n" << preview.err;
+    for (const auto &location : want) {
+      EXPECT_NE(preview.err.find(location), std::string::npos)
+          << name << ": preview does not name " << location << "\n" << preview.err;
+    }
+    const auto check = run_primebeaker({"toml", "check", "--prime-rl", copy.string()});
+    EXPECT_EQ(check.exit_code, 3) << name << "\n" << check.err;
+    EXPECT_EQ(lines_of(check.err).size(), plants.size()) << name << "\n" << check.err;
+    for (const auto &location : want) {
+      EXPECT_NE(check.err.find(location), std::string::npos)
+          << name << ": toml check does not name " << location << "\n" << check.err;
+    }
+    // The unedited file: nothing for Prime-RL to refuse.
+    const auto clean = run_primebeaker({"toml", "check", "--prime-rl", file.string()});
+    EXPECT_EQ(clean.exit_code, 0) << name << "\n" << clean.err;
   }
 }
 

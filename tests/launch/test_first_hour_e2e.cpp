@@ -224,7 +224,12 @@ TEST_F(FirstHour, EachPrimeRlV080ExampleReportsAllItsProblemsInOneRun) {
     size_t applied = 0;
     for (size_t i = 2 + c.problems.size(); i < lines.size(); ++i) {
       std::string line = lines[i].substr(4);
-      if (line.rfind("# at the top", 0) == 0) {
+      if (line.rfind("# remove ", 0) == 0) { // "# remove KEY (FILE:L:C)"
+        const std::string key = line.substr(9, line.find(' ', 9) - 9);
+        const auto unset = run({"toml", "unset", name, key}, false);
+        ASSERT_EQ(unset.exit_code, 0) << name << ": " << key << ": " << unset.err;
+        ++applied;
+      } else if (line.rfind("# at the top", 0) == 0) {
         table.clear();
       } else if (line.rfind("# under [", 0) == 0) {
         table = line.substr(9, line.find(']') - 9);

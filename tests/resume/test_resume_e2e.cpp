@@ -26,7 +26,7 @@ std::string toml_text(const fs::path &out) {
          "\"\n"
          "clean_output_dir = true # wipe on a fresh start\n"
          "max_steps = 100\n"
-         "custom_key = \"preserved\"\n"
+         "seq_len = 4096 # kept as written\n"
          "\n"
          "[deployment]\n"
          "type = \"multi_node\"\n"
@@ -349,6 +349,12 @@ TEST_F(ResumeE2E, SubmitsTheSpecWritesTheTomlAndTheManifest) {
       (out() / "primebeaker_resume/configs/parent-resume-step20-unitatte-unitattempt.toml")
           .string();
   const std::string w = weka.string();
+  // The resumed topology runs this build, staged under the scratch dir (docs/staging.md).
+  const auto stage = pb::test::run_primebeaker(
+      {"stage", "--dry-run", "--scratch-dir", (weka / "scratch").string()});
+  ASSERT_EQ(stage.exit_code, 0) << stage.err;
+  const std::string staged = nlohmann::json::parse(stage.out).at("program");
+  EXPECT_TRUE(std::filesystem::exists(staged)) << "resume did not stage " << staged;
   const auto expected_spec = ordered_json::parse(
       R"({
     "version": "v2",
@@ -356,7 +362,7 @@ TEST_F(ResumeE2E, SubmitsTheSpecWritesTheTomlAndTheManifest) {
     "tasks": [{
       "name": "prime-rl-multinode",
       "image": {"beaker": "jdoe/prime-rl-v0.8.0"},
-      "command": ["primebeaker", "node", "rl"],
+      "command": [")" + staged + R"(", "node", "rl"],
       "replicas": 2,
       "leaderSelection": true,
       "synchronizedStartTimeout": "4h",
@@ -377,6 +383,8 @@ TEST_F(ResumeE2E, SubmitsTheSpecWritesTheTomlAndTheManifest) {
         {"name": "MIXED_INFER_GPU_COUNT", "value": "4"},
         {"name": "OUTPUT_DIR", "value": ")" +
       out().string() + R"("},
+        {"name": "PRIMEBEAKER_MAX_RECOVERIES", "value": "10"},
+        {"name": "PRIMEBEAKER_MAX_RESTARTS_ON_ERRORS", "value": "0"},
         {"name": "PRIMEBEAKER_RESUME_PARENT_EXPERIMENT_ID", "value": "01PARENT"},
         {"name": "PRIMEBEAKER_RESUME_STEP", "value": "20"},
         {"name": "REGISTRY", "value": "redis://registry:6379"},

@@ -134,19 +134,26 @@ TEST_F(RunE2E, PreviewShowsBothLaunchesAndTouchesNothing) {
   EXPECT_EQ(tree_digest(m_dir.path()), before);
 }
 
-TEST_F(RunE2E, WithoutARuntimeImageLaunchRefusesBeforeTheServices) {
+TEST_F(RunE2E, WithoutACatalogedImageLaunchRefusesBeforeTheServices) {
+  // A catalog whose Prime-RL image lives in another workspace only.
+  TempDir elsewhere;
+  write_file(elsewhere / "catalog.json", R"({"schema_version": 1,
+    "default_base_role": "prime_rl_training_base",
+    "roles": {"prime_rl_training_base": {"purpose": "test", "locations": [
+      {"immutable_uri": "beaker://01TESTPRIMERLELSEWHERE0000", "name": "test/prime-rl",
+       "workspace": "ai2/elsewhere"}]}}})");
   const auto before = tree_digest(m_dir.path());
-  const auto result =
-      run({"run", "launch", "weka/cfg/run.yaml"}, {{"PRIMEBEAKER_IMAGE_CATALOG", ""}});
+  const auto result = run({"run", "launch", "weka/cfg/run.yaml"},
+                          {{"PRIMEBEAKER_IMAGE_CATALOG", (elsewhere / "catalog.json").string()}});
   EXPECT_EQ(result.exit_code, 2) << result.err;
-  EXPECT_NE(result.err.find("no primebeaker-runtime image is cataloged for workspace "
-                            "'ai2/oe-agents'"),
+  EXPECT_NE(result.err.find("no Prime-RL image (prime_rl_training_base) is cataloged for "
+                            "workspace 'ai2/oe-agents'"),
             std::string::npos)
       << result.err;
   EXPECT_NE(result.err.find("nothing was launched"), std::string::npos);
   EXPECT_TRUE(beaker_calls().empty());
   EXPECT_FALSE(std::filesystem::exists(m_dir / "records.jsonl")) << "the services were asked";
-  EXPECT_EQ(tree_digest(m_dir.path()), before);
+  EXPECT_EQ(tree_digest(m_dir.path()), before) << "a refused launch wrote (or staged) something";
 }
 
 TEST_F(RunE2E, LaunchStartsServicesThenRl) {

@@ -29,6 +29,10 @@ proc::Argv experiment_create_argv(const std::string &program,
 // ANSI colour codes ignored; nullopt when there is none. Pure.
 std::optional<std::string> parse_created_experiment_id(std::string_view create_stdout);
 
+// Throws pb::Error exit 4 unless `program` (as from program_from_environment()) can be run, so
+// that a submit stops before it stages, writes a spec or launches services it cannot create.
+void require_program(const std::string &program, const std::map<std::string, std::string> &environment);
+
 class Client {
 public:
   // `program` as from program_from_environment(); the runner is borrowed.

@@ -173,6 +173,9 @@ struct LaunchPlan {
   // Non-empty when submitting this plan must be refused (no runtime image for the workspace
   // and no --image): the one-line reason. Preview still renders the spec and warns.
   std::string submit_refusal;
+  // What the user may want to know but need not act on (keys the cataloged image and Prime-RL
+  // v0.8.0 read differently, docs/primerl-schema.md): logged at info level (-v).
+  std::vector<std::string> notes;
   // The stage submit makes or checks, and the wrapper in it that the spec runs; both empty with
   // --no-stage (the spec runs `primebeaker` from the image).
   std::filesystem::path stage_dir;

@@ -45,9 +45,16 @@ public:
   // A key missing inside a table reported missing: folded into that table's problem.
   bool fold_into_missing_table(const std::string &key);
   void suggest(const std::string &dotted_key, std::string value, bool replaces = false);
+  // A key the fix must remove (a suggested value makes it invalid): the snippet ends with
+  // "# remove KEY (FILE:L:C)" lines, each one `primebeaker toml unset FILE KEY`.
+  void suggest_removal(const std::string &dotted_key, std::string location);
 
   bool empty() const { return m_lines.empty(); }
   size_t size() const { return m_lines.size(); }
+  // Whether a problem is already reported at `location` ("FILE:L:C"), or `key` is already
+  // reported missing (alone, as its table, or folded into it): a second checker of the same
+  // TOML (the Prime-RL schema) skips what the launch rules said first.
+  bool already_reports(const std::string &location, const std::string &key) const;
   std::vector<std::string> lines() const; // each problem, one line
   const std::vector<Suggestion> &suggestions() const { return m_suggestions; }
   // "add this" TOML: top-level keys, keys under existing tables, new tables (docs/launch.md).
@@ -70,6 +77,7 @@ private:
   const toml::Document &m_document;
   std::vector<Line> m_lines;
   std::vector<Suggestion> m_suggestions;
+  std::vector<std::pair<std::string, std::string>> m_removals; // key, location
 };
 
 enum class Generation {

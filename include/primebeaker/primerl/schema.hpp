@@ -194,8 +194,8 @@ std::vector<SchemaProblem> check_schema(const toml::Document &document,
                                         ConfigRoot root,
                                         const SchemaCheckOptions &options = {});
 
-// The same, with each error added to `problems` (config.hpp's collector, one line each); notes
-// are left out. Returns the number of errors added.
+// The same, with each error added to `problems` (config.hpp's collector, one line each) unless
+// `problems` already reports its location or key; notes are left out. Returns the number added.
 std::size_t check_schema(const toml::Document &document, ConfigRoot root, Problems &problems);
 
 } // namespace pb::primerl

@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: MIT
+// `toml check --prime-rl`: checks of a module above toml. The toml module cannot know Prime-RL's
+// config schema (primerl sits above it), so the module that owns Prime-RL's launch rules and
+// also adds to the `toml` group (launch, with `toml rewrite-envs`) provides it when it registers
+// its commands; both are registered whenever argv names `toml` (docs/cli.md).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace pb::toml {
+
+class Document;
+
+struct ExtraCheckResult {
+  std::vector<std::string> errors; // "FILE:L:C: message", one line each
+  std::vector<std::string> notes;  // logged at info level (-v)
+};
+
+// `root` is what --root says: "auto" or a Prime-RL entrypoint name.
+using PrimeRlCheck = std::function<ExtraCheckResult(const Document &, const std::string &root)>;
+
+void provide_prime_rl_check(PrimeRlCheck check);
+
+} // namespace pb::toml
