@@ -8,6 +8,6 @@ from . import _binary
 
 if __name__ == "__main__":
     args = sys.argv[1:]
-    command = ["environments", "resolve", *args] if args else ["environments", "list"]
+    command = ["environments", "resolve", *args] if args else ["environments", "list", "--keys"]
     binary = _binary.binary_path()
     os.execv(binary, [binary, *command])
