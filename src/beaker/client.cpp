@@ -22,18 +22,86 @@ proc::Argv experiment_create_argv(const std::string &program,
                                   const std::string &name,
                                   const std::string &workspace,
                                   const std::string &spec_path) {
-  return {program, "experiment", "create", "--name", name, "--workspace", workspace, spec_path};
+  return {program,
+          "experiment",
+          "create",
+          "--format",
+          "json",
+          "--name",
+          name,
+          "--workspace",
+          workspace,
+          spec_path};
 }
 
-std::optional<std::string> parse_created_experiment_id(std::string_view create_stdout) {
+namespace {
+
+// The created experiment in `--format json` output: an array whose first element is the
+// experiment object (a lone object is taken too). nullopt when `text` is not such JSON.
+std::optional<CreatedExperiment> parse_created_json(std::string_view text) {
+  const auto from_object = [](const OrderedJson &object) -> std::optional<CreatedExperiment> {
+    if (!object.is_object()) {
+      return std::nullopt;
+    }
+    const auto id = object.find("id");
+    if (id == object.end() || !id->is_string() || id->get<std::string>().empty()) {
+      return std::nullopt;
+    }
+    CreatedExperiment created{id->get<std::string>(), std::nullopt};
+    for (const char *key : {"url", "link"}) {
+      const auto url = object.find(key);
+      if (url != object.end() && url->is_string() && !url->get<std::string>().empty()) {
+        created.url = url->get<std::string>();
+        break;
+      }
+    }
+    return created;
+  };
+  // A CLI may print a warning line before the JSON: start at the first line opening JSON.
+  for (size_t start = 0; start < text.size();) {
+    const auto rest = text.substr(start);
+    const auto first = rest.find_first_not_of(" \t\r\n");
+    if (first != std::string_view::npos && (rest[first] == '[' || rest[first] == '{')) {
+      auto parsed = OrderedJson::parse(rest.substr(first), nullptr, false);
+      if (!parsed.is_discarded()) {
+        if (parsed.is_array()) {
+          return parsed.empty() ? std::nullopt : from_object(parsed.front());
+        }
+        return from_object(parsed);
+      }
+    }
+    const auto newline = text.find('\n', start);
+    if (newline == std::string_view::npos) {
+      break;
+    }
+    start = newline + 1;
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
+std::optional<CreatedExperiment> parse_created_experiment(std::string_view create_stdout) {
+  if (auto created = parse_created_json(create_stdout)) {
+    return created;
+  }
+  // The text answer of older CLIs (and of `beaker experiment create` without --format json).
   static const std::regex ansi("\x1b\\[[0-9;]*m");
   static const std::regex created("Experiment\\s+([A-Za-z0-9]+)\\s+submitted");
   const std::string plain = std::regex_replace(std::string(create_stdout), ansi, "");
   std::smatch match;
   if (std::regex_search(plain, match, created)) {
-    return match[1].str();
+    return CreatedExperiment{match[1].str(), std::nullopt};
   }
   return std::nullopt;
+}
+
+std::optional<std::string> parse_created_experiment_id(std::string_view create_stdout) {
+  auto created = parse_created_experiment(create_stdout);
+  if (!created) {
+    return std::nullopt;
+  }
+  return std::move(created->id);
 }
 
 void require_program(const std::string &program,

@@ -32,7 +32,8 @@ TEST_F(ClientTest, ProgramFromEnvironment) {
 }
 
 TEST_F(ClientTest, CreateRunsTheDocumentedArgv) {
-  Client client(m_runner, fake(k_create, {"Experiment 01ABC submitted. See progress at x\n"}));
+  Client client(m_runner, fake(k_create, {R"([{"id": "01ABC", "name": "name with space"}])"
+                                          "\n"}));
   const auto out = client.create_experiment("name with space", "ai2/ws", "/weka/spec.json");
   EXPECT_EQ(parse_created_experiment_id(out), "01ABC");
   const auto calls = m_beaker.calls();
@@ -41,6 +42,8 @@ TEST_F(ClientTest, CreateRunsTheDocumentedArgv) {
             (std::vector<std::string>{"beaker",
                                       "experiment",
                                       "create",
+                                      "--format",
+                                      "json",
                                       "--name",
                                       "name with space",
                                       "--workspace",
@@ -101,6 +104,29 @@ TEST_F(ClientTest, StopAndParseId) {
   EXPECT_EQ(parse_created_experiment_id("\x1b[1mExperiment \x1b[32m01XYZ\x1b[0m submitted."),
             "01XYZ");
   EXPECT_EQ(parse_created_experiment_id("nothing here"), std::nullopt);
+}
+
+// `--format json`: the first experiment of the array (or a lone object), its URL when given; the
+// text answer of older CLIs still read; JSON without an id is no id.
+TEST(ParseCreated, JsonFirstTextAsFallback) {
+  EXPECT_EQ(parse_created_experiment_id(R"([{"id": "01J", "name": "n"}])"), "01J");
+  EXPECT_EQ(parse_created_experiment_id("[\n  {\n    \"id\": \"01P\"\n  }\n]\n"), "01P");
+  EXPECT_EQ(parse_created_experiment_id(R"({"id": "01O"})"), "01O");
+  EXPECT_EQ(parse_created_experiment_id("Warning: a newer CLI exists\n[{\"id\": \"01W\"}]\n"),
+            "01W");
+  const auto with_url =
+      parse_created_experiment(R"([{"id": "01U", "url": "https://beaker.example/ex/01U"}])");
+  ASSERT_TRUE(with_url.has_value());
+  EXPECT_EQ(with_url->id, "01U");
+  EXPECT_EQ(with_url->url, "https://beaker.example/ex/01U");
+  const auto without_url = parse_created_experiment(R"([{"id": "01N"}])");
+  ASSERT_TRUE(without_url.has_value());
+  EXPECT_EQ(without_url->url, std::nullopt);
+  EXPECT_EQ(parse_created_experiment_id("Experiment 01T submitted. See progress at x\n"), "01T");
+  EXPECT_EQ(parse_created_experiment_id("[]"), std::nullopt);
+  EXPECT_EQ(parse_created_experiment_id(R"([{"name": "no id"}])"), std::nullopt);
+  EXPECT_EQ(parse_created_experiment_id(R"([{"id": ""}])"), std::nullopt);
+  EXPECT_EQ(parse_created_experiment_id(""), std::nullopt);
 }
 
 } // namespace

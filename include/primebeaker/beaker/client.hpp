@@ -18,15 +18,27 @@ namespace pb::beaker {
 // "beaker" (looked up on PATH by the runner). Pure.
 std::string program_from_environment(const std::map<std::string, std::string> &environment);
 
-// `beaker experiment create --name NAME --workspace WS SPEC` with `program` as argv[0]. This is
-// also what previews show as `submit_command` (with program "beaker"). Pure.
+// `beaker experiment create --format json --name NAME --workspace WS SPEC` with `program` as
+// argv[0]: the created experiment comes back as JSON (an array with the experiment object), not
+// as text. This is also what previews show as `submit_command` (with program "beaker"). Pure.
 proc::Argv experiment_create_argv(const std::string &program,
                                   const std::string &name,
                                   const std::string &workspace,
                                   const std::string &spec_path);
 
-// The experiment ID in `beaker experiment create` text output ("Experiment <ID> submitted"),
-// ANSI colour codes ignored; nullopt when there is none. Pure.
+// What `beaker experiment create` printed about the experiment it created.
+struct CreatedExperiment {
+  std::string id;
+  std::optional<std::string> url; // when beaker's JSON gives one ("url" or "link")
+};
+
+// The created experiment in `beaker experiment create` output: with `--format json` the first
+// object of the array (or a lone object) and its "id"; otherwise, for older CLIs and text
+// answers, the ID of "Experiment <ID> submitted" (ANSI colour codes ignored). nullopt when there
+// is none. Pure.
+std::optional<CreatedExperiment> parse_created_experiment(std::string_view create_stdout);
+
+// parse_created_experiment(create_stdout)'s ID. Pure.
 std::optional<std::string> parse_created_experiment_id(std::string_view create_stdout);
 
 // Throws pb::Error exit 4 unless `program` (as from program_from_environment()) can be run, so
