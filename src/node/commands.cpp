@@ -8,6 +8,8 @@
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/process.hpp>
 
+#include <fmt/format.h>
+
 namespace pb::node {
 
 void register_commands(pb::cli::CommandTree &tree) {
@@ -18,17 +20,56 @@ void register_commands(pb::cli::CommandTree &tree) {
   auto &rl = tree.command({"node", "rl"},
                           "Run one replica of a multi-node RL job: trainer, orchestrator, vLLM "
                           "router and tool gateway on replica 0, inference servers everywhere");
-  rl.callback([] { run_rl(pb::env::snapshot()); });
+  struct DryRun {
+    bool dry_run = false;
+    bool json = false;
+  };
+  auto &rl_options = tree.make_options<DryRun>();
+  rl.add_flag("--dry-run",
+              rl_options.dry_run,
+              "Print this replica's plan (docs/node.md) and exit, with no side effects");
+  rl.add_flag("--json", rl_options.json, "With --dry-run: the plan as one JSON object");
+  rl.callback([&rl_options] {
+    if (rl_options.dry_run) {
+      const auto plan = plan_rl_here(pb::env::snapshot());
+      fmt::print("{}", rl_options.json ? plan_json(plan) : plan_text(plan));
+      return;
+    }
+    run_rl(pb::env::snapshot());
+  });
   auto &sft =
       tree.command({"node", "sft"}, "Run one replica of a multi-node SFT job (torchrun node)");
-  sft.callback([] { run_sft(pb::env::snapshot()); });
+  auto &sft_options = tree.make_options<DryRun>();
+  sft.add_flag("--dry-run",
+               sft_options.dry_run,
+               "Print this replica's plan (docs/node.md) and exit, with no side effects");
+  sft.add_flag("--json", sft_options.json, "With --dry-run: the plan as one JSON object");
+  sft.callback([&sft_options] {
+    if (sft_options.dry_run) {
+      const auto plan = plan_sft_here(pb::env::snapshot());
+      fmt::print("{}", sft_options.json ? plan_json(plan) : plan_text(plan));
+      return;
+    }
+    run_sft(pb::env::snapshot());
+  });
 
   auto &program = tree.make_options<std::string>();
+  auto &single_options = tree.make_options<DryRun>();
   auto &single = tree.command({"node", "single"},
                               "In-container: run a single-node Prime-RL job from the spec's env "
                               "(setup command, caches, checks, then exec sft/rl)");
   single.add_option("PROGRAM", program, "sft or rl").required();
-  single.callback([&program] {
+  single.add_flag("--dry-run",
+                  single_options.dry_run,
+                  "Print what this container would do (docs/node.md) and exit, with no side "
+                  "effects");
+  single.add_flag("--json", single_options.json, "With --dry-run: one JSON object");
+  single.callback([&program, &single_options] {
+    if (single_options.dry_run) {
+      const auto start = plan_single_node(program, pb::env::snapshot());
+      fmt::print("{}", single_options.json ? single_plan_json(start) : single_plan_text(start));
+      return;
+    }
     proc::SystemRunner runner;
     const int code = run_single_node(plan_single_node(program, pb::env::snapshot()), runner);
     if (code != 0) {

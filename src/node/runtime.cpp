@@ -16,7 +16,9 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <variant>
 
 namespace pb::node {
 namespace {
@@ -41,12 +43,12 @@ void make_dirs(const std::vector<std::filesystem::path> &dirs) {
   }
 }
 
-void raise_open_file_limit() {
+void raise_open_file_limit(int limit_wanted) {
   rlimit limit{};
   if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) {
     return;
   }
-  constexpr rlim_t wanted = 65536;
+  const auto wanted = static_cast<rlim_t>(limit_wanted);
   if (limit.rlim_cur >= wanted) {
     return;
   }
@@ -281,30 +283,6 @@ struct Replica {
   }
 };
 
-// "2-3", "0", "none": for the summary line.
-std::string gpu_range(const Slice &slice) {
-  if (slice.count == 0) {
-    return "none";
-  }
-  if (slice.count == 1) {
-    return std::to_string(slice.start);
-  }
-  return fmt::format("{}-{}", slice.start, slice.start + slice.count - 1);
-}
-
-ChildOptions to_file(proc::Output output) {
-  ChildOptions options;
-  options.out = std::move(output);
-  return options;
-}
-
-ChildOptions tee_to(std::filesystem::path log, bool strip) {
-  ChildOptions options;
-  options.tee = std::move(log);
-  options.strip_rank_prefix = strip;
-  return options;
-}
-
 void require_programs(const EnvMap &env, const std::vector<std::string> &programs) {
   const auto it = env.find("PATH");
   const std::string path = it != env.end() ? it->second : "/usr/bin:/bin";
@@ -316,30 +294,6 @@ void require_programs(const EnvMap &env, const std::vector<std::string> &program
   }
   if (!missing.empty()) {
     throw tool_error(fmt::format("cannot find {} on PATH", text::join(missing, ", ")));
-  }
-}
-
-void run_setup(Replica &r, const std::optional<std::string> &setup) {
-  if (!setup) {
-    return;
-  }
-  note(r.rank, "running the setup command");
-  const auto status = r.run_step("setup command", r.spec({"bash", "-lc", *setup}));
-  if (status.code() != 0) {
-    throw tool_error(fmt::format("the setup command failed ({})", status.describe()));
-  }
-}
-
-void add_network_hints(Replica &r, const std::string &address) {
-  if (r.child_env.count("NCCL_IB_HCA") == 0) {
-    if (const auto hcas = infiniband_hcas()) {
-      r.child_env["NCCL_IB_HCA"] = *hcas;
-    }
-  }
-  if (r.child_env.count("GLOO_SOCKET_IFNAME") == 0) {
-    if (const auto iface = interface_of(address)) {
-      r.child_env["GLOO_SOCKET_IFNAME"] = *iface;
-    }
   }
 }
 
@@ -389,22 +343,6 @@ nlohmann::json run_config_helper(Replica &r,
     }
   }
   throw e;
-}
-
-RlRuntime rl_runtime_from_json(const nlohmann::json &j) {
-  RlRuntime rt;
-  const auto &v = j.at("runtime");
-  rt.router_port = v.at("ROUTER_PORT").get<int>();
-  rt.router_policy = v.at("ROUTER_POLICY").get<std::string>();
-  rt.backend_port = v.at("BACKEND_PORT").get<int>();
-  rt.inference_tp = v.at("INFERENCE_TP").get<int>();
-  rt.trainer_ranks_filter = v.value("TRAINER_RANKS_FILTER", "");
-  rt.use_nccl_broadcast = v.value("USE_NCCL_BROADCAST", 0) != 0;
-  rt.use_zmq_transport = v.value("USE_ZMQ_TRANSPORT", 0) != 0;
-  rt.trainer_env = json_env(j.value("trainer_env", nlohmann::json::object()));
-  rt.orchestrator_env = json_env(j.value("orchestrator_env", nlohmann::json::object()));
-  rt.inference_env = json_env(j.value("inference_env", nlohmann::json::object()));
-  return rt;
 }
 
 EnvMap runtime_env_values(const nlohmann::json &runtime) {
@@ -512,364 +450,298 @@ void decide_recovery(Replica &r,
 
 // ---------------------------------------------------------------------------------------------
 
-// The phases of an RL replica (docs/node.md "What a replica does (RL)"), in order.
+// Executes a ReplicaPlan (docs/node.md "The plan"): each step in order, substituting the values
+// learned on the way (the plan's ${...} facts). Nothing here decides what runs: the argv, env,
+// GPUs, logs and waits are the plan's.
+class Executor {
+public:
+  Executor(Replica &r, const ReplicaPlan &plan, const CommonEnv &env, const EnvMap &process_env)
+      : m_r(r), m_plan(plan), m_env(env), m_process_env(process_env) {}
 
-// Joins the attempt, runs the setup command and checks the programs this replica runs.
-void rl_start(Replica &r,
-              const RlEnv &env,
-              const EnvMap &process_env,
-              const RlPlacement &place,
-              bool leader) {
-  r.rendezvous.join();
-  note(r.rank, "joined attempt {} in {}", r.rendezvous.attempt(), env.rendezvous_dir.string());
-  decide_recovery(r, env, process_env, "node rl", env.trainer_gpu_count);
-  run_setup(r, env.setup_command);
-  std::vector<std::string> programs = {"inference"};
-  if (leader) {
-    programs = {"torchrun", "orchestrator", "vllm-router", "python3"};
-    if (place.inference.count > 0) {
-      programs.push_back("inference");
-    }
-    if (env.managed_service_experiment_id) {
-      programs.push_back("beaker");
+  void run() {
+    for (const auto &s : m_plan.steps) {
+      std::visit([this](const auto &step) { (*this)(step); }, s);
     }
   }
-  require_programs(r.child_env, programs);
-  raise_open_file_limit();
-}
 
-// Registry barrier (every replica).
-void registry_barrier(Replica &r,
-                      const RlEnv &env,
-                      const std::string &self,
-                      const std::filesystem::path &stop_file) {
-  note(r.rank, "waiting for the registry {}", env.registry_display);
-  const auto redis =
-      r.registry_step("registry barrier", r.spec(wait_redis_argv(self, env, stop_file)));
-  if (redis.status.code() != 0) {
-    throw failure("the registry barrier failed: " + redis.error);
-  }
-}
+  void operator()(const step::MakeDirs &s) { make_dirs(s.dirs); }
 
-// Publishes this node's address and inference slice, then reads every peer's.
-std::vector<NodeSlot> exchange_layout(Replica &r,
-                                      const RlEnv &env,
-                                      const RlPlacement &place,
-                                      const std::string &address) {
-  r.rendezvous.publish(fmt::format("host.{}", r.rank), address + "\n");
-  r.rendezvous.publish(fmt::format("layout.{}", r.rank), layout_text(place.inference) + "\n");
-  note(r.rank,
-       "rank={} role={} train GPUs={} inference GPUs={} host={}",
-       r.rank,
-       role_name(place.role),
-       gpu_range({0, place.train_gpus}),
-       gpu_range(place.inference),
-       address);
-  std::vector<NodeSlot> slots;
-  for (int n = 0; n < env.total_nodes; ++n) {
-    NodeSlot slot;
-    slot.host =
-        trimmed(r.rendezvous.wait_for(fmt::format("host.{}", n), fmt::format("host.{}", n)));
-    const auto layout = parse_layout(
-        r.rendezvous.wait_for(fmt::format("layout.{}", n), fmt::format("layout.{}", n)));
-    if (!layout) {
-      throw failure(
-          fmt::format("malformed {}", r.rendezvous.file(fmt::format("layout.{}", n)).string()));
-    }
-    slot.inference = *layout;
-    slots.push_back(slot);
+  void operator()(const step::JoinAttempt &s) {
+    m_r.rendezvous.join();
+    m_facts["attempt_dir"] = m_r.rendezvous.dir().string();
+    note(m_r.rank, "joined attempt {} in {}", m_r.rendezvous.attempt(), s.rendezvous_dir.string());
+    note(m_r.rank, "{}", m_plan.summary);
   }
-  return slots;
-}
 
-// Config materialisation: the leader runs the helper and publishes, the others read.
-RlRuntime materialise_config(Replica &r, const RlEnv &env, const Paths &paths, bool leader) {
-  nlohmann::json runtime_json;
-  if (leader) {
-    nlohmann::json request = {{"kind", "rl"},
-                              {"config", env.config_path.string()},
-                              {"config_dir", paths.config_dir.string()},
-                              {"resume", r.recovery->helper_request()}};
-    runtime_json = run_config_helper(r, paths.local_tmp, env.config_path, request);
-    publish_runtime(r, runtime_json, true);
-  } else {
-    runtime_json = read_runtime(r);
+  void operator()(const step::DecideResume &s) {
+    decide_recovery(m_r, m_env, m_process_env, s.replica, s.trainer_ranks);
+    m_facts["resume"] = m_r.recovery ? m_r.recovery->helper_request().dump() : "replica 0's";
   }
-  return rl_runtime_from_json(runtime_json);
-}
 
-// Local inference servers, one per TP block of this node's slice.
-void start_inference_servers(Replica &r,
-                             const RlPlacement &place,
-                             const RlRuntime &runtime,
-                             const Paths &paths) {
-  const auto blocks = tp_blocks(place.inference, runtime.inference_tp);
-  const std::filesystem::path tmpdir = r.child_env.at("TMPDIR");
-  for (size_t k = 0; k < blocks.size(); ++k) {
-    const auto cache = tmpdir / "inference" / fmt::format("node_{}_rank{}", r.rank, k);
-    make_dirs({cache / "vllm", cache / "inductor", cache / "rpc"});
-    EnvMap extra = runtime.inference_env;
-    extra["CUDA_VISIBLE_DEVICES"] = blocks[k];
-    extra["VLLM_CACHE_ROOT"] = (cache / "vllm").string();
-    extra["TORCHINDUCTOR_CACHE_DIR"] = (cache / "inductor").string();
-    extra["VLLM_RPC_BASE_PATH"] = (cache / "rpc").string();
-    const int port = runtime.backend_port + static_cast<int>(k);
-    r.supervisor.start(
-        fmt::format("inference server {}", k),
-        r.spec(inference_argv(paths.config_dir, port), extra),
-        tee_to(paths.logs / "inference" / fmt::format("node_{}_rank{}.log", r.rank, k), false));
-  }
-  note(r.rank, "started {} inference server(s)", blocks.size());
-}
-
-// Local tool gateway, then the required-service barrier, then gateway readiness.
-void start_gateway(Replica &r,
-                   const RlEnv &env,
-                   const std::string &self,
-                   const std::filesystem::path &stop_file) {
-  r.supervisor.start(
-      "gateway",
-      r.spec(local_gateway_argv(env)),
-      to_file(proc::Output::truncate_to(env.output_dir / "literegistry-gateway.log")));
-  r.pause(env.tuning.gateway_settle_seconds);
-  if (!env.required_services.empty()) {
-    note(r.rank, "waiting for required services {}", env.required_services_json);
-    const auto barrier = r.registry_step("required-service barrier",
-                                         r.spec(wait_services_argv(self, env, stop_file)));
-    if (barrier.status.code() != 0) {
-      throw failure("the required-service barrier failed: " + barrier.error);
-    }
-  }
-  bool ready = false;
-  std::string last_probe_error;
-  for (int attempt = 1; attempt <= env.tuning.gateway_probe_attempts && !ready; ++attempt) {
-    const auto probe = r.registry_step("gateway probe", r.spec(probe_gateway_argv(self, env)));
-    ready = probe.status.code() == 0;
-    last_probe_error = probe.error;
-    if (!ready && attempt < env.tuning.gateway_probe_attempts) {
-      r.pause(env.tuning.gateway_probe_interval_seconds);
-    }
-  }
-  if (!ready) {
-    throw failure(fmt::format("gateway failed readiness after {} attempts: {} (log: {})",
-                              env.tuning.gateway_probe_attempts,
-                              last_probe_error,
-                              (env.output_dir / "literegistry-gateway.log").string()));
-  }
-  note(r.rank, "gateway ready on port {}", env.gateway_port);
-}
-
-void start_trainer_and_orchestrator(Replica &r,
-                                    const RlPlacement &place,
-                                    const RlRuntime &runtime,
-                                    const Paths &paths,
-                                    const std::string &master_addr) {
-  const std::string router_url = trimmed(r.rendezvous.wait_for("router.url", "router.url"));
-  const auto published_admin =
-      text::split(trimmed(r.rendezvous.wait_for("admin.urls", "admin.urls")), ' ');
-
-  EnvMap trainer_extra = runtime.trainer_env;
-  std::vector<std::string> train_ids;
-  for (int g = 0; g < place.train_gpus; ++g) {
-    train_ids.push_back(std::to_string(g));
-  }
-  trainer_extra["CUDA_VISIBLE_DEVICES"] = text::join(train_ids, ",");
-  trainer_extra["WANDB_SHARED_LABEL"] = "trainer";
-  r.supervisor.start(
-      "trainer",
-      r.spec(trainer_argv(runtime, place.train_gpus, paths, master_addr), trainer_extra),
-      tee_to(paths.logs / "trainer" / "node_0.log", true));
-  EnvMap orchestrator_extra = runtime.orchestrator_env;
-  orchestrator_extra["WANDB_SHARED_LABEL"] = "orchestrator";
-  r.supervisor.start(
-      "orchestrator",
-      r.spec(orchestrator_argv(runtime, paths, router_url, published_admin, master_addr),
-             orchestrator_extra),
-      to_file(proc::Output::truncate_to(paths.logs / "orchestrator.log")));
-  note(r.rank,
-       "trainer and orchestrator started ({:.2f} s after this replica started)",
-       r.seconds_since_start());
-}
-
-// Completion: the leader returns once trainer and orchestrator both exited 0 (docs/node.md).
-void wait_for_training(Replica &r) {
-  int finished = 0;
-  for (;;) {
-    r.tick(r.tuning.poll_seconds, [&](const std::string &who, const proc::ExitStatus &status) {
-      if (who != "trainer" && who != "orchestrator") {
-        r.unexpected_exit(who, status);
+  void operator()(const step::Run &s) {
+    note(m_r.rank, "running the {}", s.process.name);
+    if (s.registry_step) {
+      const auto outcome = m_r.registry_step(s.process.name, spec(s.process));
+      if (outcome.status.code() != 0) {
+        throw Error(s.failure_code, s.failure + ": " + outcome.error);
       }
-      if (status.code() != 0) {
-        throw Error(status.code(), fmt::format("{} failed ({})", who, status.describe()));
-      }
-      note(r.rank, "{} finished", who);
-      ++finished;
-    });
-    if (finished == 2) {
       return;
     }
+    const auto status = m_r.run_step(s.process.name, spec(s.process), options(s.process.log));
+    if (status.code() != 0) {
+      throw Error(s.failure_code, fmt::format("{} ({})", s.failure, status.describe()));
+    }
   }
-}
 
-void rl_body(Replica &r,
-             const RlEnv &env,
-             const EnvMap &process_env,
-             const RlPlacement &place,
-             const Paths &paths) {
-  const bool leader = place.role != Role::inference;
-  rl_start(r, env, process_env, place, leader);
-  const std::string self = self_executable();
-  const auto stop_file = r.rendezvous.file("shutdown.requested");
-  registry_barrier(r, env, self, stop_file);
+  void operator()(const step::RequirePrograms &s) { require_programs(m_r.child_env, s.programs); }
 
-  const std::string address = local_address(env.tuning);
-  const auto slots = exchange_layout(r, env, place, address);
-  const std::string master_addr = slots.front().host;
-  r.child_env["MASTER_ADDR"] = master_addr;
+  void operator()(const step::RaiseOpenFiles &s) { raise_open_file_limit(s.limit); }
 
-  const RlRuntime runtime = materialise_config(r, env, paths, leader);
-  add_network_hints(r, address);
-  const auto workers =
-      global_workers(slots, runtime.backend_port, runtime.inference_tp, env.total_infer_ranks);
-  if (leader) {
-    std::vector<std::string> admin_urls;
+  void operator()(const step::SetEnv &s) {
+    for (const auto &[k, v] : s.env) {
+      m_r.child_env[k] = substitute(v, m_facts);
+    }
+  }
+
+  void operator()(const step::Publish &s) {
+    m_r.rendezvous.publish(s.file, substitute(s.content, m_facts));
+  }
+
+  void operator()(const step::WaitFor &s) {
+    m_facts[s.fact] = trimmed(m_r.rendezvous.wait_for(s.file, s.file));
+  }
+
+  void operator()(const step::ResolveConfig &s) {
+    nlohmann::json result;
+    if (s.leader) {
+      auto request = nlohmann::json::parse(s.request_json);
+      request["resume"] = m_r.recovery->helper_request();
+      result = run_config_helper(m_r, s.helper_dir, s.config_path, request);
+      publish_runtime(m_r, result, m_plan.command == "node rl");
+    } else {
+      result = read_runtime(m_r);
+    }
+    for (const auto &[k, v] : runtime_env_values(result["runtime"])) {
+      m_facts["runtime." + k] = v;
+    }
+    for (const char *component : {"trainer", "orchestrator", "inference"}) {
+      m_component_env[component] =
+          json_env(result.value(std::string(component) + "_env", nlohmann::json::object()));
+    }
+  }
+
+  void operator()(const step::BindWorkers &s) {
+    std::vector<NodeSlot> slots;
+    for (int n = 0; n < s.total_nodes; ++n) {
+      NodeSlot slot;
+      slot.host = m_facts.at(fmt::format("host.{}", n));
+      const auto layout = parse_layout(m_facts.at(fmt::format("layout.{}", n)));
+      if (!layout) {
+        throw failure(
+            fmt::format("malformed {}", m_r.rendezvous.file(fmt::format("layout.{}", n)).string()));
+      }
+      slot.inference = *layout;
+      slots.push_back(slot);
+    }
+    const auto workers = global_workers(
+        slots, number("runtime.BACKEND_PORT"), number("runtime.INFERENCE_TP"), s.expected_ranks);
+    std::vector<std::string> urls;
+    std::vector<std::string> admin;
     for (const auto &w : workers) {
-      admin_urls.push_back(w.admin_url);
+      urls.push_back(w.url);
+      admin.push_back(w.admin_url);
     }
-    const std::string router_url = fmt::format("http://{}:{}/v1", address, runtime.router_port);
-    r.rendezvous.publish("router.url", router_url + "\n");
-    r.rendezvous.publish("admin.urls", text::join(admin_urls, " ") + "\n");
-    r.supervisor.start("vllm-router",
-                       r.spec(router_argv(runtime, workers)),
-                       to_file(proc::Output::append_to(paths.logs / "inference" / "router.log")));
+    m_facts["workers"] = text::join(urls, " ");
+    m_facts["admin_urls"] = text::join(admin, " ");
   }
-  start_inference_servers(r, place, runtime, paths);
 
-  if (!leader) {
-    // Inference-only replica: serve until a peer finishes or something here ends.
+  void operator()(const step::Start &s) {
+    m_r.supervisor.start(s.process.name, spec(s.process), options(s.process.log));
+    note(m_r.rank,
+         "started {} ({:.2f} s after this replica started)",
+         s.process.name,
+         m_r.seconds_since_start());
+  }
+
+  void operator()(const step::StartInferenceServers &s) {
+    const int base = number("runtime.BACKEND_PORT");
+    const auto blocks = tp_blocks(s.slice, number("runtime.INFERENCE_TP"));
+    for (size_t k = 0; k < blocks.size(); ++k) {
+      EnvMap local = {{"k", std::to_string(k)},
+                      {"gpus", blocks[k]},
+                      {"port", std::to_string(base + static_cast<int>(k))}};
+      std::vector<std::filesystem::path> dirs;
+      for (const auto &d : s.dirs) {
+        dirs.emplace_back(substitute(d, with(local)));
+      }
+      make_dirs(dirs);
+      m_r.supervisor.start(
+          substitute(s.each.name, with(local)), spec(s.each, local), options(s.each.log, local));
+    }
+    note(m_r.rank, "started {} inference server(s)", blocks.size());
+  }
+
+  void operator()(const step::Pause &s) { m_r.pause(s.seconds); }
+
+  void operator()(const step::Probe &s) {
+    std::string last_error;
+    for (int attempt = 1; attempt <= s.attempts; ++attempt) {
+      const auto probe = m_r.registry_step(s.process.name, spec(s.process));
+      if (probe.status.code() == 0) {
+        note(m_r.rank, "{} succeeded", s.process.name);
+        return;
+      }
+      last_error = probe.error;
+      if (attempt < s.attempts) {
+        m_r.pause(s.interval_seconds);
+      }
+    }
+    throw failure(s.failure + ": " + last_error + s.hint);
+  }
+
+  void operator()(const step::AwaitExit &s) {
+    size_t finished = 0;
     for (;;) {
-      r.tick(r.tuning.poll_seconds, [&](const std::string &who, const proc::ExitStatus &status) {
-        r.unexpected_exit(who, status);
+      m_r.tick(m_r.tuning.poll_seconds, [&](const std::string &who, const proc::ExitStatus &st) {
+        if (std::find(s.processes.begin(), s.processes.end(), who) == s.processes.end()) {
+          m_r.unexpected_exit(who, st);
+        }
+        if (st.code() != 0) {
+          throw Error(st.code(), fmt::format("{} failed ({})", who, st.describe()));
+        }
+        note(m_r.rank, "{} finished", who);
+        ++finished;
       });
+      if (!s.processes.empty() && finished == s.processes.size()) {
+        return;
+      }
     }
   }
-  start_gateway(r, env, self, stop_file);
-  start_trainer_and_orchestrator(r, place, runtime, paths, master_addr);
-  wait_for_training(r);
-}
 
-void sft_body(Replica &r, const SftEnv &env, const EnvMap &process_env, const Paths &paths) {
-  r.rendezvous.join();
-  note(r.rank, "joined attempt {} in {}", r.rendezvous.attempt(), env.rendezvous_dir.string());
-  decide_recovery(r, env, process_env, "node sft", env.total_nodes * env.gpus_per_node);
-  run_setup(r, env.setup_command);
-  std::vector<std::string> programs = {"torchrun"};
-  if (r.rank == 0) {
-    programs.push_back("python3");
+private:
+  EnvMap with(const EnvMap &local) const {
+    EnvMap facts = m_facts;
+    for (const auto &[k, v] : local) {
+      facts[k] = v;
+    }
+    return facts;
   }
-  require_programs(r.child_env, programs);
-  raise_open_file_limit();
 
-  const std::string address = local_address(env.tuning);
-  r.rendezvous.publish(fmt::format("host.{}", r.rank), address + "\n");
-  note(r.rank, "rank={} role=sft host={}", r.rank, address);
-  for (int n = 0; n < env.total_nodes; ++n) {
-    r.rendezvous.wait_for(fmt::format("host.{}", n), fmt::format("host.{}", n));
+  int number(const std::string &fact) const {
+    const std::string &value = m_facts.at(fact);
+    try {
+      return std::stoi(value);
+    } catch (const std::exception &) {
+      throw failure(fmt::format("Prime-RL resolved {} to '{}', not a number", fact, value));
+    }
   }
-  const std::string master_addr = trimmed(*r.rendezvous.read("host.0"));
-  r.child_env["MASTER_ADDR"] = master_addr;
 
-  nlohmann::json runtime_json;
-  if (r.rank == 0) {
-    nlohmann::json request = {{"kind", "sft"},
-                              {"config", env.config_path.string()},
-                              {"output", (paths.config_dir / "sft.toml").string()},
-                              {"resume", r.recovery->helper_request()}};
-    runtime_json = run_config_helper(r, paths.local_tmp, env.config_path, request);
-    publish_runtime(r, runtime_json, false);
-  } else {
-    runtime_json = read_runtime(r);
-  }
-  SftRuntime runtime;
-  runtime.trainer_ranks_filter = runtime_json["runtime"].value("TRAINER_RANKS_FILTER", "");
-  runtime.trainer_env = json_env(runtime_json.value("trainer_env", nlohmann::json::object()));
-  add_network_hints(r, address);
-
-  r.supervisor.start(
-      "torchrun",
-      r.spec(sft_torchrun_argv(env, runtime, paths, master_addr), runtime.trainer_env),
-      tee_to(paths.logs / "trainer" / fmt::format("node_{}.log", r.rank), true));
-  note(r.rank,
-       "trainer started (node rank {} of {}, {:.2f} s after this replica started)",
-       r.rank,
-       env.total_nodes,
-       r.seconds_since_start());
-  for (;;) {
-    r.tick(r.tuning.poll_seconds, [&](const std::string &who, const proc::ExitStatus &status) {
-      if (who != "torchrun") {
-        r.unexpected_exit(who, status);
+  proc::SpawnSpec spec(const ProcessSpec &p, const EnvMap &local = {}) const {
+    const EnvMap facts = with(local);
+    proc::SpawnSpec s;
+    s.argv = resolve_argv(p, facts);
+    s.env = m_r.child_env;
+    if (!p.component_env.empty()) {
+      for (const auto &[k, v] : m_component_env.at(p.component_env)) {
+        s.env[k] = v;
       }
-      if (status.code() != 0) {
-        throw Error(status.code(), fmt::format("torchrun failed ({})", status.describe()));
-      }
-      throw Error(0, "");
-    });
+    }
+    for (const auto &[k, v] : p.env) {
+      s.env[k] = substitute(v, facts);
+    }
+    if (!p.gpus.empty()) {
+      s.env["CUDA_VISIBLE_DEVICES"] = substitute(p.gpus, facts);
+    }
+    s.cwd = m_plan.working_dir;
+    return s;
   }
-}
 
-void prepare_common(Replica &r,
-                    const CommonEnv &env,
-                    const EnvMap &process_env,
-                    const Paths &paths,
-                    std::vector<std::filesystem::path> dirs) {
+  ChildOptions options(const LogSpec &log, const EnvMap &local = {}) const {
+    ChildOptions o;
+    const std::filesystem::path path = substitute(log.path.string(), with(local));
+    switch (log.mode) {
+    case LogSpec::Mode::tee:
+      o.tee = path;
+      o.strip_rank_prefix = log.strip_rank_prefix;
+      break;
+    case LogSpec::Mode::truncate:
+      o.out = proc::Output::truncate_to(path);
+      break;
+    case LogSpec::Mode::append:
+      o.out = proc::Output::append_to(path);
+      break;
+    case LogSpec::Mode::discard:
+      o.out = proc::Output::null();
+      break;
+    default:
+      break;
+    }
+    return o;
+  }
+
+  Replica &m_r;
+  const ReplicaPlan &m_plan;
+  const CommonEnv &m_env;
+  const EnvMap &m_process_env;
+  EnvMap m_facts;
+  std::map<std::string, EnvMap> m_component_env;
+};
+
+// Runs a plan (the replica's only entry into node::plan was before this): the process-wide
+// setup every replica needs (working directory, signals, subreaper), then the steps.
+int execute(const ReplicaPlan &plan, const CommonEnv &env, const EnvMap &process_env) {
   // Relative paths of the contract (OUTPUT_DIR as written in the TOML) are relative to it.
   std::error_code cd_error;
-  std::filesystem::current_path(env.working_dir, cd_error);
+  std::filesystem::current_path(plan.working_dir, cd_error);
   if (cd_error) {
     throw failure(fmt::format(
-        "cannot change to WORKING_DIR {}: {}", env.working_dir.string(), cd_error.message()));
+        "cannot change to WORKING_DIR {}: {}", plan.working_dir.string(), cd_error.message()));
   }
   Signals::install();
   proc::become_subreaper();
-  r.local_tmp = paths.local_tmp;
+  Replica r(env, plan.role, plan.command == "node sft");
+  r.managed_service_id = plan.managed_service_experiment_id;
+  r.local_tmp = plan.local_tmp;
   r.child_env = process_env;
-  for (const auto &[k, v] : cache_defaults(process_env, env.scratch, paths.local_tmp)) {
+  for (const auto &[k, v] : plan.env) {
     r.child_env[k] = v;
   }
-  dirs.push_back(r.child_env.at("XDG_CACHE_HOME"));
-  dirs.push_back(r.child_env.at("HF_HOME"));
-  dirs.push_back(r.child_env.at("TORCH_HOME"));
-  dirs.push_back(r.child_env.at("TMPDIR"));
-  dirs.push_back(paths.local_tmp);
-  make_dirs(dirs);
-  std::error_code ec;
-  std::filesystem::create_directories("/tmp/beaker-result", ec);
+  return run_with_trap(r, [&] { Executor(r, plan, env, process_env).run(); });
+}
+
+// This machine's read-only facts the plan needs.
+PlanInputs machine_inputs(const EnvMap &process_env, const Tuning &tuning) {
+  PlanInputs inputs;
+  inputs.env = process_env;
+  inputs.self = self_executable();
+  inputs.address = local_address(tuning);
+  inputs.infiniband_hcas = infiniband_hcas();
+  inputs.socket_ifname = interface_of(inputs.address);
+  return inputs;
 }
 
 } // namespace
 
+ReplicaPlan plan_rl_here(const EnvMap &process_env) {
+  const RlEnv env = parse_rl_env(process_env);
+  return plan_rl(env, machine_inputs(process_env, env.tuning));
+}
+
+ReplicaPlan plan_sft_here(const EnvMap &process_env) {
+  const SftEnv env = parse_sft_env(process_env);
+  return plan_sft(env, machine_inputs(process_env, env.tuning));
+}
+
 int run_rl(const EnvMap &process_env) {
   const RlEnv env = parse_rl_env(process_env);
-  const RlPlacement place = place_rl(env);
-  const Paths paths = rl_paths(env);
-  Replica r(env, role_name(place.role), false);
-  r.managed_service_id = env.managed_service_experiment_id;
-  prepare_common(
-      r,
-      env,
-      process_env,
-      paths,
-      {paths.config_dir, paths.logs / "inference", paths.logs / "trainer", env.output_dir});
-  return run_with_trap(r, [&] { rl_body(r, env, process_env, place, paths); });
+  const ReplicaPlan plan = plan_rl(env, machine_inputs(process_env, env.tuning));
+  return execute(plan, env, process_env);
 }
 
 int run_sft(const EnvMap &process_env) {
   const SftEnv env = parse_sft_env(process_env);
-  const Paths paths = sft_paths(env);
-  Replica r(env, "sft", true);
-  prepare_common(
-      r, env, process_env, paths, {paths.config_dir, paths.logs / "trainer", env.output_dir});
-  return run_with_trap(r, [&] { sft_body(r, env, process_env, paths); });
+  const ReplicaPlan plan = plan_sft(env, machine_inputs(process_env, env.tuning));
+  return execute(plan, env, process_env);
 }
 
 } // namespace pb::node

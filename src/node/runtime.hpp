@@ -5,6 +5,7 @@
 
 #include <primebeaker/core/subprocess.hpp>
 #include <primebeaker/node/plan.hpp>
+#include <primebeaker/node/replica_plan.hpp>
 
 #include <chrono>
 #include <filesystem>
@@ -108,6 +109,12 @@ std::optional<std::string> interface_of(const std::string &address);
 // Comma list of InfiniBand HCAs from /sys/class/infiniband (for NCCL_IB_HCA), if any.
 std::optional<std::string> infiniband_hcas();
 
+// What `node rl|sft` would do on this machine with `env` (--dry-run): the contract parsed, this
+// machine's address and network hints read, then node::plan. No side effects.
+ReplicaPlan plan_rl_here(const EnvMap &env);
+ReplicaPlan plan_sft_here(const EnvMap &env);
+
+// `node rl|sft`: plans once (as above), then executes the plan.
 int run_rl(const EnvMap &env);
 int run_sft(const EnvMap &env);
 

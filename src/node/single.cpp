@@ -9,11 +9,13 @@
 #include <primebeaker/core/fs.hpp>
 #include <primebeaker/core/signals.hpp>
 #include <primebeaker/core/subprocess.hpp>
+#include <primebeaker/core/text.hpp>
 #include <primebeaker/launch/rewrite_envs.hpp>
 #include <primebeaker/node/plan.hpp>
 #include <primebeaker/toml/value.hpp>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include <signal.h>
@@ -77,6 +79,74 @@ SingleNodeStart plan_single_node(const std::string &program,
                        effective("TORCH_HOME"),
                        effective("TMPDIR")};
   return start;
+}
+
+namespace {
+
+std::string quoted(const std::vector<std::string> &argv) {
+  std::vector<std::string> words;
+  for (const auto &a : argv) {
+    words.push_back(text::shell_quote(a));
+  }
+  return text::join(words, " ");
+}
+
+} // namespace
+
+std::string single_plan_text(const SingleNodeStart &start) {
+  std::string out = fmt::format(
+      "node single {}: one container, Prime-RL's `{}` supervised\n", start.program, start.program);
+  int n = 0;
+  const auto line = [&](const std::string &text) { out += fmt::format("{:>3}. {}\n", ++n, text); };
+  line("make directory " + start.result_dir);
+  line("enter " + start.working_dir);
+  if (!start.setup_command.empty()) {
+    line("run setup command (failure: exit 1)\n       argv: " +
+         quoted({"bash", "-lc", start.setup_command}));
+  }
+  line("require on PATH: " + start.program);
+  std::string dirs = "make directories";
+  for (const auto &d : start.directories) {
+    dirs += "\n       " + d;
+  }
+  line(dirs);
+  line("check " + start.config_path + (start.program == "sft" ? " (and its data paths)" : ""));
+  line(fmt::format("decide the resume point from the checkpoints on disk ({} trainer ranks{}), "
+                   "record the start in the ledger -> ${{resume}}",
+                   start.program == "rl" ? std::string("deployment.num_train_gpus")
+                                         : std::to_string(start.recovery.trainer_ranks),
+                   start.program == "rl" ? " of the TOML" : ""));
+  line("write " + start.runtime_toml + ": " +
+       (start.program == "rl" ? "the environment rewrite of " : "a copy of ") + start.config_path +
+       " with ${resume}");
+  std::string run = "start " + start.program + " and wait for its exit (the replica's exit code)" +
+                    "\n       argv: " + quoted({start.program, "@", start.runtime_toml});
+  for (const auto &[k, v] : start.cache_defaults) {
+    run += "\n       env:  " + k + "=" + text::shell_quote(v);
+  }
+  line(run);
+  return out;
+}
+
+std::string single_plan_json(const SingleNodeStart &start) {
+  nlohmann::json j = {
+      {"command", "node single " + start.program},
+      {"working_dir", start.working_dir},
+      {"result_dir", start.result_dir},
+      {"setup_command",
+       start.setup_command.empty() ? nlohmann::json() : nlohmann::json(start.setup_command)},
+      {"directories", start.directories},
+      {"config_path", start.config_path},
+      {"runtime_toml", start.runtime_toml},
+      {"resume",
+       {{"replica", start.recovery.replica},
+        {"trainer_ranks",
+         start.program == "rl" ? nlohmann::json() : nlohmann::json(start.recovery.trainer_ranks)},
+        {"max_recoveries", start.recovery.policy.max_recoveries},
+        {"max_restarts_on_errors", start.recovery.policy.max_restarts_on_errors}}},
+      {"process",
+       {{"argv", {start.program, "@", start.runtime_toml}}, {"env", start.cache_defaults}}}};
+  return j.dump(2) + "\n";
 }
 
 namespace {

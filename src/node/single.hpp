@@ -34,6 +34,11 @@ struct SingleNodeStart {
 SingleNodeStart plan_single_node(const std::string &program,
                                  const std::map<std::string, std::string> &environment);
 
+// The start as `node single --dry-run` prints it (text, or one JSON object): what run_single_node
+// will do, in order. Pure.
+std::string single_plan_text(const SingleNodeStart &start);
+std::string single_plan_json(const SingleNodeStart &start);
+
 // Runs it: setup command with `bash -lc`, directories, checks, the recovery step (resume
 // decision, incomplete steps moved aside, ledger), the runtime TOML (RL: the environment
 // rewrite; both: the decided resume step), then Prime-RL's `sft`/`rl @ <runtime TOML>` as a

@@ -4,6 +4,7 @@
 
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/node/plan.hpp>
+#include <primebeaker/node/replica_plan.hpp>
 
 #include <gtest/gtest.h>
 
@@ -141,18 +142,52 @@ TEST(NodePlacement, TpBlocksAndWorkers) {
   EXPECT_FALSE(parse_layout("x 8"));
 }
 
+// The process of the plan named `name` (Start, Run, Probe, or the inference servers' template).
+ProcessSpec process_named(const ReplicaPlan &plan, const std::string &name) {
+  for (const auto &s : plan.steps) {
+    if (const auto *start = std::get_if<step::Start>(&s); start && start->process.name == name) {
+      return start->process;
+    }
+    if (const auto *run = std::get_if<step::Run>(&s); run && run->process.name == name) {
+      return run->process;
+    }
+    if (const auto *probe = std::get_if<step::Probe>(&s); probe && probe->process.name == name) {
+      return probe->process;
+    }
+    if (const auto *servers = std::get_if<step::StartInferenceServers>(&s);
+        servers && servers->each.name == name) {
+      return servers->each;
+    }
+  }
+  ADD_FAILURE() << "no process " << name;
+  return {};
+}
+
+PlanInputs inputs_for(const EnvMap &env) {
+  PlanInputs inputs;
+  inputs.env = env;
+  inputs.self = "/pb";
+  inputs.address = "10.0.0.1";
+  return inputs;
+}
+
 TEST(NodeArgv, ChildrenAsLaunchMdSays) {
-  RlRuntime rt;
-  rt.router_port = 8000;
-  rt.router_policy = "round_robin";
-  rt.backend_port = 8100;
-  rt.trainer_ranks_filter = "0";
-  rt.use_zmq_transport = true;
-  rt.use_nccl_broadcast = true;
-  Paths paths{"/o/configs", "/o/logs", "/tmp/x"};
-  const std::vector<Worker> workers = {{"http://a:8100", "http://a:8100/v1"},
-                                       {"http://b:8100", "http://b:8100/v1"}};
-  EXPECT_EQ(router_argv(rt, workers),
+  const auto env = parse_rl_env(rl_env());
+  const auto plan = plan_rl(env, inputs_for(rl_env()));
+  // What the replica learned by then (docs/node.md "The plan").
+  const EnvMap facts = {{"runtime.ROUTER_PORT", "8000"},
+                        {"runtime.ROUTER_POLICY", "round_robin"},
+                        {"runtime.BACKEND_PORT", "8100"},
+                        {"runtime.TRAINER_RANKS_FILTER", "0"},
+                        {"runtime.USE_ZMQ_TRANSPORT", "1"},
+                        {"runtime.USE_NCCL_BROADCAST", "1"},
+                        {"host.0", "10.0.0.1"},
+                        {"workers", "http://a:8100 http://b:8100"},
+                        {"admin_urls", "http://a:8100/v1 http://b:8100/v1"},
+                        {"router_url", "http://a:8000/v1"},
+                        {"attempt_dir", "/r"},
+                        {"port", "8101"}};
+  EXPECT_EQ(resolve_argv(process_named(plan, "vllm-router"), facts),
             (pb::proc::Argv{"vllm-router",
                             "--policy",
                             "round_robin",
@@ -169,10 +204,10 @@ TEST(NodeArgv, ChildrenAsLaunchMdSays) {
                             "--worker-urls",
                             "http://a:8100",
                             "http://b:8100"}));
-  EXPECT_EQ(inference_argv("/o/configs", 8101),
+  EXPECT_EQ(resolve_argv(process_named(plan, "inference server ${k}"), facts),
             (pb::proc::Argv{"inference",
                             "@",
-                            "/o/configs/inference.toml",
+                            "/weka/out/configs/inference.toml",
                             "--server.host",
                             "0.0.0.0",
                             "--server.port",
@@ -183,40 +218,40 @@ TEST(NodeArgv, ChildrenAsLaunchMdSays) {
                             "1",
                             "--api-server-count",
                             "1"}));
-  EXPECT_EQ(trainer_argv(rt, 4, paths, "10.0.0.1"),
+  const auto trainer = process_named(plan, "trainer");
+  EXPECT_EQ(resolve_argv(trainer, facts),
             (pb::proc::Argv{"torchrun",
                             "--role=trainer",
                             "--standalone",
                             "--nnodes=1",
                             "--nproc-per-node=4",
                             "--node-rank=0",
-                            "--log-dir=/o/logs/trainer/torchrun",
+                            "--log-dir=/weka/out/logs/trainer/torchrun",
                             "--tee=3",
                             "--redirects=3",
                             "--local-ranks-filter=0",
                             "-m",
                             "prime_rl.trainer.rl.train",
                             "@",
-                            "/o/configs/trainer.toml",
+                            "/weka/out/configs/trainer.toml",
                             "--rollout_transport.host",
                             "10.0.0.1"}));
-  EXPECT_EQ(
-      orchestrator_argv(
-          rt, paths, "http://a:8000/v1", {"http://a:8100/v1", "http://b:8100/v1"}, "10.0.0.1"),
-      (pb::proc::Argv{"orchestrator",
-                      "@",
-                      "/o/configs/orchestrator.toml",
-                      "--model.client.base-url",
-                      "http://a:8000/v1",
-                      "--model.client.admin-base-url",
-                      "http://a:8100/v1",
-                      "http://b:8100/v1",
-                      "--weight_broadcast.host",
-                      "10.0.0.1",
-                      "--rollout_transport.host",
-                      "10.0.0.1"}));
-  const auto env = parse_rl_env(rl_env());
-  EXPECT_EQ(local_gateway_argv(env),
+  EXPECT_EQ(trainer.gpus, "0,1,2,3");
+  EXPECT_EQ(trainer.component_env, "trainer");
+  EXPECT_EQ(resolve_argv(process_named(plan, "orchestrator"), facts),
+            (pb::proc::Argv{"orchestrator",
+                            "@",
+                            "/weka/out/configs/orchestrator.toml",
+                            "--model.client.base-url",
+                            "http://a:8000/v1",
+                            "--model.client.admin-base-url",
+                            "http://a:8100/v1",
+                            "http://b:8100/v1",
+                            "--weight_broadcast.host",
+                            "10.0.0.1",
+                            "--rollout_transport.host",
+                            "10.0.0.1"}));
+  EXPECT_EQ(resolve_argv(process_named(plan, "gateway"), facts),
             (pb::proc::Argv{"python3",
                             "-m",
                             "literegistry.gateway",
@@ -230,7 +265,7 @@ TEST(NodeArgv, ChildrenAsLaunchMdSays) {
                             "800",
                             "--judge-timeout",
                             "800"}));
-  EXPECT_EQ(wait_services_argv("/pb", env, "/r/shutdown.requested"),
+  EXPECT_EQ(resolve_argv(process_named(plan, "required-service barrier"), facts),
             (pb::proc::Argv{"/pb",
                             "registry",
                             "wait-services",
@@ -244,7 +279,7 @@ TEST(NodeArgv, ChildrenAsLaunchMdSays) {
                             "1800",
                             "--stop-file",
                             "/r/shutdown.requested"}));
-  EXPECT_EQ(probe_gateway_argv("/pb", env),
+  EXPECT_EQ(resolve_argv(process_named(plan, "gateway probe"), facts),
             (pb::proc::Argv{"/pb",
                             "registry",
                             "probe-gateway",
@@ -256,6 +291,13 @@ TEST(NodeArgv, ChildrenAsLaunchMdSays) {
                             "/judge",
                             "--timeout",
                             "70"}));
+  // Without ZMQ or NCCL the conditional arguments are left out.
+  EnvMap plain = facts;
+  plain["runtime.USE_ZMQ_TRANSPORT"] = "0";
+  plain["runtime.USE_NCCL_BROADCAST"] = "0";
+  EXPECT_EQ(resolve_argv(trainer, plain).back(), "/weka/out/configs/trainer.toml");
+  // A fact used before the step that binds it is an internal error, not a silent empty word.
+  EXPECT_EQ(exit_code_of([&] { resolve_argv(trainer, {}); }), 1);
 }
 
 TEST(NodeArgv, SftTorchrun) {
@@ -270,9 +312,9 @@ TEST(NodeArgv, SftTorchrun) {
               {"RENDEZVOUS_DIR", "/r"},
               {"RENDEZVOUS_TIMEOUT_SECONDS", "60"}};
   const auto env = parse_sft_env(e);
-  SftRuntime rt;
-  rt.trainer_ranks_filter = "0,1";
-  EXPECT_EQ(sft_torchrun_argv(env, rt, sft_paths(env), "10.1.1.1"),
+  const auto plan = plan_sft(env, inputs_for(e));
+  EXPECT_EQ(resolve_argv(process_named(plan, "torchrun"),
+                         {{"host.0", "10.1.1.1"}, {"runtime.TRAINER_RANKS_FILTER", "0,1"}}),
             (pb::proc::Argv{"torchrun",
                             "--role=trainer",
                             "--nnodes=3",
@@ -289,6 +331,26 @@ TEST(NodeArgv, SftTorchrun) {
                             "@",
                             "/o/configs/sft.toml"}));
   EXPECT_EQ(sft_paths(env).local_tmp, "/tmp/primebeaker-sft-L1-1");
+  EXPECT_EQ(plan.local_tmp, "/tmp/primebeaker-sft-L1-1");
+}
+
+TEST(NodePlan, SubstitutesFactsAndOffsets) {
+  const EnvMap facts = {{"a", "8000"}, {"list", "x y"}};
+  EXPECT_EQ(substitute("p=${a} q=${a+21000}", facts), "p=8000 q=29000");
+  EXPECT_EQ(substitute("no placeholders", facts), "no placeholders");
+  ProcessSpec p;
+  p.argv = {"cmd", "${list...}", "--n=${a}"};
+  EXPECT_EQ(resolve_argv(p, facts), (pb::proc::Argv{"cmd", "x", "y", "--n=8000"}));
+}
+
+// A registry URI's password never reaches the printed plan.
+TEST(NodePlan, PrintedPlanHidesTheRegistryPassword) {
+  EnvMap e = rl_env();
+  e["REGISTRY"] = "redis://:s3cret@h:6379";
+  const auto plan = plan_rl(parse_rl_env(e), inputs_for(e));
+  EXPECT_EQ(plan_text(plan).find("s3cret"), std::string::npos);
+  EXPECT_EQ(plan_json(plan).find("s3cret"), std::string::npos);
+  EXPECT_NE(plan_text(plan).find("wait-redis"), std::string::npos);
 }
 
 TEST(NodeWatcher, Verdicts) {

@@ -6,6 +6,8 @@
 #include "test_support.hpp"
 
 #include <primebeaker/core/subprocess.hpp>
+#include <primebeaker/core/text.hpp>
+#include <primebeaker/node/replica_plan.hpp>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -638,6 +640,128 @@ TEST(NodeRl, ThreeReplicasSucceedWithEverythingWiredAsSpecified) {
   expect_no_survivors(cluster);
 }
 
+// docs/node.md "The plan": what `node rl --dry-run --json` prints is what the replica then runs.
+// Each replica's plan is taken first; after the run, the values the replicas learned (hosts,
+// Prime-RL's resolved values, the worker list) are read back from the attempt directory and
+// substituted into the plan; the fakes on PATH must have recorded exactly those processes, with
+// the plan's env, GPUs and working directory, and nothing else.
+TEST(NodeRl, RunsExactlyTheProcessesOfItsDryRun) {
+  Cluster cluster("rl", 3);
+  cluster.extra_env()["REQUIRED_LITEREGISTRY_SERVICES"] = "{}";
+  std::vector<nlohmann::json> plans;
+  for (int r = 0; r < 3; ++r) {
+    pb::test::RunOptions options;
+    options.env = cluster.env(r);
+    const auto dry = pb::test::run_primebeaker({"node", "rl", "--dry-run", "--json"}, options);
+    ASSERT_EQ(dry.exit_code, 0) << dry.err;
+    plans.push_back(nlohmann::json::parse(dry.out));
+  }
+  EXPECT_TRUE(fs::is_empty(cluster.rdv())); // the dry-runs published nothing
+  cluster.start_all();
+  ASSERT_EQ(cluster.wait_all(), (std::vector<int>{0, 0, 0})) << cluster.diagnostics();
+
+  const fs::path attempt = cluster.attempt_dir();
+  const auto runtime = nlohmann::json::parse(read_file(attempt / "runtime/runtime.json"));
+  pb::node::EnvMap facts = {{"attempt_dir", attempt.string()}};
+  for (const auto &[k, v] : runtime["runtime"].items()) {
+    facts["runtime." + k] = v.is_string() ? v.get<std::string>() : v.dump();
+  }
+  for (int n = 0; n < 3; ++n) {
+    facts["host." + std::to_string(n)] = "127.0.0.1";
+  }
+  facts["router_url"] = std::string(pb::text::trim(read_file(attempt / "router.url")));
+  facts["admin_urls"] = std::string(pb::text::trim(read_file(attempt / "admin.urls")));
+  std::string workers;
+  for (const auto &url : pb::text::split(facts["admin_urls"], ' ')) {
+    workers += (workers.empty() ? "" : " ") + url.substr(0, url.size() - 3); // without "/v1"
+  }
+  facts["workers"] = workers;
+
+  // Expected calls per program: (rank, argv, env entries, CUDA_VISIBLE_DEVICES).
+  struct Expected {
+    std::string rank;
+    pb::proc::Argv argv;
+    std::map<std::string, std::string> env;
+  };
+  std::map<std::string, std::vector<Expected>> expected;
+  auto expect_process = [&](int rank, const nlohmann::json &p, pb::node::EnvMap local) {
+    pb::node::ProcessSpec spec;
+    spec.argv = p["argv"].get<std::vector<std::string>>();
+    for (const auto &w : p.value("when", nlohmann::json::array())) {
+      spec.when.emplace_back(w["fact"], w["args"].get<std::vector<std::string>>());
+    }
+    pb::node::EnvMap f = facts;
+    f.insert(local.begin(), local.end());
+    Expected e{std::to_string(rank), pb::node::resolve_argv(spec, f), {}};
+    for (const auto &[k, v] : p["env"].items()) {
+      e.env[k] = pb::node::substitute(v.get<std::string>(), f);
+    }
+    if (p.contains("gpus")) {
+      e.env["CUDA_VISIBLE_DEVICES"] = pb::node::substitute(p["gpus"].get<std::string>(), f);
+    }
+    e.env["MASTER_ADDR"] = "127.0.0.1";
+    expected[e.argv[0]].push_back(e);
+  };
+  for (int r = 0; r < 3; ++r) {
+    for (const auto &s : plans[r]["steps"]) {
+      if (s["step"] == "start") {
+        expect_process(r, s["process"], {});
+      } else if (s["step"] == "start_inference_servers") {
+        const int tp = std::stoi(facts["runtime.INFERENCE_TP"]);
+        const int start = s["gpus"]["start"];
+        const int count = s["gpus"]["count"];
+        for (int k = 0; k * tp < count; ++k) {
+          std::string gpus;
+          for (int g = 0; g < tp; ++g) {
+            gpus += (g ? "," : "") + std::to_string(start + k * tp + g);
+          }
+          expect_process(r,
+                         s["process"],
+                         {{"k", std::to_string(k)},
+                          {"gpus", gpus},
+                          {"port", std::to_string(std::stoi(facts["runtime.BACKEND_PORT"]) + k)}});
+        }
+      }
+    }
+  }
+  for (const std::string program : {"inference", "vllm-router", "torchrun", "orchestrator"}) {
+    const auto calls = cluster.fakes().calls(program);
+    const auto &want = expected[program];
+    ASSERT_EQ(calls.size(), want.size()) << program;
+    std::multiset<std::pair<std::string, pb::proc::Argv>> got_argv;
+    std::multiset<std::pair<std::string, pb::proc::Argv>> want_argv;
+    for (const auto &call : calls) {
+      got_argv.emplace(call.env.at("BEAKER_REPLICA_RANK"), call.argv);
+      EXPECT_EQ(call.cwd, (cluster.root() / "work").string());
+      // Its env holds what the plan says, for the planned process with this argv.
+      for (const auto &w : want) {
+        if (w.argv == call.argv && w.rank == call.env.at("BEAKER_REPLICA_RANK")) {
+          for (const auto &[k, v] : w.env) {
+            EXPECT_EQ(call.env.count(k) ? call.env.at(k) : "<unset>", v) << program << " " << k;
+          }
+        }
+      }
+    }
+    for (const auto &w : want) {
+      want_argv.emplace(w.rank, w.argv);
+    }
+    EXPECT_EQ(got_argv, want_argv) << program;
+  }
+  // The gateway (a Python module, recorded by the fake LiteRegistry package) as planned.
+  for (const auto &entry : fs::directory_iterator(cluster.root() / "ctl")) {
+    if (entry.path().filename().string().rfind("gateway.", 0) == 0) {
+      const auto g = nlohmann::json::parse(read_file(entry.path()));
+      for (const auto &s : plans[0]["steps"]) {
+        if (s["step"] == "start" && s["process"]["name"] == "gateway") {
+          auto argv = s["process"]["argv"].get<std::vector<std::string>>();
+          EXPECT_EQ(g["argv"].get<std::vector<std::string>>(),
+                    std::vector<std::string>(argv.begin() + 3, argv.end()));
+        }
+      }
+    }
+  }
+}
+
 // The contract end to end: the env `rl preview` renders (launch module) is what `node rl` runs on.
 TEST(NodeRl, RunsFromTheEnvironmentThatRlPreviewRenders) {
   Cluster cluster("rl", 2);
@@ -968,8 +1092,7 @@ TEST(NodeRecovery, AStartPastTheBudgetExitsWithOneLineInsteadOfTraining) {
                                 "automatic recovery is off (--max-recoveries 0)"),
             std::string::npos)
       << cluster.log(0);
-  EXPECT_NE(cluster.log(1).find("replica 0 refused to start"), std::string::npos)
-      << cluster.log(1);
+  EXPECT_NE(cluster.log(1).find("replica 0 refused to start"), std::string::npos) << cluster.log(1);
   EXPECT_TRUE(cluster.fakes().calls("torchrun").empty());
   const auto refused = nlohmann::json::parse(read_file(ledger / "2.json"));
   EXPECT_EQ(refused["cause"], "preemption");

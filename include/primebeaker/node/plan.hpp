@@ -107,25 +107,6 @@ struct NodeSlot {
 std::vector<Worker>
 global_workers(const std::vector<NodeSlot> &nodes, int backend_port, int tp, int expected_ranks);
 
-// Values the config helper resolved through Prime-RL (runtime.env of docs/node.md).
-struct RlRuntime {
-  int router_port = 0;
-  std::string router_policy;
-  int backend_port = 0;
-  int inference_tp = 1;
-  std::string trainer_ranks_filter;
-  bool use_nccl_broadcast = false;
-  bool use_zmq_transport = false;
-  EnvMap trainer_env;
-  EnvMap orchestrator_env;
-  EnvMap inference_env;
-};
-
-struct SftRuntime {
-  std::string trainer_ranks_filter;
-  EnvMap trainer_env;
-};
-
 // Paths of one replica (docs/node.md).
 struct Paths {
   std::filesystem::path config_dir; // <OUTPUT_DIR>/configs
@@ -140,22 +121,9 @@ EnvMap cache_defaults(const EnvMap &env,
                       const std::filesystem::path &scratch,
                       const std::filesystem::path &local_tmp);
 
-// The argv of each child. Programs are bare names, found on PATH.
-proc::Argv router_argv(const RlRuntime &runtime, const std::vector<Worker> &workers);
-proc::Argv inference_argv(const std::filesystem::path &config_dir, int port);
-proc::Argv trainer_argv(const RlRuntime &runtime,
-                        int train_gpus,
-                        const Paths &paths,
-                        const std::string &master_addr);
-proc::Argv orchestrator_argv(const RlRuntime &runtime,
-                             const Paths &paths,
-                             const std::string &router_url,
-                             const std::vector<std::string> &admin_urls,
-                             const std::string &master_addr);
-proc::Argv sft_torchrun_argv(const SftEnv &env,
-                             const SftRuntime &runtime,
-                             const Paths &paths,
-                             const std::string &master_addr);
+// The argv of the children whose arguments need nothing learned at run time. The others
+// (router, inference servers, trainer, orchestrator, SFT torchrun) are written with ${...}
+// placeholders in node::plan_rl / plan_sft (replica_plan.hpp).
 
 // The local tool gateway (docs/node.md): the one place naming its program. Today
 // LiteRegistry's own `python3 -m literegistry.gateway`; a native `primebeaker gateway` later.
