@@ -7,6 +7,7 @@
 #include <primebeaker/environments/scoring.hpp>
 #include <primebeaker/environments/validate.hpp>
 #include <primebeaker/environments_runtime/engine.hpp>
+#include <primebeaker/environments_runtime/json_line.hpp>
 #include <primebeaker/tool_services/scoring.hpp>
 #include <primebeaker/tool_services/transport.hpp>
 
@@ -335,6 +336,14 @@ OrderedJson EnvironmentEngine::score(const std::string &session,
   }
   const auto args = full_args(*environment, request.value("args", OrderedJson::object()));
   const OrderedJson rollout = rollout_record(std::move(request), std::move(state));
+  return score_record(session, *environment, *args, rollout, cancelled);
+}
+
+OrderedJson EnvironmentEngine::score_record(const std::string &session,
+                                            const Environment &environment,
+                                            const OrderedJson &args,
+                                            const OrderedJson &rollout,
+                                            const std::atomic<bool> *cancelled) {
   static const std::atomic<bool> never{false};
   tool_services::ScoringOptions options;
   // The judge and the reward model go through the tool backend, as tool calls do.
@@ -361,7 +370,7 @@ OrderedJson EnvironmentEngine::score(const std::string &session,
   };
   try {
     tool_services::ServiceScore scored =
-        tool_services::score_with_services(*environment, *args, rollout, options);
+        tool_services::score_with_services(environment, args, rollout, options);
     return {{"values", std::move(scored.score.metrics)},
             {"metrics", std::move(scored.metrics)},
             {"info_update", std::move(scored.info_update)}};
@@ -490,6 +499,76 @@ std::optional<OrderedJson> EnvironmentEngine::handle_now(const std::string &op,
     }
   }
   return std::nullopt;
+}
+
+namespace {
+
+// The environments whose scorer reads only the record's `completion` and `answer`
+// (environments::score_rollout, Behaviour::label: the last message's verdict against the gold
+// answer). tests/environments_runtime/test_serve.cpp checks the two records score alike.
+bool reads_completion_and_answer(const Environment &environment) {
+  return environment.behaviour == Behaviour::label &&
+         !tool_services::scores_with_services(environment);
+}
+
+} // namespace
+
+std::optional<OrderedJson> EnvironmentEngine::score_now(RequestLine &request) {
+  const Environment *environment = nullptr;
+  if (const auto name = request.plain_string("env")) {
+    environment = environments::find_environment(std::string(*name));
+  }
+  if (environment == nullptr || !reads_completion_and_answer(*environment)) {
+    return std::nullopt; // the whole request, as before
+  }
+  std::string session_id;
+  if (const auto plain = request.plain_string("session")) {
+    session_id = *plain;
+  } else if (const OrderedJson *id = request.find("session"); id != nullptr && id->is_string()) {
+    session_id = id->get<std::string>();
+  }
+  // As handle_now: an open session of that id (none for a single-turn environment, which
+  // refuses open) must be free, and clears its cancel flag.
+  std::shared_ptr<Session> session = find(session_id);
+  std::unique_lock<std::mutex> lock;
+  if (session) {
+    lock = std::unique_lock(session->mutex, std::try_to_lock);
+    if (!lock.owns_lock()) {
+      return std::nullopt;
+    }
+    session->cancelled = false;
+  }
+  std::shared_ptr<const OrderedJson> args;
+  const std::optional<std::string_view> args_text = request.text("args");
+  if (args_text) {
+    std::lock_guard args_lock(m_args_mutex);
+    for (const auto &entry : m_args_text_cache) {
+      if (entry.environment == environment && entry.text == *args_text) {
+        args = entry.full;
+        break;
+      }
+    }
+  }
+  if (!args) {
+    const OrderedJson *given = request.find("args");
+    args = full_args(*environment, given != nullptr ? *given : OrderedJson::object());
+    if (args_text) {
+      std::lock_guard args_lock(m_args_mutex);
+      if (m_args_text_cache.size() >= 64) {
+        m_args_text_cache.erase(m_args_text_cache.begin());
+      }
+      m_args_text_cache.push_back({environment, std::string(*args_text), args});
+    }
+  }
+  // The record rollout_record() would make, but for the fields this scorer never reads.
+  OrderedJson rollout(OrderedJson::value_t::object);
+  rollout["completion"] = request.take("completion", OrderedJson::array());
+  rollout["answer"] = request.take("answer", OrderedJson());
+  if (lock.owns_lock()) {
+    lock.unlock(); // score() ran unlocked too: it copies the state, then scores
+  }
+  return score_record(
+      session_id, *environment, *args, rollout, session ? &session->cancelled : nullptr);
 }
 
 void EnvironmentEngine::cancel(const std::string &session) {

@@ -46,6 +46,96 @@ public:
         m_members(members) {
     m_members.clear();
   }
+  // Over [from, to) of a text starting at `begin` (offsets in messages count from `begin`).
+  Parser(const char *begin,
+         const char *from,
+         const char *to,
+         std::vector<std::pair<std::string, J>> &members)
+      : m_begin(begin), m_p(from), m_end(to), m_members(members) {}
+
+  // The value of a top-level member, whose text [from, to) was checked by RequestLine.
+  J member_value(bool score_row) {
+    m_score = score_row;
+    m_in_score_row = score_row;
+    J result = value(1);
+    if (m_p != m_end) {
+      fail("unexpected text after the value");
+    }
+    return result;
+  }
+
+  // RequestLine's pass over the text: the top-level members' keys and value ranges, every value
+  // checked as value() would check it, nothing built. False when the text is not an object.
+  bool scan_object(std::vector<RequestLine::Member> &out) {
+    skip_space();
+    if (m_p >= m_end || *m_p != '{') {
+      return false;
+    }
+    ++m_p;
+    skip_space();
+    bool score = false;
+    if (m_p < m_end && *m_p == '}') {
+      ++m_p;
+    } else {
+      std::unordered_map<std::string, size_t> index; // only for large objects
+      for (;;) {
+        if (m_p >= m_end || *m_p != '"') {
+          fail("expected a string key");
+        }
+        std::string key;
+        string(key);
+        skip_space();
+        expect(':', "expected ':'");
+        skip_space();
+        const char *begin = m_p;
+        skip(1);
+        const bool score_row = score && key == "row";
+        if (key == "op" && *begin == '"') {
+          std::string op;
+          Parser text(m_begin, begin, m_p, m_members);
+          text.string(op);
+          score = score || op == "score";
+        }
+        // A repeated key keeps its first position and takes the last value, as nlohmann does.
+        size_t found = SIZE_MAX;
+        if (out.size() <= k_linear_duplicate_check) {
+          for (size_t i = 0; i < out.size(); ++i) {
+            if (out[i].key == key) {
+              found = i;
+              break;
+            }
+          }
+        } else {
+          if (index.empty()) {
+            for (size_t i = 0; i < out.size(); ++i) {
+              index.emplace(out[i].key, i);
+            }
+          }
+          if (const auto hit = index.find(key); hit != index.end()) {
+            found = hit->second;
+          }
+        }
+        if (found != SIZE_MAX) {
+          out[found].begin = begin;
+          out[found].end = m_p;
+          out[found].score_row = score_row;
+        } else {
+          out.push_back({std::move(key), begin, m_p, score_row, std::nullopt});
+          if (!index.empty()) {
+            index.emplace(out.back().key, out.size() - 1);
+          }
+        }
+        if (!next_member()) {
+          break;
+        }
+      }
+    }
+    skip_space();
+    if (m_p != m_end) {
+      fail("unexpected text after the value");
+    }
+    return true;
+  }
 
   J document() {
     skip_space();
@@ -259,6 +349,90 @@ private:
       return;
     default:
       value(depth); // a literal or a number: nothing to allocate
+    }
+  }
+
+  // Checks what value(depth) would build, building nothing.
+  void skip(int depth) {
+    if (m_p >= m_end) {
+      fail("unexpected end of input");
+    }
+    switch (*m_p) {
+    case '{': {
+      if (depth + 1 > k_max_depth) {
+        fail("nesting too deep");
+      }
+      ++m_p;
+      skip_space();
+      if (m_p < m_end && *m_p == '}') {
+        ++m_p;
+        return;
+      }
+      for (;;) {
+        if (m_p >= m_end || *m_p != '"') {
+          fail("expected a string key");
+        }
+        skip_string();
+        skip_space();
+        expect(':', "expected ':'");
+        skip_space();
+        skip(depth + 1);
+        if (!next_member()) {
+          return;
+        }
+      }
+    }
+    case '[':
+      if (depth + 1 > k_max_depth) {
+        fail("nesting too deep");
+      }
+      ++m_p;
+      skip_space();
+      if (m_p < m_end && *m_p == ']') {
+        ++m_p;
+        return;
+      }
+      for (;;) {
+        skip(depth + 1);
+        skip_space();
+        if (m_p < m_end && *m_p == ',') {
+          ++m_p;
+          skip_space();
+          continue;
+        }
+        expect(']', "expected ',' or ']'");
+        return;
+      }
+    case '"':
+      skip_string();
+      return;
+    default:
+      value(depth); // a literal or a number: nothing to allocate
+    }
+  }
+
+  // string() without keeping the text.
+  void skip_string() {
+    ++m_p; // '"'
+    for (;;) {
+      skip_plain();
+      if (m_p >= m_end) {
+        fail("unterminated string");
+      }
+      const auto c = static_cast<unsigned char>(*m_p);
+      if (k_plain[c]) {
+        ++m_p;
+      } else if (c == '"') {
+        ++m_p;
+        return;
+      } else if (c == '\\') {
+        m_discard.clear();
+        escape(m_discard);
+      } else if (c < 0x20) {
+        fail("control character in a string");
+      } else {
+        utf8_sequence();
+      }
     }
   }
 
@@ -537,6 +711,104 @@ private:
 OrderedJson parse_json(std::string_view text) {
   thread_local std::vector<std::pair<std::string, OrderedJson>> members; // reused: no growth
   return Parser(text, members).document();
+}
+
+namespace {
+// RequestLine's member lists, kept for the next line of the thread (no allocation per request).
+thread_local std::vector<RequestLine::Member> t_spare_members;
+} // namespace
+
+RequestLine::RequestLine(std::string_view text) : m_text(text) {
+  thread_local std::vector<std::pair<std::string, OrderedJson>> members;
+  m_members.swap(t_spare_members);
+  m_members.clear();
+  m_members.reserve(24);
+  m_object = Parser(text, members).scan_object(m_members);
+  if (!m_object) {
+    m_whole = parse_json(text);
+  }
+}
+
+RequestLine::~RequestLine() {
+  m_members.clear();
+  if (m_members.capacity() > t_spare_members.capacity()) {
+    m_members.swap(t_spare_members);
+  }
+}
+
+std::optional<std::string_view> RequestLine::text(std::string_view key) const {
+  const Member *found = member(key);
+  if (found == nullptr) {
+    return std::nullopt;
+  }
+  return std::string_view(found->begin, static_cast<size_t>(found->end - found->begin));
+}
+
+const RequestLine::Member *RequestLine::member(std::string_view key) const {
+  for (const Member &m : m_members) {
+    if (m.key == key) {
+      return &m;
+    }
+  }
+  return nullptr;
+}
+
+RequestLine::Member *RequestLine::member(std::string_view key) {
+  return const_cast<Member *>(std::as_const(*this).member(key));
+}
+
+OrderedJson RequestLine::materialize(const Member &member) const {
+  thread_local std::vector<std::pair<std::string, OrderedJson>> members;
+  members.clear();
+  return Parser(m_text.data(), member.begin, member.end, members).member_value(member.score_row);
+}
+
+const OrderedJson *RequestLine::find(std::string_view key) {
+  Member *found = member(key);
+  if (found == nullptr) {
+    return nullptr;
+  }
+  if (!found->value) {
+    found->value = materialize(*found);
+  }
+  return &*found->value;
+}
+
+std::optional<std::string_view> RequestLine::plain_string(std::string_view key) const {
+  const Member *found = member(key);
+  if (found == nullptr || *found->begin != '"') {
+    return std::nullopt;
+  }
+  const std::string_view inner(found->begin + 1,
+                               static_cast<size_t>(found->end - found->begin - 2));
+  if (inner.find('\\') != std::string_view::npos) {
+    return std::nullopt;
+  }
+  return inner;
+}
+
+OrderedJson RequestLine::take(std::string_view key, OrderedJson fallback) {
+  Member *found = member(key);
+  if (found == nullptr) {
+    return fallback;
+  }
+  OrderedJson value = found->value ? std::move(*found->value) : materialize(*found);
+  found->value = OrderedJson();
+  return value;
+}
+
+OrderedJson RequestLine::build() {
+  if (!m_object) {
+    return std::move(m_whole);
+  }
+  OrderedJson result(OrderedJson::value_t::object);
+  auto &out = result.get_ref<OrderedJson::object_t &>();
+  out.reserve(m_members.size());
+  for (Member &m : m_members) {
+    out.emplace_back(std::move(m.key), m.value ? std::move(*m.value) : materialize(m));
+  }
+  m_members.clear();
+  return result;
 }
 
 } // namespace pb::environments_runtime

@@ -11,6 +11,8 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -38,62 +40,77 @@ public:
   // (handle_now: pure scoring, observe) runs right here when its session has nothing queued;
   // everything else goes to the session's strand on the pool.
   void dispatch(std::string_view line) {
-    json request;
+    std::optional<RequestLine> parsed;
     try {
-      request = parse_json(line);
+      parsed.emplace(line); // checked whole; members built when asked for
     } catch (const RequestError &error) {
-      reply_error(nullptr, "bad_request", error.what());
+      reply_error(nullptr, error.kind(), error.what());
       return;
     }
-    if (!request.is_object() || !request.contains("id") || !request["op"].is_string()) {
-      reply_error(request.is_object() && request.contains("id") ? request["id"] : json(nullptr),
+    RequestLine &request = *parsed;
+    const json *id = request.is_object() ? request.find("id") : nullptr;
+    const std::optional<std::string> op = string_member(request, "op");
+    if (id == nullptr || !op) {
+      reply_error(id != nullptr ? *id : json(nullptr),
                   "bad_request",
                   "a request is an object with \"id\" and \"op\"");
       return;
     }
-    const std::string op = request["op"].get_ref<const std::string &>();
-    if (op == "hello") {
-      hello(request);
+    const json request_id = *id;
+    if (*op == "hello") {
+      hello(request.build());
       return;
     }
-    if (!request["session"].is_string()) {
-      reply_error(request["id"], "bad_request", "\"" + op + "\" needs a \"session\" string");
+    const std::optional<std::string> session_id = string_member(request, "session");
+    if (!session_id) {
+      reply_error(request_id, "bad_request", "\"" + *op + "\" needs a \"session\" string");
       return;
     }
-    const std::string session = request["session"].get_ref<const std::string &>();
-    if (op == "cancel") {
+    const std::string &session = *session_id;
+    if (*op == "cancel") {
       m_engine.cancel(session);
-      reply_ok(request["id"], json::object());
+      reply_ok(request_id, json::object());
       return;
     }
-    const bool overlapping = op == "close" || op == "release";
+    const bool overlapping = *op == "close" || *op == "release";
     bool idle = overlapping;
     if (!idle) {
       std::lock_guard lock(m_mutex);
       idle = m_strands.find(session) == m_strands.end();
     }
+    std::optional<json> whole;
     if (idle) {
-      const json id = request["id"];
       try {
-        if (std::optional<json> fields = m_engine.handle_now(op, request)) {
-          reply_ok(id, fields->is_object() ? std::move(*fields) : json::object());
+        std::optional<json> fields;
+        if (*op == "score") {
+          fields = m_engine.score_now(request);
+        }
+        if (!fields) {
+          whole = request.build();
+          fields = m_engine.handle_now(*op, *whole);
+        }
+        if (fields) {
+          reply_ok(request_id, fields->is_object() ? std::move(*fields) : json::object());
           return;
         }
       } catch (const RequestError &error) {
-        reply_error(id, error.kind(), error.what());
+        reply_error(request_id, error.kind(), error.what());
         return;
       } catch (const std::exception &error) {
-        reply_error(id, "environment", error.what());
+        reply_error(request_id, "environment", error.what());
         return;
       }
     }
+    if (!whole) {
+      whole = request.build();
+    }
     if (overlapping) {
-      submit([this, request = std::move(request), op] { run(op, request); });
+      submit([this, request = std::move(*whole), op = *op] { run(op, request); });
       return;
     }
     std::lock_guard lock(m_mutex);
     Strand &strand = m_strands[session];
-    strand.queue.push_back(std::move(request));
+    strand.queue.push_back(std::move(*whole));
     if (!strand.running) {
       strand.running = true;
       submit_locked([this, session] { drain(session); });
@@ -234,28 +251,73 @@ private:
     m_workers.clear();
   }
 
-  void reply_ok(const json &id, json fields) {
-    json reply = {{"id", id}, {"ok", true}};
-    auto &members = reply.get_ref<json::object_t &>();
-    for (auto &[key, value] : fields.items()) {
-      members.emplace(key, std::move(value));
+  // A string member (without building it when it has no escapes), or nullopt.
+  static std::optional<std::string> string_member(RequestLine &request, std::string_view key) {
+    if (!request.is_object()) {
+      return std::nullopt;
     }
-    write_line(reply);
+    if (const auto plain = request.plain_string(key)) {
+      return std::string(*plain);
+    }
+    const json *value = request.find(key);
+    if (value == nullptr || !value->is_string()) {
+      return std::nullopt;
+    }
+    return value->get<std::string>();
   }
+
+  // {"id": id, "ok": true, ...fields} ("id" and "ok" of `fields` ignored), serialised straight
+  // into the line: no reply object is built.
+  void reply_ok(const json &id, const json &fields) { write_reply(id, true, fields); }
 
   void reply_error(const json &id, const std::string &kind, const std::string &message) {
-    write_line({{"id", id}, {"ok", false}, {"error", {{"kind", kind}, {"message", message}}}});
+    write_reply(id, false, {{"error", {{"kind", kind}, {"message", message}}}});
   }
 
-  void write_line(const json &reply) {
-    // ASCII only, and invalid UTF-8 in model text replaced rather than failing the reply.
-    std::string line = reply.dump(-1, ' ', true, json::error_handler_t::replace);
-    line += '\n';
+  // ASCII only, and invalid UTF-8 in model text replaced rather than failing the reply: what
+  // json::dump(-1, ' ', true, replace) of the reply object writes, byte for byte.
+  void write_reply(const json &id, bool ok, const json &fields) {
+    std::string line;
+    line.reserve(192);
+    {
+      nlohmann::detail::serializer<json> out(
+          nlohmann::detail::output_adapter<char>(line), ' ', json::error_handler_t::replace);
+      line += "{\"id\":";
+      out.dump(id, false, true, 0);
+      line += ok ? ",\"ok\":true" : ",\"ok\":false";
+      if (fields.is_object()) {
+        for (const auto &[key, value] : fields.items()) {
+          if (key == "id" || key == "ok") {
+            continue; // the reply's own
+          }
+          line += ',';
+          if (plain_key(key)) {
+            line += '"';
+            line += key;
+            line += '"';
+          } else {
+            out.dump(json(key), false, true, 0);
+          }
+          line += ':';
+          out.dump(value, false, true, 0);
+        }
+      }
+      line += "}\n";
+    }
     std::unique_lock lock(m_out_mutex);
     m_out += line;
     if (!m_writing && !m_holding) {
       write_out(lock);
     }
+  }
+
+  static bool plain_key(const std::string &key) {
+    for (const char c : key) {
+      if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') { // char is signed: >= 0x80 is < 0
+        return false;
+      }
+    }
+    return true;
   }
 
   // One thread at a time writes; replies that arrive meanwhile are appended to m_out and

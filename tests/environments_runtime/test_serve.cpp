@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The serve transport against a scripted engine, over real pipes.
+#include "fake_tools.hpp"
+
+#include <primebeaker/environments_runtime/engine.hpp>
 #include <primebeaker/environments_runtime/json_line.hpp>
 #include <primebeaker/environments_runtime/serve.hpp>
 
@@ -340,6 +343,137 @@ TEST(ParseJson, AScoreRequestKeepsTheRecordsFieldsButNotTheRowsCopies) {
   EXPECT_EQ(late["row"], json::parse(row));
   EXPECT_THROW(pb::environments_runtime::parse_json(R"({"op": "score", "row": {"prompt": [1,]}})"),
                RequestError);
+}
+
+// ---- request lines and the label score built from them (score_now)
+
+TEST(RequestLine, BuildsWhatParseJsonGivesAndRefusesWhatItRefuses) {
+  const std::vector<std::string> texts = {
+      R"({"id": 1, "op": "score", "nested": {"a": [1, -2, 3.5, 1e3, -0.0, 2E-2, true, false, null]}})",
+      R"({"dup": 1, "other": 2, "dup": 3})",
+      "  {\"utf8\": \"caf\u00c3\u00a9\", \"k\\u0065y\": \"v\\n\"}  ",
+      R"(["not", "an", "object"])",
+      "-12",
+      "{}",
+      R"({"op": "score", "row": {"prompt": "p", "answer": "a", "example_id": 1}, "x": [[{}]]})",
+      R"({"row": {"prompt": "p", "answer": "a"}, "op": "score"})",
+      R"({"op": "sc\u006fre", "row": {"prompt": "p", "answer": "a"}})",
+  };
+  for (const auto &text : texts) {
+    pb::environments_runtime::RequestLine line(text);
+    EXPECT_EQ(line.build().dump(), pb::environments_runtime::parse_json(text).dump()) << text;
+  }
+  std::string large = "{";
+  for (int i = 0; i < 100; ++i) {
+    large += "\"k" + std::to_string(i) + "\": " + std::to_string(i) + ", ";
+  }
+  large += "\"k5\": \"last\"}";
+  pb::environments_runtime::RequestLine many(large);
+  EXPECT_EQ(*many.find("k5"), "last");
+  EXPECT_EQ(many.build(), json::parse(large));
+  for (const std::string &text :
+       std::vector<std::string>{"",
+                                "{",
+                                "{\"a\": }",
+                                "{\"a\": 1,}",
+                                "{\"a\": [1,]}",
+                                "{\"a\": 01}",
+                                "{\"a\": NaN}",
+                                "{\"a\": \"\\ud800\"}",
+                                "{\"a\": \"\xff\"}",
+                                "{\"a\": \"\x01\"}",
+                                "{\"a\": 1} x",
+                                "{a: 1}",
+                                "{\"a\": " + std::string(5000, '[') + "}"}) {
+    std::string expected;
+    try {
+      pb::environments_runtime::parse_json(text);
+      ADD_FAILURE() << "parse_json accepted: " << text.substr(0, 40);
+    } catch (const RequestError &error) {
+      expected = error.what();
+    }
+    try {
+      pb::environments_runtime::RequestLine line(text);
+      ADD_FAILURE() << "RequestLine accepted: " << text.substr(0, 40);
+    } catch (const RequestError &error) {
+      EXPECT_EQ(error.kind(), "bad_request");
+      EXPECT_EQ(std::string(error.what()), expected) << text.substr(0, 40);
+    }
+  }
+  // Members are built on demand; plain strings are read without building.
+  pb::environments_runtime::RequestLine line(
+      R"({"id": 7, "op": "score", "env": "label", "esc": "a\"b", "n": 3})");
+  EXPECT_EQ(line.plain_string("env"), std::optional<std::string_view>("label"));
+  EXPECT_EQ(line.plain_string("esc"), std::nullopt);
+  EXPECT_EQ(*line.find("esc"), "a\"b");
+  EXPECT_EQ(line.plain_string("n"), std::nullopt);
+  EXPECT_EQ(line.text("n"), std::optional<std::string_view>("3"));
+  EXPECT_EQ(line.find("missing"), nullptr);
+  EXPECT_EQ(line.take("n", nullptr), 3);
+}
+
+// The label score built from completion and answer alone (score_now) is the score of the whole
+// request (handle), errors included, whatever the order and form of the fields.
+TEST(ScoreNow, ALabelScoreFromItsLineIsTheWholeRequestsScore) {
+  pb::test::FakeTools tools;
+  pb::environments_runtime::EnvironmentEngine engine{tools};
+  const std::string prompt =
+      R"([{"role": "system", "content": "s"}, {"role": "user", "content": "<output>o</output>"}])";
+  const std::vector<std::string> bodies = {
+      R"("completion": [{"role": "assistant", "content": "<feedback>f</feedback><label> Yes </label>"}], "answer": "yes")",
+      R"("completion": [{"role": "assistant", "content": "<feedback>f</feedback><label>no</label>"}], "answer": "yes")",
+      R"("completion": [{"role": "assistant", "content": "<think>t</think><FEEDBACK>f</FEEDBACK><Label>Yes</Label>"}], "answer": " YES ")",
+      R"("completion": [{"role": "assistant", "content": "\u003cfeedback\u003ef\u003c/feedback\u003e\u003clabel\u003eyes\u003c/label\u003e"}], "answer": "yes")",
+      R"("completion": [{"role": "assistant", "content": [{"type": "text", "text": "<feedback>f</feedback>"}, {"type": "text", "text": "<label>yes</label>"}]}], "answer": "yes")",
+      R"("completion": [{"role": "assistant", "content": "<feedback>f</feedback><label></label>"}], "answer": "yes")",
+      R"("completion": [{"role": "assistant", "content": "no tags"}], "answer": "yes")",
+      R"("completion": [], "answer": "yes")",
+      R"("completion": null, "answer": "yes")",
+      R"("answer": "yes")",
+      R"("completion": [{"role": "assistant", "content": "<feedback>f</feedback><label>yes</label>"}])",
+      R"("completion": [{"role": "assistant", "content": "<feedback>f</feedback><label>3</label>"}], "answer": 3)",
+      R"("completion": [{"role": "assistant", "content": "<label>no</label>"}], "answer": "yes", "completion": [{"role": "assistant", "content": "<feedback>f</feedback><label>yes</label>"}])",
+      R"("completion": "not a list", "answer": "yes")",
+  };
+  int fast = 0;
+  for (const auto &body : bodies) {
+    for (
+        const std::string &text :
+        {R"({"id": 1, "op": "score", "session": "r1", "env": "label", "args": {"dataset": "rows.jsonl"}, "row": {"prompt": )" +
+             prompt + R"(, "answer": "yes", "example_id": 1}, "prompt": )" + prompt + ", " + body +
+             R"(, "info": {}, "is_truncated": false, "trajectory_id": "r1", "example_id": 1})",
+         R"({)" + body + R"(, "session": "r2", "op": "score", "id": 2, "env": "label"})"}) {
+      std::string slow_reply;
+      try {
+        slow_reply = engine.handle("score", pb::environments_runtime::parse_json(text)).dump();
+      } catch (const RequestError &error) {
+        slow_reply = error.kind() + ": " + error.what();
+      }
+      std::string fast_reply;
+      try {
+        pb::environments_runtime::RequestLine line(text);
+        const auto fields = engine.score_now(line);
+        ASSERT_TRUE(fields.has_value()) << text;
+        fast_reply = fields->dump();
+        ++fast;
+      } catch (const RequestError &error) {
+        fast_reply = error.kind() + ": " + error.what();
+      }
+      EXPECT_EQ(fast_reply, slow_reply) << text;
+    }
+  }
+  EXPECT_GE(fast, 24);
+  // Every other environment, or an env that is not a plain string, takes the whole request.
+  for (const std::string &text :
+       {std::string(
+            R"({"id": 1, "op": "score", "session": "s", "env": "tool-label", "completion": []})"),
+        std::string(R"({"id": 1, "op": "score", "session": "s", "env": "rubrichub-judge"})"),
+        std::string(R"({"id": 1, "op": "score", "session": "s", "env": 3})"),
+        std::string(R"({"id": 1, "op": "score", "session": "s"})")}) {
+    pb::environments_runtime::RequestLine line(text);
+    EXPECT_FALSE(engine.score_now(line).has_value()) << text;
+    EXPECT_EQ(line.build(), json::parse(text)); // nothing taken
+  }
 }
 
 } // namespace

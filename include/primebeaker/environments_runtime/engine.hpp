@@ -36,6 +36,9 @@ public:
   // At once: scoring that calls no service, observe of an open session, close and release of
   // a session that holds no container, when the session's lock is free.
   std::optional<OrderedJson> handle_now(const std::string &op, OrderedJson &request) override;
+  // A label score (its scorer reads the record's completion and answer only) from the request
+  // line, nothing else of it built; nullopt for every other request.
+  std::optional<OrderedJson> score_now(RequestLine &request) override;
   void cancel(const std::string &session) override;
   void close_all() override;
 
@@ -47,6 +50,12 @@ private:
                     OrderedJson request,
                     OrderedJson state,
                     const std::atomic<bool> *cancelled);
+  // Scores a rollout record through tool_services::score_with_services.
+  OrderedJson score_record(const std::string &session,
+                           const environments::Environment &environment,
+                           const OrderedJson &args,
+                           const OrderedJson &rollout,
+                           const std::atomic<bool> *cancelled);
   OrderedJson close(const std::string &op, const std::shared_ptr<Session> &session);
   // The arguments with the catalog defaults, computed once per environment and arguments
   // (every request of a run carries the same describe()d arguments).
@@ -64,6 +73,13 @@ private:
   };
   std::mutex m_args_mutex;
   std::vector<FullArgs> m_args_cache;
+  // The same, by the arguments' text in a request line (score_now): nothing built on a hit.
+  struct FullArgsText {
+    const environments::Environment *environment;
+    std::string text;
+    std::shared_ptr<const OrderedJson> full;
+  };
+  std::vector<FullArgsText> m_args_text_cache;
 };
 
 } // namespace pb::environments_runtime

@@ -12,11 +12,59 @@
 
 #include <primebeaker/core/json.hpp>
 
+#include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace pb::environments_runtime {
 
 // Throws RequestError{"bad_request", "not JSON: <reason> at byte <offset>"}.
 OrderedJson parse_json(std::string_view text);
+
+// One request line as serve reads it: the whole text is checked at once (the same refusals and
+// messages as parse_json), but a top-level member's value is built only when asked for, so a
+// request answered from a few of its fields (a label score reads `completion` and `answer`)
+// never builds, nor frees, the rest (the prompt, the row). build() gives what parse_json gives,
+// the row's record fields of a score request left out as there. The text must outlive it.
+class RequestLine {
+public:
+  explicit RequestLine(std::string_view text);
+  ~RequestLine();
+  RequestLine(const RequestLine &) = delete;
+  RequestLine &operator=(const RequestLine &) = delete;
+
+  bool is_object() const { return m_object; }
+  bool contains(std::string_view key) const { return member(key) != nullptr; }
+  // The member's value, built on first use; nullptr when absent. Valid until take or build.
+  const OrderedJson *find(std::string_view key);
+  // A string member's text, without building it, when it has no escapes; nullopt otherwise
+  // (absent, not a string, or escaped: ask find()).
+  std::optional<std::string_view> plain_string(std::string_view key) const;
+  // The member's text as sent (checked JSON), or nullopt when absent.
+  std::optional<std::string_view> text(std::string_view key) const;
+  // Moves the member's value out (built if it was not), or gives `fallback` when absent.
+  OrderedJson take(std::string_view key, OrderedJson fallback);
+  // The whole value, as parse_json(text) gives it; members taken before are null.
+  OrderedJson build();
+
+  struct Member {
+    std::string key;
+    const char *begin; // the value's text
+    const char *end;
+    bool score_row; // "row" after "op": "score": its record fields are not built
+    std::optional<OrderedJson> value;
+  };
+
+private:
+  const Member *member(std::string_view key) const;
+  Member *member(std::string_view key);
+  OrderedJson materialize(const Member &member) const;
+
+  std::string_view m_text;
+  bool m_object = false;
+  OrderedJson m_whole; // when the text is not an object
+  std::vector<Member> m_members;
+};
 
 } // namespace pb::environments_runtime

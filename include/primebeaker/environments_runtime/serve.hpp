@@ -14,6 +14,8 @@ namespace pb::environments_runtime {
 
 inline constexpr int k_protocol_version = 1;
 
+class RequestLine; // json_line.hpp
+
 // A request that failed; `kind` becomes the reply's error.kind (bad_request, unknown_session,
 // environment, infra, cancelled).
 class RequestError : public std::runtime_error {
@@ -44,6 +46,11 @@ public:
                                                 OrderedJson & /*request*/) {
     return std::nullopt;
   }
+  // A `score` request answered at once from its line, building only the fields its scorer
+  // reads (RequestLine), under the same conditions as handle_now: the reply's fields, or nullopt
+  // (having taken nothing from `request`) to have the whole request built and go through
+  // handle_now, then handle.
+  virtual std::optional<OrderedJson> score_now(RequestLine & /*request*/) { return std::nullopt; }
   // Asks the in-flight request of `session` to end soon (it then throws
   // RequestError{"cancelled"}). Must return quickly.
   virtual void cancel(const std::string &session) = 0;
