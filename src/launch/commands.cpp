@@ -36,14 +36,24 @@ void add_launch_command(pb::cli::CommandTree &tree, Program program, bool submit
               auto &options = tree.make_options<LaunchOptions>();
               register_launch_flags(command, options);
               bool &follow = tree.make_options<bool>();
+              bool &recover = tree.make_options<bool>();
               if (submit) {
                 command.add_flag(
                     "--follow",
                     follow,
                     "After submitting, stream every replica's logs to stderr until the run "
                     "ends and exit with its outcome (as `primebeaker follow`, docs/runs.md)");
+                command.add_flag("--recover",
+                                 recover,
+                                 "With --follow: resubmit a preempted multi-node run with `rl "
+                                 "resume` within --max-recoveries (as `follow --recover`, "
+                                 "docs/recovery.md)");
               }
-              command.callback([&options, &follow, program, submit] {
+              command.callback([&options, &follow, &recover, program, submit] {
+                if (recover && !follow) {
+                  throw usage_error("--recover needs --follow (or use `primebeaker follow "
+                                    "--recover` on the submitted run)");
+                }
                 const LaunchPlan plan = plan_from_options(program, options);
                 for (const auto &note : plan.notes) {
                   spdlog::info("{}", note);
@@ -76,8 +86,10 @@ void add_launch_command(pb::cli::CommandTree &tree, Program program, bool submit
                   throw failure(
                       "--follow: submitted, but beaker's output names no experiment id to follow");
                 }
-                const int code = runs::follow(
-                    id_field->get<std::string>(), runs::FollowOptions{}, runner, std::cerr);
+                runs::FollowOptions follow_options;
+                follow_options.recover.enabled = recover;
+                const int code =
+                    runs::follow(id_field->get<std::string>(), follow_options, runner, std::cerr);
                 if (code != 0) {
                   throw Error(code, ""); // follow already said how the run ended
                 }

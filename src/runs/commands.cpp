@@ -10,6 +10,7 @@
 #include <primebeaker/core/json.hpp>
 #include <primebeaker/core/signals.hpp>
 #include <primebeaker/core/text.hpp>
+#include <primebeaker/runs/recover.hpp>
 #include <primebeaker/runs/runs.hpp>
 
 #include <fmt/format.h>
@@ -73,6 +74,8 @@ struct FollowCommandOptions {
   std::optional<int> replica;
   std::string timeout = "0";
   double poll_interval_seconds = 10;
+  bool recover = false;
+  double recover_backoff_seconds = 60;
 };
 
 int run_follow(const FollowCommandOptions &options) {
@@ -87,6 +90,12 @@ int run_follow(const FollowCommandOptions &options) {
   }
   follow.poll_interval = std::chrono::milliseconds(
       static_cast<std::int64_t>(std::llround(options.poll_interval_seconds * 1000)));
+  if (!(options.recover_backoff_seconds >= 0) || options.recover_backoff_seconds > 3600) {
+    throw usage_error("--recover-backoff must be 0 to 3600 seconds");
+  }
+  follow.recover.enabled = options.recover;
+  follow.recover.backoff = std::chrono::milliseconds(
+      static_cast<std::int64_t>(std::llround(options.recover_backoff_seconds * 1000)));
   const signals::Scope guard;
   proc::SystemRunner runner;
   auto beaker = make_beaker(runner, interruptible_timing());
@@ -254,6 +263,10 @@ void run_list(const ListOptions &options) {
                     : parse_run(single_experiment(beaker.get_experiment(runs[i].id), runs[i].id)));
   }
   runs = std::move(shown);
+  std::vector<OrderedJson> counts;
+  for (const auto &run : runs) {
+    counts.push_back(ledger_counts(run)); // a few small files per run, no checkpoint listing
+  }
   if (options.json) {
     OrderedJson out = OrderedJson::array();
     for (const auto &run : runs) {
@@ -266,6 +279,12 @@ void run_list(const ListOptions &options) {
       row["summary"] = state_summary(run);
       row["replicas"] = run.replicas.size();
       row["restarts"] = beaker_restarts(run); // Beaker's extra jobs (docs/recovery.md)
+      // The run's ledger (shared by the experiments that continue it): recoveries it counts.
+      const OrderedJson &ledger = counts[&run - runs.data()];
+      row["recoveries"] = ledger.is_object() && ledger.contains("recoveries")
+                              ? ledger["recoveries"]
+                              : OrderedJson(nullptr);
+      row["recovery"] = ledger;
       row["url"] = "https://beaker.org/ex/" + run.id;
       out.push_back(std::move(row));
     }
@@ -279,12 +298,16 @@ void run_list(const ListOptions &options) {
     return;
   }
   std::vector<std::vector<std::string>> rows;
-  rows.push_back({"EXPERIMENT", "NAME", "AUTHOR", "CREATED", "STATUS"});
+  rows.push_back({"EXPERIMENT", "NAME", "AUTHOR", "CREATED", "RECOVERIES", "STATUS"});
   for (const auto &run : runs) {
+    const OrderedJson &ledger = counts[&run - runs.data()];
     rows.push_back({run.id,
                     run.name,
                     run.author,
                     run.created ? format_time(*run.created).substr(0, 19) + "Z" : "-",
+                    ledger.is_object() && ledger.contains("recoveries")
+                        ? std::to_string(ledger["recoveries"].get<std::int64_t>())
+                        : "-",
                     run.outcome == Outcome::running
                         ? state_summary(run)
                         : fmt::format("{} ({})", outcome_name(run.outcome), state_summary(run))});
@@ -327,6 +350,16 @@ void register_commands(cli::CommandTree &tree) {
     app.add_option(cli::flag("poll-interval"),
                    options.poll_interval_seconds,
                    "Seconds between polls of beaker")
+        .capture_default_str();
+    app.add_flag(cli::flag("recover"),
+                 options.recover,
+                 "When a multi-node RL run ends preempted (or failed, within "
+                 "--max-restarts-on-errors), resubmit it with `rl resume` within its "
+                 "--max-recoveries and follow the new experiment (docs/recovery.md)");
+    app.add_option(cli::flag("recover-backoff"),
+                   options.recover_backoff_seconds,
+                   "Seconds to wait before the first resubmission; doubled for each later one "
+                   "(at most 15 minutes)")
         .capture_default_str();
     app.callback([&options] {
       const int code = run_follow(options);

@@ -3,6 +3,7 @@
 // "[role:rank] " prefix, report state changes, and exit with the outcome's code
 // (docs/runs.md "follow"). Ctrl-C stops following only: nothing here ever stops a run.
 
+#include "recover_step.hpp"
 #include "timing.hpp"
 
 #include <primebeaker/beaker/client.hpp>
@@ -173,11 +174,17 @@ void print_summary(std::ostream &err, const RunView &run) {
 
 } // namespace
 
-int follow_run(const std::string &experiment_id,
+namespace {
+
+// Follows one experiment until it ends (then `*ended` is its last view), the timeout passes
+// (counted from `started`) or a signal arrives.
+int follow_one(const std::string &experiment_id,
                const FollowOptions &options,
                BeakerCalls &beaker,
                std::ostream &out,
-               std::ostream &err) {
+               std::ostream &err,
+               TimePoint started,
+               std::optional<RunView> &ended) {
   Timing &timing = beaker.timing();
   SystemClock system_clock;
   Clock &clock = timing.clock != nullptr ? *timing.clock : system_clock;
@@ -189,7 +196,6 @@ int follow_run(const std::string &experiment_id,
     std::this_thread::sleep_for(how_long);
     return true;
   };
-  const auto started = clock.now();
   std::map<std::string, std::size_t> consumed; // job id -> log bytes already shown
   std::map<std::string, bool> since_verdict;   // job id -> --since verdict of its last line
   std::map<std::string, std::string> shown;    // replica label -> last state line shown
@@ -282,6 +288,10 @@ int follow_run(const std::string &experiment_id,
       }
       if (run.outcome != Outcome::running) {
         print_summary(err, run);
+        ended = run;
+        if (ended->id.empty()) {
+          ended->id = id;
+        }
         return exit_code_for(run.outcome);
       }
       preempted = false;
@@ -300,6 +310,48 @@ int follow_run(const std::string &experiment_id,
       return interrupted_exit(sig);
     }
     throw;
+  }
+}
+
+} // namespace
+
+int follow_run(const std::string &experiment_id,
+               const FollowOptions &options,
+               BeakerCalls &beaker,
+               std::ostream &out,
+               std::ostream &err) {
+  Timing &timing = beaker.timing();
+  SystemClock system_clock;
+  Clock &clock = timing.clock != nullptr ? *timing.clock : system_clock;
+  const auto signal = [&] { return timing.interrupted ? timing.interrupted() : 0; };
+  const auto sleep = [&](std::chrono::milliseconds how_long) {
+    if (timing.sleep) {
+      return timing.sleep(how_long);
+    }
+    std::this_thread::sleep_for(how_long);
+    return true;
+  };
+  const auto started = clock.now();
+  RecoverState state;
+  std::string id = experiment_id;
+  for (;;) {
+    std::optional<RunView> ended;
+    const int code = follow_one(id, options, beaker, out, err, started, ended);
+    if (!options.recover.enabled || !ended ||
+        (ended->outcome != Outcome::preempted && ended->outcome != Outcome::failed)) {
+      return code;
+    }
+    // Beaker will not restart a multi-node topology together (docs/recovery.md): resubmit it.
+    const RecoverResult next =
+        recover_run(*ended, options.recover, state, beaker, clock, sleep, signal, err);
+    if (next.signal != 0) {
+      say_detached(err, ended->id, "stopped following");
+      return interrupted_exit(next.signal);
+    }
+    if (next.child.empty()) {
+      return code;
+    }
+    id = next.child;
   }
 }
 

@@ -10,6 +10,7 @@
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/registry/registry.hpp>
 #include <primebeaker/registry/wait.hpp>
+#include <primebeaker/runs/recover.hpp>
 #include <primebeaker/toml/value.hpp>
 
 #include <fmt/format.h>
@@ -176,13 +177,19 @@ int beaker_restarts(const RunView &run) {
 }
 
 OrderedJson recovery_history(const RunView &run, const OrderedJson &checkpoint, TimePoint now) {
-  const auto run_id = env_value(run, "WANDB_RUN_ID");
-  if (!run_id || !checkpoint.is_object() || !checkpoint.contains("output_dir")) {
-    return nullptr;
+  // Where the node runtime keeps it (OUTPUT_DIR, else the checkpoint's output_dir; the W&B
+  // run id), the same place `follow --recover` and `list` read.
+  auto where = ledger_location(run);
+  if (where.dir.empty()) {
+    const auto run_id = env_value(run, "WANDB_RUN_ID");
+    if (!run_id || !checkpoint.is_object() || !checkpoint.contains("output_dir")) {
+      return nullptr;
+    }
+    where.dir = checkpoints::ledger::directory(checkpoint["output_dir"].get<std::string>(),
+                                               checkpoints::ledger::run_key(*run_id));
   }
   namespace ledger = checkpoints::ledger;
-  const auto dir =
-      ledger::directory(checkpoint["output_dir"].get<std::string>(), ledger::run_key(*run_id));
+  const auto &dir = where.dir;
   OrderedJson out = OrderedJson::object();
   out["ledger"] = dir.string();
   try {

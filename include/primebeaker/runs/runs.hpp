@@ -155,6 +155,7 @@ public:
   std::string whoami();                         // account whoami --format json -> name
 
   Timing &timing() { return m_timing; }
+  proc::Runner &runner() { return m_runner; } // `follow --recover` runs `rl resume` through it
   const std::string &program() const { return m_program; }
 
 private:
@@ -169,6 +170,19 @@ private:
 
 // ---- Following ----
 
+// `follow --recover` (docs/recovery.md, include/primebeaker/runs/recover.hpp): resubmit a run
+// that ended preempted (or failed, within --max-restarts-on-errors) through `rl resume`.
+struct RecoverOptions {
+  bool enabled = false;
+  // Waits before a resubmission: `backoff` before the first of this follow, doubled for each
+  // later one (and for each retry of a failed `rl resume`), at most `max_backoff`.
+  std::chrono::milliseconds backoff{60000};
+  std::chrono::milliseconds max_backoff{900000};
+  int resume_tries = 3; // `rl resume` runs per recovery while it fails with exit 1 or 4
+  // What runs `rl resume`: argv before "rl", "resume"; empty = this program (self::command()).
+  proc::Argv program;
+};
+
 struct FollowOptions {
   std::optional<int> replica;                       // only this replica rank (every task)
   std::optional<TimePoint> since;                   // drop log lines stamped before this
@@ -178,12 +192,15 @@ struct FollowOptions {
   // wait for its new job before calling the run preempted.
   std::chrono::milliseconds resume_grace{600000};
   RetryPolicy retry;
+  RecoverOptions recover;
 };
 
 // Streams every replica's log lines to `out`, each prefixed "[role:rank] ", polling until the
 // run ends; state changes and the closing summary go to `err`. Returns the outcome's exit code
 // (k_exit_*), k_exit_timed_out when options.timeout passed first, or 130 when interrupted.
-// Never stops the run.
+// Never stops the run. With options.recover.enabled, a run that ends preempted (or failed) is
+// resubmitted within its budget and the new experiment followed; the code is then that of the
+// last experiment followed (--timeout counts from the start, across experiments).
 int follow_run(const std::string &experiment_id,
                const FollowOptions &options,
                BeakerCalls &beaker,

@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: MIT
+// `follow --recover` (docs/recovery.md "Multi-node recovery"): Beaker does not restart a
+// multi-node topology together, so when a followed run ends preempted (or failed, within
+// --max-restarts-on-errors) the follower resubmits it through `primebeaker rl resume`, run as a
+// child from an argv vector, within the run's budget and with backoff, writes the ledger's
+// `<n>.recover.json` and follows the new experiment. The pure half (where the ledger is, the
+// budget, the verdict) is here for tests; follow_run() in runs.hpp drives it.
+#pragma once
+
+#include <primebeaker/checkpoints/ledger.hpp>
+#include <primebeaker/core/json.hpp>
+#include <primebeaker/runs/runs.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace pb::runs {
+
+// The attempt ledger of the run an experiment belongs to, as the node runtime names it: the
+// task's OUTPUT_DIR (relative to WORKING_DIR; else the TOML's output_dir at CONFIG_PATH) and
+// the W&B run id (WANDB_RUN_ID, else WANDB_SHARED_RUN_ID, else LAUNCH_ID). `error` says why
+// there is none (no output dir or run id in the task, an unreadable TOML); `dir` is empty then.
+struct LedgerLocation {
+  std::filesystem::path output_dir;
+  std::filesystem::path dir;
+  std::string error;
+};
+// Reads at most the TOML at CONFIG_PATH (only when the task has no OUTPUT_DIR); never lists
+// checkpoints.
+LedgerLocation ledger_location(const RunView &run);
+
+// What `list` shows of a run's ledger: {ledger, attempts, recoveries, preemptions_recovered,
+// error_restarts, resubmissions, refused} (recoveries = preemptions recovered + restarts on
+// errors), {ledger, error} when it cannot be read here, null when the task names no ledger.
+// Reads the ledger directory's small files only.
+OrderedJson ledger_counts(const RunView &run);
+
+// The run's recovery budget: the experiment's PRIMEBEAKER_MAX_RECOVERIES /
+// PRIMEBEAKER_MAX_RESTARTS_ON_ERRORS (what its launch or `rl resume` set), else the newest
+// start in the ledger, else the defaults (10, 0). `from` names the source. Pure.
+struct RecoveryBudget {
+  std::int64_t max_recoveries = 10;
+  std::int64_t max_restarts_on_errors = 0;
+  std::string from = "default";
+};
+RecoveryBudget recovery_budget(const RunView &run, const checkpoints::ledger::Ledger &ledger);
+
+// Recoveries the ledger already counts, as the runtime counts them: starts caused by a
+// preemption / an error (refused ones not), plus the last attempt's `<n>.recover.json` whose
+// child has not recorded its start yet. Pure.
+struct RecoveriesUsed {
+  std::int64_t preemptions = 0;
+  std::int64_t errors = 0;
+};
+RecoveriesUsed recoveries_used(const checkpoints::ledger::Ledger &ledger);
+
+// Whether and how to resubmit a run that ended. Pure.
+struct RecoveryVerdict {
+  bool resubmit = false;
+  std::string cause;            // ledger::k_preemption or ledger::k_error; empty: not a recovery
+  std::optional<int> exit_code; // of the replica that decided a failure
+  std::int64_t number = 0;      // this recovery's number against its budget (1 = the first)
+  std::int64_t budget = 0;      // --max-recoveries or --max-restarts-on-errors
+  std::string flag;             // "--max-recoveries" or "--max-restarts-on-errors"
+  std::string refusal;          // why not (one line), when !resubmit and cause is set
+};
+// `used` counts what the ledger holds plus this follower's resubmissions it could not record.
+RecoveryVerdict
+judge_recovery(const RunView &run, const RecoveryBudget &budget, const RecoveriesUsed &used);
+
+// True when `rl resume` can resubmit the run: a `primebeaker node rl` (multi-node RL) task.
+bool resubmittable(const RunView &run);
+
+// The ledger slot for this experiment's recovery record: the last attempt when it belongs to
+// `experiment_id` (or names none) and has no recovery record yet; nullopt otherwise. Pure.
+std::optional<std::int64_t> recover_slot(const checkpoints::ledger::Ledger &ledger,
+                                         const std::string &experiment_id);
+
+// The child a recovery record of the last attempt already names for `experiment_id` (another
+// follower resubmitted it): its id, else empty. Pure.
+std::string already_resubmitted(const checkpoints::ledger::Ledger &ledger,
+                                const std::string &experiment_id);
+
+// The wait before the k-th resubmission of this follow (k from 0): backoff * 2^k, capped. Pure.
+std::chrono::milliseconds recovery_wait(const RecoverOptions &options, int k);
+
+// What `rl resume` printed: {child_experiment_id, step, attempt_id}, from its JSON receipt.
+// Throws pb::Error (exit 1) when the output names no child experiment. Pure.
+struct ResumeReceipt {
+  std::string child_experiment_id;
+  std::optional<std::int64_t> step;
+  std::string attempt_id;
+};
+ResumeReceipt parse_resume_receipt(const std::string &stdout_text);
+
+} // namespace pb::runs

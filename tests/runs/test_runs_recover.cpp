@@ -1,0 +1,685 @@
+// SPDX-License-Identifier: MIT
+// `follow --recover` (docs/recovery.md "Multi-node recovery"): the real binary against a fake
+// `beaker` on PATH playing a preempted multi-node experiment, a checkpoint tree and an attempt
+// ledger on disk; the real `rl resume` runs as follow's child. Then the pure half (budget,
+// verdict, ledger slot, backoff) and the loop with a scripted runner and a fake clock.
+#include "fixtures.hpp"
+#include "test_support.hpp"
+
+#include <primebeaker/checkpoints/ledger.hpp>
+#include <primebeaker/runs/recover.hpp>
+#include <primebeaker/runs/runs.hpp>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <deque>
+#include <functional>
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace ledger = pb::checkpoints::ledger;
+using namespace pb::test::runs;
+using pb::OrderedJson;
+using pb::test::FakeAnswer;
+
+constexpr const char *k_source = "01JZ8M3Q4T5V6W7X8Y9Z0SRCE1";
+constexpr const char *k_child = "01JZ8M3Q4T5V6W7X8Y9Z0CHLD1";
+constexpr const char *k_run_id = "wandb-run";
+
+std::string toml_text(const fs::path &out) {
+  return "output_dir = \"" + out.string() +
+         "\"\n"
+         "clean_output_dir = true\n"
+         "max_steps = 100\n"
+         "\n"
+         "[deployment]\n"
+         "type = \"multi_node\"\n"
+         "gpus_per_node = 8\n"
+         "num_train_nodes = 1\n"
+         "num_infer_nodes = 2\n"
+         "\n"
+         "[trainer]\n"
+         "[trainer.model]\n"
+         "cp = 2\n"
+         "dp_replicate = 2\n"
+         "\n"
+         "[inference]\n"
+         "api_server_count = 6\n"
+         "[inference.parallel]\n"
+         "tp = 2\n"
+         "dp = 6\n"
+         "\n"
+         "[wandb]\n"
+         "project = \"proj\"\n"
+         "name = \"same-run\"\n"
+         "\n"
+         "[ckpt]\n"
+         "interval = 10\n"
+         "resume_step = -1\n"
+         "\n"
+         "[orchestrator]\n";
+}
+
+// A multi-node RL experiment in the shape `beaker experiment get` prints: two replicas of one
+// task, rank 0 with the whole spec (what `rl resume` inherits), both in `status`.
+OrderedJson topology(const std::string &id,
+                     const fs::path &weka,
+                     const OrderedJson &status,
+                     const std::string &max_recoveries) {
+  const std::string w = weka.string();
+  OrderedJson env = OrderedJson::array();
+  for (const auto &[name, value] : std::vector<std::pair<std::string, std::string>>{
+           {"CONFIG_PATH", w + "/configs/rl.toml"},
+           {"HOME", w},
+           {"LAUNCH_ID", "launch-" + id},
+           {"OUTPUT_DIR", w + "/out"},
+           {"PRIMEBEAKER_MAX_RECOVERIES", max_recoveries},
+           {"PRIMEBEAKER_MAX_RESTARTS_ON_ERRORS", "0"},
+           {"REGISTRY", "redis://registry:6379"},
+           {"SCRATCH", w + "/scratch"},
+           {"WANDB_RUN_ID", k_run_id},
+           {"WANDB_SHARED_RUN_ID", k_run_id},
+           {"WORKING_DIR", w}}) {
+    if (!value.empty()) {
+      env.push_back({{"name", name}, {"value", value}});
+    }
+  }
+  env.push_back({{"name", "WANDB_API_KEY"}, {"secret", "WANDB_SECRET"}});
+  OrderedJson spec = {
+      {"name", "prime-rl-multinode"},
+      {"image", {{"beaker", "jdoe/prime-rl-v0.8.0"}}},
+      {"command", {"primebeaker", "node", "rl"}},
+      {"envVars", env},
+      {"datasets", {{{"mountPath", w}, {"source", {{"weka", "oe-adapt-default"}}}}}},
+      {"result", {{"path", "/tmp/beaker-result"}}},
+      {"resources", {{"gpuCount", 8}}},
+      {"context", {{"priority", "urgent"}, {"autoResume", false}}},
+      {"constraints", {{"cluster", {"ai2/jupiter"}}}},
+      {"hostNetworking", true},
+      {"replicas", 2},
+      {"leaderSelection", true},
+      {"propagateFailure", true},
+      {"propagatePreemption", true}};
+  OrderedJson jobs = OrderedJson::array();
+  for (int rank = 0; rank < 2; ++rank) {
+    OrderedJson execution = {{"task", id.substr(0, 20) + "TASK01"},
+                             {"experiment", id},
+                             {"replicaRank", rank},
+                             {"spec",
+                              rank == 0 ? spec
+                                        : OrderedJson{{"name", "prime-rl-multinode"},
+                                                      {"image", spec["image"]},
+                                                      {"replicas", 2}}}};
+    jobs.push_back({{"id", id.substr(0, 22) + "JOB" + std::to_string(rank)},
+                    {"kind", "execution"},
+                    {"name", "prime-rl-multinode-replica-" + std::to_string(rank)},
+                    {"node", "node-" + std::to_string(rank)},
+                    {"status", status},
+                    {"execution", execution}});
+  }
+  return {{"id", id},
+          {"name", "jdoe/search"},
+          {"fullName", "jdoe/search"},
+          {"description", "PrimeBeaker multi-node RL search"},
+          {"author", {{"id", "01HA"}, {"name", "jdoe"}}},
+          {"created", stamp(0)},
+          {"workspaceRef", {{"fullName", "ai2/oe-agents"}}},
+          {"jobs", jobs}};
+}
+
+std::string job_of(const std::string &experiment, int rank) {
+  return experiment.substr(0, 22) + "JOB" + std::to_string(rank);
+}
+
+struct RecoverHarness {
+  pb::test::TempDir tmp;
+  pb::test::FakeBin bin{tmp.path()};
+  pb::test::FakeBeaker beaker{bin};
+  fs::path weka = tmp.path() / "weka";
+  fs::path ledger_dir = weka / "out/primebeaker_recovery/ledger" / k_run_id;
+
+  RecoverHarness() {
+    pb::test::write_file(weka / "configs/rl.toml", toml_text(weka / "out"));
+    for (const std::string step : {"step_10", "step_20"}) {
+      pb::test::write_file(weka / "out/checkpoints" / step / "trainer/.metadata", "meta");
+      for (int rank = 0; rank < 4; ++rank) {
+        pb::test::write_file(weka / "out/checkpoints" / step / "trainer" /
+                                 ("__" + std::to_string(rank) + "_0.distcp"),
+                             "shard");
+      }
+      pb::test::write_file(weka / "out/run_default/checkpoints" / step / "orchestrator/progress.pt",
+                           "progress");
+    }
+    // The source's replica 0 recorded its first start, as the node runtime does.
+    pb::test::write_file(ledger_dir / "1.json",
+                         nlohmann::json{{"attempt", 1},
+                                        {"record", "start"},
+                                        {"cause", "first_start"},
+                                        {"started_unix", 1000},
+                                        {"experiment_id", k_source},
+                                        {"launch_id", std::string("launch-") + k_source},
+                                        {"run_id", k_run_id},
+                                        {"max_recoveries", 1}}
+                             .dump());
+    // `rl resume` stages this build under the scratch dir: link the test process's one stage.
+    const auto stage = pb::test::run_primebeaker(
+        {"stage", "--dry-run", "--scratch-dir", (weka / "scratch").string()});
+    EXPECT_EQ(stage.exit_code, 0) << stage.err;
+    pb::test::provide_stage(nlohmann::json::parse(stage.out).at("program").get<std::string>());
+  }
+
+  // What `rl resume` asks besides the source: its jobs, the secrets, the image, the create.
+  void answer_resume(const OrderedJson &source) {
+    beaker.on({"job", "get"}, source["jobs"].dump());
+    beaker.on({"secret", "list"}, R"([{"name": "WANDB_SECRET"}])");
+    beaker.on({"image", "get", "jdoe/prime-rl-v0.8.0"},
+              R"([{"id": "01IMAGE", "fullName": "jdoe/prime-rl-v0.8.0",
+                   "workspaceRef": {"fullName": "ai2/oe-agents"},
+                   "committed": "2026-08-01T10:00:00Z"}])");
+    FakeAnswer created{std::string("Experiment ") + k_child +
+                       " submitted. See progress at https://beaker.org/ex/" + k_child + "\n"};
+    created.keep_last_argument = true;
+    beaker.on_sequence({"experiment", "create"}, {created});
+  }
+
+  pb::test::RunResult run(const std::vector<std::string> &args) {
+    pb::test::RunOptions options;
+    options.path_prepend = {bin.bin()};
+    options.cwd = tmp.path();
+    options.timeout_seconds = 300;
+    return pb::test::run_primebeaker(args, options);
+  }
+};
+
+FakeAnswer said(std::string out) {
+  return FakeAnswer{std::move(out), 0, {}};
+}
+
+TEST(RunsFollowRecover, ResubmitsOnceRecordsItFollowsTheChildAndStopsAtTheBudget) {
+  RecoverHarness h;
+  const auto source = topology(k_source, h.weka, status_preempted(20), "1");
+  h.beaker.on({"experiment", "get", k_source}, printed(source));
+  h.beaker.on_sequence({"experiment", "get", k_child},
+                       {said(printed(topology(k_child, h.weka, status_running(), "1"))),
+                        said(printed(topology(k_child, h.weka, status_preempted(40), "1")))});
+  for (int rank = 0; rank < 2; ++rank) {
+    h.beaker.on({"job", "logs", job_of(k_source, rank)}, fmt::format("source {}\n", rank));
+    h.beaker.on({"job", "logs", job_of(k_child, rank)}, fmt::format("child {}\n", rank));
+  }
+  h.answer_resume(source);
+
+  const auto result =
+      h.run({"follow", k_source, "--recover", "--recover-backoff", "0", "--poll-interval", "0.01"});
+  EXPECT_EQ(result.exit_code, 11) << result.err; // the child ended preempted too
+  // One resubmission: `rl resume` of the source, by argv, submitted once.
+  ASSERT_EQ(h.beaker.calls_matching({"experiment", "create"}).size(), 1u) << result.err;
+  EXPECT_NE(result.err.find(std::string(k_source) + " resubmitted as " + k_child +
+                            " from step 20 (recovery 1 of --max-recoveries 1; " +
+                            (h.ledger_dir / "1.recover.json").string() + "); following it"),
+            std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find(std::string("following ") + k_child), std::string::npos) << result.err;
+  // Then the budget: one line, no second resubmission.
+  EXPECT_NE(result.err.find(std::string("primebeaker: not resubmitting ") + k_child +
+                            " (preempted): the recovery budget is spent (1 of --max-recoveries 1 "
+                            "used); resume by hand: primebeaker rl resume " +
+                            k_child + "\n"),
+            std::string::npos)
+      << result.err;
+  // The logs of both experiments, in order.
+  EXPECT_NE(result.out.find("[trainer:0] source 0\n"), std::string::npos) << result.out;
+  EXPECT_LT(result.out.find("source 1"), result.out.find("[trainer:0] child 0\n")) << result.out;
+  EXPECT_NE(result.out.find("[inference:1] child 1\n"), std::string::npos) << result.out;
+  // The child experiment resumes from step 20 (the resume TOML pins it).
+  const auto spec = nlohmann::json::parse(h.beaker.kept_files().at(0));
+  std::string config_path;
+  for (const auto &var : spec["tasks"][0]["envVars"]) {
+    if (var["name"] == "CONFIG_PATH") {
+      config_path = var["value"];
+    }
+    if (var["name"] == "PRIMEBEAKER_MAX_RECOVERIES") {
+      EXPECT_EQ(var["value"], "1"); // the budget follows the run
+    }
+  }
+  EXPECT_NE(pb::test::read_file(config_path).find("resume_step = 20"), std::string::npos);
+
+  // The ledger's record, written once, read back through the runtime's parser.
+  const auto history = ledger::read(h.ledger_dir);
+  ASSERT_EQ(history.attempts.size(), 1u);
+  ASSERT_TRUE(history.attempts[0].recover.has_value());
+  const auto &record = *history.attempts[0].recover;
+  EXPECT_EQ(record.attempt, 1);
+  EXPECT_EQ(record.cause, "preemption");
+  EXPECT_EQ(record.source_experiment, k_source);
+  EXPECT_EQ(record.child_experiment, k_child);
+  EXPECT_TRUE(record.error.empty());
+  const auto raw = nlohmann::json::parse(pb::test::read_file(h.ledger_dir / "1.recover.json"));
+  EXPECT_EQ(raw["by"], "follow --recover");
+  // Nothing was ever stopped.
+  EXPECT_TRUE(h.beaker.calls_matching({"experiment", "stop"}).empty());
+}
+
+TEST(RunsFollowRecover, TheChildSucceedingEndsTheFollowWithZero) {
+  RecoverHarness h;
+  const auto source = topology(k_source, h.weka, status_preempted(20), "3");
+  h.beaker.on({"experiment", "get", k_source}, printed(source));
+  h.beaker.on_sequence({"experiment", "get", k_child},
+                       {said(printed(topology(k_child, h.weka, status_running(), "3"))),
+                        said(printed(topology(k_child, h.weka, status_exited(0, 50), "3")))});
+  h.beaker.on({"job", "logs"}, "");
+  h.answer_resume(source);
+  const auto result =
+      h.run({"follow", k_source, "--recover", "--recover-backoff=0", "--poll-interval", "0.01"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(h.beaker.calls_matching({"experiment", "create"}).size(), 1u);
+  EXPECT_NE(result.err.find("(recovery 1 of --max-recoveries 3;"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find(std::string("experiment ") + k_child + " succeeded"), std::string::npos)
+      << result.err;
+}
+
+TEST(RunsFollowRecover, BudgetZeroNeverResubmits) {
+  RecoverHarness h;
+  const auto source = topology(k_source, h.weka, status_preempted(20), "0");
+  h.beaker.on({"experiment", "get", k_source}, printed(source));
+  h.beaker.on({"job", "logs"}, "");
+  const auto before = pb::test::tree_digest(h.weka / "out");
+  const auto result = h.run({"follow", k_source, "--recover", "--poll-interval", "0.01"});
+  EXPECT_EQ(result.exit_code, 11) << result.err;
+  EXPECT_NE(result.err.find(std::string("primebeaker: not resubmitting ") + k_source +
+                            " (preempted): automatic recovery is off (--max-recoveries 0); "
+                            "resume by hand: primebeaker rl resume " +
+                            k_source),
+            std::string::npos)
+      << result.err;
+  // No `rl resume` ran: it would have read the secrets and written under the output dir.
+  EXPECT_TRUE(h.beaker.calls_matching({"secret", "list"}).empty());
+  EXPECT_TRUE(h.beaker.calls_matching({"experiment", "create"}).empty());
+  EXPECT_EQ(pb::test::tree_digest(h.weka / "out"), before);
+}
+
+TEST(RunsFollowRecover, WithoutRecoverAPreemptedRunIsOnlyReported) {
+  RecoverHarness h;
+  h.beaker.on({"experiment", "get", k_source},
+              printed(topology(k_source, h.weka, status_preempted(20), "3")));
+  h.beaker.on({"job", "logs"}, "");
+  const auto result = h.run({"follow", k_source, "--poll-interval", "0.01"});
+  EXPECT_EQ(result.exit_code, 11) << result.err;
+  EXPECT_EQ(result.err.find("resubmit"), std::string::npos) << result.err;
+  EXPECT_EQ(h.run({"follow", k_source, "--recover-backoff", "-1"}).exit_code, 2);
+}
+
+TEST(RunsFollowRecover, RlResumeRefusingIsReportedWithTheCommandToRunByHand) {
+  RecoverHarness h;
+  const auto source = topology(k_source, h.weka, status_preempted(20), "3");
+  h.beaker.on({"experiment", "get", k_source}, printed(source));
+  h.beaker.on({"job", "logs"}, "");
+  h.beaker.on({"job", "get"}, source["jobs"].dump());
+  h.beaker.on({"secret", "list"}, "[]"); // WANDB_SECRET is missing: a refusal (exit 1)
+  h.beaker.on({"image", "get"}, "", 1, "image not found\n");
+  const auto result =
+      h.run({"follow", k_source, "--recover", "--recover-backoff=0", "--poll-interval", "0.01"});
+  EXPECT_EQ(result.exit_code, 11) << result.err;
+  EXPECT_TRUE(h.beaker.calls_matching({"experiment", "create"}).empty());
+  // Tried three times (a refusal can pass: a source not finalized yet), then the line.
+  EXPECT_NE(result.err.find("(try 3 of 3)"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find(std::string("primebeaker: not resubmitting ") + k_source +
+                            " (preempted): `rl resume` failed (`primebeaker rl resume " + k_source +
+                            "` exit code 1: "),
+            std::string::npos)
+      << result.err;
+  EXPECT_FALSE(fs::exists(h.ledger_dir / "1.recover.json"));
+}
+
+TEST(RunsList, ShowsEachRunsRecoveriesFromItsLedger) {
+  RecoverHarness h;
+  pb::test::write_file(h.ledger_dir / "2.json",
+                       R"({"attempt": 2, "cause": "preemption", "started_unix": 2000})");
+  pb::test::write_file(h.ledger_dir / "3.json",
+                       R"({"attempt": 3, "cause": "resubmission", "started_unix": 3000})");
+  auto other = topology(k_child, h.weka, status_running(), "3");
+  other["created"] = stamp(9);
+  // A run whose output dir is not on this machine: no count rather than a wrong zero.
+  for (auto &var : other["jobs"][0]["execution"]["spec"]["envVars"]) {
+    if (var["name"] == "OUTPUT_DIR") {
+      var["value"] = "/nonexistent/out";
+    }
+  }
+  const OrderedJson all =
+      OrderedJson::array({topology(k_source, h.weka, status_running(), "3"), other});
+  h.beaker.on({"workspace", "experiments", "ai2/oe-agents"}, all.dump());
+  const auto json = h.run({"list", "--json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto rows = nlohmann::json::parse(json.out);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1]["experiment_id"], k_source);
+  EXPECT_EQ(rows[1]["recoveries"], 1);
+  EXPECT_EQ(rows[1]["recovery"]["attempts"], 3);
+  EXPECT_EQ(rows[1]["recovery"]["preemptions_recovered"], 1);
+  EXPECT_EQ(rows[1]["recovery"]["resubmissions"], 1);
+  EXPECT_EQ(rows[1]["recovery"]["ledger"], h.ledger_dir.string());
+  EXPECT_EQ(rows[1]["restarts"], 0);
+  EXPECT_TRUE(rows[0]["recoveries"].is_null());
+  EXPECT_NE(rows[0]["recovery"]["error"].get<std::string>().find("not visible here"),
+            std::string::npos);
+  // Only `workspace experiments`: no checkpoint listing, no further beaker call.
+  EXPECT_EQ(h.beaker.calls().size(), 1u);
+
+  const auto table = h.run({"list"});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("RECOVERIES"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("  1           2 running"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("  -           2 running"), std::string::npos) << table.out;
+}
+
+// ---- The pure half ----
+
+pb::runs::RunView run_with(pb::runs::Outcome outcome,
+                           std::map<std::string, std::string> env,
+                           std::vector<std::string> command = {"primebeaker", "node", "rl"}) {
+  pb::runs::RunView run;
+  run.id = k_source;
+  run.outcome = outcome;
+  run.env = std::move(env);
+  run.command = std::move(command);
+  return run;
+}
+
+ledger::Ledger history_of(std::vector<std::pair<std::string, std::string>> files) {
+  return ledger::ledger_from_files(files);
+}
+
+TEST(RunsRecoverPure, BudgetFromTheExperimentThenTheLedgerThenTheDefault) {
+  using pb::runs::recovery_budget;
+  const auto history = history_of(
+      {{"1.json",
+        R"({"attempt": 1, "started_unix": 1, "cause": "first_start", "max_recoveries": 4, "max_restarts_on_errors": 2})"}});
+  auto run = run_with(pb::runs::Outcome::preempted, {{"PRIMEBEAKER_MAX_RECOVERIES", "7"}});
+  auto budget = recovery_budget(run, history);
+  EXPECT_EQ(budget.max_recoveries, 7);
+  EXPECT_EQ(budget.max_restarts_on_errors, 2);
+  EXPECT_EQ(budget.from, "experiment");
+  run.env.clear();
+  budget = recovery_budget(run, history);
+  EXPECT_EQ(budget.max_recoveries, 4);
+  EXPECT_EQ(budget.from, "ledger");
+  budget = recovery_budget(run, ledger::Ledger{});
+  EXPECT_EQ(budget.max_recoveries, 10);
+  EXPECT_EQ(budget.max_restarts_on_errors, 0);
+  EXPECT_EQ(budget.from, "default");
+}
+
+TEST(RunsRecoverPure, UsedCountsAsTheRuntimeDoesPlusAPendingResubmission) {
+  const auto history = history_of({
+      {"1.json", R"({"attempt": 1, "started_unix": 1, "cause": "first_start"})"},
+      {"2.json", R"({"attempt": 2, "started_unix": 2, "cause": "preemption"})"},
+      {"3.json",
+       R"({"attempt": 3, "started_unix": 3, "cause": "preemption", "refused": "past the budget"})"},
+      {"4.json", R"({"attempt": 4, "started_unix": 4, "cause": "error"})"},
+      {"5.json",
+       R"({"attempt": 5, "started_unix": 5, "cause": "resubmission", "experiment_id": "E5"})"},
+      {"5.recover.json",
+       R"({"attempt": 5, "requested_unix": 6, "cause": "preemption", "source_experiment": "E5", "child_experiment": "E6"})"},
+  });
+  const auto used = pb::runs::recoveries_used(history);
+  EXPECT_EQ(used.preemptions, 2); // attempt 2 and the pending resubmission of attempt 5
+  EXPECT_EQ(used.errors, 1);
+  EXPECT_EQ(pb::runs::already_resubmitted(history, "E5"), "E6");
+  EXPECT_EQ(pb::runs::already_resubmitted(history, "E6"), "");
+  EXPECT_FALSE(pb::runs::recover_slot(history, "E5")); // taken
+}
+
+TEST(RunsRecoverPure, SlotIsTheLastAttemptOfThisExperiment) {
+  const auto history = history_of(
+      {{"1.json",
+        R"({"attempt": 1, "started_unix": 1, "cause": "first_start", "experiment_id": "A"})"},
+       {"2.json",
+        R"({"attempt": 2, "started_unix": 2, "cause": "preemption", "experiment_id": "B"})"}});
+  EXPECT_EQ(pb::runs::recover_slot(history, "B"), 2);
+  EXPECT_FALSE(pb::runs::recover_slot(history, "C")); // C never started
+  EXPECT_FALSE(pb::runs::recover_slot(ledger::Ledger{}, "A"));
+}
+
+TEST(RunsRecoverPure, Verdicts) {
+  using pb::runs::Outcome;
+  pb::runs::RecoveryBudget budget;
+  budget.max_recoveries = 2;
+  budget.max_restarts_on_errors = 1;
+  auto v = judge_recovery(run_with(Outcome::preempted, {}), budget, {1, 0});
+  EXPECT_TRUE(v.resubmit);
+  EXPECT_EQ(v.number, 2);
+  EXPECT_EQ(v.cause, "preemption");
+  v = judge_recovery(run_with(Outcome::preempted, {}), budget, {2, 0});
+  EXPECT_FALSE(v.resubmit);
+  EXPECT_EQ(v.refusal, "the recovery budget is spent (2 of --max-recoveries 2 used)");
+  auto failed = run_with(Outcome::failed, {});
+  pb::runs::Replica trainer;
+  trainer.exit_code = 7;
+  failed.replicas.push_back(trainer);
+  failed.deciding_replica = 0;
+  v = judge_recovery(failed, budget, {5, 0});
+  EXPECT_TRUE(v.resubmit);
+  EXPECT_EQ(v.cause, "error");
+  EXPECT_EQ(v.exit_code, 7);
+  EXPECT_EQ(v.flag, "--max-restarts-on-errors");
+  budget.max_restarts_on_errors = 0;
+  EXPECT_EQ(judge_recovery(failed, budget, {}).refusal,
+            "restarts after errors are off (--max-restarts-on-errors 0)");
+  EXPECT_TRUE(judge_recovery(run_with(Outcome::canceled, {}), budget, {}).cause.empty());
+  EXPECT_TRUE(judge_recovery(run_with(Outcome::succeeded, {}), budget, {}).cause.empty());
+  v = judge_recovery(
+      run_with(Outcome::preempted, {}, {"primebeaker", "node", "single", "rl"}), budget, {});
+  EXPECT_FALSE(v.resubmit);
+  EXPECT_NE(v.refusal.find("not a multi-node RL run"), std::string::npos);
+  EXPECT_TRUE(
+      judge_recovery(run_with(Outcome::preempted, {}, {"/scratch/bin/x/primebeaker", "node", "rl"}),
+                     budget,
+                     {})
+          .resubmit);
+}
+
+TEST(RunsRecoverPure, BackoffDoublesAndIsCapped) {
+  pb::runs::RecoverOptions options;
+  options.backoff = std::chrono::seconds(60);
+  options.max_backoff = std::chrono::minutes(15);
+  using std::chrono::milliseconds;
+  EXPECT_EQ(pb::runs::recovery_wait(options, 0), milliseconds(60000));
+  EXPECT_EQ(pb::runs::recovery_wait(options, 1), milliseconds(120000));
+  EXPECT_EQ(pb::runs::recovery_wait(options, 3), milliseconds(480000));
+  EXPECT_EQ(pb::runs::recovery_wait(options, 4), milliseconds(900000));
+  EXPECT_EQ(pb::runs::recovery_wait(options, 40), milliseconds(900000));
+  options.backoff = std::chrono::milliseconds(0);
+  EXPECT_EQ(pb::runs::recovery_wait(options, 5), milliseconds(0));
+}
+
+TEST(RunsRecoverPure, ResumeReceipt) {
+  const auto receipt = pb::runs::parse_resume_receipt(
+      R"({"resume": {"attempt_id": "a1", "checkpoint": {"step": 20}}, "child_experiment_id": "C", "stdout": ""})");
+  EXPECT_EQ(receipt.child_experiment_id, "C");
+  EXPECT_EQ(receipt.step, 20);
+  EXPECT_EQ(receipt.attempt_id, "a1");
+  EXPECT_PB_ERROR(pb::runs::parse_resume_receipt(R"({"child_experiment_id": null})"),
+                  pb::ExitCode::failure,
+                  "names no child experiment");
+  EXPECT_PB_ERROR(pb::runs::parse_resume_receipt("oops"), pb::ExitCode::failure, "no JSON");
+}
+
+// ---- The loop, with a scripted runner and a fake clock: backoff waits and the child's start ----
+
+class FakeClock final : public pb::Clock {
+public:
+  std::chrono::system_clock::time_point t = *pb::runs::parse_time_text("2026-08-10T10:00:00Z");
+  std::chrono::system_clock::time_point now() override { return t; }
+};
+
+// Answers by the call's words; `rl resume` calls (argv[0] "pb-self") go to `resume`.
+class LoopRunner final : public pb::proc::Runner {
+public:
+  std::map<std::string, std::deque<std::string>> experiments; // id -> printed answers
+  std::function<pb::proc::Result(const pb::proc::Argv &)> resume;
+  std::vector<pb::proc::Argv> ran;
+  pb::proc::Result run(const pb::proc::Command &command) override {
+    ran.push_back(command.argv);
+    pb::proc::Result result;
+    result.exit_code = 0;
+    const auto &a = command.argv;
+    if (a[0] == "pb-self") {
+      return resume(a);
+    }
+    if (a[1] == "experiment" && a[2] == "get") {
+      auto &queue = experiments.at(a[3]);
+      result.out = queue.front();
+      if (queue.size() > 1) {
+        queue.pop_front();
+      }
+    }
+    return result; // job logs: empty
+  }
+};
+
+TEST(RunsRecoverLoop, BacksOffDoublesRecordsAndCountsTheChildsStart) {
+  pb::test::TempDir tmp;
+  const fs::path out = tmp / "out";
+  const fs::path dir = ledger::directory(out, k_run_id);
+  fs::create_directories(dir);
+  pb::test::write_file(
+      dir / "1.json",
+      nlohmann::json{
+          {"attempt", 1}, {"started_unix", 1}, {"cause", "first_start"}, {"experiment_id", "E1"}}
+          .dump());
+  const auto view = [&](const std::string &id, const OrderedJson &status) {
+    return printed(experiment({job(id + "J0",
+                                   0,
+                                   status,
+                                   "T",
+                                   {{"OUTPUT_DIR", out.string()},
+                                    {"WANDB_RUN_ID", k_run_id},
+                                    {"PRIMEBEAKER_MAX_RECOVERIES", "5"}})},
+                              id));
+  };
+  LoopRunner runner;
+  runner.experiments["E1"] = {view("E1", status_preempted(10))};
+  runner.experiments["E2"] = {view("E2", status_running()), view("E2", status_preempted(20))};
+  runner.experiments["E3"] = {view("E3", status_exited(0, 30))};
+  int resumes = 0;
+  runner.resume = [&](const pb::proc::Argv &argv) {
+    ++resumes;
+    pb::proc::Result result;
+    EXPECT_EQ(argv[1], "rl");
+    EXPECT_EQ(argv[2], "resume");
+    EXPECT_EQ(argv[3], "--from-experiment");
+    EXPECT_EQ(argv[5], "--attempt-id");
+    EXPECT_TRUE(argv[6].ends_with("-recover" + std::to_string(resumes))) << argv[6];
+    if (resumes == 2) {
+      // The first try of the second recovery is refused (the source is not finalized yet).
+      static bool refused = false;
+      if (!refused) {
+        refused = true;
+        result.exit_code = 1;
+        result.err = "primebeaker: error: source experiment is still active\n  job J0\n";
+        --resumes;
+        return result;
+      }
+    }
+    const std::string child = resumes == 1 ? "E2" : "E3";
+    result.exit_code = 0;
+    result.out = nlohmann::json{
+        {"resume", {{"checkpoint", {{"step", 10 * resumes}}}}},
+        {"child_experiment_id",
+         child}}.dump();
+    if (resumes == 1) {
+      // E2's replica 0 starts before it is preempted: the runtime counts the recovery.
+      pb::test::write_file(
+          dir / "2.json",
+          nlohmann::json{
+              {"attempt", 2}, {"started_unix", 2}, {"cause", "preemption"}, {"experiment_id", "E2"}}
+              .dump());
+    }
+    return result;
+  };
+  FakeClock clock;
+  std::vector<std::chrono::milliseconds> waits;
+  pb::runs::Timing timing;
+  timing.clock = &clock;
+  timing.sleep = [&](std::chrono::milliseconds d) {
+    clock.t += d;
+    if (d >= std::chrono::seconds(10)) {
+      waits.push_back(d); // the backoff waits, not the polls
+    }
+    return true;
+  };
+  pb::runs::BeakerCalls beaker(runner, "beaker", timing);
+  pb::runs::FollowOptions options;
+  options.poll_interval = std::chrono::seconds(1);
+  options.recover.enabled = true;
+  options.recover.backoff = std::chrono::seconds(30);
+  options.recover.program = {"pb-self"};
+  std::ostringstream logs, err;
+  EXPECT_EQ(pb::runs::follow_run("E1", options, beaker, logs, err), 0) << err.str();
+  EXPECT_EQ(resumes, 2);
+  // 30 s before the first, 60 s before the second, 120 s before its retry.
+  EXPECT_EQ(waits,
+            (std::vector<std::chrono::milliseconds>{
+                std::chrono::seconds(30), std::chrono::seconds(60), std::chrono::seconds(120)}));
+  const auto history = ledger::read(dir);
+  ASSERT_EQ(history.attempts.size(), 2u);
+  EXPECT_EQ(history.attempts[0].recover->child_experiment, "E2");
+  EXPECT_EQ(history.attempts[1].recover->child_experiment, "E3");
+  EXPECT_EQ(history.attempts[1].recover->source_experiment, "E2");
+  // Recovery 2: the child's start (attempt 2, a preemption) counted, not counted twice.
+  EXPECT_NE(err.str().find("E2 preempted: recovery 2 of --max-recoveries 5 in 1m00s"),
+            std::string::npos)
+      << err.str();
+  EXPECT_NE(err.str().find("source experiment is still active; job J0"), std::string::npos)
+      << err.str();
+  EXPECT_NE(err.str().find("E2 resubmitted as E3 from step 20"), std::string::npos) << err.str();
+}
+
+TEST(RunsRecoverLoop, AnotherFollowerAlreadyResubmittedItSoItIsFollowedNotResubmitted) {
+  pb::test::TempDir tmp;
+  const fs::path out = tmp / "out";
+  const fs::path dir = ledger::directory(out, k_run_id);
+  pb::test::write_file(
+      dir / "1.json",
+      nlohmann::json{
+          {"attempt", 1}, {"started_unix", 1}, {"cause", "first_start"}, {"experiment_id", "E1"}}
+          .dump());
+  pb::test::write_file(dir / "1.recover.json",
+                       nlohmann::json{{"attempt", 1},
+                                      {"requested_unix", 2},
+                                      {"cause", "preemption"},
+                                      {"source_experiment", "E1"},
+                                      {"child_experiment", "E9"}}
+                           .dump());
+  const auto view = [&](const std::string &id, const OrderedJson &status) {
+    return printed(experiment(
+        {job(
+            id + "J0", 0, status, "T", {{"OUTPUT_DIR", out.string()}, {"WANDB_RUN_ID", k_run_id}})},
+        id));
+  };
+  LoopRunner runner;
+  runner.experiments["E1"] = {view("E1", status_preempted(10))};
+  runner.experiments["E9"] = {view("E9", status_exited(0, 30))};
+  runner.resume = [](const pb::proc::Argv &) -> pb::proc::Result {
+    ADD_FAILURE() << "rl resume must not run";
+    return {};
+  };
+  FakeClock clock;
+  pb::runs::Timing timing;
+  timing.clock = &clock;
+  timing.sleep = [&](std::chrono::milliseconds d) {
+    clock.t += d;
+    return true;
+  };
+  pb::runs::BeakerCalls beaker(runner, "beaker", timing);
+  pb::runs::FollowOptions options;
+  options.recover.enabled = true;
+  options.recover.program = {"pb-self"};
+  std::ostringstream logs, err;
+  EXPECT_EQ(pb::runs::follow_run("E1", options, beaker, logs, err), 0) << err.str();
+  EXPECT_NE(err.str().find("E1 was already resubmitted as E9"), std::string::npos) << err.str();
+}
+
+} // namespace
