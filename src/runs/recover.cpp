@@ -359,6 +359,11 @@ RecoverResult recover_run(const RunView &run,
                     by_hand));
     return result;
   }
+  if (!history.unreadable.empty()) {
+    say(fmt::format("warning: ledger files that could not be read are not counted: {} (in {})",
+                    text::join(history.unreadable, ", "),
+                    where.dir.string()));
+  }
   if (const auto child = already_resubmitted(history, run.id); !child.empty()) {
     say(fmt::format("{} was already resubmitted as {} (ledger {}); following it",
                     run.id,
