@@ -94,6 +94,22 @@ void network_hints(ReplicaPlan &plan, const PlanInputs &inputs) {
   }
 }
 
+step::ResolveConfig resolve_config(bool leader,
+                                   const nlohmann::json &request,
+                                   const fs::path &helper_dir,
+                                   const fs::path &config_path) {
+  step::ResolveConfig s;
+  s.leader = leader;
+  s.request_json = request.dump();
+  s.config_path = config_path;
+  s.script = helper_dir / "primebeaker_prime_rl_config.py";
+  s.request_path = helper_dir / "config-request.json";
+  s.result_path = helper_dir / "config-result.json";
+  s.helper.name = "config helper";
+  s.helper.argv = {"python3", s.script.string(), s.request_path.string(), s.result_path.string()};
+  return s;
+}
+
 std::string effective_tmpdir(const ReplicaPlan &plan, const PlanInputs &inputs) {
   const auto it = plan.env.find("TMPDIR");
   return it != plan.env.end() ? it->second : inputs.env.at("TMPDIR");
@@ -110,6 +126,9 @@ ReplicaPlan plan_rl(const RlEnv &env, const PlanInputs &inputs) {
   plan.role = role_name(place.role);
   plan.local_tmp = paths.local_tmp;
   plan.managed_service_experiment_id = env.managed_service_experiment_id;
+  if (env.managed_service_experiment_id && env.rank == 0) {
+    plan.on_exit = {"beaker", "experiment", "stop", *env.managed_service_experiment_id};
+  }
   plan.summary = fmt::format("rank={} role={} train GPUs={} inference GPUs={} host={}",
                              env.rank,
                              plan.role,
@@ -163,8 +182,7 @@ ReplicaPlan plan_rl(const RlEnv &env, const PlanInputs &inputs) {
     const nlohmann::json request = {{"kind", "rl"},
                                     {"config", env.config_path.string()},
                                     {"config_dir", paths.config_dir.string()}};
-    plan.steps.push_back(
-        step::ResolveConfig{leader, request.dump(), paths.local_tmp, env.config_path});
+    plan.steps.push_back(resolve_config(leader, request, paths.local_tmp, env.config_path));
   }
   network_hints(plan, inputs);
   plan.steps.push_back(step::BindWorkers{env.total_nodes, env.total_infer_ranks});
@@ -335,8 +353,7 @@ ReplicaPlan plan_sft(const SftEnv &env, const PlanInputs &inputs) {
     const nlohmann::json request = {{"kind", "sft"},
                                     {"config", env.config_path.string()},
                                     {"output", (paths.config_dir / "sft.toml").string()}};
-    plan.steps.push_back(
-        step::ResolveConfig{env.rank == 0, request.dump(), paths.local_tmp, env.config_path});
+    plan.steps.push_back(resolve_config(env.rank == 0, request, paths.local_tmp, env.config_path));
   }
   network_hints(plan, inputs);
   step::Start torchrun;
@@ -549,7 +566,9 @@ struct JsonStep {
     return {{"step", "resolve_config"},
             {"runs_helper", s.leader},
             {"request", nlohmann::json::parse(s.request_json)},
-            {"helper_dir", s.helper_dir.string()},
+            {"request_path", s.request_path.string()},
+            {"result_path", s.result_path.string()},
+            {"process", process_json(s.helper)},
             {"binds", {"runtime.*"}}};
   }
   nlohmann::json operator()(const step::BindWorkers &s) const {
@@ -686,9 +705,12 @@ struct TextStep {
   }
   void operator()(const step::ResolveConfig &s) const {
     if (s.leader) {
-      out += "resolve " + s.config_path.string() + " through Prime-RL (python3 config helper in " +
-             s.helper_dir.string() + ", with ${resume}), publish runtime/* -> ${runtime.*}\n";
-      out += "       request: " + s.request_json + "\n";
+      out += "resolve " + s.config_path.string() +
+             " through Prime-RL (the config helper, with ${resume}), publish runtime/* -> "
+             "${runtime.*}\n";
+      out += "       request: " + s.request_json + " in " + s.request_path.string() +
+             ", answer in " + s.result_path.string() + "\n";
+      process_text(out, s.helper);
     } else {
       out += "wait for replica 0's resolved config (runtime/runtime.ready) -> ${runtime.*}\n";
     }
@@ -743,10 +765,7 @@ std::string plan_json(const ReplicaPlan &plan) {
                       {"rendezvous_dir", plan.rendezvous_dir.string()},
                       {"local_tmp", plan.local_tmp.string()},
                       {"env", plan.env},
-                      {"managed_service_experiment_id",
-                       plan.managed_service_experiment_id
-                           ? nlohmann::json(*plan.managed_service_experiment_id)
-                           : nlohmann::json()},
+                      {"on_exit", plan.on_exit},
                       {"steps", steps}};
   return redacted(plan, j.dump(2) + "\n");
 }
@@ -760,8 +779,8 @@ std::string plan_text(const ReplicaPlan &plan) {
     out += " " + k + "=" + text::shell_quote(v);
   }
   out += "\n";
-  if (plan.managed_service_experiment_id) {
-    out += "on exit: beaker experiment stop " + *plan.managed_service_experiment_id + "\n";
+  if (!plan.on_exit.empty()) {
+    out += "on exit: " + quoted(plan.on_exit) + "\n";
   }
   out += "${...}: values learned while running, bound by the step marked ->\n";
   int n = 0;

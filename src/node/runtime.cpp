@@ -80,6 +80,7 @@ struct Replica {
   std::filesystem::path working_dir;
   std::filesystem::path local_tmp; // node-local scratch of this replica
   std::optional<std::string> managed_service_id;
+  proc::Argv stop_on_exit; // the plan's managed-service stop
   // Replica 0's start record in the attempt ledger (docs/recovery.md); its end goes there too.
   std::optional<RecoveryOutcome> recovery;
   Clock::time_point started = Clock::now();
@@ -96,17 +97,6 @@ struct Replica {
                    env.tuning.poll_seconds,
                    env.rendezvous_timeout_seconds),
         working_dir(env.working_dir) {}
-
-  proc::SpawnSpec spec(proc::Argv argv, const EnvMap &extra = {}) const {
-    proc::SpawnSpec s;
-    s.argv = std::move(argv);
-    s.env = child_env;
-    for (const auto &[k, v] : extra) {
-      s.env[k] = v;
-    }
-    s.cwd = working_dir;
-    return s;
-  }
 
   // Stops the replica when a peer asks for it (docs/node.md).
   void check_peers() {
@@ -257,9 +247,9 @@ struct Replica {
     if (recovery) {
       record_end(*recovery, code, root_code(code), message);
     }
-    if (managed_service_id && rank == 0) {
+    if (managed_service_id && !stop_on_exit.empty()) {
       proc::Command stop;
-      stop.argv = {"beaker", "experiment", "stop", *managed_service_id};
+      stop.argv = stop_on_exit;
       stop.timeout = std::chrono::seconds(120);
       try {
         const auto r = proc::SystemRunner().run(stop);
@@ -309,21 +299,19 @@ EnvMap json_env(const nlohmann::json &j) {
 
 // Runs the Prime-RL config helper (docs/node.md) and returns its JSON answer.
 nlohmann::json run_config_helper(Replica &r,
-                                 const std::filesystem::path &scratch_dir,
-                                 const std::filesystem::path &config_path,
+                                 const step::ResolveConfig &s,
+                                 const proc::SpawnSpec &helper,
                                  nlohmann::json request) {
-  const auto script = scratch_dir / "primebeaker_prime_rl_config.py";
-  const auto request_path = scratch_dir / "config-request.json";
-  const auto result_path = scratch_dir / "config-result.json";
-  fs::write_file_atomic(script, config_helper_source());
+  const auto &config_path = s.config_path;
+  const auto &request_path = s.request_path;
+  const auto &result_path = s.result_path;
+  fs::write_file_atomic(s.script, config_helper_source());
   request["environment_modules"] = primerl::bundled_environment_modules();
   fs::write_file_atomic(request_path, request.dump(2) + "\n");
   std::error_code ec;
   std::filesystem::remove(result_path, ec);
   note(r.rank, "resolving {} through Prime-RL", config_path.string());
-  const auto status =
-      r.run_step("config helper",
-                 r.spec({"python3", script.string(), request_path.string(), result_path.string()}));
+  const auto status = r.run_step(s.helper.name, helper);
   nlohmann::json result;
   if (std::filesystem::exists(result_path, ec)) {
     result = nlohmann::json::parse(fs::read_file(result_path), nullptr, false);
@@ -516,7 +504,7 @@ public:
     if (s.leader) {
       auto request = nlohmann::json::parse(s.request_json);
       request["resume"] = m_r.recovery->helper_request();
-      result = run_config_helper(m_r, s.helper_dir, s.config_path, request);
+      result = run_config_helper(m_r, s, spec(s.helper), request);
       publish_runtime(m_r, result, m_plan.command == "node rl");
     } else {
       result = read_runtime(m_r);
@@ -701,6 +689,7 @@ int execute(const ReplicaPlan &plan, const CommonEnv &env, const EnvMap &process
   proc::become_subreaper();
   Replica r(env, plan.role, plan.command == "node sft");
   r.managed_service_id = plan.managed_service_experiment_id;
+  r.stop_on_exit = plan.on_exit;
   r.local_tmp = plan.local_tmp;
   r.child_env = process_env;
   for (const auto &[k, v] : plan.env) {

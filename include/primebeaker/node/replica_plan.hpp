@@ -98,8 +98,13 @@ struct WaitFor {
 struct ResolveConfig {
   bool leader = false;
   std::string request_json; // without "resume"
-  std::filesystem::path helper_dir;
   std::filesystem::path config_path;
+  // The leader writes the helper to `script` and the request to `request_path`, runs `helper`,
+  // and reads Prime-RL's answer from `result_path`.
+  std::filesystem::path script;
+  std::filesystem::path request_path;
+  std::filesystem::path result_path;
+  ProcessSpec helper;
 };
 // The global worker list from every layout.N and ${host.N}, checked against TP and the expected
 // rank count (exit 2); binds ${workers} and ${admin_urls} (space separated).
@@ -165,7 +170,8 @@ struct ReplicaPlan {
   std::filesystem::path rendezvous_dir; // the attempt directories live under it
   std::filesystem::path local_tmp;      // node-local scratch of this replica
   EnvMap env; // laid over the container's environment for every child (cache defaults, TMPDIR)
-  std::optional<std::string> managed_service_experiment_id; // rank 0 stops it on exit
+  std::optional<std::string> managed_service_experiment_id; // rank 0 stops it on exit, with
+  proc::Argv on_exit;                                       // this (empty: nothing)
   Tuning tuning;
   std::vector<Step> steps;
   // Secrets in the plan (a registry URI's password) and what printers show instead.
