@@ -25,12 +25,12 @@ proc::Argv experiment_create_argv(const std::string &program,
   return {program,
           "experiment",
           "create",
-          "--format",
-          "json",
           "--name",
           name,
           "--workspace",
           workspace,
+          "--format",
+          "json",
           spec_path};
 }
 

@@ -7,6 +7,7 @@
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/fs.hpp>
 #include <primebeaker/core/json.hpp>
+#include <primebeaker/core/text.hpp>
 #include <primebeaker/launch/launch.hpp>
 #include <primebeaker/launch/rewrite_envs.hpp>
 #include <primebeaker/primerl/schema.hpp>
@@ -15,13 +16,52 @@
 #include <primebeaker/toml/check.hpp>
 #include <primebeaker/toml/value.hpp>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
+#include <cctype>
 #include <iostream>
+#include <string>
 
 namespace pb::launch {
 
 namespace {
+
+// The question `submit` asks on a terminal, after the card: y/yes (any case) submits.
+bool confirm_submit(const LaunchPlan &plan) {
+  std::cerr << fmt::format("Submit {} to Beaker ({})? [y/N] ", plan.experiment_name, plan.workspace)
+            << std::flush;
+  std::string answer;
+  if (!std::getline(std::cin, answer)) {
+    std::cerr << "\n";
+    return false;
+  }
+  std::string word(text::trim(answer));
+  for (char &c : word) {
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return word == "y" || word == "yes";
+}
+
+// A create that succeeded but names no experiment leaves the run unfollowable: an error naming
+// what beaker printed and where the spec is, instead of a receipt with a null id.
+void require_experiment_id(const LaunchPlan &plan, const OrderedJson &receipt) {
+  const auto id = receipt.find("experiment_id");
+  if (id != receipt.end() && id->is_string()) {
+    return;
+  }
+  const std::string printed(text::trim(receipt.value("stdout", std::string())));
+  Error error = tool_error(fmt::format(
+      "beaker experiment create succeeded but named no experiment id; it printed: {}",
+      printed.empty() ? "(nothing)" : printed));
+  error.add_context("the spec it submitted: " + plan.spec_path.string());
+  error.add_context(fmt::format("look for experiment {} in workspace {} before submitting again",
+                                plan.experiment_name,
+                                plan.workspace));
+  throw error;
+}
 
 void add_launch_command(pb::cli::CommandTree &tree, Program program, bool submit) {
   const std::string name(program_name(program));
@@ -36,8 +76,20 @@ void add_launch_command(pb::cli::CommandTree &tree, Program program, bool submit
               auto &options = tree.make_options<LaunchOptions>();
               register_launch_flags(command, options);
               bool &follow = tree.make_options<bool>();
+              bool &card_only = tree.make_options<bool>();
+              bool &yes = tree.make_options<bool>();
               bool &recover = tree.make_options<bool>();
+              if (!submit) {
+                command.add_flag("--card",
+                                 card_only,
+                                 "Print the launch card (a short human summary of what the launch "
+                                 "will hold and run) on stdout instead of the JSON");
+              }
               if (submit) {
+                command.add_flag("--yes",
+                                 yes,
+                                 "Submit without asking: on a terminal, submit shows the launch "
+                                 "card and asks y/N first (no terminal on stdin: never asks)");
                 command.add_flag(
                     "--follow",
                     follow,
@@ -49,7 +101,7 @@ void add_launch_command(pb::cli::CommandTree &tree, Program program, bool submit
                                  "resume` within --max-recoveries (as `follow --recover`, "
                                  "docs/recovery.md)");
               }
-              command.callback([&options, &follow, &recover, program, submit] {
+              command.callback([&options, &follow, &card_only, &yes, &recover, program, submit] {
                 if (recover && !follow) {
                   throw usage_error("--recover needs --follow (or use `primebeaker follow "
                                     "--recover` on the submitted run)");
@@ -67,6 +119,17 @@ void add_launch_command(pb::cli::CommandTree &tree, Program program, bool submit
                 const std::string beaker_program = beaker::program_from_environment(environment);
                 if (submit) {
                   beaker::require_program(beaker_program, environment);
+                  const bool ask = !yes && ::isatty(STDIN_FILENO) == 1;
+                  if (ask || ::isatty(STDERR_FILENO) == 1) {
+                    std::cerr << launch_card(plan);
+                  }
+                  if (ask && !confirm_submit(plan)) {
+                    throw failure(
+                        "not submitted: the answer was not yes (nothing was staged, written or "
+                        "run; --yes submits without asking)");
+                  }
+                } else if (!card_only && ::isatty(STDERR_FILENO) == 1) {
+                  std::cerr << launch_card(plan);
                 }
                 proc::SystemRunner runner;
                 fs::RealFileSystem files;
@@ -75,6 +138,13 @@ void add_launch_command(pb::cli::CommandTree &tree, Program program, bool submit
                 LaunchEffects effects{files, client, stager};
                 const OrderedJson result =
                     submit ? execute_submit(plan, effects) : execute_preview(plan, effects);
+                if (submit) {
+                  require_experiment_id(plan, result);
+                }
+                if (card_only) {
+                  std::cout << launch_card(plan);
+                  return;
+                }
                 print_json(std::cout, result);
                 if (!follow) {
                   return;

@@ -112,7 +112,13 @@ OrderedJson execute_submit(const LaunchPlan &plan, LaunchEffects &effects) {
   write_spec(plan, effects);
   const std::string out = effects.beaker.create_experiment(
       plan.experiment_name, plan.workspace, plan.spec_path.string());
-  return plan.receipt_json(out);
+  OrderedJson receipt = plan.receipt_json(out);
+  // `--format json` answers carry no "See progress at" text: a URL beaker's JSON gives wins over
+  // the public one receipt_json falls back to.
+  if (const auto created = beaker::parse_created_experiment(out); created && created->url) {
+    receipt["experiment_url"] = *created->url;
+  }
+  return receipt;
 }
 
 LaunchPlan plan_from_options(Program program, const LaunchOptions &options) {

@@ -42,12 +42,12 @@ TEST_F(ClientTest, CreateRunsTheDocumentedArgv) {
             (std::vector<std::string>{"beaker",
                                       "experiment",
                                       "create",
-                                      "--format",
-                                      "json",
                                       "--name",
                                       "name with space",
                                       "--workspace",
                                       "ai2/ws",
+                                      "--format",
+                                      "json",
                                       "/weka/spec.json"}));
 }
 

@@ -53,7 +53,20 @@ protected:
   FakeBeaker m_beaker;
 };
 
-inline const std::string k_created_stdout =
+// What `beaker experiment create --format json` prints: an array with the created experiment.
+inline const std::string k_created_stdout = R"([
+  {
+    "id": "01FAKEEXPERIMENT0000000000",
+    "name": "fake-experiment",
+    "fullName": "jdoe/fake-experiment",
+    "workspaceRef": {"id": "01HWS0000000000000000000AB", "name": "oe-agents", "fullName": "ai2/oe-agents"},
+    "jobs": []
+  }
+]
+)";
+
+// The text answer of older `beaker` CLIs (and of create without --format json): still read.
+inline const std::string k_created_text_stdout =
     "Experiment 01FAKEEXPERIMENT0000000000 submitted. See progress at "
     "https://beaker.org/ex/01FAKEEXPERIMENT0000000000\n";
 

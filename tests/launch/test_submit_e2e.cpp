@@ -82,6 +82,8 @@ TEST_F(Submit, SuccessWritesSpecRunsBeakerAndPrintsReceipt) {
                                       "primebeaker-example-multinode-rl",
                                       "--workspace",
                                       "ai2/oe-agents-holmes",
+                                      "--format",
+                                      "json",
                                       planned["spec_path"]}));
   EXPECT_EQ(receipt["stdout"], k_created_stdout);
 }
@@ -190,16 +192,18 @@ TEST_F(Submit, NameRenamesTheExperimentAndReceiptsCarryIdUrlAndSpecPath) {
   // The W&B run keeps the TOML's name: --name only renames the Beaker experiment.
   EXPECT_EQ(receipt["wandb_run"]["name"], "tiny-sft-retry2");
 
-  // Output beaker did not shape as expected: null fields, never a guess.
+  // Output beaker did not shape as expected: never a guess; an error naming what it printed and
+  // the spec, no receipt (exit 4).
   FakeBin other(m_tmp.path() / "other");
   FakeBeaker odd(other);
   odd.on({"experiment", "create"}, "created\n");
   const auto unparsed = run({"sft", "submit", "--toml", "examples/sft/sft.toml"},
                             true,
                             {{"PRIMEBEAKER_BEAKER", (other.bin() / "beaker").string()}});
-  ASSERT_EQ(unparsed.exit_code, 0) << unparsed.err;
-  EXPECT_TRUE(json::parse(unparsed.out)["experiment_id"].is_null());
-  EXPECT_TRUE(json::parse(unparsed.out)["experiment_url"].is_null());
+  EXPECT_EQ(unparsed.exit_code, 4) << unparsed.err;
+  EXPECT_EQ(unparsed.out, "");
+  EXPECT_NE(unparsed.err.find("named no experiment id; it printed: created"), std::string::npos)
+      << unparsed.err;
 
   const auto bad = run({"sft", "submit", "--toml", "examples/sft/sft.toml", "--name", "a/b"});
   EXPECT_EQ(bad.exit_code, 2);

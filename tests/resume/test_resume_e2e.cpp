@@ -256,7 +256,7 @@ TEST_F(ResumeE2E, DryRunPrintsThePlanWritesNothingAndOnlyReads) {
       plan["launch"]["submit_command"],
       ordered_json::parse(
           R"(["beaker", "experiment", "create", "--name", "parent-resume-step20-unitatte",
-                                    "--workspace", "ai2/oe-agents", ")" +
+                                    "--workspace", "ai2/oe-agents", "--format", "json", ")" +
           (weka /
            "scratch/primebeaker/beaker_experiments/parent-resume-step20-unitatte-unitattempt.json")
               .string() +

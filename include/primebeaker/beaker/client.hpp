@@ -18,7 +18,7 @@ namespace pb::beaker {
 // "beaker" (looked up on PATH by the runner). Pure.
 std::string program_from_environment(const std::map<std::string, std::string> &environment);
 
-// `beaker experiment create --format json --name NAME --workspace WS SPEC` with `program` as
+// `beaker experiment create --name NAME --workspace WS --format json SPEC` with `program` as
 // argv[0]: the created experiment comes back as JSON (an array with the experiment object), not
 // as text. This is also what previews show as `submit_command` (with program "beaker"). Pure.
 proc::Argv experiment_create_argv(const std::string &program,

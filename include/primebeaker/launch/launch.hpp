@@ -198,6 +198,13 @@ struct LaunchPlan {
 // (2 for flags, 3 for the TOML).
 LaunchPlan make_plan(const LaunchOptions &options, const LaunchInputs &inputs);
 
+// The launch card (docs/launch.md "The launch card"): a short human summary of what the plan
+// will hold and run — nodes and each GPU's role (trainer ranks, inference workers, tp/dp), the
+// processes and ports of each replica, image, staged program, output dir and resume step, W&B
+// run, registry, recovery budget and GPU-hours per hour of run time. Text ending in a newline;
+// read from the plan and the replica contract its spec carries. Pure.
+std::string launch_card(const LaunchPlan &plan);
+
 struct LaunchEffects {
   fs::FileSystem &files;
   beaker::Client &beaker;

@@ -1,0 +1,323 @@
+// SPDX-License-Identifier: MIT
+// The launch card (docs/launch.md "The launch card"): what a launch will hold and run, in a few
+// lines a person reads before GPUs are spent. Pure: everything comes from the plan and the replica
+// contract its spec carries.
+#include "paths.hpp"
+
+#include <primebeaker/contract/replica_env.hpp>
+#include <primebeaker/core/error.hpp>
+#include <primebeaker/launch/launch.hpp>
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pb::launch {
+
+namespace {
+
+std::string gpu_range(std::int64_t first, std::int64_t count) {
+  if (count == 1) {
+    return fmt::format("GPU {}", first);
+  }
+  return fmt::format("GPUs {}-{}", first, first + count - 1);
+}
+
+std::string plural(std::int64_t count, const std::string &one, const std::string &many) {
+  return fmt::format("{} {}", count, count == 1 ? one : many);
+}
+
+std::string image_text(const OrderedJson &image) {
+  if (image.contains("beaker") && image["beaker"].is_string()) {
+    return "beaker://" + image["beaker"].get<std::string>();
+  }
+  if (image.contains("docker") && image["docker"].is_string()) {
+    return image["docker"].get<std::string>();
+  }
+  return image.dump();
+}
+
+// The value entries of a task's envVars (secrets are names of secrets, not values).
+contract::EnvMap env_of(const OrderedJson &task) {
+  contract::EnvMap env;
+  for (const auto &item : task.value("envVars", OrderedJson::array())) {
+    if (item.contains("name") && item.contains("value") && item["value"].is_string()) {
+      env[item["name"].get<std::string>()] = item["value"].get<std::string>();
+    }
+  }
+  return env;
+}
+
+std::vector<std::string> secrets_of(const OrderedJson &task) {
+  std::vector<std::string> names;
+  for (const auto &item : task.value("envVars", OrderedJson::array())) {
+    if (item.contains("name") && item.contains("secret")) {
+      names.push_back(item["name"].get<std::string>() + "=" +
+                      item["secret"].get<std::string>());
+    }
+  }
+  return names;
+}
+
+contract::Kind kind_of(const LaunchPlan &plan) {
+  const bool multi = plan.topology == Topology::multi_node;
+  if (plan.program == Program::sft) {
+    return multi ? contract::Kind::multi_sft : contract::Kind::single_sft;
+  }
+  return multi ? contract::Kind::multi_rl : contract::Kind::single_rl;
+}
+
+class Card {
+public:
+  void line(const std::string &label, const std::string &text) {
+    m_text += fmt::format("  {:<11}{}\n", label, text);
+  }
+  void more(const std::string &text) { m_text += fmt::format("  {:<11}{}\n", "", text); }
+  void head(const std::string &text) { m_text += text + "\n"; }
+  std::string text() const { return m_text; }
+
+private:
+  std::string m_text;
+};
+
+void multi_rl_layout(Card &card, const contract::ReplicaEnv &env) {
+  const std::int64_t nodes = env.total_nodes;
+  const std::int64_t per_node = env.gpus_per_node;
+  const std::int64_t trainer = env.trainer_gpu_count;
+  const std::int64_t mixed = env.mixed_infer_gpu_count;
+  const std::int64_t infer_gpus = mixed + (nodes - 1) * per_node;
+  const std::int64_t ranks = env.total_infer_ranks;
+  const std::int64_t tp = ranks > 0 && infer_gpus % ranks == 0 ? infer_gpus / ranks : 0;
+  const std::string tp_text = tp > 0 ? std::to_string(tp) : "?";
+  const auto workers = [&](std::int64_t gpus) { return tp > 0 ? gpus / tp : 0; };
+  card.line("inference",
+            fmt::format("{} on {} (dp {}, tp {}); replica 0 runs the router",
+                        plural(ranks, "worker", "workers"),
+                        plural(infer_gpus, "GPU", "GPUs"),
+                        ranks,
+                        tp_text));
+  std::int64_t next_worker = 0;
+  for (std::int64_t rank = 0; rank < nodes; ++rank) {
+    const std::string label = fmt::format("replica {}", rank);
+    if (rank == 0) {
+      std::string gpus =
+          fmt::format("{} trainer ({})", gpu_range(0, trainer), plural(trainer, "rank", "ranks"));
+      if (mixed > 0) {
+        gpus += fmt::format(", {} inference (workers {}-{})",
+                            gpu_range(trainer, mixed),
+                            next_worker,
+                            next_worker + workers(mixed) - 1);
+      }
+      card.line(label, gpus);
+      card.more(fmt::format("trainer (torchrun, {}), orchestrator, vllm-router",
+                            plural(trainer, "process", "processes")));
+      if (mixed > 0) {
+        card.more(fmt::format("{} on BACKEND_PORT+0..{}",
+                              plural(workers(mixed), "inference server", "inference servers"),
+                              workers(mixed) - 1));
+      }
+      card.more(fmt::format("tool gateway on port {} ({} workers)",
+                            env.gateway_port,
+                            env.gateway_workers));
+      next_worker += workers(mixed);
+    } else {
+      card.line(label,
+                fmt::format("{} inference (workers {}-{})",
+                            gpu_range(0, per_node),
+                            next_worker,
+                            next_worker + workers(per_node) - 1));
+      card.more(fmt::format("{} on BACKEND_PORT+0..{}",
+                            plural(workers(per_node), "inference server", "inference servers"),
+                            workers(per_node) - 1));
+      next_worker += workers(per_node);
+    }
+  }
+  card.line("ports",
+            "router port and BACKEND_PORT: Prime-RL's, resolved on replica 0 at start");
+}
+
+void multi_sft_layout(Card &card, const contract::ReplicaEnv &env) {
+  for (std::int64_t rank = 0; rank < env.total_nodes; ++rank) {
+    card.line(fmt::format("replica {}", rank),
+              fmt::format("{} trainer (global ranks {}-{})",
+                          gpu_range(0, env.gpus_per_node),
+                          rank * env.gpus_per_node,
+                          (rank + 1) * env.gpus_per_node - 1));
+  }
+  card.line("processes",
+            fmt::format("one torchrun per replica ({} per node), rendezvous on replica 0 port 29500",
+                        plural(env.gpus_per_node, "rank", "ranks")));
+}
+
+} // namespace
+
+std::string launch_card(const LaunchPlan &plan) {
+  Card card;
+  const bool multi = plan.topology == Topology::multi_node;
+  const std::string program = plan.program == Program::sft ? "SFT" : "RL";
+  card.head(fmt::format("{} {}: {}{}",
+                        multi ? "multi-node" : "single-node",
+                        program,
+                        plan.experiment_name,
+                        multi ? fmt::format(" (launch {})", plan.launch_id) : ""));
+
+  const auto tasks = plan.spec.value("tasks", OrderedJson::array());
+  if (tasks.empty()) {
+    card.line("tasks", "none (nothing would run)");
+    return card.text();
+  }
+  const OrderedJson &task = tasks.front();
+  std::int64_t total_gpus = 0;
+  for (const auto &each : tasks) {
+    total_gpus += each.value("replicas", std::int64_t{1}) *
+                  each.value("resources", OrderedJson::object()).value("gpuCount", std::int64_t{0});
+  }
+  const auto replicas = task.value("replicas", std::int64_t{1});
+  const auto per_replica =
+      task.value("resources", OrderedJson::object()).value("gpuCount", std::int64_t{0});
+
+  const contract::EnvMap env_map = env_of(task);
+  std::optional<contract::ReplicaEnv> env;
+  std::string contract_problem;
+  try {
+    env = contract::ReplicaEnv::from_env(kind_of(plan), env_map);
+  } catch (const Error &error) {
+    contract_problem = error.what();
+  }
+
+  card.line("nodes",
+            fmt::format("{} x {} = {}",
+                        plural(replicas, "replica", "replicas"),
+                        plural(per_replica, "GPU", "GPUs"),
+                        plural(total_gpus, "GPU", "GPUs")));
+  if (!env) {
+    card.line("contract", "unreadable: " + contract_problem);
+  } else if (plan.program == Program::rl && multi) {
+    multi_rl_layout(card, *env);
+  } else if (multi) {
+    multi_sft_layout(card, *env);
+  } else if (plan.program == Program::sft) {
+    card.line("replica 0",
+              fmt::format("{} trainer ({})",
+                          gpu_range(0, env->num_gpus),
+                          plural(env->num_gpus, "rank", "ranks")));
+    card.line("processes", "Prime-RL's `sft` (torchrun) under `primebeaker node single sft`");
+  } else {
+    card.line("replica 0",
+              fmt::format("{}: trainer and inference as the TOML's deployment.num_train_gpus / "
+                          "num_infer_gpus split them",
+                          gpu_range(0, env->num_gpus)));
+    card.line("processes",
+              "Prime-RL's `rl` (trainer, orchestrator, inference server on Prime-RL's ports) "
+              "under `primebeaker node single rl`");
+  }
+
+  card.line("image", image_text(task.value("image", OrderedJson::object())));
+  card.line("program",
+            plan.staged_program.empty()
+                ? std::string("primebeaker from the image's PATH (--no-stage)")
+                : plan.staged_program.string() + " (staged; submit creates or verifies it)");
+  if (const auto it = env_map.find("OUTPUT_DIR"); it != env_map.end()) {
+    const auto working = env_map.find("WORKING_DIR");
+    const bool relative = it->second.empty() || it->second.front() != '/';
+    const std::string absolute = normalize_path(
+        relative && working != env_map.end() ? working->second + "/" + it->second : it->second);
+    card.line("output", absolute);
+  }
+  if (const auto step = env_map.find("PRIMEBEAKER_RESUME_STEP"); step != env_map.end()) {
+    card.line("resume", fmt::format("step {} (rl resume), then the newest complete checkpoint "
+                                     "after a recovery",
+                                     step->second));
+  } else {
+    card.line("resume",
+              "the newest complete checkpoint under the output dir, decided at every start "
+              "(none: fresh; ckpt.resume_step honoured on the first)");
+  }
+  const auto &wandb = plan.wandb_run;
+  if (wandb.is_object() && !wandb.empty()) {
+    std::string text = fmt::format("run {}", wandb.value("run_id", std::string("?")));
+    const auto entity = wandb.value("entity", OrderedJson());
+    const auto project = wandb.value("project", OrderedJson());
+    if (project.is_string()) {
+      text += fmt::format(" in {}{}",
+                          entity.is_string() ? entity.get<std::string>() + "/" : "",
+                          project.get<std::string>());
+    }
+    if (wandb.value("offline", false)) {
+      text += " (offline)";
+    }
+    card.line("W&B", text);
+    const auto url = wandb.value("url", OrderedJson());
+    if (url.is_string()) {
+      card.more(url.get<std::string>());
+    }
+  }
+  if (const auto it = env_map.find("REGISTRY"); it != env_map.end()) {
+    std::string text = it->second;
+    if (env && !env->required_services.empty()) {
+      std::string services;
+      for (const auto &[name, count] : env->required_services) {
+        services += fmt::format("{}{} x{}", services.empty() ? "" : ", ", name, count);
+      }
+      text += "; waits for " + services;
+    }
+    card.line("registry", text);
+  } else if (plan.program == Program::rl) {
+    card.line("registry", "none");
+  }
+  const auto &recovery = plan.recovery;
+  if (recovery.is_object() && !recovery.empty()) {
+    const auto beaker = recovery.value("beaker", OrderedJson::object());
+    card.line("recovery",
+              fmt::format("up to {} after preemption, {} after errors (--max-recoveries, "
+                          "--max-restarts-on-errors)",
+                          plural(recovery.value("max_recoveries", std::int64_t{0}),
+                                 "recovery",
+                                 "recoveries"),
+                          plural(recovery.value("max_restarts_on_errors", std::int64_t{0}),
+                                 "restart",
+                                 "restarts")));
+    card.more(fmt::format("Beaker: autoResume {}, allowedTaskRetries {}{}",
+                          beaker.value("auto_resume", false) ? "on" : "off",
+                          beaker.value("allowed_task_retries", std::int64_t{0}),
+                          recovery.value("follow_recover", false)
+                              ? "; `follow --recover` resubmits"
+                              : ""));
+  }
+  const auto secrets = secrets_of(task);
+  if (!secrets.empty()) {
+    std::string text;
+    for (const auto &item : secrets) {
+      text += (text.empty() ? "" : ", ") + item;
+    }
+    card.line("secrets", text);
+  }
+  const auto context = task.value("context", OrderedJson::object());
+  const auto constraints = task.value("constraints", OrderedJson::object());
+  std::string where = fmt::format("{}, priority {}", plan.workspace,
+                                  context.value("priority", std::string("?")));
+  const auto clusters = constraints.value("cluster", OrderedJson::array());
+  if (!clusters.empty()) {
+    std::string names;
+    for (const auto &cluster : clusters) {
+      names += (names.empty() ? "" : ", ") + cluster.get<std::string>();
+    }
+    where += " on " + names;
+  }
+  card.line("beaker", where);
+  std::string cost =
+      fmt::format("{} GPU-hours per hour of run time", total_gpus);
+  const auto min_runtime = context.value("minRuntime", OrderedJson());
+  if (min_runtime.is_string() && !min_runtime.get<std::string>().empty() &&
+      min_runtime.get<std::string>().front() != '0') {
+    cost += fmt::format(" (held at least {})", min_runtime.get<std::string>());
+  }
+  card.line("cost", cost);
+  card.line("spec", plan.spec_path.string());
+  return card.text();
+}
+
+} // namespace pb::launch
