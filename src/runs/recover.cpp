@@ -389,13 +389,13 @@ RecoverResult recover_run(const RunView &run,
   auto wait = recovery_wait(options, state.resubmissions);
   std::string last_error;
   for (int attempt = 1; attempt <= std::max(1, options.resume_tries); ++attempt) {
-    say(fmt::format("{} {}: recovery {} of {} {} in {}: primebeaker rl resume {}{}",
+    say(fmt::format("{} {}: recovery {} of {} {} {}: primebeaker rl resume {}{}",
                     run.id,
                     outcome_name(run.outcome),
                     verdict.number,
                     verdict.flag,
                     verdict.budget,
-                    wait_text(wait),
+                    wait.count() == 0 ? std::string("now") : "in " + wait_text(wait),
                     run.id,
                     attempt > 1 ? fmt::format(" (try {} of {})", attempt, options.resume_tries)
                                 : std::string()));
@@ -434,6 +434,12 @@ RecoverResult recover_run(const RunView &run,
       return result;
     }
     if (ran.ok()) {
+      // Its warnings (a managed service not inherited, ...) belong to the user too.
+      for (const auto &line : text::split(ran.err, '\n')) {
+        if (!text::trim(line).empty()) {
+          err << "  [rl resume] " << line << '\n';
+        }
+      }
       ResumeReceipt receipt;
       try {
         receipt = parse_resume_receipt(ran.out);

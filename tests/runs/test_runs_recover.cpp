@@ -311,6 +311,15 @@ TEST(RunsFollowRecover, WithoutRecoverAPreemptedRunIsOnlyReported) {
   EXPECT_EQ(h.run({"follow", k_source, "--recover-backoff", "-1"}).exit_code, 2);
 }
 
+TEST(RunsFollowRecover, SubmitRecoverNeedsFollow) {
+  RecoverHarness h;
+  const auto result =
+      h.run({"rl", "submit", "--toml", (h.weka / "configs/rl.toml").string(), "--recover"});
+  EXPECT_EQ(result.exit_code, 2) << result.err;
+  EXPECT_NE(result.err.find("--recover needs --follow"), std::string::npos) << result.err;
+  EXPECT_TRUE(h.beaker.calls().empty());
+}
+
 TEST(RunsFollowRecover, RlResumeRefusingIsReportedWithTheCommandToRunByHand) {
   RecoverHarness h;
   const auto source = topology(k_source, h.weka, status_preempted(20), "3");
