@@ -69,6 +69,20 @@ void common_start(ReplicaPlan &plan,
   plan.steps.push_back(step::JoinAttempt{env.rendezvous_dir, env.rendezvous_timeout_seconds});
 }
 
+step::DecideResume
+decide_resume(const CommonEnv &env, std::string replica, int trainer_ranks, bool trainer_only) {
+  step::DecideResume s;
+  s.replica = std::move(replica);
+  s.trainer_ranks = trainer_ranks;
+  s.leader = env.rank == 0;
+  s.trainer_only = trainer_only;
+  s.output_dir = env.output_dir;
+  s.config_path = env.config_path;
+  s.max_recoveries = env.max_recoveries;
+  s.max_restarts_on_errors = env.max_restarts_on_errors;
+  return s;
+}
+
 void setup_step(ReplicaPlan &plan, const CommonEnv &env) {
   if (!env.setup_command) {
     return;
@@ -143,7 +157,7 @@ ReplicaPlan plan_rl(const RlEnv &env, const PlanInputs &inputs) {
       env,
       inputs,
       {paths.config_dir, paths.logs / "inference", paths.logs / "trainer", env.output_dir});
-  plan.steps.push_back(step::DecideResume{"node rl", env.trainer_gpu_count, env.rank == 0});
+  plan.steps.push_back(decide_resume(env, "node rl", env.trainer_gpu_count, false));
   setup_step(plan, env);
   std::vector<std::string> programs = {"inference"};
   if (leader) {
@@ -334,8 +348,7 @@ ReplicaPlan plan_sft(const SftEnv &env, const PlanInputs &inputs) {
   plan.local_tmp = paths.local_tmp;
   plan.summary = fmt::format("rank={} role=sft host={}", env.rank, inputs.address);
   common_start(plan, env, inputs, {paths.config_dir, paths.logs / "trainer", env.output_dir});
-  plan.steps.push_back(
-      step::DecideResume{"node sft", env.total_nodes * env.gpus_per_node, env.rank == 0});
+  plan.steps.push_back(decide_resume(env, "node sft", env.total_nodes * env.gpus_per_node, true));
   setup_step(plan, env);
   std::vector<std::string> programs = {"torchrun"};
   if (env.rank == 0) {
@@ -536,6 +549,9 @@ struct JsonStep {
             {"replica", s.replica},
             {"trainer_ranks", s.trainer_ranks},
             {"decides", s.leader},
+            {"output_dir", s.output_dir.string()},
+            {"max_recoveries", s.max_recoveries},
+            {"max_restarts_on_errors", s.max_restarts_on_errors},
             {"binds", {"resume"}}};
   }
   nlohmann::json operator()(const step::Run &s) const {
@@ -667,12 +683,17 @@ struct TextStep {
                        s.timeout_seconds);
   }
   void operator()(const step::DecideResume &s) const {
-    out += s.leader ? fmt::format("decide the resume point from the checkpoints on disk ({} "
-                                  "trainer ranks), record the start in the ledger, publish "
-                                  "recovery.json -> ${{resume}}\n",
-                                  s.trainer_ranks)
-                    : std::string("wait for replica 0's resume decision (recovery.json) -> "
-                                  "${resume}\n");
+    if (!s.leader) {
+      out += "wait for replica 0's resume decision (recovery.json) -> ${resume}\n";
+      return;
+    }
+    out += fmt::format("decide the resume point from the checkpoints under {} ({} trainer ranks), "
+                       "record the start in the ledger, publish recovery.json -> ${{resume}}\n",
+                       s.output_dir.string(),
+                       s.trainer_ranks);
+    out += fmt::format("       budget: {} preemption recoveries, {} restarts after errors\n",
+                       s.max_recoveries,
+                       s.max_restarts_on_errors);
   }
   void operator()(const step::Run &s) const {
     out += "run " + s.process.name + " to its end (failure: exit " +

@@ -396,11 +396,10 @@ int run_with_trap(Replica &r, const std::function<void()> &body) {
 // start in the ledger and publishes the decision as recovery.json; every other replica waits for
 // it. A start past the recovery budget stops here, on every replica, before anything trains.
 void decide_recovery(Replica &r,
-                     const CommonEnv &env,
-                     const EnvMap &process_env,
-                     const std::string &replica,
-                     int trainer_ranks) {
-  if (r.rank != 0) {
+                     const step::DecideResume &s,
+                     const std::filesystem::path &working_dir,
+                     const EnvMap &process_env) {
+  if (!s.leader) {
     const auto published = nlohmann::json::parse(
         r.rendezvous.wait_for("recovery.json", "replica 0's resume decision"), nullptr, false);
     if (!published.is_object()) {
@@ -420,13 +419,13 @@ void decide_recovery(Replica &r,
     return;
   }
   RecoveryRequest request;
-  request.replica = replica;
-  request.working_dir = env.working_dir;
-  request.output_dir = env.output_dir;
-  request.config_path = env.config_path;
-  request.trainer_ranks = trainer_ranks;
-  request.trainer_only = r.sft;
-  request.policy = {env.max_recoveries, env.max_restarts_on_errors};
+  request.replica = s.replica;
+  request.working_dir = working_dir;
+  request.output_dir = s.output_dir;
+  request.config_path = s.config_path;
+  request.trainer_ranks = s.trainer_ranks;
+  request.trainer_only = s.trainer_only;
+  request.policy = {s.max_recoveries, s.max_restarts_on_errors};
   fill_identity(request, process_env);
   r.recovery = start_recovery(request, [&](const std::string &line) { note(r.rank, "{}", line); });
   r.rendezvous.publish("recovery.json", r.recovery->published().dump() + "\n");
@@ -443,8 +442,8 @@ void decide_recovery(Replica &r,
 // GPUs, logs and waits are the plan's.
 class Executor {
 public:
-  Executor(Replica &r, const ReplicaPlan &plan, const CommonEnv &env, const EnvMap &process_env)
-      : m_r(r), m_plan(plan), m_env(env), m_process_env(process_env) {}
+  Executor(Replica &r, const ReplicaPlan &plan, const EnvMap &process_env)
+      : m_r(r), m_plan(plan), m_process_env(process_env) {}
 
   void run() {
     for (const auto &s : m_plan.steps) {
@@ -462,7 +461,7 @@ public:
   }
 
   void operator()(const step::DecideResume &s) {
-    decide_recovery(m_r, m_env, m_process_env, s.replica, s.trainer_ranks);
+    decide_recovery(m_r, s, m_plan.working_dir, m_process_env);
     m_facts["resume"] = m_r.recovery ? m_r.recovery->helper_request().dump() : "replica 0's";
   }
 
@@ -669,7 +668,6 @@ private:
 
   Replica &m_r;
   const ReplicaPlan &m_plan;
-  const CommonEnv &m_env;
   const EnvMap &m_process_env;
   EnvMap m_facts;
   std::map<std::string, EnvMap> m_component_env;
@@ -695,7 +693,7 @@ int execute(const ReplicaPlan &plan, const CommonEnv &env, const EnvMap &process
   for (const auto &[k, v] : plan.env) {
     r.child_env[k] = v;
   }
-  return run_with_trap(r, [&] { Executor(r, plan, env, process_env).run(); });
+  return run_with_trap(r, [&] { Executor(r, plan, process_env).run(); });
 }
 
 // This machine's read-only facts the plan needs.

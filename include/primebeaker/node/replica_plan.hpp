@@ -60,6 +60,11 @@ struct DecideResume {
   std::string replica; // "node rl", "node sft"
   int trainer_ranks = 0;
   bool leader = false;
+  bool trainer_only = false; // SFT: no orchestrator side
+  std::filesystem::path output_dir;
+  std::filesystem::path config_path;
+  std::int64_t max_recoveries = 0; // the budget (PRIMEBEAKER_MAX_RECOVERIES ...)
+  std::int64_t max_restarts_on_errors = 0;
 };
 // A process run to its end under supervision; a non-zero exit fails the replica with
 // `failure` (plus the step's own error line when it is a `primebeaker registry` step).
