@@ -96,8 +96,8 @@ protected:
       beaker.on_sequence(prefix, {answer});
     }
     const auto n = std::to_string(beaker.calls_matching({"experiment", "create"}).size());
-    FakeAnswer created{"Experiment 01CHILD" + n + " submitted. See progress at " +
-                       "https://beaker.org/ex/01CHILD" + n + "\n"};
+    // As the real CLI answers `experiment create --format json`: an array with the experiment.
+    FakeAnswer created{R"([{"id": "01CHILD)" + n + R"(", "name": "child"}])" + "\n"};
     if (create_fails) {
       created = {"", 3, "Error: budget ai2/none has no quota left\n"};
     }
@@ -329,8 +329,7 @@ TEST_F(ResumeE2E, SubmitsTheSpecWritesTheTomlAndTheManifest) {
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const auto json = ordered_json::parse(result.out);
   EXPECT_EQ(json["child_experiment_id"], "01CHILD0");
-  EXPECT_EQ(json["stdout"],
-            "Experiment 01CHILD0 submitted. See progress at https://beaker.org/ex/01CHILD0\n");
+  EXPECT_EQ(json["stdout"], "[{\"id\": \"01CHILD0\", \"name\": \"child\"}]\n");
   const auto &plan = json["resume"];
 
   // The beaker calls, in order: read, check, check, check, create.
@@ -341,7 +340,8 @@ TEST_F(ResumeE2E, SubmitsTheSpecWritesTheTomlAndTheManifest) {
        "scratch/primebeaker/beaker_experiments/parent-resume-step20-unitatte-unitattempt.json")
           .string();
   EXPECT_EQ(calls[4],
-            "experiment create --name parent-resume-step20-unitatte --workspace ai2/oe-agents " +
+            "experiment create --name parent-resume-step20-unitatte --workspace ai2/oe-agents "
+            "--format json " +
                 spec_path);
 
   // The submitted spec, exactly.
