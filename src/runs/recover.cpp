@@ -429,7 +429,9 @@ RecoverResult recover_run(const RunView &run,
       last_error = error.what();
       break;
     }
-    if (const int sig = signal(); sig != 0) {
+    // A Ctrl-C during a successful resubmission still records it and hands the child over
+    // (the follow loop then says how to follow it); during a failed one it stops here.
+    if (const int sig = signal(); sig != 0 && !ran.ok()) {
       result.signal = sig;
       return result;
     }

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <csignal>
 #include <deque>
 #include <functional>
 
@@ -689,6 +690,54 @@ TEST(RunsRecoverLoop, AnotherFollowerAlreadyResubmittedItSoItIsFollowedNotResubm
   std::ostringstream logs, err;
   EXPECT_EQ(pb::runs::follow_run("E1", options, beaker, logs, err), 0) << err.str();
   EXPECT_NE(err.str().find("E1 was already resubmitted as E9"), std::string::npos) << err.str();
+}
+
+} // namespace
+
+namespace {
+
+TEST(RunsRecoverLoop, CtrlCDuringASuccessfulResubmissionRecordsItAndSaysHowToFollowTheChild) {
+  pb::test::TempDir tmp;
+  const fs::path out = tmp / "out";
+  const fs::path dir = ledger::directory(out, k_run_id);
+  pb::test::write_file(
+      dir / "1.json",
+      nlohmann::json{{"attempt", 1}, {"started_unix", 1}, {"cause", "first_start"}}.dump());
+  LoopRunner runner;
+  runner.experiments["E1"] = {
+      printed(experiment({job("E1J0",
+                              0,
+                              status_preempted(10),
+                              "T",
+                              {{"OUTPUT_DIR", out.string()}, {"WANDB_RUN_ID", k_run_id}})},
+                         "E1"))};
+  int signal = 0;
+  runner.resume = [&](const pb::proc::Argv &) {
+    signal = SIGINT; // Ctrl-C reached us while `rl resume` was submitting
+    pb::proc::Result result;
+    result.exit_code = 0;
+    result.out = R"({"child_experiment_id": "E2"})";
+    return result;
+  };
+  FakeClock clock;
+  pb::runs::Timing timing;
+  timing.clock = &clock;
+  timing.sleep = [&](std::chrono::milliseconds d) {
+    clock.t += d;
+    return true;
+  };
+  timing.interrupted = [&] { return signal; };
+  pb::runs::BeakerCalls beaker(runner, "beaker", timing);
+  pb::runs::FollowOptions options;
+  options.recover.enabled = true;
+  options.recover.program = {"pb-self"};
+  std::ostringstream logs, err;
+  EXPECT_EQ(pb::runs::follow_run("E1", options, beaker, logs, err), 130) << err.str();
+  EXPECT_NE(err.str().find("follow again: primebeaker follow E2"), std::string::npos) << err.str();
+  const auto history = ledger::read(dir);
+  ASSERT_EQ(history.attempts.size(), 1u);
+  ASSERT_TRUE(history.attempts[0].recover.has_value());
+  EXPECT_EQ(history.attempts[0].recover->child_experiment, "E2");
 }
 
 } // namespace
