@@ -55,8 +55,7 @@ std::vector<std::string> secrets_of(const OrderedJson &task) {
   std::vector<std::string> names;
   for (const auto &item : task.value("envVars", OrderedJson::array())) {
     if (item.contains("name") && item.contains("secret")) {
-      names.push_back(item["name"].get<std::string>() + "=" +
-                      item["secret"].get<std::string>());
+      names.push_back(item["name"].get<std::string>() + "=" + item["secret"].get<std::string>());
     }
   }
   return names;
@@ -119,9 +118,8 @@ void multi_rl_layout(Card &card, const contract::ReplicaEnv &env) {
                               plural(workers(mixed), "inference server", "inference servers"),
                               workers(mixed) - 1));
       }
-      card.more(fmt::format("tool gateway on port {} ({} workers)",
-                            env.gateway_port,
-                            env.gateway_workers));
+      card.more(fmt::format(
+          "tool gateway on port {} ({} workers)", env.gateway_port, env.gateway_workers));
       next_worker += workers(mixed);
     } else {
       card.line(label,
@@ -135,8 +133,7 @@ void multi_rl_layout(Card &card, const contract::ReplicaEnv &env) {
       next_worker += workers(per_node);
     }
   }
-  card.line("ports",
-            "router port and BACKEND_PORT: Prime-RL's, resolved on replica 0 at start");
+  card.line("ports", "router port and BACKEND_PORT: Prime-RL's, resolved on replica 0 at start");
 }
 
 void multi_sft_layout(Card &card, const contract::ReplicaEnv &env) {
@@ -147,9 +144,10 @@ void multi_sft_layout(Card &card, const contract::ReplicaEnv &env) {
                           rank * env.gpus_per_node,
                           (rank + 1) * env.gpus_per_node - 1));
   }
-  card.line("processes",
-            fmt::format("one torchrun per replica ({} per node), rendezvous on replica 0 port 29500",
-                        plural(env.gpus_per_node, "rank", "ranks")));
+  card.line(
+      "processes",
+      fmt::format("one torchrun per replica ({} per node), rendezvous on replica 0 port 29500",
+                  plural(env.gpus_per_node, "rank", "ranks")));
 }
 
 } // namespace
@@ -228,9 +226,10 @@ std::string launch_card(const LaunchPlan &plan) {
     card.line("output", absolute);
   }
   if (const auto step = env_map.find("PRIMEBEAKER_RESUME_STEP"); step != env_map.end()) {
-    card.line("resume", fmt::format("step {} (rl resume), then the newest complete checkpoint "
-                                     "after a recovery",
-                                     step->second));
+    card.line("resume",
+              fmt::format("step {} (rl resume), then the newest complete checkpoint "
+                          "after a recovery",
+                          step->second));
   } else {
     card.line("resume",
               "the newest complete checkpoint under the output dir, decided at every start "
@@ -271,21 +270,19 @@ std::string launch_card(const LaunchPlan &plan) {
   const auto &recovery = plan.recovery;
   if (recovery.is_object() && !recovery.empty()) {
     const auto beaker = recovery.value("beaker", OrderedJson::object());
-    card.line("recovery",
-              fmt::format("up to {} after preemption, {} after errors (--max-recoveries, "
-                          "--max-restarts-on-errors)",
-                          plural(recovery.value("max_recoveries", std::int64_t{0}),
-                                 "recovery",
-                                 "recoveries"),
-                          plural(recovery.value("max_restarts_on_errors", std::int64_t{0}),
-                                 "restart",
-                                 "restarts")));
+    card.line(
+        "recovery",
+        fmt::format(
+            "up to {} after preemption, {} after errors (--max-recoveries, "
+            "--max-restarts-on-errors)",
+            plural(recovery.value("max_recoveries", std::int64_t{0}), "recovery", "recoveries"),
+            plural(
+                recovery.value("max_restarts_on_errors", std::int64_t{0}), "restart", "restarts")));
     card.more(fmt::format("Beaker: autoResume {}, allowedTaskRetries {}{}",
                           beaker.value("auto_resume", false) ? "on" : "off",
                           beaker.value("allowed_task_retries", std::int64_t{0}),
-                          recovery.value("follow_recover", false)
-                              ? "; `follow --recover` resubmits"
-                              : ""));
+                          recovery.value("follow_recover", false) ? "; `follow --recover` resubmits"
+                                                                  : ""));
   }
   const auto secrets = secrets_of(task);
   if (!secrets.empty()) {
@@ -297,8 +294,8 @@ std::string launch_card(const LaunchPlan &plan) {
   }
   const auto context = task.value("context", OrderedJson::object());
   const auto constraints = task.value("constraints", OrderedJson::object());
-  std::string where = fmt::format("{}, priority {}", plan.workspace,
-                                  context.value("priority", std::string("?")));
+  std::string where =
+      fmt::format("{}, priority {}", plan.workspace, context.value("priority", std::string("?")));
   const auto clusters = constraints.value("cluster", OrderedJson::array());
   if (!clusters.empty()) {
     std::string names;
@@ -308,8 +305,7 @@ std::string launch_card(const LaunchPlan &plan) {
     where += " on " + names;
   }
   card.line("beaker", where);
-  std::string cost =
-      fmt::format("{} GPU-hours per hour of run time", total_gpus);
+  std::string cost = fmt::format("{} GPU-hours per hour of run time", total_gpus);
   const auto min_runtime = context.value("minRuntime", OrderedJson());
   if (min_runtime.is_string() && !min_runtime.get<std::string>().empty() &&
       min_runtime.get<std::string>().front() != '0') {

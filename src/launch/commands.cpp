@@ -53,9 +53,9 @@ void require_experiment_id(const LaunchPlan &plan, const OrderedJson &receipt) {
     return;
   }
   const std::string printed(text::trim(receipt.value("stdout", std::string())));
-  Error error = tool_error(fmt::format(
-      "beaker experiment create succeeded but named no experiment id; it printed: {}",
-      printed.empty() ? "(nothing)" : printed));
+  Error error = tool_error(
+      fmt::format("beaker experiment create succeeded but named no experiment id; it printed: {}",
+                  printed.empty() ? "(nothing)" : printed));
   error.add_context("the spec it submitted: " + plan.spec_path.string());
   error.add_context(fmt::format("look for experiment {} in workspace {} before submitting again",
                                 plan.experiment_name,

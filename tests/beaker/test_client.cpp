@@ -32,8 +32,10 @@ TEST_F(ClientTest, ProgramFromEnvironment) {
 }
 
 TEST_F(ClientTest, CreateRunsTheDocumentedArgv) {
-  Client client(m_runner, fake(k_create, {R"([{"id": "01ABC", "name": "name with space"}])"
-                                          "\n"}));
+  Client client(m_runner,
+                fake(k_create,
+                     {R"([{"id": "01ABC", "name": "name with space"}])"
+                      "\n"}));
   const auto out = client.create_experiment("name with space", "ai2/ws", "/weka/spec.json");
   EXPECT_EQ(parse_created_experiment_id(out), "01ABC");
   const auto calls = m_beaker.calls();

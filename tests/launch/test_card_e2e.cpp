@@ -93,7 +93,8 @@ bool has(const std::string &text, const std::string &part) {
 }
 
 TEST_F(Card, SingleNodeSft) {
-  const auto text = card({"sft", "preview", "--toml", "examples/sft/sft.toml"}, "card-sft-single-node.txt");
+  const auto text =
+      card({"sft", "preview", "--toml", "examples/sft/sft.toml"}, "card-sft-single-node.txt");
   EXPECT_TRUE(has(text, "GPUs 0-1 trainer (2 ranks)")) << text;
   EXPECT_TRUE(has(text, "2 GPU-hours per hour of run time")) << text;
 }
@@ -115,8 +116,8 @@ TEST_F(Card, SingleNodeRl) {
 }
 
 TEST_F(Card, MultiNodeSft) {
-  const auto text = card({"sft", "preview", "--toml", "data/multinode-sft.toml"},
-                         "card-sft-multi-node.txt");
+  const auto text =
+      card({"sft", "preview", "--toml", "data/multinode-sft.toml"}, "card-sft-multi-node.txt");
   EXPECT_TRUE(has(text, "3 replicas x 8 GPUs = 24 GPUs")) << text;
   EXPECT_TRUE(has(text, "replica 2  GPUs 0-7 trainer (global ranks 16-23)")) << text;
   EXPECT_TRUE(has(text, "24 GPU-hours per hour of run time")) << text;
@@ -241,8 +242,9 @@ TEST_F(Card, NoQuestionWhenStdinIsNotATerminal) {
 
 // Submit asks beaker for JSON and reads the id (and a URL, when beaker gives one) from it.
 TEST_F(Card, SubmitReadsTheIdAndUrlFromBeakersJson) {
-  m_beaker.on({"experiment", "create"},
-              R"([{"id": "01JSONURL0000000000000000", "url": "https://beaker.example/ex/01JSONURL0000000000000000"}])");
+  m_beaker.on(
+      {"experiment", "create"},
+      R"([{"id": "01JSONURL0000000000000000", "url": "https://beaker.example/ex/01JSONURL0000000000000000"}])");
   const auto result = run({"sft", "submit", "--toml", "examples/sft/sft.toml"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const auto receipt = json::parse(result.out);
