@@ -1040,6 +1040,46 @@ TEST(NodeSft, ThreeNodesRunTorchrunWithTheirNodeRankAndRendezvousEndpoint) {
   EXPECT_FALSE(fs::exists(cluster.attempt_dir() / "shutdown.requested"));
 }
 
+// The same for SFT: each node's torchrun is the one its dry-run planned.
+TEST(NodeSft, RunsExactlyTheProcessesOfItsDryRun) {
+  Cluster cluster("sft", 2);
+  std::vector<nlohmann::json> plans;
+  for (int r = 0; r < 2; ++r) {
+    pb::test::RunOptions options;
+    options.env = cluster.env(r);
+    const auto dry = pb::test::run_primebeaker({"node", "sft", "--dry-run", "--json"}, options);
+    ASSERT_EQ(dry.exit_code, 0) << dry.err;
+    plans.push_back(nlohmann::json::parse(dry.out));
+  }
+  EXPECT_TRUE(fs::is_empty(cluster.rdv()));
+  cluster.start_all();
+  ASSERT_EQ(cluster.wait_all(), (std::vector<int>{0, 0})) << cluster.diagnostics();
+  const auto runtime =
+      nlohmann::json::parse(read_file(cluster.attempt_dir() / "runtime/runtime.json"));
+  const pb::node::EnvMap facts = {
+      {"host.0", "127.0.0.1"},
+      {"runtime.TRAINER_RANKS_FILTER", runtime["runtime"]["TRAINER_RANKS_FILTER"]}};
+  std::multiset<pb::proc::Argv> want;
+  for (const auto &plan : plans) {
+    int started = 0;
+    for (const auto &s : plan["steps"]) {
+      if (s["step"] == "start") {
+        pb::node::ProcessSpec spec;
+        spec.argv = s["process"]["argv"].get<std::vector<std::string>>();
+        want.insert(pb::node::resolve_argv(spec, facts));
+        ++started;
+      }
+    }
+    EXPECT_EQ(started, 1);
+  }
+  std::multiset<pb::proc::Argv> got;
+  for (const auto &call : cluster.fakes().calls("torchrun")) {
+    got.insert(call.argv);
+    EXPECT_EQ(call.env.at("MASTER_ADDR"), "127.0.0.1");
+  }
+  EXPECT_EQ(got, want);
+}
+
 TEST(NodeSft, ANodeFailureStopsTheOthers) {
   Cluster cluster("sft", 3);
   write_file(cluster.ctl("hang-torchrun"), "");
