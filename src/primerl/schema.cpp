@@ -201,8 +201,14 @@ std::string describe_value(const Value &value) {
   }
 }
 
+// Whether a finite `value` has no fractional part. Not std::floor: the lean release link takes
+// libm from its static archive, where floor is resolved per CPU and cannot link (cmake/PbLean.cmake).
+bool whole(double value) {
+  return std::fabs(value) >= 0x1p53 || value == static_cast<double>(static_cast<long long>(value));
+}
+
 std::string format_number(double value) {
-  if (value == std::floor(value) && std::fabs(value) < 1e15) {
+  if (std::fabs(value) < 1e15 && whole(value)) {
     return fmt::format("{}", static_cast<long long>(value));
   }
   return fmt::format("{}", value);
@@ -690,7 +696,7 @@ private:
       number = static_cast<double>(*value.integer());
     } else if (value.floating()) {
       number = *value.floating();
-      if (integer && !(std::isfinite(*number) && *number == std::floor(*number))) {
+      if (integer && !(std::isfinite(*number) && whole(*number))) {
         wrong_type(path, value, type_id); // pydantic refuses a fractional part
         return;
       }
@@ -698,7 +704,7 @@ private:
       return; // lax mode reads true/false as 1/0
     } else if (value.string()) {
       const auto parsed = number_in_string(*value.string());
-      if (!parsed || (integer && !(std::isfinite(*parsed) && *parsed == std::floor(*parsed)))) {
+      if (!parsed || (integer && !(std::isfinite(*parsed) && whole(*parsed)))) {
         wrong_type(path, value, type_id);
       }
       return; // numeric strings are accepted; their bounds are left to Prime-RL
@@ -1007,7 +1013,7 @@ private:
         number = static_cast<double>(*value.integer());
       } else if (value.floating()) {
         number = *value.floating();
-        ok = !integer || *number == std::floor(*number);
+        ok = !integer || (std::isfinite(*number) && whole(*number));
       } else if (text != nullptr) {
         ok = number_in_string(*text).has_value();
       } else {
