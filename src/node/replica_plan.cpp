@@ -787,6 +787,7 @@ std::string plan_json(const ReplicaPlan &plan) {
                       {"local_tmp", plan.local_tmp.string()},
                       {"env", plan.env},
                       {"on_exit", plan.on_exit},
+                      {"stop_grace_seconds", plan.tuning.stop_grace_seconds},
                       {"steps", steps}};
   return redacted(plan, j.dump(2) + "\n");
 }
@@ -800,9 +801,13 @@ std::string plan_text(const ReplicaPlan &plan) {
     out += " " + k + "=" + text::shell_quote(v);
   }
   out += "\n";
-  if (!plan.on_exit.empty()) {
-    out += "on exit: " + quoted(plan.on_exit) + "\n";
-  }
+  const bool completes = plan.role != "sft" && plan.role != "inference";
+  out += fmt::format("on exit (any path): publish status.{}, {}shutdown.requested on failure; stop "
+                     "every child (SIGTERM, {} grace, SIGKILL){}\n",
+                     plan.rank,
+                     completes ? "complete on success, " : "",
+                     seconds(plan.tuning.stop_grace_seconds),
+                     plan.on_exit.empty() ? std::string() : "; then " + quoted(plan.on_exit));
   out += "${...}: values learned while running, bound by the step marked ->\n";
   int n = 0;
   for (const auto &s : plan.steps) {
