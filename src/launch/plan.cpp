@@ -407,10 +407,10 @@ LaunchPlan make_plan(const LaunchOptions &options, const LaunchInputs &inputs) {
   // (An RL TOML of no detectable generation, such as a v0.2 per-component file, is not read as
   // v0.8.0's rl entrypoint: what the launch rules say of it is all that is sure.)
   std::vector<std::string> notes;
-  const bool v0_8 =
-      program == Program::sft ||
-      primerl::detect_generation(document).generation == primerl::Generation::v0_8 ||
-      (document.root().find("trainer") != nullptr && document.root().find("orchestrator") != nullptr);
+  const bool v0_8 = program == Program::sft ||
+                    primerl::detect_generation(document).generation == primerl::Generation::v0_8 ||
+                    (document.root().find("trainer") != nullptr &&
+                     document.root().find("orchestrator") != nullptr);
   for (const auto &found :
        !v0_8 ? std::vector<primerl::SchemaProblem>{}
              : primerl::check_schema(document,

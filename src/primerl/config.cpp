@@ -749,8 +749,8 @@ MultiNodeRl read_multi_node_rl(const Document &document, Problems &problems) {
                   toml_string("multi_node"));
       // What only the other deployment types have: Prime-RL refuses it beside multi_node (the
       // fields of v0.8.0's MultiNodeInferenceDeploymentConfig, docs/primerl-schema.md).
-      if (const Value *table = reader.find("inference.deployment"); table != nullptr &&
-                                                                     table->is(Type::table)) {
+      if (const Value *table = reader.find("inference.deployment");
+          table != nullptr && table->is(Type::table)) {
         for (const auto &[name, value] : *table->table()) {
           if (name != "type" && name != "gpus_per_node" && name != "num_nodes") {
             problems.suggest_removal("inference.deployment." + name, document.location(value));

@@ -202,7 +202,8 @@ std::string describe_value(const Value &value) {
 }
 
 // Whether a finite `value` has no fractional part. Not std::floor: the lean release link takes
-// libm from its static archive, where floor is resolved per CPU and cannot link (cmake/PbLean.cmake).
+// libm from its static archive, where floor is resolved per CPU and cannot link
+// (cmake/PbLean.cmake).
 bool whole(double value) {
   return std::fabs(value) >= 0x1p53 || value == static_cast<double>(static_cast<long long>(value));
 }

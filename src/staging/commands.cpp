@@ -37,8 +37,8 @@ void register_commands(pb::cli::CommandTree &tree) {
                 std::string outcome = "planned";
                 if (!options.dry_run) {
                   RealStager stager;
-                  outcome = stager.stage(directory).outcome == Outcome::created ? "created"
-                                                                                 : "reused";
+                  outcome =
+                      stager.stage(directory).outcome == Outcome::created ? "created" : "reused";
                 }
                 OrderedJson out = OrderedJson::object();
                 out["program"] = (directory / k_wrapper).string();

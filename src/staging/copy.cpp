@@ -119,8 +119,8 @@ FileHash hash_file(const std::filesystem::path &path) {
   return out;
 }
 
-std::string copy_verified(const std::filesystem::path &from, const std::filesystem::path &to,
-                          mode_t mode) {
+std::string
+copy_verified(const std::filesystem::path &from, const std::filesystem::path &to, mode_t mode) {
   Fd in(open_read(from));
   Fd out(create_new(to, mode));
   sha2::Sha256 hasher;
@@ -133,7 +133,10 @@ std::string copy_verified(const std::filesystem::path &from, const std::filesyst
   const std::string written = hash_file(to).hex;
   if (written != read) {
     throw failure(fmt::format("the copy of {} at {} reads back differently (sha256 {} != {})",
-                              from.string(), to.string(), written, read));
+                              from.string(),
+                              to.string(),
+                              written,
+                              read));
   }
   return read;
 }

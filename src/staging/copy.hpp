@@ -2,11 +2,11 @@
 // The file work of staging: hashing, verified copies, the manifest.
 #pragma once
 
+#include <sys/types.h>
+
 #include <filesystem>
 #include <map>
 #include <string>
-
-#include <sys/types.h>
 
 namespace pb::staging::detail {
 
@@ -21,8 +21,8 @@ FileHash hash_file(const std::filesystem::path &path);
 // Copies `from` (symlinks followed) to the new file `to` with `mode`, hashing what it reads,
 // fsyncs it, then reads the copy back and compares: returns the hash both agree on. Throws
 // pb::Error (exit 1) naming the file and the OS reason (ENOSPC included).
-std::string copy_verified(const std::filesystem::path &from, const std::filesystem::path &to,
-                          mode_t mode);
+std::string
+copy_verified(const std::filesystem::path &from, const std::filesystem::path &to, mode_t mode);
 
 // Writes `content` to the new file `to` with `mode` and fsyncs it; returns its SHA-256.
 std::string write_new(const std::filesystem::path &to, const std::string &content, mode_t mode);

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 // Naming a stage (pure, and free at preview) and gathering what goes into one.
+#include "copy.hpp"
+
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/self.hpp>
 #include <primebeaker/core/sha2.hpp>
 #include <primebeaker/staging/stage.hpp>
-
-#include "copy.hpp"
 
 #include <fmt/format.h>
 

@@ -93,8 +93,8 @@ void build_into(const stdfs::path &temp, const Contents &contents) {
     std::error_code ec;
     stdfs::create_directories(target.parent_path(), ec);
     if (ec) {
-      throw failure(fmt::format("cannot create {}: {}", target.parent_path().string(),
-                                ec.message()));
+      throw failure(
+          fmt::format("cannot create {}: {}", target.parent_path().string(), ec.message()));
     }
     manifest[fmt::format("{}/{}", k_python_dir, file.path)] = detail::write_new(
         target, std::string(reinterpret_cast<const char *>(file.data), file.size), 0644);
@@ -156,22 +156,23 @@ Staged RealStager::stage(const stdfs::path &directory) {
   const stdfs::path parent = directory.parent_path();
   stdfs::create_directories(parent, ec);
   if (ec) {
-    throw failure(fmt::format("cannot stage primebeaker under {}: {}", parent.string(),
-                              ec.message()));
+    throw failure(
+        fmt::format("cannot stage primebeaker under {}: {}", parent.string(), ec.message()));
   }
   TemporaryDirectory temp(parent / fmt::format(".{}.tmp-{}-{}",
                                                directory.filename().string(),
                                                ::getpid(),
                                                random::hex_id().substr(0, 8)));
   if (!stdfs::create_directory(temp.path(), ec)) {
-    throw failure(fmt::format("cannot stage primebeaker under {}: {}", parent.string(),
+    throw failure(fmt::format("cannot stage primebeaker under {}: {}",
+                              parent.string(),
                               ec ? ec.message() : std::string("already exists")));
   }
   try {
     build_into(temp.path(), contents);
   } catch (const Error &error) {
-    throw failure(fmt::format("cannot stage primebeaker at {}: {}", directory.string(),
-                              error.what()));
+    throw failure(
+        fmt::format("cannot stage primebeaker at {}: {}", directory.string(), error.what()));
   }
   if (!rename_no_replace(temp.path(), directory)) {
     spdlog::info("{} was staged meanwhile by another submit; checking it", directory.string());

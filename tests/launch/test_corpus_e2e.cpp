@@ -177,14 +177,16 @@ TEST(Corpus, PrimeRlWouldRefuseIsNamedAtPreviewInOneRun) {
     EXPECT_EQ(preview.exit_code, 3) << name << "\n" << preview.err;
     for (const auto &location : want) {
       EXPECT_NE(preview.err.find(location), std::string::npos)
-          << name << ": preview does not name " << location << "\n" << preview.err;
+          << name << ": preview does not name " << location << "\n"
+          << preview.err;
     }
     const auto check = run_primebeaker({"toml", "check", "--prime-rl", copy.string()});
     EXPECT_EQ(check.exit_code, 3) << name << "\n" << check.err;
     EXPECT_EQ(lines_of(check.err).size(), plants.size()) << name << "\n" << check.err;
     for (const auto &location : want) {
       EXPECT_NE(check.err.find(location), std::string::npos)
-          << name << ": toml check does not name " << location << "\n" << check.err;
+          << name << ": toml check does not name " << location << "\n"
+          << check.err;
     }
     // The unedited file: nothing for Prime-RL to refuse.
     const auto clean = run_primebeaker({"toml", "check", "--prime-rl", file.string()});

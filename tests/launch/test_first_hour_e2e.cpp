@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // What a new user meets in the first hour (docs/launch.md): without --image the binary is
-// staged and runs on the catalog's Prime-RL image, or submit refuses before beaker; every problem of a
-// Prime-RL v0.8.0 TOML in one run with the keys that fix it; relative TOML paths against
+// staged and runs on the catalog's Prime-RL image, or submit refuses before beaker; every problem
+// of a Prime-RL v0.8.0 TOML in one run with the keys that fix it; relative TOML paths against
 // --working-dir; flags the topology would ignore, out-of-range numbers and comma lists.
 #include "launch_fixture.hpp"
 
@@ -55,8 +55,8 @@ TEST_F(FirstHour, WithoutAnImageTheStagedBinaryRunsOnThePrimeRlImage) {
   EXPECT_EQ(runner.run(staged_version).out, version.out);
   EXPECT_EQ(m_beaker.calls_matching({"experiment", "create"}).size(), 1u);
   // `images default` names the image submit ran.
-  const auto image = run_builtin_catalog({"images", "default", "--workspace", "ai2/oe-agents-holmes"},
-                                         false);
+  const auto image =
+      run_builtin_catalog({"images", "default", "--workspace", "ai2/oe-agents-holmes"}, false);
   EXPECT_EQ(image.out, "beaker://01M0E15WYCV7T0J1CMCFPBQ21P\n");
 }
 
@@ -93,8 +93,13 @@ TEST_F(FirstHour, WithoutACatalogedImageSubmitRefusesBeforeStagingAndPreviewWarn
 // --no-stage: the image's own primebeaker, so the default image is a runtime image.
 TEST_F(FirstHour, NoStageRunsTheImagesBinaryOnTheRuntimeImage) {
   beaker_creates();
-  const auto holmes = run({"rl", "submit", "--toml", "examples/rl/rl.toml", "--workspace",
-                           "ai2/oe-agents-holmes", "--no-stage"});
+  const auto holmes = run({"rl",
+                           "submit",
+                           "--toml",
+                           "examples/rl/rl.toml",
+                           "--workspace",
+                           "ai2/oe-agents-holmes",
+                           "--no-stage"});
   ASSERT_EQ(holmes.exit_code, 0) << holmes.err;
   const auto receipt = json::parse(holmes.out);
   const auto spec = json::parse(read_file(receipt["spec_path"].get<std::string>()));
@@ -106,8 +111,8 @@ TEST_F(FirstHour, NoStageRunsTheImagesBinaryOnTheRuntimeImage) {
       run({"images", "default", "--workspace", "ai2/oe-agents-holmes", "--no-stage"}, false);
   EXPECT_EQ(image.out, "beaker://01TESTRUNTIMEHOLMES0000000\n");
 
-  const auto refused = run_builtin_catalog(
-      {"sft", "submit", "--toml", "examples/sft/sft.toml", "--no-stage"});
+  const auto refused =
+      run_builtin_catalog({"sft", "submit", "--toml", "examples/sft/sft.toml", "--no-stage"});
   EXPECT_EQ(refused.exit_code, 2);
   EXPECT_NE(refused.err.find("--no-stage: no primebeaker-runtime image is cataloged for "
                              "workspace 'ai2/oe-agents'"),

@@ -362,7 +362,8 @@ TEST_F(ResumeE2E, SubmitsTheSpecWritesTheTomlAndTheManifest) {
     "tasks": [{
       "name": "prime-rl-multinode",
       "image": {"beaker": "jdoe/prime-rl-v0.8.0"},
-      "command": [")" + staged + R"(", "node", "rl"],
+      "command": [")" +
+      staged + R"(", "node", "rl"],
       "replicas": 2,
       "leaderSelection": true,
       "synchronizedStartTimeout": "4h",

@@ -82,15 +82,16 @@ bool privileged_namespaces_available() {
 TEST(Staging, PreviewNamesTheStageFromTheBuildIdWithoutWriting) {
   TempDir tmp;
   const auto before = tree_digest(tmp.path());
-  const auto planned = stage_json(
-      run_primebeaker({"stage", "--scratch-dir", tmp.path().string(), "--dry-run"}));
+  const auto planned =
+      stage_json(run_primebeaker({"stage", "--scratch-dir", tmp.path().string(), "--dry-run"}));
   EXPECT_EQ(tree_digest(tmp.path()), before) << "a dry run wrote";
   EXPECT_EQ(planned["outcome"], "planned");
   const std::string build_id = planned["build_id"];
   EXPECT_EQ(build_id, readelf_build_id(binary_path()));
   const std::string name = std::string(planned["version"]) + "-" + build_id.substr(0, 16);
   EXPECT_EQ(planned["directory"], (tmp.path() / "primebeaker" / "bin" / name).string());
-  EXPECT_EQ(planned["program"], (tmp.path() / "primebeaker" / "bin" / name / "primebeaker").string());
+  EXPECT_EQ(planned["program"],
+            (tmp.path() / "primebeaker" / "bin" / name / "primebeaker").string());
   staging::Identity identity{"1.2.3", "abcdef0123456789abcdef"};
   EXPECT_EQ(staging::directory_name(identity), "1.2.3-abcdef0123456789");
   EXPECT_EQ(staging::staged_program("/weka/x/", identity),
@@ -140,8 +141,11 @@ TEST(Staging, AStageHoldsTheProgramItsLoaderAndEveryLibraryAndVerifies) {
   const auto version = run_tool({staged["program"].get<std::string>(), "--version"});
   EXPECT_TRUE(version.ok()) << version.err;
   EXPECT_EQ(version.out, run_primebeaker({"--version"}).out);
-  const auto again = run_tool({staged["program"].get<std::string>(), "stage", "--scratch-dir",
-                               tmp.path().string(), "--dry-run"});
+  const auto again = run_tool({staged["program"].get<std::string>(),
+                               "stage",
+                               "--scratch-dir",
+                               tmp.path().string(),
+                               "--dry-run"});
   EXPECT_EQ(OrderedJson::parse(again.out)["directory"], staged["directory"])
       << "the staged program names another stage than its source";
 }
@@ -217,8 +221,10 @@ TEST(Staging, ADifferentProgramUnderTheSameNameIsRefused) {
   stdfs::permissions(dir / "SHA256SUMS", stdfs::perms::owner_write, stdfs::perm_options::add);
   proc::SystemRunner runner;
   proc::Command sums;
-  sums.argv = {"sh", "-c", "find . -type f ! -name SHA256SUMS | sed 's|^./||' | sort | "
-                            "xargs sha256sum > SHA256SUMS"};
+  sums.argv = {"sh",
+               "-c",
+               "find . -type f ! -name SHA256SUMS | sed 's|^./||' | sort | "
+               "xargs sha256sum > SHA256SUMS"};
   sums.cwd = dir;
   ASSERT_TRUE(runner.run(sums).ok());
   const auto refused = stage(tmp.path());
@@ -259,8 +265,8 @@ TEST(Staging, ASecondBuildIsStagedBesideTheFirst) {
   EXPECT_NE(second["directory"], first.string());
   EXPECT_EQ(stdfs::path(second["directory"].get<std::string>()).parent_path(), first.parent_path());
   EXPECT_EQ(tree_digest(first), first_digest) << "the first build's stage changed";
-  for (const auto &program : {first / "primebeaker",
-                              stdfs::path(second["program"].get<std::string>())}) {
+  for (const auto &program :
+       {first / "primebeaker", stdfs::path(second["program"].get<std::string>())}) {
     EXPECT_TRUE(run_tool({program.string(), "--version"}).ok()) << program;
   }
 }
@@ -277,9 +283,9 @@ TEST(Staging, AReadOnlyMountIsOneLineAndNothingWritten) {
   TempDir tmp;
   const auto mount = tmp / "ro";
   stdfs::create_directories(mount);
-  const auto result = in_mount_namespace(
-      "mount -t tmpfs -o ro,size=1m tmpfs '" + mount.string() + "' && '" +
-      binary_path().string() + "' stage --scratch-dir '" + mount.string() + "'");
+  const auto result =
+      in_mount_namespace("mount -t tmpfs -o ro,size=1m tmpfs '" + mount.string() + "' && '" +
+                         binary_path().string() + "' stage --scratch-dir '" + mount.string() + "'");
   EXPECT_EQ(result.exit_code, 1) << result.err;
   EXPECT_NE(result.err.find("primebeaker: error: cannot stage primebeaker under " +
                             (mount / "primebeaker" / "bin").string()),
@@ -333,10 +339,10 @@ TEST(Staging, TheStagedProgramRunsInARootWithNoLibraryOfThisMachine) {
   }
   EXPECT_EQ(outside_stage, 3u) << "sh, dev/null and rl.toml only";
   const std::string r = root.string();
-  const auto result = in_mount_namespace(
-      "mount -t proc proc '" + r + "/proc' && mount --bind /dev/null '" + r +
-      "/dev/null' && exec chroot '" + r + "' /bin/sh -c '" + inside + " --version && " + inside +
-      " toml get /weka/rl.toml trainer.max_steps'");
+  const auto result =
+      in_mount_namespace("mount -t proc proc '" + r + "/proc' && mount --bind /dev/null '" + r +
+                         "/dev/null' && exec chroot '" + r + "' /bin/sh -c '" + inside +
+                         " --version && " + inside + " toml get /weka/rl.toml trainer.max_steps'");
   ASSERT_TRUE(result.ok()) << result.out << result.err;
   EXPECT_EQ(result.out, run_primebeaker({"--version"}).out + "42\n");
 }
@@ -353,9 +359,9 @@ TEST(Staging, TheWrapperRunsTheLoaderOnTheProgramAndExportsItself) {
   const auto result = run_tool({wrapper, "toml", "get", "a b"});
   ASSERT_TRUE(result.ok()) << result.err;
   const std::string d = dir.string();
-  EXPECT_EQ(result.out, "--library-path|" + d + "/lib|--argv0|" + wrapper + "|" + d +
-                            "/libexec/primebeaker|toml|get|a b|BIN=" + wrapper + " PY=" + d +
-                            "/python\n");
+  EXPECT_EQ(result.out,
+            "--library-path|" + d + "/lib|--argv0|" + wrapper + "|" + d +
+                "/libexec/primebeaker|toml|get|a b|BIN=" + wrapper + " PY=" + d + "/python\n");
   proc::SystemRunner runner;
   proc::Command preset;
   preset.argv = {wrapper};

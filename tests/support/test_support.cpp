@@ -143,7 +143,8 @@ void provide_stage(const std::filesystem::path &staged_program) {
     if (result.exit_code != 0) {
       throw std::runtime_error("primebeaker stage failed: " + result.err);
     }
-    return std::filesystem::path(nlohmann::json::parse(result.out).at("directory").get<std::string>());
+    return std::filesystem::path(
+        nlohmann::json::parse(result.out).at("directory").get<std::string>());
   }();
   if (stage_dir.filename() != shared_stage.filename()) {
     throw std::runtime_error("the preview names another build's stage: " + stage_dir.string());

@@ -61,9 +61,10 @@ struct RunResult {
 // temp dir when not given, LANG=C.UTF-8, TZ=UTC, NO_COLOR=1) plus options.env.
 RunResult run_primebeaker(const std::vector<std::string> &args, const RunOptions &options = {});
 
-// Makes `staged_program` (the path a preview rendered: <scratch>/primebeaker/bin/<name>/primebeaker)
-// runnable, as a submit would have: this build is staged once per test process (a Debug stage is
-// ~100 MB) and the preview's stage directory is linked to it. Nothing happens if it exists.
+// Makes `staged_program` (the path a preview rendered:
+// <scratch>/primebeaker/bin/<name>/primebeaker) runnable, as a submit would have: this build is
+// staged once per test process (a Debug stage is ~100 MB) and the preview's stage directory is
+// linked to it. Nothing happens if it exists.
 void provide_stage(const std::filesystem::path &staged_program);
 
 // One recorded run of a fake program.

@@ -43,7 +43,8 @@ std::optional<std::string> parse_created_experiment_id(std::string_view create_s
 
 // Throws pb::Error exit 4 unless `program` (as from program_from_environment()) can be run, so
 // that a submit stops before it stages, writes a spec or launches services it cannot create.
-void require_program(const std::string &program, const std::map<std::string, std::string> &environment);
+void require_program(const std::string &program,
+                     const std::map<std::string, std::string> &environment);
 
 class Client {
 public:

@@ -34,7 +34,7 @@ std::filesystem::path staged_program(std::string_view scratch_dir, const Identit
 inline constexpr std::string_view k_wrapper = "primebeaker";
 inline constexpr std::string_view k_program = "libexec/primebeaker";
 inline constexpr std::string_view k_library_dir = "lib";
-inline constexpr std::string_view k_python_dir = "python";    // the environments' shim package
+inline constexpr std::string_view k_python_dir = "python";   // the environments' shim package
 inline constexpr std::string_view k_manifest = "SHA256SUMS"; // `sha256sum -c` reads it
 
 // Libraries the binary dlopen()s on first use rather than links (their callers name the same
