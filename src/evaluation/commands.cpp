@@ -3,7 +3,6 @@
 // (docs/evaluation.md). The in-container `evaluation worker` is another module's.
 #include "flow.hpp"
 
-#include <primebeaker/staging/stage.hpp>
 #include <primebeaker/core/command_tree.hpp>
 #include <primebeaker/core/env.hpp>
 #include <primebeaker/core/error.hpp>
@@ -11,6 +10,7 @@
 #include <primebeaker/core/json.hpp>
 #include <primebeaker/evaluation/templates.hpp>
 #include <primebeaker/services/launcher.hpp>
+#include <primebeaker/staging/stage.hpp>
 
 #include <fmt/format.h>
 

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 #include "flow.hpp"
 
-#include <primebeaker/staging/stage.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/fs.hpp>
 #include <primebeaker/core/signals.hpp>
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/evaluation/templates.hpp>
+#include <primebeaker/staging/stage.hpp>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -455,7 +455,8 @@ OrderedJson preview_request(const EvaluationRequest &request, Effects &effects) 
 OrderedJson submit_request(const EvaluationRequest &request, Effects &effects) {
   evaluator_experiment(
       request, service_config(request), "/preflight", std::string(k_service_id_placeholder));
-  stage_worker(request, [](const std::string &path) { return stdfs::path(path); }, effects);
+  stage_worker(
+      request, [](const std::string &path) { return stdfs::path(path); }, effects);
   HelperJob job;
   job.action = "submit";
   job.services = launcher_config(service_config(request), request.service_origins, "request");

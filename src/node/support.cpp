@@ -2,10 +2,10 @@
 // Signals, the attempt-keyed rendezvous directory, child supervision and host facts.
 #include "runtime.hpp"
 
-#include <primebeaker/core/self.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/fs.hpp>
 #include <primebeaker/core/random.hpp>
+#include <primebeaker/core/self.hpp>
 #include <primebeaker/core/signals.hpp>
 #include <primebeaker/core/text.hpp>
 

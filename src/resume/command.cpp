@@ -4,7 +4,6 @@
 #include "plan.hpp"
 #include "source.hpp"
 
-#include <primebeaker/staging/stage.hpp>
 #include <primebeaker/beaker/client.hpp>
 #include <primebeaker/checkpoints/topology.hpp>
 #include <primebeaker/core/command_tree.hpp>
@@ -13,6 +12,7 @@
 #include <primebeaker/core/fs.hpp>
 #include <primebeaker/core/json.hpp>
 #include <primebeaker/primerl/config.hpp>
+#include <primebeaker/staging/stage.hpp>
 #include <primebeaker/toml/value.hpp>
 
 #include <spdlog/spdlog.h>

@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: MIT
 // The effects of a joint run: service stack first, then RL, with rollback; and the CLI.
-#include <primebeaker/staging/stage.hpp>
 #include <primebeaker/beaker/client.hpp>
 #include <primebeaker/core/command_tree.hpp>
 #include <primebeaker/core/env.hpp>
@@ -11,6 +10,7 @@
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/images/catalog.hpp>
 #include <primebeaker/run/run.hpp>
+#include <primebeaker/staging/stage.hpp>
 #include <primebeaker/toml/value.hpp>
 
 #include <fmt/format.h>

@@ -21,7 +21,6 @@ inline constexpr std::string_view k_service_id_placeholder = "<created-at-launch
 // Where the service stack publishes its endpoints when services.shared_dir is not set.
 inline constexpr std::string_view k_default_shared_dir = "/weka/gfaria";
 
-
 struct EvaluationRequest {
   std::string module;
   std::vector<std::string> arguments;

@@ -36,7 +36,7 @@ struct Catalog;
 namespace pb::staging {
 struct Identity;
 class Stager;
-}
+} // namespace pb::staging
 
 namespace pb::launch {
 
@@ -217,7 +217,8 @@ OrderedJson execute_preview(const LaunchPlan &plan, LaunchEffects &effects);
 
 // submit: refuses plan.submit_refusal (pb::Error exit 2, nothing written or run), stages the
 // binary (plan.stage_dir), writes the spec atomically (parents created), then runs `beaker
-// experiment create`; returns the receipt. beaker failing or missing throws pb::Error exit 4 with its stderr.
+// experiment create`; returns the receipt. beaker failing or missing throws pb::Error exit 4 with
+// its stderr.
 OrderedJson execute_submit(const LaunchPlan &plan, LaunchEffects &effects);
 
 // The CLI glue: loads the TOML named by options.toml, snapshots the environment and cwd, picks
