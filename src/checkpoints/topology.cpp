@@ -41,7 +41,7 @@ LaunchFacts launch_facts(const toml::Document &document) {
 } // namespace
 
 bool is_post_v0_8_0(const toml::Document &document) {
-  return primerl::detect_generation(document).generation == primerl::Generation::post_v0_8;
+  return primerl::detect_generation(document).generation == primerl::Generation::v0_9;
 }
 
 int expected_trainer_ranks(const toml::Document &document) {

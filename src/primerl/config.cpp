@@ -459,8 +459,8 @@ std::string_view generation_name(Generation generation) {
     return "v0.6-v0.7";
   case Generation::v0_8:
     return "v0.8.0";
-  case Generation::post_v0_8:
-    return "post-v0.8.0";
+  case Generation::v0_9:
+    return "v0.9";
   case Generation::undetermined:
     break;
   }
@@ -474,11 +474,11 @@ GenerationInfo detect_generation(const Document &document) {
   };
   for (const char *table : {"resume", "monitors", "run"}) {
     if (const Value *value = root.find(table); value && value->is(Type::table)) {
-      return {Generation::post_v0_8, at(*value, fmt::format("[{}]", table))};
+      return {Generation::v0_9, at(*value, fmt::format("[{}]", table))};
     }
   }
   if (const Value *clean = root.find("clean"); clean && root.find("deployment")) {
-    return {Generation::post_v0_8, at(*clean, "top-level clean")};
+    return {Generation::v0_9, at(*clean, "top-level clean")};
   }
   for (const char *split : {"train", "eval"}) {
     if (const Value *value = root.find_path({"orchestrator", split, "source"})) {
@@ -509,11 +509,9 @@ void require_supported_generation(const Document &document, Problems &problems) 
   std::string unsupported;
   switch (info.generation) {
   case Generation::v0_8:
+  case Generation::v0_9:
   case Generation::undetermined:
     return;
-  case Generation::post_v0_8:
-    unsupported = "[resume], [run], [monitors.wandb] and clean are not supported yet";
-    break;
   case Generation::v0_6_to_v0_7:
     unsupported = "environments must be [[orchestrator.train.source]] / "
                   "[[orchestrator.eval.source]] entries";
@@ -525,7 +523,7 @@ void require_supported_generation(const Document &document, Problems &problems) 
     break;
   }
   problems.add(fmt::format("{}: this is a Prime-RL {} config ({}); primebeaker launches the "
-                           "v0.8.0 generation: {}",
+                           "v0.8.0 and v0.9 generations: {}",
                            document.source_name(),
                            generation_name(info.generation),
                            info.evidence,

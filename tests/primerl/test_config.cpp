@@ -44,10 +44,10 @@ project = "p"
 )";
 
 TEST(Generation, DetectsEachGenerationAndNamesTheKey) {
-  EXPECT_EQ(detect_generation(parse("[resume]\n")).generation, Generation::post_v0_8);
-  EXPECT_EQ(detect_generation(parse("[monitors.wandb]\n")).generation, Generation::post_v0_8);
+  EXPECT_EQ(detect_generation(parse("[resume]\n")).generation, Generation::v0_9);
+  EXPECT_EQ(detect_generation(parse("[monitors.wandb]\n")).generation, Generation::v0_9);
   EXPECT_EQ(detect_generation(parse("clean = true\n[deployment]\n")).generation,
-            Generation::post_v0_8);
+            Generation::v0_9);
   EXPECT_EQ(detect_generation(parse("clean = true\n")).generation, Generation::undetermined);
   const auto v08 = detect_generation(parse("[[orchestrator.train.source]]\nname = 'a'\n"));
   EXPECT_EQ(v08.generation, Generation::v0_8);
@@ -67,7 +67,7 @@ TEST(Generation, DetectsEachGenerationAndNamesTheKey) {
 TEST(Generation, CorpusFilesAreDetectedAsTheirFolderSays) {
   const auto dir = test::shared_dir() / "corpus" / "prime-rl";
   const std::vector<std::pair<std::string, Generation>> expected = {
-      {"main-559b4477-examples-basic-wordle-rl.toml", Generation::post_v0_8},
+      {"main-559b4477-examples-basic-wordle-rl.toml", Generation::v0_9},
       {"v0.8.0-examples-advanced-glm-5.2-swe.toml", Generation::v0_8},
       {"v0.7.0-examples-intellect-3.1-rl.toml", Generation::v0_6_to_v0_7},
       {"v0.6.0-examples-multinode-rl.toml", Generation::v0_6_to_v0_7},

@@ -84,8 +84,8 @@ enum class Generation {
   v0_2_to_v0_4, // inference_gpu_ids / trainer_gpu_ids, [[orchestrator.env]] without [deployment]
   v0_5,         // [deployment] with [[orchestrator.env]]
   v0_6_to_v0_7, // [[orchestrator.train.env]]
-  v0_8,         // [[orchestrator.train.source]] (the supported generation)
-  post_v0_8,    // [resume], [run], [monitors], or top-level clean with [deployment]
+  v0_8,         // [[orchestrator.train.source]]
+  v0_9,         // [resume], [run], [monitors], or top-level clean with [deployment]
   undetermined, // none of the above (e.g. SFT TOMLs, RL without environments)
 };
 
@@ -94,14 +94,14 @@ struct GenerationInfo {
   std::string evidence; // the key that decided it, e.g. "[resume] at file.toml:3:1"
 };
 
-// "v0.2-v0.4", "v0.5", "v0.6-v0.7", "v0.8.0", "post-v0.8.0", "undetermined".
+// "v0.2-v0.4", "v0.5", "v0.6-v0.7", "v0.8.0", "v0.9", "undetermined".
 std::string_view generation_name(Generation generation);
 
-// First match wins, in the order of the enum comments above (post-v0.8.0 first).
+// First match wins, in the order of the enum comments above (v0.9 first).
 GenerationInfo detect_generation(const toml::Document &document);
 
-// Throws pb::Error exit 3 unless the generation is v0.8.0 or undetermined: the message names
-// the generation, the key that shows it, and what is not supported.
+// Throws pb::Error exit 3 unless the generation is v0.8.0, v0.9 or undetermined: the message
+// names the generation, the key that shows it, and what is not supported.
 void require_supported_generation(const toml::Document &document);
 void require_supported_generation(const toml::Document &document, Problems &problems);
 
