@@ -171,9 +171,42 @@ std::string encode_string_list(const std::vector<std::string> &items) {
 
 // Every replica needs the run's files; a multi-node one also its topology and rendezvous, and
 // multi-node RL its inference split and services (in this order: the missing ones are listed).
-std::vector<std::string> required_names(Kind kind) {
+primerl::Generation generation_of(const EnvMap &env) {
+  const auto text = non_empty(env, var::prime_rl_generation);
+  if (!text || *text == "v0.8.0") {
+    return primerl::Generation::v0_8;
+  }
+  if (*text == "v0.9") {
+    return primerl::Generation::v0_9;
+  }
+  throw usage_error(fmt::format("invalid {}: '{}' (this primebeaker runs \"v0.8.0\" and "
+                                "\"v0.9\")",
+                                var::prime_rl_generation,
+                                *text));
+}
+
+std::vector<std::string> required_names(Kind kind, primerl::Generation generation) {
   const std::vector<std::string> files = {
       var::config_path, var::output_dir, var::working_dir, var::scratch};
+  if (generation == primerl::Generation::v0_9) {
+    std::vector<std::string> names = files;
+    names.emplace_back(var::run_dir_name);
+    if (is_multi_node(kind)) {
+      names.insert(names.end(),
+                   {var::total_nodes,
+                    var::gpus_per_node,
+                    var::launch_id,
+                    var::rendezvous_dir,
+                    var::rendezvous_timeout_seconds,
+                    var::num_train_nodes});
+      if (kind == Kind::multi_rl) {
+        names.insert(names.end(),
+                     {var::num_infer_nodes, var::inference_tp, var::orchestrator_replica,
+                      var::env_servers});
+      }
+    }
+    return names;
+  }
   if (!is_multi_node(kind)) {
     return files;
   }
@@ -225,6 +258,24 @@ void ReplicaEnv::check() const {
   check_range(var::rendezvous_timeout_seconds, rendezvous_timeout_seconds, k_timeout_range);
   check_range(var::total_nodes, total_nodes, k_nodes_range);
   check_range(var::gpus_per_node, gpus_per_node, k_gpus_range);
+  if (generation == primerl::Generation::v0_9) {
+    check_range(var::num_train_nodes, num_train_nodes, k_nodes_range);
+    if (kind == Kind::multi_rl) {
+      check_range(var::num_infer_nodes, num_infer_nodes, {0, primerl::k_max_nodes});
+      check_range(var::inference_tp, inference_tp, k_gpus_range);
+      check_range(var::orchestrator_replica, orchestrator_replica, {0, total_nodes - 1});
+    }
+    if (num_train_nodes + num_infer_nodes != total_nodes) {
+      throw usage_error(fmt::format("{} ({}) must be {} + {} ({} + {})",
+                                    var::total_nodes,
+                                    total_nodes,
+                                    var::num_infer_nodes,
+                                    var::num_train_nodes,
+                                    num_infer_nodes,
+                                    num_train_nodes));
+    }
+    return;
+  }
   if (kind == Kind::multi_rl) {
     if (!registry) {
       throw usage_error(fmt::format("missing required environment variable: {}", var::registry));
@@ -268,6 +319,14 @@ EnvMap ReplicaEnv::to_env() const {
   if (setup_command) {
     env[var::setup_command] = *setup_command;
   }
+  const bool v0_9 = generation == primerl::Generation::v0_9;
+  if (v0_9) {
+    env[var::prime_rl_generation] = "v0.9";
+    env[var::run_dir_name] = run_dir_name;
+    if (!run_name.empty()) {
+      env[var::run_name] = run_name;
+    }
+  }
   if (!is_multi_node(kind)) {
     env[var::experiment_name] = experiment_name;
     env[var::num_gpus] = std::to_string(num_gpus);
@@ -288,6 +347,19 @@ EnvMap ReplicaEnv::to_env() const {
   env[var::wandb_shared_run_id] = wandb_shared_run_id;
   env[var::total_nodes] = std::to_string(total_nodes);
   env[var::gpus_per_node] = std::to_string(gpus_per_node);
+  if (v0_9) {
+    env[var::num_train_nodes] = std::to_string(num_train_nodes);
+    if (kind == Kind::multi_rl) {
+      env[var::num_infer_nodes] = std::to_string(num_infer_nodes);
+      env[var::inference_tp] = std::to_string(inference_tp);
+      env[var::orchestrator_replica] = std::to_string(orchestrator_replica);
+      env[var::env_servers] = encode_string_list(env_servers);
+      if (registry) {
+        env[var::registry] = registry->text;
+      }
+    }
+    return env;
+  }
   if (kind == Kind::multi_rl) {
     env[var::registry] = registry->text;
     env[var::total_infer_ranks] = std::to_string(total_infer_ranks);
@@ -302,9 +374,15 @@ EnvMap ReplicaEnv::to_env() const {
 }
 
 ReplicaEnv ReplicaEnv::from_env(Kind kind, const EnvMap &env) {
-  require_set(env, required_names(kind));
+  const primerl::Generation generation = generation_of(env);
+  require_set(env, required_names(kind, generation));
   ReplicaEnv out;
   out.kind = kind;
+  out.generation = generation;
+  if (generation == primerl::Generation::v0_9) {
+    out.run_dir_name = env.at(var::run_dir_name);
+    out.run_name = string_or_empty(env, var::run_name);
+  }
   out.home = string_or_empty(env, var::home);
   out.working_dir = env.at(var::working_dir);
   out.scratch = env.at(var::scratch);
@@ -339,6 +417,21 @@ ReplicaEnv ReplicaEnv::from_env(Kind kind, const EnvMap &env) {
   out.rendezvous_dir = env.at(var::rendezvous_dir);
   out.rendezvous_timeout_seconds =
       integer_var(env, var::rendezvous_timeout_seconds, k_timeout_range);
+  if (generation == primerl::Generation::v0_9) {
+    out.num_train_nodes = integer_var(env, var::num_train_nodes, k_nodes_range);
+    if (kind == Kind::multi_rl) {
+      out.num_infer_nodes = integer_var(env, var::num_infer_nodes, {0, primerl::k_max_nodes});
+      out.inference_tp = integer_var(env, var::inference_tp, k_gpus_range);
+      out.orchestrator_replica =
+          integer_var(env, var::orchestrator_replica, {0, primerl::k_max_nodes});
+      out.env_servers = decode_string_list(env.at(var::env_servers), var::env_servers);
+      if (const auto text = non_empty(env, var::registry)) {
+        out.registry = parse_registry(*text, replica_context(out), var::registry, false);
+      }
+    }
+    out.check();
+    return out;
+  }
   if (kind == Kind::multi_rl) {
     out.total_infer_ranks = integer_var(env, var::total_infer_ranks, k_ranks_range);
     out.trainer_gpu_count = integer_var(env, var::trainer_gpu_count, k_gpus_range);
@@ -365,8 +458,15 @@ bool is_launcher_owned(std::string_view name, Kind kind) {
   if (is_rl(kind)) {
     full.registry = RegistryUri{"/registry", {}};
   }
-  const EnvMap names = full.to_env();
-  return names.find(std::string(name)) != names.end();
+  if (full.to_env().count(std::string(name)) > 0) {
+    return true;
+  }
+  // The names only a Prime-RL v0.9 launch writes.
+  full.generation = primerl::Generation::v0_9;
+  full.run_dir_name = full.run_name = "run";
+  full.num_train_nodes = full.total_nodes;
+  full.registry.reset();
+  return full.to_env().count(std::string(name)) > 0;
 }
 
 } // namespace pb::contract

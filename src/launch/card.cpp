@@ -6,7 +6,9 @@
 
 #include <primebeaker/contract/replica_env.hpp>
 #include <primebeaker/core/error.hpp>
+#include <primebeaker/core/text.hpp>
 #include <primebeaker/launch/launch.hpp>
+#include <primebeaker/primerl/v0_9.hpp>
 
 #include <fmt/format.h>
 
@@ -136,6 +138,65 @@ void multi_rl_layout(Card &card, const contract::ReplicaEnv &env) {
   card.line("ports", "router port and BACKEND_PORT: Prime-RL's, resolved on replica 0 at start");
 }
 
+// Prime-RL v0.9's own placement (multi_node_rl.sbatch.j2): inference nodes first, trainer
+// nodes after; ports are Prime-RL's fixed ones (docs/launch.md "Prime-RL v0.9").
+void multi_rl_layout_v0_9(Card &card, const contract::ReplicaEnv &env) {
+  const std::int64_t infer = env.num_infer_nodes;
+  const std::int64_t per_node = env.gpus_per_node;
+  const std::int64_t tp = env.inference_tp;
+  const std::int64_t engines = tp > 0 ? per_node / tp : 0;
+  const std::int64_t trainer_ranks = env.num_train_nodes * per_node;
+  if (infer > 0) {
+    card.line("inference",
+              fmt::format("{} on {} (tp {}), behind vllm-router on replica 0",
+                          plural(infer * engines, "engine", "engines"),
+                          plural(infer * per_node, "GPU", "GPUs"),
+                          tp));
+  }
+  card.line("trainer",
+            fmt::format("{} on replicas {}-{} (torchrun, rendezvous on replica {} port {})",
+                        plural(trainer_ranks, "rank", "ranks"),
+                        infer,
+                        env.total_nodes - 1,
+                        infer,
+                        primerl::v0_9::k_rendezvous_port));
+  for (std::int64_t rank = 0; rank < env.total_nodes; ++rank) {
+    const std::string label = fmt::format("replica {}", rank);
+    if (rank < infer) {
+      card.line(label,
+                fmt::format("{} inference: {} on backend ports +0..{}{}",
+                            gpu_range(0, per_node),
+                            plural(engines, "engine", "engines"),
+                            engines - 1,
+                            rank == 0 ? ", vllm-router on the router port" : ""));
+    } else {
+      const std::int64_t node = rank - infer;
+      card.line(label,
+                fmt::format("{} trainer (global ranks {}-{})",
+                            gpu_range(0, per_node),
+                            node * per_node,
+                            (node + 1) * per_node - 1));
+    }
+    if (rank == env.orchestrator_replica) {
+      card.more(fmt::format("orchestrator (ZMQ rollouts on {} and {}){}",
+                            primerl::v0_9::k_zmq_transport_port,
+                            primerl::v0_9::k_zmq_transport_port + 1,
+                            env.env_servers.empty() ? std::string()
+                                                    : fmt::format(", {} ({})",
+                                                                  plural(static_cast<std::int64_t>(
+                                                                             env.env_servers.size()),
+                                                                         "env server",
+                                                                         "env servers"),
+                                                                  text::join(env.env_servers, ", "))));
+    }
+  }
+  card.line("ports",
+            fmt::format("NCCL weight broadcast {} on replica {}, vLLM DP RPC {}",
+                        primerl::v0_9::k_nccl_broadcast_port,
+                        infer,
+                        primerl::v0_9::k_dp_rpc_port));
+}
+
 void multi_sft_layout(Card &card, const contract::ReplicaEnv &env) {
   for (std::int64_t rank = 0; rank < env.total_nodes; ++rank) {
     card.line(fmt::format("replica {}", rank),
@@ -193,6 +254,8 @@ std::string launch_card(const LaunchPlan &plan) {
                         plural(total_gpus, "GPU", "GPUs")));
   if (!env) {
     card.line("contract", "unreadable: " + contract_problem);
+  } else if (plan.program == Program::rl && multi && env->generation == primerl::Generation::v0_9) {
+    multi_rl_layout_v0_9(card, *env);
   } else if (plan.program == Program::rl && multi) {
     multi_rl_layout(card, *env);
   } else if (multi) {
@@ -224,6 +287,13 @@ std::string launch_card(const LaunchPlan &plan) {
     const std::string absolute = normalize_path(
         relative && working != env_map.end() ? working->second + "/" + it->second : it->second);
     card.line("output", absolute);
+    if (env && env->generation == primerl::Generation::v0_9) {
+      card.line("run dir",
+                fmt::format("{}/{} (Prime-RL v0.9{})",
+                            absolute,
+                            env->run_dir_name,
+                            env->run_name.empty() ? "" : "; run.name set by the launch"));
+    }
   }
   if (const auto step = env_map.find("PRIMEBEAKER_RESUME_STEP"); step != env_map.end()) {
     card.line("resume",
@@ -232,8 +302,11 @@ std::string launch_card(const LaunchPlan &plan) {
                           step->second));
   } else {
     card.line("resume",
-              "the newest complete checkpoint under the output dir, decided at every start "
-              "(none: fresh; ckpt.resume_step honoured on the first)");
+              fmt::format("the newest complete checkpoint under the output dir, decided at every "
+                          "start (none: fresh; {} honoured on the first)",
+                          env && env->generation == primerl::Generation::v0_9
+                              ? "[resume] step"
+                              : "ckpt.resume_step"));
   }
   const auto &wandb = plan.wandb_run;
   if (wandb.is_object() && !wandb.empty()) {

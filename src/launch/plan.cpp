@@ -215,9 +215,12 @@ contract::Kind
 read_kind(const LaunchOptions &options, const LaunchInputs &inputs, primerl::Problems &problems) {
   const toml::Document &document = *inputs.document;
   primerl::require_supported_generation(document);
+  const bool v0_9 = primerl::detect_generation(document).generation == primerl::Generation::v0_9;
+  // v0.9 defaults deployment to single_node; v0.8.0's launch rules require the type.
   const bool multi =
+      (!v0_9 || document.root().find_path({"deployment", "type"}) != nullptr) &&
       primerl::read_deployment_type(document, problems, primerl::DeploymentType::single_node) ==
-      primerl::DeploymentType::multi_node;
+          primerl::DeploymentType::multi_node;
   const bool has_orchestrator = document.root().find("orchestrator") != nullptr;
   if (inputs.program == Program::sft && has_orchestrator) {
     throw input_error(fmt::format("{}: this looks like an RL TOML (it has [orchestrator]); use "
@@ -230,7 +233,7 @@ read_kind(const LaunchOptions &options, const LaunchInputs &inputs, primerl::Pro
                                   "use `primebeaker sft`",
                                   document.source_name()));
   }
-  if (multi && inputs.program == Program::rl && options.registry.empty()) {
+  if (multi && inputs.program == Program::rl && options.registry.empty() && !v0_9) {
     throw usage_error("multi-node RL requires --registry=redis://...");
   }
   return kind_of(inputs.program, multi);
@@ -257,6 +260,11 @@ contract::ReplicaEnv replica_env(const LaunchOptions &options,
   replica.registry = flags.registry;
   replica.max_recoveries = options.max_recoveries;
   replica.max_restarts_on_errors = options.max_restarts_on_errors;
+  if (read.generation == primerl::Generation::v0_9) {
+    // Prime-RL names an unnamed run at random; the experiment name makes it findable again.
+    replica.run_dir_name = read.run.named_by_launch ? experiment_name : read.run.dir;
+    replica.run_name = read.run.named_by_launch ? experiment_name : std::string();
+  }
   if (!contract::is_multi_node(replica.kind)) {
     replica.experiment_name = experiment_name;
     if (replica.kind == contract::Kind::single_rl) {
@@ -270,7 +278,7 @@ contract::ReplicaEnv replica_env(const LaunchOptions &options,
   replica.wandb_shared_run_id = run_id;
   replica.rendezvous_dir = normalize_path(fmt::format(
       "{}/primebeaker/rendezvous/{}-{}", flags.scratch_dir, experiment_name, inputs.launch_id));
-  if (replica.kind == contract::Kind::multi_rl) {
+  if (replica.kind == contract::Kind::multi_rl && read.generation != primerl::Generation::v0_9) {
     replica.gateway_port = options.gateway_port;
     replica.gateway_workers = options.gateway_workers;
     replica.required_services = flags.required_services;
@@ -338,8 +346,10 @@ std::vector<std::string> launch_paths(const LaunchOptions &options, const Launch
     paths.push_back(detail::absolute_normalized(inputs, inputs.config_path.string()));
     if (inputs.document != nullptr) {
       primerl::Problems ignored(*inputs.document); // make_plan reports them
-      const auto read =
-          detail::read_topology(*inputs.document, read_kind(options, inputs, ignored), ignored);
+      const auto read = detail::read_topology(*inputs.document,
+                                              read_kind(options, inputs, ignored),
+                                              primerl::detect_generation(*inputs.document).generation,
+                                              ignored);
       for (const auto &path : read.paths) {
         paths.push_back(detail::in_container(flags.working_dir, path.value));
       }
@@ -379,6 +389,39 @@ void check_environment_arguments(const toml::Document &document, primerl::Proble
   }
 }
 
+// A v0.9 run is named by --name, monitors.wandb.name or run.name (Prime-RL's own default is
+// random, which no resume could find): say which key to add, and refuse names Beaker cannot take.
+void check_v0_9_name(const toml::Document &document,
+                     const std::string &experiment_name,
+                     const detail::TopologyRead &read,
+                     primerl::Problems &problems) {
+  if (experiment_name.empty()) {
+    problems.add_missing_key(
+        "run.name",
+        fmt::format("{}: a Prime-RL v0.9 launch needs a run name: run.name (or "
+                    "monitors.wandb.name, or --name); it names the experiment and the run "
+                    "directory a resume finds again",
+                    document.source_name()));
+    std::string stem = std::filesystem::path(document.source_name()).stem().string();
+    for (char &c : stem) {
+      if (!primerl::is_experiment_name(std::string(1, c))) {
+        c = '-';
+      }
+    }
+    problems.suggest("run.name", fmt::format("\"{}\"", stem.empty() ? "my-run" : stem));
+  } else if (!primerl::is_experiment_name(experiment_name)) {
+    const char *key = !read.wandb.name.empty() && read.wandb.name != read.run.name
+                          ? "monitors.wandb.name"
+                          : "run.name";
+    const toml::Value *value = document.root().find_path(text::split(key, '.'));
+    problems.add(fmt::format("{}: {} '{}' cannot be a Beaker experiment name: use letters, "
+                             "digits, '.', '_' and '-' (at most 128)",
+                             value ? document.location(*value) : document.source_name(),
+                             key,
+                             experiment_name));
+  }
+}
+
 } // namespace
 
 LaunchPlan make_plan(const LaunchOptions &options, const LaunchInputs &inputs) {
@@ -398,8 +441,11 @@ LaunchPlan make_plan(const LaunchOptions &options, const LaunchInputs &inputs) {
   const images::Catalog &catalog =
       inputs.catalog != nullptr ? *inputs.catalog : images::Catalog::builtin();
   detail::check_flags(options, program, multi, catalog, flags);                      // 4-9
-  const detail::TopologyRead read = detail::read_topology(document, kind, problems); // 10
-  if (program == Program::rl) {
+  const primerl::Generation generation = primerl::detect_generation(document).generation;
+  const bool v0_9 = generation == primerl::Generation::v0_9;
+  const detail::TopologyRead read =
+      detail::read_topology(document, kind, generation, problems); // 10
+  if (program == Program::rl && !v0_9) {
     check_environment_arguments(document, problems);
   }
   // Every key Prime-RL would refuse on the node (docs/primerl-schema.md), after the launch rules
@@ -407,10 +453,9 @@ LaunchPlan make_plan(const LaunchOptions &options, const LaunchInputs &inputs) {
   // (An RL TOML of no detectable generation, such as a v0.2 per-component file, is not read as
   // v0.8.0's rl entrypoint: what the launch rules say of it is all that is sure.)
   std::vector<std::string> notes;
-  const bool v0_8 = program == Program::sft ||
-                    primerl::detect_generation(document).generation == primerl::Generation::v0_8 ||
-                    (document.root().find("trainer") != nullptr &&
-                     document.root().find("orchestrator") != nullptr);
+  const bool v0_8 = !v0_9 && (program == Program::sft || generation == primerl::Generation::v0_8 ||
+                              (document.root().find("trainer") != nullptr &&
+                               document.root().find("orchestrator") != nullptr));
   for (const auto &found :
        !v0_8 ? std::vector<primerl::SchemaProblem>{}
              : primerl::check_schema(document,
@@ -425,6 +470,9 @@ LaunchPlan make_plan(const LaunchOptions &options, const LaunchInputs &inputs) {
 
   const std::string experiment_name =
       inputs.experiment_name.value_or(options.name.empty() ? read.wandb.name : options.name);
+  if (v0_9) {
+    check_v0_9_name(document, experiment_name, read, problems);
+  }
   std::optional<std::string> entity = read.wandb.entity;
   if (!entity && program == Program::rl && !options.wandb_entity.empty()) {
     entity = options.wandb_entity;

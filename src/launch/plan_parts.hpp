@@ -8,6 +8,7 @@
 #include <primebeaker/contract/replica_env.hpp>
 #include <primebeaker/launch/launch.hpp>
 #include <primebeaker/primerl/config.hpp>
+#include <primebeaker/primerl/v0_9.hpp>
 
 #include <map>
 #include <optional>
@@ -66,12 +67,17 @@ struct TopologyRead {
   std::int64_t gpu_count = 0;   // per task (single node) or per replica (multi node)
   std::int64_t replicas = 0;    // multi node only
   contract::ReplicaEnv replica; // the topology's fields (counts, local search paths)
+  primerl::Generation generation = primerl::Generation::v0_8;
+  primerl::v0_9::Run run; // v0.9: the run directory the TOML names, if any
 };
 
 // Reads the launch keys of the topology `kind` names (docs/launch.md "TOML keys"), adding every
 // problem (key and line:column) to `problems`.
-TopologyRead
-read_topology(const toml::Document &document, contract::Kind kind, primerl::Problems &problems);
+// A v0.9 TOML (`generation`) is read by the v0.9 model (docs/launch.md "Prime-RL v0.9").
+TopologyRead read_topology(const toml::Document &document,
+                           contract::Kind kind,
+                           primerl::Generation generation,
+                           primerl::Problems &problems);
 
 // The real path of `path` as the glue resolved it (LaunchInputs::real_paths), else `path`.
 std::string real_path(const LaunchInputs &inputs, const std::string &path);

@@ -43,8 +43,67 @@ TopologyRead shared_fields(const toml::Document &document,
 
 } // namespace
 
+namespace {
+
+// Prime-RL v0.9: one reader per entrypoint; the placement is Prime-RL's own
+// (multi_node_rl.sbatch.j2): inference nodes first, then trainer nodes.
 TopologyRead
-read_topology(const toml::Document &document, contract::Kind kind, primerl::Problems &problems) {
+read_topology_v0_9(const toml::Document &document, contract::Kind kind, primerl::Problems &problems) {
+  TopologyRead read;
+  read.generation = primerl::Generation::v0_9;
+  read.replica.generation = primerl::Generation::v0_9;
+  const bool multi = contract::is_multi_node(kind);
+  if (kind == contract::Kind::single_sft || kind == contract::Kind::multi_sft) {
+    const auto sft = primerl::v0_9::read_sft(document, problems);
+    read.wandb = sft.wandb;
+    read.wandb.name = primerl::v0_9::experiment_name(sft.run, sft.wandb);
+    read.output_dir = sft.output_dir;
+    read.run = sft.run;
+    read.paths = {toml_path(document, sft.output_dir)};
+    read.task_name = multi ? "prime-sft-multinode" : "sft";
+    read.description_kind = multi ? "multi-node SFT (Prime-RL v0.9)" : "SFT (Prime-RL v0.9)";
+    if (multi) {
+      read.gpu_count = read.replica.gpus_per_node = sft.gpus_per_node;
+      read.replicas = read.replica.total_nodes = sft.total_nodes();
+      read.replica.num_train_nodes = sft.num_train_nodes;
+    } else {
+      read.gpu_count = read.replica.num_gpus = sft.num_train_gpus + sft.num_infer_gpus;
+    }
+    return read;
+  }
+  const auto rl = primerl::v0_9::read_rl(document, problems);
+  read.wandb = rl.wandb;
+  read.wandb.name = primerl::v0_9::experiment_name(rl.run, rl.wandb);
+  read.output_dir = rl.output_dir;
+  read.run = rl.run;
+  read.paths = {toml_path(document, rl.output_dir)};
+  read.task_name = multi ? "prime-rl-multinode" : "rl";
+  read.description_kind = multi ? "multi-node RL (Prime-RL v0.9)" : "RL (Prime-RL v0.9)";
+  if (!multi) {
+    read.gpu_count = read.replica.num_gpus = rl.num_train_gpus + rl.num_infer_gpus;
+    return read;
+  }
+  read.gpu_count = read.replica.gpus_per_node = rl.gpus_per_node;
+  read.replicas = read.replica.total_nodes = rl.total_nodes();
+  read.replica.num_train_nodes = rl.num_train_nodes;
+  read.replica.num_infer_nodes = rl.total_infer_nodes();
+  read.replica.inference_tp = rl.tensor_parallel;
+  read.replica.orchestrator_replica = rl.orchestrator_replica();
+  for (const auto &source : rl.sources) {
+    read.replica.env_servers.push_back(source.split + "/" + source.name);
+  }
+  return read;
+}
+
+} // namespace
+
+TopologyRead read_topology(const toml::Document &document,
+                           contract::Kind kind,
+                           primerl::Generation generation,
+                           primerl::Problems &problems) {
+  if (generation == primerl::Generation::v0_9) {
+    return read_topology_v0_9(document, kind, problems);
+  }
   switch (kind) {
   case contract::Kind::single_sft: {
     const auto sft = primerl::read_single_node_sft(document, problems);

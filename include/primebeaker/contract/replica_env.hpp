@@ -6,6 +6,7 @@
 // paths are typed values checked once, with the parser the replica itself uses.
 #pragma once
 
+#include <primebeaker/primerl/config.hpp>
 #include <primebeaker/registry/location.hpp>
 
 #include <cstdint>
@@ -46,6 +47,15 @@ inline constexpr const char *gateway_port = "GATEWAY_PORT";
 inline constexpr const char *gateway_workers = "GATEWAY_WORKERS";
 inline constexpr const char *required_services = "REQUIRED_LITEREGISTRY_SERVICES";
 inline constexpr const char *local_search_model_paths = "LOCAL_SEARCH_MODEL_PATHS_JSON";
+// Prime-RL v0.9 (docs/contract.md "Generations"): absent generation = v0.8.0.
+inline constexpr const char *prime_rl_generation = "PRIME_RL_GENERATION";
+inline constexpr const char *run_dir_name = "PRIME_RL_RUN_DIR";
+inline constexpr const char *run_name = "PRIME_RL_RUN_NAME";
+inline constexpr const char *num_train_nodes = "NUM_TRAIN_NODES";
+inline constexpr const char *num_infer_nodes = "NUM_INFER_NODES";
+inline constexpr const char *inference_tp = "INFERENCE_TP";
+inline constexpr const char *orchestrator_replica = "ORCHESTRATOR_REPLICA";
+inline constexpr const char *env_servers = "ENV_SERVERS_JSON";
 // The recovery policy (docs/recovery.md): every launch writes both; older specs lack them and
 // read as the defaults.
 inline constexpr const char *max_recoveries = "PRIMEBEAKER_MAX_RECOVERIES";
@@ -144,6 +154,21 @@ struct ReplicaEnv {
   RequiredServices required_services;
   std::vector<std::string> local_search_model_paths;
 
+  // The Prime-RL generation the TOML is written for: v0_8 (written as nothing, as every
+  // launcher before v0.9 support did) or v0_9.
+  primerl::Generation generation = primerl::Generation::v0_8;
+  // v0.9: the run directory under output_dir, and the run.name the launch passes to Prime-RL
+  // ("" when the TOML names its run itself).
+  std::string run_dir_name;
+  std::string run_name;
+  // v0.9 multi-node RL: inference nodes are replicas [0, num_infer_nodes), trainer nodes the
+  // rest; env servers ("train/<name>") run beside the orchestrator.
+  std::int64_t num_train_nodes = 0;
+  std::int64_t num_infer_nodes = 0;
+  std::int64_t inference_tp = 1;
+  std::int64_t orchestrator_replica = 0;
+  std::vector<std::string> env_servers;
+
   // Every launch: the recovery policy the runtime enforces from the attempt ledger.
   std::int64_t max_recoveries = k_default_max_recoveries;
   std::int64_t max_restarts_on_errors = 0;
@@ -164,7 +189,11 @@ struct ReplicaEnv {
 };
 
 // The names a replica of `kind` cannot start without, in the order messages list them.
-std::vector<std::string> required_names(Kind kind);
+std::vector<std::string> required_names(Kind kind,
+                                        primerl::Generation generation = primerl::Generation::v0_8);
+
+// PRIME_RL_GENERATION of `env`: v0_8 when unset; "v0.9" is v0_9; others throw exit 2.
+primerl::Generation generation_of(const EnvMap &env);
 
 // Throws pb::Error exit 2 "missing required environment variable(s): A, B" for every name of
 // `names` that is unset or empty in `env`.
