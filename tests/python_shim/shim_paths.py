@@ -17,3 +17,8 @@ try:
     import datasets  # noqa: F401
 except ImportError:
     sys.path.insert(0, os.path.join(HERE, "stand_in"))
+# The v1 API (Prime-RL v0.9's tasksets) is a subpackage; the stand-in has one too.
+try:
+    import verifiers.v1 as vf_v1  # noqa: F401
+except ImportError:
+    vf_v1 = None

@@ -4,12 +4,11 @@
 Which hooks make a round trip, and what each carries: docs/environments-runtime.md."""
 
 import asyncio
-import json
 import logging
-import os
 
-from . import _binary
-from ._child import ChildError, child_for_running_loop
+from . import _binary, _rows, _wire
+from ._child import ChildError
+from ._wire import get as _get, jsonable as _jsonable
 
 log = logging.getLogger("primebeaker.environments")
 
@@ -40,48 +39,15 @@ def load_dataset(rules, args):
     """The dataset as Verifiers wants it, loaded in Python the way the environment allows."""
     import datasets
 
-    source = args.get("dataset")
-    split = args.get("split", "train")
-    if source is None:
-        raise ValueError("dataset is required")
-    sources = rules.get("sources", ["jsonl"])
-    split_rule = rules.get("split_column", "add")
-    if os.path.isdir(source) and "disk" in sources:
-        loaded = datasets.load_from_disk(source)
-        if hasattr(loaded, "keys") and not hasattr(loaded, "column_names"):
-            if split not in loaded:
-                raise KeyError(f"dataset {source!r} has no split {split!r}")
-            loaded = loaded[split]
-    elif os.path.isfile(source) and "jsonl" in sources:
-        loaded = datasets.Dataset.from_list(_read_jsonl(source, split, split_rule))
-    elif "hub" in sources and not os.path.exists(source):
-        loaded = datasets.load_dataset(source, split=split)
+    kind = _rows.source_kind(rules, args)
+    split, split_rule = args.get("split", "train"), rules.get("split_column", "add")
+    if kind == "jsonl":
+        loaded = datasets.Dataset.from_list(_rows.read_jsonl(args["dataset"], split, split_rule))
     else:
-        kinds = {"jsonl": "a JSONL file", "disk": "a save_to_disk directory",
-                 "hub": "a Hugging Face dataset id"}
-        raise ValueError(f"dataset {source!r}: expected " +
-                         " or ".join(kinds[k] for k in sources if k in kinds))
+        loaded = _rows.load_datasets_object(kind, args)
     if split_rule != "none" and "split" not in loaded.column_names:
         loaded = loaded.add_column("split", [split] * len(loaded))
     return loaded
-
-
-def _read_jsonl(path, split, split_rule):
-    rows = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except ValueError as error:
-                raise ValueError(f"{path}:{number}: not JSON: {error}") from None
-            if not isinstance(row, dict):
-                raise ValueError(f"{path}:{number}: each line must be a JSON object")
-            if split_rule == "overwrite" or (split_rule == "add" and "split" not in row):
-                row["split"] = split
-            rows.append(row)
-    return rows
 
 
 # ------------------------------------------------------------------------------- environments
@@ -132,12 +98,9 @@ class _MultiTurnShim:
                                 self, "max_total_completion_tokens", None))
         amend = reply.get("amend_last_tool")
         if amend:
-            # The tool-label family appends its final warning to the previous tool message;
-            # that object is shared with the stored trajectory, so the change shows there too.
-            for message in reversed(messages):
-                if _get(message, "role") == "tool":
-                    _set(message, "content", (_get(message, "content") or "") + "\n\n" + amend)
-                    break
+            # That message object is shared with the stored trajectory, so the change shows
+            # there too.
+            _wire.amend_last_tool(messages, amend)
         out = []
         for message in reply.get("messages", []):
             fields = {k: v for k, v in message.items() if v is not None}
@@ -280,13 +243,8 @@ async def _request_score(rubric, state):
 async def _call(state, op, locked=True, **fields):
     import verifiers as vf
 
-    child = child_for_running_loop()
-    session = state.get("trajectory_id")
     try:
-        if not locked:
-            return await child.request(op, session=session, **fields)
-        async with child.session_lock(session):
-            return await child.request(op, session=session, **fields)
+        return await _wire.call(state.get("trajectory_id"), op, locked=locked, **fields)
     except ChildError as error:
         # InfraError is a vf.Error: inside the loop it becomes state["error"] and `has_error`
         # stops the rollout, instead of failing the whole request.
@@ -331,31 +289,3 @@ def _cache_salt(state):
     sampling = state.get("sampling_args") or {}
     extra = sampling.get("extra_body") if isinstance(sampling, dict) else None
     return extra.get("cache_salt") if isinstance(extra, dict) else None
-
-
-def _get(message, key):
-    if isinstance(message, dict):
-        return message.get(key)
-    return getattr(message, key, None)
-
-
-def _set(message, key, value):
-    if isinstance(message, dict):
-        message[key] = value
-    else:
-        setattr(message, key, value)
-
-
-def _jsonable(value):
-    """Plain JSON values from Verifiers' Pydantic messages and states."""
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items() if not str(k).startswith(
-            "_primebeaker")}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    dump = getattr(value, "model_dump", None)
-    if callable(dump):
-        return _jsonable(dump())
-    return str(value)

@@ -1,0 +1,17 @@
+# SPDX-License-Identifier: MIT
+"""`search-agent-dataset` as a Verifiers v1 taskset: Prime-RL v0.9 names it `primebeaker-jtc-search-agent`, for the taskset and
+the harness (tool calls). The logic runs in the primebeaker binary
+(docs/environments-runtime.md)."""
+
+from primebeaker.environments import _v1
+
+
+class JtcSearchAgentTaskset(_v1.PrimebeakerTaskset):
+    ENV = "search-agent-dataset"
+
+
+class JtcSearchAgentHarness(_v1.PrimebeakerHarness):
+    pass
+
+
+__all__ = ["JtcSearchAgentTaskset", "JtcSearchAgentHarness"]
