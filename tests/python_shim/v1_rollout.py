@@ -66,7 +66,8 @@ class FakeInterception:
             refused = "max_turns"
         if refused is None:
             for stop in task.hooks("stop"):
-                if await vf.invoke(stop, {"trace": trace}):
+                # Stops get their arguments by annotation there (Request, Response, Trace).
+                if await vf.invoke(stop, {vf.Trace: trace}):
                     refused = stop.__name__
                     break
         if refused is not None:

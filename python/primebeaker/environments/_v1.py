@@ -211,7 +211,7 @@ class PrimebeakerTask(vf.Task[PrimebeakerData, vf.State, vf.TaskConfig]):
         return await asyncio.shield(future)
 
     def _reward(self, name, weight):
-        async def reward(trace):
+        async def reward(trace: vf.Trace) -> float:
             return float((await self._bundle(trace))["values"].get(name, 0.0))
 
         reward.__name__ = reward.__qualname__ = name
@@ -220,7 +220,7 @@ class PrimebeakerTask(vf.Task[PrimebeakerData, vf.State, vf.TaskConfig]):
     def _metrics(self):
         names = _data_shape(self.data).get("metrics", [])
 
-        async def primebeaker_metrics(trace):
+        async def primebeaker_metrics(trace: vf.Trace) -> dict:
             bundle = await self._bundle(trace)
             trace.info.update(bundle.get("info_update") or {})
             values = {name: float(bundle["values"].get(name, 0.0)) for name in names}
@@ -230,8 +230,9 @@ class PrimebeakerTask(vf.Task[PrimebeakerData, vf.State, vf.TaskConfig]):
         return vf.metric(primebeaker_metrics)
 
 
-async def single_turn(trace):
-    # Verifiers v0's SingleTurnEnv is max_turns=1: refuse a second model call.
+async def single_turn(trace: vf.Trace) -> bool:
+    # Verifiers v0's SingleTurnEnv is max_turns=1: refuse a second model call. The annotation
+    # is how v1's interception hands a stop its argument.
     return trace.num_turns >= 1
 
 
