@@ -29,6 +29,7 @@ import ast
 import hashlib
 import os
 import re
+import shlex
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -62,28 +63,98 @@ OPAQUE_CLASSES = {
 
 # Every mode="before" model validator changes the input before pydantic checks it, so each one
 # must be known here, with the effect the checker models, and its source must be the one that
-# was reviewed (sha256 of ast.unparse of the function, first 12 hex digits). An unknown or
-# changed one stops the extraction: read it, then add or update its entry.
+# was reviewed (sha256 of ast.unparse of the function, first 12 hex digits; one entry per
+# reviewed version). An unknown or changed one stops the extraction: read it, then add its entry.
 #   ("none", why)                    no effect on which keys and types are accepted
 #   ("opaque_field", field, why)     that field's value is accepted as is
 #   ("drop_keys", field, tag, keys)  keys removed from that table when its `type` is `tag`
+#   ("narrowed", field, base, cls, why)  the field is validated as a subclass of class `base`
+#                                    picked at run time by an id (a plugin's config): with
+#                                    --type-narrowed, typed as `cls` (or `base` when "") that
+#                                    also accepts keys it does not declare; else accepted as is
+ENV_NARROWED = "narrowed by its env id (vf.resolve_env_field)"
 KNOWN_BEFORE_VALIDATORS = {
-    ("prime_rl.configs.rl.RLConfig", "auto_setup_shared_configs"): (
-        "7d211099db87",
-        ("none", "copies shared keys into trainer/orchestrator/inference fields that exist"),
-    ),
-    ("prime_rl.configs.sft.SFTConfig", "normalize_deployment"): (
-        "e03b96ae9d28",
-        ("drop_keys", "deployment", "multi_node", ["num_gpus"]),
-    ),
-    ("prime_rl.configs.orchestrator.EnvConfig", "_resolve_env"): (
-        "a554f875996b",
-        ("opaque_field", "env", "narrowed by its env id (vf.resolve_env_field)"),
-    ),
-    ("prime_rl.configs.env_server.EnvServerConfig", "_resolve_env"): (
-        "a554f875996b",
-        ("opaque_field", "env", "narrowed by its env id (vf.resolve_env_field)"),
-    ),
+    ("prime_rl.configs.rl.RLConfig", "auto_setup_shared_configs"): {
+        "7d211099db87": (
+            "none",
+            "copies shared keys into trainer/orchestrator/inference fields that exist",
+        ),
+    },
+    ("prime_rl.configs.sft.SFTConfig", "normalize_deployment"): {
+        "e03b96ae9d28": ("drop_keys", "deployment", "multi_node", ["num_gpus"]),
+        "4385f759ed66": (
+            "drop_keys",
+            "deployment",
+            "multi_node",
+            ["num_train_gpus", "num_infer_gpus"],
+        ),
+    },
+    ("prime_rl.configs.sft.SFTConfig", "propagate_model_to_inference"): {
+        "d0e5370176cf": ("none", "fills inference.vllm.model from model.name"),
+    },
+    ("prime_rl.configs.inference.VllmConfig", "parse_extra_values"): {
+        "6f8ac4591173": (
+            "none",
+            "extra=allow: renames kebab-case pass-through keys and JSON-parses their strings",
+        ),
+    },
+    # Verifiers v1 (a Prime-RL commit's deps/verifiers), reached with --type-narrowed.
+    ("verifiers.v1.configs.env.EnvConfig", "_refuse_env_level_harness"): {
+        "25a93efe937f": (
+            "none",
+            "refuses an env-level `harness` key unless the env declares a role of that name "
+            "(the checker cannot know the env's roles and accepts it)",
+        ),
+    },
+    ("verifiers.v1.configs.env.EnvConfig", "_resolve_taskset"): {
+        "0b6280141b4c": (
+            "narrowed",
+            "taskset",
+            "verifiers.v1.configs.taskset.TasksetConfig",
+            "",
+            "narrowed by its taskset id (taskset_config_type)",
+        ),
+    },
+    ("verifiers.v1.configs.env.EnvConfig", "_merge_role_defaults"): {
+        "fb48fd77962e": ("none", "deep-merges a role's table over the role's default"),
+    },
+    ("verifiers.v1.configs.agent.AgentConfig", "_resolve_harness"): {
+        "6805911085cf": (
+            "narrowed",
+            "harness",
+            "verifiers.v1.configs.harness.HarnessConfig",
+            "",
+            "narrowed by its harness id (harness_config_type)",
+        ),
+    },
+    ("verifiers.v1.configs.task.TaskConfig", "_resolve_judges"): {
+        "42cb8f4bf49a": (
+            "narrowed",
+            "judges",
+            "verifiers.v1.configs.judge.JudgeConfig",
+            "",
+            "each entry narrowed by its judge id (resolve_judges)",
+        ),
+    },
+    # The single-agent env is what a plain taskset resolves to; other envs add their roles.
+    ("prime_rl.configs.orchestrator.EnvConfig", "_resolve_env"): {
+        "a554f875996b": (
+            "narrowed",
+            "env",
+            "verifiers.v1.configs.env.EnvConfig",
+            "verifiers.v1.envs.single_agent.env.SingleAgentEnvConfig",
+            ENV_NARROWED,
+        ),
+    },
+    ("prime_rl.configs.env_server.EnvServerConfig", "_resolve_env"): {
+        "a554f875996b": (
+            "narrowed",
+            "env",
+            "verifiers.v1.configs.env.EnvConfig",
+            "verifiers.v1.envs.single_agent.env.SingleAgentEnvConfig",
+            ENV_NARROWED,
+        ),
+    },
 }
 
 BUILTIN_NAMES = {
@@ -120,6 +191,7 @@ EXTERNAL_NAMES = {
     "typing_extensions.TypeAlias": "TypeAlias",
     "pathlib.Path": "path",
     "pydantic.SerializeAsAny": "SerializeAsAny",
+    "pydantic.FiniteFloat": "FiniteFloat",
     "pydantic.Field": "Field",
     "pydantic.fields.Field": "Field",
     "pydantic.AfterValidator": "AfterValidator",
@@ -403,6 +475,9 @@ class Extractor:
         self.pending: list[str] = []
         self.validators: list[tuple[str, str, str, str]] = []  # class, method, mode, doc
         self.rewrites: list[tuple] = []
+        self.type_narrowed = False  # --type-narrowed
+        self.narrowed: dict[str, tuple[str, str]] = {}  # class -> (declared base, why)
+        self.all_classes: Optional[list] = None
 
     # -- annotations ----------------------------------------------------------------------
 
@@ -454,6 +529,9 @@ class Extractor:
             return TypeDesc("any", why="Any")
         if meaning == "path":
             return TypeDesc("path")
+        if meaning == "FiniteFloat":
+            meta.finite = True  # allow_inf_nan=False
+            return TypeDesc("floating")
         if meaning == "list":
             return TypeDesc("list", item=TypeDesc("any", why="unparameterised"))
         if meaning == "dict":
@@ -647,6 +725,7 @@ class Extractor:
                 self.order.append(key)
                 self.classes[key] = None  # placeholder against cycles
                 self.classes[key] = self.build_class(key)
+        self.open_narrowed()
         return out_roots
 
     def build_class(self, key: str) -> dict:
@@ -747,13 +826,13 @@ class Extractor:
     def before_validator(self, key: str, fn: ast.FunctionDef, fields: dict) -> None:
         digest = hashlib.sha256(ast.unparse(fn).encode()).hexdigest()[:12]
         known = KNOWN_BEFORE_VALIDATORS.get((key, fn.name))
-        if known is None or known[0] != digest:
+        if known is None or digest not in known:
             raise ExtractError(
                 f"{key}.{fn.name} is a mode=\"before\" model validator "
                 f"{'this script does not know' if known is None else 'that changed'} "
                 f"(sha256 {digest}): read it and record its effect in KNOWN_BEFORE_VALIDATORS"
             )
-        effect = known[1]
+        effect = known[digest]
         if effect[0] == "opaque_field":
             if effect[1] in fields:
                 f = dict(fields[effect[1]])
@@ -762,6 +841,123 @@ class Extractor:
         elif effect[0] == "drop_keys":
             for k in effect[3]:
                 self.rewrites.append((key, effect[1], effect[2], k))
+        elif effect[0] == "narrowed" and effect[1] in fields:
+            _, name, base, target, why = effect
+            f = dict(fields[name])
+            if self.type_narrowed:
+                target = target or base
+                self.want(target)
+                self.narrowed.setdefault(target, (base, why))
+                f["type"] = self.narrow_type(f["type"], base, target)
+            else:
+                f["type"] = TypeDesc("any", why=why)
+            fields[name] = f
+
+    def narrow_type(self, t: TypeDesc, base: str, target: str) -> TypeDesc:
+        """`t` with `base` (or the untyped stand-in an opaque class leaves) read as `target`."""
+        if t.kind == "model" and t.model == base or t.kind == "any":
+            return TypeDesc("model", model=target)
+        if t.kind == "union":
+            alts = [self.narrow_type(a, base, target) if a.kind != "none" else a
+                    for a in t.alternatives]
+            return TypeDesc("union", alternatives=alts, discriminator=t.discriminator)
+        if t.kind in ("list", "dict"):
+            return TypeDesc(t.kind, item=self.narrow_type(t.item, base, target))
+        return t
+
+    # -- classes picked at run time by an id ----------------------------------------------
+
+    def open_narrowed(self) -> None:
+        """Marks each class a field is narrowed to as `narrowed` (keys it does not declare are
+        a subclass's), and reads the subclasses the sources hold: a field they re-declare
+        with another class makes that class narrowed too (a taskset's own `task` config), with
+        another type accepts anything."""
+        done: set[str] = set()
+        while True:
+            todo = [k for k in self.narrowed if k not in done and k in self.classes]
+            if not todo:
+                return
+            for target in todo:
+                done.add(target)
+                base, why = self.narrowed[target]
+                # a copy: classes built from this one keep what its source says
+                rec = self.classes[target] = dict(self.classes[target], extra="narrowed")
+                base_fields = {f["name"]: f for f in self.build_class(base)["fields"]}
+                for sub_module, sub in self.subclasses_of(base):
+                    for node in sub.body:
+                        if not (isinstance(node, ast.AnnAssign)
+                                and isinstance(node.target, ast.Name)
+                                and node.target.id in base_fields):
+                            continue
+                        name = node.target.id
+                        declared = base_fields[name]["type"]
+                        saved = list(self.pending)
+                        redeclared = self.convert(sub_module, node.annotation, Meta())
+                        self.pending = saved
+                        if redeclared.key() == declared.key():
+                            continue
+                        models = [t.model for t in [declared, *declared.alternatives]
+                                  if t.kind == "model"]
+                        if models and all(t.kind in ("model", "none") for t in
+                                          [redeclared, *redeclared.alternatives]
+                                          if t.kind != "union"):
+                            for m in models:
+                                self.narrowed.setdefault(
+                                    m, (m, f"{sub.name}.{name} re-declares it with a subclass"))
+                            continue
+                        rec["fields"] = [
+                            dict(f, type=TypeDesc("any", why=f"{sub.name} re-declares it"))
+                            if f["name"] == name else f for f in rec["fields"]
+                        ]
+                # the classes just marked may need building before they are opened
+                while self.pending:
+                    key = self.pending.pop(0)
+                    if key not in self.classes:
+                        self.order.append(key)
+                        self.classes[key] = None
+                        self.classes[key] = self.build_class(key)
+
+    def subclasses_of(self, base: str) -> list:
+        """(module, ast.ClassDef) of every class in the sources that derives from `base`."""
+        if self.all_classes is None:
+            self.all_classes = []
+            for source in self.resolver.sources:
+                for path in source.paths():
+                    if "/tests/" in "/" + path or "/test_" in "/" + path:
+                        continue
+                    parts = path[:-3].split("/")
+                    if parts[0] == "environments" and len(parts) > 2:
+                        parts = parts[2:]  # a workspace package: environments/<dir>/<pkg>/...
+                    if parts[-1] == "__init__":
+                        parts = parts[:-1]
+                    name = ".".join(parts)
+                    if not name:
+                        continue
+                    try:
+                        mod = self.resolver.module(name)
+                    except SyntaxError:
+                        continue
+                    if mod is not None and mod.source is source and mod.path == path:
+                        self.all_classes.extend((name, c) for c in mod.classes.values())
+        out = []
+        for module, cls in self.all_classes:
+            if f"{module}.{cls.name}" != base and self.derives_from(module, cls, base, 0):
+                out.append((module, cls))
+        return out
+
+    def derives_from(self, module: str, cls: ast.ClassDef, base: str, depth: int) -> bool:
+        if depth > 30:
+            return False
+        for b in cls.bases:
+            ref = self.resolver.resolve_expr(module, b)
+            if ref.kind != "class":
+                continue
+            if f"{ref.module}.{ref.name}" == base:
+                return True
+            parent = self.resolver.module(ref.module).classes[ref.name]
+            if self.derives_from(ref.module, parent, base, depth + 1):
+                return True
+        return False
 
     def build_field(self, module: str, node: ast.AnnAssign) -> Optional[dict]:
         name = node.target.id
@@ -1127,7 +1323,7 @@ def shown_arguments(argv: list[str]) -> list[str]:
         elif os.path.isabs(a):
             shown.append(os.path.basename(a.rstrip("/")))
         else:
-            shown.append(a)
+            shown.append(shlex.quote(a))
         previous = a
     return shown
 
@@ -1154,6 +1350,13 @@ def main(argv: list[str]) -> int:
     p.add_argument("--symbol", help="C++ function name (default: prime_rl_<tag>)")
     p.add_argument("-o", "--output", help="output file (default: stdout)")
     p.add_argument("--validators", action="store_true", help="list model validators instead")
+    p.add_argument(
+        "--type-narrowed",
+        action="store_true",
+        help="type the configs verifiers narrows by an id at run time (env, taskset, harness) "
+        "by their declared classes, accepting keys a subclass may add (without it they are "
+        "accepted untyped)",
+    )
     args = p.parse_args(argv)
 
     sources: list[Source] = []
@@ -1185,6 +1388,7 @@ def main(argv: list[str]) -> int:
     symbol = args.symbol or symbol_for(args.tag or "source")
 
     extractor = Extractor(Resolver(sources))
+    extractor.type_narrowed = args.type_narrowed
     out_roots = extractor.run(roots)
 
     if args.validators:

@@ -2,7 +2,7 @@
 // The schema checker (docs/primerl-schema.md): one walk of the TOML's values against the
 // generated tables, reading them as pydantic's lax mode reads tomli's output (ints are floats,
 // numeric strings are numbers, "None" is null), plus the few keys on which the cataloged image
-// and Prime-RL v0.8.0 disagree.
+// and Prime-RL v0.8.0 disagree, and, under v0.9, where the v0.8.0 keys it refuses went.
 #include <primebeaker/core/spelling.hpp>
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/primerl/config.hpp>
@@ -147,6 +147,55 @@ find_image_key(const schema::Schema &schema, const schema::Class &model, std::st
   return nullptr;
 }
 
+// v0.8.0 keys that Prime-RL v0.9 refuses but has elsewhere (its `feat!` PRs keep no alias):
+// the message names the new key. `to` is relative to the table that holds the key ("../": to
+// its parent). With `per_key`, the key holds a table whose members moved one by one: `to` is
+// where a member goes, or "" for the destination of `key` itself plus the member's name.
+struct MovedKey {
+  const char *model; // class name (module: `module`, or any when "")
+  const char *module;
+  const char *key; // "wandb", or "parallel.tp" for a member of a per_key table
+  const char *to;
+  const char *origin;
+  bool per_key = false;
+};
+
+const MovedKey k_moved_in_v0_9[] = {
+    {"RLConfig", "", "wandb", "monitors.wandb", "#3275"},
+    {"RLConfig", "", "file_monitor", "monitors.file", "#3275"},
+    {"RLConfig", "", "clean_output_dir", "clean", "#3268"},
+    {"SFTConfig", "", "wandb", "monitors.wandb", "#3275"},
+    {"SFTConfig", "", "file_monitor", "monitors.file", "#3275"},
+    {"SFTConfig", "", "clean_output_dir", "clean", "#3268"},
+    {"TrainerConfig", "", "wandb", "monitors.wandb", "#3275"},
+    {"TrainerConfig", "", "file_monitor", "monitors.file", "#3275"},
+    {"OrchestratorConfig", "", "wandb", "monitors.wandb", "#3275"},
+    {"OrchestratorConfig", "", "file_monitor", "monitors.file", "#3275"},
+    {"OrchestratorConfig", "", "prime_monitor", "monitors.prime", "#3275"},
+    {"OrchestratorConfig", "", "max_inflight_episodes", "concurrency.max_inflight", "#3285"},
+    {"SharedCheckpointConfig", "", "resume_step", "../resume.step", "#3268"},
+    {"CheckpointConfig", "", "resume_step", "../resume.step", "#3268"},
+    {"InferenceConfig", "", "parallel", "vllm", "#3202", true},
+    {"InferenceConfig", "", "parallel.tp", "vllm.tensor_parallel_size", "#3202"},
+    {"InferenceConfig", "", "parallel.dp", "vllm.data_parallel_size", "#3202"},
+    {"InferenceConfig", "", "model", "vllm", "#3202", true},
+    {"InferenceConfig", "", "model.name", "vllm.model", "#3202"},
+    {"InferenceConfig", "", "vllm_extra", "vllm", "#3202", true},
+    {"SingleNodeDeploymentConfig", "prime_rl.configs.sft", "num_gpus", "num_train_gpus", "#3256"},
+    {"MultiNodeDeploymentConfig", "prime_rl.configs.sft", "num_nodes", "num_train_nodes", "#3256"},
+};
+
+const MovedKey *
+find_moved_key(const schema::Schema &schema, const schema::Class &model, std::string_view key) {
+  for (const MovedKey &entry : k_moved_in_v0_9) {
+    if (key == entry.key && std::strcmp(schema.str(model.name), entry.model) == 0 &&
+        (*entry.module == '\0' || std::strcmp(schema.str(model.module), entry.module) == 0)) {
+      return &entry;
+    }
+  }
+  return nullptr;
+}
+
 bool is_bare_key(std::string_view key) {
   return !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
     return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
@@ -272,7 +321,8 @@ public:
           const Document &document,
           const SchemaCheckOptions &options,
           std::vector<Problem> &out)
-      : m_schema(schema), m_document(document), m_options(options), m_out(&out) {}
+      : m_schema(schema), m_document(document), m_options(options), m_out(&out),
+        m_release(release_name(options.release)) {}
 
   void check_model(std::uint16_t model,
                    const Value &table,
@@ -285,12 +335,13 @@ public:
       }
       const std::string here = child_path(path, key);
       const schema::Field *field = m_schema.find_field(model, key);
-      const ImageKey *image = find_image_key(m_schema, cls, key);
+      const ImageKey *image =
+          m_options.release == SchemaRelease::v0_8_0 ? find_image_key(m_schema, cls, key) : nullptr;
       if (field == nullptr) {
         if (image != nullptr && image->image_only) {
           image_only_key(*image, value, here);
         } else if (cls.extra == schema::Extra::forbid) {
-          unknown_key(model, key, value, here);
+          unknown_key(model, key, value, path, here);
         }
         continue;
       }
@@ -299,9 +350,10 @@ public:
             Problem::Severity::note,
             here,
             key_position(value),
-            fmt::format("{} is accepted by Prime-RL v0.8.0 but not by the cataloged image "
+            fmt::format("{} is accepted by Prime-RL {} but not by the cataloged image "
                         "(Prime-RL v0.7.1.dev83 fork: {})",
                         here,
+                        m_release,
                         image->origin));
       }
       check_field(model, *field, value, here);
@@ -320,6 +372,7 @@ private:
   const Document &m_document;
   const SchemaCheckOptions &m_options;
   std::vector<Problem> *m_out;
+  std::string_view m_release; // "v0.8.0", for messages
   // Line starts of the text (built when a first position is needed).
   std::vector<std::uint32_t> m_line_starts;
   std::uint32_t m_body_begin = 0;
@@ -448,18 +501,74 @@ private:
   void unknown_key(std::uint16_t model,
                    std::string_view key,
                    const Value &value,
+                   const std::string &table_path,
                    const std::string &path) {
+    const schema::Class &cls = m_schema.classes[model];
+    const bool v0_9 = m_options.release == SchemaRelease::v0_9;
+    if (v0_9 && moved_key(cls, key, value, table_path, path)) {
+      return;
+    }
     std::vector<std::string> known;
     for (const schema::Field &field : m_schema.fields_of(model)) {
       known.emplace_back(m_schema.str(field.name));
     }
     std::string suggestion = text::closest_match(key, known);
-    std::string text = fmt::format(
-        "unknown key {} ({} has no such key)", path, m_schema.str(m_schema.classes[model].name));
+    std::string text =
+        fmt::format("unknown key {} ({} has no such key)", path, m_schema.str(cls.name));
     if (!suggestion.empty()) {
       text += fmt::format("; did you mean '{}'?", suggestion);
     }
+    if (v0_9) {
+      // The newest schema compiled in: a key it does not know may be a newer release's.
+      text += fmt::format("{} a Prime-RL newer than {}, primebeaker does not support it yet",
+                          suggestion.empty() ? "; if this TOML is for" : " If this TOML is for",
+                          m_release);
+    }
     error(Problem::Kind::unknown_key, path, key_position(value), text, std::move(suggestion));
+  }
+
+  // A v0.8.0 key that v0.9 moved: reported with where it went (each member of a table whose
+  // members moved one by one). False when `key` did not move.
+  bool moved_key(const schema::Class &cls,
+                 std::string_view key,
+                 const Value &value,
+                 const std::string &table_path,
+                 const std::string &path) {
+    const MovedKey *moved = find_moved_key(m_schema, cls, key);
+    if (moved == nullptr) {
+      return false;
+    }
+    const auto destination = [&](std::string_view to) {
+      std::string base = table_path;
+      while (to.substr(0, 3) == "../") {
+        const auto dot = base.rfind('.');
+        base = dot == std::string::npos ? std::string() : base.substr(0, dot);
+        to.remove_prefix(3);
+      }
+      return base.empty() ? std::string(to) : base + "." + std::string(to);
+    };
+    const auto report = [&](const std::string &where, const Value &at, std::string to) {
+      error(Problem::Kind::unknown_key,
+            where,
+            key_position(at),
+            fmt::format("unknown key {} ({} has no such key); Prime-RL {} moved it to {} ({})",
+                        where,
+                        m_schema.str(cls.name),
+                        m_release,
+                        to,
+                        moved->origin),
+            to);
+    };
+    if (!moved->per_key || value.table() == nullptr || value.table()->empty()) {
+      report(path, value, destination(moved->to));
+      return true;
+    }
+    for (const auto &[member, item] : *value.table()) {
+      const MovedKey *exact = find_moved_key(m_schema, cls, std::string(key) + "." + member);
+      const std::string to = exact != nullptr ? exact->to : child_path(moved->to, member);
+      report(child_path(path, member), item, destination(to));
+    }
+    return true;
   }
 
   void missing(const Value &table,
@@ -636,7 +745,7 @@ private:
       return;
     case Kind::integer:
     case Kind::floating:
-      check_number(type_id, value, path, bounds);
+      check_number(type.kind == Kind::integer, value, path, bounds);
       return;
     case Kind::string:
     case Kind::path:
@@ -687,18 +796,29 @@ private:
     }
   }
 
-  void check_number(std::uint16_t type_id,
+  // A number as lax mode reads it (an int is a float, an integral float an int, booleans and
+  // numeric strings are numbers), then its bounds: the one check behind every integer and
+  // float, of the schema's fields and of the image-only keys alike.
+  void check_number(bool integer,
                     const Value &value,
                     const std::string &path,
                     const schema::Bounds *bounds) {
-    const bool integer = m_schema.types[type_id].kind == Kind::integer;
+    const auto refuse = [&] {
+      error(Problem::Kind::wrong_type,
+            path,
+            value.position().line ? value.position() : key_position(value),
+            fmt::format("{} must be {}, not {}",
+                        path,
+                        integer ? "an integer" : "a number",
+                        describe_value(value)));
+    };
     std::optional<double> number;
     if (value.integer()) {
       number = static_cast<double>(*value.integer());
     } else if (value.floating()) {
       number = *value.floating();
       if (integer && !(std::isfinite(*number) && whole(*number))) {
-        wrong_type(path, value, type_id); // pydantic refuses a fractional part
+        refuse(); // pydantic refuses a fractional part
         return;
       }
     } else if (value.boolean()) {
@@ -706,11 +826,11 @@ private:
     } else if (value.string()) {
       const auto parsed = number_in_string(*value.string());
       if (!parsed || (integer && !(std::isfinite(*parsed) && whole(*parsed)))) {
-        wrong_type(path, value, type_id);
+        refuse();
       }
       return; // numeric strings are accepted; their bounds are left to Prime-RL
     } else {
-      wrong_type(path, value, type_id);
+      refuse();
       return;
     }
     if (bounds == nullptr || std::isnan(*number)) {
@@ -994,9 +1114,10 @@ private:
           path,
           key_position(value),
           fmt::format("{} is accepted by the cataloged image (Prime-RL v0.7.1.dev83 fork: {}) "
-                      "but not by Prime-RL v0.8.0",
+                      "but not by Prime-RL {}",
                       path,
-                      image.origin));
+                      image.origin,
+                      m_release));
     }
     const std::string *text = value.string();
     if (image.nullable && text != nullptr && *text == "None") {
@@ -1007,32 +1128,13 @@ private:
     switch (image.kind) {
     case Kind::integer:
     case Kind::floating: {
-      const bool integer = image.kind == Kind::integer;
-      wanted = integer ? "an integer" : "a number";
-      std::optional<double> number;
-      if (value.integer()) {
-        number = static_cast<double>(*value.integer());
-      } else if (value.floating()) {
-        number = *value.floating();
-        ok = !integer || (std::isfinite(*number) && whole(*number));
-      } else if (text != nullptr) {
-        ok = number_in_string(*text).has_value();
-      } else {
-        ok = value.boolean().has_value();
-      }
-      if (ok && number && !std::isnan(*number) &&
-          ((image.has_ge && !(*number >= image.ge)) || (image.has_gt && !(*number > image.gt)))) {
-        error(Problem::Kind::out_of_bounds,
-              path,
-              value.position(),
-              fmt::format("{} = {} is out of bounds: it must be {} {}",
-                          path,
-                          value.raw(),
-                          image.has_ge ? ">=" : ">",
-                          format_number(image.has_ge ? image.ge : image.gt)));
-        return;
-      }
-      break;
+      schema::Bounds bounds{};
+      bounds.flags = static_cast<std::uint8_t>((image.has_ge ? schema::Bounds::has_ge : 0) |
+                                               (image.has_gt ? schema::Bounds::has_gt : 0));
+      bounds.ge = image.ge;
+      bounds.gt = image.gt;
+      check_number(image.kind == Kind::integer, value, path, &bounds);
+      return;
     }
     case Kind::string:
       wanted = "a string";
@@ -1121,9 +1223,17 @@ std::string_view kind_name(SchemaProblem::Kind kind) {
   return "unknown key";
 }
 
+std::string_view release_name(SchemaRelease release) {
+  return release == SchemaRelease::v0_9 ? "v0.9" : "v0.8.0";
+}
+
+const schema::Schema &schema_for(SchemaRelease release) {
+  return release == SchemaRelease::v0_9 ? schema::prime_rl_v0_9() : schema::prime_rl_v0_8_0();
+}
+
 std::vector<SchemaProblem>
 check_schema(const Document &document, ConfigRoot root, const SchemaCheckOptions &options) {
-  const schema::Schema &schema = schema::prime_rl_v0_8_0();
+  const schema::Schema &schema = schema_for(options.release);
   const schema::Root *entry = schema.find_root(root_name(root));
   std::vector<SchemaProblem> problems;
   if (entry == nullptr) {
@@ -1141,9 +1251,12 @@ check_schema(const Document &document, ConfigRoot root, const SchemaCheckOptions
   return problems;
 }
 
-std::size_t check_schema(const Document &document, ConfigRoot root, Problems &problems) {
+std::size_t
+check_schema(const Document &document, ConfigRoot root, Problems &problems, SchemaRelease release) {
+  SchemaCheckOptions options;
+  options.release = release;
   std::size_t errors = 0;
-  for (const SchemaProblem &problem : check_schema(document, root)) {
+  for (const SchemaProblem &problem : check_schema(document, root, options)) {
     if (problem.severity == SchemaProblem::Severity::error &&
         !problems.already_reports(problem.line != 0 ? problem.location : "", problem.key)) {
       problems.add(problem.message);

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 // Prime-RL's config schema, compiled in, and a pure checker of a TOML against it
 // (docs/primerl-schema.md). The tables are generated from Prime-RL's pydantic classes by
-// src/primerl/extract_schema.py (schema_v0_8_0.cpp); the checker finds, in one pass, every key
-// Prime-RL would refuse for its shape: unknown keys (with the nearest known one), values of the
-// wrong type, numbers out of Field bounds, strings outside a Literal, missing required keys and
-// discriminators. What it cannot type exactly it accepts: a false alarm is worse than a miss.
-// Cross-field rules (Prime-RL's model validators) stay with Prime-RL in the container.
+// src/primerl/extract_schema.py (schema_v0_8_0.cpp, schema_v0_9.cpp); the checker finds, in one
+// pass, every key Prime-RL would refuse for its shape: unknown keys (with the nearest known one),
+// values of the wrong type, numbers out of Field bounds, strings outside a Literal, missing
+// required keys and discriminators. What it cannot type exactly it accepts: a false alarm is worse
+// than a miss. Cross-field rules (Prime-RL's model validators) stay with Prime-RL in the container.
 #pragma once
 
 #include <cstdint>
@@ -96,6 +96,10 @@ enum class Extra : std::uint8_t {
   ignore,  // drops them silently (plain pydantic.BaseModel)
   allow,   // keeps them
   unknown, // a base class the extractor did not read may add fields: accept them
+  // validated as a subclass picked at run time by an id (a verifiers env, taskset, harness
+  // or judge plugin's config): the fields declared here are typed, other keys are the
+  // subclass's and accepted
+  narrowed,
 };
 
 struct Class {
@@ -122,7 +126,7 @@ struct Root {
 };
 
 struct Schema {
-  const char *label; // "Prime-RL v0.8.0"
+  const char *label; // "Prime-RL v0.8.0", "Prime-RL v0.9 (559b4477)"
   const char *text;  // the string pool
   std::span<const Class> classes;
   std::span<const Field> fields;
@@ -145,8 +149,17 @@ struct Schema {
 
 // Prime-RL v0.8.0 (src/primerl/schema_v0_8_0.cpp, generated).
 const Schema &prime_rl_v0_8_0();
+// Prime-RL v0.9: main at 559b4477 (tag v0.8.1.dev67), the commit before the v0.9.0 release,
+// with its deps/verifiers v1 classes (src/primerl/schema_v0_9.cpp, generated).
+const Schema &prime_rl_v0_9();
 
 } // namespace schema
+
+// Which Prime-RL generation's schema a TOML is checked against.
+enum class SchemaRelease { v0_8_0, v0_9 };
+
+std::string_view release_name(SchemaRelease release); // "v0.8.0", "v0.9"
+const schema::Schema &schema_for(SchemaRelease release);
 
 // Which Prime-RL entrypoint reads the TOML. primebeaker's `rl` and `sft` commands know theirs;
 // the others are for per-component TOMLs (`rl --trainer @ file.toml`, `env-server @ ...`).
@@ -163,6 +176,7 @@ struct SchemaProblem {
     not_allowed,      // a string outside its Literal values, or an unknown discriminator
     missing_required, // a required key (or a discriminated union's `type`) is absent
     image_difference, // note: the cataloged image and Prime-RL v0.8.0 disagree on this key
+                      // (v0.8.0 only)
   };
   enum class Severity { error, note };
 
@@ -179,16 +193,20 @@ struct SchemaProblem {
 std::string_view kind_name(SchemaProblem::Kind kind); // "unknown key", "wrong type", ...
 
 struct SchemaCheckOptions {
+  // The generation the TOML is read as. v0.9: unknown keys also say that a TOML for a newer
+  // Prime-RL is not supported yet, and v0.8.0 keys that moved name where they went.
+  SchemaRelease release = SchemaRelease::v0_8_0;
   // Report required keys that are absent (e.g. [trainer] in an rl TOML, or
   // deployment.num_train_nodes for multi_node).
   bool missing_required = true;
   // Notes (severity note) where the cataloged image (Prime-RL v0.7.1.dev83 fork,
   // images/catalog.json) and v0.8.0 differ: keys only the image accepts are otherwise accepted
   // silently, keys only v0.8.0 accepts are accepted as v0.8.0 does (docs/primerl-schema.md).
+  // v0.8.0 only: under v0.9 the image's keys are checked as v0.9 checks them.
   bool image_notes = true;
 };
 
-// Every problem of `document` read as Prime-RL v0.8.0's `root` entrypoint would read it, in
+// Every problem of `document` read as `options.release`'s `root` entrypoint would read it, in
 // document order; pure (reads only the document). Errors and notes in one list.
 std::vector<SchemaProblem> check_schema(const toml::Document &document,
                                         ConfigRoot root,
@@ -196,6 +214,9 @@ std::vector<SchemaProblem> check_schema(const toml::Document &document,
 
 // The same, with each error added to `problems` (config.hpp's collector, one line each) unless
 // `problems` already reports its location or key; notes are left out. Returns the number added.
-std::size_t check_schema(const toml::Document &document, ConfigRoot root, Problems &problems);
+std::size_t check_schema(const toml::Document &document,
+                         ConfigRoot root,
+                         Problems &problems,
+                         SchemaRelease release = SchemaRelease::v0_8_0);
 
 } // namespace pb::primerl
