@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: MIT
-// `primebeaker checkpoints list (--toml F [--working-dir W] | --output-dir D --ranks N) [--json]`.
+// `primebeaker checkpoints list (--toml F [--working-dir W] [--run NAME] | --output-dir D
+// --ranks N) [--json] [--latest]`.
 #include <primebeaker/checkpoints/report.hpp>
 #include <primebeaker/checkpoints/topology.hpp>
 #include <primebeaker/core/command_tree.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/json.hpp>
+#include <primebeaker/primerl/layout.hpp>
+#include <primebeaker/toml/value.hpp>
 
 #include <spdlog/spdlog.h>
 
@@ -24,10 +27,50 @@ struct ListOptions {
   std::string toml;
   std::string output_dir;
   std::string working_dir = k_default_working_dir;
+  std::string run; // v0.9: the run directory when the TOML names none
   int ranks = 0;
   bool json = false;
   bool latest = false;
 };
+
+// The run directory of a v0.9 TOML that names none (the launch named it after its experiment):
+// --run, else the one run directory its output_dir holds. "" for TOMLs that name their run.
+std::string run_dir_of(const toml::Document &document,
+                       const ListOptions &options,
+                       const fs::path &working_dir) {
+  if (!is_v0_9(document)) {
+    if (!options.run.empty()) {
+      throw usage_error("--run names a Prime-RL v0.9 run directory; " + options.toml +
+                        " is not a v0.9 config");
+    }
+    return "";
+  }
+  if (primerl::names_its_run(document)) {
+    if (!options.run.empty() && options.run != primerl::run_dir_name(document, "")) {
+      throw usage_error("--run " + options.run + " contradicts " + options.toml + ", whose run " +
+                        "directory is " + primerl::run_dir_name(document, ""));
+    }
+    return "";
+  }
+  if (!options.run.empty()) {
+    return options.run;
+  }
+  const fs::path output_dir = output_dir_from_toml(document, working_dir);
+  const auto runs = find_run_dirs(output_dir);
+  if (runs.size() == 1) {
+    return runs.front();
+  }
+  std::string listed;
+  for (const auto &name : runs) {
+    listed += (listed.empty() ? "" : ", ") + name;
+  }
+  throw usage_error(options.toml + " sets neither run.dir nor run.name (the launch named the run " +
+                    "after its experiment) and " + output_dir.string() +
+                    (runs.empty() ? " holds no run directory"
+                                  : " holds " + std::to_string(runs.size()) + " run directories (" +
+                                        listed + ")") +
+                    ": pass --run NAME");
+}
 
 // Where to look, from the flags: pure apart from reading the TOML the user named.
 CheckpointSource resolve_source(const ListOptions &options, const fs::path &cwd) {
@@ -44,7 +87,11 @@ CheckpointSource resolve_source(const ListOptions &options, const fs::path &cwd)
     }
     // A relative output_dir is relative to the run's working directory, as for previews.
     const fs::path working_dir = (cwd / options.working_dir).lexically_normal();
-    return source_from_toml(toml::Document::load(options.toml), working_dir);
+    const auto document = toml::Document::load(options.toml);
+    return source_from_toml(document, working_dir, run_dir_of(document, options, working_dir));
+  }
+  if (!options.run.empty()) {
+    throw usage_error("--run goes with --toml; give --output-dir the run directory itself");
   }
   if (options.working_dir != k_default_working_dir) {
     throw usage_error("--working-dir goes with --toml; --output-dir is a path on this machine");
@@ -107,6 +154,10 @@ void register_commands(cli::CommandTree &tree) {
                   "With --toml: the run's --working-dir, which a relative output_dir is "
                   "relative to, as for previews")
       .capture_default_str();
+  list.add_option(cli::flag("run"),
+                  options.run,
+                  "With a Prime-RL v0.9 --toml that sets neither run.dir nor run.name: the run "
+                  "directory under output_dir (default: its only one)");
   list.add_option(cli::flag("output-dir"),
                   options.output_dir,
                   "The run's output directory, instead of --toml; needs --ranks");

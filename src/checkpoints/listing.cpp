@@ -227,8 +227,8 @@ bool is_dir(const fs::path &path) {
 }
 
 // Whether some step_N directory under `checkpoints` has an orchestrator/ beside trainer/ (the
-// post-v0.8.0 run-directory layout). Looks at a few step directories only.
-bool has_post_layout_steps(const fs::path &checkpoints) {
+// v0.9 run-directory layout). Looks at a few step directories only.
+bool has_v0_9_steps(const fs::path &checkpoints) {
   std::error_code ec;
   int looked_at = 0;
   for (fs::directory_iterator it(checkpoints, ec), end; !ec && it != end && looked_at < 3;
@@ -248,7 +248,7 @@ bool has_post_layout_steps(const fs::path &checkpoints) {
 } // namespace
 
 std::string_view layout_name(Layout layout) {
-  return layout == Layout::v0_8_0 ? "v0.8.0" : "post-v0.8.0";
+  return layout == Layout::v0_8_0 ? "v0.8.0" : "v0.9";
 }
 
 std::optional<std::int64_t> parse_step_name(std::string_view name) {
@@ -277,25 +277,25 @@ CheckpointSource detect_source(const fs::path &output_dir, int expected_ranks) {
   source.orchestrator_root = output_dir / "run_default" / "checkpoints";
   const bool has_trainer_root = is_dir(source.trainer_root);
   if (is_dir(output_dir / "run_default") ||
-      (has_trainer_root && !has_post_layout_steps(source.trainer_root))) {
+      (has_trainer_root && !has_v0_9_steps(source.trainer_root))) {
     return source; // v0.8.0; a missing orchestrator root is reported per step
   }
   if (has_trainer_root) {
-    source.layout = Layout::post_v0_8_0;
+    source.layout = Layout::v0_9;
     source.orchestrator_root = source.trainer_root;
     return source;
   }
-  // A post-v0.8.0 output_dir holds run directories (<out>/<run.name>/checkpoints).
+  // A v0.9 output_dir holds run directories (<out>/<run.dir>/checkpoints).
   std::vector<fs::path> runs;
   std::error_code ec;
   for (fs::directory_iterator it(output_dir, ec), end; !ec && it != end; it.increment(ec)) {
-    if (is_dir(it->path() / "checkpoints") && has_post_layout_steps(it->path() / "checkpoints")) {
+    if (is_dir(it->path() / "checkpoints") && has_v0_9_steps(it->path() / "checkpoints")) {
       runs.push_back(it->path());
     }
   }
   std::sort(runs.begin(), runs.end());
   if (runs.size() == 1) {
-    source.layout = Layout::post_v0_8_0;
+    source.layout = Layout::v0_9;
     source.output_dir = runs.front();
     source.trainer_root = runs.front() / "checkpoints";
     source.orchestrator_root = source.trainer_root;
@@ -303,7 +303,7 @@ CheckpointSource detect_source(const fs::path &output_dir, int expected_ranks) {
   }
   if (runs.size() > 1) {
     Error error = failure(output_dir.string() + " holds " + std::to_string(runs.size()) +
-                          " post-v0.8.0 run directories; pass --output-dir with one of them");
+                          " v0.9 run directories; pass --output-dir with one of them");
     for (const auto &run : runs) {
       error.add_context(run.string());
     }
@@ -312,12 +312,41 @@ CheckpointSource detect_source(const fs::path &output_dir, int expected_ranks) {
   return source; // nothing written yet: read as v0.8.0, the primary target, and listed empty
 }
 
+CheckpointSource source_from_layout(const primerl::RunLayout &layout, int expected_ranks) {
+  CheckpointSource source;
+  source.layout = layout.is_v0_9() ? Layout::v0_9 : Layout::v0_8_0;
+  source.output_dir = layout.output_dir;
+  source.trainer_root = layout.trainer_checkpoints;
+  source.orchestrator_root = layout.orchestrator_checkpoints;
+  source.expected_ranks = expected_ranks;
+  return source;
+}
+
+std::vector<std::string> find_run_dirs(const fs::path &output_dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (fs::directory_iterator it(output_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind("primebeaker_", 0) == 0 || !is_dir(it->path())) {
+      continue;
+    }
+    for (const char *artifact : {"checkpoints", "configs", "logs"}) {
+      if (is_dir(it->path() / artifact)) {
+        names.push_back(name);
+        break;
+      }
+    }
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
 namespace {
 
 // The two checkpoint roots, open.
 struct Roots {
   DirFd trainer;
-  DirFd orchestrator_storage; // unused when both owners share one root (post-v0.8.0)
+  DirFd orchestrator_storage; // unused when both owners share one root (v0.9)
   int orchestrator = -1;
   bool shared = false;
 };

@@ -2,6 +2,8 @@
 // The resume decision of every start (docs/recovery.md): pure decide(), and its few effects.
 #include <primebeaker/checkpoints/recovery.hpp>
 #include <primebeaker/core/error.hpp>
+#include <primebeaker/core/text.hpp>
+#include <primebeaker/primerl/config.hpp>
 #include <primebeaker/toml/edit.hpp>
 #include <primebeaker/toml/value.hpp>
 
@@ -36,9 +38,47 @@ std::string step_text(const std::optional<std::int64_t> &step) {
   return step ? fmt::format("step {}", *step) : std::string("none");
 }
 
+bool is_v0_9(const toml::Document &document) {
+  return primerl::detect_generation(document).generation == primerl::Generation::v0_9;
+}
+
+bool has_key(const toml::Document &document, const std::string &dotted) {
+  return document.root().find_path(text::split(dotted, '.')) != nullptr;
+}
+
+// v0.9's [resume] (shared.py ResumeConfig): step, or dir (another run's step directory), or
+// neither (latest). The top-level table wins: Prime-RL copies it onto the sub-configs.
+TomlIntent read_v0_9_intent(const toml::Document &document) {
+  TomlIntent intent;
+  intent.resume_key = "resume.step";
+  const toml::Value *resume = document.root().find("resume");
+  if (resume == nullptr) {
+    resume = document.root().find_path({"trainer", "resume"});
+    intent.resume_key = "trainer.resume.step";
+  }
+  if (resume != nullptr && resume->is(toml::Type::table)) {
+    if (const toml::Value *step = resume->find("step")) {
+      intent.resume_step = step->integer();
+    }
+    if (const toml::Value *dir = resume->find("dir"); dir != nullptr && dir->string() != nullptr) {
+      intent.resume_dir = *dir->string();
+    }
+    if (!intent.resume_step && !intent.resume_dir) {
+      intent.resume_step = -1; // an empty [resume]: the latest step
+    }
+  }
+  if (const toml::Value *clean = document.root().find("clean")) {
+    intent.clean_output_dir = clean->boolean().value_or(false);
+  }
+  return intent;
+}
+
 } // namespace
 
 TomlIntent read_intent(const toml::Document &document) {
+  if (is_v0_9(document)) {
+    return read_v0_9_intent(document);
+  }
   TomlIntent intent;
   intent.resume_step = integer_at(document, {"ckpt", "resume_step"});
   if (!intent.resume_step) {
@@ -154,7 +194,8 @@ Decision decide(const ledger::Ledger &ledger, const DiskFacts &disk, const Start
       try {
         require_step(disk.steps, step);
       } catch (const Error &e) {
-        d.refusal = fmt::format("ckpt.resume_step = {} in the training TOML: {}", step, e.what());
+        d.refusal =
+            fmt::format("{} = {} in the training TOML: {}", facts.toml.resume_key, step, e.what());
         for (const auto &line : e.context()) {
           d.refusal += "; " + line;
         }
@@ -179,6 +220,8 @@ Decision decide(const ledger::Ledger &ledger, const DiskFacts &disk, const Start
       }
     }
   }
+  // v0.9 resume.dir forks another run's step: kept until this run has a step of its own.
+  d.keeps_fork = !d.resume_step && facts.toml.resume_dir.has_value() && d.refusal.empty();
   d.stale_above = d.resume_step.value_or(-1);
 
   // Work lost (docs/recovery.md "Figures"): steps any evidence shows beyond the resume step, and
@@ -288,15 +331,12 @@ std::vector<std::pair<std::int64_t, std::string>> step_dirs(const fs::path &dir)
   return out;
 }
 
-std::vector<fs::path> stale_roots(const fs::path &output_dir) {
-  return {output_dir / "rollouts",
-          output_dir / "run_default" / "rollouts",
-          output_dir / "run_default" / "broadcasts"};
-}
-
 } // namespace
 
-DiskFacts gather(const CheckpointSource &source, bool trainer_only, bool full) {
+DiskFacts gather(const CheckpointSource &source,
+                 const primerl::RunLayout &layout,
+                 bool trainer_only,
+                 bool full) {
   DiskFacts facts;
   const TreeListing listing = trainer_only || full ? list_steps(source) : list_latest(source);
   facts.full_listing = trainer_only || full;
@@ -333,7 +373,7 @@ DiskFacts gather(const CheckpointSource &source, bool trainer_only, bool full) {
     note_time(mtime_of(source.trainer_root / last.name / "trainer"));
     note_time(mtime_of(source.orchestrator_root / last.name / "orchestrator"));
   }
-  for (const auto &root : stale_roots(source.output_dir)) {
+  for (const auto &root : layout.step_dirs) {
     const auto dirs = step_dirs(root);
     if (!dirs.empty()) {
       note(dirs.back().first);
@@ -385,9 +425,9 @@ std::vector<std::string> set_aside(const CheckpointSource &source,
   return moved;
 }
 
-std::vector<std::string> remove_stale_state(const fs::path &output_dir, std::int64_t above) {
+std::vector<std::string> remove_stale_state(const primerl::RunLayout &layout, std::int64_t above) {
   std::vector<std::string> removed;
-  for (const auto &root : stale_roots(output_dir)) {
+  for (const auto &root : layout.step_dirs) {
     for (const auto &[step, name] : step_dirs(root)) {
       if (step > above) {
         std::error_code ec;
@@ -399,7 +439,61 @@ std::vector<std::string> remove_stale_state(const fs::path &output_dir, std::int
   return removed;
 }
 
+namespace {
+
+std::string v0_9_resume_toml(const toml::Document &document, const Decision &decision) {
+  const auto &keys = primerl::resume_keys(primerl::Generation::v0_9);
+  toml::Editor editor(document);
+  const auto unset_present = [&](const std::string &key) {
+    if (has_key(document, key)) {
+      editor.unset(key, {.if_exists = true});
+    }
+  };
+  if (decision.resume_step) {
+    const std::string step = std::to_string(*decision.resume_step);
+    editor.set(keys.step, step);
+    // A sub-config [trainer.resume] says the same step (the shared one is copied over it).
+    for (const auto &copy : keys.copies) {
+      if (has_key(document, copy.substr(0, copy.rfind('.')))) {
+        editor.set(copy, step);
+      }
+    }
+    for (const auto &key : keys.exclusive) {
+      unset_present(key);
+    }
+  } else if (decision.keeps_fork) {
+    // [resume] dir stays as written: this run has no step of its own yet.
+  } else if (decision.keep_output) {
+    // Every step directory was moved aside: "latest" finds none and Prime-RL starts from
+    // scratch, while a resume is not refused over the logs of earlier attempts (pathing.py
+    // validate_run_dir).
+    unset_present(keys.step);
+    for (const auto &key : keys.copies) {
+      unset_present(key);
+    }
+    for (const auto &key : keys.exclusive) {
+      unset_present(key);
+    }
+    if (!has_key(document, "resume")) {
+      editor.set("resume", "{}");
+    }
+  } else {
+    for (const auto &table : keys.tables) {
+      unset_present(table);
+    }
+  }
+  if (decision.keep_output && has_key(document, keys.clean)) {
+    editor.set(keys.clean, "false");
+  }
+  return editor.text();
+}
+
+} // namespace
+
 std::string resume_toml(const toml::Document &document, const Decision &decision) {
+  if (is_v0_9(document)) {
+    return v0_9_resume_toml(document, decision);
+  }
   toml::Editor editor(document);
   const std::vector<std::vector<std::string>> keys = {{"ckpt", "resume_step"},
                                                       {"trainer", "ckpt", "resume_step"},

@@ -2,6 +2,7 @@
 #include <primebeaker/checkpoints/topology.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/primerl/config.hpp>
+#include <primebeaker/primerl/layout.hpp>
 
 namespace pb::checkpoints {
 
@@ -9,21 +10,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string *string_at(const toml::Document &document,
-                             std::initializer_list<std::string_view> path,
-                             const char *dotted) {
-  const toml::Value *value = document.root().find_path(path);
-  if (value == nullptr) {
-    return nullptr;
-  }
-  if (value->string() == nullptr) {
-    throw input_error(document.location(*value) + ": " + dotted + " must be a string");
-  }
-  return value->string();
-}
-
-// What a launch reads from the TOML, through primerl as previews read it (docs/checkpoints.md):
-// the trainer rank count and output_dir as written (required; exit 3 naming FILE:LINE:COL).
+// What a launch reads from a v0.8.0 TOML, through primerl as previews read it
+// (docs/checkpoints.md): the trainer rank count and output_dir as written (required; exit 3
+// naming FILE:LINE:COL).
 struct LaunchFacts {
   int ranks = 0;
   std::string output_dir;
@@ -38,27 +27,36 @@ LaunchFacts launch_facts(const toml::Document &document) {
   return {static_cast<int>(rl.num_train_gpus), rl.output_dir.value};
 }
 
+// v0.9's output_dir: RLConfig's default is "outputs".
+std::string v0_9_output_dir(const toml::Document &document) {
+  const toml::Value *value = document.root().find("output_dir");
+  if (value == nullptr) {
+    return "outputs";
+  }
+  if (value->string() == nullptr || value->string()->empty()) {
+    throw input_error(document.location(*value) + ": output_dir must be a non-empty string");
+  }
+  return *value->string();
+}
+
 } // namespace
 
-bool is_post_v0_8_0(const toml::Document &document) {
+bool is_v0_9(const toml::Document &document) {
   return primerl::detect_generation(document).generation == primerl::Generation::v0_9;
 }
 
 int expected_trainer_ranks(const toml::Document &document) {
+  if (is_v0_9(document)) {
+    return static_cast<int>(primerl::v0_9_trainer_ranks(document));
+  }
   // The GPU accounting is primerl's (docs/checkpoints.md): the same numbers the launch used.
   return launch_facts(document).ranks;
 }
 
-CheckpointSource source_from_toml(const toml::Document &document, const fs::path &working_dir) {
-  if (is_post_v0_8_0(document)) {
-    const auto info = primerl::detect_generation(document);
-    throw input_error(document.source_name() + ": a post-v0.8.0 Prime-RL config (" + info.evidence +
-                      "); its checkpoints live in <output_dir>/<run.name>/checkpoints/step_N/"
-                      "{trainer,orchestrator}: list them with --output-dir RUN_DIR --ranks N");
-  }
-  const LaunchFacts facts = launch_facts(document);
+fs::path output_dir_from_toml(const toml::Document &document, const fs::path &working_dir) {
   // Relative to the directory the run's container worked in, as previews resolve it.
-  fs::path output_dir(facts.output_dir);
+  fs::path output_dir(is_v0_9(document) ? v0_9_output_dir(document)
+                                        : launch_facts(document).output_dir);
   if (output_dir.is_relative()) {
     output_dir = working_dir / output_dir;
   }
@@ -66,23 +64,32 @@ CheckpointSource source_from_toml(const toml::Document &document, const fs::path
   if (!output_dir.empty() && output_dir.filename().empty()) {
     output_dir = output_dir.parent_path();
   }
+  return output_dir;
+}
 
-  CheckpointSource source;
-  source.output_dir = output_dir;
-  source.trainer_root = output_dir / "checkpoints";
-  source.orchestrator_root = output_dir / "run_default" / "checkpoints";
-  source.expected_ranks = facts.ranks;
-  // ckpt.output_dir (shared, v0.8.0) or trainer.ckpt.output_dir relocates the trainer's root only.
-  const std::string *relocated = string_at(document, {"ckpt", "output_dir"}, "ckpt.output_dir");
-  if (relocated == nullptr) {
-    relocated = string_at(document, {"trainer", "ckpt", "output_dir"}, "trainer.ckpt.output_dir");
+primerl::RunLayout layout_from_toml(const toml::Document &document,
+                                    const fs::path &working_dir,
+                                    const std::string &run_name) {
+  const fs::path output_dir = output_dir_from_toml(document, working_dir);
+  const bool v0_9 = is_v0_9(document);
+  const std::string name = v0_9 ? primerl::run_dir_name(document, run_name) : std::string();
+  if (v0_9 && name.empty()) {
+    throw input_error(document.source_name() +
+                      ": a Prime-RL v0.9 config without run.dir or run.name: its run directory "
+                      "under " +
+                      output_dir.string() + " is named after the launch's experiment");
   }
-  if (relocated != nullptr) {
-    fs::path root(*relocated);
-    source.trainer_root =
-        ((root.is_relative() ? working_dir / root : root) / "checkpoints").lexically_normal();
-  }
-  return source;
+  return primerl::run_layout(v0_9 ? primerl::Generation::v0_9 : primerl::Generation::v0_8,
+                             output_dir,
+                             name,
+                             primerl::ckpt_output_dir(document, working_dir));
+}
+
+CheckpointSource source_from_toml(const toml::Document &document,
+                                  const fs::path &working_dir,
+                                  const std::string &run_name) {
+  const auto layout = layout_from_toml(document, working_dir, run_name);
+  return source_from_layout(layout, expected_trainer_ranks(document));
 }
 
 } // namespace pb::checkpoints

@@ -30,35 +30,6 @@ double now_unix() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-// Where the checkpoints of this run are: OUTPUT_DIR (relative to WORKING_DIR), and the trainer's
-// root moved by ckpt.output_dir / trainer.ckpt.output_dir as docs/checkpoints.md says.
-checkpoints::CheckpointSource source_of(const RecoveryRequest &request,
-                                        const toml::Document &document) {
-  fs::path out = request.output_dir.is_relative() ? request.working_dir / request.output_dir
-                                                  : request.output_dir;
-  out = out.lexically_normal();
-  if (!out.empty() && out.filename().empty()) {
-    out = out.parent_path();
-  }
-  checkpoints::CheckpointSource source;
-  source.output_dir = out;
-  source.trainer_root = out / "checkpoints";
-  source.orchestrator_root = out / "run_default" / "checkpoints";
-  source.expected_ranks = std::max(1, request.trainer_ranks);
-  for (const auto &path : {std::vector<std::string>{"ckpt", "output_dir"},
-                           std::vector<std::string>{"trainer", "ckpt", "output_dir"}}) {
-    const toml::Value *value = document.root().find_path(path);
-    if (value != nullptr && value->string() != nullptr) {
-      const fs::path root(*value->string());
-      source.trainer_root =
-          ((root.is_relative() ? request.working_dir / root : root) / "checkpoints")
-              .lexically_normal();
-      break;
-    }
-  }
-  return source;
-}
-
 // "20260501T120000Z-<job>": the set-aside directory of one start.
 std::string set_aside_name(double now, const std::string &job_id) {
   std::string stamp = ledger::utc_text(now);
@@ -72,6 +43,26 @@ std::string set_aside_name(double now, const std::string &job_id) {
 }
 
 } // namespace
+
+primerl::RunLayout layout_of(const RecoveryRequest &request, const toml::Document &document) {
+  const fs::path out = request.output_dir.is_relative() ? request.working_dir / request.output_dir
+                                                        : request.output_dir;
+  const bool v0_9 = request.generation == primerl::Generation::v0_9 ||
+                    primerl::detect_generation(document).generation == primerl::Generation::v0_9;
+  std::string run_dir = request.run_dir_name;
+  if (v0_9 && run_dir.empty()) {
+    run_dir = primerl::run_dir_name(document, "");
+    if (run_dir.empty()) {
+      throw input_error(fmt::format("{}: a Prime-RL v0.9 config without run.dir or run.name, and "
+                                    "no PRIME_RL_RUN_DIR: the run directory is unknown",
+                                    request.config_path.string()));
+    }
+  }
+  return primerl::run_layout(v0_9 ? primerl::Generation::v0_9 : primerl::Generation::v0_8,
+                             out,
+                             run_dir,
+                             primerl::ckpt_output_dir(document, request.working_dir));
+}
 
 void fill_identity(RecoveryRequest &request, const std::map<std::string, std::string> &env) {
   request.job_id = env_or(env, contract::var::job_id, "manual");
@@ -105,6 +96,11 @@ nlohmann::json RecoveryOutcome::helper_request() const {
   if (decision.resume_step) {
     j["step"] = *decision.resume_step;
   }
+  if (layout.is_v0_9()) {
+    // The v0.9 edit differs for a fresh start (checkpoints::recovery::resume_toml).
+    j["generation"] = "v0.9";
+    j["keeps_fork"] = decision.keeps_fork;
+  }
   return j;
 }
 
@@ -115,7 +111,10 @@ RecoveryOutcome start_recovery(const RecoveryRequest &request,
     throw input_error(fmt::format("config file not found: {}", request.config_path.string()));
   }
   const auto document = toml::Document::load(request.config_path);
-  const auto source = source_of(request, document);
+  RecoveryOutcome outcome;
+  outcome.layout = layout_of(request, document);
+  const auto source =
+      checkpoints::source_from_layout(outcome.layout, std::max(1, request.trainer_ranks));
 
   rec::StartFacts facts;
   facts.run_id = request.run_id;
@@ -127,15 +126,15 @@ RecoveryOutcome start_recovery(const RecoveryRequest &request,
   facts.policy = request.policy;
   facts.toml = rec::read_intent(document);
 
-  RecoveryOutcome outcome;
+  // The ledger stays under output_dir, outside a v0.9 run directory that `clean` deletes.
   outcome.ledger_dir = ledger::directory(source.output_dir, ledger::run_key(request.run_id));
   const ledger::Ledger history = ledger::read(outcome.ledger_dir);
   for (const auto &name : history.unreadable) {
     note(fmt::format("warning: skipping the unreadable ledger record {}",
                      (outcome.ledger_dir / name).string()));
   }
-  const rec::DiskFacts disk =
-      rec::gather(source, request.trainer_only, rec::needs_full_listing(history, facts));
+  const rec::DiskFacts disk = rec::gather(
+      source, outcome.layout, request.trainer_only, rec::needs_full_listing(history, facts));
   outcome.decision = rec::decide(history, disk, facts);
   auto &decision = outcome.decision;
 
@@ -147,7 +146,7 @@ RecoveryOutcome start_recovery(const RecoveryRequest &request,
     for (const auto &path : decision.record.set_aside) {
       note(fmt::format("moved the incomplete step aside: {}", path));
     }
-    for (const auto &path : rec::remove_stale_state(source.output_dir, decision.stale_above)) {
+    for (const auto &path : rec::remove_stale_state(outcome.layout, decision.stale_above)) {
       note(fmt::format("removed stale {}", path));
     }
   }
@@ -169,6 +168,11 @@ RecoveryOutcome start_recovery(const RecoveryRequest &request,
                          : fmt::format(" ({} steps and {:.0f} s lost)",
                                        r.steps_lost,
                                        std::round(r.time_lost_seconds))));
+  } else if (decision.keeps_fork) {
+    note(fmt::format("attempt {} ({}): no complete checkpoint of this run; starting from the "
+                     "TOML's resume.dir",
+                     outcome.attempt,
+                     why));
   } else {
     note(fmt::format(
         "attempt {} ({}): starting fresh (no complete checkpoint)", outcome.attempt, why));

@@ -7,8 +7,11 @@ namespace pb::test {
 
 namespace fs = std::filesystem;
 
+fs::path CheckpointTree::orchestrator_root() const {
+  return m_run.empty() ? m_out / "run_default" / "checkpoints" : run_dir() / "checkpoints";
+}
 fs::path CheckpointTree::trainer_dir(const std::string &name) const {
-  return m_out / "checkpoints" / name / "trainer";
+  return run_dir() / "checkpoints" / name / "trainer";
 }
 fs::path CheckpointTree::shard(const std::string &name, int rank) const {
   return trainer_dir(name) / ("__" + std::to_string(rank) + "_0.distcp");
@@ -17,7 +20,7 @@ fs::path CheckpointTree::metadata(const std::string &name) const {
   return trainer_dir(name) / ".metadata";
 }
 fs::path CheckpointTree::progress(const std::string &name) const {
-  return m_out / "run_default" / "checkpoints" / name / "orchestrator" / "progress.pt";
+  return orchestrator_root() / name / "orchestrator" / "progress.pt";
 }
 
 void CheckpointTree::complete_step(const std::string &name, int ranks) {
@@ -37,8 +40,8 @@ void CheckpointTree::write_progress(const std::string &name, const std::string &
   write_file(progress(name), bytes);
 }
 void CheckpointTree::make_roots() {
-  fs::create_directories(m_out / "checkpoints");
-  fs::create_directories(m_out / "run_default" / "checkpoints");
+  fs::create_directories(run_dir() / "checkpoints");
+  fs::create_directories(orchestrator_root());
 }
 
 } // namespace pb::test

@@ -13,7 +13,12 @@ namespace pb::test {
 class CheckpointTree {
 public:
   explicit CheckpointTree(std::filesystem::path output_dir) : m_out(std::move(output_dir)) {}
+  // A Prime-RL v0.9 run: <out>/<run_dir>/checkpoints/step_N/{trainer,orchestrator}/.
+  CheckpointTree(std::filesystem::path output_dir, std::string run_dir)
+      : m_out(std::move(output_dir)), m_run(std::move(run_dir)) {}
   const std::filesystem::path &output_dir() const { return m_out; }
+  // <out> (v0.8.0) or <out>/<run_dir> (v0.9).
+  std::filesystem::path run_dir() const { return m_run.empty() ? m_out : m_out / m_run; }
 
   std::filesystem::path trainer_dir(const std::string &name) const;
   std::filesystem::path shard(const std::string &name, int rank) const;
@@ -30,7 +35,10 @@ public:
   void make_roots();
 
 private:
+  std::filesystem::path orchestrator_root() const;
+
   std::filesystem::path m_out;
+  std::string m_run; // "" for v0.8.0
 };
 
 } // namespace pb::test

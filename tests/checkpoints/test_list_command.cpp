@@ -300,3 +300,94 @@ TEST(CheckpointsList, UsageErrors) {
 }
 
 } // namespace
+
+namespace {
+
+// A v0.9 multi-node TOML (2 trainer nodes x 2 GPUs = 4 ranks), `run` its [run] block.
+std::string v0_9_toml(const std::string &output_dir, const std::string &run) {
+  return "output_dir = \"" + output_dir + "\"\n" + run +
+         "[deployment]\ntype = \"multi_node\"\nnum_train_nodes = 2\nnum_infer_nodes = 1\n"
+         "gpus_per_node = 2\n[monitors.wandb]\nproject = \"p\"\n[orchestrator]\n[inference.vllm]\n";
+}
+
+} // namespace
+
+TEST(CheckpointsList, V09TomlListsItsRunDirectory) {
+  TempDir tmp;
+  CheckpointTree tree(tmp / "out", "my-run");
+  tree.complete_step("step_10", 4);
+  tree.complete_step("step_20", 4);
+  tree.write_shard("step_30", 0);
+  tree.write_metadata("step_30");
+  pb::test::write_file(tmp / "named.toml",
+                       v0_9_toml((tmp / "out").string(), "[run]\nname = \"my-run\"\n"));
+  const auto result =
+      run_primebeaker({"checkpoints", "list", "--toml", (tmp / "named.toml").string(), "--json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto json = nlohmann::json::parse(result.out);
+  EXPECT_EQ(json["layout"], "v0.9");
+  EXPECT_EQ(json["expected_ranks"], 4);
+  EXPECT_EQ(json["selected_step"], 20);
+  EXPECT_EQ(json["output_dir"], (tmp / "out").string());
+  EXPECT_EQ(json["trainer_root"], (tmp / "out/my-run/checkpoints").string());
+  EXPECT_EQ(json["orchestrator_root"], json["trainer_root"]);
+  ASSERT_EQ(json["steps"].size(), 3U);
+  EXPECT_EQ(json["steps"][2]["missing"],
+            nlohmann::json::parse(R"(["my-run/checkpoints/step_30/trainer/__1_0.distcp",
+              "my-run/checkpoints/step_30/trainer/__2_0.distcp",
+              "my-run/checkpoints/step_30/trainer/__3_0.distcp",
+              "my-run/checkpoints/step_30/orchestrator/progress.pt"])"));
+  const auto table =
+      run_primebeaker({"checkpoints", "list", "--toml", (tmp / "named.toml").string()});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_EQ(table.out.rfind("Checkpoints in " + (tmp / "out").string() +
+                                " (Prime-RL v0.9 layout), 4 trainer ranks per step\n",
+                            0),
+            0U)
+      << table.out;
+
+  // No run.dir / run.name: the launch named the run; its only run directory is used.
+  pb::test::write_file(tmp / "unnamed.toml", v0_9_toml((tmp / "out").string(), "[resume]\n"));
+  const std::string unnamed = (tmp / "unnamed.toml").string();
+  const auto only = run_primebeaker({"checkpoints", "list", "--toml", unnamed, "--json"});
+  ASSERT_EQ(only.exit_code, 0) << only.err;
+  EXPECT_EQ(nlohmann::json::parse(only.out)["selected_step"], 20);
+  // Two candidates: one line naming them and the flag; --run picks one.
+  CheckpointTree other(tmp / "out", "other-run");
+  other.complete_step("step_5", 4);
+  fs::create_directories(tmp / "out/primebeaker_recovery/ledger"); // ours, never a candidate
+  const auto ambiguous = run_primebeaker({"checkpoints", "list", "--toml", unnamed});
+  EXPECT_EQ(ambiguous.exit_code, 2);
+  EXPECT_EQ(ambiguous.err,
+            "primebeaker: error: " + unnamed +
+                " sets neither run.dir nor run.name (the launch named the run after its "
+                "experiment) and " +
+                (tmp / "out").string() +
+                " holds 2 run directories (my-run, other-run): pass --run NAME\n");
+  const auto picked =
+      run_primebeaker({"checkpoints", "list", "--toml", unnamed, "--run", "other-run", "--json"});
+  ASSERT_EQ(picked.exit_code, 0) << picked.err;
+  EXPECT_EQ(nlohmann::json::parse(picked.out)["selected_step"], 5);
+  // --run may not contradict the TOML, nor go with --output-dir.
+  EXPECT_EQ(
+      run_primebeaker(
+          {"checkpoints", "list", "--toml", (tmp / "named.toml").string(), "--run", "other-run"})
+          .exit_code,
+      2);
+  EXPECT_EQ(run_primebeaker({"checkpoints",
+                             "list",
+                             "--output-dir",
+                             (tmp / "out/my-run").string(),
+                             "--ranks",
+                             "4",
+                             "--run",
+                             "x"})
+                .exit_code,
+            2);
+  // --output-dir with the run directory itself reads the same layout.
+  const auto by_dir = run_primebeaker(
+      {"checkpoints", "list", "--output-dir", (tmp / "out/my-run").string(), "--ranks", "4"});
+  ASSERT_EQ(by_dir.exit_code, 0) << by_dir.err;
+  EXPECT_NE(by_dir.out.find("(Prime-RL v0.9 layout)"), std::string::npos) << by_dir.out;
+  EXPECT_NE(by_dir.out.find("A resume would use step 20."), std::string::npos) << by_dir.out;
+}

@@ -440,7 +440,7 @@ TEST(CheckpointScan, RecordHasAbsolutePathsAndSizesInRankOrder) {
   EXPECT_EQ(record.orchestrator_progress_size, 8U);
 }
 
-TEST(CheckpointScan, PostV080LayoutIsDetectedAndScannedInPlace) {
+TEST(CheckpointScan, V09LayoutIsDetectedAndScannedInPlace) {
   TempDir tmp;
   const fs::path run = tmp / "out" / "my-run";
   for (int step : {5, 10}) {
@@ -456,7 +456,7 @@ TEST(CheckpointScan, PostV080LayoutIsDetectedAndScannedInPlace) {
   }
   for (const fs::path &given : {tmp / "out", run}) {
     const auto source = detect_source(given, 2);
-    EXPECT_EQ(source.layout, Layout::post_v0_8_0) << given;
+    EXPECT_EQ(source.layout, Layout::v0_9) << given;
     EXPECT_EQ(source.output_dir, run);
     EXPECT_EQ(source.trainer_root, run / "checkpoints");
     EXPECT_EQ(source.orchestrator_root, run / "checkpoints");
@@ -474,8 +474,7 @@ TEST(CheckpointScan, PostV080LayoutIsDetectedAndScannedInPlace) {
   // Two run directories: ambiguous, so say so.
   pb::test::write_file(tmp / "out/other-run/checkpoints/step_1/orchestrator/progress.pt", "p");
   const auto ambiguous = thrown_error([&] { detect_source(tmp / "out", 2); });
-  EXPECT_NE(std::string(ambiguous.what()).find("holds 2 post-v0.8.0 run directories"),
-            std::string::npos);
+  EXPECT_NE(std::string(ambiguous.what()).find("holds 2 v0.9 run directories"), std::string::npos);
   EXPECT_EQ(ambiguous.context().size(), 2U);
   // Nothing written yet: v0.8.0, the primary target, which lists no steps.
   const auto empty = detect_source(tmp / "empty", 1);

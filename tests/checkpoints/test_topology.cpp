@@ -3,6 +3,7 @@
 
 #include <primebeaker/checkpoints/topology.hpp>
 #include <primebeaker/core/error.hpp>
+#include <primebeaker/primerl/layout.hpp>
 
 #include <gtest/gtest.h>
 
@@ -10,6 +11,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace pb::checkpoints;
+using pb::test::thrown_error;
 using pb::toml::Document;
 
 // A launchable heterogeneous multi-node RL TOML (1 trainer node + 1 more inference node).
@@ -92,10 +94,10 @@ TEST(CheckpointTopology, CorpusExamples) {
   EXPECT_EQ(source.trainer_root, source.output_dir / "checkpoints");
   EXPECT_EQ(source.orchestrator_root, source.output_dir / "run_default/checkpoints");
   EXPECT_EQ(source.expected_ranks, 8);
-  EXPECT_TRUE(is_post_v0_8_0(
-      Document::load(corpus / "prime-rl/main-559b4477-examples-basic-wordle-rl.toml")));
-  EXPECT_FALSE(is_post_v0_8_0(
-      Document::load(corpus / "prime-rl/v0.8.0-examples-basic-reverse-text-rl.toml")));
+  EXPECT_TRUE(
+      is_v0_9(Document::load(corpus / "prime-rl/main-559b4477-examples-basic-wordle-rl.toml")));
+  EXPECT_FALSE(
+      is_v0_9(Document::load(corpus / "prime-rl/v0.8.0-examples-basic-reverse-text-rl.toml")));
 }
 
 TEST(CheckpointTopology, SourceFromToml) {
@@ -108,13 +110,103 @@ TEST(CheckpointTopology, SourceFromToml) {
       Document::parse(multi_node("2", "2", 4, "[ckpt]\noutput_dir = \"/fast\"\n"), "t.toml"), "/w");
   EXPECT_EQ(source.trainer_root, "/fast/checkpoints");
   EXPECT_EQ(source.orchestrator_root, "/weka/out/run_default/checkpoints");
-  const auto error = pb::test::thrown_error([] {
-    source_from_toml(Document::parse(multi_node("2", "2", 4, "[resume]\n"), "t.toml"), "/w");
-  });
+}
+
+// A v0.9 multi-node TOML as Prime-RL 559b4477 reads it (deployment keys unchanged, [run]).
+std::string v0_9_multi_node(const std::string &extra = "") {
+  return "output_dir = \"/weka/out\"\n" + extra +
+         "[deployment]\ntype = \"multi_node\"\nnum_train_nodes = 2\nnum_infer_nodes = 1\n"
+         "[monitors.wandb]\nproject = \"p\"\n[orchestrator]\n[inference.vllm]\n";
+}
+
+TEST(CheckpointTopology, V09RanksFollowPrimeRlsDeployment) {
+  // One torchrun rank per GPU of every trainer node (multi_node_rl.sbatch.j2).
+  EXPECT_EQ(ranks_of(v0_9_multi_node("[resume]\n")), 16);
+  EXPECT_EQ(ranks_of("clean = true\n[deployment]\ntype = \"multi_node\"\nnum_train_nodes = 3\n"
+                     "gpus_per_node = 4\n"),
+            12);
+  // single_node: num_train_gpus, default 1; the deployment itself defaults to single_node.
+  EXPECT_EQ(ranks_of("[run]\nname = \"r\"\n[deployment]\nnum_train_gpus = 3\n"), 3);
+  EXPECT_EQ(ranks_of("[run]\nname = \"r\"\n"), 1);
+  const auto missing = error_of("[run]\nname = \"r\"\n[deployment]\ntype = \"multi_node\"\n");
+  EXPECT_NE(missing.find("deployment.num_train_nodes"), std::string::npos) << missing;
+  const auto zero = error_of("[run]\n[deployment]\nnum_train_gpus = 0\n");
+  EXPECT_EQ(zero.rfind("t.toml:3:", 0), 0U) << zero;
+  // The corpus: 2 trainer nodes of 8 GPUs; the CI resume config runs one trainer GPU.
+  const fs::path corpus = pb::test::shared_dir() / "corpus" / "prime-rl";
+  EXPECT_EQ(expected_trainer_ranks(
+                Document::load(corpus / "main-559b4477-examples-advanced-qwen3-30b-a3b-swe.toml")),
+            16);
+  EXPECT_EQ(expected_trainer_ranks(Document::load(
+                corpus / "main-559b4477-configs-ci-integration-reverse-text-resume.toml")),
+            1);
+}
+
+TEST(CheckpointTopology, V09SourceIsTheRunDirectory) {
+  // run.dir wins over run.name; both owners share <run>/checkpoints.
+  auto source = source_from_toml(
+      Document::parse(v0_9_multi_node("[run]\nname = \"shown\"\ndir = \"kept\"\n"), "t.toml"),
+      "/w");
+  EXPECT_EQ(source.layout, Layout::v0_9);
+  EXPECT_EQ(source.output_dir, "/weka/out");
+  EXPECT_EQ(source.trainer_root, "/weka/out/kept/checkpoints");
+  EXPECT_EQ(source.orchestrator_root, "/weka/out/kept/checkpoints");
+  EXPECT_EQ(source.expected_ranks, 16);
+  // ckpt.output_dir moves the trainer's root only; output_dir defaults to "outputs".
+  source = source_from_toml(Document::parse("[run]\nname = \"r\"\n[ckpt]\noutput_dir = "
+                                            "\"fast\"\n[deployment]\nnum_train_gpus = 2\n",
+                                            "t.toml"),
+                            "/w");
+  EXPECT_EQ(source.output_dir, "/w/outputs");
+  EXPECT_EQ(source.trainer_root, "/w/fast/checkpoints");
+  EXPECT_EQ(source.orchestrator_root, "/w/outputs/r/checkpoints");
+  // Without run.dir / run.name the launch named it: the caller passes the name, else exit 3.
+  const auto unnamed = Document::parse(v0_9_multi_node("[resume]\n"), "t.toml");
+  EXPECT_EQ(source_from_toml(unnamed, "/w", "my-exp").trainer_root, "/weka/out/my-exp/checkpoints");
+  const auto error = pb::test::thrown_error([&] { source_from_toml(unnamed, "/w"); });
   EXPECT_EQ(error.code(), 3);
-  const std::string message = error.what();
-  EXPECT_NE(message.find("post-v0.8.0 Prime-RL config"), std::string::npos) << message;
-  EXPECT_NE(message.find("--output-dir RUN_DIR --ranks N"), std::string::npos) << message;
+  EXPECT_NE(std::string(error.what()).find("without run.dir or run.name"), std::string::npos)
+      << error.what();
+  // The layout carries what the other modules read.
+  const auto layout = layout_from_toml(unnamed, "/w", "my-exp");
+  EXPECT_EQ(layout.run_dir, "/weka/out/my-exp");
+  EXPECT_EQ(layout.broadcasts, "/weka/out/my-exp/broadcasts");
+  EXPECT_EQ(layout.step_dirs,
+            (std::vector<fs::path>{"/weka/out/my-exp/rollouts", "/weka/out/my-exp/broadcasts"}));
+  EXPECT_EQ(layout.wandb_dirs, std::vector<fs::path>{"/weka/out/my-exp/wandb"});
+  EXPECT_EQ(layout.config_dir, "/weka/out/my-exp/configs");
+}
+
+TEST(CheckpointTopology, V08LayoutIsUnchanged) {
+  const auto layout = layout_from_toml(Document::parse(multi_node("2", "2", 4), "t.toml"), "/w");
+  EXPECT_EQ(layout.run_dir, "/weka/out");
+  EXPECT_EQ(layout.orchestrator_checkpoints, "/weka/out/run_default/checkpoints");
+  EXPECT_EQ(layout.step_dirs,
+            (std::vector<fs::path>{"/weka/out/rollouts",
+                                   "/weka/out/run_default/rollouts",
+                                   "/weka/out/run_default/broadcasts"}));
+  EXPECT_EQ(layout.wandb_dirs,
+            (std::vector<fs::path>{"/weka/out/wandb", "/weka/out/run_default/wandb"}));
+  EXPECT_TRUE(layout.config_dir.empty());
+}
+
+TEST(CheckpointTopology, RunDirNameAndResumeKeys) {
+  namespace primerl = pb::primerl;
+  EXPECT_EQ(primerl::run_dir_name(Document::parse("[run]\nname = \"n\"\n", "t.toml"), "f"), "n");
+  EXPECT_EQ(primerl::run_dir_name(Document::parse("[run]\n", "t.toml"), "f"), "f");
+  EXPECT_EQ(thrown_error([] {
+              primerl::run_dir_name(Document::parse("[run]\ndir = 3\n", "t.toml"), "");
+            }).code(),
+            3);
+  // A run directory must be one plain path component.
+  EXPECT_EQ(thrown_error([] {
+              primerl::run_layout(primerl::Generation::v0_9, "/o", "../x", std::nullopt);
+            }).code(),
+            3);
+  EXPECT_EQ(primerl::resume_keys(primerl::Generation::v0_9).step, "resume.step");
+  EXPECT_EQ(primerl::resume_keys(primerl::Generation::v0_9).clean, "clean");
+  EXPECT_EQ(primerl::resume_keys(primerl::Generation::v0_8).step, "ckpt.resume_step");
+  EXPECT_EQ(primerl::resume_keys(primerl::Generation::v0_8).clean, "clean_output_dir");
 }
 
 } // namespace

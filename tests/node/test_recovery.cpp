@@ -3,6 +3,9 @@
 // listed checkpoints, plus the ledger's exclusive writes on a real directory.
 #include "test_support.hpp"
 
+// The node module's private recovery glue, run here on real v0.9 directory trees.
+#include "../../src/node/recovery.hpp"
+
 #include <primebeaker/checkpoints/ledger.hpp>
 #include <primebeaker/checkpoints/recovery.hpp>
 #include <primebeaker/toml/value.hpp>
@@ -357,6 +360,201 @@ TEST(RecoveryLedger, SummaryCountsRecoveriesAndUsefulTime) {
   EXPECT_EQ(s.last_resume_step, 20);
   EXPECT_DOUBLE_EQ(s.total_seconds, 1000); // ended at 900 + 100
   EXPECT_DOUBLE_EQ(s.useful_seconds, 800);
+}
+
+// ---- Prime-RL v0.9 -------------------------------------------------------------------------
+
+TEST(RecoveryToml, V09IntentIsTheResumeTableAndClean) {
+  const auto intent = [](const std::string &text) {
+    return rec::read_intent(pb::toml::Document::parse(text, "v09.toml"));
+  };
+  EXPECT_EQ(intent("[resume]\nstep = 15\n").resume_step, 15);
+  EXPECT_EQ(intent("[resume]\nstep = 15\n").resume_key, "resume.step");
+  EXPECT_EQ(intent("[resume]\n").resume_step, -1); // empty: latest
+  EXPECT_FALSE(intent("[run]\nname = \"r\"\n").resume_step);
+  const auto fork = intent("[resume]\ndir = \"/o/other/checkpoints/step_50\"\n");
+  EXPECT_FALSE(fork.resume_step);
+  EXPECT_EQ(fork.resume_dir, "/o/other/checkpoints/step_50");
+  EXPECT_TRUE(intent("clean = true\n[deployment]\ntype = \"single_node\"\n").clean_output_dir);
+  // A v0.9 TOML never reads the v0.8.0 keys, and the other way round.
+  EXPECT_FALSE(intent("[run]\nname = \"r\"\n[ckpt]\nresume_step = 4\n").resume_step);
+  EXPECT_FALSE(intent("clean_output_dir = true\n[wandb]\n").resume_step);
+}
+
+TEST(RecoveryToml, V09CopyWritesAnExplicitResumeStep) {
+  const std::string text = "# my run\noutput_dir = \"out\" # keep\nclean = true\n\n"
+                           "[run]\nname = \"r\"\n\n[resume] # latest\n\n"
+                           "[trainer.resume]\nstep = 3\n\n[ckpt]\ninterval = 5\n";
+  const auto document = pb::toml::Document::parse(text, "run.toml");
+  rec::Decision decision;
+  decision.resume_step = 15;
+  EXPECT_EQ(rec::resume_toml(document, decision),
+            "# my run\noutput_dir = \"out\" # keep\nclean = false\n\n"
+            "[run]\nname = \"r\"\n\n[resume] # latest\nstep = 15\n\n"
+            "[trainer.resume]\nstep = 15\n\n[ckpt]\ninterval = 5\n");
+  // A fresh start over a used run directory: every step was moved aside, so an empty [resume]
+  // starts from scratch without Prime-RL refusing the earlier attempts' logs.
+  decision.resume_step.reset();
+  const auto fresh = pb::toml::Document::parse(rec::resume_toml(document, decision), "f.toml");
+  EXPECT_TRUE(fresh.root().find("resume")->table()->empty());
+  EXPECT_EQ(fresh.root().find_path({"trainer", "resume", "step"}), nullptr);
+  EXPECT_EQ(fresh.root().find("clean")->boolean(), false);
+  const auto bare = pb::toml::Document::parse("[run]\nname = \"r\"\n", "bare.toml");
+  const auto added = pb::toml::Document::parse(rec::resume_toml(bare, decision), "a.toml");
+  ASSERT_NE(added.root().find("resume"), nullptr);
+  EXPECT_TRUE(added.root().find("resume")->table()->empty());
+  // clean = true asked for on a launch's first start: [resume] goes, clean stays.
+  decision.keep_output = false;
+  const auto cleaned = pb::toml::Document::parse(rec::resume_toml(document, decision), "c.toml");
+  EXPECT_EQ(cleaned.root().find("resume"), nullptr);
+  EXPECT_EQ(cleaned.root().find_path({"trainer", "resume"}), nullptr);
+  EXPECT_EQ(cleaned.root().find("clean")->boolean(), true);
+  // resume.dir forks another run while this one has no step: left as written.
+  const std::string forked = "[run]\nname = \"r\"\n[resume]\ndir = \"/o/a/checkpoints/step_50\"\n";
+  decision = rec::Decision{};
+  decision.keeps_fork = true;
+  EXPECT_EQ(rec::resume_toml(pb::toml::Document::parse(forked, "k.toml"), decision), forked);
+  // Once it has one, the step replaces the dir (they are exclusive).
+  decision.keeps_fork = false;
+  decision.resume_step = 60;
+  EXPECT_EQ(rec::resume_toml(pb::toml::Document::parse(forked, "k.toml"), decision),
+            "[run]\nname = \"r\"\n[resume]\nstep = 60\n");
+}
+
+TEST(RecoveryDecision, V09PinsAndForks) {
+  auto f = facts();
+  f.toml.resume_step = 20;
+  f.toml.resume_key = "resume.step";
+  const auto refused = rec::decide({}, disk({step(10, true), step(20, false)}), f);
+  EXPECT_NE(refused.refusal.find("resume.step = 20 in the training TOML"), std::string::npos)
+      << refused.refusal;
+  f.toml.resume_step.reset();
+  f.toml.resume_dir = "/o/a/checkpoints/step_50";
+  const auto fork = rec::decide({}, disk({step(10, false)}), f);
+  EXPECT_TRUE(fork.keeps_fork);
+  EXPECT_FALSE(fork.resume_step);
+  EXPECT_EQ(fork.set_aside, std::vector<std::string>{"step_10"});
+  const auto own = rec::decide({}, disk({step(10, true)}), f);
+  EXPECT_FALSE(own.keeps_fork);
+  EXPECT_EQ(own.resume_step, 10);
+}
+
+// A v0.9 run directory on disk: <out>/<run>/checkpoints/step_N/{trainer,orchestrator},
+// rollouts, broadcasts and logs.
+struct V09Run {
+  struct Tree {
+    fs::path run;
+    fs::path run_dir() const { return run; }
+    fs::path step(const std::string &name) const { return run / "checkpoints" / name; }
+    void complete_step(const std::string &name, int ranks) const {
+      for (int rank = 0; rank < ranks; ++rank) {
+        pb::test::write_file(step(name) / "trainer" / ("__" + std::to_string(rank) + "_0.distcp"),
+                             "shard");
+      }
+      pb::test::write_file(step(name) / "trainer/.metadata", "meta");
+      pb::test::write_file(step(name) / "orchestrator/progress.pt", "progress");
+    }
+  };
+  pb::test::TempDir tmp;
+  fs::path out = tmp / "out";
+  Tree tree{out / "my-run"};
+  fs::path config = tmp / "rl.toml";
+
+  V09Run() {
+    tree.complete_step("step_10", 2);
+    tree.complete_step("step_20", 2);
+    pb::test::write_file(tree.step("step_30") / "trainer/__0_0.distcp", "s"); // cut off
+    for (int n : {10, 20, 30, 31}) {
+      pb::test::write_file(tree.run_dir() / "rollouts" / ("step_" + std::to_string(n)) / "r", "r");
+    }
+    pb::test::write_file(tree.run_dir() / "broadcasts/step_30/STABLE", "");
+    pb::test::write_file(tree.run_dir() / "logs/attempt_1/trainer.log", "log");
+    pb::test::write_file(config,
+                         "output_dir = \"out\"\n[run]\nname = \"my-run\"\n[resume]\n"
+                         "[deployment]\ntype = \"multi_node\"\nnum_train_nodes = 1\n");
+  }
+
+  pb::node::RecoveryRequest request() const {
+    pb::node::RecoveryRequest r;
+    r.replica = "node rl";
+    r.working_dir = tmp.path();
+    r.output_dir = "out";
+    r.config_path = config;
+    r.trainer_ranks = 2;
+    r.generation = pb::primerl::Generation::v0_9;
+    r.run_dir_name = "my-run";
+    r.run_id = "wandb-run";
+    r.launch_key = "L1";
+    r.job_id = "job1";
+    return r;
+  }
+};
+
+TEST(RecoveryStart, V09RunDirectoryIsReadSetAsideAndCleaned) {
+  V09Run run;
+  std::vector<std::string> notes;
+  const auto outcome = pb::node::start_recovery(
+      run.request(), [&](const std::string &line) { notes.push_back(line); });
+  EXPECT_TRUE(outcome.decision.refusal.empty()) << outcome.decision.refusal;
+  EXPECT_EQ(outcome.decision.resume_step, 20);
+  EXPECT_EQ(outcome.layout.run_dir, run.out / "my-run");
+  // The incomplete step went aside under output_dir, outside the run directory that a later
+  // `clean = true` deletes; so does the ledger.
+  ASSERT_EQ(outcome.decision.record.set_aside.size(), 1U);
+  const fs::path moved = outcome.decision.record.set_aside.front();
+  EXPECT_EQ(moved.filename(), "step_30");
+  EXPECT_EQ(moved.parent_path().filename(), "checkpoints");
+  EXPECT_EQ(moved.parent_path().parent_path().filename(), "my-run");
+  EXPECT_EQ(moved.string().rfind((run.out / "primebeaker_recovery/set_aside").string(), 0), 0U)
+      << moved;
+  EXPECT_TRUE(fs::exists(moved / "trainer/__0_0.distcp"));
+  EXPECT_FALSE(fs::exists(run.tree.run_dir() / "checkpoints/step_30"));
+  EXPECT_EQ(outcome.ledger_dir, run.out / "primebeaker_recovery/ledger/wandb-run");
+  EXPECT_TRUE(fs::exists(outcome.ledger_dir / "1.json"));
+  // Rollouts and broadcasts past the step are Prime-RL's stale state: removed; logs stay.
+  EXPECT_TRUE(fs::exists(run.tree.run_dir() / "rollouts/step_20"));
+  EXPECT_FALSE(fs::exists(run.tree.run_dir() / "rollouts/step_30"));
+  EXPECT_FALSE(fs::exists(run.tree.run_dir() / "rollouts/step_31"));
+  EXPECT_FALSE(fs::exists(run.tree.run_dir() / "broadcasts/step_30"));
+  EXPECT_TRUE(fs::exists(run.tree.run_dir() / "logs/attempt_1/trainer.log"));
+  EXPECT_EQ(outcome.decision.record.last_step_seen, 31);
+  EXPECT_EQ(outcome.helper_request()["generation"], "v0.9");
+  // What Prime-RL is given: the explicit step.
+  const auto document = pb::toml::Document::load(run.config);
+  const auto copy =
+      pb::toml::Document::parse(rec::resume_toml(document, outcome.decision), "copy.toml");
+  EXPECT_EQ(copy.root().find_path({"resume", "step"})->integer(), 20);
+}
+
+TEST(RecoveryStart, V09RunDirectoryNameComesFromTheRequestOrTheToml) {
+  V09Run run;
+  auto request = run.request();
+  request.run_dir_name.clear();                       // the TOML's run.name names it
+  request.generation = pb::primerl::Generation::v0_8; // detected from the TOML anyway
+  const auto outcome = pb::node::start_recovery(request, [](const std::string &) {});
+  EXPECT_EQ(outcome.decision.resume_step, 20);
+  EXPECT_TRUE(outcome.layout.is_v0_9());
+  // No name anywhere: exit 3, nothing moved.
+  pb::test::write_file(run.config, "[resume]\n[deployment]\ntype = \"multi_node\"\n");
+  const auto error = pb::test::thrown_error(
+      [&] { pb::node::start_recovery(request, [](const std::string &) {}); });
+  EXPECT_EQ(error.code(), 3);
+  EXPECT_NE(std::string(error.what()).find("PRIME_RL_RUN_DIR"), std::string::npos) << error.what();
+}
+
+TEST(RecoveryStart, V09TrainerRootMovedByCkptOutputDir) {
+  V09Run run;
+  // The trainer's shards live under <ckpt.output_dir>/checkpoints; progress.pt stays.
+  fs::create_directories(run.tmp / "fast/checkpoints/step_20");
+  fs::rename(run.tree.run_dir() / "checkpoints/step_20/trainer",
+             run.tmp / "fast/checkpoints/step_20/trainer");
+  pb::test::write_file(run.config,
+                       "output_dir = \"out\"\n[run]\nname = \"my-run\"\n[ckpt]\noutput_dir = "
+                       "\"fast\"\n[deployment]\ntype = \"multi_node\"\nnum_train_nodes = 1\n");
+  const auto outcome = pb::node::start_recovery(run.request(), [](const std::string &) {});
+  EXPECT_EQ(outcome.layout.trainer_checkpoints, run.tmp / "fast/checkpoints");
+  EXPECT_EQ(outcome.layout.orchestrator_checkpoints, run.out / "my-run/checkpoints");
+  EXPECT_EQ(outcome.decision.resume_step, 20);
 }
 
 } // namespace

@@ -8,6 +8,7 @@
 
 #include <primebeaker/checkpoints/ledger.hpp>
 #include <primebeaker/checkpoints/scan.hpp>
+#include <primebeaker/primerl/layout.hpp>
 
 #include <cstdint>
 #include <filesystem>
@@ -30,11 +31,15 @@ struct Policy {
 
 // What the training TOML says about resuming; read, never edited.
 struct TomlIntent {
-  std::optional<std::int64_t> resume_step; // ckpt.resume_step as written (-1 = latest)
-  bool clean_output_dir = false;
+  std::optional<std::int64_t> resume_step;     // the step as written (-1 = latest)
+  bool clean_output_dir = false;               // clean_output_dir (v0.8.0) / clean (v0.9)
+  std::string resume_key = "ckpt.resume_step"; // where the step was read, for messages
+  // v0.9 resume.dir: fork another run's step directory (kept while this run has no step).
+  std::optional<std::string> resume_dir;
 };
-// ckpt.resume_step (trainer./orchestrator. ones when the shared one is absent) and
-// clean_output_dir of a TOML. Pure.
+// v0.8.0: ckpt.resume_step (trainer. one when the shared one is absent) and clean_output_dir.
+// v0.9: resume.step (trainer.resume.step when the shared one is absent; an empty [resume] is
+// -1, latest), resume.dir and clean. Pure.
 TomlIntent read_intent(const toml::Document &document);
 
 // What is on disk, as gather() saw it.
@@ -65,6 +70,7 @@ struct Decision {
   std::int64_t stale_above = -1;           // rollouts/broadcasts step_<n> with n above it are stale
   bool keep_output = true;                 // give Prime-RL clean_output_dir = false
   bool honours_pin = false; // the TOML's own resume step was used (first start of a launch)
+  bool keeps_fork = false;  // v0.9: no step of this run yet; the TOML's resume.dir stays
   std::string refusal;      // non-empty: do not train; exit refusal_code with this line
   int refusal_code = 0;
 };
@@ -91,8 +97,11 @@ std::vector<StepStatus> evaluate_trainer_only(const TreeListing &listing);
 
 // Lists the checkpoint tree (newest complete first, or every step when `full`; SFT always
 // lists everything), stats the complete steps' files for their times and reads the step
-// numbers under rollouts/, run_default/rollouts/ and run_default/broadcasts/.
-DiskFacts gather(const CheckpointSource &source, bool trainer_only, bool full);
+// numbers under the layout's step_dirs (rollouts and broadcasts).
+DiskFacts gather(const CheckpointSource &source,
+                 const primerl::RunLayout &layout,
+                 bool trainer_only,
+                 bool full);
 
 // Moves each named step directory of both roots to `destination`/<root relative to the output
 // directory>/<name> (rename; never deleted, never copied). Returns the paths moved to.
@@ -101,16 +110,21 @@ std::vector<std::string> set_aside(const CheckpointSource &source,
                                    const std::vector<std::string> &names,
                                    const std::filesystem::path &destination);
 
-// Removes step_<n> directories with n > `above` under <out>/rollouts, <out>/run_default/rollouts
-// and <out>/run_default/broadcasts (docs/launch.md: what Prime-RL itself does on a resume).
-// Returns the removed paths.
-std::vector<std::string> remove_stale_state(const std::filesystem::path &output_dir,
-                                            std::int64_t above);
+// Removes step_<n> directories with n > `above` under the layout's step_dirs (v0.8.0:
+// <out>/rollouts, <out>/run_default/{rollouts,broadcasts}; v0.9: <run>/{rollouts,broadcasts}),
+// as Prime-RL itself does on a resume (pathing.py clean_future_steps). Returns the removed
+// paths.
+std::vector<std::string> remove_stale_state(const primerl::RunLayout &layout, std::int64_t above);
 
-// The TOML Prime-RL is given: `document`'s text with ckpt.resume_step set to the decided step
-// (trainer./orchestrator. copies kept in step), or those keys removed for a fresh start, and
-// clean_output_dir = false where the TOML sets it and keep_output. Everything else byte for
-// byte. Pure.
+// The TOML Prime-RL is given: `document`'s text with the resume step written explicitly, keys
+// per generation (primerl::resume_keys). v0.8.0: ckpt.resume_step = K (trainer./orchestrator.
+// copies kept in step), or those keys removed for a fresh start; clean_output_dir = false where
+// the TOML sets it and keep_output. v0.9: [resume] step = K (resume.dir removed, sub-config
+// copies kept in step); a fresh start with keep_output writes an empty [resume] (every step
+// directory was moved aside, so "latest" finds none and Prime-RL starts from scratch without
+// refusing a run directory that holds earlier attempts' logs); a fresh start asked for with
+// clean = true removes [resume]; keeps_fork leaves [resume] dir as written; clean = false where
+// the TOML sets it and keep_output. Everything else byte for byte. Pure.
 std::string resume_toml(const toml::Document &document, const Decision &decision);
 
 } // namespace pb::checkpoints::recovery

@@ -4,6 +4,8 @@
 // contents); evaluate_step() and select_step() are pure functions over what it listed.
 #pragma once
 
+#include <primebeaker/primerl/layout.hpp>
+
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -13,19 +15,21 @@
 
 namespace pb::checkpoints {
 
-// Where a Prime-RL generation keeps checkpoints.
-//   v0_8_0:      <out>/checkpoints/step_N/trainer/ and
-//   <out>/run_default/checkpoints/step_N/orchestrator/ post_v0_8_0:
-//   <run>/checkpoints/step_N/{trainer,orchestrator}/ (one root for both owners)
-enum class Layout : std::uint8_t { v0_8_0, post_v0_8_0 };
+// Where a Prime-RL generation keeps checkpoints (primerl/layout.hpp):
+//   v0_8_0: <out>/checkpoints/step_N/trainer/ and
+//   <out>/run_default/checkpoints/step_N/orchestrator/ v0_9:
+//   <out>/<run.dir>/checkpoints/step_N/{trainer,orchestrator}/ (one root for both)
+enum class Layout : std::uint8_t { v0_8_0, v0_9 };
 
-// "v0.8.0" / "post-v0.8.0", as printed in listings.
+// "v0.8.0" / "v0.9", as printed in listings.
 std::string_view layout_name(Layout layout);
 
 // Where one run's checkpoints live and how many trainer ranks wrote each step.
 struct CheckpointSource {
   Layout layout = Layout::v0_8_0;
-  std::filesystem::path output_dir;        // what paths in messages are relative to
+  // What paths in messages are relative to: the run's output_dir (a TOML-driven v0.9 source
+  // keeps the TOML's output_dir, above the run directory, where the ledger and set-aside live).
+  std::filesystem::path output_dir;
   std::filesystem::path trainer_root;      // holds step_N/trainer/
   std::filesystem::path orchestrator_root; // holds step_N/orchestrator/progress.pt
   int expected_ranks = 0;                  // trainer shards per step (>= 1)
@@ -33,10 +37,17 @@ struct CheckpointSource {
 
 // Locates the checkpoint roots under `output_dir` from what is on disk, and says which layout
 // it is: run_default/checkpoints beside checkpoints/ is v0.8.0; step_N/orchestrator/ inside
-// checkpoints/ (here or one run directory down) is post-v0.8.0; nothing of either (a run
-// before its first checkpoint) is v0.8.0, which lists no steps. Reads directories only.
-// Throws pb::Error (exit 1) when `output_dir` holds several post-v0.8.0 run directories.
+// checkpoints/ (here or one run directory down) is v0.9; nothing of either (a run before its
+// first checkpoint) is v0.8.0, which lists no steps. Reads directories only.
+// Throws pb::Error (exit 1) when `output_dir` holds several v0.9 run directories.
 CheckpointSource detect_source(const std::filesystem::path &output_dir, int expected_ranks);
+
+// The checkpoint source of a run layout, with `expected_ranks` trainer shards per step. Pure.
+CheckpointSource source_from_layout(const primerl::RunLayout &layout, int expected_ranks);
+
+// The v0.9 run directories of `output_dir`: subdirectories holding checkpoints/, configs/ or
+// logs/ (Prime-RL's artifacts), not primebeaker's own primebeaker_* directories. Sorted names.
+std::vector<std::string> find_run_dirs(const std::filesystem::path &output_dir);
 
 // What one directory entry turned out to be. `size` is meaningful for `regular` only.
 enum class EntryKind : std::uint8_t { missing, regular, directory, other, dangling_symlink };

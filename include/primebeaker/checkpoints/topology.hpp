@@ -9,23 +9,36 @@
 
 namespace pb::checkpoints {
 
-// The trainer rank count (= DCP shards per step) of a Prime-RL RL TOML, from primerl's GPU
-// accounting: multi_node -> trainer.model.cp x trainer.model.dp_replicate (the heterogeneous
-// Beaker layout), single_node -> deployment.num_train_gpus. The TOML must be launchable
-// (primerl's validation); otherwise pb::Error (exit 3) naming FILE:LINE:COL. No I/O.
+// The trainer rank count (= DCP shards per step) of a Prime-RL RL TOML. v0.8.0, from primerl's
+// GPU accounting: multi_node -> trainer.model.cp x trainer.model.dp_replicate (the
+// heterogeneous Beaker layout), single_node -> deployment.num_train_gpus; the TOML must be
+// launchable (primerl's validation). v0.9, by Prime-RL's rules (primerl::v0_9_trainer_ranks):
+// multi_node num_train_nodes x gpus_per_node, single_node num_train_gpus. Otherwise pb::Error
+// (exit 3) naming FILE:LINE:COL. No I/O.
 int expected_trainer_ranks(const toml::Document &document);
 
-// The checkpoint source of a TOML: `output_dir` as a launch reads it (primerl; required), a
-// relative one resolved against `working_dir`, the directory the run's container worked in
-// (--working-dir of the launch, WORKING_DIR in its spec), as Prime-RL there and previews here
-// resolve it; `ckpt.output_dir` / `trainer.ckpt.output_dir` for the trainer root when set. A
-// post-v0.8.0 config is refused (exit 3) with the directory layout to pass to --output-dir
-// instead. No I/O.
-CheckpointSource source_from_toml(const toml::Document &document,
-                                  const std::filesystem::path &working_dir);
+// The run layout of a TOML: `output_dir` as a launch reads it (v0.8.0: primerl's reader,
+// required; v0.9: default "outputs"), a relative one resolved against `working_dir`, the
+// directory the run's container worked in (--working-dir of the launch, WORKING_DIR in its
+// spec), as Prime-RL there and previews here resolve it; `ckpt.output_dir` /
+// `trainer.ckpt.output_dir` for the trainer root when set. v0.9: the run directory is
+// run.dir, else run.name, else `run_name` (the launch's experiment name); none of them is
+// pb::Error exit 3. No I/O.
+primerl::RunLayout layout_from_toml(const toml::Document &document,
+                                    const std::filesystem::path &working_dir,
+                                    const std::string &run_name = "");
 
-// True when primerl detects the post-v0.8.0 generation from its keys (docs/checkpoints.md,
+// The output_dir of a TOML as layout_from_toml() resolves it (no run directory needed).
+std::filesystem::path output_dir_from_toml(const toml::Document &document,
+                                           const std::filesystem::path &working_dir);
+
+// The checkpoint source of layout_from_toml() with expected_trainer_ranks(). No I/O.
+CheckpointSource source_from_toml(const toml::Document &document,
+                                  const std::filesystem::path &working_dir,
+                                  const std::string &run_name = "");
+
+// True when primerl detects the v0.9 generation from its keys (docs/checkpoints.md,
 // "Layouts"). No I/O.
-bool is_post_v0_8_0(const toml::Document &document);
+bool is_v0_9(const toml::Document &document);
 
 } // namespace pb::checkpoints
