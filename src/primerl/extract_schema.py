@@ -14,6 +14,14 @@ says what is checked and how to regenerate:
       --verifiers-git-dir <verifiers clone>/.git \\
       -o src/primerl/schema_v0_8_0.cpp
 
+and for Prime-RL v0.9 (main at 559b4477; verifiers' v1 env classes typed):
+
+  python3 src/primerl/extract_schema.py \\
+      --git-dir <prime-rl clone>/.git --tag 559b4477 \\
+      --verifiers-git-dir <verifiers clone>/.git --type-narrowed \\
+      --label 'Prime-RL v0.9 (559b4477)' --symbol prime_rl_v0_9 \\
+      -o src/primerl/schema_v0_9.cpp
+
 or, for a plain source tree (tests use this with a synthetic package):
 
   python3 src/primerl/extract_schema.py --source-dir DIR --root demo=pkg.mod:DemoConfig -o out.cpp

@@ -428,6 +428,9 @@ TEST(SchemaV09Corpus, PrimeRlConfigsAndExamplesAt559b4477) {
     }
     EXPECT_TRUE(accepted.has_value()) << name << " refused by every entrypoint:\n" << verdicts;
     ++by_root[accepted ? std::string(root_name(*accepted)) : "none"];
+    if (accepted && *accepted != ConfigRoot::rl && *accepted != ConfigRoot::sft) {
+      std::cout << "[ schema v0.9 ] " << name << " accepted as " << root_name(*accepted) << "\n";
+    }
     ++files;
   }
   EXPECT_GE(files, 60u);
