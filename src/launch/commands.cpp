@@ -10,6 +10,7 @@
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/launch/launch.hpp>
 #include <primebeaker/launch/rewrite_envs.hpp>
+#include <primebeaker/primerl/config.hpp>
 #include <primebeaker/primerl/schema.hpp>
 #include <primebeaker/runs/runs.hpp>
 #include <primebeaker/staging/stage.hpp>
@@ -190,8 +191,13 @@ void register_commands(pb::cli::CommandTree &tree) {
                document.root().find("data") != nullptr) {
       entrypoint = primerl::ConfigRoot::sft;
     }
+    // The generation the keys show picks the schema (docs/primerl-schema.md).
+    primerl::SchemaCheckOptions options;
+    if (primerl::detect_generation(document).generation == primerl::Generation::v0_9) {
+      options.release = primerl::SchemaRelease::v0_9;
+    }
     toml::ExtraCheckResult result;
-    for (auto &found : primerl::check_schema(document, entrypoint)) {
+    for (auto &found : primerl::check_schema(document, entrypoint, options)) {
       (found.severity == primerl::SchemaProblem::Severity::note ? result.notes : result.errors)
           .push_back(std::move(found.message));
     }

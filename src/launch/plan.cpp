@@ -456,11 +456,14 @@ LaunchPlan make_plan(const LaunchOptions &options, const LaunchInputs &inputs) {
   const bool v0_8 = !v0_9 && (program == Program::sft || generation == primerl::Generation::v0_8 ||
                               (document.root().find("trainer") != nullptr &&
                                document.root().find("orchestrator") != nullptr));
+  primerl::SchemaCheckOptions schema_options;
+  schema_options.release = v0_9 ? primerl::SchemaRelease::v0_9 : primerl::SchemaRelease::v0_8_0;
   for (const auto &found :
-       !v0_8 ? std::vector<primerl::SchemaProblem>{}
-             : primerl::check_schema(document,
-                                     program == Program::sft ? primerl::ConfigRoot::sft
-                                                             : primerl::ConfigRoot::rl)) {
+       !v0_8 && !v0_9 ? std::vector<primerl::SchemaProblem>{}
+                      : primerl::check_schema(document,
+                                              program == Program::sft ? primerl::ConfigRoot::sft
+                                                                      : primerl::ConfigRoot::rl,
+                                              schema_options)) {
     if (found.severity == primerl::SchemaProblem::Severity::note) {
       notes.push_back(found.message);
     } else if (!problems.already_reports(found.line != 0 ? found.location : "", found.key)) {

@@ -151,6 +151,101 @@ def prepare_sft(request):
     }
 
 
+# ---------------------------------------------------------------- Prime-RL v0.9 (docs/node.md)
+
+def apply_resume_v0_9(raw, resume):
+    """The runtime's resume decision as v0.9 writes it: one top-level [resume] with the step
+    (Prime-RL copies it onto trainer and orchestrator), none for a fresh start; never "latest"."""
+    if not isinstance(resume, dict):
+        return
+    step = resume.get("step")
+    for name in ("trainer", "orchestrator"):
+        if isinstance(raw.get(name), dict):
+            raw[name].pop("resume", None)
+    raw.pop("resume", None)
+    if step is not None:
+        raw["resume"] = {"step": step}
+    if resume.get("keep_output") and "clean" in raw:
+        raw["clean"] = False
+
+
+def name_run(raw, run_name):
+    """The launch names a run the TOML leaves unnamed, so its directory is found again."""
+    if run_name:
+        run = raw.setdefault("run", {})
+        if isinstance(run, dict) and not run.get("name") and not run.get("dir"):
+            run["name"] = run_name
+
+
+def prepare_rl_v0_9(request):
+    from prime_rl.configs.rl import RLConfig
+    from prime_rl.entrypoints.rl import write_subconfigs
+    from prime_rl.utils.process import (
+        DEFAULT_COMMON_ENV_VARS,
+        DEFAULT_INFERENCE_ENV_VARS,
+        DEFAULT_TRAINER_ENV_VARS,
+    )
+
+    raw = load(request["config"])
+    apply_resume_v0_9(raw, request.get("resume"))
+    name_run(raw, request.get("run_name"))
+    # Prime-RL's multi-node validator asks for SLURM; here primebeaker is the launcher.
+    raw.setdefault("slurm", {})
+    config = RLConfig.model_validate(raw)
+    if Path(config.run_dir).resolve() != Path(request["run_dir"]).resolve():
+        raise ConfigProblem(f"Prime-RL resolved the run directory to {config.run_dir}, the launch "
+                            f"to {request['run_dir']}")
+    config_dir = Path(request["config_dir"])
+    config_dir.mkdir(parents=True, exist_ok=True)
+    write_subconfigs(config, config_dir)
+    inference = config.inference
+    router = inference.router if inference is not None else None
+    common = {**DEFAULT_COMMON_ENV_VARS, **config.env_vars}
+    runtime = {
+        "TRAINER_RANKS_FILTER": ",".join(str(rank) for rank in config.trainer.log.ranks_filter),
+        "USE_NCCL_BROADCAST": int(config.weight_broadcast.type == "nccl"),
+        "USE_ZMQ_TRANSPORT": int(config.rollout_transport.type == "zmq"),
+    }
+    if inference is not None:
+        runtime.update({
+            "ROUTER_PORT": int(inference.server.port),
+            "ROUTER_POLICY": str(getattr(router, "policy", "consistent_hash")),
+            "BACKEND_PORT": int(inference.backend_port),
+            "INFERENCE_TP": int(inference.vllm.tensor_parallel_size),
+        })
+    return {
+        "trainer_env": strings({**common, **DEFAULT_TRAINER_ENV_VARS, **config.trainer.env_vars}),
+        "orchestrator_env": strings({**common, **config.orchestrator.env_vars}),
+        "inference_env": strings({**common, **DEFAULT_INFERENCE_ENV_VARS,
+                                  **(inference.env_vars if inference is not None else {})}),
+        "runtime": runtime,
+    }
+
+
+def prepare_sft_v0_9(request):
+    from prime_rl.configs.sft import SFTConfig
+    from prime_rl.entrypoints.sft import write_config
+    from prime_rl.utils.process import DEFAULT_COMMON_ENV_VARS, DEFAULT_TRAINER_ENV_VARS
+
+    raw = load(request["config"])
+    apply_resume_v0_9(raw, request.get("resume"))
+    name_run(raw, request.get("run_name"))
+    raw.setdefault("slurm", {})
+    config = SFTConfig.model_validate(raw)
+    output = Path(request["output"])
+    output.parent.mkdir(parents=True, exist_ok=True)
+    write_config(config, output, exclude={"slurm", "dry_run", "clean"})
+    return {
+        "trainer_env": strings({**DEFAULT_COMMON_ENV_VARS, **DEFAULT_TRAINER_ENV_VARS, **config.env_vars}),
+        "runtime": {
+            "TRAINER_RANKS_FILTER": ",".join(str(rank) for rank in config.log.ranks_filter),
+        },
+    }
+
+
+PREPARE = {"rl": prepare_rl, "sft": prepare_sft, "rl_v0_9": prepare_rl_v0_9, "sft_v0_9": prepare_sft_v0_9}
+
+
 def write_result(path, value):
     temporary = path + ".tmp"
     with open(temporary, "w", encoding="utf-8") as handle:
@@ -163,7 +258,7 @@ def main():
     with open(request_path, encoding="utf-8") as handle:
         request = json.load(handle)
     try:
-        result = prepare_rl(request) if request["kind"] == "rl" else prepare_sft(request)
+        result = PREPARE[request["kind"]](request)
     except ImportError as error:
         write_result(result_path, {"error": f"Prime-RL is not importable: {error}", "kind": "import"})
         return 4

@@ -83,11 +83,15 @@ void fill_common(const EnvMap &env, const contract::ReplicaEnv &replica, CommonE
   out.max_recoveries = replica.max_recoveries;
   out.max_restarts_on_errors = replica.max_restarts_on_errors;
   out.tuning = parse_tuning(env);
+  out.generation = replica.generation;
+  out.run_dir_name = replica.run_dir_name;
+  out.run_name = replica.run_name;
+  out.run_id = replica.wandb_run_id;
 }
 
 // The contract of `kind` and the replica rank Beaker sets, all missing names listed at once.
 contract::ReplicaEnv read_contract(contract::Kind kind, const EnvMap &env) {
-  auto names = contract::required_names(kind);
+  auto names = contract::required_names(kind, contract::generation_of(env));
   names.emplace_back(contract::var::replica_rank);
   contract::require_set(env, names);
   return contract::ReplicaEnv::from_env(kind, env);
@@ -132,6 +136,14 @@ RlEnv parse_rl_env(const EnvMap &env) {
   out.total_infer_ranks = static_cast<int>(replica.total_infer_ranks);
   out.trainer_gpu_count = static_cast<int>(replica.trainer_gpu_count);
   out.mixed_infer_gpu_count = static_cast<int>(replica.mixed_infer_gpu_count);
+  if (replica.generation == primerl::Generation::v0_9) {
+    out.num_train_nodes = static_cast<int>(replica.num_train_nodes);
+    out.num_infer_nodes = static_cast<int>(replica.num_infer_nodes);
+    out.inference_tp = static_cast<int>(replica.inference_tp);
+    out.orchestrator_replica = static_cast<int>(replica.orchestrator_replica);
+    out.env_servers = replica.env_servers;
+    return out;
+  }
   out.registry = replica.registry->text;
   out.registry_display = replica.registry->location.display();
   out.gateway_port = static_cast<int>(replica.gateway_port);
@@ -246,8 +258,8 @@ global_workers(const std::vector<NodeSlot> &nodes, int backend_port, int tp, int
 
 Paths rl_paths(const RlEnv &env) {
   Paths p;
-  p.config_dir = env.output_dir / "configs";
-  p.logs = env.output_dir / "logs";
+  p.config_dir = env.run_dir() / "configs";
+  p.logs = env.run_dir() / "logs";
   p.local_tmp =
       env.tuning.local_root / fmt::format("primebeaker-rl-{}-{}", env.launch_id, env.rank);
   return p;
@@ -255,8 +267,8 @@ Paths rl_paths(const RlEnv &env) {
 
 Paths sft_paths(const SftEnv &env) {
   Paths p;
-  p.config_dir = env.output_dir / "configs";
-  p.logs = env.output_dir / "logs";
+  p.config_dir = env.run_dir() / "configs";
+  p.logs = env.run_dir() / "logs";
   p.local_tmp =
       env.tuning.local_root / fmt::format("primebeaker-sft-{}-{}", env.launch_id, env.rank);
   return p;

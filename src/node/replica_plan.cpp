@@ -3,6 +3,7 @@
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/node/replica_plan.hpp>
+#include <primebeaker/primerl/v0_9.hpp>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -80,6 +81,8 @@ decide_resume(const CommonEnv &env, std::string replica, int trainer_ranks, bool
   s.config_path = env.config_path;
   s.max_recoveries = env.max_recoveries;
   s.max_restarts_on_errors = env.max_restarts_on_errors;
+  s.generation = env.generation;
+  s.run_dir_name = env.run_dir_name;
   return s;
 }
 
@@ -129,9 +132,228 @@ std::string effective_tmpdir(const ReplicaPlan &plan, const PlanInputs &inputs) 
   return it != plan.env.end() ? it->second : inputs.env.at("TMPDIR");
 }
 
+// The run identity every Prime-RL v0.9 process reads (rl.py sets it for its children).
+EnvMap v0_9_run_env(const CommonEnv &env) {
+  return {{"PRL_RUN_ID", env.run_id},
+          {"PRL_RUN_NAME", env.run_name.empty() ? env.run_dir_name : env.run_name},
+          {"WANDB_RUN_ID", env.run_id},
+          {"WANDB_SHARED_MODE", "1"}};
+}
+
+// Prime-RL v0.9 multi-node RL, wired as its multi_node_rl.sbatch.j2 wires a SLURM job
+// (docs/node.md "Prime-RL v0.9"): replicas [0, I) run inference (vLLM engines, one per
+// INFERENCE_TP GPUs, with vllm-router on replica 0), replicas [I, I+T) the trainer (one torchrun
+// per node, rendezvous on replica I port 29500); the orchestrator and one env server per source
+// run on replica I, or on I-1 with deployment.orchestrator_on_inference.
+ReplicaPlan plan_rl_v0_9(const RlEnv &env, const PlanInputs &inputs) {
+  const Paths paths = rl_paths(env);
+  const int infer_nodes = env.num_infer_nodes;
+  const bool inference = env.rank < infer_nodes;
+  const bool orchestrator = env.rank == env.orchestrator_replica && infer_nodes > 0;
+  const std::string master = fmt::format("${{host.{}}}", infer_nodes);
+  const std::string orchestrator_host = fmt::format("${{host.{}}}", env.orchestrator_replica);
+  const int engines = env.inference_tp > 0 ? env.gpus_per_node / env.inference_tp : 0;
+  ReplicaPlan plan;
+  plan.command = "node rl";
+  plan.role = inference ? "inference" : "trainer";
+  plan.local_tmp = paths.local_tmp;
+  plan.summary = fmt::format("rank={} role={}{} GPUs={} host={} (Prime-RL v0.9)",
+                             env.rank,
+                             plan.role,
+                             orchestrator ? "+orchestrator" : "",
+                             gpu_range(0, env.gpus_per_node),
+                             inputs.address);
+  std::vector<fs::path> dirs = {paths.config_dir, paths.logs / "inference", paths.logs / "trainer",
+                                env.run_dir()};
+  if (orchestrator) {
+    for (const auto &server : env.env_servers) {
+      dirs.push_back((paths.logs / "envs" / server).parent_path());
+    }
+  }
+  common_start(plan, env, inputs, dirs);
+  plan.steps.push_back(
+      decide_resume(env, "node rl", env.num_train_nodes * env.gpus_per_node, false));
+  setup_step(plan, env);
+  std::vector<std::string> programs;
+  if (inference) {
+    programs.emplace_back("inference");
+    if (env.rank == 0) {
+      programs.emplace_back("vllm-router");
+    }
+  } else {
+    programs.emplace_back("torchrun");
+  }
+  if (orchestrator) {
+    programs.emplace_back("orchestrator");
+    if (!env.env_servers.empty()) {
+      programs.emplace_back("env-server");
+    }
+  }
+  if (env.rank == 0) {
+    programs.emplace_back("python3");
+  }
+  plan.steps.push_back(step::RequirePrograms{programs});
+  plan.steps.push_back(step::RaiseOpenFiles{});
+
+  const int timeout = env.rendezvous_timeout_seconds;
+  plan.steps.push_back(step::Publish{fmt::format("host.{}", env.rank), inputs.address + "\n"});
+  // Trainer replicas publish an empty GPU layout: the worker list is the inference replicas'.
+  plan.steps.push_back(step::Publish{
+      fmt::format("layout.{}", env.rank),
+      layout_text(inference ? Slice{0, env.gpus_per_node} : Slice{0, 0}) + "\n"});
+  for (int n = 0; n < env.total_nodes; ++n) {
+    plan.steps.push_back(
+        step::WaitFor{fmt::format("host.{}", n), fmt::format("host.{}", n), timeout});
+    plan.steps.push_back(
+        step::WaitFor{fmt::format("layout.{}", n), fmt::format("layout.{}", n), timeout});
+  }
+  EnvMap identity = v0_9_run_env(env);
+  identity["MASTER_ADDR"] = master;
+  identity["MASTER_PORT"] = std::to_string(primerl::v0_9::k_rendezvous_port);
+  plan.steps.push_back(step::SetEnv{identity});
+  {
+    const nlohmann::json request = {{"kind", "rl_v0_9"},
+                                    {"config", env.config_path.string()},
+                                    {"config_dir", paths.config_dir.string()},
+                                    {"run_dir", env.run_dir().string()},
+                                    {"run_name", env.run_name}};
+    plan.steps.push_back(resolve_config(env.rank == 0, request, paths.local_tmp, env.config_path));
+  }
+  network_hints(plan, inputs);
+  if (infer_nodes > 0) {
+    plan.steps.push_back(step::BindWorkers{env.total_nodes, infer_nodes * engines});
+  }
+
+  if (inference && env.rank == 0) {
+    step::Start router;
+    router.process.name = "vllm-router";
+    router.process.argv = {"vllm-router",
+                           "--policy",
+                           "${runtime.ROUTER_POLICY}",
+                           "--host",
+                           "0.0.0.0",
+                           "--port",
+                           "${runtime.ROUTER_PORT}",
+                           "--request-id-headers",
+                           "x-session-id",
+                           "--prometheus-port",
+                           "${runtime.ROUTER_PORT+21000}",
+                           "--worker-startup-timeout-secs",
+                           "4200",
+                           "--worker-urls",
+                           "${workers...}"};
+    router.process.ports = {"${runtime.ROUTER_PORT}", "${runtime.ROUTER_PORT+21000}"};
+    router.process.log = {LogSpec::Mode::append, paths.logs / "inference" / "router.log", false};
+    plan.steps.push_back(std::move(router));
+  }
+  if (inference) {
+    step::StartInferenceServers servers;
+    servers.slice = Slice{0, env.gpus_per_node};
+    const std::string cache =
+        effective_tmpdir(plan, inputs) + fmt::format("/inference/node_{}_rank${{k}}", env.rank);
+    servers.dirs = {cache + "/vllm", cache + "/inductor", cache + "/rpc"};
+    auto &p = servers.each;
+    p.name = "inference server ${k}";
+    p.argv = {"inference",
+              "@",
+              (paths.config_dir / "inference.json").string(),
+              "--server.host",
+              "0.0.0.0",
+              "--server.port",
+              "${port}",
+              "--vllm.data-parallel-size",
+              "1",
+              "--vllm.data-parallel-size-local",
+              "1",
+              "--vllm.api-server-count",
+              "1"};
+    p.component_env = "inference";
+    p.env = {{"VLLM_CACHE_ROOT", cache + "/vllm"},
+             {"TORCHINDUCTOR_CACHE_DIR", cache + "/inductor"},
+             {"VLLM_RPC_BASE_PATH", cache + "/rpc"}};
+    p.gpus = "${gpus}";
+    p.ports = {"${port}"};
+    p.log = {LogSpec::Mode::tee,
+             paths.logs / "inference" / fmt::format("node_{}_rank${{k}}.log", env.rank),
+             false};
+    plan.steps.push_back(std::move(servers));
+  } else {
+    const int node = env.rank - infer_nodes;
+    step::Start trainer;
+    auto &p = trainer.process;
+    p.name = "trainer";
+    p.argv = {"torchrun",
+              "--role=trainer",
+              fmt::format("--nnodes={}", env.num_train_nodes),
+              fmt::format("--nproc-per-node={}", env.gpus_per_node),
+              fmt::format("--node-rank={}", node),
+              fmt::format("--rdzv-endpoint={}:{}", master, primerl::v0_9::k_rendezvous_port),
+              "--rdzv-id=job_" + env.launch_id,
+              "--log-dir=" + (paths.logs / "trainer" / "torchrun").string(),
+              "--tee=3",
+              "--redirects=3",
+              "--local-ranks-filter=${runtime.TRAINER_RANKS_FILTER}",
+              "-m",
+              "prime_rl.trainer.rl.train",
+              "@",
+              (paths.config_dir / "trainer.json").string()};
+    p.when = {{"runtime.USE_ZMQ_TRANSPORT", {"--rollout_transport.host", orchestrator_host}}};
+    p.component_env = "trainer";
+    p.env = {{"WANDB_SHARED_LABEL", "trainer"}};
+    p.gpus = gpu_list(0, env.gpus_per_node);
+    if (node == 0) {
+      p.ports = {std::to_string(primerl::v0_9::k_rendezvous_port),
+                 std::to_string(primerl::v0_9::k_nccl_broadcast_port)};
+    }
+    p.log = {LogSpec::Mode::tee, paths.logs / "trainer" / fmt::format("node_{}.log", node), true};
+    plan.steps.push_back(std::move(trainer));
+  }
+  std::vector<std::string> awaited;
+  if (!inference) {
+    awaited.emplace_back("trainer");
+  }
+  if (orchestrator) {
+    int index = 0;
+    for (const auto &server : env.env_servers) {
+      step::Start start;
+      auto &p = start.process;
+      p.name = "env server " + server;
+      p.argv = {"env-server", "@", (paths.config_dir / "envs" / (server + ".json")).string()};
+      p.component_env = "orchestrator";
+      p.ports = {std::to_string(primerl::v0_9::k_env_server_base_port + index++)};
+      p.log = {LogSpec::Mode::truncate, paths.logs / "envs" / (server + ".log"), false};
+      plan.steps.push_back(std::move(start));
+    }
+    step::Start start;
+    auto &p = start.process;
+    p.name = "orchestrator";
+    p.argv = {"orchestrator",
+              "@",
+              (paths.config_dir / "orchestrator.json").string(),
+              "--model.client.base-url",
+              "http://${host.0}:${runtime.ROUTER_PORT}/v1",
+              "--model.client.admin-base-url",
+              "${admin_urls...}"};
+    p.when = {{"runtime.USE_NCCL_BROADCAST", {"--weight_broadcast.host", master}},
+              {"runtime.USE_ZMQ_TRANSPORT", {"--rollout_transport.host", orchestrator_host}}};
+    p.component_env = "orchestrator";
+    p.env = {{"WANDB_SHARED_LABEL", "orchestrator"}};
+    p.ports = {std::to_string(primerl::v0_9::k_zmq_transport_port),
+               std::to_string(primerl::v0_9::k_zmq_transport_port + 1)};
+    p.log = {LogSpec::Mode::truncate, paths.logs / "orchestrator.log", false};
+    plan.steps.push_back(std::move(start));
+    awaited.emplace_back("orchestrator");
+  }
+  plan.steps.push_back(step::AwaitExit{awaited});
+  return plan;
+}
+
 } // namespace
 
 ReplicaPlan plan_rl(const RlEnv &env, const PlanInputs &inputs) {
+  if (env.v0_9()) {
+    return plan_rl_v0_9(env, inputs);
+  }
   const RlPlacement place = place_rl(env);
   const Paths paths = rl_paths(env);
   const bool leader = place.role != Role::inference;
@@ -347,7 +569,7 @@ ReplicaPlan plan_sft(const SftEnv &env, const PlanInputs &inputs) {
   plan.role = "sft";
   plan.local_tmp = paths.local_tmp;
   plan.summary = fmt::format("rank={} role=sft host={}", env.rank, inputs.address);
-  common_start(plan, env, inputs, {paths.config_dir, paths.logs / "trainer", env.output_dir});
+  common_start(plan, env, inputs, {paths.config_dir, paths.logs / "trainer", env.run_dir()});
   plan.steps.push_back(decide_resume(env, "node sft", env.total_nodes * env.gpus_per_node, true));
   setup_step(plan, env);
   std::vector<std::string> programs = {"torchrun"};
@@ -361,11 +583,20 @@ ReplicaPlan plan_sft(const SftEnv &env, const PlanInputs &inputs) {
     plan.steps.push_back(step::WaitFor{
         fmt::format("host.{}", n), fmt::format("host.{}", n), env.rendezvous_timeout_seconds});
   }
-  plan.steps.push_back(step::SetEnv{{{"MASTER_ADDR", "${host.0}"}}});
+  EnvMap master = {{"MASTER_ADDR", "${host.0}"}};
+  if (env.v0_9()) {
+    master.merge(v0_9_run_env(env));
+  }
+  plan.steps.push_back(step::SetEnv{master});
+  // v0.9 resolves to JSON (sft.json, as its launcher writes), v0.8.0 to TOML.
+  const fs::path resolved = paths.config_dir / (env.v0_9() ? "sft.json" : "sft.toml");
   {
-    const nlohmann::json request = {{"kind", "sft"},
-                                    {"config", env.config_path.string()},
-                                    {"output", (paths.config_dir / "sft.toml").string()}};
+    nlohmann::json request = {{"kind", env.v0_9() ? "sft_v0_9" : "sft"},
+                              {"config", env.config_path.string()},
+                              {"output", resolved.string()}};
+    if (env.v0_9()) {
+      request["run_name"] = env.run_name;
+    }
     plan.steps.push_back(resolve_config(env.rank == 0, request, paths.local_tmp, env.config_path));
   }
   network_hints(plan, inputs);
@@ -386,7 +617,7 @@ ReplicaPlan plan_sft(const SftEnv &env, const PlanInputs &inputs) {
             "-m",
             "prime_rl.trainer.sft.train",
             "@",
-            (paths.config_dir / "sft.toml").string()};
+            resolved.string()};
   p.component_env = "trainer";
   p.gpus = "";
   if (env.rank == 0) {
@@ -545,14 +776,18 @@ struct JsonStep {
             {"binds", {"attempt_dir"}}};
   }
   nlohmann::json operator()(const step::DecideResume &s) const {
-    return {{"step", "decide_resume"},
-            {"replica", s.replica},
-            {"trainer_ranks", s.trainer_ranks},
-            {"decides", s.leader},
-            {"output_dir", s.output_dir.string()},
-            {"max_recoveries", s.max_recoveries},
-            {"max_restarts_on_errors", s.max_restarts_on_errors},
-            {"binds", {"resume"}}};
+    nlohmann::json j = {{"step", "decide_resume"},
+                        {"replica", s.replica},
+                        {"trainer_ranks", s.trainer_ranks},
+                        {"decides", s.leader},
+                        {"output_dir", s.output_dir.string()},
+                        {"max_recoveries", s.max_recoveries},
+                        {"max_restarts_on_errors", s.max_restarts_on_errors},
+                        {"binds", {"resume"}}};
+    if (s.generation == primerl::Generation::v0_9) {
+      j["run_dir"] = (s.output_dir / s.run_dir_name).string();
+    }
+    return j;
   }
   nlohmann::json operator()(const step::Run &s) const {
     return {{"step", "run"},
@@ -689,7 +924,9 @@ struct TextStep {
     }
     out += fmt::format("decide the resume point from the checkpoints under {} ({} trainer ranks), "
                        "record the start in the ledger, publish recovery.json -> ${{resume}}\n",
-                       s.output_dir.string(),
+                       s.generation == primerl::Generation::v0_9
+                           ? (s.output_dir / s.run_dir_name).string() + " (Prime-RL v0.9)"
+                           : s.output_dir.string(),
                        s.trainer_ranks);
     out += fmt::format("       budget: {} preemption recoveries, {} restarts after errors\n",
                        s.max_recoveries,

@@ -425,6 +425,8 @@ void decide_recovery(Replica &r,
   request.config_path = s.config_path;
   request.trainer_ranks = s.trainer_ranks;
   request.trainer_only = s.trainer_only;
+  request.generation = s.generation;
+  request.run_dir_name = s.run_dir_name;
   request.policy = {s.max_recoveries, s.max_restarts_on_errors};
   fill_identity(request, process_env);
   r.recovery = start_recovery(request, [&](const std::string &line) { note(r.rank, "{}", line); });

@@ -12,6 +12,7 @@
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/launch/rewrite_envs.hpp>
 #include <primebeaker/node/plan.hpp>
+#include <primebeaker/toml/edit.hpp>
 #include <primebeaker/toml/value.hpp>
 
 #include <fmt/format.h>
@@ -64,6 +65,10 @@ SingleNodeStart plan_single_node(const std::string &program,
   start.recovery.trainer_only = program == "sft";
   start.recovery.policy = {replica.max_recoveries, replica.max_restarts_on_errors};
   fill_identity(start.recovery, environment);
+  start.v0_9 = replica.generation == primerl::Generation::v0_9;
+  start.recovery.generation = replica.generation;
+  start.recovery.run_dir_name = replica.run_dir_name;
+  start.run_name = replica.run_name;
   start.stop_grace_seconds = parse_tuning(environment).stop_grace_seconds;
 
   // The node's cache chain (each default only when unset or empty, later ones built on the
@@ -73,6 +78,12 @@ SingleNodeStart plan_single_node(const std::string &program,
     const auto it = start.cache_defaults.find(name);
     return it != start.cache_defaults.end() ? it->second : environment.at(name);
   };
+  if (start.v0_9) {
+    // Prime-RL v0.9's run identity; a random PRL_RUN_ID per restart would split the W&B run.
+    start.cache_defaults["PRL_RUN_ID"] = replica.wandb_run_id;
+    start.cache_defaults["PRL_RUN_NAME"] =
+        replica.run_name.empty() ? replica.run_dir_name : replica.run_name;
+  }
   start.directories = {start.output_dir,
                        effective("XDG_CACHE_HOME"),
                        effective("HF_HOME"),
@@ -254,6 +265,13 @@ int run_single_node(const SingleNodeStart &start, proc::Runner &runner) {
     runtime_text = checkpoints::recovery::resume_toml(rewritten, decision);
   } else {
     runtime_text = checkpoints::recovery::resume_toml(document, decision);
+  }
+  if (start.v0_9 && !start.run_name.empty()) {
+    const auto resumed = toml::Document::parse(runtime_text, start.runtime_toml);
+    if (resumed.root().find_path({"run", "name"}) == nullptr &&
+        resumed.root().find_path({"run", "dir"}) == nullptr) {
+      runtime_text = toml::set_string(resumed, "run.name", start.run_name);
+    }
   }
   fs::create_directories(fs::path(start.runtime_toml).parent_path(), ec);
   pb::fs::write_file_atomic(start.runtime_toml, runtime_text);

@@ -27,6 +27,10 @@ struct SingleNodeStart {
   // or is NUM_GPUS (sft).
   RecoveryRequest recovery;
   double stop_grace_seconds = 15; // SIGTERM -> SIGKILL for Prime-RL's process group
+  // Prime-RL v0.9: the run.name the launch gives an unnamed run ("" = none), written into the
+  // runtime TOML; the run identity (PRL_RUN_ID ...) is in cache_defaults.
+  bool v0_9 = false;
+  std::string run_name;
 };
 
 // Reads the replica contract of a single-node launch from `environment` (missing CONFIG_PATH,

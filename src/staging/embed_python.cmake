@@ -1,8 +1,11 @@
 # SPDX-License-Identifier: MIT
-# Compiles the Python shim package (python/primebeaker, docs/environments-runtime.md) into the
-# binary, so that a stage carries it beside the program (docs/staging.md):
+# Compiles the Python shim (the package python/primebeaker, Verifiers v0, and the top-level
+# python/primebeaker_*.py tasksets, Verifiers v1; docs/environments-runtime.md) into the binary,
+# so that a stage carries it beside the program (docs/staging.md):
 #   cmake -DROOT=<python dir> -DOUT=<generated .cpp> -P embed_python.cmake
 file(GLOB_RECURSE sources RELATIVE "${ROOT}" "${ROOT}/primebeaker/*.py")
+file(GLOB tasksets RELATIVE "${ROOT}" "${ROOT}/primebeaker_*.py")
+list(APPEND sources ${tasksets})
 list(SORT sources)
 set(arrays "")
 set(rows "")

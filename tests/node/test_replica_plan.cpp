@@ -173,6 +173,77 @@ TEST_F(PlanSnapshot, MultiNodeSft) {
   EXPECT_FALSE(fs::exists(m_root / "scratch"));
 }
 
+// Prime-RL v0.9 (docs/node.md "Prime-RL v0.9"): the corpus's multi-node TOML, named, placed as
+// Prime-RL's multi_node_rl.sbatch.j2 places it: inference replicas 0-1 (vllm-router on 0),
+// trainer replicas 2-3 (torchrun rendezvous on replica 2 port 29500), orchestrator and both env
+// servers on replica 2.
+TEST_F(PlanSnapshot, PrimeRlV09MultiNodeRlEveryReplica) {
+  const auto corpus = pb::test::shared_dir() / "corpus" / "prime-rl" /
+                      "main-559b4477-examples-advanced-qwen3-30b-a3b-swe.toml";
+  write_file(m_root / "v09/swe.toml", read_file(corpus) + "\n[run]\nname = \"swe\"\n");
+  const std::string before = pb::test::tree_digest(m_root.path());
+  const std::string all = all_replicas("rl", "v09/swe.toml");
+  expect_golden("v0.9-swe-multinode-rl.txt", all);
+  EXPECT_EQ(pb::test::tree_digest(m_root.path()), before);
+
+  const auto env = rendered_env("rl", "v09/swe.toml");
+  const auto rank = [&](int n) { return dry_run({"node", "rl", "--dry-run"}, env, n); };
+  const std::string r0 = rank(0), r1 = rank(1), r2 = rank(2), r3 = rank(3);
+  EXPECT_NE(r0.find("vllm-router"), std::string::npos);
+  EXPECT_EQ(r1.find("vllm-router --policy"), std::string::npos);
+  for (const auto *text : {&r0, &r1}) {
+    EXPECT_NE(text->find("inference @ outputs/swe/configs/inference.json"), std::string::npos)
+        << *text;
+    EXPECT_EQ(text->find("torchrun"), std::string::npos);
+  }
+  EXPECT_NE(r2.find("--node-rank=0"), std::string::npos) << r2;
+  EXPECT_NE(r3.find("--node-rank=1"), std::string::npos) << r3;
+  for (const auto *text : {&r2, &r3}) {
+    EXPECT_NE(text->find("--rdzv-endpoint=${host.2}:29500"), std::string::npos) << *text;
+    EXPECT_NE(text->find("--nnodes=2"), std::string::npos);
+  }
+  EXPECT_NE(r2.find("orchestrator @ outputs/swe/configs/orchestrator.json"),
+            std::string::npos);
+  EXPECT_NE(r2.find("env-server @ outputs/swe/configs/envs/train/swe.json"),
+            std::string::npos);
+  EXPECT_NE(r2.find("env-server @ outputs/swe/configs/envs/eval/swe-bench-verified.json"),
+            std::string::npos);
+  EXPECT_EQ(r3.find("orchestrator @"), std::string::npos);
+  EXPECT_EQ(r0.find("orchestrator @"), std::string::npos);
+
+  // orchestrator_on_inference: the orchestrator moves to the last inference replica.
+  std::string text = read_file(corpus);
+  text.replace(text.find("num_infer_nodes = 2"),
+               std::string("num_infer_nodes = 2").size(),
+               "num_infer_nodes = 2\norchestrator_on_inference = true");
+  write_file(m_root / "v09/swe.toml", text + "\n[run]\nname = \"swe\"\n");
+  const auto moved = rendered_env("rl", "v09/swe.toml");
+  EXPECT_EQ(moved.at("ORCHESTRATOR_REPLICA"), "1");
+  EXPECT_NE(dry_run({"node", "rl", "--dry-run"}, moved, 1).find("orchestrator @"),
+            std::string::npos);
+  EXPECT_EQ(dry_run({"node", "rl", "--dry-run"}, moved, 2).find("orchestrator @"),
+            std::string::npos);
+}
+
+// Prime-RL v0.9 SFT on two nodes: one torchrun per node over Prime-RL's resolved sft.json.
+TEST_F(PlanSnapshot, PrimeRlV09MultiNodeSft) {
+  write_file(m_root / "v09/sft.toml",
+             "[run]\nname = \"sft9\"\n\n[deployment]\ntype = \"multi_node\"\n"
+             "num_train_nodes = 2\n\n[model]\nname = \"Qwen/Qwen3-0.6B\"\n");
+  const auto env = rendered_env("sft", "v09/sft.toml");
+  EXPECT_EQ(env.at("PRIME_RL_GENERATION"), "v0.9");
+  std::string out;
+  for (int rank = 0; rank < 2; ++rank) {
+    out += "=== replica " + std::to_string(rank) + "\n" +
+           dry_run({"node", "sft", "--dry-run"}, env, rank);
+  }
+  expect_golden("v0.9-multinode-sft.txt", out);
+  EXPECT_NE(out.find("prime_rl.trainer.sft.train @ outputs/sft9/configs/sft.json"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("PRL_RUN_ID=run1"), std::string::npos) << out;
+}
+
 TEST_F(PlanSnapshot, DryRunRefusesABadContractLikeTheRuntime) {
   pb::test::RunOptions options;
   options.env = {{"BEAKER_REPLICA_RANK", "0"}};

@@ -9,6 +9,7 @@
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/node/replica_plan.hpp>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -71,8 +72,10 @@ class RLConfig:
         inference = raw.get("inference", {})
         parallel = inference.get("parallel", {})
         ckpt = raw.get("ckpt")
+        run = raw.get("run", {})
         return NS(
             output_dir=Path(raw["output_dir"]),
+            run_dir=Path(raw["output_dir"]) / (run.get("dir") or run.get("name", "")),
             env_vars=raw.get("env_vars", {}),
             ckpt=NS(resume_step=ckpt.get("resume_step"), output_dir=None) if isinstance(ckpt, dict) else None,
             inference=NS(
@@ -80,6 +83,7 @@ class RLConfig:
                 enable_expert_parallel=inference.get("enable_expert_parallel", False),
                 parallel=NS(dp=parallel.get("dp", 1), tp=parallel.get("tp", 1)),
                 server=NS(port=inference.get("server", {}).get("port", 8000)),
+                vllm=NS(tensor_parallel_size=inference.get("vllm", {}).get("tensor_parallel_size", 1)),
                 backend_port=inference.get("backend_port", 8100),
                 env_vars=inference.get("env_vars", {}),
             ),
@@ -97,6 +101,7 @@ def write_subconfigs(config, config_dir):
     world = config.trainer.weight_broadcast.inference_world_size
     for name in ("trainer", "orchestrator", "inference"):
         (config_dir / f"{name}.toml").write_text(f"# fake {name} config\nworld = {world!r}\n")
+        (config_dir / f"{name}.json").write_text("{}\n")
 )PY";
 
 const char *k_fake_prime_rl_sft = R"PY(
@@ -224,6 +229,7 @@ public:
                     "exec sleep 1000");
     m_fakes.add("vllm-router", remember_pid + "exec sleep 1000");
     m_fakes.add("orchestrator", remember_pid + "sleep 0.3; exit 0");
+    m_fakes.add("env-server", remember_pid + "exec sleep 1000");
     // torchrun: trainer of RL or one SFT node.
     m_fakes.add("torchrun",
                 remember_pid +
@@ -443,6 +449,85 @@ void expect_no_survivors(const Cluster &cluster) {
 }
 
 // ---------------------------------------------------------------------------------------------
+
+// Prime-RL v0.9 (docs/node.md "Prime-RL v0.9"): 3 replicas of 4 GPUs, replica 0 inference (two
+// tp-2 engines and vllm-router), replicas 1-2 the trainer (torchrun across both, rendezvous on
+// replica 1), orchestrator and the env server on replica 1. The run directory holds a complete
+// step 4 (8 trainer ranks) and a cut-off step 6: Prime-RL is asked for `[resume] step = 4`.
+TEST(NodeRlV09, PrimeRlPlacementRunsAndResumesFromTheRunDirectory) {
+  Cluster cluster("rl", 3);
+  const fs::path out = cluster.root() / "out";
+  write_file(cluster.root() / "config.toml",
+             "output_dir = \"" + out.string() +
+                 "\"\n\n[run]\nname = \"run9\"\n\n[deployment]\ntype = \"multi_node\"\n"
+                 "num_train_nodes = 2\nnum_infer_nodes = 1\n\n[inference.vllm]\n"
+                 "tensor_parallel_size = 2\n\n[inference.router]\npolicy = \"round_robin\"\n\n"
+                 "[orchestrator]\n\n[[orchestrator.train.source]]\nname = \"label\"\n\n"
+                 "[orchestrator.train.source.env.taskset]\nid = \"primebeaker-jtc-label\"\n"
+                 "\n[resume]\n");
+  auto &extra = cluster.extra_env();
+  extra["PRIME_RL_GENERATION"] = "v0.9";
+  extra["PRIME_RL_RUN_DIR"] = "run9";
+  extra["NUM_TRAIN_NODES"] = "2";
+  extra["NUM_INFER_NODES"] = "1";
+  extra["INFERENCE_TP"] = "2";
+  extra["ORCHESTRATOR_REPLICA"] = "1";
+  extra["ENV_SERVERS_JSON"] = R"(["train/label"])";
+  const fs::path run = out / "run9";
+  for (int rank = 0; rank < 8; ++rank) {
+    write_file(run / fmt::format("checkpoints/step_4/trainer/__{}_0.distcp", rank), "shard");
+  }
+  write_file(run / "checkpoints/step_4/trainer/.metadata", "meta");
+  write_file(run / "checkpoints/step_4/orchestrator/progress.pt", "progress");
+  write_file(run / "checkpoints/step_6/trainer/__0_0.distcp", "shard");
+  fs::create_directories(run / "rollouts/step_6");
+
+  cluster.start_all();
+  ASSERT_EQ(cluster.wait_all(), (std::vector<int>{0, 0, 0})) << cluster.diagnostics();
+
+  // Prime-RL was asked for the newest complete step, explicitly, in v0.9's key.
+  const auto validated = nlohmann::json::parse(read_file(cluster.ctl("validated.json")));
+  EXPECT_EQ(validated["resume"], nlohmann::json({{"step", 4}})) << validated.dump();
+  EXPECT_FALSE(validated.contains("ckpt") && validated["ckpt"].contains("resume_step"));
+  EXPECT_FALSE(fs::exists(run / "checkpoints/step_6")) << "the cut-off step was not set aside";
+  EXPECT_FALSE(fs::exists(run / "rollouts/step_6")) << "a rollout past the resume step survived";
+  EXPECT_TRUE(fs::exists(run / "configs/trainer.json"));
+
+  const auto calls = [&](const std::string &program) { return cluster.fakes().calls(program); };
+  ASSERT_EQ(calls("inference").size(), 2u);
+  for (const auto &call : calls("inference")) {
+    EXPECT_EQ(call.env.at("BEAKER_REPLICA_RANK"), "0");
+    EXPECT_EQ(call.argv.at(2), (run / "configs/inference.json").string());
+  }
+  ASSERT_EQ(calls("vllm-router").size(), 1u);
+  EXPECT_EQ(calls("vllm-router")[0].env.at("BEAKER_REPLICA_RANK"), "0");
+  const auto torchruns = calls("torchrun");
+  ASSERT_EQ(torchruns.size(), 2u);
+  std::set<std::string> node_ranks;
+  for (const auto &call : torchruns) {
+    const std::string rank = call.env.at("BEAKER_REPLICA_RANK");
+    EXPECT_NE(rank, "0");
+    node_ranks.insert(rank + ":" + *std::find_if(call.argv.begin(), call.argv.end(), [](auto &a) {
+      return a.rfind("--node-rank=", 0) == 0;
+    }));
+    EXPECT_NE(std::find(call.argv.begin(), call.argv.end(), "--rdzv-endpoint=127.0.0.1:29500"),
+              call.argv.end());
+    EXPECT_EQ(call.env.at("PRL_RUN_ID"), "shared-run");
+    EXPECT_EQ(call.env.at("PRL_RUN_NAME"), "run9");
+    EXPECT_EQ(call.env.at("CUDA_VISIBLE_DEVICES"), "0,1,2,3");
+  }
+  EXPECT_EQ(node_ranks, (std::set<std::string>{"1:--node-rank=0", "2:--node-rank=1"}));
+  ASSERT_EQ(calls("orchestrator").size(), 1u);
+  EXPECT_EQ(calls("orchestrator")[0].env.at("BEAKER_REPLICA_RANK"), "1");
+  EXPECT_EQ(strings_after(calls("orchestrator")[0].argv, "--model.client.base-url"),
+            (std::vector<std::string>{"http://127.0.0.1:8000/v1"}));
+  EXPECT_EQ(strings_after(calls("orchestrator")[0].argv, "--model.client.admin-base-url"),
+            (std::vector<std::string>{"http://127.0.0.1:8100/v1", "http://127.0.0.1:8101/v1"}));
+  ASSERT_EQ(calls("env-server").size(), 1u);
+  EXPECT_EQ(calls("env-server")[0].argv,
+            (pb::proc::Argv{"env-server", "@", (run / "configs/envs/train/label.json").string()}));
+  expect_no_survivors(cluster);
+}
 
 TEST(NodeRl, MissingEnvironmentExits2NamingTheVariable) {
   Cluster cluster("rl", 1);

@@ -4,6 +4,8 @@
 // verdict and the stale-state cleanup choice. No I/O, no env reads, no clock: all passed in.
 #pragma once
 
+#include <primebeaker/primerl/config.hpp>
+
 #include <primebeaker/core/process.hpp>
 
 #include <filesystem>
@@ -44,6 +46,14 @@ struct CommonEnv {
   std::int64_t max_recoveries = 10;         // PRIMEBEAKER_MAX_RECOVERIES (docs/recovery.md)
   std::int64_t max_restarts_on_errors = 0;  // PRIMEBEAKER_MAX_RESTARTS_ON_ERRORS
   Tuning tuning;
+  // Prime-RL v0.9 (PRIME_RL_GENERATION): artifacts under output_dir / run_dir_name; run_name is
+  // what the launch passes as run.name ("" = the TOML's own).
+  primerl::Generation generation = primerl::Generation::v0_8;
+  std::string run_dir_name;
+  std::string run_name;
+  std::string run_id; // WANDB_RUN_ID: v0.9's PRL_RUN_ID
+  bool v0_9() const { return generation == primerl::Generation::v0_9; }
+  std::filesystem::path run_dir() const { return v0_9() ? output_dir / run_dir_name : output_dir; }
 };
 
 struct SftEnv : CommonEnv {};
@@ -60,6 +70,12 @@ struct RlEnv : CommonEnv {
   std::map<std::string, int> required_services; // decoded
   std::vector<std::string> local_search_model_paths;
   std::optional<std::string> managed_service_experiment_id;
+  // v0.9: Prime-RL's placement (inference replicas first, then trainer replicas).
+  int num_train_nodes = 0;
+  int num_infer_nodes = 0;
+  int inference_tp = 1;
+  int orchestrator_replica = 0;
+  std::vector<std::string> env_servers; // "train/<name>"
 };
 
 // Reads the replica contract (contract::ReplicaEnv, docs/contract.md) from `env`, plus

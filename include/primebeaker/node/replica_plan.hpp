@@ -65,6 +65,8 @@ struct DecideResume {
   std::filesystem::path config_path;
   std::int64_t max_recoveries = 0; // the budget (PRIMEBEAKER_MAX_RECOVERIES ...)
   std::int64_t max_restarts_on_errors = 0;
+  primerl::Generation generation = primerl::Generation::v0_8; // where checkpoints live
+  std::string run_dir_name;                                   // v0.9
 };
 // A process run to its end under supervision; a non-zero exit fails the replica with
 // `failure` (plus the step's own error line when it is a `primebeaker registry` step).

@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: MIT
+// Prime-RL v0.9 launches (docs/launch.md "Prime-RL v0.9"), through the binary: the corpus's three
+// TOMLs of that generation preview (or name every key the launch needs in one run) and render
+// the topology they ask for, with Prime-RL's own placement.
+#include "launch_fixture.hpp"
+
+#include <fmt/format.h>
+
+using nlohmann::json;
+
+namespace pb::test {
+namespace {
+
+std::filesystem::path corpus(const std::string &name) {
+  return shared_dir() / "corpus" / "prime-rl" / ("main-559b4477-" + name + ".toml");
+}
+
+// The corpus lives outside any mount, so "/" is the mount.
+RunResult preview(const std::string &program,
+                  const std::filesystem::path &toml,
+                  std::vector<std::string> extra = {}) {
+  RunOptions options;
+  options.cwd = std::filesystem::temp_directory_path();
+  options.env = {{"PRIMEBEAKER_LAUNCH_ID", "v09"}};
+  std::vector<std::string> args = {program, "preview", "--toml", toml.string(), "--mount-path", "/"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return run_primebeaker(args, options);
+}
+
+std::map<std::string, std::string> env_of(const json &out) {
+  std::map<std::string, std::string> env;
+  for (const auto &e : out["spec"]["tasks"][0]["envVars"]) {
+    if (e.contains("value")) {
+      env[e["name"].get<std::string>()] = e["value"].get<std::string>();
+    }
+  }
+  return env;
+}
+
+TEST(PrimeRlV09, WordlePreviewsAsOneEightGpuNode) {
+  const auto result = preview("rl", corpus("examples-basic-wordle-rl"));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto out = json::parse(result.out);
+  const auto &task = out["spec"]["tasks"][0];
+  EXPECT_EQ(out["experiment_name"], "wordle"); // monitors.wandb.name
+  EXPECT_EQ(task["name"], "rl");
+  EXPECT_FALSE(task.contains("replicas"));
+  EXPECT_EQ(task["resources"]["gpuCount"], 8); // num_train_gpus 2 + num_infer_gpus 6
+  const auto env = env_of(out);
+  EXPECT_EQ(env.at("PRIME_RL_GENERATION"), "v0.9");
+  EXPECT_EQ(env.at("PRIME_RL_RUN_DIR"), "wordle");
+  EXPECT_EQ(env.at("PRIME_RL_RUN_NAME"), "wordle"); // the TOML has no [run]: the launch names it
+  EXPECT_EQ(out["wandb_run"]["project"], "wordle");
+}
+
+TEST(PrimeRlV09, UnnamedRunsNameTheMissingKeyOnceWithTheSnippet) {
+  for (const auto *name :
+       {"configs-ci-integration-reverse-text-resume", "examples-advanced-qwen3-30b-a3b-swe"}) {
+    const auto result = preview("rl", corpus(name));
+    EXPECT_EQ(result.exit_code, 3) << name << result.err;
+    EXPECT_EQ(result.out, "");
+    EXPECT_NE(result.err.find(fmt::format("main-559b4477-{}.toml: a Prime-RL v0.9 launch needs a "
+                                          "run name: run.name",
+                                          name)),
+              std::string::npos)
+        << result.err;
+    EXPECT_NE(result.err.find("    [run]\n    name = \"main-559b4477-"), std::string::npos)
+        << result.err;
+    EXPECT_EQ(result.err.find("problems"), std::string::npos) << result.err; // only that one
+  }
+}
+
+TEST(PrimeRlV09, ReverseTextResumePreviewsAsTwoGpusWithItsName) {
+  const auto result =
+      preview("rl", corpus("configs-ci-integration-reverse-text-resume"), {"--name", "rt"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto out = json::parse(result.out);
+  EXPECT_EQ(out["spec"]["tasks"][0]["resources"]["gpuCount"], 2); // deployment defaults 1 + 1
+  EXPECT_EQ(env_of(out).at("PRIME_RL_RUN_DIR"), "rt");
+  EXPECT_EQ(out["wandb_run"]["project"], "prime-rl");
+}
+
+TEST(PrimeRlV09, SweRendersInferenceFirstThenTrainerNodes) {
+  // Multi-node v0.9 needs no --registry: nothing of LiteRegistry runs in Prime-RL's wiring.
+  const auto result =
+      preview("rl", corpus("examples-advanced-qwen3-30b-a3b-swe"), {"--name", "swe-qwen"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto out = json::parse(result.out);
+  const auto &task = out["spec"]["tasks"][0];
+  EXPECT_EQ(task["name"], "prime-rl-multinode");
+  EXPECT_EQ(task["replicas"], 4);
+  EXPECT_EQ(task["resources"]["gpuCount"], 8);
+  EXPECT_EQ(task["context"]["autoResume"], false);
+  EXPECT_EQ(task["command"].back(), "rl");
+  const auto env = env_of(out);
+  EXPECT_EQ(env.at("NUM_INFER_NODES"), "2");
+  EXPECT_EQ(env.at("NUM_TRAIN_NODES"), "2");
+  EXPECT_EQ(env.at("TOTAL_NODES"), "4");
+  EXPECT_EQ(env.at("INFERENCE_TP"), "8");
+  EXPECT_EQ(env.at("ORCHESTRATOR_REPLICA"), "2");
+  EXPECT_EQ(env.at("ENV_SERVERS_JSON"), R"(["train/swe", "eval/swe-bench-verified"])");
+  EXPECT_EQ(env.count("REGISTRY"), 0u);
+  EXPECT_EQ(env.count("GATEWAY_PORT"), 0u);
+
+  const auto card =
+      preview("rl", corpus("examples-advanced-qwen3-30b-a3b-swe"), {"--name", "swe-qwen", "--card"});
+  ASSERT_EQ(card.exit_code, 0) << card.err;
+  for (const auto *line :
+       {"  inference  2 engines on 16 GPUs (tp 8), behind vllm-router on replica 0\n",
+        "  trainer    16 ranks on replicas 2-3 (torchrun, rendezvous on replica 2 port 29500)\n",
+        "  replica 0  GPUs 0-7 inference: 1 engine on backend ports +0..0, vllm-router on the "
+        "router port\n",
+        "  replica 3  GPUs 0-7 trainer (global ranks 8-15)\n",
+        "             orchestrator (ZMQ rollouts on 5555 and 5556), 2 env servers (train/swe, "
+        "eval/swe-bench-verified)\n",
+        "  ports      NCCL weight broadcast 29501 on replica 2, vLLM DP RPC 13345\n"}) {
+    EXPECT_NE(card.out.find(line), std::string::npos) << line << "\n" << card.out;
+  }
+}
+
+TEST(PrimeRlV09, PlacementKeysAreReadAsPrimeRlReadsThem) {
+  TempDir dir;
+  const auto write = [&](const std::string &extra) {
+    std::string text = read_file(corpus("examples-advanced-qwen3-30b-a3b-swe"));
+    text.replace(text.find("num_infer_nodes = 2"), 19, extra);
+    write_file(dir.path() / "swe.toml", text + "\n[run]\nname = \"swe\"\n");
+    return dir.path() / "swe.toml";
+  };
+  auto result = preview("rl", write("num_infer_nodes = 3\norchestrator_on_inference = true"));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  auto env = env_of(json::parse(result.out));
+  EXPECT_EQ(env.at("TOTAL_NODES"), "5");
+  EXPECT_EQ(env.at("ORCHESTRATOR_REPLICA"), "2"); // the last inference node
+  // Unset: one inference node (Prime-RL's auto_setup_infer_nodes for a single-node inference).
+  result = preview("rl", write(""));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  env = env_of(json::parse(result.out));
+  EXPECT_EQ(env.at("NUM_INFER_NODES"), "1");
+  EXPECT_EQ(env.at("TOTAL_NODES"), "3");
+  // TP that does not divide a node is one line at its key.
+  std::string text = read_file(corpus("examples-advanced-qwen3-30b-a3b-swe"));
+  text.replace(text.find("tensor_parallel_size = 8"), 24, "tensor_parallel_size = 3");
+  write_file(dir.path() / "tp.toml", text + "\n[run]\nname = \"swe\"\n");
+  result = preview("rl", dir.path() / "tp.toml");
+  EXPECT_EQ(result.exit_code, 3);
+  EXPECT_NE(result.err.find("tp.toml:79:24: deployment.gpus_per_node (8) must be a multiple of "
+                            "inference.vllm.tensor_parallel_size (3)"),
+            std::string::npos)
+      << result.err;
+}
+
+TEST(PrimeRlV09, OlderAndUnknownGenerationsKeepTheirOneLine) {
+  const auto result = preview("rl", shared_dir() / "corpus" / "prime-rl" /
+                                        "v0.7.0-examples-intellect-3.1-rl.toml");
+  EXPECT_EQ(result.exit_code, 3);
+  EXPECT_EQ(lines_of(result.err).size(), 1u) << result.err;
+  EXPECT_NE(result.err.find("this is a Prime-RL v0.6-v0.7 config"), std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("primebeaker launches the v0.8.0 and v0.9 generations"),
+            std::string::npos)
+      << result.err;
+}
+
+} // namespace
+} // namespace pb::test
