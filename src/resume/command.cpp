@@ -79,7 +79,14 @@ void run_resume(const ResumeOptions &options) {
         ": rl resume relaunches multi-node RL runs (deployment.type = \"multi_node\")");
   }
   inputs.config = &config;
-  const auto source = checkpoints::source_from_toml(config, source_working_dir);
+  // v0.9: a TOML that names no run ran in the directory its launch named (PRIME_RL_RUN_DIR,
+  // else the experiment name); the resume TOML pins it.
+  inputs.layout = checkpoints::layout_from_toml(
+      config,
+      source_working_dir,
+      inputs.source.run_dir_name.empty() ? inputs.source.name : inputs.source.run_dir_name);
+  const auto source =
+      checkpoints::source_from_layout(inputs.layout, checkpoints::expected_trainer_ranks(config));
   inputs.resolved_config_output_dir = launch::resolve_real_path(source.output_dir);
   inputs.resolved_source_output_dir =
       launch::resolve_real_path(absolute_from(source_working_dir, inputs.source.output_dir));

@@ -2,8 +2,10 @@
 #include "plan.hpp"
 
 #include <primebeaker/checkpoints/report.hpp>
+#include <primebeaker/checkpoints/topology.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/text.hpp>
+#include <primebeaker/primerl/layout.hpp>
 #include <primebeaker/toml/edit.hpp>
 #include <primebeaker/toml/value.hpp>
 
@@ -49,9 +51,15 @@ void check_max_steps(const toml::Document &config, std::int64_t step) {
 } // namespace
 
 const std::vector<std::string> &override_flag_names() {
-  static const std::vector<std::string> names = {
-      "image", "workspace", "cluster", "priority", "min-runtime-hours", "budget", "registry",
-      "max-recoveries", "max-restarts-on-errors"};
+  static const std::vector<std::string> names = {"image",
+                                                 "workspace",
+                                                 "cluster",
+                                                 "priority",
+                                                 "min-runtime-hours",
+                                                 "budget",
+                                                 "registry",
+                                                 "max-recoveries",
+                                                 "max-restarts-on-errors"};
   return names;
 }
 
@@ -101,16 +109,88 @@ OrderedJson ResumePlan::resume_json() const {
   return out;
 }
 
+namespace {
+
+// v0.8.0: clean_output_dir = false, ckpt.resume_step = K (and the sub-config copies, which win
+// over the shared one in Prime-RL), wandb.name when [wandb] has none.
+std::string v0_8_resume_text(const toml::Document &config,
+                             std::int64_t step,
+                             const std::string &experiment_name,
+                             std::vector<std::string> &edited) {
+  toml::Editor editor(config);
+  editor.set("clean_output_dir", "false");
+  edited.push_back("clean_output_dir");
+  editor.set("ckpt.resume_step", std::to_string(step));
+  edited.push_back("ckpt.resume_step");
+  // A sub-config value wins over the shared one in Prime-RL, so it must say the same step.
+  for (const char *key : {"trainer.ckpt.resume_step", "orchestrator.ckpt.resume_step"}) {
+    if (config.root().find_path(text::split(key, '.')) != nullptr) {
+      editor.set(key, std::to_string(step));
+      edited.push_back(key);
+    }
+  }
+  const toml::Value *wandb = config.root().find("wandb");
+  if (wandb != nullptr && wandb->is(toml::Type::table) && wandb->find("name") == nullptr) {
+    editor.set_string("wandb.name", experiment_name);
+    edited.push_back("wandb.name");
+  }
+  return editor.text();
+}
+
+// v0.9: clean = false, [resume] step = K (never "latest"; resume.dir removed, sub-config copies
+// in step), and run.name = the source's run directory when the TOML names none: the child
+// launch would otherwise name a new run directory after its own experiment.
+std::string v0_9_resume_text(const toml::Document &config,
+                             std::int64_t step,
+                             const primerl::RunLayout &layout,
+                             std::vector<std::string> &edited) {
+  const auto &keys = primerl::resume_keys(primerl::Generation::v0_9);
+  const auto has = [&](const std::string &key) {
+    return config.root().find_path(text::split(key, '.')) != nullptr;
+  };
+  toml::Editor editor(config);
+  editor.set(keys.clean, "false");
+  edited.push_back(keys.clean);
+  editor.set(keys.step, std::to_string(step));
+  edited.push_back(keys.step);
+  for (const auto &copy : keys.copies) {
+    if (has(copy.substr(0, copy.rfind('.')))) {
+      editor.set(copy, std::to_string(step));
+      edited.push_back(copy);
+    }
+  }
+  for (const auto &key : keys.exclusive) {
+    if (has(key)) {
+      editor.unset(key);
+      edited.push_back(key);
+    }
+  }
+  if (!primerl::names_its_run(config)) {
+    editor.set_string("run.name", layout.run_dir.filename().string());
+    edited.push_back("run.name");
+  }
+  return editor.text();
+}
+
+} // namespace
+
 ResumePlan make_plan(const ResumeOptions &options, const ResumeInputs &inputs) {
   const SourceExperiment &source = inputs.source;
   const toml::Document &config = *inputs.config;
   const checkpoints::CheckpointSource &checkpoints = inputs.listing.source;
-  if (checkpoints.layout != checkpoints::Layout::v0_8_0) {
-    throw input_error(config.source_name() +
-                      ": rl resume supports the Prime-RL v0.8.0 checkpoint layout only, "
-                      "not " +
-                      std::string(checkpoints::layout_name(checkpoints.layout)));
+  const bool v0_9 = checkpoints::is_v0_9(config);
+  const auto expected_layout = v0_9 ? checkpoints::Layout::v0_9 : checkpoints::Layout::v0_8_0;
+  if (checkpoints.layout != expected_layout) {
+    throw input_error(config.source_name() + ": a Prime-RL " +
+                      std::string(checkpoints::layout_name(expected_layout)) +
+                      " config, but its checkpoints were listed in the " +
+                      std::string(checkpoints::layout_name(checkpoints.layout)) + " layout");
   }
+  // Paths of the run (the glue resolves the layout; a v0.8.0 one follows from output_dir).
+  const primerl::RunLayout layout =
+      inputs.layout.output_dir.empty()
+          ? primerl::run_layout(primerl::Generation::v0_8, checkpoints.output_dir, "", {})
+          : inputs.layout;
   if (inputs.resolved_config_output_dir != inputs.resolved_source_output_dir) {
     throw failure("config output_dir " + inputs.resolved_config_output_dir.string() +
                   " does not match source " + inputs.resolved_source_output_dir.string());
@@ -155,37 +235,28 @@ ResumePlan make_plan(const ResumeOptions &options, const ResumeInputs &inputs) {
       artifacts / "configs" / (plan.experiment_name + "-" + inputs.attempt_id + ".toml");
   plan.manifest_path = artifacts / "attempts" / (inputs.attempt_id + ".json");
   plan.broadcast_archive = artifacts / "broadcast_archives" / inputs.attempt_id;
-  plan.broadcasts_dir = checkpoints.output_dir / "run_default" / "broadcasts";
+  plan.broadcasts_dir = layout.broadcasts;
   plan.not_inherited = source.not_inherited;
 
   // The resume TOML: the source text with only these keys changed; every other byte is kept.
-  toml::Editor editor(config);
-  editor.set("clean_output_dir", "false");
-  plan.edited_keys.push_back("clean_output_dir");
-  editor.set("ckpt.resume_step", std::to_string(step));
-  plan.edited_keys.push_back("ckpt.resume_step");
-  // A sub-config value wins over the shared one in Prime-RL, so it must say the same step.
-  for (const char *key : {"trainer.ckpt.resume_step", "orchestrator.ckpt.resume_step"}) {
-    if (config.root().find_path(text::split(key, '.')) != nullptr) {
-      editor.set(key, std::to_string(step));
-      plan.edited_keys.push_back(key);
-    }
-  }
-  const toml::Value *wandb = config.root().find("wandb");
-  if (wandb != nullptr && wandb->is(toml::Type::table) && wandb->find("name") == nullptr) {
-    editor.set_string("wandb.name", plan.experiment_name);
-    plan.edited_keys.push_back("wandb.name");
-  }
-  plan.generated_config = editor.text();
+  plan.generated_config =
+      v0_9 ? v0_9_resume_text(config, step, layout, plan.edited_keys)
+           : v0_8_resume_text(config, step, plan.experiment_name, plan.edited_keys);
   const auto generated =
       toml::Document::parse(plan.generated_config, plan.generated_config_path.string());
-  const toml::Value *clean = generated.root().find("clean_output_dir");
+  const auto &keys =
+      primerl::resume_keys(v0_9 ? primerl::Generation::v0_9 : primerl::Generation::v0_8);
+  const toml::Value *clean = generated.root().find(keys.clean);
   if (clean == nullptr || clean->boolean() != false) {
     throw failure("internal error: resume config must preserve its output directory");
   }
-  const toml::Value *resume_step = generated.root().find_path({"ckpt", "resume_step"});
+  const toml::Value *resume_step = generated.root().find_path(text::split(keys.step, '.'));
   if (resume_step == nullptr || resume_step->integer() != step) {
     throw failure("internal error: resume config did not record the selected checkpoint");
+  }
+  if (v0_9 && primerl::run_dir_name(generated, "") != layout.run_dir.filename().string()) {
+    throw failure("internal error: resume config does not name the run directory " +
+                  layout.run_dir.string());
   }
 
   // The launch: the ordinary multi-node RL launcher, fed from the source plus overrides.

@@ -7,6 +7,7 @@
 #include <primebeaker/checkpoints/scan.hpp>
 #include <primebeaker/core/json.hpp>
 #include <primebeaker/launch/launch.hpp>
+#include <primebeaker/primerl/layout.hpp>
 
 #include <cstdint>
 #include <filesystem>
@@ -44,6 +45,7 @@ struct ResumeInputs {
   std::filesystem::path config_path;                // absolute
   std::filesystem::path resolved_config_output_dir; // symlinks followed
   std::filesystem::path resolved_source_output_dir;
+  primerl::RunLayout layout;        // of the TOML (v0.9: its run directory resolved)
   checkpoints::TreeListing listing; // of the TOML's checkpoint source
   std::string attempt_id;
   std::string random_run_id; // W&B run id when the source recorded none
@@ -62,7 +64,7 @@ struct ResumePlan {
   std::filesystem::path source_config_path;
   std::filesystem::path generated_config_path;
   std::filesystem::path manifest_path;
-  std::filesystem::path broadcasts_dir;    // <out>/run_default/broadcasts
+  std::filesystem::path broadcasts_dir;    // the layout's broadcasts (v0.9: <run>/broadcasts)
   std::filesystem::path broadcast_archive; // where it is moved
   std::string experiment_name;
   std::string attempt_id;

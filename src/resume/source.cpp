@@ -14,6 +14,9 @@ namespace pb::resume {
 namespace {
 
 constexpr const char *k_managed_service_env = contract::var::managed_service_experiment_id;
+// The v0.9 run directory a launch names (docs/contract.md "Generations"); the launcher writes it
+// and every PRIME_RL_* name again.
+constexpr const char *k_run_dir_env = "PRIME_RL_RUN_DIR";
 
 const OrderedJson *member(const OrderedJson &object, const char *key) {
   if (!object.is_object()) {
@@ -95,7 +98,8 @@ bool timestamp_set(const OrderedJson *value) {
 
 bool is_regenerated_env_name(const std::string &name) {
   return contract::is_launcher_owned(name, contract::Kind::multi_rl) ||
-         text::starts_with(name, "DATADEV_") || text::starts_with(name, "PRIMEBEAKER_RESUME_");
+         text::starts_with(name, "DATADEV_") || text::starts_with(name, "PRIMEBEAKER_RESUME_") ||
+         text::starts_with(name, "PRIME_RL_");
 }
 
 SourceExperiment
@@ -208,6 +212,7 @@ parse_source(const std::string &id, const OrderedJson &payload, bool keep_manage
     const std::string *value = env.find(name);
     return value != nullptr ? *value : std::string(fallback);
   };
+  source.run_dir_name = plain_or(k_run_dir_env, "");
   source.working_dir = plain_or(contract::var::working_dir, "/weka");
   source.scratch_dir = plain_or(contract::var::scratch, "/weka");
   source.home_dir = plain_or(contract::var::home, "/weka");

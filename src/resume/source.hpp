@@ -30,6 +30,9 @@ struct SourceExperiment {
   std::string output_dir;
   std::optional<std::string> registry;
   std::optional<std::string> wandb_run_id;
+  // Prime-RL v0.9: the run directory under output_dir the source launch named
+  // (PRIME_RL_RUN_DIR); "" for v0.8.0 launches.
+  std::string run_dir_name;
   std::string working_dir;
   std::string scratch_dir;
   std::string home_dir;

@@ -4,6 +4,8 @@
 #include "../checkpoints/checkpoint_tree.hpp"
 #include "test_support.hpp"
 
+#include <primebeaker/toml/value.hpp>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -20,40 +22,7 @@ using pb::test::FakeBin;
 using pb::test::TempDir;
 
 std::string toml_text(const fs::path &out) {
-  return "# Multi-node RL, 4 trainer ranks (cp 2 x dp_replicate 2) on a mixed node.\n"
-         "output_dir = \"" +
-         out.string() +
-         "\"\n"
-         "clean_output_dir = true # wipe on a fresh start\n"
-         "max_steps = 100\n"
-         "seq_len = 4096 # kept as written\n"
-         "\n"
-         "[deployment]\n"
-         "type = \"multi_node\"\n"
-         "gpus_per_node = 8\n"
-         "num_train_nodes = 1\n"
-         "num_infer_nodes = 2\n"
-         "\n"
-         "[trainer]\n"
-         "[trainer.model]\n"
-         "cp = 2\n"
-         "dp_replicate = 2\n"
-         "\n"
-         "[inference]\n"
-         "api_server_count = 6\n"
-         "[inference.parallel]\n"
-         "tp = 2\n"
-         "dp = 6\n"
-         "\n"
-         "[wandb]\n"
-         "project = \"proj\"\n"
-         "name = \"same-run\"   # keep the W&B run name\n"
-         "\n"
-         "[ckpt]\n"
-         "interval = 10 # every ten steps\n"
-         "resume_step = -1\n"
-         "\n"
-         "[orchestrator]\n";
+  return pb::test::multi_node_rl_toml(out);
 }
 
 const std::vector<std::string> k_image_get = {"image", "get", "jdoe/prime-rl-v0.8.0"};
@@ -606,3 +575,92 @@ TEST_F(ResumeE2E, SourceAndConfigErrors) {
 }
 
 } // namespace
+
+namespace {
+
+// A Prime-RL v0.9 source: the same experiment, its TOML and checkpoints in the v0.9 layout. The
+// TOML names no run, so the launch named the run directory after the experiment ("parent").
+class ResumeV09E2E : public ResumeE2E {
+protected:
+  void SetUp() override {
+    ResumeE2E::SetUp();
+    fs::remove_all(out());
+    pb::test::write_file(toml_path(), pb::test::multi_node_rl_v0_9_toml(out(), ""));
+    v0_9_tree.complete_step("step_10", 4);
+    v0_9_tree.complete_step("step_20", 4);
+    v0_9_tree.write_shard("step_30", 0);
+    v0_9_tree.write_metadata("step_30");
+    pb::test::write_file(run_dir() / "broadcasts/step_29/STABLE", "");
+    pb::test::write_file(run_dir() / "rollouts/step_25/rank_0.bin", "r");
+  }
+
+  fs::path run_dir() const { return out() / "parent"; }
+
+  CheckpointTree v0_9_tree{tmp.path() / "weka/out", "parent"};
+};
+
+} // namespace
+
+// DEPENDS ON the v0.9 multi-node launch (src/launch): rl resume relaunches through it.
+TEST_F(ResumeV09E2E, DryRunPlansTheV09RunDirectoryWithAnExplicitStep) {
+  const std::string before = pb::test::tree_digest(weka);
+  const auto result = resume({"--dry-run"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(pb::test::tree_digest(weka), before);
+  const auto json = ordered_json::parse(result.out);
+  const auto &plan = json["resume"];
+  EXPECT_EQ(plan["checkpoint"]["step"], 20);
+  EXPECT_EQ(plan["checkpoint"]["trainer_dir"],
+            (run_dir() / "checkpoints/step_20/trainer").string());
+  EXPECT_EQ(plan["checkpoint"]["orchestrator_progress"],
+            (run_dir() / "checkpoints/step_20/orchestrator/progress.pt").string());
+  // The resume TOML: [resume] step = 20 (never "latest"), clean = false, and run.name pinned
+  // to the source's run directory (the child's launch would name a new one); comments kept.
+  const std::string generated = json["generated_config"];
+  const auto document = pb::toml::Document::parse(generated, "resume.toml");
+  EXPECT_EQ(document.root().find_path({"resume", "step"})->integer(), 20);
+  EXPECT_EQ(document.root().find("clean")->boolean(), false);
+  EXPECT_EQ(*document.root().find_path({"run", "name"})->string(), "parent");
+  EXPECT_NE(generated.find("[resume] # latest\nstep = 20\n"), std::string::npos) << generated;
+  EXPECT_NE(generated.find("clean = false # wipe on a fresh start\n"), std::string::npos);
+  EXPECT_NE(generated.find("interval = 10 # every ten steps\n"), std::string::npos);
+}
+
+// DEPENDS ON the v0.9 multi-node launch (src/launch): rl resume relaunches through it.
+TEST_F(ResumeV09E2E, SubmitsAndMovesTheV09BroadcastsAside) {
+  const auto checkpoints_before = pb::test::tree_digest(run_dir() / "checkpoints");
+  const auto result = resume({});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const fs::path archive = out() / "primebeaker_resume/broadcast_archives/unitattempt";
+  EXPECT_FALSE(fs::exists(run_dir() / "broadcasts"));
+  EXPECT_TRUE(fs::exists(archive / "step_29/STABLE"));
+  EXPECT_EQ(pb::test::tree_digest(run_dir() / "checkpoints"), checkpoints_before);
+  const auto written = pb::toml::Document::load(
+      out() / "primebeaker_resume/configs/parent-resume-step20-unitatte-unitattempt.toml");
+  EXPECT_EQ(written.root().find_path({"resume", "step"})->integer(), 20);
+  EXPECT_EQ(pb::test::read_file(toml_path()), pb::test::multi_node_rl_v0_9_toml(out(), ""));
+  // The child runs in the same run directory, whatever its own experiment is called.
+  ASSERT_EQ(beaker.kept_files().size(), 1U);
+  const auto spec = ordered_json::parse(beaker.kept_files().front());
+  std::map<std::string, std::string> env;
+  for (const auto &var : spec["tasks"][0]["envVars"]) {
+    if (var.contains("value")) {
+      env[var["name"]] = var["value"];
+    }
+  }
+  EXPECT_EQ(env["PRIME_RL_RUN_DIR"], "parent");
+  EXPECT_EQ(env["PRIME_RL_GENERATION"], "v0.9");
+  EXPECT_EQ(env["OUTPUT_DIR"], out().string());
+}
+
+// Independent of the launch: the checkpoint pick and its refusal read the v0.9 layout.
+TEST_F(ResumeV09E2E, RequestedIncompleteStepNamesTheV09Paths) {
+  const auto result = resume({"--resume-step", "30", "--dry-run"});
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  EXPECT_NE(result.err.find("step 30 is not a complete common checkpoint; available: 10, 20"),
+            std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("parent/checkpoints/step_30/orchestrator/progress.pt"),
+            std::string::npos)
+      << result.err;
+}

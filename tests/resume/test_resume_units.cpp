@@ -127,6 +127,26 @@ TEST(ResumeSource, RegeneratedAndManagedNamesAreNotCarried) {
                 {"PRIMEBEAKER_MANAGED_SERVICE_EXPERIMENT_ID", "01SVC"}}));
 }
 
+TEST(ResumeSource, V09RunDirectoryIsReadNotCarried) {
+  // The launch names a v0.9 run directory (PRIME_RL_RUN_DIR); the relaunch pins it in the TOML
+  // and its own launch writes every PRIME_RL_* name again.
+  EXPECT_TRUE(is_regenerated_env_name("PRIME_RL_RUN_DIR"));
+  EXPECT_TRUE(is_regenerated_env_name("PRIME_RL_GENERATION"));
+  const auto payload =
+      OrderedJson::parse(R"({"jobs": [{"execution": {"spec": {"image": {"beaker": "i"}, "envVars": [
+    {"name": "CONFIG_PATH", "value": "a"}, {"name": "OUTPUT_DIR", "value": "b"},
+    {"name": "PRIME_RL_GENERATION", "value": "v0.9"}, {"name": "PRIME_RL_RUN_DIR", "value": "exp-1"}]}}}]})");
+  const auto source = parse_source("01X", payload, false);
+  EXPECT_EQ(source.run_dir_name, "exp-1");
+  EXPECT_TRUE(source.env.empty());
+  EXPECT_TRUE(parse_source("01X",
+                           OrderedJson::parse(R"({"jobs": [{"execution": {"spec": {"image":
+    {"beaker": "i"}, "envVars": [{"name": "CONFIG_PATH", "value": "a"},
+    {"name": "OUTPUT_DIR", "value": "b"}]}}}]})"),
+                           false)
+                  .run_dir_name.empty());
+}
+
 TEST(ResumeJobs, FinishedOnlyWithARealExitedOrFinalizedTimestamp) {
   const auto payload = OrderedJson::parse(R"([
     {"id": "A", "name": "a", "status": {"exited": "2026-08-11T02:07:30Z"}},

@@ -372,4 +372,89 @@ pb::Error thrown_error(const std::function<void()> &body) {
   return pb::Error(-1, "no pb::Error was thrown");
 }
 
+std::string multi_node_rl_toml(const std::filesystem::path &output_dir) {
+  return "# Multi-node RL, 4 trainer ranks (cp 2 x dp_replicate 2) on a mixed node.\n"
+         "output_dir = \"" +
+         output_dir.string() +
+         "\"\n"
+         "clean_output_dir = true # wipe on a fresh start\n"
+         "max_steps = 100\n"
+         "seq_len = 4096 # kept as written\n"
+         "\n"
+         "[deployment]\n"
+         "type = \"multi_node\"\n"
+         "gpus_per_node = 8\n"
+         "num_train_nodes = 1\n"
+         "num_infer_nodes = 2\n"
+         "\n"
+         "[trainer]\n"
+         "[trainer.model]\n"
+         "cp = 2\n"
+         "dp_replicate = 2\n"
+         "\n"
+         "[inference]\n"
+         "api_server_count = 6\n"
+         "[inference.parallel]\n"
+         "tp = 2\n"
+         "dp = 6\n"
+         "\n"
+         "[wandb]\n"
+         "project = \"proj\"\n"
+         "name = \"same-run\"   # keep the W&B run name\n"
+         "\n"
+         "[ckpt]\n"
+         "interval = 10 # every ten steps\n"
+         "resume_step = -1\n"
+         "\n"
+         "[orchestrator]\n";
+}
+
+std::string multi_node_rl_v0_9_toml(const std::filesystem::path &output_dir,
+                                    const std::string &run_block) {
+  // Modelled on main-559b4477-examples-advanced-qwen3-30b-a3b-swe.toml of the corpus.
+  return "# Multi-node RL on Prime-RL v0.9: 2 trainer nodes of 2 GPUs, 1 inference node.\n"
+         "output_dir = \"" +
+         output_dir.string() +
+         "\"\n"
+         "clean = true # wipe on a fresh start\n"
+         "max_steps = 100\n"
+         "seq_len = 4096 # kept as written\n"
+         "\n" +
+         run_block +
+         "[resume] # latest\n"
+         "\n"
+         "[model]\n"
+         "name = \"Qwen/Qwen3-0.6B\"\n"
+         "\n"
+         "[deployment]\n"
+         "type = \"multi_node\"\n"
+         "gpus_per_node = 2\n"
+         "num_train_nodes = 2\n"
+         "num_infer_nodes = 1\n"
+         "\n"
+         "[slurm]\n"
+         "job_name = \"unused-on-beaker\"\n"
+         "\n"
+         "[ckpt]\n"
+         "interval = 10 # every ten steps\n"
+         "\n"
+         "[monitors.wandb]\n"
+         "project = \"proj\"\n"
+         "\n"
+         "[trainer.optim]\n"
+         "lr = 3e-6\n"
+         "\n"
+         "[orchestrator]\n"
+         "batch_size = 64\n"
+         "\n"
+         "[[orchestrator.train.source]]\n"
+         "name = \"reverse-text\"\n"
+         "\n"
+         "[orchestrator.train.source.env.taskset]\n"
+         "id = \"reverse-text\"\n"
+         "\n"
+         "[inference.vllm]\n"
+         "tensor_parallel_size = 1\n";
+}
+
 } // namespace pb::test

@@ -138,6 +138,17 @@ bool args_match(const std::vector<std::string> &args, const std::vector<std::str
 // `body` throws none.
 pb::Error thrown_error(const std::function<void()> &body);
 
+// The multi-node Prime-RL v0.8.0 RL TOML the resume and recovery tests launch and resume: 4
+// trainer ranks (cp 2 x dp_replicate 2) on a mixed node, 1 trainer + 2 inference nodes,
+// clean_output_dir = true, ckpt.resume_step = -1, wandb name "same-run", comments to keep.
+std::string multi_node_rl_toml(const std::filesystem::path &output_dir);
+
+// Its Prime-RL v0.9 counterpart (configs at 559b4477): 2 trainer nodes x 2 GPUs = 4 trainer
+// ranks, 1 inference node, clean = true, an empty [resume], [monitors.wandb] project "proj";
+// `run_block` (e.g. "[run]\nname = \"x\"\n") is inserted as written ("" = the launch names it).
+std::string multi_node_rl_v0_9_toml(const std::filesystem::path &output_dir,
+                                    const std::string &run_block);
+
 } // namespace pb::test
 
 // Expects `statement` to throw pb::Error with exit code `expected_code` and a message (or a
