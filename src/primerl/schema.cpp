@@ -181,6 +181,9 @@ const MovedKey k_moved_in_v0_9[] = {
     {"InferenceConfig", "", "model", "vllm", "#3202", true},
     {"InferenceConfig", "", "model.name", "vllm.model", "#3202"},
     {"InferenceConfig", "", "vllm_extra", "vllm", "#3202", true},
+    // v0 environments are gone; primebeaker's own are v1 tasksets (docs/environments-runtime.md).
+    {"TrainSourceConfig", "", "legacy", "env.taskset", "#3226"},
+    {"EvalSourceConfig", "", "legacy", "env.taskset", "#3226"},
     {"SingleNodeDeploymentConfig", "prime_rl.configs.sft", "num_gpus", "num_train_gpus", "#3256"},
     {"MultiNodeDeploymentConfig", "prime_rl.configs.sft", "num_nodes", "num_train_nodes", "#3256"},
 };

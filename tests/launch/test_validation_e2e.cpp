@@ -196,9 +196,11 @@ TEST_F(Validation, DeploymentAndGeneration) {
                     "case.toml:11:8: unsupported deployment.type 'cluster'");
   expect_toml_error(
       "rl", "[deployment]\ntype = 7\n", "case.toml:2:8: training TOML needs deployment.type");
+  // [resume] makes it a v0.9 TOML: its v0.8.0 keys are named with where v0.9 moved them.
   expect_toml_error("rl",
                     rl + "\n[resume]\nstep = 3\n",
-                    "this is a Prime-RL post-v0.8.0 config ([resume] at case.toml:");
+                    "unknown key wandb (RLConfig has no such key); Prime-RL v0.9 moved it to "
+                    "monitors.wandb (#3275)");
   expect_toml_error(
       "rl",
       "[deployment]\ntype = \"single_node\"\n\n[[orchestrator.train.env]]\nid = \"x\"\n",
