@@ -6,6 +6,8 @@
 #include <primebeaker/core/env.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/text.hpp>
+#include <primebeaker/primerl/config.hpp>
+#include <primebeaker/primerl/layout.hpp>
 #include <primebeaker/registry/records.hpp>
 #include <primebeaker/toml/value.hpp>
 
@@ -195,13 +197,24 @@ struct Artifact {
   const TrainConfig *config = nullptr;
 };
 
-std::optional<std::string> config_output_dir(const json &config, const stdfs::path &repo) {
-  const json *output = find(config, {"output_dir"});
-  if (output != nullptr && output->is_string()) {
-    return resolve(output->get<std::string>(), repo);
+} // namespace
+
+std::optional<std::string> config_output_dir(const TrainConfig &config, const stdfs::path &repo) {
+  const json *output = find(config.config, {"output_dir"});
+  if (!config.v0_9) {
+    if (output != nullptr && output->is_string()) {
+      return resolve(output->get<std::string>(), repo);
+    }
+    return std::nullopt;
   }
-  return std::nullopt;
+  if (config.run_dir_name.empty() || (output != nullptr && !output->is_string())) {
+    return std::nullopt; // a random run name Prime-RL chose: not findable from the TOML
+  }
+  const std::string base = output != nullptr ? output->get<std::string>() : "outputs";
+  return resolve(base + "/" + config.run_dir_name, repo);
 }
+
+namespace {
 
 std::optional<std::string> find_config(Catalog &catalog,
                                        const std::optional<std::string> &checkpoint,
@@ -220,11 +233,12 @@ std::optional<std::string> find_config(Catalog &catalog,
     if (checkpoint) {
       const std::string expected = checkpoint_output_dir(*checkpoint);
       const json *output = find(config.config, {"output_dir"});
-      if (output == nullptr || !output->is_string() ||
-          resolve(output->get<std::string>(), catalog.repo()) != expected) {
+      if (config_output_dir(config, catalog.repo()) != expected) {
         throw input_error(stage + " TOML " + path + " has output_dir " +
-                          python_repr(output != nullptr ? *output : json()) + ", expected " +
-                          expected);
+                          python_repr(output != nullptr ? *output : json()) +
+                          (config.v0_9 ? " and run directory " + python_repr(config.run_dir_name)
+                                       : std::string()) +
+                          ", expected " + expected);
       }
     }
     return path;
@@ -236,7 +250,7 @@ std::optional<std::string> find_config(Catalog &catalog,
   std::vector<std::string> matches;
   for (const auto &path : catalog.train_files()) {
     const TrainConfig &config = catalog.train_config(path);
-    if (!config.config.is_null() && config_output_dir(config.config, catalog.repo()) == expected) {
+    if (!config.config.is_null() && config_output_dir(config, catalog.repo()) == expected) {
       matches.push_back(path);
     }
   }
@@ -274,7 +288,7 @@ Artifact make_artifact(Catalog &catalog,
   if (artifact.config->config.is_null()) {
     throw input_error(artifact.config->error);
   }
-  artifact.output_dir = config_output_dir(artifact.config->config, catalog.repo());
+  artifact.output_dir = config_output_dir(*artifact.config, catalog.repo());
   return artifact;
 }
 
@@ -372,6 +386,33 @@ std::vector<LocalRun> local_wandb_runs(const std::optional<std::string> &output_
   return out;
 }
 
+// monitors.wandb of a v0.9 run's resolved configs (<run_dir>/configs/orchestrator.json, else
+// trainer.json, else rl.json), keys that are null left out; {} when there is none.
+json resolved_wandb(const std::optional<std::string> &run_dir) {
+  if (!run_dir) {
+    return json::object();
+  }
+  for (const char *name : {"orchestrator.json", "trainer.json", "rl.json"}) {
+    const auto text = try_read(*run_dir + "/configs/" + name);
+    if (!text) {
+      continue;
+    }
+    const json parsed = json::parse(*text, nullptr, false);
+    const json *table = parsed.is_discarded() ? nullptr : find(parsed, {"monitors", "wandb"});
+    if (table == nullptr || !table->is_object()) {
+      continue;
+    }
+    json out = json::object();
+    for (const auto &[key, value] : table->items()) {
+      if (!value.is_null()) {
+        out[key] = value;
+      }
+    }
+    return out;
+  }
+  return json::object();
+}
+
 std::vector<WandbRecord> wandb_runs(Catalog &catalog,
                                     const Artifact &artifact,
                                     const std::optional<std::string> &explicit_run_id) {
@@ -381,8 +422,19 @@ std::vector<WandbRecord> wandb_runs(Catalog &catalog,
   }
   json wandb = json::object();
   if (artifact.config != nullptr) {
-    if (const json *table = find(artifact.config->config, {"wandb"}); table && table->is_object()) {
+    const json *table = artifact.config->v0_9 ? find(artifact.config->config, {"monitors", "wandb"})
+                                              : find(artifact.config->config, {"wandb"});
+    if (table != nullptr && table->is_object()) {
       wandb = *table;
+    }
+    if (artifact.config->v0_9) {
+      // What the TOML leaves out, Prime-RL resolved into the run's configs (name = run.name).
+      const json resolved = resolved_wandb(artifact.output_dir);
+      for (const char *key : {"project", "entity", "name", "offline"}) {
+        if (!wandb.contains(key) && resolved.contains(key)) {
+          wandb[key] = resolved[key];
+        }
+      }
     }
   }
   const auto project = text_value(find(wandb, {"project"}));
@@ -948,6 +1000,12 @@ std::string checkpoint_output_dir(const std::string &checkpoint) {
   if (file_name(parent) == "weights" && checkpoint_step(checkpoint)) {
     return parent_of(parent);
   }
+  // v0.9: <run_dir>/checkpoints/step_N/{trainer,orchestrator}; v0.8.0's orchestrator writes
+  // under run_default/, never here.
+  if (file_name(parent) == "checkpoints" && checkpoint_step(checkpoint) &&
+      is_dir(checkpoint + "/orchestrator")) {
+    return parent_of(parent);
+  }
   return parent;
 }
 
@@ -1047,6 +1105,18 @@ const TrainConfig &Catalog::train_config(const std::string &path) {
     const auto document = toml::Document::parse(*text, path);
     slot->config = toml_to_json(document.root());
     slot->signature = compact_sorted_json(slot->config);
+    slot->v0_9 = primerl::detect_generation(document).generation == primerl::Generation::v0_9;
+    if (slot->v0_9) {
+      const json *wandb_name = find(slot->config, {"monitors", "wandb", "name"});
+      try {
+        slot->run_dir_name = primerl::run_dir_name(document,
+                                                   wandb_name != nullptr && wandb_name->is_string()
+                                                       ? wandb_name->get<std::string>()
+                                                       : std::string());
+      } catch (const Error &) {
+        slot->run_dir_name.clear(); // a non-string run.name: no findable run directory
+      }
+    }
   } catch (const Error &error) {
     slot->config = nullptr;
     slot->error = error.what();

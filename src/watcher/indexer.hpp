@@ -30,7 +30,9 @@ namespace stdfs = std::filesystem;
 std::string resolve(const std::string &value, const stdfs::path &repo);
 // The trailing `step[_-]?N` component's N.
 std::optional<std::int64_t> checkpoint_step(const std::string &path);
-// The grandparent when the parent is `weights` and a step was found, else the parent.
+// The grandparent when the parent is `weights` and a step was found, or when the parent is
+// `checkpoints` and the step directory holds `orchestrator/` (a Prime-RL v0.9 run directory's
+// checkpoint, docs/watcher.md); else the parent.
 std::string checkpoint_output_dir(const std::string &checkpoint);
 // Every file under `roots` whose name ends with one of `suffixes` (roots that are files are
 // used directly), sorted, without duplicates; missing roots are skipped.
@@ -48,7 +50,15 @@ struct TrainConfig {
   nlohmann::json config; // null when the file is not valid TOML
   std::string error;     // why it is invalid
   std::string signature; // compact sorted JSON of the parsed values
+  // Prime-RL v0.9 (primerl's detection): artifacts live in output_dir / run_dir_name, which is
+  // run.dir, else run.name, else monitors.wandb.name ("" when none of them is set).
+  bool v0_9 = false;
+  std::string run_dir_name;
 };
+
+// The directory a training TOML's artifacts live in: its output_dir, resolved against the repo;
+// v0.9: output_dir (default "outputs") / run_dir_name. nullopt when it cannot be told.
+std::optional<std::string> config_output_dir(const TrainConfig &config, const stdfs::path &repo);
 
 struct LaunchSpec {
   std::string path;

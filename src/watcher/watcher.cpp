@@ -44,6 +44,7 @@ struct BulkResult {
 BulkResult index_all(Database &db, Catalog &catalog, bool skip_indexed, const Progress &progress) {
   BulkResult result;
   std::map<std::string, std::vector<std::string>> rl_outputs, sft_outputs;
+  std::set<std::string> v0_9_outputs; // run directories: checkpoints/step_N, not weights/step_N
   for (const auto &path : catalog.train_files()) {
     const auto &config = catalog.train_config(path);
     if (config.config.is_null()) {
@@ -51,11 +52,12 @@ BulkResult index_all(Database &db, Catalog &catalog, bool skip_indexed, const Pr
       continue;
     }
     const auto &root = config.config;
-    if (!root.contains("output_dir") || !root["output_dir"].is_string()) {
+    // v0.9: output_dir (default "outputs") / the run directory (docs/watcher.md).
+    const auto resolved_output = detail::config_output_dir(config, catalog.repo());
+    if (!resolved_output) {
       continue;
     }
-    const std::string output =
-        detail::resolve(root["output_dir"].get<std::string>(), catalog.repo());
+    const std::string &output = *resolved_output;
     const bool rl = root.contains("trainer") && root["trainer"].is_object() &&
                     root.contains("orchestrator") && root["orchestrator"].is_object();
     const auto data = root.find("data");
@@ -64,6 +66,9 @@ BulkResult index_all(Database &db, Catalog &catalog, bool skip_indexed, const Pr
                       (data->contains("name") && (*data)["name"].is_string()));
     if (rl) {
       rl_outputs[output].push_back(path);
+      if (config.v0_9) {
+        v0_9_outputs.insert(output);
+      }
     } else if (sft) {
       sft_outputs[output].push_back(path);
     }
@@ -85,11 +90,16 @@ BulkResult index_all(Database &db, Catalog &catalog, bool skip_indexed, const Pr
   for (const auto &[output_dir, paths] : rl_outputs) {
     std::vector<std::pair<std::int64_t, std::string>> checkpoints;
     std::error_code ec;
-    for (const auto &entry : stdfs::directory_iterator(output_dir + "/weights", ec)) {
+    // v0.8.0 exports weights/step_N; v0.9 saves checkpoints/step_N/{trainer,orchestrator}, a
+    // step counting once the orchestrator wrote its side.
+    const bool v0_9 = v0_9_outputs.count(output_dir) > 0;
+    const std::string root = output_dir + (v0_9 ? "/checkpoints" : "/weights");
+    for (const auto &entry : stdfs::directory_iterator(root, ec)) {
       const std::string name = entry.path().filename().string();
-      const std::string path = output_dir + "/weights/" + name;
+      const std::string path = root + "/" + name;
       const auto step = detail::checkpoint_step(path);
-      if (name.rfind("step_", 0) == 0 && step && entry.is_directory(ec)) {
+      if (name.rfind("step_", 0) == 0 && step && entry.is_directory(ec) &&
+          (!v0_9 || stdfs::is_directory(path + "/orchestrator", ec))) {
         checkpoints.emplace_back(*step, path);
       }
     }

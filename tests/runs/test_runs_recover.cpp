@@ -31,37 +31,7 @@ constexpr const char *k_child = "01JZ8M3Q4T5V6W7X8Y9Z0CHLD1";
 constexpr const char *k_run_id = "wandb-run";
 
 std::string toml_text(const fs::path &out) {
-  return "output_dir = \"" + out.string() +
-         "\"\n"
-         "clean_output_dir = true\n"
-         "max_steps = 100\n"
-         "\n"
-         "[deployment]\n"
-         "type = \"multi_node\"\n"
-         "gpus_per_node = 8\n"
-         "num_train_nodes = 1\n"
-         "num_infer_nodes = 2\n"
-         "\n"
-         "[trainer]\n"
-         "[trainer.model]\n"
-         "cp = 2\n"
-         "dp_replicate = 2\n"
-         "\n"
-         "[inference]\n"
-         "api_server_count = 6\n"
-         "[inference.parallel]\n"
-         "tp = 2\n"
-         "dp = 6\n"
-         "\n"
-         "[wandb]\n"
-         "project = \"proj\"\n"
-         "name = \"same-run\"\n"
-         "\n"
-         "[ckpt]\n"
-         "interval = 10\n"
-         "resume_step = -1\n"
-         "\n"
-         "[orchestrator]\n";
+  return pb::test::multi_node_rl_toml(out);
 }
 
 // A multi-node RL experiment in the shape `beaker experiment get` prints: two replicas of one

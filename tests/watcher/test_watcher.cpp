@@ -512,3 +512,72 @@ TEST_F(WatcherTree, RebuildRefusesThenSwapsAtomicallyWithABackup) {
 
 } // namespace
 } // namespace pb::test
+
+namespace pb::test {
+namespace {
+
+// A Prime-RL v0.9 run beside the v0.8.0 ones: output_dir / run.name holds checkpoints/step_N
+// with trainer/ and orchestrator/, wandb/ and the resolved configs/*.json (559b4477's layout).
+void write_v0_9_run(const ProvenanceTree &tree) {
+  tree.write("examples/configs/train/rl_v09.toml",
+             "output_dir = \"outputs/v09\"\n[run]\nname = \"exp-1\"\n[monitors.wandb]\n"
+             "project = \"proj9\"\n[trainer.optim]\nlr = 1e-6\n[orchestrator]\nbatch_size = 8\n"
+             "[[orchestrator.train.source]]\nname = \"reverse-text\"\n");
+  tree.write("outputs/v09/exp-1/checkpoints/step_10/trainer/.metadata", "m");
+  tree.write("outputs/v09/exp-1/checkpoints/step_10/orchestrator/progress.pt", "p");
+  // The trainer's side alone: the orchestrator has not saved this step (yet).
+  tree.write("outputs/v09/exp-1/checkpoints/step_20/trainer/.metadata", "m");
+  tree.mkdir("outputs/v09/exp-1/wandb/run-20260820_101010-abc123");
+  // What Prime-RL resolved: the W&B name defaults to run.name; the entity came from elsewhere.
+  tree.write("outputs/v09/exp-1/configs/orchestrator.json",
+             R"({"monitors": {"wandb": {"project": "proj9", "entity": "ent", "name": "exp-1",
+                 "offline": false, "group": null}}})");
+}
+
+} // namespace
+
+TEST_F(WatcherTree, V09RunDirectoriesAreIndexedBesideV08Ones) {
+  write_v0_9_run(tree);
+  const std::string model = tree.path("outputs/v09/exp-1/checkpoints/step_10");
+  index_here("outputs/v09/exp-1/checkpoints/step_10");
+  EXPECT_EQ(
+      query(tree.database(),
+            "SELECT output_dir, checkpoint_step FROM models WHERE model_path = '" + model + "'"),
+      (std::vector<std::vector<std::string>>{{tree.path("outputs/v09/exp-1"), "10"}}));
+  EXPECT_EQ(query(tree.database(),
+                  "SELECT tr.config_path, tr.output_dir FROM training_runs tr JOIN models m ON "
+                  "m.id = tr.model_id WHERE m.model_path = '" +
+                      model + "' AND tr.stage = 'rl'"),
+            (std::vector<std::vector<std::string>>{{tree.path("examples/configs/train/rl_v09.toml"),
+                                                    tree.path("outputs/v09/exp-1")}}));
+  // [monitors.wandb] plus the resolved configs, and the local run under the run directory.
+  EXPECT_EQ(query(tree.database(),
+                  "SELECT w.run_id, w.project, w.entity, w.name, w.url, w.local_run_path FROM "
+                  "wandb_runs w JOIN training_runs tr ON tr.id = w.training_run_id JOIN models m "
+                  "ON m.id = tr.model_id WHERE m.model_path = '" +
+                      model + "'"),
+            (std::vector<std::vector<std::string>>{
+                {"abc123",
+                 "proj9",
+                 "ent",
+                 "exp-1",
+                 "https://wandb.ai/ent/proj9/runs/abc123",
+                 tree.path("outputs/v09/exp-1/wandb/run-20260820_101010-abc123")}}));
+
+  // Bulk: the v0.9 step the orchestrator saved is discovered from checkpoints/, beside the
+  // v0.8.0 weights/ steps; the trainer-only one is not a saved checkpoint yet.
+  watcher::BulkOptions bulk;
+  bulk.details = true;
+  const json summary = json::parse(watcher::update(settings(), bulk).dump());
+  EXPECT_EQ(summary["failures"], 0) << summary.dump();
+  const auto indexed = summary["indexed"];
+  const auto skipped = summary["skipped_indexed_paths"];
+  EXPECT_NE(std::find(skipped.begin(), skipped.end(), model), skipped.end()) << summary.dump();
+  EXPECT_EQ(
+      std::find(indexed.begin(), indexed.end(), tree.path("outputs/v09/exp-1/checkpoints/step_20")),
+      indexed.end());
+  EXPECT_NE(std::find(indexed.begin(), indexed.end(), tree.path("outputs/rl_a/weights/step_20")),
+            indexed.end());
+}
+
+} // namespace pb::test
