@@ -153,30 +153,6 @@ def prepare_sft(request):
 
 # ---------------------------------------------------------------- Prime-RL v0.9 (docs/node.md)
 
-def apply_resume_v0_9(raw, resume):
-    """The runtime's resume decision as v0.9 writes it: one top-level [resume] with the step
-    (Prime-RL copies it onto trainer and orchestrator), none for a fresh start; never "latest"."""
-    if not isinstance(resume, dict):
-        return
-    step = resume.get("step")
-    for name in ("trainer", "orchestrator"):
-        if isinstance(raw.get(name), dict):
-            raw[name].pop("resume", None)
-    raw.pop("resume", None)
-    if step is not None:
-        raw["resume"] = {"step": step}
-    if resume.get("keep_output") and "clean" in raw:
-        raw["clean"] = False
-
-
-def name_run(raw, run_name):
-    """The launch names a run the TOML leaves unnamed, so its directory is found again."""
-    if run_name:
-        run = raw.setdefault("run", {})
-        if isinstance(run, dict) and not run.get("name") and not run.get("dir"):
-            run["name"] = run_name
-
-
 def prepare_rl_v0_9(request):
     from prime_rl.configs.rl import RLConfig
     from prime_rl.entrypoints.rl import write_subconfigs
@@ -186,9 +162,8 @@ def prepare_rl_v0_9(request):
         DEFAULT_TRAINER_ENV_VARS,
     )
 
+    # "config" is the runtime TOML the node wrote: the resume point and run name are in it.
     raw = load(request["config"])
-    apply_resume_v0_9(raw, request.get("resume"))
-    name_run(raw, request.get("run_name"))
     # Prime-RL's multi-node validator asks for SLURM; here primebeaker is the launcher.
     raw.setdefault("slurm", {})
     config = RLConfig.model_validate(raw)
@@ -227,9 +202,7 @@ def prepare_sft_v0_9(request):
     from prime_rl.entrypoints.sft import write_config
     from prime_rl.utils.process import DEFAULT_COMMON_ENV_VARS, DEFAULT_TRAINER_ENV_VARS
 
-    raw = load(request["config"])
-    apply_resume_v0_9(raw, request.get("resume"))
-    name_run(raw, request.get("run_name"))
+    raw = load(request["config"])  # the runtime TOML, as for RL
     raw.setdefault("slurm", {})
     config = SFTConfig.model_validate(raw)
     output = Path(request["output"])

@@ -4,6 +4,7 @@
 
 #include <primebeaker/contract/replica_env.hpp>
 #include <primebeaker/core/error.hpp>
+#include <primebeaker/toml/edit.hpp>
 #include <primebeaker/toml/value.hpp>
 
 #include <fmt/format.h>
@@ -198,6 +199,16 @@ void record_end(const RecoveryOutcome &outcome,
   } catch (const Error &) {
     // The start record stands; a missing end reads as a preemption, the safe reading.
   }
+}
+
+std::string v0_9_runtime_toml(const toml::Document &document,
+                              const rec::Decision &decision,
+                              const std::string &run_name) {
+  std::string text = rec::resume_toml(document, decision);
+  if (run_name.empty() || primerl::names_its_run(document)) {
+    return text;
+  }
+  return toml::set_string(toml::Document::parse(text, document.source_name()), "run.name", run_name);
 }
 
 } // namespace pb::node

@@ -62,6 +62,14 @@ struct RecoveryOutcome {
 RecoveryOutcome start_recovery(const RecoveryRequest &request,
                                const std::function<void(const std::string &)> &note);
 
+// The TOML Prime-RL v0.9 reads on this start (the source is never edited): the decided resume
+// point as checkpoints::recovery::resume_toml writes it, and `run_name` as run.name when the TOML
+// names no run (the launch's name, so the run directory is found again). Single-node writes it
+// for `rl`/`sft`, multi-node for the config helper.
+std::string v0_9_runtime_toml(const toml::Document &document,
+                              const checkpoints::recovery::Decision &decision,
+                              const std::string &run_name);
+
 // The end record of the attempt (no-op when nothing was appended). Never throws.
 void record_end(const RecoveryOutcome &outcome,
                 int exit_code,

@@ -214,6 +214,7 @@ ReplicaPlan plan_rl_v0_9(const RlEnv &env, const PlanInputs &inputs) {
   {
     const nlohmann::json request = {{"kind", "rl_v0_9"},
                                     {"config", env.config_path.string()},
+                                    {"runtime_toml", (paths.local_tmp / "prime-rl.toml").string()},
                                     {"config_dir", paths.config_dir.string()},
                                     {"run_dir", env.run_dir().string()},
                                     {"run_name", env.run_name}};
@@ -595,6 +596,7 @@ ReplicaPlan plan_sft(const SftEnv &env, const PlanInputs &inputs) {
                               {"config", env.config_path.string()},
                               {"output", resolved.string()}};
     if (env.v0_9()) {
+      request["runtime_toml"] = (paths.local_tmp / "prime-rl.toml").string();
       request["run_name"] = env.run_name;
     }
     plan.steps.push_back(resolve_config(env.rank == 0, request, paths.local_tmp, env.config_path));
@@ -925,7 +927,8 @@ struct TextStep {
     out += fmt::format("decide the resume point from the checkpoints under {} ({} trainer ranks), "
                        "record the start in the ledger, publish recovery.json -> ${{resume}}\n",
                        s.generation == primerl::Generation::v0_9
-                           ? (s.output_dir / s.run_dir_name).string() + " (Prime-RL v0.9)"
+                           ? "the Prime-RL v0.9 run directory " +
+                                 (s.output_dir / s.run_dir_name).string()
                            : s.output_dir.string(),
                        s.trainer_ranks);
     out += fmt::format("       budget: {} preemption recoveries, {} restarts after errors\n",

@@ -9,6 +9,7 @@
 #include <primebeaker/core/fs.hpp>
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/primerl/environments.hpp>
+#include <primebeaker/toml/value.hpp>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -505,6 +506,16 @@ public:
     if (s.leader) {
       auto request = nlohmann::json::parse(s.request_json);
       request["resume"] = m_r.recovery->helper_request();
+      if (request.contains("runtime_toml")) {
+        // Prime-RL v0.9: the resume point and run name are written by the same C++ as a
+        // single-node start; the helper only resolves what it is given.
+        const auto runtime_toml = request["runtime_toml"].get<std::string>();
+        fs::write_file_atomic(runtime_toml,
+                              v0_9_runtime_toml(toml::Document::load(s.config_path),
+                                                m_r.recovery->decision,
+                                                request.value("run_name", std::string())));
+        request["config"] = runtime_toml;
+      }
       result = run_config_helper(m_r, s, spec(s.helper), request);
       publish_runtime(m_r, result, m_plan.command == "node rl");
     } else {

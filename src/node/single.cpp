@@ -12,7 +12,6 @@
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/launch/rewrite_envs.hpp>
 #include <primebeaker/node/plan.hpp>
-#include <primebeaker/toml/edit.hpp>
 #include <primebeaker/toml/value.hpp>
 
 #include <fmt/format.h>
@@ -258,21 +257,14 @@ int run_single_node(const SingleNodeStart &start, proc::Runner &runner) {
   }
 
   // The source TOML is never edited: what Prime-RL reads is a container-local copy.
-  std::string runtime_text;
-  if (start.program == "rl") {
-    const auto rewritten =
-        toml::Document::parse(launch::rewrite_environment_ids(document), start.runtime_toml);
-    runtime_text = checkpoints::recovery::resume_toml(rewritten, decision);
-  } else {
-    runtime_text = checkpoints::recovery::resume_toml(document, decision);
-  }
-  if (start.v0_9 && !start.run_name.empty()) {
-    const auto resumed = toml::Document::parse(runtime_text, start.runtime_toml);
-    if (resumed.root().find_path({"run", "name"}) == nullptr &&
-        resumed.root().find_path({"run", "dir"}) == nullptr) {
-      runtime_text = toml::set_string(resumed, "run.name", start.run_name);
-    }
-  }
+  // RL's legacy environment ids point at the bundled modules (v0.8.0; v0.9 has none).
+  const auto source =
+      start.program == "rl"
+          ? toml::Document::parse(launch::rewrite_environment_ids(document), start.runtime_toml)
+          : toml::Document::parse(document.text(), start.runtime_toml);
+  const std::string runtime_text =
+      start.v0_9 ? v0_9_runtime_toml(source, decision, start.run_name)
+                 : checkpoints::recovery::resume_toml(source, decision);
   fs::create_directories(fs::path(start.runtime_toml).parent_path(), ec);
   pb::fs::write_file_atomic(start.runtime_toml, runtime_text);
   training.argv.push_back(start.runtime_toml);
