@@ -53,13 +53,17 @@ read_topology_v0_9(const toml::Document &document, contract::Kind kind, primerl:
   read.generation = primerl::Generation::v0_9;
   read.replica.generation = primerl::Generation::v0_9;
   const bool multi = contract::is_multi_node(kind);
+  // What both entrypoints name alike: the run, its W&B, output_dir.
+  const auto identity = [&](const auto &config) {
+    read.wandb = config.wandb;
+    read.wandb.name = primerl::v0_9::experiment_name(config.run, config.wandb);
+    read.output_dir = config.output_dir;
+    read.run = config.run;
+    read.paths = {toml_path(document, config.output_dir)};
+  };
   if (kind == contract::Kind::single_sft || kind == contract::Kind::multi_sft) {
     const auto sft = primerl::v0_9::read_sft(document, problems);
-    read.wandb = sft.wandb;
-    read.wandb.name = primerl::v0_9::experiment_name(sft.run, sft.wandb);
-    read.output_dir = sft.output_dir;
-    read.run = sft.run;
-    read.paths = {toml_path(document, sft.output_dir)};
+    identity(sft);
     read.task_name = multi ? "prime-sft-multinode" : "sft";
     read.description_kind = multi ? "multi-node SFT (Prime-RL v0.9)" : "SFT (Prime-RL v0.9)";
     if (multi) {
@@ -72,11 +76,7 @@ read_topology_v0_9(const toml::Document &document, contract::Kind kind, primerl:
     return read;
   }
   const auto rl = primerl::v0_9::read_rl(document, problems);
-  read.wandb = rl.wandb;
-  read.wandb.name = primerl::v0_9::experiment_name(rl.run, rl.wandb);
-  read.output_dir = rl.output_dir;
-  read.run = rl.run;
-  read.paths = {toml_path(document, rl.output_dir)};
+  identity(rl);
   read.task_name = multi ? "prime-rl-multinode" : "rl";
   read.description_kind = multi ? "multi-node RL (Prime-RL v0.9)" : "RL (Prime-RL v0.9)";
   if (!multi) {

@@ -132,6 +132,61 @@ std::string effective_tmpdir(const ReplicaPlan &plan, const PlanInputs &inputs) 
   return it != plan.env.end() ? it->second : inputs.env.at("TMPDIR");
 }
 
+// vllm-router in front of every inference worker (${workers}), on Prime-RL's router port.
+step::Start router_step(const Paths &paths) {
+  step::Start router;
+  router.process.name = "vllm-router";
+  router.process.argv = {"vllm-router",
+                         "--policy",
+                         "${runtime.ROUTER_POLICY}",
+                         "--host",
+                         "0.0.0.0",
+                         "--port",
+                         "${runtime.ROUTER_PORT}",
+                         "--request-id-headers",
+                         "x-session-id",
+                         "--prometheus-port",
+                         "${runtime.ROUTER_PORT+21000}",
+                         "--worker-startup-timeout-secs",
+                         "4200",
+                         "--worker-urls",
+                         "${workers...}"};
+  router.process.ports = {"${runtime.ROUTER_PORT}", "${runtime.ROUTER_PORT+21000}"};
+  router.process.log = {LogSpec::Mode::append, paths.logs / "inference" / "router.log", false};
+  return router;
+}
+
+// One single-rank inference server per INFERENCE_TP GPUs of `slice`, each with its own vLLM,
+// inductor and RPC directories under the node-local TMPDIR; `parallel_flags` are the
+// generation's spelling of "one DP rank, one API server".
+step::StartInferenceServers inference_servers_step(const ReplicaPlan &plan,
+                                                   const PlanInputs &inputs,
+                                                   int rank,
+                                                   const Slice &slice,
+                                                   const Paths &paths,
+                                                   const fs::path &config,
+                                                   const proc::Argv &parallel_flags) {
+  step::StartInferenceServers servers;
+  servers.slice = slice;
+  const std::string cache =
+      effective_tmpdir(plan, inputs) + fmt::format("/inference/node_{}_rank${{k}}", rank);
+  servers.dirs = {cache + "/vllm", cache + "/inductor", cache + "/rpc"};
+  auto &p = servers.each;
+  p.name = "inference server ${k}";
+  p.argv = {"inference", "@", config.string(), "--server.host", "0.0.0.0", "--server.port", "${port}"};
+  p.argv.insert(p.argv.end(), parallel_flags.begin(), parallel_flags.end());
+  p.component_env = "inference";
+  p.env = {{"VLLM_CACHE_ROOT", cache + "/vllm"},
+           {"TORCHINDUCTOR_CACHE_DIR", cache + "/inductor"},
+           {"VLLM_RPC_BASE_PATH", cache + "/rpc"}};
+  p.gpus = "${gpus}";
+  p.ports = {"${port}"};
+  p.log = {LogSpec::Mode::tee,
+           paths.logs / "inference" / fmt::format("node_{}_rank${{k}}.log", rank),
+           false};
+  return servers;
+}
+
 // The run identity every Prime-RL v0.9 process reads (rl.py sets it for its children).
 EnvMap v0_9_run_env(const CommonEnv &env) {
   return {{"PRL_RUN_ID", env.run_id},
@@ -226,58 +281,22 @@ ReplicaPlan plan_rl_v0_9(const RlEnv &env, const PlanInputs &inputs) {
   }
 
   if (inference && env.rank == 0) {
-    step::Start router;
-    router.process.name = "vllm-router";
-    router.process.argv = {"vllm-router",
-                           "--policy",
-                           "${runtime.ROUTER_POLICY}",
-                           "--host",
-                           "0.0.0.0",
-                           "--port",
-                           "${runtime.ROUTER_PORT}",
-                           "--request-id-headers",
-                           "x-session-id",
-                           "--prometheus-port",
-                           "${runtime.ROUTER_PORT+21000}",
-                           "--worker-startup-timeout-secs",
-                           "4200",
-                           "--worker-urls",
-                           "${workers...}"};
-    router.process.ports = {"${runtime.ROUTER_PORT}", "${runtime.ROUTER_PORT+21000}"};
-    router.process.log = {LogSpec::Mode::append, paths.logs / "inference" / "router.log", false};
-    plan.steps.push_back(std::move(router));
+    plan.steps.push_back(router_step(paths));
   }
   if (inference) {
-    step::StartInferenceServers servers;
-    servers.slice = Slice{0, env.gpus_per_node};
-    const std::string cache =
-        effective_tmpdir(plan, inputs) + fmt::format("/inference/node_{}_rank${{k}}", env.rank);
-    servers.dirs = {cache + "/vllm", cache + "/inductor", cache + "/rpc"};
-    auto &p = servers.each;
-    p.name = "inference server ${k}";
-    p.argv = {"inference",
-              "@",
-              (paths.config_dir / "inference.json").string(),
-              "--server.host",
-              "0.0.0.0",
-              "--server.port",
-              "${port}",
-              "--vllm.data-parallel-size",
-              "1",
-              "--vllm.data-parallel-size-local",
-              "1",
-              "--vllm.api-server-count",
-              "1"};
-    p.component_env = "inference";
-    p.env = {{"VLLM_CACHE_ROOT", cache + "/vllm"},
-             {"TORCHINDUCTOR_CACHE_DIR", cache + "/inductor"},
-             {"VLLM_RPC_BASE_PATH", cache + "/rpc"}};
-    p.gpus = "${gpus}";
-    p.ports = {"${port}"};
-    p.log = {LogSpec::Mode::tee,
-             paths.logs / "inference" / fmt::format("node_{}_rank${{k}}.log", env.rank),
-             false};
-    plan.steps.push_back(std::move(servers));
+    // v0.9 spells the engine flags as [inference.vllm] keys (#3202).
+    plan.steps.push_back(inference_servers_step(plan,
+                                                inputs,
+                                                env.rank,
+                                                Slice{0, env.gpus_per_node},
+                                                paths,
+                                                paths.config_dir / "inference.json",
+                                                {"--vllm.data-parallel-size",
+                                                 "1",
+                                                 "--vllm.data-parallel-size-local",
+                                                 "1",
+                                                 "--vllm.api-server-count",
+                                                 "1"}));
   } else {
     const int node = env.rank - infer_nodes;
     step::Start trainer;
@@ -428,58 +447,21 @@ ReplicaPlan plan_rl(const RlEnv &env, const PlanInputs &inputs) {
     plan.steps.push_back(step::Publish{
         "router.url", fmt::format("http://{}:${{runtime.ROUTER_PORT}}/v1\n", inputs.address)});
     plan.steps.push_back(step::Publish{"admin.urls", "${admin_urls}\n"});
-    step::Start router;
-    router.process.name = "vllm-router";
-    router.process.argv = {"vllm-router",
-                           "--policy",
-                           "${runtime.ROUTER_POLICY}",
-                           "--host",
-                           "0.0.0.0",
-                           "--port",
-                           "${runtime.ROUTER_PORT}",
-                           "--request-id-headers",
-                           "x-session-id",
-                           "--prometheus-port",
-                           "${runtime.ROUTER_PORT+21000}",
-                           "--worker-startup-timeout-secs",
-                           "4200",
-                           "--worker-urls",
-                           "${workers...}"};
-    router.process.ports = {"${runtime.ROUTER_PORT}", "${runtime.ROUTER_PORT+21000}"};
-    router.process.log = {LogSpec::Mode::append, paths.logs / "inference" / "router.log", false};
-    plan.steps.push_back(std::move(router));
+    plan.steps.push_back(router_step(paths));
   }
   if (place.inference.count > 0) {
-    step::StartInferenceServers servers;
-    servers.slice = place.inference;
-    const std::string cache =
-        effective_tmpdir(plan, inputs) + fmt::format("/inference/node_{}_rank${{k}}", env.rank);
-    servers.dirs = {cache + "/vllm", cache + "/inductor", cache + "/rpc"};
-    auto &p = servers.each;
-    p.name = "inference server ${k}";
-    p.argv = {"inference",
-              "@",
-              (paths.config_dir / "inference.toml").string(),
-              "--server.host",
-              "0.0.0.0",
-              "--server.port",
-              "${port}",
-              "--parallel.dp",
-              "1",
-              "--data-parallel-size-local",
-              "1",
-              "--api-server-count",
-              "1"};
-    p.component_env = "inference";
-    p.env = {{"VLLM_CACHE_ROOT", cache + "/vllm"},
-             {"TORCHINDUCTOR_CACHE_DIR", cache + "/inductor"},
-             {"VLLM_RPC_BASE_PATH", cache + "/rpc"}};
-    p.gpus = "${gpus}";
-    p.ports = {"${port}"};
-    p.log = {LogSpec::Mode::tee,
-             paths.logs / "inference" / fmt::format("node_{}_rank${{k}}.log", env.rank),
-             false};
-    plan.steps.push_back(std::move(servers));
+    plan.steps.push_back(inference_servers_step(plan,
+                                                inputs,
+                                                env.rank,
+                                                place.inference,
+                                                paths,
+                                                paths.config_dir / "inference.toml",
+                                                {"--parallel.dp",
+                                                 "1",
+                                                 "--data-parallel-size-local",
+                                                 "1",
+                                                 "--api-server-count",
+                                                 "1"}));
   }
   if (!leader) {
     plan.steps.push_back(step::AwaitExit{});

@@ -3,6 +3,7 @@
 // src/prime_rl/utils/pathing.py: v0.8.0 at 60bc2954, v0.9 at 559b4477.
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/primerl/layout.hpp>
+#include <primebeaker/primerl/v0_9.hpp>
 #include <primebeaker/toml/value.hpp>
 
 #include <initializer_list>
@@ -25,25 +26,6 @@ const std::string *string_at(const toml::Document &document,
     throw input_error(document.location(*value) + ": " + dotted + " must be a string");
   }
   return value->string();
-}
-
-// An integer key that must be at least 1; `fallback` when absent.
-std::int64_t positive_at(const toml::Document &document,
-                         std::initializer_list<std::string_view> path,
-                         const char *dotted,
-                         std::optional<std::int64_t> fallback) {
-  const toml::Value *value = document.root().find_path(path);
-  if (value == nullptr) {
-    if (!fallback) {
-      throw input_error(document.source_name() + ": a multi_node deployment needs " + dotted);
-    }
-    return *fallback;
-  }
-  const auto number = value->integer();
-  if (!number || *number < 1) {
-    throw input_error(document.location(*value) + ": " + dotted + " must be an integer >= 1");
-  }
-  return *number;
 }
 
 fs::path normalised(fs::path path) {
@@ -154,20 +136,11 @@ const ResumeKeys &resume_keys(Generation generation) {
 }
 
 std::int64_t v0_9_trainer_ranks(const toml::Document &document) {
-  std::string type = "single_node"; // RLConfig's default deployment
-  if (const std::string *written = string_at(document, {"deployment", "type"}, "deployment.type")) {
-    type = *written;
+  // One reading of the deployment for the whole tool: the launch's (primerl/v0_9.hpp).
+  if (document.root().find("orchestrator") != nullptr) {
+    return v0_9::read_rl(document).trainer_ranks();
   }
-  if (type == "multi_node") {
-    return positive_at(
-               document, {"deployment", "num_train_nodes"}, "deployment.num_train_nodes", {}) *
-           positive_at(document, {"deployment", "gpus_per_node"}, "deployment.gpus_per_node", 8);
-  }
-  if (type != "single_node") {
-    const toml::Value *value = document.root().find_path({"deployment", "type"});
-    throw input_error(document.location(*value) + ": unsupported deployment.type '" + type + "'");
-  }
-  return positive_at(document, {"deployment", "num_train_gpus"}, "deployment.num_train_gpus", 1);
+  return v0_9::read_sft(document).trainer_ranks();
 }
 
 } // namespace pb::primerl

@@ -56,6 +56,23 @@ void read_resume(Reader &reader, std::optional<std::int64_t> &step, bool &latest
   }
 }
 
+// deployment.num_infer_nodes: 0 is allowed (no inference); unset is `fallback`.
+std::int64_t infer_nodes(Reader &reader, std::int64_t fallback) {
+  const Value *value = reader.find("deployment.num_infer_nodes");
+  if (value == nullptr) {
+    return fallback;
+  }
+  const auto number = value->integer();
+  if (!number || *number < 0 || *number > k_max_nodes) {
+    reader.wrong(*value,
+                 "deployment.num_infer_nodes",
+                 fmt::format("an integer from 0 to {}", k_max_nodes),
+                 std::to_string(fallback));
+    return fallback;
+  }
+  return *number;
+}
+
 // Where the deployment table says how many GPUs and nodes the run takes.
 DeploymentType read_type(Reader &reader, const Document &document, Problems &problems) {
   // v0.9 defaults deployment to single_node: a missing table or type is not a problem.
@@ -137,19 +154,7 @@ Rl read_rl(const Document &document, Problems &problems) {
     const std::int64_t inferred =
         !rl.has_inference ? 0
                           : reader.integer_as_written("inference.deployment.num_nodes").value_or(1);
-    if (reader.find("deployment.num_infer_nodes") != nullptr) {
-      const Value *value = reader.find("deployment.num_infer_nodes");
-      const auto number = value->integer();
-      if (!number || *number < 0 || *number > k_max_nodes) {
-        reader.wrong(*value, "deployment.num_infer_nodes",
-                     fmt::format("an integer from 0 to {}", k_max_nodes), std::to_string(inferred));
-        rl.num_infer_nodes = inferred;
-      } else {
-        rl.num_infer_nodes = *number;
-      }
-    } else {
-      rl.num_infer_nodes = inferred;
-    }
+    rl.num_infer_nodes = infer_nodes(reader, inferred);
     rl.num_infer_replicas = reader.count("deployment.num_infer_replicas", k_max_nodes, 1, 1);
     rl.orchestrator_on_inference =
         reader.boolean("deployment.orchestrator_on_inference", false, false);
@@ -175,14 +180,8 @@ Rl read_rl(const Document &document, Problems &problems) {
                   std::to_string(rl.gpus_per_node));
     }
   }
+  // No source is Prime-RL's business (train.source defaults to an empty list).
   read_sources(document, rl.sources);
-  if (rl.sources.empty() && rl.has_inference) {
-    problems.add_missing_key(
-        "orchestrator.train.source",
-        fmt::format("{}: RL needs at least one [[orchestrator.train.source]] with "
-                    "env.taskset.id",
-                    document.source_name()));
-  }
   return rl;
 }
 
@@ -209,15 +208,7 @@ Sft read_sft(const Document &document, Problems &problems) {
     }
   } else {
     sft.num_train_nodes = reader.count("deployment.num_train_nodes", k_max_nodes, 2, 2);
-    if (const Value *value = reader.find("deployment.num_infer_nodes")) {
-      const auto number = value->integer();
-      if (!number || *number < 0 || *number > k_max_nodes) {
-        reader.wrong(*value, "deployment.num_infer_nodes",
-                     fmt::format("an integer from 0 to {}", k_max_nodes), "0");
-      } else {
-        sft.num_infer_nodes = *number;
-      }
-    }
+    sft.num_infer_nodes = infer_nodes(reader, 0);
     // One replica per node: Prime-RL's multi-node SFT runs torchrun across the trainer nodes.
     if (sft.num_infer_nodes > 0) {
       reader.rule(reader.find("deployment.num_infer_nodes"),

@@ -128,7 +128,10 @@ TEST(CheckpointTopology, V09RanksFollowPrimeRlsDeployment) {
   // single_node: num_train_gpus, default 1; the deployment itself defaults to single_node.
   EXPECT_EQ(ranks_of("[run]\nname = \"r\"\n[deployment]\nnum_train_gpus = 3\n"), 3);
   EXPECT_EQ(ranks_of("[run]\nname = \"r\"\n"), 1);
-  const auto missing = error_of("[run]\nname = \"r\"\n[deployment]\ntype = \"multi_node\"\n");
+  // RL requires num_train_nodes; SFT (no [orchestrator]) defaults it to 2, as Prime-RL does.
+  const auto missing =
+      error_of("[run]\nname = \"r\"\n[orchestrator]\n[deployment]\ntype = \"multi_node\"\n");
+  EXPECT_EQ(ranks_of("[run]\nname = \"r\"\n[deployment]\ntype = \"multi_node\"\n"), 16);
   EXPECT_NE(missing.find("deployment.num_train_nodes"), std::string::npos) << missing;
   const auto zero = error_of("[run]\n[deployment]\nnum_train_gpus = 0\n");
   EXPECT_EQ(zero.rfind("t.toml:3:", 0), 0U) << zero;
