@@ -251,6 +251,12 @@ void require_set(const EnvMap &env, const std::vector<std::string> &names) {
 void ReplicaEnv::check() const {
   check_range(var::max_recoveries, max_recoveries, k_recoveries_range);
   check_range(var::max_restarts_on_errors, max_restarts_on_errors, k_error_restarts_range);
+  if (generation == primerl::Generation::v0_9 &&
+      (run_dir_name.empty() || run_dir_name == "." || run_dir_name == ".." ||
+       run_dir_name.find('/') != std::string::npos)) {
+    throw usage_error(fmt::format(
+        "invalid {}: '{}' (one directory name under OUTPUT_DIR)", var::run_dir_name, run_dir_name));
+  }
   if (!is_multi_node(kind)) {
     check_range(var::num_gpus, num_gpus, k_optional_gpus_range);
     return;

@@ -132,6 +132,74 @@ TEST(ReplicaEnv, RoundTripsEveryKind) {
   }
 }
 
+// Prime-RL v0.9 (docs/contract.md "Generations"): the generation and its placement round-trip,
+// the v0.8.0 layout names are neither written nor required, and the counts must add up.
+TEST(ReplicaEnv, PrimeRlV09RoundTripsWithItsOwnNames) {
+  Generator g(20261205);
+  for (const Kind kind : {Kind::single_sft, Kind::single_rl, Kind::multi_sft, Kind::multi_rl}) {
+    for (int i = 0; i < 40; ++i) {
+      ReplicaEnv x = generate(g, kind);
+      x.generation = primerl::Generation::v0_9;
+      x.run_dir_name = "run-" + std::to_string(i);
+      x.run_name = g.coin() ? std::string() : x.run_dir_name;
+      if (contract::is_multi_node(kind)) {
+        x.total_infer_ranks = x.trainer_gpu_count = x.mixed_infer_gpu_count = 0;
+        x.gateway_port = x.gateway_workers = 0;
+        x.required_services.clear();
+        x.local_search_model_paths.clear();
+        x.num_infer_nodes = kind == Kind::multi_rl ? g.integer(0, x.total_nodes - 1) : 0;
+        x.num_train_nodes = x.total_nodes - x.num_infer_nodes;
+        if (kind == Kind::multi_rl) {
+          x.inference_tp = g.integer(1, primerl::k_max_gpus_per_node);
+          x.orchestrator_replica = g.integer(0, x.total_nodes - 1);
+          x.env_servers = {"train/" + g.text(false)};
+          if (g.coin()) {
+            x.registry.reset(); // optional in v0.9
+          }
+        }
+      }
+      const auto env = x.to_env();
+      EXPECT_EQ(env.at("PRIME_RL_GENERATION"), "v0.9");
+      EXPECT_EQ(env.count("TOTAL_INFER_RANKS"), 0u);
+      EXPECT_EQ(env.count("GATEWAY_PORT"), 0u);
+      const ReplicaEnv back = ReplicaEnv::from_env(kind, env);
+      ASSERT_EQ(back, x) << "kind " << static_cast<int>(kind) << ", case " << i;
+      for (const auto &[name, value] : env) {
+        EXPECT_TRUE(contract::is_launcher_owned(name, kind)) << name;
+      }
+    }
+  }
+  EXPECT_PB_ERROR(contract::generation_of({{"PRIME_RL_GENERATION", "v1.0"}}),
+                  2,
+                  "invalid PRIME_RL_GENERATION: 'v1.0'");
+  EXPECT_EQ(contract::generation_of({}), primerl::Generation::v0_8);
+  auto env = [] {
+    Generator seeded(3);
+    ReplicaEnv x = generate(seeded, Kind::multi_rl);
+    x.generation = primerl::Generation::v0_9;
+    x.run_dir_name = "run";
+    x.total_nodes = 3;
+    x.num_infer_nodes = 1;
+    x.num_train_nodes = 2;
+    x.registry.reset();
+    return x.to_env();
+  }();
+  env["NUM_TRAIN_NODES"] = "3";
+  EXPECT_PB_ERROR(ReplicaEnv::from_env(Kind::multi_rl, env),
+                  2,
+                  "TOTAL_NODES (3) must be NUM_INFER_NODES + NUM_TRAIN_NODES (1 + 3)");
+  env["NUM_TRAIN_NODES"] = "2";
+  env["PRIME_RL_RUN_DIR"] = "../elsewhere";
+  EXPECT_PB_ERROR(ReplicaEnv::from_env(Kind::multi_rl, env),
+                  2,
+                  "invalid PRIME_RL_RUN_DIR: '../elsewhere' (one directory name under OUTPUT_DIR)");
+  env.erase("ENV_SERVERS_JSON");
+  env.erase("PRIME_RL_RUN_DIR");
+  EXPECT_PB_ERROR(ReplicaEnv::from_env(Kind::multi_rl, env),
+                  2,
+                  "missing required environment variables: PRIME_RL_RUN_DIR, ENV_SERVERS_JSON");
+}
+
 TEST(ReplicaEnv, LauncherOwnedNamesDependOnTheKind) {
   EXPECT_TRUE(contract::is_launcher_owned("REQUIRED_LITEREGISTRY_SERVICES", Kind::multi_rl));
   EXPECT_TRUE(contract::is_launcher_owned("PRIMEBEAKER_SETUP_COMMAND", Kind::multi_rl));
