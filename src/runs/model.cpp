@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cctype>
 #include <ctime>
 
@@ -340,13 +341,24 @@ bool is_primebeaker_program(const std::vector<std::string> &command) {
 }
 
 // The role of a replica from the task's command (docs/runs.md "Roles").
-std::string
-role_for(const std::vector<std::string> &command, const std::string &task_name, int rank) {
+std::string role_for(const std::vector<std::string> &command,
+                     const std::string &task_name,
+                     int rank,
+                     const std::map<std::string, std::string> &env) {
   const auto has = [&](std::size_t i, std::string_view word) {
     return command.size() > i && command[i] == word;
   };
   if (is_primebeaker_program(command) && has(1, "node")) {
     if (has(2, "rl")) {
+      // Prime-RL v0.9 places inference first (docs/launch.md "Prime-RL v0.9").
+      const auto generation = env.find("PRIME_RL_GENERATION");
+      const auto infer = env.find("NUM_INFER_NODES");
+      if (generation != env.end() && generation->second == "v0.9" && infer != env.end()) {
+        int infer_nodes = 0;
+        std::from_chars(
+            infer->second.data(), infer->second.data() + infer->second.size(), infer_nodes);
+        return rank < infer_nodes ? "inference" : "trainer";
+      }
       return rank == 0 ? "trainer" : "inference";
     }
     if (has(2, "sft")) {
@@ -525,7 +537,7 @@ RunView parse_run(const OrderedJson &experiment) {
       replica.rank = rank;
       replica.task_id = task;
       replica.task_name = task_names[task];
-      replica.role = role_for(task_commands[task], task_names[task], rank);
+      replica.role = role_for(task_commands[task], task_names[task], rank, run.env);
       replica.job_id = string_field(job, "id");
       replica.node = string_field(job, "node");
       replica.cluster = string_field(job, "cluster");

@@ -116,8 +116,7 @@ LedgerLocation ledger_location(const RunView &run) {
     try {
       const stdfs::path given(*config);
       const auto document = toml::Document::load(given.is_relative() ? working_dir / given : given);
-      where.output_dir =
-          normal_dir(checkpoints::source_from_toml(document, working_dir).output_dir);
+      where.output_dir = normal_dir(checkpoints::output_dir_from_toml(document, working_dir));
     } catch (const Error &error) {
       where.error = error.what();
       return where;

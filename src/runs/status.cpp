@@ -156,7 +156,9 @@ OrderedJson newest_checkpoint(const RunView &run) {
   try {
     const auto document = toml::Document::load(*config);
     const std::filesystem::path working_dir = env_value(run, "WORKING_DIR").value_or("/");
-    const auto source = checkpoints::source_from_toml(document, working_dir);
+    // A v0.9 run the launch named lives in the directory its spec says (PRIME_RL_RUN_DIR).
+    const auto source = checkpoints::source_from_toml(
+        document, working_dir, env_value(run, "PRIME_RL_RUN_DIR").value_or(""));
     out["output_dir"] = source.output_dir.string();
     const auto listing = checkpoints::list_steps(source);
     const auto step = checkpoints::newest_complete(checkpoints::evaluate(listing));

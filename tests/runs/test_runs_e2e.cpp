@@ -266,6 +266,41 @@ TEST(RunsStop, JointRunByIdFindsTheServiceInTheSpecAndYesSkipsTheQuestion) {
   EXPECT_EQ(keep.stops(), 1u);
 }
 
+// Prime-RL v0.9 (docs/launch.md "Prime-RL v0.9"): inference replicas come first, and the
+// checkpoints are in the run directory the spec names (the TOML names no run).
+TEST(RunsStatus, PrimeRlV09RolesAndRunDirectory) {
+  Harness h;
+  const auto work = h.tmp / "work";
+  pb::test::write_file(work / "rl.toml",
+                       "output_dir = \"out\"\n[monitors.wandb]\nproject = \"p\"\n[orchestrator]\n"
+                       "[deployment]\ntype = \"multi_node\"\nnum_train_nodes = 1\n"
+                       "num_infer_nodes = 1\ngpus_per_node = 2\n[inference.vllm]\n");
+  const auto step = work / "out/run9/checkpoints/step_3";
+  pb::test::write_file(step / "trainer/.metadata", "m");
+  pb::test::write_file(step / "trainer/__0_0.distcp", "shard");
+  pb::test::write_file(step / "trainer/__1_0.distcp", "shard");
+  pb::test::write_file(step / "orchestrator/progress.pt", "p");
+  h.beaker.on({"experiment", "get", k_experiment},
+              printed(experiment({job(job_id(0),
+                                      0,
+                                      status_running(),
+                                      "T",
+                                      {{"CONFIG_PATH", (work / "rl.toml").string()},
+                                       {"OUTPUT_DIR", "out"},
+                                       {"WORKING_DIR", work.string()},
+                                       {"PRIME_RL_GENERATION", "v0.9"},
+                                       {"PRIME_RL_RUN_DIR", "run9"},
+                                       {"NUM_INFER_NODES", "1"},
+                                       {"WANDB_RUN_ID", "abc"}}),
+                                  job(job_id(1), 1, status_running(), "T")})));
+  const auto result = h.run({"status", k_experiment, "--json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto json = nlohmann::json::parse(result.out);
+  EXPECT_EQ(json["replicas"][0]["role"], "inference");
+  EXPECT_EQ(json["replicas"][1]["role"], "trainer");
+  EXPECT_EQ(json["checkpoint"]["newest_complete_step"], 3) << json["checkpoint"].dump();
+}
+
 TEST(RunsStatus, ReplicasRegistryCheckpointAndWandb) {
   Harness h;
   const auto work = h.tmp / "work";
