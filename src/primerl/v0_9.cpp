@@ -32,9 +32,8 @@ Run read_run(Reader &reader) {
 }
 
 // [monitors.wandb]: every key has a default in v0.9 (project "prime-rl", name = run.name).
-Wandb read_wandb(Reader &reader, bool &configured) {
+Wandb read_wandb(Reader &reader) {
   Wandb wandb;
-  configured = reader.find("monitors.wandb") != nullptr;
   wandb.project = reader.optional_string("monitors.wandb.project").value_or("prime-rl");
   wandb.name = reader.optional_string("monitors.wandb.name").value_or("");
   if (auto entity = reader.optional_string("monitors.wandb.entity"); entity && !entity->empty()) {
@@ -42,18 +41,6 @@ Wandb read_wandb(Reader &reader, bool &configured) {
   }
   wandb.offline = reader.boolean("monitors.wandb.offline", false, false);
   return wandb;
-}
-
-void read_resume(Reader &reader, std::optional<std::int64_t> &step, bool &latest) {
-  const Value *resume = reader.find("resume");
-  if (resume == nullptr) {
-    return;
-  }
-  if (reader.find("resume.step") != nullptr) {
-    step = reader.positive("resume.step", 1);
-  } else if (reader.find("resume.dir") == nullptr) {
-    latest = true;
-  }
 }
 
 // deployment.num_infer_nodes: 0 is allowed (no inference); unset is `fallback`.
@@ -109,7 +96,6 @@ void read_sources(const Document &document, std::vector<Source> &sources) {
       if (source.name.empty()) {
         source.name = source.taskset_id;
       }
-      source.location = document.location(entry);
       sources.push_back(std::move(source));
     }
   }
@@ -127,8 +113,7 @@ Rl read_rl(const Document &document, Problems &problems) {
   rl.deployment = read_type(reader, document, problems);
   rl.output_dir = {"output_dir", reader.optional_string("output_dir").value_or("outputs")};
   rl.run = read_run(reader);
-  rl.wandb = read_wandb(reader, rl.wandb_configured);
-  read_resume(reader, rl.resume_step, rl.resume_latest);
+  rl.wandb = read_wandb(reader);
   rl.gpus_per_node = reader.count("deployment.gpus_per_node", k_max_gpus_per_node, 8, 8);
   rl.has_inference = reader.find("inference") != nullptr;
   rl.tensor_parallel =
@@ -191,8 +176,7 @@ Sft read_sft(const Document &document, Problems &problems) {
   sft.deployment = read_type(reader, document, problems);
   sft.output_dir = {"output_dir", reader.optional_string("output_dir").value_or("outputs")};
   sft.run = read_run(reader);
-  sft.wandb = read_wandb(reader, sft.wandb_configured);
-  read_resume(reader, sft.resume_step, sft.resume_latest);
+  sft.wandb = read_wandb(reader);
   sft.gpus_per_node = reader.count("deployment.gpus_per_node", k_max_gpus_per_node, 8, 8);
   if (sft.deployment == DeploymentType::single_node) {
     sft.num_train_gpus = reader.count("deployment.num_train_gpus", k_max_gpus_per_node, 1, 1);

@@ -27,12 +27,11 @@ struct Source {
   std::string split; // "train" or "eval"
   std::string name;  // resolved: name, else env.id, else env.taskset.id
   std::string taskset_id;
-  std::string location; // "FILE:L:C" of the entry
 };
 
 // The run identity: the run directory is output_dir / run.dir (default run.name). A TOML
 // without either gets a random name from Prime-RL, which no resume could find again, so the
-// launch passes its experiment name as run.name (run_name_from_launch).
+// launch passes its experiment name as run.name (named_by_launch).
 struct Run {
   std::string name;            // run.name as written, or ""
   std::string dir;             // run.dir, else run.name, else ""
@@ -44,9 +43,6 @@ struct Rl {
   PathKey output_dir; // default "outputs"
   Run run;
   Wandb wandb; // [monitors.wandb]; name may be empty (it defaults to run.name)
-  bool wandb_configured = false;
-  std::optional<std::int64_t> resume_step; // [resume] step
-  bool resume_latest = false;              // an empty [resume]
   std::int64_t gpus_per_node = 8;
   // single_node
   std::int64_t num_train_gpus = 1;
@@ -81,9 +77,6 @@ struct Sft {
   PathKey output_dir;
   Run run;
   Wandb wandb;
-  bool wandb_configured = false;
-  std::optional<std::int64_t> resume_step;
-  bool resume_latest = false;
   std::int64_t gpus_per_node = 8;
   std::int64_t num_train_gpus = 1; // single_node
   std::int64_t num_infer_gpus = 0; // single_node, online evals ([inference] only)
