@@ -177,17 +177,15 @@ void multi_rl_layout_v0_9(Card &card, const contract::ReplicaEnv &env) {
                             node * per_node,
                             (node + 1) * per_node - 1));
     }
-    if (rank == env.orchestrator_replica) {
+    if (rank == env.orchestrator_replica && infer > 0) {
+      const auto servers = static_cast<std::int64_t>(env.env_servers.size());
       card.more(fmt::format("orchestrator (ZMQ rollouts on {} and {}){}",
                             primerl::v0_9::k_zmq_transport_port,
                             primerl::v0_9::k_zmq_transport_port + 1,
-                            env.env_servers.empty() ? std::string()
-                                                    : fmt::format(", {} ({})",
-                                                                  plural(static_cast<std::int64_t>(
-                                                                             env.env_servers.size()),
-                                                                         "env server",
-                                                                         "env servers"),
-                                                                  text::join(env.env_servers, ", "))));
+                            servers == 0 ? std::string()
+                                         : fmt::format(", {} ({})",
+                                                       plural(servers, "env server", "env servers"),
+                                                       text::join(env.env_servers, ", "))));
     }
   }
   card.line("ports",

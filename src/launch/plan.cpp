@@ -408,7 +408,8 @@ void check_v0_9_name(const toml::Document &document,
         c = '-';
       }
     }
-    problems.suggest("run.name", fmt::format("\"{}\"", stem.empty() ? "my-run" : stem));
+    problems.suggest("run.name",
+                     fmt::format("\"{}\"", stem.empty() ? "my-run" : stem.substr(0, 128)));
   } else if (!primerl::is_experiment_name(experiment_name)) {
     const char *key = !read.wandb.name.empty() && read.wandb.name != read.run.name
                           ? "monitors.wandb.name"

@@ -136,6 +136,13 @@ RlEnv parse_rl_env(const EnvMap &env) {
   out.total_infer_ranks = static_cast<int>(replica.total_infer_ranks);
   out.trainer_gpu_count = static_cast<int>(replica.trainer_gpu_count);
   out.mixed_infer_gpu_count = static_cast<int>(replica.mixed_infer_gpu_count);
+  out.managed_service_experiment_id =
+      optional_var(env, contract::var::managed_service_experiment_id);
+  if (out.managed_service_experiment_id && !optional_var(env, contract::var::beaker_token)) {
+    throw usage_error(fmt::format("missing {} for managed service cleanup ({} is set)",
+                                  contract::var::beaker_token,
+                                  contract::var::managed_service_experiment_id));
+  }
   if (replica.generation == primerl::Generation::v0_9) {
     out.num_train_nodes = static_cast<int>(replica.num_train_nodes);
     out.num_infer_nodes = static_cast<int>(replica.num_infer_nodes);
@@ -153,13 +160,6 @@ RlEnv parse_rl_env(const EnvMap &env) {
     out.required_services[name] = static_cast<int>(count);
   }
   out.local_search_model_paths = replica.local_search_model_paths;
-  out.managed_service_experiment_id =
-      optional_var(env, contract::var::managed_service_experiment_id);
-  if (out.managed_service_experiment_id && !optional_var(env, contract::var::beaker_token)) {
-    throw usage_error(fmt::format("missing {} for managed service cleanup ({} is set)",
-                                  contract::var::beaker_token,
-                                  contract::var::managed_service_experiment_id));
-  }
   return out;
 }
 

@@ -212,6 +212,11 @@ ReplicaPlan plan_rl_v0_9(const RlEnv &env, const PlanInputs &inputs) {
   plan.command = "node rl";
   plan.role = inference ? "inference" : "trainer";
   plan.local_tmp = paths.local_tmp;
+  // A joint `run launch` stack is stopped by replica 0 on exit, as in v0.8.0 (docs/run.md).
+  plan.managed_service_experiment_id = env.managed_service_experiment_id;
+  if (env.managed_service_experiment_id && env.rank == 0) {
+    plan.on_exit = {"beaker", "experiment", "stop", *env.managed_service_experiment_id};
+  }
   plan.summary = fmt::format("rank={} role={}{} GPUs={} host={} (Prime-RL v0.9)",
                              env.rank,
                              plan.role,
@@ -246,6 +251,9 @@ ReplicaPlan plan_rl_v0_9(const RlEnv &env, const PlanInputs &inputs) {
   }
   if (env.rank == 0) {
     programs.emplace_back("python3");
+    if (env.managed_service_experiment_id) {
+      programs.emplace_back("beaker");
+    }
   }
   plan.steps.push_back(step::RequirePrograms{programs});
   plan.steps.push_back(step::RaiseOpenFiles{});
