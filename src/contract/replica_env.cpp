@@ -200,9 +200,9 @@ std::vector<std::string> required_names(Kind kind, primerl::Generation generatio
                     var::rendezvous_timeout_seconds,
                     var::num_train_nodes});
       if (kind == Kind::multi_rl) {
-        names.insert(names.end(),
-                     {var::num_infer_nodes, var::inference_tp, var::orchestrator_replica,
-                      var::env_servers});
+        names.insert(
+            names.end(),
+            {var::num_infer_nodes, var::inference_tp, var::orchestrator_replica, var::env_servers});
       }
     }
     return names;

@@ -346,10 +346,11 @@ std::vector<std::string> launch_paths(const LaunchOptions &options, const Launch
     paths.push_back(detail::absolute_normalized(inputs, inputs.config_path.string()));
     if (inputs.document != nullptr) {
       primerl::Problems ignored(*inputs.document); // make_plan reports them
-      const auto read = detail::read_topology(*inputs.document,
-                                              read_kind(options, inputs, ignored),
-                                              primerl::detect_generation(*inputs.document).generation,
-                                              ignored);
+      const auto read =
+          detail::read_topology(*inputs.document,
+                                read_kind(options, inputs, ignored),
+                                primerl::detect_generation(*inputs.document).generation,
+                                ignored);
       for (const auto &path : read.paths) {
         paths.push_back(detail::in_container(flags.working_dir, path.value));
       }
@@ -441,7 +442,7 @@ LaunchPlan make_plan(const LaunchOptions &options, const LaunchInputs &inputs) {
   const bool multi = contract::is_multi_node(kind);
   const images::Catalog &catalog =
       inputs.catalog != nullptr ? *inputs.catalog : images::Catalog::builtin();
-  detail::check_flags(options, program, multi, catalog, flags);                      // 4-9
+  detail::check_flags(options, program, multi, catalog, flags); // 4-9
   const primerl::Generation generation = primerl::detect_generation(document).generation;
   const bool v0_9 = generation == primerl::Generation::v0_9;
   const detail::TopologyRead read =

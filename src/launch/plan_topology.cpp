@@ -47,8 +47,9 @@ namespace {
 
 // Prime-RL v0.9: one reader per entrypoint; the placement is Prime-RL's own
 // (multi_node_rl.sbatch.j2): inference nodes first, then trainer nodes.
-TopologyRead
-read_topology_v0_9(const toml::Document &document, contract::Kind kind, primerl::Problems &problems) {
+TopologyRead read_topology_v0_9(const toml::Document &document,
+                                contract::Kind kind,
+                                primerl::Problems &problems) {
   TopologyRead read;
   read.generation = primerl::Generation::v0_9;
   read.replica.generation = primerl::Generation::v0_9;

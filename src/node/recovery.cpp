@@ -208,7 +208,8 @@ std::string v0_9_runtime_toml(const toml::Document &document,
   if (run_name.empty() || primerl::names_its_run(document)) {
     return text;
   }
-  return toml::set_string(toml::Document::parse(text, document.source_name()), "run.name", run_name);
+  return toml::set_string(
+      toml::Document::parse(text, document.source_name()), "run.name", run_name);
 }
 
 } // namespace pb::node

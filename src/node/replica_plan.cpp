@@ -173,7 +173,8 @@ step::StartInferenceServers inference_servers_step(const ReplicaPlan &plan,
   servers.dirs = {cache + "/vllm", cache + "/inductor", cache + "/rpc"};
   auto &p = servers.each;
   p.name = "inference server ${k}";
-  p.argv = {"inference", "@", config.string(), "--server.host", "0.0.0.0", "--server.port", "${port}"};
+  p.argv = {
+      "inference", "@", config.string(), "--server.host", "0.0.0.0", "--server.port", "${port}"};
   p.argv.insert(p.argv.end(), parallel_flags.begin(), parallel_flags.end());
   p.component_env = "inference";
   p.env = {{"VLLM_CACHE_ROOT", cache + "/vllm"},
@@ -223,8 +224,8 @@ ReplicaPlan plan_rl_v0_9(const RlEnv &env, const PlanInputs &inputs) {
                              orchestrator ? "+orchestrator" : "",
                              gpu_range(0, env.gpus_per_node),
                              inputs.address);
-  std::vector<fs::path> dirs = {paths.config_dir, paths.logs / "inference", paths.logs / "trainer",
-                                env.run_dir()};
+  std::vector<fs::path> dirs = {
+      paths.config_dir, paths.logs / "inference", paths.logs / "trainer", env.run_dir()};
   if (orchestrator) {
     for (const auto &server : env.env_servers) {
       dirs.push_back((paths.logs / "envs" / server).parent_path());
@@ -261,9 +262,9 @@ ReplicaPlan plan_rl_v0_9(const RlEnv &env, const PlanInputs &inputs) {
   const int timeout = env.rendezvous_timeout_seconds;
   plan.steps.push_back(step::Publish{fmt::format("host.{}", env.rank), inputs.address + "\n"});
   // Trainer replicas publish an empty GPU layout: the worker list is the inference replicas'.
-  plan.steps.push_back(step::Publish{
-      fmt::format("layout.{}", env.rank),
-      layout_text(inference ? Slice{0, env.gpus_per_node} : Slice{0, 0}) + "\n"});
+  plan.steps.push_back(
+      step::Publish{fmt::format("layout.{}", env.rank),
+                    layout_text(inference ? Slice{0, env.gpus_per_node} : Slice{0, 0}) + "\n"});
   for (int n = 0; n < env.total_nodes; ++n) {
     plan.steps.push_back(
         step::WaitFor{fmt::format("host.{}", n), fmt::format("host.{}", n), timeout});
@@ -458,18 +459,14 @@ ReplicaPlan plan_rl(const RlEnv &env, const PlanInputs &inputs) {
     plan.steps.push_back(router_step(paths));
   }
   if (place.inference.count > 0) {
-    plan.steps.push_back(inference_servers_step(plan,
-                                                inputs,
-                                                env.rank,
-                                                place.inference,
-                                                paths,
-                                                paths.config_dir / "inference.toml",
-                                                {"--parallel.dp",
-                                                 "1",
-                                                 "--data-parallel-size-local",
-                                                 "1",
-                                                 "--api-server-count",
-                                                 "1"}));
+    plan.steps.push_back(inference_servers_step(
+        plan,
+        inputs,
+        env.rank,
+        place.inference,
+        paths,
+        paths.config_dir / "inference.toml",
+        {"--parallel.dp", "1", "--data-parallel-size-local", "1", "--api-server-count", "1"}));
   }
   if (!leader) {
     plan.steps.push_back(step::AwaitExit{});

@@ -262,9 +262,9 @@ int run_single_node(const SingleNodeStart &start, proc::Runner &runner) {
       start.program == "rl"
           ? toml::Document::parse(launch::rewrite_environment_ids(document), start.runtime_toml)
           : toml::Document::parse(document.text(), start.runtime_toml);
-  const std::string runtime_text =
-      start.v0_9 ? v0_9_runtime_toml(source, decision, start.run_name)
-                 : checkpoints::recovery::resume_toml(source, decision);
+  const std::string runtime_text = start.v0_9
+                                       ? v0_9_runtime_toml(source, decision, start.run_name)
+                                       : checkpoints::recovery::resume_toml(source, decision);
   fs::create_directories(fs::path(start.runtime_toml).parent_path(), ec);
   pb::fs::write_file_atomic(start.runtime_toml, runtime_text);
   training.argv.push_back(start.runtime_toml);

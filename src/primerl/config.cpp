@@ -24,8 +24,8 @@ using toml::Value;
 
 namespace {
 
-using detail::Reader;
 using detail::parent_of;
+using detail::Reader;
 using detail::require_type;
 using detail::toml_string;
 

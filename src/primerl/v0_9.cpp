@@ -22,11 +22,11 @@ Run read_run(Reader &reader) {
   run.name = reader.optional_string("run.name").value_or("");
   run.dir = reader.optional_string("run.dir").value_or(run.name);
   run.named_by_launch = run.dir.empty();
-  if (!run.dir.empty() && (run.dir.find('/') != std::string::npos || run.dir == "." ||
-                           run.dir == "..")) {
-    reader.rule(reader.find(reader.find("run.dir") ? "run.dir" : "run.name"),
-                fmt::format("the run directory '{}' must be one directory name under output_dir",
-                            run.dir));
+  if (!run.dir.empty() &&
+      (run.dir.find('/') != std::string::npos || run.dir == "." || run.dir == "..")) {
+    reader.rule(
+        reader.find(reader.find("run.dir") ? "run.dir" : "run.name"),
+        fmt::format("the run directory '{}' must be one directory name under output_dir", run.dir));
   }
   return run;
 }
@@ -119,18 +119,21 @@ Rl read_rl(const Document &document, Problems &problems) {
   rl.tensor_parallel =
       reader.count("inference.vllm.tensor_parallel_size", k_max_gpus_per_node, 1, 1);
   rl.router_port = reader.count("inference.server.port", 65535, 8000, 8000);
-  rl.backend_port = reader.count("inference.backend_port", 65535, rl.router_port + 100,
-                                 rl.router_port + 100);
+  rl.backend_port =
+      reader.count("inference.backend_port", 65535, rl.router_port + 100, rl.router_port + 100);
   if (rl.deployment == DeploymentType::single_node) {
     rl.num_train_gpus = reader.count("deployment.num_train_gpus", k_max_gpus_per_node, 1, 1);
     rl.num_infer_gpus = reader.count("deployment.num_infer_gpus", k_max_gpus_per_node, 1, 1);
     if (rl.num_train_gpus + rl.num_infer_gpus > rl.gpus_per_node &&
-        !reader.bad({"deployment.num_train_gpus", "deployment.num_infer_gpus",
+        !reader.bad({"deployment.num_train_gpus",
+                     "deployment.num_infer_gpus",
                      "deployment.gpus_per_node"})) {
       reader.rule(reader.find("deployment.num_infer_gpus"),
                   fmt::format("deployment.num_train_gpus ({}) + num_infer_gpus ({}) exceeds "
                               "gpus_per_node ({})",
-                              rl.num_train_gpus, rl.num_infer_gpus, rl.gpus_per_node));
+                              rl.num_train_gpus,
+                              rl.num_infer_gpus,
+                              rl.gpus_per_node));
     }
   } else {
     rl.num_train_nodes = reader.count("deployment.num_train_nodes", k_max_nodes, 1);
@@ -146,7 +149,8 @@ Rl read_rl(const Document &document, Problems &problems) {
     if (rl.total_nodes() > k_max_nodes && !reader.bad({"deployment.num_train_nodes"})) {
       reader.rule(reader.find("deployment.num_train_nodes"),
                   fmt::format("{} nodes in all is more than primebeaker launches ({})",
-                              rl.total_nodes(), k_max_nodes));
+                              rl.total_nodes(),
+                              k_max_nodes));
     }
     if (rl.num_infer_nodes > 0 && !rl.has_inference) {
       problems.add_missing_table(
@@ -161,7 +165,8 @@ Rl read_rl(const Document &document, Problems &problems) {
                   fmt::format("deployment.gpus_per_node ({}) must be a multiple of "
                               "inference.vllm.tensor_parallel_size ({}): each inference node "
                               "runs gpus_per_node / tensor_parallel_size engines",
-                              rl.gpus_per_node, rl.tensor_parallel),
+                              rl.gpus_per_node,
+                              rl.tensor_parallel),
                   std::to_string(rl.gpus_per_node));
     }
   }
@@ -188,7 +193,9 @@ Sft read_sft(const Document &document, Problems &problems) {
       reader.rule(reader.find("deployment.num_train_gpus"),
                   fmt::format("deployment.num_train_gpus ({}) + num_infer_gpus ({}) exceeds "
                               "gpus_per_node ({})",
-                              sft.num_train_gpus, sft.num_infer_gpus, sft.gpus_per_node));
+                              sft.num_train_gpus,
+                              sft.num_infer_gpus,
+                              sft.gpus_per_node));
     }
   } else {
     sft.num_train_nodes = reader.count("deployment.num_train_nodes", k_max_nodes, 2, 2);

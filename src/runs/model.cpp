@@ -10,8 +10,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cctype>
+#include <charconv>
 #include <ctime>
 
 namespace pb::runs {

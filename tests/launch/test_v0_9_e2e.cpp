@@ -22,7 +22,8 @@ RunResult preview(const std::string &program,
   RunOptions options;
   options.cwd = std::filesystem::temp_directory_path();
   options.env = {{"PRIMEBEAKER_LAUNCH_ID", "v09"}};
-  std::vector<std::string> args = {program, "preview", "--toml", toml.string(), "--mount-path", "/"};
+  std::vector<std::string> args = {
+      program, "preview", "--toml", toml.string(), "--mount-path", "/"};
   args.insert(args.end(), extra.begin(), extra.end());
   return run_primebeaker(args, options);
 }
@@ -102,8 +103,8 @@ TEST(PrimeRlV09, SweRendersInferenceFirstThenTrainerNodes) {
   EXPECT_EQ(env.count("REGISTRY"), 0u);
   EXPECT_EQ(env.count("GATEWAY_PORT"), 0u);
 
-  const auto card =
-      preview("rl", corpus("examples-advanced-qwen3-30b-a3b-swe"), {"--name", "swe-qwen", "--card"});
+  const auto card = preview(
+      "rl", corpus("examples-advanced-qwen3-30b-a3b-swe"), {"--name", "swe-qwen", "--card"});
   ASSERT_EQ(card.exit_code, 0) << card.err;
   for (const auto *line :
        {"  inference  2 engines on 16 GPUs (tp 8), behind vllm-router on replica 0\n",
@@ -150,8 +151,8 @@ TEST(PrimeRlV09, PlacementKeysAreReadAsPrimeRlReadsThem) {
 }
 
 TEST(PrimeRlV09, OlderAndUnknownGenerationsKeepTheirOneLine) {
-  const auto result = preview("rl", shared_dir() / "corpus" / "prime-rl" /
-                                        "v0.7.0-examples-intellect-3.1-rl.toml");
+  const auto result =
+      preview("rl", shared_dir() / "corpus" / "prime-rl" / "v0.7.0-examples-intellect-3.1-rl.toml");
   EXPECT_EQ(result.exit_code, 3);
   EXPECT_EQ(lines_of(result.err).size(), 1u) << result.err;
   EXPECT_NE(result.err.find("this is a Prime-RL v0.6-v0.7 config"), std::string::npos)

@@ -202,10 +202,8 @@ TEST_F(PlanSnapshot, PrimeRlV09MultiNodeRlEveryReplica) {
     EXPECT_NE(text->find("--rdzv-endpoint=${host.2}:29500"), std::string::npos) << *text;
     EXPECT_NE(text->find("--nnodes=2"), std::string::npos);
   }
-  EXPECT_NE(r2.find("orchestrator @ outputs/swe/configs/orchestrator.json"),
-            std::string::npos);
-  EXPECT_NE(r2.find("env-server @ outputs/swe/configs/envs/train/swe.json"),
-            std::string::npos);
+  EXPECT_NE(r2.find("orchestrator @ outputs/swe/configs/orchestrator.json"), std::string::npos);
+  EXPECT_NE(r2.find("env-server @ outputs/swe/configs/envs/train/swe.json"), std::string::npos);
   EXPECT_NE(r2.find("env-server @ outputs/swe/configs/envs/eval/swe-bench-verified.json"),
             std::string::npos);
   EXPECT_EQ(r3.find("orchestrator @"), std::string::npos);

@@ -508,8 +508,8 @@ TEST(NodeRlV09, PrimeRlPlacementRunsAndResumesFromTheRunDirectory) {
     const std::string rank = call.env.at("BEAKER_REPLICA_RANK");
     EXPECT_NE(rank, "0");
     node_ranks.insert(rank + ":" + *std::find_if(call.argv.begin(), call.argv.end(), [](auto &a) {
-      return a.rfind("--node-rank=", 0) == 0;
-    }));
+                        return a.rfind("--node-rank=", 0) == 0;
+                      }));
     EXPECT_NE(std::find(call.argv.begin(), call.argv.end(), "--rdzv-endpoint=127.0.0.1:29500"),
               call.argv.end());
     EXPECT_EQ(call.env.at("PRL_RUN_ID"), "shared-run");

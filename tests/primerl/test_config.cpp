@@ -46,8 +46,7 @@ project = "p"
 TEST(Generation, DetectsEachGenerationAndNamesTheKey) {
   EXPECT_EQ(detect_generation(parse("[resume]\n")).generation, Generation::v0_9);
   EXPECT_EQ(detect_generation(parse("[monitors.wandb]\n")).generation, Generation::v0_9);
-  EXPECT_EQ(detect_generation(parse("clean = true\n[deployment]\n")).generation,
-            Generation::v0_9);
+  EXPECT_EQ(detect_generation(parse("clean = true\n[deployment]\n")).generation, Generation::v0_9);
   EXPECT_EQ(detect_generation(parse("clean = true\n")).generation, Generation::undetermined);
   const auto v08 = detect_generation(parse("[[orchestrator.train.source]]\nname = 'a'\n"));
   EXPECT_EQ(v08.generation, Generation::v0_8);

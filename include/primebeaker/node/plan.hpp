@@ -4,9 +4,8 @@
 // verdict and the stale-state cleanup choice. No I/O, no env reads, no clock: all passed in.
 #pragma once
 
-#include <primebeaker/primerl/config.hpp>
-
 #include <primebeaker/core/process.hpp>
+#include <primebeaker/primerl/config.hpp>
 
 #include <filesystem>
 #include <map>

@@ -33,8 +33,8 @@ struct Source {
 // without either gets a random name from Prime-RL, which no resume could find again, so the
 // launch passes its experiment name as run.name (named_by_launch).
 struct Run {
-  std::string name;            // run.name as written, or ""
-  std::string dir;             // run.dir, else run.name, else ""
+  std::string name;             // run.name as written, or ""
+  std::string dir;              // run.dir, else run.name, else ""
   bool named_by_launch = false; // neither is written: the launch names it
 };
 
@@ -68,7 +68,7 @@ struct Rl {
   // The Beaker replica that runs the orchestrator and the env servers.
   std::int64_t orchestrator_replica() const {
     return orchestrator_on_inference && total_infer_nodes() > 0 ? total_infer_nodes() - 1
-                                                                 : total_infer_nodes();
+                                                                : total_infer_nodes();
   }
 };
 
@@ -78,8 +78,8 @@ struct Sft {
   Run run;
   Wandb wandb;
   std::int64_t gpus_per_node = 8;
-  std::int64_t num_train_gpus = 1; // single_node
-  std::int64_t num_infer_gpus = 0; // single_node, online evals ([inference] only)
+  std::int64_t num_train_gpus = 1;  // single_node
+  std::int64_t num_infer_gpus = 0;  // single_node, online evals ([inference] only)
   std::int64_t num_train_nodes = 2; // multi_node
   std::int64_t num_infer_nodes = 0; // multi_node
   std::int64_t trainer_ranks() const {
