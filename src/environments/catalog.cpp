@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <array>
 #include <iterator>
 #include <mutex>
@@ -819,6 +820,29 @@ const Environment *environment_for_id(std::string_view id) {
     return nullptr; // some other package's module
   }
   return find_environment(path);
+}
+
+const Environment *environment_for_taskset(std::string_view id) {
+  if (const auto slash = id.rfind('/'); slash != std::string_view::npos) {
+    id.remove_prefix(slash + 1);
+  }
+  id = id.substr(0, id.find('@'));
+  std::string module;
+  for (const char c : id) {
+    module += c == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  constexpr std::string_view prefix = "primebeaker_";
+  if (!module.starts_with(prefix)) {
+    return nullptr;
+  }
+  // primebeaker_<x> is the v1 face of the v0 module <x>_env.
+  const std::string stem = module.substr(prefix.size()) + "_env";
+  for (std::size_t i = 0; i < k_catalog_size; ++i) {
+    if (k_entries[i].module == stem) {
+      return &built(i);
+    }
+  }
+  return nullptr;
 }
 
 OrderedJson describe(const Environment &e) {

@@ -399,16 +399,24 @@ std::vector<Problem> validate_toml(const toml::Document &document, const std::st
       }
       std::string prefix = fmt::format("{}[{}]", collection.name, i);
       const Value *holder = &entry;
+      bool taskset = false;
       if (const Value *legacy = entry.find("legacy");
           legacy != nullptr && legacy->is(Type::table)) {
         holder = legacy;
         prefix += ".legacy";
+      } else if (const Value *v1 = entry.find_path({"env", "taskset"});
+                 v1 != nullptr && v1->is(Type::table)) {
+        // Prime-RL v0.9: a Verifiers v1 taskset carries its arguments in `args`.
+        holder = v1;
+        prefix += ".env.taskset";
+        taskset = true;
       }
       const Value *id = holder->find("id");
       if (id == nullptr || id->string() == nullptr) {
         continue;
       }
-      const Environment *environment = environment_for_id(*id->string());
+      const Environment *environment = taskset ? environment_for_taskset(*id->string())
+                                               : environment_for_id(*id->string());
       if (environment == nullptr) {
         continue; // a third-party environment: not ours to check
       }

@@ -447,7 +447,7 @@ LaunchPlan make_plan(const LaunchOptions &options, const LaunchInputs &inputs) {
   const bool v0_9 = generation == primerl::Generation::v0_9;
   const detail::TopologyRead read =
       detail::read_topology(document, kind, generation, problems); // 10
-  if (program == Program::rl && !v0_9) {
+  if (program == Program::rl) {
     check_environment_arguments(document, problems);
   }
   // Every key Prime-RL would refuse on the node (docs/primerl-schema.md), after the launch rules

@@ -89,6 +89,19 @@ TEST(Catalog, ResolutionRules) {
   EXPECT_EQ(environment_for_id("tool-label")->module, "jtc_tool_label_env");
 }
 
+// Verifiers v1 taskset ids (Prime-RL v0.9), resolved as Verifiers resolves them, name the
+// bundled primebeaker_<name> modules and nothing else.
+TEST(Catalog, TasksetIdsNameTheBundledV1Modules) {
+  EXPECT_EQ(environment_for_taskset("primebeaker-jtc-tool-label")->module, "jtc_tool_label_env");
+  EXPECT_EQ(environment_for_taskset("owner/primebeaker-jtc-label@0.2")->name, "label");
+  EXPECT_EQ(environment_for_taskset("Primebeaker-Podman-Terminal")->name, "podman-terminal");
+  EXPECT_EQ(environment_for_taskset("primebeaker_articulated_harness")->module,
+            "articulated_harness_env");
+  EXPECT_EQ(environment_for_taskset("reverse-text"), nullptr);
+  EXPECT_EQ(environment_for_taskset("primebeaker-nope"), nullptr);
+  EXPECT_EQ(environment_for_taskset("label"), nullptr); // a v0 name is not a taskset id
+}
+
 // What users type, from docs/environments.md and the ids of the examples' TOMLs.
 TEST(Catalog, LookupAcceptsModuleIdsAndPaths) {
   const Environment *label = find_environment("label");

@@ -150,6 +150,24 @@ TEST(PrimeRlV09, PlacementKeysAreReadAsPrimeRlReadsThem) {
       << result.err;
 }
 
+// A bundled environment's arguments in a v0.9 taskset are checked at preview, as v0.8.0's
+// legacy ones are (docs/environments.md).
+TEST(PrimeRlV09, BundledTasksetArgumentsAreCheckedAtPreview) {
+  TempDir dir;
+  const std::string source = "\n[[orchestrator.eval.source]]\nname = \"lbl\"\n\n"
+                             "[orchestrator.eval.source.env.taskset]\n"
+                             "id = \"primebeaker-jtc-label\"\n"
+                             "args = { dataset = \"data.jsonl\", bogus = 3 }\n";
+  write_file(dir.path() / "w.toml",
+             read_file(corpus("examples-basic-wordle-rl")) + source);
+  const auto result = preview("rl", dir.path() / "w.toml");
+  EXPECT_EQ(result.exit_code, 3);
+  EXPECT_NE(result.err.find("w.toml:48:42: orchestrator.eval.source[0].env.taskset.args.bogus: "
+                            "label has no argument 'bogus'"),
+            std::string::npos)
+      << result.err;
+}
+
 TEST(PrimeRlV09, OlderAndUnknownGenerationsKeepTheirOneLine) {
   const auto result =
       preview("rl", shared_dir() / "corpus" / "prime-rl" / "v0.7.0-examples-intellect-3.1-rl.toml");

@@ -127,6 +127,10 @@ const Environment &resolve(std::string_view name);
 // last component is a stem (`primebeaker.environments.jtc_label_env`), optionally followed by
 // ":load_environment". nullptr for third-party ids.
 const Environment *environment_for_id(std::string_view id);
+// The environment a Verifiers v1 taskset id names (Prime-RL v0.9: `env.taskset.id`), resolved
+// as Verifiers resolves ids (owner/ and @version stripped, '-' as '_', lowercase) to one of the
+// bundled `primebeaker_<name>` modules (docs/environments-runtime.md). nullptr for any other.
+const Environment *environment_for_taskset(std::string_view id);
 
 // `environments show --json`: parameters with defaults and constraints, tools, rewards, services.
 OrderedJson describe(const Environment &environment);
