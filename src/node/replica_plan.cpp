@@ -188,6 +188,32 @@ step::StartInferenceServers inference_servers_step(const ReplicaPlan &plan,
   return servers;
 }
 
+// The orchestrator over `config`, its policy behind `base_url` and every worker's admin URL; the
+// trainer's host for an NCCL broadcast and its own host for ZMQ rollouts when Prime-RL resolved
+// those transports.
+step::Start orchestrator_step(const Paths &paths,
+                              const fs::path &config,
+                              const std::string &base_url,
+                              const std::string &broadcast_host,
+                              const std::string &transport_host) {
+  step::Start start;
+  auto &p = start.process;
+  p.name = "orchestrator";
+  p.argv = {"orchestrator",
+            "@",
+            config.string(),
+            "--model.client.base-url",
+            base_url,
+            "--model.client.admin-base-url",
+            "${admin_urls...}"};
+  p.when = {{"runtime.USE_NCCL_BROADCAST", {"--weight_broadcast.host", broadcast_host}},
+            {"runtime.USE_ZMQ_TRANSPORT", {"--rollout_transport.host", transport_host}}};
+  p.component_env = "orchestrator";
+  p.env = {{"WANDB_SHARED_LABEL", "orchestrator"}};
+  p.log = {LogSpec::Mode::truncate, paths.logs / "orchestrator.log", false};
+  return start;
+}
+
 // The run identity every Prime-RL v0.9 process reads (rl.py sets it for its children).
 EnvMap v0_9_run_env(const CommonEnv &env) {
   return {{"PRL_RUN_ID", env.run_id},
@@ -353,23 +379,13 @@ ReplicaPlan plan_rl_v0_9(const RlEnv &env, const PlanInputs &inputs) {
       p.log = {LogSpec::Mode::truncate, paths.logs / "envs" / (server + ".log"), false};
       plan.steps.push_back(std::move(start));
     }
-    step::Start start;
-    auto &p = start.process;
-    p.name = "orchestrator";
-    p.argv = {"orchestrator",
-              "@",
-              (paths.config_dir / "orchestrator.json").string(),
-              "--model.client.base-url",
-              "http://${host.0}:${runtime.ROUTER_PORT}/v1",
-              "--model.client.admin-base-url",
-              "${admin_urls...}"};
-    p.when = {{"runtime.USE_NCCL_BROADCAST", {"--weight_broadcast.host", master}},
-              {"runtime.USE_ZMQ_TRANSPORT", {"--rollout_transport.host", orchestrator_host}}};
-    p.component_env = "orchestrator";
-    p.env = {{"WANDB_SHARED_LABEL", "orchestrator"}};
-    p.ports = {std::to_string(primerl::v0_9::k_zmq_transport_port),
-               std::to_string(primerl::v0_9::k_zmq_transport_port + 1)};
-    p.log = {LogSpec::Mode::truncate, paths.logs / "orchestrator.log", false};
+    step::Start start = orchestrator_step(paths,
+                                          paths.config_dir / "orchestrator.json",
+                                          "http://${host.0}:${runtime.ROUTER_PORT}/v1",
+                                          master,
+                                          orchestrator_host);
+    start.process.ports = {std::to_string(primerl::v0_9::k_zmq_transport_port),
+                           std::to_string(primerl::v0_9::k_zmq_transport_port + 1)};
     plan.steps.push_back(std::move(start));
     awaited.emplace_back("orchestrator");
   }
@@ -528,24 +544,8 @@ ReplicaPlan plan_rl(const RlEnv &env, const PlanInputs &inputs) {
     p.log = {LogSpec::Mode::tee, paths.logs / "trainer" / "node_0.log", true};
     plan.steps.push_back(std::move(trainer));
   }
-  {
-    step::Start orchestrator;
-    auto &p = orchestrator.process;
-    p.name = "orchestrator";
-    p.argv = {"orchestrator",
-              "@",
-              (paths.config_dir / "orchestrator.toml").string(),
-              "--model.client.base-url",
-              "${router_url}",
-              "--model.client.admin-base-url",
-              "${admin_urls...}"};
-    p.when = {{"runtime.USE_NCCL_BROADCAST", {"--weight_broadcast.host", "${host.0}"}},
-              {"runtime.USE_ZMQ_TRANSPORT", {"--rollout_transport.host", "${host.0}"}}};
-    p.component_env = "orchestrator";
-    p.env = {{"WANDB_SHARED_LABEL", "orchestrator"}};
-    p.log = {LogSpec::Mode::truncate, paths.logs / "orchestrator.log", false};
-    plan.steps.push_back(std::move(orchestrator));
-  }
+  plan.steps.push_back(orchestrator_step(
+      paths, paths.config_dir / "orchestrator.toml", "${router_url}", "${host.0}", "${host.0}"));
   plan.steps.push_back(step::AwaitExit{{"trainer", "orchestrator"}});
   return plan;
 }

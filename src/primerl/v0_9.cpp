@@ -107,14 +107,24 @@ std::string experiment_name(const Run &run, const Wandb &wandb) {
   return !wandb.name.empty() ? wandb.name : run.name;
 }
 
+namespace {
+
+// What every entrypoint reads alike: deployment type, output_dir, the run, W&B, GPUs per node.
+template <typename Config>
+void read_common(Reader &reader, const Document &document, Problems &problems, Config &config) {
+  config.deployment = read_type(reader, document, problems);
+  config.output_dir = {"output_dir", reader.optional_string("output_dir").value_or("outputs")};
+  config.run = read_run(reader);
+  config.wandb = read_wandb(reader);
+  config.gpus_per_node = reader.count("deployment.gpus_per_node", k_max_gpus_per_node, 8, 8);
+}
+
+} // namespace
+
 Rl read_rl(const Document &document, Problems &problems) {
   Reader reader(document, "Prime-RL v0.9 RL", problems);
   Rl rl;
-  rl.deployment = read_type(reader, document, problems);
-  rl.output_dir = {"output_dir", reader.optional_string("output_dir").value_or("outputs")};
-  rl.run = read_run(reader);
-  rl.wandb = read_wandb(reader);
-  rl.gpus_per_node = reader.count("deployment.gpus_per_node", k_max_gpus_per_node, 8, 8);
+  read_common(reader, document, problems, rl);
   rl.has_inference = reader.find("inference") != nullptr;
   rl.tensor_parallel =
       reader.count("inference.vllm.tensor_parallel_size", k_max_gpus_per_node, 1, 1);
@@ -178,11 +188,7 @@ Rl read_rl(const Document &document, Problems &problems) {
 Sft read_sft(const Document &document, Problems &problems) {
   Reader reader(document, "Prime-RL v0.9 SFT", problems);
   Sft sft;
-  sft.deployment = read_type(reader, document, problems);
-  sft.output_dir = {"output_dir", reader.optional_string("output_dir").value_or("outputs")};
-  sft.run = read_run(reader);
-  sft.wandb = read_wandb(reader);
-  sft.gpus_per_node = reader.count("deployment.gpus_per_node", k_max_gpus_per_node, 8, 8);
+  read_common(reader, document, problems, sft);
   if (sft.deployment == DeploymentType::single_node) {
     sft.num_train_gpus = reader.count("deployment.num_train_gpus", k_max_gpus_per_node, 1, 1);
     if (reader.find("inference") != nullptr) {
