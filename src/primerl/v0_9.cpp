@@ -60,6 +60,32 @@ std::int64_t infer_nodes(Reader &reader, std::int64_t fallback) {
   return *number;
 }
 
+// Multi-node shapes whose engines primebeaker does not place yet (it places Prime-RL's dense
+// engines: one per tensor-parallel group, behind vllm-router): refused at preview rather than
+// started with the wrong wiring.
+void refuse_unplaced_inference(Reader &reader) {
+  const auto refuse = [&](const char *key, const std::string &value, const char *fix) {
+    reader.rule(reader.find(key),
+                fmt::format("multi-node {} = {} is not placed by primebeaker yet (it places dense "
+                            "engines behind vllm-router); {}",
+                            key,
+                            value,
+                            fix));
+  };
+  if (const auto type = reader.optional_string("inference.deployment.type");
+      type && *type == "disaggregated") {
+    refuse("inference.deployment.type", "\"disaggregated\"", "use \"multi_node\" inference");
+  }
+  if (const auto router = reader.optional_string("inference.router.type");
+      router && *router != "vllm-router") {
+    refuse("inference.router.type", "\"" + *router + "\"", "use \"vllm-router\"");
+  }
+  if (const Value *ep = reader.find("inference.vllm.enable_expert_parallel");
+      ep != nullptr && ep->boolean().value_or(false)) {
+    refuse("inference.vllm.enable_expert_parallel", "true", "run expert parallelism within a node");
+  }
+}
+
 // Where the deployment table says how many GPUs and nodes the run takes.
 DeploymentType read_type(Reader &reader, const Document &document, Problems &problems) {
   // v0.9 defaults deployment to single_node: a missing table or type is not a problem.
@@ -179,6 +205,7 @@ Rl read_rl(const Document &document, Problems &problems) {
                               rl.tensor_parallel),
                   std::to_string(rl.gpus_per_node));
     }
+    refuse_unplaced_inference(reader);
   }
   // No source is Prime-RL's business (train.source defaults to an empty list).
   read_sources(document, rl.sources);

@@ -138,6 +138,18 @@ TEST(PrimeRlV09, PlacementKeysAreReadAsPrimeRlReadsThem) {
   env = env_of(json::parse(result.out));
   EXPECT_EQ(env.at("NUM_INFER_NODES"), "1");
   EXPECT_EQ(env.at("TOTAL_NODES"), "3");
+  // Shapes whose engines primebeaker does not place are refused at their key, not mis-wired.
+  std::string ep = read_file(corpus("examples-advanced-qwen3-30b-a3b-swe"));
+  ep.replace(ep.find("tensor_parallel_size = 8"),
+             24,
+             "tensor_parallel_size = 8\nenable_expert_parallel = true");
+  write_file(dir.path() / "ep.toml", ep + "\n[run]\nname = \"swe\"\n");
+  result = preview("rl", dir.path() / "ep.toml");
+  EXPECT_EQ(result.exit_code, 3);
+  EXPECT_NE(result.err.find("ep.toml:80:26: multi-node inference.vllm.enable_expert_parallel = "
+                            "true is not placed by primebeaker yet"),
+            std::string::npos)
+      << result.err;
   // TP that does not divide a node is one line at its key.
   std::string text = read_file(corpus("examples-advanced-qwen3-30b-a3b-swe"));
   text.replace(text.find("tensor_parallel_size = 8"), 24, "tensor_parallel_size = 3");
@@ -158,8 +170,7 @@ TEST(PrimeRlV09, BundledTasksetArgumentsAreCheckedAtPreview) {
                              "[orchestrator.eval.source.env.taskset]\n"
                              "id = \"primebeaker-jtc-label\"\n"
                              "args = { dataset = \"data.jsonl\", bogus = 3 }\n";
-  write_file(dir.path() / "w.toml",
-             read_file(corpus("examples-basic-wordle-rl")) + source);
+  write_file(dir.path() / "w.toml", read_file(corpus("examples-basic-wordle-rl")) + source);
   const auto result = preview("rl", dir.path() / "w.toml");
   EXPECT_EQ(result.exit_code, 3);
   EXPECT_NE(result.err.find("w.toml:48:42: orchestrator.eval.source[0].env.taskset.args.bogus: "
