@@ -10,8 +10,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <array>
+#include <cctype>
 #include <iterator>
 #include <mutex>
 #include <utility>

@@ -415,8 +415,8 @@ std::vector<Problem> validate_toml(const toml::Document &document, const std::st
       if (id == nullptr || id->string() == nullptr) {
         continue;
       }
-      const Environment *environment = taskset ? environment_for_taskset(*id->string())
-                                               : environment_for_id(*id->string());
+      const Environment *environment =
+          taskset ? environment_for_taskset(*id->string()) : environment_for_id(*id->string());
       if (environment == nullptr) {
         continue; // a third-party environment: not ours to check
       }

@@ -132,6 +132,20 @@ std::string effective_tmpdir(const ReplicaPlan &plan, const PlanInputs &inputs) 
   return it != plan.env.end() ? it->second : inputs.env.at("TMPDIR");
 }
 
+// An empty `node rl` plan for `role`; a joint `run launch` stack is stopped by replica 0 on exit
+// (docs/run.md).
+ReplicaPlan rl_plan(const RlEnv &env, const Paths &paths, std::string role) {
+  ReplicaPlan plan;
+  plan.command = "node rl";
+  plan.role = std::move(role);
+  plan.local_tmp = paths.local_tmp;
+  plan.managed_service_experiment_id = env.managed_service_experiment_id;
+  if (env.managed_service_experiment_id && env.rank == 0) {
+    plan.on_exit = {"beaker", "experiment", "stop", *env.managed_service_experiment_id};
+  }
+  return plan;
+}
+
 // vllm-router in front of every inference worker (${workers}), on Prime-RL's router port.
 step::Start router_step(const Paths &paths) {
   step::Start router;
@@ -235,15 +249,7 @@ ReplicaPlan plan_rl_v0_9(const RlEnv &env, const PlanInputs &inputs) {
   const std::string master = fmt::format("${{host.{}}}", infer_nodes);
   const std::string orchestrator_host = fmt::format("${{host.{}}}", env.orchestrator_replica);
   const int engines = env.inference_tp > 0 ? env.gpus_per_node / env.inference_tp : 0;
-  ReplicaPlan plan;
-  plan.command = "node rl";
-  plan.role = inference ? "inference" : "trainer";
-  plan.local_tmp = paths.local_tmp;
-  // A joint `run launch` stack is stopped by replica 0 on exit, as in v0.8.0 (docs/run.md).
-  plan.managed_service_experiment_id = env.managed_service_experiment_id;
-  if (env.managed_service_experiment_id && env.rank == 0) {
-    plan.on_exit = {"beaker", "experiment", "stop", *env.managed_service_experiment_id};
-  }
+  ReplicaPlan plan = rl_plan(env, paths, inference ? "inference" : "trainer");
   plan.summary = fmt::format("rank={} role={}{} GPUs={} host={} (Prime-RL v0.9)",
                              env.rank,
                              plan.role,
@@ -402,14 +408,7 @@ ReplicaPlan plan_rl(const RlEnv &env, const PlanInputs &inputs) {
   const RlPlacement place = place_rl(env);
   const Paths paths = rl_paths(env);
   const bool leader = place.role != Role::inference;
-  ReplicaPlan plan;
-  plan.command = "node rl";
-  plan.role = role_name(place.role);
-  plan.local_tmp = paths.local_tmp;
-  plan.managed_service_experiment_id = env.managed_service_experiment_id;
-  if (env.managed_service_experiment_id && env.rank == 0) {
-    plan.on_exit = {"beaker", "experiment", "stop", *env.managed_service_experiment_id};
-  }
+  ReplicaPlan plan = rl_plan(env, paths, role_name(place.role));
   plan.summary = fmt::format("rank={} role={} train GPUs={} inference GPUs={} host={}",
                              env.rank,
                              plan.role,
