@@ -4,6 +4,7 @@
 #include "launch_fixture.hpp"
 
 #include <primebeaker/core/process.hpp>
+#include <primebeaker/toml/value.hpp>
 
 using nlohmann::json;
 
@@ -83,6 +84,27 @@ TEST_F(NodeSingle, RlExecsRlOnTheRewrittenRuntimeToml) {
   EXPECT_EQ(rewritten.find("jtc.environments.jtc_label_env\""), std::string::npos);
   EXPECT_NE(rewritten.find("# Older TOMLs name the environment"), std::string::npos);
   EXPECT_EQ(source, example_text("examples/rl/rl.toml")) << "the source TOML was edited";
+}
+
+// Prime-RL v0.9 on one node (docs/launch.md "Prime-RL v0.9"): `rl` gets the W&B run id as
+// PRL_RUN_ID (a restart continues the run) and a runtime TOML naming the run the launch named;
+// the source TOML is never edited.
+TEST_F(NodeSingle, PrimeRlV09RunsRlWithItsRunIdentity) {
+  const std::string source =
+      read_file(shared_dir() / "corpus/prime-rl/main-559b4477-examples-basic-wordle-rl.toml");
+  write_file(mount() / "wordle.toml", source);
+  const auto out = preview({"rl", "preview", "--toml", at("wordle.toml"), "--wandb-run-id", "w1"});
+  const auto result = run_container(out["spec"]["tasks"][0]);
+  ASSERT_TRUE(result.ok()) << result.status() << "\n" << result.err;
+  const auto calls = m_fakes.calls("rl");
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].env.at("PRL_RUN_ID"), "w1");
+  EXPECT_EQ(calls[0].env.at("PRL_RUN_NAME"), "wordle");
+  const auto runtime = toml::Document::load(m_tmp.path() / "container-tmp/runtime.toml");
+  const toml::Value *name = runtime.root().find_path({"run", "name"});
+  ASSERT_NE(name, nullptr);
+  EXPECT_EQ(*name->string(), "wordle");
+  EXPECT_EQ(read_file(mount() / "wordle.toml"), source);
 }
 
 TEST_F(NodeSingle, ExistingCacheVariablesAreKept) {
