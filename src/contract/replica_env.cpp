@@ -325,6 +325,9 @@ EnvMap ReplicaEnv::to_env() const {
   if (setup_command) {
     env[var::setup_command] = *setup_command;
   }
+  if (!prime_rl_version.empty()) {
+    env[var::prime_rl_version] = prime_rl_version;
+  }
   const bool v0_9 = generation == primerl::Generation::v0_9;
   if (v0_9) {
     env[var::prime_rl_generation] = "v0.9";
@@ -385,6 +388,7 @@ ReplicaEnv ReplicaEnv::from_env(Kind kind, const EnvMap &env) {
   ReplicaEnv out;
   out.kind = kind;
   out.generation = generation;
+  out.prime_rl_version = string_or_empty(env, var::prime_rl_version);
   if (generation == primerl::Generation::v0_9) {
     out.run_dir_name = env.at(var::run_dir_name);
     out.run_name = string_or_empty(env, var::run_name);

@@ -44,10 +44,15 @@ Catalog Catalog::parse(std::string_view json_text, const std::string &source) {
       throw input_error(
           fmt::format("image catalog {}: role {} has no 'locations' array", source, name));
     }
+    role.prime_rl = body.value("prime_rl", std::string());
     for (const auto &item : *locations) {
       const std::string where = fmt::format("{} role {}", source, name);
       Location location;
-      location.immutable_uri = text_field(item, "immutable_uri", where);
+      if (item.contains("docker")) {
+        location.docker = text_field(item, "docker", where);
+      } else {
+        location.immutable_uri = text_field(item, "immutable_uri", where);
+      }
       location.name = text_field(item, "name", where);
       location.workspace = text_field(item, "workspace", where);
       location.created = item.value("created", std::string());
@@ -62,7 +67,22 @@ Catalog Catalog::parse(std::string_view json_text, const std::string &source) {
   std::sort(catalog.roles.begin(), catalog.roles.end(), [](const Role &a, const Role &b) {
     return a.name < b.name;
   });
+  if (const auto launch = json.find("launch_roles"); launch != json.end()) {
+    if (!launch->is_array()) {
+      throw input_error(fmt::format("image catalog {}: 'launch_roles' must be an array", source));
+    }
+    for (const auto &name : *launch) {
+      if (!name.is_string()) {
+        throw input_error(
+            fmt::format("image catalog {}: 'launch_roles' must hold role names", source));
+      }
+      catalog.launch_roles.push_back(name.get<std::string>());
+    }
+  }
   catalog.role(catalog.default_base_role); // the default role must exist
+  for (const auto &name : catalog.launch_roles) {
+    catalog.role(name);
+  }
   return catalog;
 }
 
@@ -98,7 +118,7 @@ const Location *Catalog::find_location(std::string_view workspace,
       continue;
     }
     for (const auto &location : candidate.locations) {
-      if (location.workspace == workspace) {
+      if (location.in_workspace(workspace)) {
         return &location;
       }
     }
@@ -119,7 +139,7 @@ const Location &Catalog::default_location(std::string_view workspace,
                                           std::string_view role_name) const {
   const Role &chosen = role(role_name.empty() ? std::string_view(default_base_role) : role_name);
   for (const auto &location : chosen.locations) {
-    if (workspace.empty() || location.workspace == workspace) {
+    if (workspace.empty() || location.in_workspace(workspace)) {
       return location;
     }
   }
@@ -136,20 +156,55 @@ const Location &Catalog::default_location(std::string_view workspace,
 }
 
 OrderedJson list_json(const Catalog &catalog) {
+  std::vector<std::string> order = catalog.launch_candidates(true);
+  for (const auto &role : catalog.roles) {
+    if (std::find(order.begin(), order.end(), role.name) == order.end()) {
+      order.push_back(role.name);
+    }
+  }
   OrderedJson rows = OrderedJson::array();
-  const Role &role = catalog.role(catalog.default_base_role);
-  for (const auto &location : role.locations) {
-    OrderedJson row = OrderedJson::object();
-    row["role"] = role.name;
-    row["immutable_uri"] = location.immutable_uri;
-    row["name"] = location.name;
-    row["workspace"] = location.workspace;
-    row["size_bytes"] = location.size_bytes;
-    row["created"] = location.created;
-    row["committed"] = location.committed;
-    rows.push_back(std::move(row));
+  for (const auto &name : order) {
+    const Role &role = catalog.role(name);
+    for (const auto &location : role.locations) {
+      OrderedJson row = OrderedJson::object();
+      row["role"] = role.name;
+      row["prime_rl"] = role.prime_rl;
+      if (location.docker.empty()) {
+        row["immutable_uri"] = location.immutable_uri;
+      } else {
+        row["docker"] = location.docker;
+      }
+      row["name"] = location.name;
+      row["workspace"] = location.workspace;
+      row["size_bytes"] = location.size_bytes;
+      row["created"] = location.created;
+      row["committed"] = location.committed;
+      rows.push_back(std::move(row));
+    }
   }
   return rows;
+}
+
+std::vector<std::string> Catalog::launch_candidates(bool staged) const {
+  if (!staged) {
+    return {std::string(k_runtime_role)};
+  }
+  return launch_roles.empty() ? std::vector<std::string>{default_base_role} : launch_roles;
+}
+
+Catalog::Found Catalog::find_image(std::string_view reference) const {
+  constexpr std::string_view beaker = "beaker://";
+  const std::string_view bare =
+      reference.substr(0, beaker.size()) == beaker ? reference.substr(beaker.size()) : reference;
+  for (const auto &role : roles) {
+    for (const auto &location : role.locations) {
+      if (location.reference() == reference || location.name == bare ||
+          (!location.docker.empty() && location.docker == bare)) {
+        return {&role, &location};
+      }
+    }
+  }
+  return {};
 }
 
 std::string_view Catalog::launch_role(bool staged) const {

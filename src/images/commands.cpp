@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: MIT
-// `primebeaker images list` and `primebeaker images default --workspace WS`.
+// `primebeaker images list` and `primebeaker images default [--toml T] --workspace WS`.
 #include <primebeaker/core/command_tree.hpp>
 #include <primebeaker/core/env.hpp>
 #include <primebeaker/core/json.hpp>
 #include <primebeaker/images/catalog.hpp>
+#include <primebeaker/images/choose.hpp>
+#include <primebeaker/toml/value.hpp>
+
+#include <spdlog/spdlog.h>
 
 #include <iostream>
 
@@ -12,22 +16,31 @@ namespace pb::images {
 void register_commands(pb::cli::CommandTree &tree) {
   tree.command({"images"}, "The Prime-RL image catalog built into primebeaker");
 
-  auto &list =
-      tree.command({"images", "list"}, "Print the default role's cataloged images as a JSON array");
+  auto &list = tree.command({"images", "list"},
+                            "Print the cataloged images, with the Prime-RL each holds, as a JSON "
+                            "array (launch roles first)");
   list.callback(
       [] { print_json(std::cout, list_json(Catalog::from_environment(env::snapshot()))); });
 
   struct DefaultOptions {
     std::string workspace = "ai2/oe-agents";
     std::string role;
+    std::string toml;
+    std::string prime_rl;
     bool no_stage = false;
   };
   auto &options = tree.make_options<DefaultOptions>();
   auto &fallback = tree.command({"images", "default"},
                                 "Print the image `sft|rl submit` runs for a workspace when "
-                                "--image is not given (beaker://ID)");
+                                "--image is not given (beaker://ID or a registry reference)");
   fallback.add_option(pb::cli::flag("workspace"), options.workspace, "Beaker workspace")
       .capture_default_str();
+  fallback.add_option(pb::cli::flag("toml"),
+                      options.toml,
+                      "The training TOML: the image whose Prime-RL reads it (docs/launch.md)");
+  fallback.add_option(pb::cli::flag("prime-rl"),
+                      options.prime_rl,
+                      "Only images that hold this Prime-RL version (e.g. v0.8.0)");
   fallback.add_option(pb::cli::flag("role"),
                       options.role,
                       "Catalog role (default: the role a launch takes its image from)");
@@ -36,9 +49,26 @@ void register_commands(pb::cli::CommandTree &tree) {
                     "The image of a launch with --no-stage (the primebeaker-runtime role)");
   fallback.callback([&options] {
     const Catalog catalog = Catalog::from_environment(env::snapshot());
+    if (!options.toml.empty()) {
+      const auto document = toml::Document::load(options.toml);
+      // The entrypoint the launch would read it as: `rl` with [orchestrator], `sft` with [data].
+      const bool sft = document.root().find("orchestrator") == nullptr &&
+                       document.root().find("data") != nullptr;
+      const ImageChoice choice =
+          choose_image(catalog,
+                       {"", options.prime_rl, options.workspace, !options.no_stage},
+                       document,
+                       sft ? primerl::ConfigRoot::sft : primerl::ConfigRoot::rl);
+      if (!choice.missing.empty()) {
+        throw usage_error(choice.missing + ": pass --image");
+      }
+      spdlog::info("{} ({}): {}", choice.name, primerl::display_name(choice.prime_rl), choice.why);
+      std::cout << choice.reference << '\n';
+      return;
+    }
     const std::string_view role =
         options.role.empty() ? catalog.launch_role(!options.no_stage) : options.role;
-    std::cout << catalog.default_location(options.workspace, role).immutable_uri << '\n';
+    std::cout << catalog.default_location(options.workspace, role).reference() << '\n';
   });
 }
 

@@ -275,6 +275,18 @@ std::string launch_card(const LaunchPlan &plan) {
   }
 
   card.line("image", image_text(task.value("image", OrderedJson::object())));
+  if (!plan.prime_rl.empty()) {
+    // Which Prime-RL reads the TOML: the image's, as the catalog or --prime-rl says.
+    card.line("Prime-RL",
+              fmt::format("{}{} ({})",
+                          plan.prime_rl,
+                          env && env->generation == primerl::Generation::v0_9 ? ", v0.9 generation"
+                                                                              : "",
+                          plan.image_name));
+  }
+  for (const auto &taken : plan.defaulted) {
+    card.line("defaulted", taken);
+  }
   card.line("program",
             plan.staged_program.empty()
                 ? std::string("primebeaker from the image's PATH (--no-stage)")
@@ -324,6 +336,8 @@ std::string launch_card(const LaunchPlan &plan) {
     if (url.is_string()) {
       card.more(url.get<std::string>());
     }
+  } else if (wandb.is_null()) {
+    card.line("W&B", "off (the TOML has no W&B table)");
   }
   if (const auto it = env_map.find("REGISTRY"); it != env_map.end()) {
     std::string text = it->second;

@@ -11,6 +11,7 @@
 #include <primebeaker/launch/launch.hpp>
 #include <primebeaker/launch/rewrite_envs.hpp>
 #include <primebeaker/primerl/config.hpp>
+#include <primebeaker/primerl/release.hpp>
 #include <primebeaker/primerl/schema.hpp>
 #include <primebeaker/runs/runs.hpp>
 #include <primebeaker/staging/stage.hpp>
@@ -183,23 +184,32 @@ void register_commands(pb::cli::CommandTree &tree) {
     std::string destination;
   };
   // `toml check --prime-rl` (docs/primerl-schema.md): the schema previews check, on any file.
-  toml::provide_prime_rl_check([](const toml::Document &document, const std::string &root) {
-    primerl::ConfigRoot entrypoint = primerl::ConfigRoot::rl;
+  toml::provide_prime_rl_check([](const toml::Document &document,
+                                   const std::string &root,
+                                   const std::string &version) {
+    std::optional<primerl::ConfigRoot> entrypoint;
     if (root != "auto") {
       entrypoint = primerl::parse_config_root(root).value();
-    } else if (document.root().find("orchestrator") == nullptr &&
-               document.root().find("data") != nullptr) {
-      entrypoint = primerl::ConfigRoot::sft;
     }
-    // The generation the keys show picks the schema (docs/primerl-schema.md).
-    primerl::SchemaCheckOptions options;
-    if (primerl::detect_generation(document).generation == primerl::Generation::v0_9) {
-      options.release = primerl::SchemaRelease::v0_9;
+    std::optional<primerl::PrimeRl> release;
+    if (!version.empty()) {
+      release = primerl::require_prime_rl(version, "--prime-rl");
     }
+    const primerl::Reading reading = primerl::read_prime_rl_file(document, entrypoint, release);
     toml::ExtraCheckResult result;
-    for (auto &found : primerl::check_schema(document, entrypoint, options)) {
+    const std::string read_as = fmt::format("{}: read as {}'s `{}` entrypoint",
+                                            document.source_name(),
+                                            primerl::display_name(reading.prime_rl),
+                                            primerl::root_name(reading.root));
+    for (const auto &found : reading.problems) {
       (found.severity == primerl::SchemaProblem::Severity::note ? result.notes : result.errors)
-          .push_back(std::move(found.message));
+          .push_back(found.message);
+    }
+    if (reading.errors != 0) {
+      result.errors.push_back(read_as + " (the reading with the fewest problems; --prime-rl "
+                                        "VERSION and --root R choose another)");
+    } else {
+      result.notes.push_back(read_as);
     }
     return result;
   });

@@ -128,7 +128,8 @@ LaunchPlan plan_from_options(Program program, const LaunchOptions &options) {
   const auto document = toml::Document::load(options.toml);
   spdlog::info("read {} ({} bytes)", options.toml.string(), document.text().size());
   const auto generation = primerl::detect_generation(document);
-  spdlog::info("Prime-RL generation: {}{}",
+  spdlog::info("its keys are of the Prime-RL {} generation{}; the image decides which Prime-RL "
+               "reads it",
                primerl::generation_name(generation.generation),
                generation.evidence.empty() ? "" : " (from " + generation.evidence + ")");
   LaunchInputs inputs;

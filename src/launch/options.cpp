@@ -37,7 +37,11 @@ const std::vector<FlagInfo> &flag_table() {
       {"image",
        Kind::text,
        "beaker://<ref> for a Beaker image, else a Docker image (default: the catalog's image "
-       "for --workspace)"},
+       "whose Prime-RL reads the TOML, for --workspace; `images default --toml`)"},
+      {"prime-rl",
+       Kind::text,
+       "The Prime-RL version an --image the catalog does not know holds (v0.7.1.dev83, v0.8.0, "
+       "v0.8.1.dev67 = v0.9); without --image, only cataloged images holding it"},
       {"workspace", Kind::text, "Beaker workspace (ACCOUNT/NAME) [ai2/oe-agents]"},
       {"cluster", Kind::list, "Beaker cluster; repeat for several [ai2/holmes]"},
       {"priority", Kind::text, "normal, high or urgent [high]"},
@@ -209,6 +213,8 @@ bool parse_boolean(const std::string &flag_name, const std::string &text) {
 std::string *text_field(LaunchOptions &o, const std::string &name) {
   if (name == "image")
     return &o.image;
+  if (name == "prime-rl")
+    return &o.prime_rl;
   if (name == "name")
     return &o.name;
   if (name == "workspace")

@@ -14,6 +14,7 @@
 #include <primebeaker/images/catalog.hpp>
 #include <primebeaker/launch/launch.hpp>
 #include <primebeaker/primerl/config.hpp>
+#include <primebeaker/primerl/release.hpp>
 #include <primebeaker/primerl/schema.hpp>
 #include <primebeaker/staging/stage.hpp>
 #include <primebeaker/toml/value.hpp>
@@ -102,6 +103,9 @@ OrderedJson wandb_json(const primerl::Wandb &wandb,
                        const std::string &name,
                        const std::string &run_id,
                        const std::optional<std::string> &entity) {
+  if (!wandb.enabled) {
+    return nullptr; // no W&B run
+  }
   OrderedJson out = OrderedJson::object();
   out["run_id"] = run_id;
   out["project"] = wandb.project;
@@ -211,14 +215,15 @@ contract::Kind kind_of(Program program, bool multi) {
 // Steps 2-3: the TOML's generation and topology, and the program it is written for. Another
 // generation, or a TOML for the other program, stops here; a missing deployment.type is a
 // problem read as single_node so the other keys are still checked.
-contract::Kind
-read_kind(const LaunchOptions &options, const LaunchInputs &inputs, primerl::Problems &problems) {
+contract::Kind read_kind(const LaunchOptions &options,
+                         const LaunchInputs &inputs,
+                         primerl::Generation generation,
+                         primerl::Problems &problems) {
   const toml::Document &document = *inputs.document;
-  primerl::require_supported_generation(document);
-  const bool v0_9 = primerl::detect_generation(document).generation == primerl::Generation::v0_9;
-  // v0.9 defaults deployment to single_node; v0.8.0's launch rules require the type.
+  const bool v0_9 = generation == primerl::Generation::v0_9;
+  // Prime-RL defaults the deployment to single_node, in both generations.
   const bool multi =
-      (!v0_9 || document.root().find_path({"deployment", "type"}) != nullptr) &&
+      document.root().find_path({"deployment", "type"}) != nullptr &&
       primerl::read_deployment_type(document, problems, primerl::DeploymentType::single_node) ==
           primerl::DeploymentType::multi_node;
   const bool has_orchestrator = document.root().find("orchestrator") != nullptr;
@@ -335,6 +340,19 @@ void check_clusters(const std::vector<std::string> &clusters) {
   }
 }
 
+// Steps 2-3 begin here: an older generation stops first, then the image and the Prime-RL it holds
+// decide how the TOML is read (images/choose.hpp).
+images::ImageChoice choose_launch_image(const LaunchOptions &options, const LaunchInputs &inputs) {
+  primerl::require_supported_generation(*inputs.document);
+  const images::Catalog &catalog =
+      inputs.catalog != nullptr ? *inputs.catalog : images::Catalog::builtin();
+  return images::choose_image(
+      catalog,
+      {options.image, options.prime_rl, options.workspace, options.stage},
+      *inputs.document,
+      inputs.program == Program::sft ? primerl::ConfigRoot::sft : primerl::ConfigRoot::rl);
+}
+
 } // namespace
 
 std::vector<std::string> launch_paths(const LaunchOptions &options, const LaunchInputs &inputs) {
@@ -346,11 +364,11 @@ std::vector<std::string> launch_paths(const LaunchOptions &options, const Launch
     paths.push_back(detail::absolute_normalized(inputs, inputs.config_path.string()));
     if (inputs.document != nullptr) {
       primerl::Problems ignored(*inputs.document); // make_plan reports them
-      const auto read =
-          detail::read_topology(*inputs.document,
-                                read_kind(options, inputs, ignored),
-                                primerl::detect_generation(*inputs.document).generation,
-                                ignored);
+      const auto generation = choose_launch_image(options, inputs).prime_rl.generation;
+      const auto read = detail::read_topology(*inputs.document,
+                                              read_kind(options, inputs, generation, ignored),
+                                              generation,
+                                              ignored);
       for (const auto &path : read.paths) {
         paths.push_back(detail::in_container(flags.working_dir, path.value));
       }
@@ -390,27 +408,19 @@ void check_environment_arguments(const toml::Document &document, primerl::Proble
   }
 }
 
-// A v0.9 run is named by --name, monitors.wandb.name or run.name (Prime-RL's own default is
-// random, which no resume could find): say which key to add, and refuse names Beaker cannot take.
+// A v0.9 run is named by --name, monitors.wandb.name or run.name. Prime-RL's own default is
+// random, which no resume could find, so an unnamed run takes the name its file's path gives
+// (recorded as defaulted); a name Beaker cannot take is refused.
 void check_v0_9_name(const toml::Document &document,
-                     const std::string &experiment_name,
+                     std::string &experiment_name,
                      const detail::TopologyRead &read,
                      primerl::Problems &problems) {
   if (experiment_name.empty()) {
-    problems.add_missing_key(
-        "run.name",
-        fmt::format("{}: a Prime-RL v0.9 launch needs a run name: run.name (or "
-                    "monitors.wandb.name, or --name); it names the experiment and the run "
-                    "directory a resume finds again",
-                    document.source_name()));
-    std::string stem = std::filesystem::path(document.source_name()).stem().string();
-    for (char &c : stem) {
-      if (!primerl::is_experiment_name(std::string(1, c))) {
-        c = '-';
-      }
-    }
-    problems.suggest("run.name",
-                     fmt::format("\"{}\"", stem.empty() ? "my-run" : stem.substr(0, 128)));
+    experiment_name = primerl::default_experiment_name(document);
+    problems.defaulted(fmt::format("run.name: none, so the launch names the run '{}' (the file's "
+                                   "folder and name; --name to choose), which a resume finds "
+                                   "again",
+                                   experiment_name));
   } else if (!primerl::is_experiment_name(experiment_name)) {
     const char *key = !read.wandb.name.empty() && read.wandb.name != read.run.name
                           ? "monitors.wandb.name"
@@ -437,14 +447,13 @@ LaunchPlan make_plan(const LaunchOptions &options, const LaunchInputs &inputs) {
   // together once the flags are known good (exit 3, docs/launch.md "All problems at once").
   primerl::Problems problems(document);
   detail::ValidatedFlags flags;
-  detail::check_basic_flags(options, flags);                        // 1
-  const contract::Kind kind = read_kind(options, inputs, problems); // 2-3
-  const bool multi = contract::is_multi_node(kind);
-  const images::Catalog &catalog =
-      inputs.catalog != nullptr ? *inputs.catalog : images::Catalog::builtin();
-  detail::check_flags(options, program, multi, catalog, flags); // 4-9
-  const primerl::Generation generation = primerl::detect_generation(document).generation;
+  detail::check_basic_flags(options, flags); // 1
+  const images::ImageChoice image = choose_launch_image(options, inputs);
+  const primerl::Generation generation = image.prime_rl.generation;
   const bool v0_9 = generation == primerl::Generation::v0_9;
+  const contract::Kind kind = read_kind(options, inputs, generation, problems); // 2-3
+  const bool multi = contract::is_multi_node(kind);
+  detail::check_flags(options, program, multi, image, flags); // 4-9
   const detail::TopologyRead read =
       detail::read_topology(document, kind, generation, problems); // 10
   if (program == Program::rl) {
@@ -452,16 +461,19 @@ LaunchPlan make_plan(const LaunchOptions &options, const LaunchInputs &inputs) {
   }
   // Every key Prime-RL would refuse on the node (docs/primerl-schema.md), after the launch rules
   // so that what they reported is not said twice.
-  // (An RL TOML of no detectable generation, such as a v0.2 per-component file, is not read as
-  // v0.8.0's rl entrypoint: what the launch rules say of it is all that is sure.)
-  std::vector<std::string> notes;
-  const bool v0_8 = !v0_9 && (program == Program::sft || generation == primerl::Generation::v0_8 ||
-                              (document.root().find("trainer") != nullptr &&
-                               document.root().find("orchestrator") != nullptr));
+  // (An RL TOML with neither [trainer] nor [orchestrator], such as a per-component file, is not
+  // read as the rl entrypoint: what the launch rules say of it is all that is sure.)
+  std::vector<std::string> notes = {fmt::format("image {}: {}, chosen as {}",
+                                                 image.name,
+                                                 primerl::display_name(image.prime_rl),
+                                                 image.why)};
+  const bool schema_checked = v0_9 || program == Program::sft ||
+                              document.root().find("trainer") != nullptr ||
+                              document.root().find("orchestrator") != nullptr;
   primerl::SchemaCheckOptions schema_options;
-  schema_options.release = v0_9 ? primerl::SchemaRelease::v0_9 : primerl::SchemaRelease::v0_8_0;
+  schema_options.release = image.prime_rl.schema;
   for (const auto &found :
-       !v0_8 && !v0_9 ? std::vector<primerl::SchemaProblem>{}
+       !schema_checked ? std::vector<primerl::SchemaProblem>{}
                       : primerl::check_schema(document,
                                               program == Program::sft ? primerl::ConfigRoot::sft
                                                                       : primerl::ConfigRoot::rl,
@@ -473,7 +485,7 @@ LaunchPlan make_plan(const LaunchOptions &options, const LaunchInputs &inputs) {
     }
   }
 
-  const std::string experiment_name =
+  std::string experiment_name =
       inputs.experiment_name.value_or(options.name.empty() ? read.wandb.name : options.name);
   if (v0_9) {
     check_v0_9_name(document, experiment_name, read, problems);
@@ -484,8 +496,9 @@ LaunchPlan make_plan(const LaunchOptions &options, const LaunchInputs &inputs) {
   }
   const std::string config_path =
       detail::real_path(inputs, detail::absolute_normalized(inputs, inputs.config_path.string()));
-  const contract::ReplicaEnv replica =
+  contract::ReplicaEnv replica =
       replica_env(options, inputs, flags, read, experiment_name, entity, config_path);
+  replica.prime_rl_version = image.prime_rl.version;
 
   check_clusters(flags.clusters); // 11
   std::vector<CheckedPath> checked = {{"--toml", config_path, false}};
@@ -526,6 +539,14 @@ LaunchPlan make_plan(const LaunchOptions &options, const LaunchInputs &inputs) {
     task.replication = beaker::Replication{};
     task.replication->replicas = read.replicas;
   }
+  // No W&B run (no [wandb], Prime-RL's default): the default W&B secret is not asked for, since
+  // Beaker would refuse to start a task whose secret the workspace lacks.
+  if (!read.wandb.enabled && !options.wandb_secret &&
+      std::none_of(options.secrets.begin(), options.secrets.end(), [](const std::string &s) {
+        return text::starts_with(s, "WANDB_API_KEY=");
+      })) {
+    flags.secrets.erase("WANDB_API_KEY");
+  }
   task.env_vars = container_env(replica, flags); // 12
 
   beaker::Experiment experiment;
@@ -558,6 +579,9 @@ LaunchPlan make_plan(const LaunchOptions &options, const LaunchInputs &inputs) {
   plan.write_spec = options.write_spec;
   plan.submit_refusal = flags.submit_refusal;
   plan.notes = std::move(notes);
+  plan.prime_rl = image.prime_rl.version;
+  plan.defaulted = problems.defaults();
+  plan.image_name = image.name;
   plan.stage_dir = stage_dir;
   plan.staged_program = staged_program;
   plan.recovery = detail::recovery_policy(options, multi);

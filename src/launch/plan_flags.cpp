@@ -6,6 +6,7 @@
 #include <primebeaker/beaker/client.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/images/catalog.hpp>
+#include <primebeaker/images/choose.hpp>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -176,29 +177,24 @@ void check_basic_flags(const LaunchOptions &options, ValidatedFlags &flags) {
 void check_flags(const LaunchOptions &options,
                  Program program,
                  bool multi,
-                 const images::Catalog &catalog,
+                 const images::ImageChoice &image,
                  ValidatedFlags &flags) {
   refuse_inapplicable_flags(options, program, multi);
-  // An explicit --image is the user's word. Without one: the Prime-RL image, which runs the
-  // staged binary, or with --no-stage an image built to contain it (docs/launch.md "The default
-  // image").
-  flags.image_ref = options.image;
-  if (options.image.empty()) {
-    if (const auto *location = catalog.launch_image(options.workspace, options.stage)) {
-      flags.image_ref = location->immutable_uri;
-    } else if (options.stage) {
+  // The image was chosen with the Prime-RL that reads the TOML (images/choose.hpp); here only
+  // what a preview shows and a submit refuses when the catalog has none for the workspace.
+  flags.image_ref = image.reference;
+  if (!image.missing.empty()) {
+    if (options.stage) {
       flags.image_ref = k_missing_prime_rl_image;
       flags.submit_refusal = fmt::format(
-          "no Prime-RL image ({}) is cataloged for workspace '{}': pass --image beaker://<ID> "
-          "(`primebeaker images list` shows the cataloged images)",
-          catalog.launch_role(true),
-          options.workspace);
+          "{}: pass --image (`primebeaker images list` shows the cataloged images)", image.missing);
     } else {
       flags.image_ref = k_missing_runtime_image;
       flags.submit_refusal = fmt::format(
           "--no-stage: no {} image is cataloged for workspace '{}', and the Prime-RL images do "
           "not contain primebeaker: build one from images/Dockerfile.runtime and pass --image "
-          "beaker://<ID> (images/README.md, \"The runtime image\"), or drop --no-stage",
+          "beaker://<ID> --prime-rl VERSION (images/README.md, \"The runtime image\"), or drop "
+          "--no-stage",
           images::k_runtime_role,
           options.workspace);
     }

@@ -6,6 +6,7 @@
 
 #include <primebeaker/beaker/spec.hpp>
 #include <primebeaker/contract/replica_env.hpp>
+#include <primebeaker/images/choose.hpp>
 #include <primebeaker/launch/launch.hpp>
 #include <primebeaker/primerl/config.hpp>
 #include <primebeaker/primerl/v0_9.hpp>
@@ -47,7 +48,7 @@ void check_basic_flags(const LaunchOptions &options, ValidatedFlags &flags);
 void check_flags(const LaunchOptions &options,
                  Program program,
                  bool multi,
-                 const images::Catalog &catalog,
+                 const images::ImageChoice &image,
                  ValidatedFlags &flags);
 
 // A TOML path key the mount check compares: label for messages, value as written.

@@ -33,8 +33,11 @@ TopologyRead shared_fields(const toml::Document &document,
   read.output_dir = config.output_dir;
   read.paths = {toml_path(document, config.output_dir)};
   if constexpr (requires { config.data_name; }) {
-    read.paths.push_back(toml_path(document, config.data_name));
-    read.paths.push_back(toml_path(document, config.val_data_name));
+    for (const primerl::PathKey *data : {&config.data_name, &config.val_data_name}) {
+      if (!data->key.empty()) { // a name the TOML writes (Prime-RL defaults the others)
+        read.paths.push_back(toml_path(document, *data));
+      }
+    }
   }
   read.task_name = task_name;
   read.description_kind = description_kind;

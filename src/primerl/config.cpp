@@ -235,6 +235,7 @@ GenerationInfo detect_generation(const Document &document) {
   auto at = [&](const Value &value, const std::string &key) {
     return fmt::format("{} at {}", key, document.location(value));
   };
+  // Keys only v0.9 has (docs/primerl-schema.md "Prime-RL v0.9").
   for (const char *table : {"resume", "monitors", "run"}) {
     if (const Value *value = root.find(table); value && value->is(Type::table)) {
       return {Generation::v0_9, at(*value, fmt::format("[{}]", table))};
@@ -243,9 +244,39 @@ GenerationInfo detect_generation(const Document &document) {
   if (const Value *clean = root.find("clean"); clean && root.find("deployment")) {
     return {Generation::v0_9, at(*clean, "top-level clean")};
   }
+  for (const std::vector<std::string> &path : {std::vector<std::string>{"inference", "vllm"},
+                                               std::vector<std::string>{"orchestrator", "concurrency"}}) {
+    if (const Value *value = root.find_path(path)) {
+      return {Generation::v0_9, at(*value, text::join(path, "."))};
+    }
+  }
+  // Keys v0.9 moved away: only v0.8.0 (and the v0.7.1.dev83 fork) reads them. Environment
+  // sources alone show no generation: both read [[orchestrator.train.source]].
+  if (const Value *value = root.find("wandb"); value && value->is(Type::table)) {
+    return {Generation::v0_8, at(*value, "[wandb]")};
+  }
+  for (const std::vector<std::string> &path :
+       {std::vector<std::string>{"clean_output_dir"},
+        std::vector<std::string>{"ckpt", "resume_step"},
+        std::vector<std::string>{"orchestrator", "max_inflight_episodes"},
+        std::vector<std::string>{"inference", "parallel"},
+        std::vector<std::string>{"inference", "model"}}) {
+    if (const Value *value = root.find_path(path)) {
+      return {Generation::v0_8, at(*value, text::join(path, "."))};
+    }
+  }
+  if (root.find("orchestrator") == nullptr && root.find("data") != nullptr) {
+    // SFT: v0.9 renamed the single-node deployment's num_gpus to num_train_gpus.
+    if (const Value *value = root.find_path({"deployment", "num_train_gpus"})) {
+      return {Generation::v0_9, at(*value, "SFT deployment.num_train_gpus")};
+    }
+    if (const Value *value = root.find_path({"deployment", "num_gpus"})) {
+      return {Generation::v0_8, at(*value, "SFT deployment.num_gpus")};
+    }
+  }
   for (const char *split : {"train", "eval"}) {
-    if (const Value *value = root.find_path({"orchestrator", split, "source"})) {
-      return {Generation::v0_8, at(*value, fmt::format("orchestrator.{}.source", split))};
+    if (root.find_path({"orchestrator", split, "source"}) != nullptr) {
+      return {Generation::undetermined, {}};
     }
   }
   for (const char *split : {"train", "eval"}) {
@@ -340,15 +371,36 @@ namespace {
 Wandb read_wandb(Reader &reader) {
   const std::string name_default = reader.default_name();
   Wandb wandb;
+  if (reader.find("wandb") == nullptr) {
+    // Prime-RL's default: no W&B run. The experiment is still named.
+    wandb.enabled = false;
+    wandb.name = name_default;
+    reader.defaulted(fmt::format("no [wandb]: no W&B run (Prime-RL's default); the experiment is "
+                                 "named '{}' (--name to choose)",
+                                 name_default));
+    return wandb;
+  }
   reader.table("wandb");
-  wandb.name = reader.string("wandb.name", true, name_default);
+  if (reader.find("wandb.name") == nullptr) {
+    wandb.name = name_default;
+    reader.defaulted(fmt::format("wandb.name: none, so W&B names its run; the experiment is "
+                                 "named '{}' (--name to choose)",
+                                 name_default));
+  } else {
+    wandb.name = reader.string("wandb.name", true, name_default);
+  }
   if (!is_experiment_name(wandb.name)) {
     reader.rule(reader.find("wandb.name"),
                 fmt::format("wandb.name '{}' cannot be a Beaker experiment name: use letters, "
                             "digits, '.', '_' and '-' (at most 128)",
                             wandb.name));
   }
-  wandb.project = reader.string("wandb.project", true, "primebeaker");
+  if (reader.find("wandb.project") == nullptr) {
+    wandb.project = "prime-rl";
+    reader.defaulted("wandb.project = \"prime-rl\" (Prime-RL's default)");
+  } else {
+    wandb.project = reader.string("wandb.project", true, "prime-rl");
+  }
   if (auto entity = reader.optional_string("wandb.entity"); entity && !entity->empty()) {
     wandb.entity = std::move(entity);
   }
@@ -366,16 +418,43 @@ Result read_all(const Document &document, Result (*read)(const Document &, Probl
   return result;
 }
 
-// data.name, and val.data.name (which defaults to data.name as written), of either SFT topology.
+// data.name and val.data.name as written (val.data.name defaults to data.name), of either SFT
+// topology; a name not written is Prime-RL's to default (an empty PathKey: nothing to check).
 std::pair<PathKey, PathKey> read_sft_data_names(Reader &reader) {
-  PathKey data_name = reader.path("data.name", "data/train.jsonl");
-  const Value *written = reader.find("data.name");
-  PathKey val_data_name = reader.path(
-      "val.data.name", written && written->string() ? *written->string() : "data/validation.jsonl");
+  PathKey data_name;
+  if (reader.find("data.name") != nullptr) {
+    data_name = reader.path("data.name", "data/train.jsonl");
+  }
+  PathKey val_data_name;
+  if (reader.find("val") == nullptr) {
+    return {std::move(data_name), std::move(val_data_name)};
+  }
+  if (reader.find("val.data.name") != nullptr) {
+    val_data_name = reader.path("val.data.name", data_name.value);
+  } else if (!data_name.key.empty()) {
+    val_data_name = {"val.data.name", data_name.value};
+  }
   return {std::move(data_name), std::move(val_data_name)};
 }
 
 } // namespace
+
+std::string default_experiment_name(const Document &document) {
+  const std::filesystem::path path(document.source_name());
+  std::string name = path.stem().string();
+  const std::string folder = path.parent_path().filename().string();
+  if (!folder.empty() && folder != "." && folder != "..") {
+    name = folder + "-" + name;
+  }
+  for (char &c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == '-';
+    if (!ok) {
+      c = '-';
+    }
+  }
+  return name.empty() || name == "-" ? std::string("my-run") : name.substr(0, 128);
+}
 
 bool is_experiment_name(std::string_view name) {
   return !name.empty() && name.size() <= 128 && std::all_of(name.begin(), name.end(), [](char c) {
@@ -389,76 +468,88 @@ Wandb read_wandb(const Document &document, Problems &problems) {
   return read_wandb(reader);
 }
 
+// [deployment] absent: Prime-RL's default single-node deployment.
+void default_deployment(Reader &reader, const char *gpus) {
+  if (reader.find("deployment") == nullptr) {
+    reader.defaulted(fmt::format("no [deployment]: one node, {} (Prime-RL's default)", gpus));
+  } else {
+    reader.table("deployment");
+  }
+}
+
 SingleNodeSft read_single_node_sft(const Document &document, Problems &problems) {
   Reader reader(document, "single-node SFT", problems);
-  for (const char *table : {"deployment", "data", "val", "val.data", "ckpt"}) {
-    reader.table(table);
+  default_deployment(reader, "deployment.num_gpus = 1");
+  // [data], [val] and [ckpt] are Prime-RL's to default (no validation, no checkpoints);
+  // present, they must be tables.
+  for (const char *table : {"data", "val", "val.data", "ckpt"}) {
+    if (reader.find(table) != nullptr) {
+      reader.table(table);
+    }
   }
   require_type(reader, "single_node");
   SingleNodeSft sft;
-  sft.output_dir = reader.path("output_dir", "outputs/" + reader.default_name());
-  sft.max_steps = reader.positive("max_steps", 100);
+  sft.output_dir = reader.defaulted_path("output_dir", "outputs");
+  // Prime-RL runs until the data ends without max_steps; the card shows what is known.
+  sft.max_steps = reader.positive("max_steps", 100, 0);
   // num_gpus must equal gpus_per_node: suggest the one that is there for the other.
   const auto num_written = reader.integer_as_written("deployment.num_gpus");
   const auto per_node_written = reader.integer_as_written("deployment.gpus_per_node");
-  const std::int64_t gpus = num_written.value_or(per_node_written.value_or(8));
-  sft.num_gpus = reader.count("deployment.num_gpus", k_max_gpus_per_node, gpus);
-  sft.gpus_per_node = reader.count("deployment.gpus_per_node", k_max_gpus_per_node, gpus);
+  const std::int64_t gpus = num_written.value_or(per_node_written.value_or(1));
+  sft.num_gpus = reader.count("deployment.num_gpus", k_max_gpus_per_node, gpus, gpus);
+  sft.gpus_per_node = reader.count("deployment.gpus_per_node", k_max_gpus_per_node, gpus, gpus);
   if (sft.num_gpus != sft.gpus_per_node &&
       !reader.bad({"deployment.num_gpus", "deployment.gpus_per_node"})) {
     reader.rule(reader.find("deployment.num_gpus"),
                 fmt::format("single-node SFT requires deployment.num_gpus ({}) == "
-                            "deployment.gpus_per_node ({})",
+                            "deployment.gpus_per_node ({}): the task asks Beaker for the node's "
+                            "GPUs",
                             sft.num_gpus,
                             sft.gpus_per_node));
   }
   sft.wandb = read_wandb(reader);
   std::tie(sft.data_name, sft.val_data_name) = read_sft_data_names(reader);
-  // Validation and checkpoints every max_steps unless the file says otherwise.
-  const auto ckpt_written = reader.integer_as_written("ckpt.interval");
-  const std::int64_t interval = std::min(sft.max_steps, ckpt_written.value_or(sft.max_steps));
-  sft.val_interval = reader.positive("val.interval", std::max<std::int64_t>(interval, 1));
-  if (!reader.boolean("val.eval_on_start", std::nullopt, true) &&
-      !reader.bad({"val.eval_on_start"})) {
-    reader.rule("val.eval_on_start", "SFT TOML must set val.eval_on_start = true", "true");
+  if (reader.find("val") == nullptr) {
+    sft.ckpt_interval = reader.positive("ckpt.interval", 1, 0);
+    return sft;
   }
-  sft.ckpt_interval = reader.positive("ckpt.interval", std::max(sft.max_steps, sft.val_interval));
-  if (sft.val_interval > sft.max_steps && !reader.bad({"val.interval", "max_steps"})) {
+  // With [val]: validation and checkpoints every max_steps unless the file says otherwise.
+  const std::int64_t steps = sft.max_steps > 0 ? sft.max_steps : 100;
+  const auto ckpt_written = reader.integer_as_written("ckpt.interval");
+  const std::int64_t interval = std::min(steps, ckpt_written.value_or(steps));
+  sft.val_interval = reader.positive("val.interval", std::max<std::int64_t>(interval, 1), 50);
+  sft.ckpt_interval = reader.positive("ckpt.interval", std::max(steps, sft.val_interval), 0);
+  if (sft.max_steps > 0 && sft.val_interval > sft.max_steps &&
+      !reader.bad({"val.interval", "max_steps"})) {
     reader.rule("val.interval",
                 fmt::format("SFT val.interval ({}) must not exceed max_steps ({})",
                             sft.val_interval,
                             sft.max_steps),
-                std::to_string(std::min(sft.max_steps, sft.ckpt_interval)));
-  }
-  if (sft.val_interval > sft.ckpt_interval && !reader.bad({"val.interval", "ckpt.interval"})) {
-    reader.rule("val.interval",
-                fmt::format("SFT val.interval ({}) must be no larger than ckpt.interval ({})",
-                            sft.val_interval,
-                            sft.ckpt_interval),
-                std::to_string(std::min(sft.max_steps, sft.ckpt_interval)));
+                std::to_string(std::min(sft.max_steps, std::max<std::int64_t>(sft.ckpt_interval, 1))));
   }
   return sft;
 }
 
 SingleNodeRl read_single_node_rl(const Document &document, Problems &problems) {
   Reader reader(document, "single-node RL", problems);
-  reader.table("deployment");
+  default_deployment(reader, "deployment.num_train_gpus = 1, num_infer_gpus = 1");
   require_type(reader, "single_node");
   SingleNodeRl rl;
-  rl.output_dir = reader.path("output_dir", "outputs/" + reader.default_name());
+  rl.output_dir = reader.defaulted_path("output_dir", "outputs");
   rl.wandb = read_wandb(reader);
   const std::int64_t train = reader.integer_as_written("deployment.num_train_gpus").value_or(1);
   const std::int64_t infer = reader.integer_as_written("deployment.num_infer_gpus").value_or(1);
-  rl.num_train_gpus = reader.count("deployment.num_train_gpus", k_max_gpus_per_node, train);
-  rl.num_infer_gpus = reader.count("deployment.num_infer_gpus", k_max_gpus_per_node, infer);
-  rl.gpus_per_node = reader.count(
-      "deployment.gpus_per_node", k_max_gpus_per_node, rl.num_train_gpus + rl.num_infer_gpus);
-  if (rl.num_train_gpus + rl.num_infer_gpus != rl.gpus_per_node &&
-      !reader.bad(
-          {"deployment.num_train_gpus", "deployment.num_infer_gpus", "deployment.gpus_per_node"})) {
+  rl.num_train_gpus = reader.count("deployment.num_train_gpus", k_max_gpus_per_node, train, 1);
+  rl.num_infer_gpus = reader.count("deployment.num_infer_gpus", k_max_gpus_per_node, infer, 1);
+  // The task asks Beaker for the GPUs the run uses; Prime-RL's gpus_per_node is a bound only.
+  const std::int64_t used = rl.num_train_gpus + rl.num_infer_gpus;
+  rl.gpus_per_node = reader.count("deployment.gpus_per_node", k_max_gpus_per_node, used, used);
+  if (used > rl.gpus_per_node && !reader.bad({"deployment.num_train_gpus",
+                                              "deployment.num_infer_gpus",
+                                              "deployment.gpus_per_node"})) {
     reader.rule(reader.find("deployment.gpus_per_node"),
-                fmt::format("single-node RL requires deployment.num_train_gpus ({}) + "
-                            "num_infer_gpus ({}) == gpus_per_node ({})",
+                fmt::format("single-node RL needs deployment.num_train_gpus ({}) + "
+                            "num_infer_gpus ({}) <= gpus_per_node ({})",
                             rl.num_train_gpus,
                             rl.num_infer_gpus,
                             rl.gpus_per_node));
@@ -470,12 +561,15 @@ SingleNodeRl read_single_node_rl(const Document &document, Problems &problems) {
 
 MultiNodeSft read_multi_node_sft(const Document &document, Problems &problems) {
   Reader reader(document, "multi-node SFT", problems);
-  for (const char *table : {"deployment", "data", "val", "val.data"}) {
-    reader.table(table);
+  reader.table("deployment");
+  for (const char *table : {"data", "val", "val.data"}) {
+    if (reader.find(table) != nullptr) {
+      reader.table(table);
+    }
   }
   require_type(reader, "multi_node");
   MultiNodeSft sft;
-  sft.output_dir = reader.path("output_dir", "outputs/" + reader.default_name());
+  sft.output_dir = reader.defaulted_path("output_dir", "outputs");
   sft.wandb = read_wandb(reader);
   std::tie(sft.data_name, sft.val_data_name) = read_sft_data_names(reader);
   sft.num_nodes = reader.count("deployment.num_nodes", k_max_nodes, 2, 2);
@@ -494,37 +588,38 @@ MultiNodeRl read_multi_node_rl(const Document &document, Problems &problems) {
   // accounting below names (and suggests) the ones that must change.
   reader.table("deployment");
   require_type(reader, "multi_node");
+  MultiNodeRl rl;
+  rl.output_dir = reader.defaulted_path("output_dir", "outputs");
+  rl.wandb = read_wandb(reader);
+  rl.gpus_per_node = reader.count("deployment.gpus_per_node", k_max_gpus_per_node, 8, 8);
+  rl.num_train_nodes = reader.positive("deployment.num_train_nodes", 1);
+  if (rl.num_train_nodes > 1) {
+    // Prime-RL v0.8.0 spreads several trainer nodes with SLURM, which Beaker has not; the v0.8.0
+    // placement here is the reference's, one trainer node. The experiment is not changed to fit.
+    reader.rule(reader.find("deployment.num_train_nodes"),
+                fmt::format("deployment.num_train_nodes = {}: primebeaker places Prime-RL "
+                            "v0.8.0's multi-node RL on one trainer node beside the inference "
+                            "nodes; several trainer nodes (torchrun across them) are placed for "
+                            "the Prime-RL v0.9 generation only",
+                            rl.num_train_nodes));
+    return rl;
+  }
   // Checked in the container by the reference (it renders dense engines whatever the type);
-  // failing here saves a multi-node allocation.
+  // failing here saves a multi-node allocation. Refused, not rewritten: another inference
+  // deployment would be another experiment.
   if (const Value *deployment = reader.find("inference.deployment.type")) {
     const std::string *type = deployment->string();
     if (type == nullptr) {
       reader.wrong(*deployment, "inference.deployment.type", "a string", toml_string("multi_node"));
     } else if (*type != "single_node" && *type != "multi_node") {
-      reader.rule("inference.deployment.type",
-                  fmt::format("heterogeneous Beaker RL currently supports dense inference: "
-                              "inference.deployment.type '{}' is not supported (use "
-                              "\"single_node\" or \"multi_node\"; primebeaker places the "
-                              "inference nodes itself)",
-                              *type),
-                  toml_string("multi_node"));
-      // What only the other deployment types have: Prime-RL refuses it beside multi_node (the
-      // fields of v0.8.0's MultiNodeInferenceDeploymentConfig, docs/primerl-schema.md).
-      if (const Value *table = reader.find("inference.deployment");
-          table != nullptr && table->is(Type::table)) {
-        for (const auto &[name, value] : *table->table()) {
-          if (name != "type" && name != "gpus_per_node" && name != "num_nodes") {
-            problems.suggest_removal("inference.deployment." + name, document.location(value));
-          }
-        }
-      }
+      reader.rule(deployment,
+                  fmt::format("inference.deployment.type '{}' is not placed by primebeaker under "
+                              "Prime-RL v0.8.0: it places dense inference engines (single_node "
+                              "or multi_node) on the inference nodes itself",
+                              *type));
+      return rl;
     }
   }
-  MultiNodeRl rl;
-  rl.output_dir = reader.path("output_dir", "outputs/" + reader.default_name());
-  rl.wandb = read_wandb(reader);
-  rl.gpus_per_node = reader.count("deployment.gpus_per_node", k_max_gpus_per_node, 8, 8);
-  rl.num_train_nodes = reader.positive("deployment.num_train_nodes", 1);
   // One node is the trainer's, so at most k_max_nodes - 1 inference nodes fit the replicas.
   rl.num_infer_nodes = reader.count("deployment.num_infer_nodes", k_max_nodes - 1, 1);
   const auto replicas = reader.positive("deployment.num_infer_replicas", 1, 1);
@@ -532,13 +627,6 @@ MultiNodeRl read_multi_node_rl(const Document &document, Problems &problems) {
   const auto dp_replicate = reader.count("trainer.model.dp_replicate", k_max_gpus_per_node, 1, 1);
   rl.tensor_parallel = reader.count("inference.parallel.tp", k_max_gpus_per_node, 1, 1);
 
-  if (rl.num_train_nodes != 1 && !reader.bad({"deployment.num_train_nodes"})) {
-    reader.rule("deployment.num_train_nodes",
-                fmt::format("heterogeneous Beaker RL currently supports exactly one trainer "
-                            "node (deployment.num_train_nodes = 1), got {}",
-                            rl.num_train_nodes),
-                "1");
-  }
   if (replicas != 1 && !reader.bad({"deployment.num_infer_replicas"})) {
     reader.rule("deployment.num_infer_replicas",
                 fmt::format("heterogeneous Beaker RL requires deployment.num_infer_replicas = 1, "

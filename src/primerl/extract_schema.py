@@ -22,6 +22,18 @@ and for Prime-RL v0.9 (main at 559b4477; verifiers' v1 env classes typed):
       --label 'Prime-RL v0.9 (559b4477)' --symbol prime_rl_v0_9 \\
       -o src/primerl/schema_v0_9.cpp
 
+and for the cataloged image (v0.7.1.dev83 plus the goncalorafaria/prime-rl fork's changed config
+files, put in a directory with the repository's layout):
+
+  python3 src/primerl/extract_schema.py \\
+      --git-dir <prime-rl clone>/.git --tag 2ffe374e0 --overlay-dir <fork files> \\
+      --verifiers-git-dir <verifiers clone>/.git \\
+      --label 'Prime-RL v0.7.1.dev83 (fork 227e38ee)' --symbol prime_rl_v0_7_1_dev83 \\
+      -o src/primerl/schema_v0_7_1_dev83.cpp
+
+An entrypoint of OPTIONAL_ROOTS (v0.9's `evals`) is a root when the revision's pyproject.toml
+[project.scripts] lists it.
+
 or, for a plain source tree (tests use this with a synthetic package):
 
   python3 src/primerl/extract_schema.py --source-dir DIR --root demo=pkg.mod:DemoConfig -o out.cpp
@@ -52,6 +64,12 @@ DEFAULT_ROOTS = [
     ("inference", "prime_rl.configs.inference", "InferenceConfig"),
     ("env_server", "prime_rl.configs.env_server", "EnvServerConfig"),
 ]
+
+# Entrypoints only some revisions have, by their [project.scripts] name: a root (after the
+# default ones) when the revision's pyproject.toml lists the script and no --root is given.
+OPTIONAL_ROOTS = {
+    "evals": ("evals", "prime_rl.configs.evals", "EvalsConfig"),  # from v0.8.1.dev (v0.9)
+}
 
 # Bases that end the walk up a class hierarchy, with what they do with unknown keys.
 ROOT_BASES = {
@@ -277,6 +295,15 @@ class GitSource(Source):
     def submodule_commit(self, path: str) -> Optional[str]:
         out = self._git("ls-tree", self.commit, path).split()
         return out[2] if len(out) >= 3 and out[1] == "commit" else None
+
+    def scripts(self) -> list[str]:
+        """The names of pyproject.toml's [project.scripts] at this revision."""
+        if "pyproject.toml" not in self._git("ls-tree", "--name-only", self.commit).split("\n"):
+            return []
+        import tomllib  # Python 3.11+, needed only here
+
+        data = tomllib.loads(self.read("pyproject.toml"))
+        return list(data.get("project", {}).get("scripts", {}))
 
 
 class DirSource(Source):
@@ -1353,6 +1380,13 @@ def main(argv: list[str]) -> int:
         "tag pins as deps/verifiers (without it they are accepted untyped)",
     )
     p.add_argument("--source-dir", action="append", default=[], help="a source tree (repeatable)")
+    p.add_argument(
+        "--overlay-dir",
+        action="append",
+        default=[],
+        help="a tree of files (paths as in the --git-dir repository) read instead of the "
+        "revision's own (repeatable): a fork's changed files on the release it is based on",
+    )
     p.add_argument("--root", action="append", type=parse_root, default=[], help="NAME=module:Class")
     p.add_argument("--label", help="what the schema says it is (default: the tag or the dir)")
     p.add_argument("--symbol", help="C++ function name (default: prime_rl_<tag>)")
@@ -1386,12 +1420,24 @@ def main(argv: list[str]) -> int:
             )
         else:
             provenance.append("verifiers not read: its classes are accepted untyped")
+    for d in args.overlay_dir:
+        if not args.git_dir:
+            p.error("--overlay-dir needs --git-dir")
+        overlay = DirSource(d)
+        sources.insert(0, overlay)
+        provenance.append(
+            f"overlaid with directory {os.path.basename(os.path.normpath(d))}: "
+            + ", ".join(overlay.paths())
+        )
     for d in args.source_dir:
         sources.append(DirSource(d))
         provenance.append(f"directory {os.path.basename(os.path.normpath(d))}")
     if not sources:
         p.error("give --git-dir and --tag, or --source-dir")
     roots = args.root or DEFAULT_ROOTS
+    if not args.root and args.git_dir:
+        scripts = prime.scripts()
+        roots = roots + [OPTIONAL_ROOTS[s] for s in OPTIONAL_ROOTS if s in scripts]
     label = args.label or (f"Prime-RL {args.tag}" if args.tag else "source tree")
     symbol = args.symbol or symbol_for(args.tag or "source")
 

@@ -204,21 +204,27 @@ public:
     return {std::string(key), string(key, true, suggested)};
   }
 
-  // A usable default for names: wandb.name when it is a string, else the file's stem.
+  // A key Prime-RL defaults: its value as written (checked as a non-empty string), else
+  // `prime_rl_default`, recorded as defaulted rather than missing.
+  PathKey defaulted_path(std::string_view key, const std::string &prime_rl_default) {
+    if (find(key) == nullptr) {
+      m_problems.defaulted(
+          fmt::format("{} = {} (Prime-RL's default)", key, toml_string(prime_rl_default)));
+      return {std::string(key), prime_rl_default};
+    }
+    return path(key, prime_rl_default);
+  }
+
+  void defaulted(std::string text) { m_problems.defaulted(std::move(text)); }
+
+  // A usable default for names: wandb.name when it is a string, else the one the file's path
+  // gives (default_experiment_name).
   std::string default_name() const {
     if (const Value *name = find("wandb.name");
         name != nullptr && name->string() != nullptr && !name->string()->empty()) {
       return *name->string();
     }
-    std::string stem = std::filesystem::path(m_doc.source_name()).stem().string();
-    for (char &c : stem) {
-      const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                      c == '.' || c == '_' || c == '-';
-      if (!ok) {
-        c = '-';
-      }
-    }
-    return stem.empty() ? std::string("my-run") : stem.substr(0, 128);
+    return default_experiment_name(m_doc);
   }
 
   std::optional<std::int64_t> integer_as_written(std::string_view key) const {

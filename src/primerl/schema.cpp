@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The schema checker (docs/primerl-schema.md): one walk of the TOML's values against the
 // generated tables, reading them as pydantic's lax mode reads tomli's output (ints are floats,
-// numeric strings are numbers, "None" is null), plus the few keys on which the cataloged image
-// and Prime-RL v0.8.0 disagree, and, under v0.9, where the v0.8.0 keys it refuses went.
+// numeric strings are numbers, "None" is null), and, under v0.9, where the v0.8.0 keys it refuses
+// went. Each release is its own table: the cataloged image's v0.7.1.dev83 fork too.
 #include <primebeaker/core/spelling.hpp>
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/primerl/config.hpp>
@@ -60,92 +60,6 @@ namespace {
 
 using schema::Kind;
 using Problem = SchemaProblem;
-
-// Keys on which the cataloged image (images/catalog.json: Prime-RL v0.7.1.dev83 plus the
-// goncalorafaria/prime-rl fork's extensions) and Prime-RL v0.8.0 disagree. The schema follows
-// v0.8.0; these are accepted either way and reported as notes (docs/primerl-schema.md).
-struct ImageKey {
-  const char *model; // class name
-  const char *module;
-  const char *key;
-  bool image_only; // true: the image accepts it, v0.8.0 refuses it; false: the reverse
-  const char *origin;
-  // How the image types an image-only key: integer / floating (with a lower bound), string, or
-  // literal (`literals`, '|'-separated); nullable also takes "None".
-  Kind kind = Kind::any;
-  bool nullable = false;
-  bool has_ge = false;
-  bool has_gt = false;
-  double ge = 0;
-  double gt = 0;
-  const char *literals = "";
-};
-
-// Read from the fork's packages/prime-rl-configs (commit 227e38eea, whose FORK.md names the
-// changes) and from `git diff v0.7.1.dev83 v0.8.0` of Prime-RL and its deps/verifiers.
-const ImageKey k_image_keys[] = {
-    {.model = "DefaultLossConfig",
-     .module = "prime_rl.configs.trainer",
-     .key = "aggregation",
-     .image_only = true,
-     .origin = "the fork's group-balanced RL loss reduction",
-     .kind = Kind::literal,
-     .literals = "token_mean|group_token_mean"},
-    {.model = "AdamWConfig",
-     .module = "prime_rl.configs.trainer",
-     .key = "eps",
-     .image_only = true,
-     .origin = "the fork's AdamW epsilon",
-     .kind = Kind::floating,
-     .has_gt = true,
-     .gt = 0},
-    {.model = "OrchestratorConfig",
-     .module = "prime_rl.configs.orchestrator",
-     .key = "eval_max_inflight_episodes",
-     .image_only = true,
-     .origin = "the fork's separate evaluation in-flight capacity",
-     .kind = Kind::integer,
-     .nullable = true,
-     .has_ge = true,
-     .ge = 1},
-    {.model = "OrchestratorConfig",
-     .module = "prime_rl.configs.orchestrator",
-     .key = "pool_size",
-     .image_only = true,
-     .origin = "v0.7.1.dev83's renderer pool size, removed before v0.8.0",
-     .kind = Kind::integer,
-     .nullable = true,
-     .has_ge = true,
-     .ge = 1},
-    {.model = "ServeConfig",
-     .module = "prime_rl.configs.orchestrator",
-     .key = "address",
-     .image_only = true,
-     .origin = "v0.7.1.dev83's external env server address, removed before v0.8.0",
-     .kind = Kind::string,
-     .nullable = true},
-    {.model = "EvalConfig",
-     .module = "prime_rl.configs.orchestrator",
-     .key = "retrigger_on_resume",
-     .image_only = false,
-     .origin = "added after v0.7.1.dev83"},
-    {.model = "OrchestratorConfig",
-     .module = "prime_rl.configs.orchestrator",
-     .key = "env_server_base_port",
-     .image_only = false,
-     .origin = "added after v0.7.1.dev83"},
-};
-
-const ImageKey *
-find_image_key(const schema::Schema &schema, const schema::Class &model, std::string_view key) {
-  for (const ImageKey &entry : k_image_keys) {
-    if (key == entry.key && std::strcmp(schema.str(model.name), entry.model) == 0 &&
-        std::strcmp(schema.str(model.module), entry.module) == 0) {
-      return &entry;
-    }
-  }
-  return nullptr;
-}
 
 // v0.8.0 keys that Prime-RL v0.9 refuses but has elsewhere (its `feat!` PRs keep no alias):
 // the message names the new key. `to` is relative to the table that holds the key ("../": to
@@ -338,26 +252,11 @@ public:
       }
       const std::string here = child_path(path, key);
       const schema::Field *field = m_schema.find_field(model, key);
-      const ImageKey *image =
-          m_options.release == SchemaRelease::v0_8_0 ? find_image_key(m_schema, cls, key) : nullptr;
       if (field == nullptr) {
-        if (image != nullptr && image->image_only) {
-          image_only_key(*image, value, here);
-        } else if (cls.extra == schema::Extra::forbid) {
+        if (cls.extra == schema::Extra::forbid) {
           unknown_key(model, key, value, path, here);
         }
         continue;
-      }
-      if (image != nullptr && !image->image_only && m_options.image_notes) {
-        add(Problem::Kind::image_difference,
-            Problem::Severity::note,
-            here,
-            key_position(value),
-            fmt::format("{} is accepted by Prime-RL {} but not by the cataloged image "
-                        "(Prime-RL v0.7.1.dev83 fork: {})",
-                        here,
-                        m_release,
-                        image->origin));
       }
       check_field(model, *field, value, here);
     }
@@ -801,7 +700,7 @@ private:
 
   // A number as lax mode reads it (an int is a float, an integral float an int, booleans and
   // numeric strings are numbers), then its bounds: the one check behind every integer and
-  // float, of the schema's fields and of the image-only keys alike.
+  // float.
   void check_number(bool integer,
                     const Value &value,
                     const std::string &path,
@@ -1109,69 +1008,6 @@ private:
     wrong_type(path, value, type_id);
   }
 
-  // A key only the cataloged image knows: a note, and its value checked as the image would.
-  void image_only_key(const ImageKey &image, const Value &value, const std::string &path) {
-    if (m_options.image_notes) {
-      add(Problem::Kind::image_difference,
-          Problem::Severity::note,
-          path,
-          key_position(value),
-          fmt::format("{} is accepted by the cataloged image (Prime-RL v0.7.1.dev83 fork: {}) "
-                      "but not by Prime-RL {}",
-                      path,
-                      image.origin,
-                      m_release));
-    }
-    const std::string *text = value.string();
-    if (image.nullable && text != nullptr && *text == "None") {
-      return;
-    }
-    bool ok = true;
-    std::string wanted;
-    switch (image.kind) {
-    case Kind::integer:
-    case Kind::floating: {
-      schema::Bounds bounds{};
-      bounds.flags = static_cast<std::uint8_t>((image.has_ge ? schema::Bounds::has_ge : 0) |
-                                               (image.has_gt ? schema::Bounds::has_gt : 0));
-      bounds.ge = image.ge;
-      bounds.gt = image.gt;
-      check_number(image.kind == Kind::integer, value, path, &bounds);
-      return;
-    }
-    case Kind::string:
-      wanted = "a string";
-      ok = text != nullptr;
-      break;
-    case Kind::literal: {
-      const auto names = text::split(image.literals, '|');
-      std::vector<std::string> shown;
-      for (const auto &name : names) {
-        shown.push_back(toml_quote(name));
-      }
-      wanted = "one of " + text::join(shown, ", ");
-      if (text != nullptr && std::find(names.begin(), names.end(), *text) == names.end()) {
-        std::string suggestion = text::closest_match(*text, names);
-        error(Problem::Kind::not_allowed,
-              path,
-              value.position(),
-              fmt::format("{} = {} is not allowed: it must be {}", path, toml_quote(*text), wanted),
-              suggestion);
-        return;
-      }
-      ok = text != nullptr;
-      break;
-    }
-    default:
-      return;
-    }
-    if (!ok) {
-      error(Problem::Kind::wrong_type,
-            path,
-            value.position(),
-            fmt::format("{} must be {}, not {}", path, wanted, describe_value(value)));
-    }
-  }
 };
 
 } // namespace
@@ -1190,6 +1026,8 @@ std::string_view root_name(ConfigRoot root) {
     return "inference";
   case ConfigRoot::env_server:
     return "env_server";
+  case ConfigRoot::evals:
+    return "evals";
   }
   return "rl";
 }
@@ -1200,7 +1038,8 @@ std::optional<ConfigRoot> parse_config_root(std::string_view name) {
                                 ConfigRoot::trainer,
                                 ConfigRoot::orchestrator,
                                 ConfigRoot::inference,
-                                ConfigRoot::env_server}) {
+                                ConfigRoot::env_server,
+                                ConfigRoot::evals}) {
     if (name == root_name(root)) {
       return root;
     }
@@ -1220,18 +1059,32 @@ std::string_view kind_name(SchemaProblem::Kind kind) {
     return "not allowed";
   case SchemaProblem::Kind::missing_required:
     return "missing required";
-  case SchemaProblem::Kind::image_difference:
-    return "image difference";
   }
   return "unknown key";
 }
 
 std::string_view release_name(SchemaRelease release) {
-  return release == SchemaRelease::v0_9 ? "v0.9" : "v0.8.0";
+  switch (release) {
+  case SchemaRelease::v0_7_1_dev83:
+    return "v0.7.1.dev83";
+  case SchemaRelease::v0_9:
+    return "v0.9";
+  case SchemaRelease::v0_8_0:
+    break;
+  }
+  return "v0.8.0";
 }
 
 const schema::Schema &schema_for(SchemaRelease release) {
-  return release == SchemaRelease::v0_9 ? schema::prime_rl_v0_9() : schema::prime_rl_v0_8_0();
+  switch (release) {
+  case SchemaRelease::v0_7_1_dev83:
+    return schema::prime_rl_v0_7_1_dev83();
+  case SchemaRelease::v0_9:
+    return schema::prime_rl_v0_9();
+  case SchemaRelease::v0_8_0:
+    break;
+  }
+  return schema::prime_rl_v0_8_0();
 }
 
 std::vector<SchemaProblem>

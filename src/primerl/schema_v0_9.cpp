@@ -6,7 +6,7 @@
 // Read from:
 //   PrimeIntellect-ai/prime-rl 559b4477 (559b44772e471d1538537b8805cc77f3824a5e64)
 //   PrimeIntellect-ai/verifiers a60a606ecc4d309247edf9ff92c3eabca362781f (deps/verifiers of 559b4477)
-// 137 classes, 704 fields, roots rl, sft, trainer, orchestrator, inference, env_server.
+// 139 classes, 714 fields, roots rl, sft, trainer, orchestrator, inference, env_server, evals.
 // Accepted untyped:
 //   SFTConfig.renderer: RendererConfig is not read (renderers)
 //   OrchestratorConfig.renderer: RendererConfig is not read (renderers)
@@ -135,674 +135,680 @@ const char k_text[] =
     "vf.ServeConfig()\0" // 1568
     "EnvServerConfig\0" // 1585
     "prime_rl.configs.env_server\0" // 1601
-    "name\0" // 1629
-    "dir\0" // 1634
-    "RunConfig\0" // 1638
-    "prime_rl.configs.shared\0" // 1648
-    "level\0" // 1672
-    "json_logging\0" // 1678
-    "SharedLogConfig\0" // 1691
-    "interval\0" // 1707
-    "keep_last\0" // 1716
-    "keep_interval\0" // 1726
-    "SharedCheckpointConfig\0" // 1740
-    "step\0" // 1763
-    "ResumeConfig\0" // 1768
-    "wandb\0" // 1781
-    "file\0" // 1787
-    "prime\0" // 1792
-    "SharedMonitorsConfig\0" // 1798
-    "'Qwen/Qwen3-0.6B'\0" // 1819
-    "vlm\0" // 1837
-    "SharedModelConfig\0" // 1841
-    "trust_remote_code\0" // 1859
-    "chat_template\0" // 1877
-    "TokenizerConfig\0" // 1891
-    "type\0" // 1907
-    "'filesystem'\0" // 1912
-    "SharedFileSystemWeightBroadcastConfig\0" // 1925
-    "host\0" // 1963
-    "'localhost'\0" // 1968
-    "port\0" // 1980
-    "29501\0" // 1985
-    "timeout\0" // 1991
-    "1200\0" // 1999
-    "'nccl'\0" // 2004
-    "quantize_in_weight_transfer\0" // 2011
-    "SharedNCCLWeightBroadcastConfig\0" // 2039
-    "8001\0" // 2071
-    "'nixl'\0" // 2076
-    "session_id\0" // 2083
-    "'default'\0" // 2094
-    "SharedNIXLWeightBroadcastConfig\0" // 2104
-    "FileSystemTransportConfig\0" // 2136
-    "'zmq'\0" // 2162
-    "5555\0" // 2168
-    "hwm\0" // 2173
-    "10\0" // 2177
-    "ZMQTransportConfig\0" // 2180
-    "gpus_per_node\0" // 2199
-    "'single_node'\0" // 2213
-    "num_train_gpus\0" // 2227
-    "num_infer_gpus\0" // 2242
-    "SingleNodeDeploymentConfig\0" // 2257
-    "'multi_node'\0" // 2284
-    "num_train_nodes\0" // 2297
-    "num_infer_nodes\0" // 2313
-    "num_infer_replicas\0" // 2329
-    "nodes_per_fsdp_group\0" // 2348
-    "orchestrator_on_inference\0" // 2369
-    "MultiNodeDeploymentConfig\0" // 2395
-    "job_name\0" // 2421
-    "'prime-rl'\0" // 2430
-    "project_dir\0" // 2441
-    "Path('.')\0" // 2453
-    "template_path\0" // 2463
-    "partition\0" // 2477
-    "'cluster'\0" // 2487
-    "nodelist\0" // 2497
-    "exclude\0" // 2506
-    "account\0" // 2514
-    "time\0" // 2522
-    "pre_run_command\0" // 2527
-    "cleanup_grace_period\0" // 2543
-    "shared_fs\0" // 2564
-    "SlurmConfig\0" // 2574
-    "conversion_dir\0" // 2586
-    "attn\0" // 2601
-    "'auto'\0" // 2606
-    "compile\0" // 2613
-    "CompileConfig()\0" // 2621
-    "ac\0" // 2637
-    "ActivationCheckpointConfig()\0" // 2640
-    "ac_offloading\0" // 2669
-    "ActivationOffloadingConfig()\0" // 2683
-    "fsdp_cpu_offload\0" // 2712
-    "optim_cpu_offload\0" // 2729
-    "full_offload\0" // 2747
-    "reshard_after_forward\0" // 2760
-    "dp_replicate\0" // 2782
-    "ep\0" // 2795
-    "ep_comm_backend\0" // 2798
-    "'torch'\0" // 2814
-    "deepep_num_sms\0" // 2822
-    "20\0" // 2837
-    "deepep_token_chunk_size\0" // 2840
-    "cp\0" // 2864
-    "cp_style\0" // 2867
-    "'ring'\0" // 2876
-    "impl\0" // 2883
-    "optimization_dtype\0" // 2888
-    "'float32'\0" // 2907
-    "reduce_dtype\0" // 2917
-    "moe_router_dtype\0" // 2930
-    "moe_use_grouped_mm\0" // 2947
-    "moe_fused_kernel\0" // 2966
-    "quantization\0" // 2983
-    "index_cache\0" // 2996
-    "freeze_moe_router\0" // 3008
-    "lora\0" // 3026
-    "debug\0" // 3031
-    "DebugModelConfig()\0" // 3037
-    "fused_lm_head_token_chunk_size\0" // 3056
-    "8192\0" // 3087
-    "ModelConfig\0" // 3092
-    "128\0" // 3104
-    "micro_batch_size\0" // 3108
-    "num_workers\0" // 3125
-    "'fake'\0" // 3137
-    "length\0" // 3144
-    "'fixed'\0" // 3151
-    "input_ids\0" // 3159
-    "'increasing'\0" // 3169
-    "seed\0" // 3182
-    "0\0" // 3187
-    "FakeDataConfig\0" // 3189
-    "'sft'\0" // 3204
-    "'PrimeIntellect/Reverse-Text-SFT'\0" // 3210
-    "subsets\0" // 3244
-    "splits\0" // 3252
-    "probabilities\0" // 3259
-    "stopping_strategy\0" // 3273
-    "'all_exhausted'\0" // 3291
-    "shuffle\0" // 3307
-    "loss_mask\0" // 3315
-    "LossMaskConfig()\0" // 3325
-    "SFTDataConfig\0" // 3342
-    "50\0" // 3356
-    "eval_on_start\0" // 3359
-    "SFTValConfig\0" // 3373
-    "source\0" // 3386
-    "default_factory=list\0" // 3393
-    "sampling\0" // 3414
-    "default_factory=EvalSamplingConfig\0" // 3423
-    "num_examples\0" // 3458
-    "-1\0" // 3471
-    "100\0" // 3474
-    "skip_first_step\0" // 3478
-    "retrigger_on_resume\0" // 3494
-    "client\0" // 3514
-    "ClientConfig()\0" // 3521
-    "EvalsEvalConfig\0" // 3536
-    "prime_rl.configs.evals\0" // 3552
-    "FileSystemWeightBroadcastConfig\0" // 3575
-    "inference_world_size\0" // 3607
-    "NCCLWeightBroadcastConfig\0" // 3628
-    "NIXLWeightBroadcastConfig\0" // 3654
-    "lr\0" // 3680
-    "1e-06\0" // 3683
-    "weight_decay\0" // 3689
-    "0.01\0" // 3702
-    "max_norm\0" // 3707
-    "1.0\0" // 3716
-    "'sgd'\0" // 3720
-    "nesterov\0" // 3726
-    "momentum\0" // 3735
-    "0.9\0" // 3744
-    "SGDConfig\0" // 3748
-    "'adamw'\0" // 3758
-    "betas1\0" // 3766
-    "betas2\0" // 3773
-    "0.999\0" // 3780
-    "AdamWConfig\0" // 3786
-    "'muon'\0" // 3798
-    "mu\0" // 3805
-    "0.95\0" // 3808
-    "MuonConfig\0" // 3813
-    "'sign_sgd'\0" // 3824
-    "SignSGDConfig\0" // 3835
-    "'constant'\0" // 3849
-    "ConstantSchedulerConfig\0" // 3860
-    "'linear'\0" // 3884
-    "warmup_steps\0" // 3893
-    "decay_steps\0" // 3906
-    "min_lr\0" // 3918
-    "0.0\0" // 3925
-    "LinearSchedulerConfig\0" // 3929
-    "'cosine'\0" // 3951
-    "CosineSchedulerConfig\0" // 3960
-    "skip_progress\0" // 3982
-    "skip_scheduler\0" // 3996
-    "skip_dataloader\0" // 4011
-    "skip_optimizer\0" // 4027
-    "CheckpointConfig\0" // 4042
-    "default_factory=lambda: os.environ.get('PRIME_LOG_LEVEL', 'info')\0" // 4059
-    "vf_level\0" // 4125
-    "default_factory=lambda: os.environ.get('PRIME_VF_LOG_LEVEL', 'info')\0" // 4134
-    "log_data\0" // 4203
-    "10.0\0" // 4212
-    "ranks_filter\0" // 4217
-    "[0]\0" // 4230
-    "TrainerLogConfig\0" // 4234
-    "FileMonitorConfig()\0" // 4251
-    "MonitorsConfig\0" // 4271
-    "prime_rl.configs.monitors\0" // 4286
-    "GCConfig\0" // 4312
-    "url\0" // 4321
-    "HeartbeatConfig\0" // 4325
-    "num_infer_gpus|num_eval_gpus\0" // 4341
-    "2\0" // 4370
-    "num_infer_nodes|num_eval_nodes\0" // 4372
-    "fake\0" // 4403
-    "DataLoaderConfig\0" // 4408
-    "dppo_mask_low\0" // 4425
-    "0.2\0" // 4439
-    "dppo_mask_high\0" // 4443
-    "adv_tau\0" // 4458
-    "kl_tau\0" // 4466
-    "0.001\0" // 4473
-    "DefaultLossConfig\0" // 4479
-    "'ipo'\0" // 4497
-    "ipo_threshold\0" // 4503
-    "0.1\0" // 4517
-    "IPOLossConfig\0" // 4521
-    "'custom'\0" // 4535
-    "import_path\0" // 4544
-    "kwargs\0" // 4556
-    "default_factory=dict\0" // 4563
-    "CustomLossConfig\0" // 4584
-    "8000\0" // 4601
-    "'0.0.0.0'\0" // 4606
-    "MetricsServerConfig\0" // 4616
-    "SamplingConfig()\0" // 4636
-    "'grpo'\0" // 4653
-    "length_penalty\0" // 4660
-    "GRPOAlgoConfig\0" // 4675
-    "prime_rl.configs.algorithm\0" // 4690
-    "'echo'\0" // 4717
-    "roles\0" // 4724
-    "EchoRolesConfig(tool=EchoRoleConfig())\0" // 4730
-    "filter\0" // 4769
-    "EchoAlgoConfig\0" // 4776
-    "'max_rl'\0" // 4791
-    "MaxRLAlgoConfig\0" // 4800
-    "'rae'\0" // 4816
-    "decay\0" // 4822
-    "RAEAlgoConfig\0" // 4828
-    "'hierarchical_grpo'\0" // 4842
-    "episode_agents\0" // 4862
-    "HierarchicalGRPOAlgoConfig\0" // 4877
-    "'opd'\0" // 4904
-    "teacher\0" // 4910
-    "OPDAlgoConfig\0" // 4918
-    "'opsd'\0" // 4932
-    "demo_key\0" // 4939
-    "'demonstration'\0" // 4948
-    "template\0" // 4964
-    "'Here is an example of an expert response:\\n<demonstration>\\n{demonstration}\\n</demonstration>'\0" // 4973
-    "OPSDAlgoConfig\0" // 5069
-    "SFTAlgoConfig\0" // 5084
-    "TrainSamplingConfig()\0" // 5098
-    "filter_zero_advantages\0" // 5120
-    "TrainConfig\0" // 5143
-    "EvalConfig\0" // 5155
-    "LogConfig\0" // 5166
-    "OrchestratorMonitorsConfig\0" // 5176
-    "wait_for_weights_timeout\0" // 5203
-    "initial_inflight\0" // 5228
-    "min_inflight\0" // 5245
-    "max_inflight\0" // 5258
-    "1024\0" // 5271
-    "ConcurrencyConfig\0" // 5276
-    "liveness_timeout_seconds\0" // 5294
-    "30.0\0" // 5319
-    "ServerConfig\0" // 5324
-    "'vllm-router'\0" // 5337
-    "policy\0" // 5351
-    "'consistent_hash'\0" // 5358
-    "VllmRouterConfig\0" // 5376
-    "'llm-d'\0" // 5393
-    "scorers\0" // 5401
-    "{'prefix-cache-scorer': 3.0, 'active-request-scorer': 2.0}\0" // 5409
-    "prefill_scorer_overrides\0" // 5468
-    "{'queue-scorer': 2.0, 'kv-cache-utilization-scorer': 2.0}\0" // 5493
-    "decode_scorer_overrides\0" // 5551
-    "non_cached_tokens\0" // 5575
-    "16\0" // 5593
-    "decode_sidecar_port\0" // 5596
-    "8300\0" // 5616
-    "LlmdRouterConfig\0" // 5621
-    "dtype\0" // 5638
-    "max_model_len\0" // 5644
-    "enforce_eager\0" // 5658
-    "tool_call_parser\0" // 5672
-    "reasoning_parser\0" // 5689
-    "rope_scaling\0" // 5706
-    "tensor_parallel_size\0" // 5719
-    "data_parallel_size\0" // 5740
-    "data_parallel_size_local\0" // 5759
-    "data_parallel_rpc_port\0" // 5784
-    "13345\0" // 5807
-    "api_server_count\0" // 5813
-    "gpu_memory_utilization\0" // 5830
-    "enable_prefix_caching\0" // 5853
-    "enable_lora\0" // 5875
-    "max_loras\0" // 5887
-    "max_cpu_loras\0" // 5897
-    "max_lora_rank\0" // 5911
-    "lora_target_modules\0" // 5925
-    "enable_expert_parallel\0" // 5945
-    "all2all_backend\0" // 5968
-    "'allgather_reducescatter'\0" // 5984
-    "enable_eplb\0" // 6010
-    "enable_dbo\0" // 6022
-    "enable_return_routed_experts\0" // 6033
-    "VllmConfig\0" // 6062
-    "WeightBroadcastConfig\0" // 6073
-    "cpu\0" // 6095
-    "disk\0" // 6099
-    "'native'\0" // 6104
-    "NativeKVCacheOffloadConfig\0" // 6113
-    "'mooncake'\0" // 6140
-    "device_name\0" // 6151
-    "''\0" // 6163
-    "MooncakeKVCacheOffloadConfig\0" // 6166
-    "SingleNodeInferenceDeploymentConfig\0" // 6195
-    "num_nodes\0" // 6231
-    "MultiNodeInferenceDeploymentConfig\0" // 6241
-    "'disaggregated'\0" // 6276
-    "prefill_nodes_per_replica\0" // 6292
-    "decode_nodes_per_replica\0" // 6318
-    "num_prefill_replicas\0" // 6343
-    "num_decode_replicas\0" // 6364
-    "prefill_port\0" // 6384
-    "decode_port\0" // 6397
-    "8200\0" // 6409
-    "prefill_env_vars\0" // 6414
-    "decode_env_vars\0" // 6431
-    "prefill_vllm_overrides\0" // 6447
-    "decode_vllm_overrides\0" // 6470
-    "DisaggregatedInferenceDeploymentConfig\0" // 6492
-    "pool\0" // 6531
-    "default_factory=ElasticPoolConfig\0" // 6536
-    "address\0" // 6570
-    "max_concurrent\0" // 6578
-    "ServeConfig\0" // 6593
-    "verifiers.v1.configs.serve\0" // 6605
-    "id\0" // 6632
-    "taskset\0" // 6635
-    "TasksetConfig()\0" // 6643
-    "TimeoutConfig()\0" // 6659
-    "retries\0" // 6675
-    "RetryConfig()\0" // 6683
-    "max_concurrent_agents\0" // 6697
-    "interception\0" // 6719
-    "ElasticInterceptionPoolConfig()\0" // 6732
-    "agent\0" // 6764
-    "AgentConfig()\0" // 6770
-    "SingleAgentEnvConfig\0" // 6784
-    "verifiers.v1.envs.single_agent.env\0" // 6805
-    "project\0" // 6840
-    "entity\0" // 6848
-    "group\0" // 6855
-    "tags\0" // 6861
-    "offline\0" // 6866
-    "SharedWandbConfig\0" // 6874
-    "path\0" // 6892
-    "Path('metrics.jsonl')\0" // 6897
-    "FileMonitorConfig\0" // 6919
-    "PrimeMonitorConfig\0" // 6937
-    "vision_encoder_attr\0" // 6956
-    "language_model_attr\0" // 6976
-    "freeze_vision_encoder\0" // 6996
-    "VLMConfig\0" // 7018
-    "fullgraph\0" // 7028
-    "CompileConfig\0" // 7038
-    "mode\0" // 7052
-    "'full'\0" // 7057
-    "freq\0" // 7064
-    "targets\0" // 7069
-    "['norm']\0" // 7077
-    "ActivationCheckpointConfig\0" // 7086
-    "pin_memory\0" // 7113
-    "max_inflight_activations\0" // 7124
-    "5\0" // 7149
-    "ActivationOffloadingConfig\0" // 7151
-    "cpu_optimizer_backend\0" // 7178
-    "numa_bind\0" // 7200
-    "OptimizerInBackwardOffloadConfig\0" // 7210
-    "'fp8'\0" // 7243
-    "enable_grouped_gemm\0" // 7249
-    "ignore_patterns\0" // 7269
-    "_DEFAULT_FP8_IGNORE_PATTERNS\0" // 7285
-    "FP8Config\0" // 7314
-    "'mxfp8'\0" // 7324
-    "recipe\0" // 7332
-    "'mxfp8_rceil'\0" // 7339
-    "enable_a2a\0" // 7353
-    "MXFP8Config\0" // 7364
-    "topk_freq\0" // 7376
-    "topk_pattern\0" // 7386
-    "IndexCacheConfig\0" // 7399
-    "rank\0" // 7416
-    "alpha\0" // 7421
-    "32.0\0" // 7427
-    "dropout\0" // 7432
-    "target_modules\0" // 7440
-    "['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj', 'experts', 'fc1_latent_proj', 'fc2_latent_proj']\0" // 7455
-    "modules_to_save\0" // 7582
-    "[]\0" // 7598
-    "LoRAConfig\0" // 7601
-    "num_layers\0" // 7612
-    "random_init\0" // 7623
-    "force_balanced_routing\0" // 7635
-    "DebugModelConfig\0" // 7658
-    "system\0" // 7675
-    "user\0" // 7682
-    "assistant\0" // 7687
-    "tool\0" // 7697
-    "LossMaskConfig\0" // 7702
-    "ratio\0" // 7717
-    "EvalSamplingConfig()\0" // 7723
-    "EvalSourceConfig\0" // 7744
-    "temperature\0" // 7761
-    "top_p\0" // 7773
-    "top_k\0" // 7779
-    "min_p\0" // 7785
-    "max_completion_tokens\0" // 7791
-    "reasoning_effort\0" // 7813
-    "extra_body\0" // 7830
-    "EvalSamplingConfig\0" // 7841
-    "wait_for_ready_timeout\0" // 7860
-    "1800\0" // 7883
-    "base_url\0" // 7888
-    "'http://localhost:8000/v1'\0" // 7897
-    "api_key_var\0" // 7924
-    "'VLLM_API_KEY'\0" // 7936
-    "headers\0" // 7951
-    "headers_from_env\0" // 7959
-    "extra_headers_from_state\0" // 7976
-    "skip_model_check\0" // 8001
-    "admin_base_url\0" // 8018
-    "ClientConfig\0" // 8033
-    "WandbMonitorConfig\0" // 8046
-    "generate_samples\0" // 8065
-    "FakeDataLoaderConfig\0" // 8082
-    "'policy'\0" // 8103
-    "SamplingConfig\0" // 8112
-    "num_output_tokens_weight\0" // 8127
-    "0.25\0" // 8152
-    "num_input_tokens_weight\0" // 8157
-    "num_turns_weight\0" // 8181
-    "LinearLengthPenaltyConfig\0" // 8198
-    "EchoRolesConfig\0" // 8224
-    "EchoFilterConfig\0" // 8240
-    "FrozenModelConfig\0" // 8257
-    "curriculum\0" // 8275
-    "TrainSourceConfig\0" // 8286
-    "TrainSamplingConfig\0" // 8304
-    "num_bytes\0" // 8324
-    "CPUOffloadTier\0" // 8334
-    "DiskOffloadTier\0" // 8349
-    "'static'\0" // 8365
-    "4\0" // 8374
-    "StaticPoolConfig\0" // 8376
-    "'elastic'\0" // 8393
-    "max_workers\0" // 8403
-    "multiplex\0" // 8415
-    "ElasticPoolConfig\0" // 8425
-    "task\0" // 8443
-    "TaskConfig()\0" // 8448
-    "system_prompt\0" // 8461
-    "TasksetConfig\0" // 8475
-    "verifiers.v1.configs.taskset\0" // 8489
-    "episode\0" // 8518
-    "finalize\0" // 8526
-    "TimeoutConfig\0" // 8535
-    "verifiers.v1.configs.env\0" // 8549
-    "max_retries\0" // 8574
-    "include\0" // 8586
-    "RetryConfig\0" // 8594
-    "verifiers.v1.configs.retries\0" // 8606
-    "'server'\0" // 8635
-    "tunnel\0" // 8644
-    "PrimeTunnelConfig()\0" // 8651
-    "InterceptionServerConfig\0" // 8671
-    "verifiers.v1.interception.server\0" // 8696
-    "servers\0" // 8729
-    "StaticInterceptionPoolConfig\0" // 8737
-    "verifiers.v1.interception.pool\0" // 8766
-    "32\0" // 8797
-    "ElasticInterceptionPoolConfig\0" // 8800
-    "harness\0" // 8830
-    "runtime\0" // 8838
-    "PrimeConfig()\0" // 8846
-    "max_turns\0" // 8860
-    "max_input_tokens\0" // 8870
-    "max_output_tokens\0" // 8887
-    "max_total_tokens\0" // 8905
-    "AgentConfig\0" // 8922
-    "verifiers.v1.configs.agent\0" // 8934
-    "EchoRoleConfig\0" // 8961
-    "sampler\0" // 8976
-    "default_factory=StandardSamplerConfig\0" // 8984
-    "gates\0" // 9022
-    "CurriculumConfig\0" // 9028
-    "judges\0" // 9045
-    "stops\0" // 9052
-    "metrics\0" // 9058
-    "rewards\0" // 9066
-    "TaskConfig\0" // 9074
-    "verifiers.v1.configs.task\0" // 9085
-    "'prime'\0" // 9111
-    "PrimeTunnelConfig\0" // 9119
-    "verifiers.v1.interception.tunnel.prime\0" // 9137
-    "CustomTunnelConfig\0" // 9176
-    "verifiers.v1.interception.tunnel.custom\0" // 9195
-    "'bash'\0" // 9235
-    "forward_env\0" // 9242
-    "tool_timeout\0" // 9254
-    "600.0\0" // 9267
-    "disabled_tools\0" // 9273
-    "skills\0" // 9288
-    "HarnessConfig\0" // 9295
-    "verifiers.v1.configs.harness\0" // 9309
-    "'subprocess'\0" // 9338
-    "SubprocessConfig\0" // 9351
-    "verifiers.v1.runtimes.subprocess\0" // 9368
-    "allow\0" // 9401
-    "default_factory=lambda: ['*']\0" // 9407
-    "block\0" // 9437
-    "'docker'\0" // 9443
-    "image\0" // 9452
-    "'python:3.11-slim'\0" // 9458
-    "workdir\0" // 9477
-    "'/app'\0" // 9485
-    "memory\0" // 9492
-    "gpu\0" // 9499
-    "DockerConfig\0" // 9503
-    "verifiers.v1.runtimes.docker\0" // 9516
-    "vm\0" // 9545
-    "guaranteed\0" // 9548
-    "region\0" // 9559
-    "labels\0" // 9566
-    "2.0\0" // 9573
-    "5.0\0" // 9577
-    "idle_timeout\0" // 9581
-    "creates_per_min\0" // 9594
-    "PrimeConfig\0" // 9610
-    "verifiers.v1.runtimes.prime\0" // 9622
-    "'modal'\0" // 9650
-    "network_access\0" // 9658
-    "creates_per_sec\0" // 9673
-    "40.0\0" // 9689
-    "ModalConfig\0" // 9694
-    "verifiers.v1.runtimes.modal\0" // 9706
-    "DEFAULT_PRIME_INFERENCE_URL\0" // 9734
-    "'PRIME_API_KEY'\0" // 9762
-    "'eval'\0" // 9778
-    "EvalClientConfig\0" // 9785
-    "verifiers.v1.configs.client\0" // 9802
-    "'train'\0" // 9830
-    "renderer_model_name\0" // 9838
-    "256\0" // 9858
-    "TrainClientConfig\0" // 9862
-    "max_tokens\0" // 9880
-    "max_tokens|max_completion_tokens\0" // 9891
-    "verifiers.v1.types\0" // 9924
-    "setup\0" // 9943
-    "rollout\0" // 9949
-    "scoring\0" // 9957
-    "'standard'\0" // 9965
-    "StandardSamplerConfig\0" // 9976
-    "'difficulty_pool'\0" // 9998
-    "pools\0" // 10016
-    "default_factory=default_difficulty_pools\0" // 10022
-    "42\0" // 10063
-    "DifficultyPoolSamplerConfig\0" // 10066
-    "'advantage_range'\0" // 10094
-    "reject_min\0" // 10112
-    "reject_max\0" // 10123
-    "AdvRangeGateConfig\0" // 10134
-    "weight\0" // 10153
-    "'openai/gpt-5.4-nano'\0" // 10160
-    "prompt\0" // 10182
-    "JudgeConfig\0" // 10189
-    "verifiers.v1.configs.judge\0" // 10201
-    "fn\0" // 10228
-    "priority\0" // 10231
-    "DecoratedFunctionConfig\0" // 10240
-    "RewardFunctionConfig\0" // 10264
-    "threshold\0" // 10285
-    "DifficultyPoolConfig\0" // 10295
-    "highest\0" // 10316
-    "high\0" // 10324
-    "medium\0" // 10329
-    "prefill\0" // 10336
-    "decode\0" // 10344
-    "filesystem\0" // 10351
-    "nccl\0" // 10362
-    "nixl\0" // 10367
-    "zmq\0" // 10372
-    "single_node\0" // 10376
-    "multi_node\0" // 10388
-    "flash_attention_2\0" // 10399
-    "flash_attention_3\0" // 10417
-    "flash_attention_4\0" // 10435
-    "auto\0" // 10453
-    "torch\0" // 10458
-    "deepep\0" // 10464
-    "ring\0" // 10471
-    "ulysses\0" // 10476
-    "hf\0" // 10484
-    "custom\0" // 10487
-    "bfloat16\0" // 10494
-    "float32\0" // 10503
-    "disabled\0" // 10511
-    "fixed\0" // 10520
-    "variable\0" // 10526
-    "increasing\0" // 10535
-    "random\0" // 10546
-    "sft\0" // 10553
-    "first_exhausted\0" // 10557
-    "all_exhausted\0" // 10573
-    "sgd\0" // 10587
-    "adamw\0" // 10591
-    "muon\0" // 10597
-    "sign_sgd\0" // 10602
-    "constant\0" // 10611
-    "linear\0" // 10620
-    "cosine\0" // 10627
-    "default\0" // 10634
-    "ipo\0" // 10642
-    "grpo\0" // 10646
-    "echo\0" // 10651
-    "max_rl\0" // 10656
-    "rae\0" // 10663
-    "hierarchical_grpo\0" // 10667
-    "opd\0" // 10685
-    "opsd\0" // 10689
-    "vllm-router\0" // 10694
-    "llm-d\0" // 10706
-    "float16\0" // 10712
-    "allgather_reducescatter\0" // 10720
-    "deepep_high_throughput\0" // 10744
-    "deepep_low_latency\0" // 10767
-    "flashinfer_nvlink_one_sided\0" // 10786
-    "flashinfer_nvlink_two_sided\0" // 10814
-    "native\0" // 10842
-    "mooncake\0" // 10849
-    "disaggregated\0" // 10858
-    "full\0" // 10872
-    "selective\0" // 10877
-    "fp8\0" // 10887
-    "mxfp8\0" // 10891
-    "mxfp8_rceil\0" // 10897
-    "mxfp8_rceil_wgrad_with_hp\0" // 10909
-    "minimal\0" // 10935
-    "low\0" // 10943
-    "static\0" // 10947
-    "elastic\0" // 10954
-    "subprocess\0" // 10962
-    "docker\0" // 10973
-    "modal\0" // 10980
-    "standard\0" // 10986
-    "difficulty_pool\0" // 10995
-    "advantage_range\0" // 11011
-    "rl\0" // 11027
-    "env_server\0"; // 11030
+    "'Qwen/Qwen3-0.6B'\0" // 1629
+    "online\0" // 1647
+    "EvalsConfig\0" // 1654
+    "prime_rl.configs.evals\0" // 1666
+    "name\0" // 1689
+    "dir\0" // 1694
+    "RunConfig\0" // 1698
+    "prime_rl.configs.shared\0" // 1708
+    "level\0" // 1732
+    "json_logging\0" // 1738
+    "SharedLogConfig\0" // 1751
+    "interval\0" // 1767
+    "keep_last\0" // 1776
+    "keep_interval\0" // 1786
+    "SharedCheckpointConfig\0" // 1800
+    "step\0" // 1823
+    "ResumeConfig\0" // 1828
+    "wandb\0" // 1841
+    "file\0" // 1847
+    "prime\0" // 1852
+    "SharedMonitorsConfig\0" // 1858
+    "vlm\0" // 1879
+    "SharedModelConfig\0" // 1883
+    "trust_remote_code\0" // 1901
+    "chat_template\0" // 1919
+    "TokenizerConfig\0" // 1933
+    "type\0" // 1949
+    "'filesystem'\0" // 1954
+    "SharedFileSystemWeightBroadcastConfig\0" // 1967
+    "host\0" // 2005
+    "'localhost'\0" // 2010
+    "port\0" // 2022
+    "29501\0" // 2027
+    "timeout\0" // 2033
+    "1200\0" // 2041
+    "'nccl'\0" // 2046
+    "quantize_in_weight_transfer\0" // 2053
+    "SharedNCCLWeightBroadcastConfig\0" // 2081
+    "8001\0" // 2113
+    "'nixl'\0" // 2118
+    "session_id\0" // 2125
+    "'default'\0" // 2136
+    "SharedNIXLWeightBroadcastConfig\0" // 2146
+    "FileSystemTransportConfig\0" // 2178
+    "'zmq'\0" // 2204
+    "5555\0" // 2210
+    "hwm\0" // 2215
+    "10\0" // 2219
+    "ZMQTransportConfig\0" // 2222
+    "gpus_per_node\0" // 2241
+    "'single_node'\0" // 2255
+    "num_train_gpus\0" // 2269
+    "num_infer_gpus\0" // 2284
+    "SingleNodeDeploymentConfig\0" // 2299
+    "'multi_node'\0" // 2326
+    "num_train_nodes\0" // 2339
+    "num_infer_nodes\0" // 2355
+    "num_infer_replicas\0" // 2371
+    "nodes_per_fsdp_group\0" // 2390
+    "orchestrator_on_inference\0" // 2411
+    "MultiNodeDeploymentConfig\0" // 2437
+    "job_name\0" // 2463
+    "'prime-rl'\0" // 2472
+    "project_dir\0" // 2483
+    "Path('.')\0" // 2495
+    "template_path\0" // 2505
+    "partition\0" // 2519
+    "'cluster'\0" // 2529
+    "nodelist\0" // 2539
+    "exclude\0" // 2548
+    "account\0" // 2556
+    "time\0" // 2564
+    "pre_run_command\0" // 2569
+    "cleanup_grace_period\0" // 2585
+    "shared_fs\0" // 2606
+    "SlurmConfig\0" // 2616
+    "conversion_dir\0" // 2628
+    "attn\0" // 2643
+    "'auto'\0" // 2648
+    "compile\0" // 2655
+    "CompileConfig()\0" // 2663
+    "ac\0" // 2679
+    "ActivationCheckpointConfig()\0" // 2682
+    "ac_offloading\0" // 2711
+    "ActivationOffloadingConfig()\0" // 2725
+    "fsdp_cpu_offload\0" // 2754
+    "optim_cpu_offload\0" // 2771
+    "full_offload\0" // 2789
+    "reshard_after_forward\0" // 2802
+    "dp_replicate\0" // 2824
+    "ep\0" // 2837
+    "ep_comm_backend\0" // 2840
+    "'torch'\0" // 2856
+    "deepep_num_sms\0" // 2864
+    "20\0" // 2879
+    "deepep_token_chunk_size\0" // 2882
+    "cp\0" // 2906
+    "cp_style\0" // 2909
+    "'ring'\0" // 2918
+    "impl\0" // 2925
+    "optimization_dtype\0" // 2930
+    "'float32'\0" // 2949
+    "reduce_dtype\0" // 2959
+    "moe_router_dtype\0" // 2972
+    "moe_use_grouped_mm\0" // 2989
+    "moe_fused_kernel\0" // 3008
+    "quantization\0" // 3025
+    "index_cache\0" // 3038
+    "freeze_moe_router\0" // 3050
+    "lora\0" // 3068
+    "debug\0" // 3073
+    "DebugModelConfig()\0" // 3079
+    "fused_lm_head_token_chunk_size\0" // 3098
+    "8192\0" // 3129
+    "ModelConfig\0" // 3134
+    "128\0" // 3146
+    "micro_batch_size\0" // 3150
+    "num_workers\0" // 3167
+    "'fake'\0" // 3179
+    "length\0" // 3186
+    "'fixed'\0" // 3193
+    "input_ids\0" // 3201
+    "'increasing'\0" // 3211
+    "seed\0" // 3224
+    "0\0" // 3229
+    "FakeDataConfig\0" // 3231
+    "'sft'\0" // 3246
+    "'PrimeIntellect/Reverse-Text-SFT'\0" // 3252
+    "subsets\0" // 3286
+    "splits\0" // 3294
+    "probabilities\0" // 3301
+    "stopping_strategy\0" // 3315
+    "'all_exhausted'\0" // 3333
+    "shuffle\0" // 3349
+    "loss_mask\0" // 3357
+    "LossMaskConfig()\0" // 3367
+    "SFTDataConfig\0" // 3384
+    "50\0" // 3398
+    "eval_on_start\0" // 3401
+    "SFTValConfig\0" // 3415
+    "source\0" // 3428
+    "default_factory=list\0" // 3435
+    "sampling\0" // 3456
+    "default_factory=EvalSamplingConfig\0" // 3465
+    "num_examples\0" // 3500
+    "-1\0" // 3513
+    "100\0" // 3516
+    "skip_first_step\0" // 3520
+    "retrigger_on_resume\0" // 3536
+    "client\0" // 3556
+    "ClientConfig()\0" // 3563
+    "EvalsEvalConfig\0" // 3578
+    "FileSystemWeightBroadcastConfig\0" // 3594
+    "inference_world_size\0" // 3626
+    "NCCLWeightBroadcastConfig\0" // 3647
+    "NIXLWeightBroadcastConfig\0" // 3673
+    "lr\0" // 3699
+    "1e-06\0" // 3702
+    "weight_decay\0" // 3708
+    "0.01\0" // 3721
+    "max_norm\0" // 3726
+    "1.0\0" // 3735
+    "'sgd'\0" // 3739
+    "nesterov\0" // 3745
+    "momentum\0" // 3754
+    "0.9\0" // 3763
+    "SGDConfig\0" // 3767
+    "'adamw'\0" // 3777
+    "betas1\0" // 3785
+    "betas2\0" // 3792
+    "0.999\0" // 3799
+    "AdamWConfig\0" // 3805
+    "'muon'\0" // 3817
+    "mu\0" // 3824
+    "0.95\0" // 3827
+    "MuonConfig\0" // 3832
+    "'sign_sgd'\0" // 3843
+    "SignSGDConfig\0" // 3854
+    "'constant'\0" // 3868
+    "ConstantSchedulerConfig\0" // 3879
+    "'linear'\0" // 3903
+    "warmup_steps\0" // 3912
+    "decay_steps\0" // 3925
+    "min_lr\0" // 3937
+    "0.0\0" // 3944
+    "LinearSchedulerConfig\0" // 3948
+    "'cosine'\0" // 3970
+    "CosineSchedulerConfig\0" // 3979
+    "skip_progress\0" // 4001
+    "skip_scheduler\0" // 4015
+    "skip_dataloader\0" // 4030
+    "skip_optimizer\0" // 4046
+    "CheckpointConfig\0" // 4061
+    "default_factory=lambda: os.environ.get('PRIME_LOG_LEVEL', 'info')\0" // 4078
+    "vf_level\0" // 4144
+    "default_factory=lambda: os.environ.get('PRIME_VF_LOG_LEVEL', 'info')\0" // 4153
+    "log_data\0" // 4222
+    "10.0\0" // 4231
+    "ranks_filter\0" // 4236
+    "[0]\0" // 4249
+    "TrainerLogConfig\0" // 4253
+    "FileMonitorConfig()\0" // 4270
+    "MonitorsConfig\0" // 4290
+    "prime_rl.configs.monitors\0" // 4305
+    "GCConfig\0" // 4331
+    "url\0" // 4340
+    "HeartbeatConfig\0" // 4344
+    "num_infer_gpus|num_eval_gpus\0" // 4360
+    "2\0" // 4389
+    "num_infer_nodes|num_eval_nodes\0" // 4391
+    "fake\0" // 4422
+    "DataLoaderConfig\0" // 4427
+    "dppo_mask_low\0" // 4444
+    "0.2\0" // 4458
+    "dppo_mask_high\0" // 4462
+    "adv_tau\0" // 4477
+    "kl_tau\0" // 4485
+    "0.001\0" // 4492
+    "DefaultLossConfig\0" // 4498
+    "'ipo'\0" // 4516
+    "ipo_threshold\0" // 4522
+    "0.1\0" // 4536
+    "IPOLossConfig\0" // 4540
+    "'custom'\0" // 4554
+    "import_path\0" // 4563
+    "kwargs\0" // 4575
+    "default_factory=dict\0" // 4582
+    "CustomLossConfig\0" // 4603
+    "8000\0" // 4620
+    "'0.0.0.0'\0" // 4625
+    "MetricsServerConfig\0" // 4635
+    "SamplingConfig()\0" // 4655
+    "'grpo'\0" // 4672
+    "length_penalty\0" // 4679
+    "GRPOAlgoConfig\0" // 4694
+    "prime_rl.configs.algorithm\0" // 4709
+    "'echo'\0" // 4736
+    "roles\0" // 4743
+    "EchoRolesConfig(tool=EchoRoleConfig())\0" // 4749
+    "filter\0" // 4788
+    "EchoAlgoConfig\0" // 4795
+    "'max_rl'\0" // 4810
+    "MaxRLAlgoConfig\0" // 4819
+    "'rae'\0" // 4835
+    "decay\0" // 4841
+    "RAEAlgoConfig\0" // 4847
+    "'hierarchical_grpo'\0" // 4861
+    "episode_agents\0" // 4881
+    "HierarchicalGRPOAlgoConfig\0" // 4896
+    "'opd'\0" // 4923
+    "teacher\0" // 4929
+    "OPDAlgoConfig\0" // 4937
+    "'opsd'\0" // 4951
+    "demo_key\0" // 4958
+    "'demonstration'\0" // 4967
+    "template\0" // 4983
+    "'Here is an example of an expert response:\\n<demonstration>\\n{demonstration}\\n</demonstration>'\0" // 4992
+    "OPSDAlgoConfig\0" // 5088
+    "SFTAlgoConfig\0" // 5103
+    "TrainSamplingConfig()\0" // 5117
+    "filter_zero_advantages\0" // 5139
+    "TrainConfig\0" // 5162
+    "EvalConfig\0" // 5174
+    "LogConfig\0" // 5185
+    "OrchestratorMonitorsConfig\0" // 5195
+    "wait_for_weights_timeout\0" // 5222
+    "initial_inflight\0" // 5247
+    "min_inflight\0" // 5264
+    "max_inflight\0" // 5277
+    "1024\0" // 5290
+    "ConcurrencyConfig\0" // 5295
+    "liveness_timeout_seconds\0" // 5313
+    "30.0\0" // 5338
+    "ServerConfig\0" // 5343
+    "'vllm-router'\0" // 5356
+    "policy\0" // 5370
+    "'consistent_hash'\0" // 5377
+    "VllmRouterConfig\0" // 5395
+    "'llm-d'\0" // 5412
+    "scorers\0" // 5420
+    "{'prefix-cache-scorer': 3.0, 'active-request-scorer': 2.0}\0" // 5428
+    "prefill_scorer_overrides\0" // 5487
+    "{'queue-scorer': 2.0, 'kv-cache-utilization-scorer': 2.0}\0" // 5512
+    "decode_scorer_overrides\0" // 5570
+    "non_cached_tokens\0" // 5594
+    "16\0" // 5612
+    "decode_sidecar_port\0" // 5615
+    "8300\0" // 5635
+    "LlmdRouterConfig\0" // 5640
+    "dtype\0" // 5657
+    "max_model_len\0" // 5663
+    "enforce_eager\0" // 5677
+    "tool_call_parser\0" // 5691
+    "reasoning_parser\0" // 5708
+    "rope_scaling\0" // 5725
+    "tensor_parallel_size\0" // 5738
+    "data_parallel_size\0" // 5759
+    "data_parallel_size_local\0" // 5778
+    "data_parallel_rpc_port\0" // 5803
+    "13345\0" // 5826
+    "api_server_count\0" // 5832
+    "gpu_memory_utilization\0" // 5849
+    "enable_prefix_caching\0" // 5872
+    "enable_lora\0" // 5894
+    "max_loras\0" // 5906
+    "max_cpu_loras\0" // 5916
+    "max_lora_rank\0" // 5930
+    "lora_target_modules\0" // 5944
+    "enable_expert_parallel\0" // 5964
+    "all2all_backend\0" // 5987
+    "'allgather_reducescatter'\0" // 6003
+    "enable_eplb\0" // 6029
+    "enable_dbo\0" // 6041
+    "enable_return_routed_experts\0" // 6052
+    "VllmConfig\0" // 6081
+    "WeightBroadcastConfig\0" // 6092
+    "cpu\0" // 6114
+    "disk\0" // 6118
+    "'native'\0" // 6123
+    "NativeKVCacheOffloadConfig\0" // 6132
+    "'mooncake'\0" // 6159
+    "device_name\0" // 6170
+    "''\0" // 6182
+    "MooncakeKVCacheOffloadConfig\0" // 6185
+    "SingleNodeInferenceDeploymentConfig\0" // 6214
+    "num_nodes\0" // 6250
+    "MultiNodeInferenceDeploymentConfig\0" // 6260
+    "'disaggregated'\0" // 6295
+    "prefill_nodes_per_replica\0" // 6311
+    "decode_nodes_per_replica\0" // 6337
+    "num_prefill_replicas\0" // 6362
+    "num_decode_replicas\0" // 6383
+    "prefill_port\0" // 6403
+    "decode_port\0" // 6416
+    "8200\0" // 6428
+    "prefill_env_vars\0" // 6433
+    "decode_env_vars\0" // 6450
+    "prefill_vllm_overrides\0" // 6466
+    "decode_vllm_overrides\0" // 6489
+    "DisaggregatedInferenceDeploymentConfig\0" // 6511
+    "pool\0" // 6550
+    "default_factory=ElasticPoolConfig\0" // 6555
+    "address\0" // 6589
+    "max_concurrent\0" // 6597
+    "ServeConfig\0" // 6612
+    "verifiers.v1.configs.serve\0" // 6624
+    "id\0" // 6651
+    "taskset\0" // 6654
+    "TasksetConfig()\0" // 6662
+    "TimeoutConfig()\0" // 6678
+    "retries\0" // 6694
+    "RetryConfig()\0" // 6702
+    "max_concurrent_agents\0" // 6716
+    "interception\0" // 6738
+    "ElasticInterceptionPoolConfig()\0" // 6751
+    "agent\0" // 6783
+    "AgentConfig()\0" // 6789
+    "SingleAgentEnvConfig\0" // 6803
+    "verifiers.v1.envs.single_agent.env\0" // 6824
+    "broadcasts_dir\0" // 6859
+    "resume_step\0" // 6874
+    "OnlineConfig\0" // 6886
+    "project\0" // 6899
+    "entity\0" // 6907
+    "group\0" // 6914
+    "tags\0" // 6920
+    "offline\0" // 6925
+    "SharedWandbConfig\0" // 6933
+    "path\0" // 6951
+    "Path('metrics.jsonl')\0" // 6956
+    "FileMonitorConfig\0" // 6978
+    "PrimeMonitorConfig\0" // 6996
+    "vision_encoder_attr\0" // 7015
+    "language_model_attr\0" // 7035
+    "freeze_vision_encoder\0" // 7055
+    "VLMConfig\0" // 7077
+    "fullgraph\0" // 7087
+    "CompileConfig\0" // 7097
+    "mode\0" // 7111
+    "'full'\0" // 7116
+    "freq\0" // 7123
+    "targets\0" // 7128
+    "['norm']\0" // 7136
+    "ActivationCheckpointConfig\0" // 7145
+    "pin_memory\0" // 7172
+    "max_inflight_activations\0" // 7183
+    "5\0" // 7208
+    "ActivationOffloadingConfig\0" // 7210
+    "cpu_optimizer_backend\0" // 7237
+    "numa_bind\0" // 7259
+    "OptimizerInBackwardOffloadConfig\0" // 7269
+    "'fp8'\0" // 7302
+    "enable_grouped_gemm\0" // 7308
+    "ignore_patterns\0" // 7328
+    "_DEFAULT_FP8_IGNORE_PATTERNS\0" // 7344
+    "FP8Config\0" // 7373
+    "'mxfp8'\0" // 7383
+    "recipe\0" // 7391
+    "'mxfp8_rceil'\0" // 7398
+    "enable_a2a\0" // 7412
+    "MXFP8Config\0" // 7423
+    "topk_freq\0" // 7435
+    "topk_pattern\0" // 7445
+    "IndexCacheConfig\0" // 7458
+    "rank\0" // 7475
+    "alpha\0" // 7480
+    "32.0\0" // 7486
+    "dropout\0" // 7491
+    "target_modules\0" // 7499
+    "['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj', 'experts', 'fc1_latent_proj', 'fc2_latent_proj']\0" // 7514
+    "modules_to_save\0" // 7641
+    "[]\0" // 7657
+    "LoRAConfig\0" // 7660
+    "num_layers\0" // 7671
+    "random_init\0" // 7682
+    "force_balanced_routing\0" // 7694
+    "DebugModelConfig\0" // 7717
+    "system\0" // 7734
+    "user\0" // 7741
+    "assistant\0" // 7746
+    "tool\0" // 7756
+    "LossMaskConfig\0" // 7761
+    "ratio\0" // 7776
+    "EvalSamplingConfig()\0" // 7782
+    "EvalSourceConfig\0" // 7803
+    "temperature\0" // 7820
+    "top_p\0" // 7832
+    "top_k\0" // 7838
+    "min_p\0" // 7844
+    "max_completion_tokens\0" // 7850
+    "reasoning_effort\0" // 7872
+    "extra_body\0" // 7889
+    "EvalSamplingConfig\0" // 7900
+    "wait_for_ready_timeout\0" // 7919
+    "1800\0" // 7942
+    "base_url\0" // 7947
+    "'http://localhost:8000/v1'\0" // 7956
+    "api_key_var\0" // 7983
+    "'VLLM_API_KEY'\0" // 7995
+    "headers\0" // 8010
+    "headers_from_env\0" // 8018
+    "extra_headers_from_state\0" // 8035
+    "skip_model_check\0" // 8060
+    "admin_base_url\0" // 8077
+    "ClientConfig\0" // 8092
+    "WandbMonitorConfig\0" // 8105
+    "generate_samples\0" // 8124
+    "FakeDataLoaderConfig\0" // 8141
+    "'policy'\0" // 8162
+    "SamplingConfig\0" // 8171
+    "num_output_tokens_weight\0" // 8186
+    "0.25\0" // 8211
+    "num_input_tokens_weight\0" // 8216
+    "num_turns_weight\0" // 8240
+    "LinearLengthPenaltyConfig\0" // 8257
+    "EchoRolesConfig\0" // 8283
+    "EchoFilterConfig\0" // 8299
+    "FrozenModelConfig\0" // 8316
+    "curriculum\0" // 8334
+    "TrainSourceConfig\0" // 8345
+    "TrainSamplingConfig\0" // 8363
+    "num_bytes\0" // 8383
+    "CPUOffloadTier\0" // 8393
+    "DiskOffloadTier\0" // 8408
+    "'static'\0" // 8424
+    "4\0" // 8433
+    "StaticPoolConfig\0" // 8435
+    "'elastic'\0" // 8452
+    "max_workers\0" // 8462
+    "multiplex\0" // 8474
+    "ElasticPoolConfig\0" // 8484
+    "task\0" // 8502
+    "TaskConfig()\0" // 8507
+    "system_prompt\0" // 8520
+    "TasksetConfig\0" // 8534
+    "verifiers.v1.configs.taskset\0" // 8548
+    "episode\0" // 8577
+    "finalize\0" // 8585
+    "TimeoutConfig\0" // 8594
+    "verifiers.v1.configs.env\0" // 8608
+    "max_retries\0" // 8633
+    "include\0" // 8645
+    "RetryConfig\0" // 8653
+    "verifiers.v1.configs.retries\0" // 8665
+    "'server'\0" // 8694
+    "tunnel\0" // 8703
+    "PrimeTunnelConfig()\0" // 8710
+    "InterceptionServerConfig\0" // 8730
+    "verifiers.v1.interception.server\0" // 8755
+    "servers\0" // 8788
+    "StaticInterceptionPoolConfig\0" // 8796
+    "verifiers.v1.interception.pool\0" // 8825
+    "32\0" // 8856
+    "ElasticInterceptionPoolConfig\0" // 8859
+    "harness\0" // 8889
+    "runtime\0" // 8897
+    "PrimeConfig()\0" // 8905
+    "max_turns\0" // 8919
+    "max_input_tokens\0" // 8929
+    "max_output_tokens\0" // 8946
+    "max_total_tokens\0" // 8964
+    "AgentConfig\0" // 8981
+    "verifiers.v1.configs.agent\0" // 8993
+    "EchoRoleConfig\0" // 9020
+    "sampler\0" // 9035
+    "default_factory=StandardSamplerConfig\0" // 9043
+    "gates\0" // 9081
+    "CurriculumConfig\0" // 9087
+    "judges\0" // 9104
+    "stops\0" // 9111
+    "metrics\0" // 9117
+    "rewards\0" // 9125
+    "TaskConfig\0" // 9133
+    "verifiers.v1.configs.task\0" // 9144
+    "'prime'\0" // 9170
+    "PrimeTunnelConfig\0" // 9178
+    "verifiers.v1.interception.tunnel.prime\0" // 9196
+    "CustomTunnelConfig\0" // 9235
+    "verifiers.v1.interception.tunnel.custom\0" // 9254
+    "'bash'\0" // 9294
+    "forward_env\0" // 9301
+    "tool_timeout\0" // 9313
+    "600.0\0" // 9326
+    "disabled_tools\0" // 9332
+    "skills\0" // 9347
+    "HarnessConfig\0" // 9354
+    "verifiers.v1.configs.harness\0" // 9368
+    "'subprocess'\0" // 9397
+    "SubprocessConfig\0" // 9410
+    "verifiers.v1.runtimes.subprocess\0" // 9427
+    "allow\0" // 9460
+    "default_factory=lambda: ['*']\0" // 9466
+    "block\0" // 9496
+    "'docker'\0" // 9502
+    "image\0" // 9511
+    "'python:3.11-slim'\0" // 9517
+    "workdir\0" // 9536
+    "'/app'\0" // 9544
+    "memory\0" // 9551
+    "gpu\0" // 9558
+    "DockerConfig\0" // 9562
+    "verifiers.v1.runtimes.docker\0" // 9575
+    "vm\0" // 9604
+    "guaranteed\0" // 9607
+    "region\0" // 9618
+    "labels\0" // 9625
+    "2.0\0" // 9632
+    "5.0\0" // 9636
+    "idle_timeout\0" // 9640
+    "creates_per_min\0" // 9653
+    "PrimeConfig\0" // 9669
+    "verifiers.v1.runtimes.prime\0" // 9681
+    "'modal'\0" // 9709
+    "network_access\0" // 9717
+    "creates_per_sec\0" // 9732
+    "40.0\0" // 9748
+    "ModalConfig\0" // 9753
+    "verifiers.v1.runtimes.modal\0" // 9765
+    "DEFAULT_PRIME_INFERENCE_URL\0" // 9793
+    "'PRIME_API_KEY'\0" // 9821
+    "'eval'\0" // 9837
+    "EvalClientConfig\0" // 9844
+    "verifiers.v1.configs.client\0" // 9861
+    "'train'\0" // 9889
+    "renderer_model_name\0" // 9897
+    "256\0" // 9917
+    "TrainClientConfig\0" // 9921
+    "max_tokens\0" // 9939
+    "max_tokens|max_completion_tokens\0" // 9950
+    "verifiers.v1.types\0" // 9983
+    "setup\0" // 10002
+    "rollout\0" // 10008
+    "scoring\0" // 10016
+    "'standard'\0" // 10024
+    "StandardSamplerConfig\0" // 10035
+    "'difficulty_pool'\0" // 10057
+    "pools\0" // 10075
+    "default_factory=default_difficulty_pools\0" // 10081
+    "42\0" // 10122
+    "DifficultyPoolSamplerConfig\0" // 10125
+    "'advantage_range'\0" // 10153
+    "reject_min\0" // 10171
+    "reject_max\0" // 10182
+    "AdvRangeGateConfig\0" // 10193
+    "weight\0" // 10212
+    "'openai/gpt-5.4-nano'\0" // 10219
+    "prompt\0" // 10241
+    "JudgeConfig\0" // 10248
+    "verifiers.v1.configs.judge\0" // 10260
+    "fn\0" // 10287
+    "priority\0" // 10290
+    "DecoratedFunctionConfig\0" // 10299
+    "RewardFunctionConfig\0" // 10323
+    "threshold\0" // 10344
+    "DifficultyPoolConfig\0" // 10354
+    "highest\0" // 10375
+    "high\0" // 10383
+    "medium\0" // 10388
+    "prefill\0" // 10395
+    "decode\0" // 10403
+    "filesystem\0" // 10410
+    "nccl\0" // 10421
+    "nixl\0" // 10426
+    "zmq\0" // 10431
+    "single_node\0" // 10435
+    "multi_node\0" // 10447
+    "flash_attention_2\0" // 10458
+    "flash_attention_3\0" // 10476
+    "flash_attention_4\0" // 10494
+    "auto\0" // 10512
+    "torch\0" // 10517
+    "deepep\0" // 10523
+    "ring\0" // 10530
+    "ulysses\0" // 10535
+    "hf\0" // 10543
+    "custom\0" // 10546
+    "bfloat16\0" // 10553
+    "float32\0" // 10562
+    "disabled\0" // 10570
+    "fixed\0" // 10579
+    "variable\0" // 10585
+    "increasing\0" // 10594
+    "random\0" // 10605
+    "sft\0" // 10612
+    "first_exhausted\0" // 10616
+    "all_exhausted\0" // 10632
+    "sgd\0" // 10646
+    "adamw\0" // 10650
+    "muon\0" // 10656
+    "sign_sgd\0" // 10661
+    "constant\0" // 10670
+    "linear\0" // 10679
+    "cosine\0" // 10686
+    "default\0" // 10693
+    "ipo\0" // 10701
+    "grpo\0" // 10705
+    "echo\0" // 10710
+    "max_rl\0" // 10715
+    "rae\0" // 10722
+    "hierarchical_grpo\0" // 10726
+    "opd\0" // 10744
+    "opsd\0" // 10748
+    "vllm-router\0" // 10753
+    "llm-d\0" // 10765
+    "float16\0" // 10771
+    "allgather_reducescatter\0" // 10779
+    "deepep_high_throughput\0" // 10803
+    "deepep_low_latency\0" // 10826
+    "flashinfer_nvlink_one_sided\0" // 10845
+    "flashinfer_nvlink_two_sided\0" // 10873
+    "native\0" // 10901
+    "mooncake\0" // 10908
+    "disaggregated\0" // 10917
+    "full\0" // 10931
+    "selective\0" // 10936
+    "fp8\0" // 10946
+    "mxfp8\0" // 10950
+    "mxfp8_rceil\0" // 10956
+    "mxfp8_rceil_wgrad_with_hp\0" // 10968
+    "minimal\0" // 10994
+    "low\0" // 11002
+    "static\0" // 11006
+    "elastic\0" // 11013
+    "subprocess\0" // 11021
+    "docker\0" // 11032
+    "modal\0" // 11039
+    "standard\0" // 11045
+    "difficulty_pool\0" // 11054
+    "advantage_range\0" // 11070
+    "rl\0" // 11086
+    "env_server\0" // 11089
+    "evals\0"; // 11100
 
-// 137 classes, 704 fields, 296 types.
+// 139 classes, 714 fields, 298 types.
 // name, module, first field, field count, unknown keys
 const Class k_classes[] = {
     {307, 316, 0, 20, Extra::forbid}, // 0 prime_rl.configs.rl.RLConfig
@@ -811,137 +817,139 @@ const Class k_classes[] = {
     {1170, 1189, 72, 28, Extra::forbid}, // 3 prime_rl.configs.orchestrator.OrchestratorConfig
     {1489, 1505, 100, 16, Extra::forbid}, // 4 prime_rl.configs.inference.InferenceConfig
     {1585, 1601, 116, 4, Extra::forbid}, // 5 prime_rl.configs.env_server.EnvServerConfig
-    {1638, 1648, 120, 2, Extra::forbid}, // 6 prime_rl.configs.shared.RunConfig
-    {1691, 316, 122, 2, Extra::forbid}, // 7 prime_rl.configs.rl.SharedLogConfig
-    {1740, 316, 124, 4, Extra::forbid}, // 8 prime_rl.configs.rl.SharedCheckpointConfig
-    {1768, 1648, 128, 2, Extra::forbid}, // 9 prime_rl.configs.shared.ResumeConfig
-    {1798, 316, 130, 3, Extra::forbid}, // 10 prime_rl.configs.rl.SharedMonitorsConfig
-    {1841, 316, 133, 2, Extra::forbid}, // 11 prime_rl.configs.rl.SharedModelConfig
-    {1891, 826, 135, 3, Extra::forbid}, // 12 prime_rl.configs.trainer.TokenizerConfig
-    {1925, 316, 138, 1, Extra::forbid}, // 13 prime_rl.configs.rl.SharedFileSystemWeightBroadcastConfig
-    {2039, 316, 139, 5, Extra::forbid}, // 14 prime_rl.configs.rl.SharedNCCLWeightBroadcastConfig
-    {2104, 316, 144, 5, Extra::forbid}, // 15 prime_rl.configs.rl.SharedNIXLWeightBroadcastConfig
-    {2136, 1648, 149, 1, Extra::forbid}, // 16 prime_rl.configs.shared.FileSystemTransportConfig
-    {2180, 1648, 150, 4, Extra::forbid}, // 17 prime_rl.configs.shared.ZMQTransportConfig
-    {2257, 316, 154, 4, Extra::forbid}, // 18 prime_rl.configs.rl.SingleNodeDeploymentConfig
-    {2395, 316, 158, 7, Extra::forbid}, // 19 prime_rl.configs.rl.MultiNodeDeploymentConfig
-    {2574, 1648, 165, 11, Extra::forbid}, // 20 prime_rl.configs.shared.SlurmConfig
-    {3092, 826, 176, 32, Extra::forbid}, // 21 prime_rl.configs.trainer.ModelConfig
-    {3189, 636, 208, 8, Extra::forbid}, // 22 prime_rl.configs.sft.FakeDataConfig
-    {3342, 636, 216, 13, Extra::forbid}, // 23 prime_rl.configs.sft.SFTDataConfig
-    {3373, 636, 229, 3, Extra::forbid}, // 24 prime_rl.configs.sft.SFTValConfig
-    {3536, 3552, 232, 10, Extra::forbid}, // 25 prime_rl.configs.evals.EvalsEvalConfig
-    {3575, 826, 242, 1, Extra::forbid}, // 26 prime_rl.configs.trainer.FileSystemWeightBroadcastConfig
-    {3628, 826, 243, 6, Extra::forbid}, // 27 prime_rl.configs.trainer.NCCLWeightBroadcastConfig
-    {3654, 826, 249, 6, Extra::forbid}, // 28 prime_rl.configs.trainer.NIXLWeightBroadcastConfig
-    {3748, 826, 255, 6, Extra::forbid}, // 29 prime_rl.configs.trainer.SGDConfig
-    {3786, 826, 261, 6, Extra::forbid}, // 30 prime_rl.configs.trainer.AdamWConfig
-    {3813, 826, 267, 7, Extra::forbid}, // 31 prime_rl.configs.trainer.MuonConfig
-    {3835, 826, 274, 4, Extra::forbid}, // 32 prime_rl.configs.trainer.SignSGDConfig
-    {3860, 826, 278, 1, Extra::forbid}, // 33 prime_rl.configs.trainer.ConstantSchedulerConfig
-    {3929, 826, 279, 4, Extra::forbid}, // 34 prime_rl.configs.trainer.LinearSchedulerConfig
-    {3960, 826, 283, 3, Extra::forbid}, // 35 prime_rl.configs.trainer.CosineSchedulerConfig
-    {4042, 826, 286, 8, Extra::forbid}, // 36 prime_rl.configs.trainer.CheckpointConfig
-    {4234, 1648, 294, 6, Extra::forbid}, // 37 prime_rl.configs.shared.TrainerLogConfig
-    {4271, 4286, 300, 2, Extra::forbid}, // 38 prime_rl.configs.monitors.MonitorsConfig
-    {4312, 826, 302, 1, Extra::forbid}, // 39 prime_rl.configs.trainer.GCConfig
-    {4325, 1648, 303, 1, Extra::forbid}, // 40 prime_rl.configs.shared.HeartbeatConfig
-    {2257, 636, 304, 4, Extra::forbid}, // 41 prime_rl.configs.sft.SingleNodeDeploymentConfig
-    {2395, 636, 308, 5, Extra::forbid}, // 42 prime_rl.configs.sft.MultiNodeDeploymentConfig
-    {4408, 826, 313, 1, Extra::forbid}, // 43 prime_rl.configs.trainer.DataLoaderConfig
-    {4479, 826, 314, 5, Extra::forbid}, // 44 prime_rl.configs.trainer.DefaultLossConfig
-    {4521, 826, 319, 4, Extra::forbid}, // 45 prime_rl.configs.trainer.IPOLossConfig
-    {4584, 826, 323, 3, Extra::forbid}, // 46 prime_rl.configs.trainer.CustomLossConfig
-    {4616, 1648, 326, 2, Extra::forbid}, // 47 prime_rl.configs.shared.MetricsServerConfig
-    {4675, 4690, 328, 3, Extra::forbid}, // 48 prime_rl.configs.algorithm.GRPOAlgoConfig
-    {4776, 4690, 331, 5, Extra::forbid}, // 49 prime_rl.configs.algorithm.EchoAlgoConfig
-    {4800, 4690, 336, 2, Extra::forbid}, // 50 prime_rl.configs.algorithm.MaxRLAlgoConfig
-    {4828, 4690, 338, 3, Extra::forbid}, // 51 prime_rl.configs.algorithm.RAEAlgoConfig
-    {4877, 4690, 341, 3, Extra::forbid}, // 52 prime_rl.configs.algorithm.HierarchicalGRPOAlgoConfig
-    {4918, 4690, 344, 3, Extra::forbid}, // 53 prime_rl.configs.algorithm.OPDAlgoConfig
-    {5069, 4690, 347, 5, Extra::forbid}, // 54 prime_rl.configs.algorithm.OPSDAlgoConfig
-    {5084, 4690, 352, 2, Extra::forbid}, // 55 prime_rl.configs.algorithm.SFTAlgoConfig
-    {3092, 1189, 354, 5, Extra::forbid}, // 56 prime_rl.configs.orchestrator.ModelConfig
-    {5143, 1189, 359, 3, Extra::forbid}, // 57 prime_rl.configs.orchestrator.TrainConfig
-    {5155, 1189, 362, 7, Extra::forbid}, // 58 prime_rl.configs.orchestrator.EvalConfig
-    {5166, 1648, 369, 5, Extra::forbid}, // 59 prime_rl.configs.shared.LogConfig
-    {5176, 4286, 374, 3, Extra::forbid}, // 60 prime_rl.configs.monitors.OrchestratorMonitorsConfig
-    {4042, 1189, 377, 5, Extra::forbid}, // 61 prime_rl.configs.orchestrator.CheckpointConfig
-    {3575, 1189, 382, 1, Extra::forbid}, // 62 prime_rl.configs.orchestrator.FileSystemWeightBroadcastConfig
-    {3628, 1189, 383, 6, Extra::forbid}, // 63 prime_rl.configs.orchestrator.NCCLWeightBroadcastConfig
-    {3654, 1189, 389, 6, Extra::forbid}, // 64 prime_rl.configs.orchestrator.NIXLWeightBroadcastConfig
-    {5276, 1189, 395, 3, Extra::forbid}, // 65 prime_rl.configs.orchestrator.ConcurrencyConfig
-    {5324, 1505, 398, 3, Extra::forbid}, // 66 prime_rl.configs.inference.ServerConfig
-    {5376, 1505, 401, 2, Extra::forbid}, // 67 prime_rl.configs.inference.VllmRouterConfig
-    {5621, 1505, 403, 6, Extra::forbid}, // 68 prime_rl.configs.inference.LlmdRouterConfig
-    {6062, 1505, 409, 28, Extra::allow}, // 69 prime_rl.configs.inference.VllmConfig
-    {6073, 1505, 437, 1, Extra::forbid}, // 70 prime_rl.configs.inference.WeightBroadcastConfig
-    {6113, 1505, 438, 3, Extra::forbid}, // 71 prime_rl.configs.inference.NativeKVCacheOffloadConfig
-    {6166, 1505, 441, 4, Extra::forbid}, // 72 prime_rl.configs.inference.MooncakeKVCacheOffloadConfig
-    {6195, 1505, 445, 2, Extra::forbid}, // 73 prime_rl.configs.inference.SingleNodeInferenceDeploymentConfig
-    {6241, 1505, 447, 3, Extra::forbid}, // 74 prime_rl.configs.inference.MultiNodeInferenceDeploymentConfig
-    {6492, 1505, 450, 12, Extra::forbid}, // 75 prime_rl.configs.inference.DisaggregatedInferenceDeploymentConfig
-    {6593, 6605, 462, 3, Extra::forbid}, // 76 verifiers.v1.configs.serve.ServeConfig
-    {6784, 6805, 465, 7, Extra::narrowed}, // 77 verifiers.v1.envs.single_agent.env.SingleAgentEnvConfig
-    {6874, 316, 472, 6, Extra::forbid}, // 78 prime_rl.configs.rl.SharedWandbConfig
-    {6919, 4286, 478, 1, Extra::forbid}, // 79 prime_rl.configs.monitors.FileMonitorConfig
-    {6937, 4286, 479, 1, Extra::forbid}, // 80 prime_rl.configs.monitors.PrimeMonitorConfig
-    {7018, 1648, 480, 3, Extra::forbid}, // 81 prime_rl.configs.shared.VLMConfig
-    {7038, 826, 483, 1, Extra::forbid}, // 82 prime_rl.configs.trainer.CompileConfig
-    {7086, 826, 484, 3, Extra::forbid}, // 83 prime_rl.configs.trainer.ActivationCheckpointConfig
-    {7151, 826, 487, 2, Extra::forbid}, // 84 prime_rl.configs.trainer.ActivationOffloadingConfig
-    {7210, 826, 489, 2, Extra::forbid}, // 85 prime_rl.configs.trainer.OptimizerInBackwardOffloadConfig
-    {7314, 826, 491, 3, Extra::forbid}, // 86 prime_rl.configs.trainer.FP8Config
-    {7364, 826, 494, 5, Extra::forbid}, // 87 prime_rl.configs.trainer.MXFP8Config
-    {7399, 826, 499, 2, Extra::forbid}, // 88 prime_rl.configs.trainer.IndexCacheConfig
-    {7601, 826, 501, 5, Extra::forbid}, // 89 prime_rl.configs.trainer.LoRAConfig
-    {7658, 826, 506, 3, Extra::forbid}, // 90 prime_rl.configs.trainer.DebugModelConfig
-    {7702, 636, 509, 4, Extra::forbid}, // 91 prime_rl.configs.sft.LossMaskConfig
-    {7744, 1189, 513, 8, Extra::forbid}, // 92 prime_rl.configs.orchestrator.EvalSourceConfig
-    {7841, 1189, 521, 7, Extra::forbid}, // 93 prime_rl.configs.orchestrator.EvalSamplingConfig
-    {8033, 1648, 528, 8, Extra::forbid}, // 94 prime_rl.configs.shared.ClientConfig
-    {8046, 4286, 536, 6, Extra::forbid}, // 95 prime_rl.configs.monitors.WandbMonitorConfig
-    {8082, 826, 542, 2, Extra::forbid}, // 96 prime_rl.configs.trainer.FakeDataLoaderConfig
-    {8112, 4690, 544, 1, Extra::forbid}, // 97 prime_rl.configs.algorithm.SamplingConfig
-    {8198, 4690, 545, 4, Extra::forbid}, // 98 prime_rl.configs.algorithm.LinearLengthPenaltyConfig
-    {8224, 4690, 549, 4, Extra::forbid}, // 99 prime_rl.configs.algorithm.EchoRolesConfig
-    {8240, 4690, 553, 2, Extra::forbid}, // 100 prime_rl.configs.algorithm.EchoFilterConfig
-    {8257, 4690, 555, 9, Extra::forbid}, // 101 prime_rl.configs.algorithm.FrozenModelConfig
-    {7601, 1189, 564, 3, Extra::forbid}, // 102 prime_rl.configs.orchestrator.LoRAConfig
-    {8286, 1189, 567, 8, Extra::forbid}, // 103 prime_rl.configs.orchestrator.TrainSourceConfig
-    {8304, 1189, 575, 3, Extra::forbid}, // 104 prime_rl.configs.orchestrator.TrainSamplingConfig
-    {8334, 1505, 578, 1, Extra::forbid}, // 105 prime_rl.configs.inference.CPUOffloadTier
-    {8349, 1505, 579, 1, Extra::forbid}, // 106 prime_rl.configs.inference.DiskOffloadTier
-    {8376, 6605, 580, 2, Extra::forbid}, // 107 verifiers.v1.configs.serve.StaticPoolConfig
-    {8425, 6605, 582, 3, Extra::forbid}, // 108 verifiers.v1.configs.serve.ElasticPoolConfig
-    {8475, 8489, 585, 3, Extra::narrowed}, // 109 verifiers.v1.configs.taskset.TasksetConfig
-    {8535, 8549, 588, 2, Extra::forbid}, // 110 verifiers.v1.configs.env.TimeoutConfig
-    {8594, 8606, 590, 3, Extra::forbid}, // 111 verifiers.v1.configs.retries.RetryConfig
-    {8671, 8696, 593, 2, Extra::forbid}, // 112 verifiers.v1.interception.server.InterceptionServerConfig
-    {8737, 8766, 595, 2, Extra::forbid}, // 113 verifiers.v1.interception.pool.StaticInterceptionPoolConfig
-    {8800, 8766, 597, 2, Extra::forbid}, // 114 verifiers.v1.interception.pool.ElasticInterceptionPoolConfig
-    {8922, 8934, 599, 11, Extra::forbid}, // 115 verifiers.v1.configs.agent.AgentConfig
-    {8961, 4690, 610, 1, Extra::forbid}, // 116 prime_rl.configs.algorithm.EchoRoleConfig
-    {9028, 1189, 611, 2, Extra::forbid}, // 117 prime_rl.configs.orchestrator.CurriculumConfig
-    {9074, 9085, 613, 4, Extra::narrowed}, // 118 verifiers.v1.configs.task.TaskConfig
-    {9119, 9137, 617, 1, Extra::forbid}, // 119 verifiers.v1.interception.tunnel.prime.PrimeTunnelConfig
-    {9176, 9195, 618, 3, Extra::forbid}, // 120 verifiers.v1.interception.tunnel.custom.CustomTunnelConfig
-    {9295, 9309, 621, 6, Extra::narrowed}, // 121 verifiers.v1.configs.harness.HarnessConfig
-    {9351, 9368, 627, 1, Extra::forbid}, // 122 verifiers.v1.runtimes.subprocess.SubprocessConfig
-    {9503, 9516, 628, 9, Extra::forbid}, // 123 verifiers.v1.runtimes.docker.DockerConfig
-    {9610, 9622, 637, 15, Extra::forbid}, // 124 verifiers.v1.runtimes.prime.PrimeConfig
-    {9694, 9706, 652, 10, Extra::forbid}, // 125 verifiers.v1.runtimes.modal.ModalConfig
-    {9785, 9802, 662, 4, Extra::forbid}, // 126 verifiers.v1.configs.client.EvalClientConfig
-    {9862, 9802, 666, 7, Extra::forbid}, // 127 verifiers.v1.configs.client.TrainClientConfig
-    {8112, 9924, 673, 4, Extra::allow}, // 128 verifiers.v1.types.SamplingConfig
-    {8535, 8934, 677, 4, Extra::forbid}, // 129 verifiers.v1.configs.agent.TimeoutConfig
-    {9976, 1189, 681, 1, Extra::forbid}, // 130 prime_rl.configs.orchestrator.StandardSamplerConfig
-    {10066, 1189, 682, 3, Extra::forbid}, // 131 prime_rl.configs.orchestrator.DifficultyPoolSamplerConfig
-    {10134, 1189, 685, 3, Extra::forbid}, // 132 prime_rl.configs.orchestrator.AdvRangeGateConfig
-    {10189, 10201, 688, 9, Extra::narrowed}, // 133 verifiers.v1.configs.judge.JudgeConfig
-    {10240, 9085, 697, 2, Extra::forbid}, // 134 verifiers.v1.configs.task.DecoratedFunctionConfig
-    {10264, 9085, 699, 3, Extra::forbid}, // 135 verifiers.v1.configs.task.RewardFunctionConfig
-    {10295, 1189, 702, 2, Extra::forbid}, // 136 prime_rl.configs.orchestrator.DifficultyPoolConfig
+    {1654, 1666, 120, 7, Extra::forbid}, // 6 prime_rl.configs.evals.EvalsConfig
+    {1698, 1708, 127, 2, Extra::forbid}, // 7 prime_rl.configs.shared.RunConfig
+    {1751, 316, 129, 2, Extra::forbid}, // 8 prime_rl.configs.rl.SharedLogConfig
+    {1800, 316, 131, 4, Extra::forbid}, // 9 prime_rl.configs.rl.SharedCheckpointConfig
+    {1828, 1708, 135, 2, Extra::forbid}, // 10 prime_rl.configs.shared.ResumeConfig
+    {1858, 316, 137, 3, Extra::forbid}, // 11 prime_rl.configs.rl.SharedMonitorsConfig
+    {1883, 316, 140, 2, Extra::forbid}, // 12 prime_rl.configs.rl.SharedModelConfig
+    {1933, 826, 142, 3, Extra::forbid}, // 13 prime_rl.configs.trainer.TokenizerConfig
+    {1967, 316, 145, 1, Extra::forbid}, // 14 prime_rl.configs.rl.SharedFileSystemWeightBroadcastConfig
+    {2081, 316, 146, 5, Extra::forbid}, // 15 prime_rl.configs.rl.SharedNCCLWeightBroadcastConfig
+    {2146, 316, 151, 5, Extra::forbid}, // 16 prime_rl.configs.rl.SharedNIXLWeightBroadcastConfig
+    {2178, 1708, 156, 1, Extra::forbid}, // 17 prime_rl.configs.shared.FileSystemTransportConfig
+    {2222, 1708, 157, 4, Extra::forbid}, // 18 prime_rl.configs.shared.ZMQTransportConfig
+    {2299, 316, 161, 4, Extra::forbid}, // 19 prime_rl.configs.rl.SingleNodeDeploymentConfig
+    {2437, 316, 165, 7, Extra::forbid}, // 20 prime_rl.configs.rl.MultiNodeDeploymentConfig
+    {2616, 1708, 172, 11, Extra::forbid}, // 21 prime_rl.configs.shared.SlurmConfig
+    {3134, 826, 183, 32, Extra::forbid}, // 22 prime_rl.configs.trainer.ModelConfig
+    {3231, 636, 215, 8, Extra::forbid}, // 23 prime_rl.configs.sft.FakeDataConfig
+    {3384, 636, 223, 13, Extra::forbid}, // 24 prime_rl.configs.sft.SFTDataConfig
+    {3415, 636, 236, 3, Extra::forbid}, // 25 prime_rl.configs.sft.SFTValConfig
+    {3578, 1666, 239, 10, Extra::forbid}, // 26 prime_rl.configs.evals.EvalsEvalConfig
+    {3594, 826, 249, 1, Extra::forbid}, // 27 prime_rl.configs.trainer.FileSystemWeightBroadcastConfig
+    {3647, 826, 250, 6, Extra::forbid}, // 28 prime_rl.configs.trainer.NCCLWeightBroadcastConfig
+    {3673, 826, 256, 6, Extra::forbid}, // 29 prime_rl.configs.trainer.NIXLWeightBroadcastConfig
+    {3767, 826, 262, 6, Extra::forbid}, // 30 prime_rl.configs.trainer.SGDConfig
+    {3805, 826, 268, 6, Extra::forbid}, // 31 prime_rl.configs.trainer.AdamWConfig
+    {3832, 826, 274, 7, Extra::forbid}, // 32 prime_rl.configs.trainer.MuonConfig
+    {3854, 826, 281, 4, Extra::forbid}, // 33 prime_rl.configs.trainer.SignSGDConfig
+    {3879, 826, 285, 1, Extra::forbid}, // 34 prime_rl.configs.trainer.ConstantSchedulerConfig
+    {3948, 826, 286, 4, Extra::forbid}, // 35 prime_rl.configs.trainer.LinearSchedulerConfig
+    {3979, 826, 290, 3, Extra::forbid}, // 36 prime_rl.configs.trainer.CosineSchedulerConfig
+    {4061, 826, 293, 8, Extra::forbid}, // 37 prime_rl.configs.trainer.CheckpointConfig
+    {4253, 1708, 301, 6, Extra::forbid}, // 38 prime_rl.configs.shared.TrainerLogConfig
+    {4290, 4305, 307, 2, Extra::forbid}, // 39 prime_rl.configs.monitors.MonitorsConfig
+    {4331, 826, 309, 1, Extra::forbid}, // 40 prime_rl.configs.trainer.GCConfig
+    {4344, 1708, 310, 1, Extra::forbid}, // 41 prime_rl.configs.shared.HeartbeatConfig
+    {2299, 636, 311, 4, Extra::forbid}, // 42 prime_rl.configs.sft.SingleNodeDeploymentConfig
+    {2437, 636, 315, 5, Extra::forbid}, // 43 prime_rl.configs.sft.MultiNodeDeploymentConfig
+    {4427, 826, 320, 1, Extra::forbid}, // 44 prime_rl.configs.trainer.DataLoaderConfig
+    {4498, 826, 321, 5, Extra::forbid}, // 45 prime_rl.configs.trainer.DefaultLossConfig
+    {4540, 826, 326, 4, Extra::forbid}, // 46 prime_rl.configs.trainer.IPOLossConfig
+    {4603, 826, 330, 3, Extra::forbid}, // 47 prime_rl.configs.trainer.CustomLossConfig
+    {4635, 1708, 333, 2, Extra::forbid}, // 48 prime_rl.configs.shared.MetricsServerConfig
+    {4694, 4709, 335, 3, Extra::forbid}, // 49 prime_rl.configs.algorithm.GRPOAlgoConfig
+    {4795, 4709, 338, 5, Extra::forbid}, // 50 prime_rl.configs.algorithm.EchoAlgoConfig
+    {4819, 4709, 343, 2, Extra::forbid}, // 51 prime_rl.configs.algorithm.MaxRLAlgoConfig
+    {4847, 4709, 345, 3, Extra::forbid}, // 52 prime_rl.configs.algorithm.RAEAlgoConfig
+    {4896, 4709, 348, 3, Extra::forbid}, // 53 prime_rl.configs.algorithm.HierarchicalGRPOAlgoConfig
+    {4937, 4709, 351, 3, Extra::forbid}, // 54 prime_rl.configs.algorithm.OPDAlgoConfig
+    {5088, 4709, 354, 5, Extra::forbid}, // 55 prime_rl.configs.algorithm.OPSDAlgoConfig
+    {5103, 4709, 359, 2, Extra::forbid}, // 56 prime_rl.configs.algorithm.SFTAlgoConfig
+    {3134, 1189, 361, 5, Extra::forbid}, // 57 prime_rl.configs.orchestrator.ModelConfig
+    {5162, 1189, 366, 3, Extra::forbid}, // 58 prime_rl.configs.orchestrator.TrainConfig
+    {5174, 1189, 369, 7, Extra::forbid}, // 59 prime_rl.configs.orchestrator.EvalConfig
+    {5185, 1708, 376, 5, Extra::forbid}, // 60 prime_rl.configs.shared.LogConfig
+    {5195, 4305, 381, 3, Extra::forbid}, // 61 prime_rl.configs.monitors.OrchestratorMonitorsConfig
+    {4061, 1189, 384, 5, Extra::forbid}, // 62 prime_rl.configs.orchestrator.CheckpointConfig
+    {3594, 1189, 389, 1, Extra::forbid}, // 63 prime_rl.configs.orchestrator.FileSystemWeightBroadcastConfig
+    {3647, 1189, 390, 6, Extra::forbid}, // 64 prime_rl.configs.orchestrator.NCCLWeightBroadcastConfig
+    {3673, 1189, 396, 6, Extra::forbid}, // 65 prime_rl.configs.orchestrator.NIXLWeightBroadcastConfig
+    {5295, 1189, 402, 3, Extra::forbid}, // 66 prime_rl.configs.orchestrator.ConcurrencyConfig
+    {5343, 1505, 405, 3, Extra::forbid}, // 67 prime_rl.configs.inference.ServerConfig
+    {5395, 1505, 408, 2, Extra::forbid}, // 68 prime_rl.configs.inference.VllmRouterConfig
+    {5640, 1505, 410, 6, Extra::forbid}, // 69 prime_rl.configs.inference.LlmdRouterConfig
+    {6081, 1505, 416, 28, Extra::allow}, // 70 prime_rl.configs.inference.VllmConfig
+    {6092, 1505, 444, 1, Extra::forbid}, // 71 prime_rl.configs.inference.WeightBroadcastConfig
+    {6132, 1505, 445, 3, Extra::forbid}, // 72 prime_rl.configs.inference.NativeKVCacheOffloadConfig
+    {6185, 1505, 448, 4, Extra::forbid}, // 73 prime_rl.configs.inference.MooncakeKVCacheOffloadConfig
+    {6214, 1505, 452, 2, Extra::forbid}, // 74 prime_rl.configs.inference.SingleNodeInferenceDeploymentConfig
+    {6260, 1505, 454, 3, Extra::forbid}, // 75 prime_rl.configs.inference.MultiNodeInferenceDeploymentConfig
+    {6511, 1505, 457, 12, Extra::forbid}, // 76 prime_rl.configs.inference.DisaggregatedInferenceDeploymentConfig
+    {6612, 6624, 469, 3, Extra::forbid}, // 77 verifiers.v1.configs.serve.ServeConfig
+    {6803, 6824, 472, 7, Extra::narrowed}, // 78 verifiers.v1.envs.single_agent.env.SingleAgentEnvConfig
+    {6886, 1666, 479, 3, Extra::forbid}, // 79 prime_rl.configs.evals.OnlineConfig
+    {6933, 316, 482, 6, Extra::forbid}, // 80 prime_rl.configs.rl.SharedWandbConfig
+    {6978, 4305, 488, 1, Extra::forbid}, // 81 prime_rl.configs.monitors.FileMonitorConfig
+    {6996, 4305, 489, 1, Extra::forbid}, // 82 prime_rl.configs.monitors.PrimeMonitorConfig
+    {7077, 1708, 490, 3, Extra::forbid}, // 83 prime_rl.configs.shared.VLMConfig
+    {7097, 826, 493, 1, Extra::forbid}, // 84 prime_rl.configs.trainer.CompileConfig
+    {7145, 826, 494, 3, Extra::forbid}, // 85 prime_rl.configs.trainer.ActivationCheckpointConfig
+    {7210, 826, 497, 2, Extra::forbid}, // 86 prime_rl.configs.trainer.ActivationOffloadingConfig
+    {7269, 826, 499, 2, Extra::forbid}, // 87 prime_rl.configs.trainer.OptimizerInBackwardOffloadConfig
+    {7373, 826, 501, 3, Extra::forbid}, // 88 prime_rl.configs.trainer.FP8Config
+    {7423, 826, 504, 5, Extra::forbid}, // 89 prime_rl.configs.trainer.MXFP8Config
+    {7458, 826, 509, 2, Extra::forbid}, // 90 prime_rl.configs.trainer.IndexCacheConfig
+    {7660, 826, 511, 5, Extra::forbid}, // 91 prime_rl.configs.trainer.LoRAConfig
+    {7717, 826, 516, 3, Extra::forbid}, // 92 prime_rl.configs.trainer.DebugModelConfig
+    {7761, 636, 519, 4, Extra::forbid}, // 93 prime_rl.configs.sft.LossMaskConfig
+    {7803, 1189, 523, 8, Extra::forbid}, // 94 prime_rl.configs.orchestrator.EvalSourceConfig
+    {7900, 1189, 531, 7, Extra::forbid}, // 95 prime_rl.configs.orchestrator.EvalSamplingConfig
+    {8092, 1708, 538, 8, Extra::forbid}, // 96 prime_rl.configs.shared.ClientConfig
+    {8105, 4305, 546, 6, Extra::forbid}, // 97 prime_rl.configs.monitors.WandbMonitorConfig
+    {8141, 826, 552, 2, Extra::forbid}, // 98 prime_rl.configs.trainer.FakeDataLoaderConfig
+    {8171, 4709, 554, 1, Extra::forbid}, // 99 prime_rl.configs.algorithm.SamplingConfig
+    {8257, 4709, 555, 4, Extra::forbid}, // 100 prime_rl.configs.algorithm.LinearLengthPenaltyConfig
+    {8283, 4709, 559, 4, Extra::forbid}, // 101 prime_rl.configs.algorithm.EchoRolesConfig
+    {8299, 4709, 563, 2, Extra::forbid}, // 102 prime_rl.configs.algorithm.EchoFilterConfig
+    {8316, 4709, 565, 9, Extra::forbid}, // 103 prime_rl.configs.algorithm.FrozenModelConfig
+    {7660, 1189, 574, 3, Extra::forbid}, // 104 prime_rl.configs.orchestrator.LoRAConfig
+    {8345, 1189, 577, 8, Extra::forbid}, // 105 prime_rl.configs.orchestrator.TrainSourceConfig
+    {8363, 1189, 585, 3, Extra::forbid}, // 106 prime_rl.configs.orchestrator.TrainSamplingConfig
+    {8393, 1505, 588, 1, Extra::forbid}, // 107 prime_rl.configs.inference.CPUOffloadTier
+    {8408, 1505, 589, 1, Extra::forbid}, // 108 prime_rl.configs.inference.DiskOffloadTier
+    {8435, 6624, 590, 2, Extra::forbid}, // 109 verifiers.v1.configs.serve.StaticPoolConfig
+    {8484, 6624, 592, 3, Extra::forbid}, // 110 verifiers.v1.configs.serve.ElasticPoolConfig
+    {8534, 8548, 595, 3, Extra::narrowed}, // 111 verifiers.v1.configs.taskset.TasksetConfig
+    {8594, 8608, 598, 2, Extra::forbid}, // 112 verifiers.v1.configs.env.TimeoutConfig
+    {8653, 8665, 600, 3, Extra::forbid}, // 113 verifiers.v1.configs.retries.RetryConfig
+    {8730, 8755, 603, 2, Extra::forbid}, // 114 verifiers.v1.interception.server.InterceptionServerConfig
+    {8796, 8825, 605, 2, Extra::forbid}, // 115 verifiers.v1.interception.pool.StaticInterceptionPoolConfig
+    {8859, 8825, 607, 2, Extra::forbid}, // 116 verifiers.v1.interception.pool.ElasticInterceptionPoolConfig
+    {8981, 8993, 609, 11, Extra::forbid}, // 117 verifiers.v1.configs.agent.AgentConfig
+    {9020, 4709, 620, 1, Extra::forbid}, // 118 prime_rl.configs.algorithm.EchoRoleConfig
+    {9087, 1189, 621, 2, Extra::forbid}, // 119 prime_rl.configs.orchestrator.CurriculumConfig
+    {9133, 9144, 623, 4, Extra::narrowed}, // 120 verifiers.v1.configs.task.TaskConfig
+    {9178, 9196, 627, 1, Extra::forbid}, // 121 verifiers.v1.interception.tunnel.prime.PrimeTunnelConfig
+    {9235, 9254, 628, 3, Extra::forbid}, // 122 verifiers.v1.interception.tunnel.custom.CustomTunnelConfig
+    {9354, 9368, 631, 6, Extra::narrowed}, // 123 verifiers.v1.configs.harness.HarnessConfig
+    {9410, 9427, 637, 1, Extra::forbid}, // 124 verifiers.v1.runtimes.subprocess.SubprocessConfig
+    {9562, 9575, 638, 9, Extra::forbid}, // 125 verifiers.v1.runtimes.docker.DockerConfig
+    {9669, 9681, 647, 15, Extra::forbid}, // 126 verifiers.v1.runtimes.prime.PrimeConfig
+    {9753, 9765, 662, 10, Extra::forbid}, // 127 verifiers.v1.runtimes.modal.ModalConfig
+    {9844, 9861, 672, 4, Extra::forbid}, // 128 verifiers.v1.configs.client.EvalClientConfig
+    {9921, 9861, 676, 7, Extra::forbid}, // 129 verifiers.v1.configs.client.TrainClientConfig
+    {8171, 9983, 683, 4, Extra::allow}, // 130 verifiers.v1.types.SamplingConfig
+    {8594, 8993, 687, 4, Extra::forbid}, // 131 verifiers.v1.configs.agent.TimeoutConfig
+    {10035, 1189, 691, 1, Extra::forbid}, // 132 prime_rl.configs.orchestrator.StandardSamplerConfig
+    {10125, 1189, 692, 3, Extra::forbid}, // 133 prime_rl.configs.orchestrator.DifficultyPoolSamplerConfig
+    {10193, 1189, 695, 3, Extra::forbid}, // 134 prime_rl.configs.orchestrator.AdvRangeGateConfig
+    {10248, 10260, 698, 9, Extra::narrowed}, // 135 verifiers.v1.configs.judge.JudgeConfig
+    {10299, 9144, 707, 2, Extra::forbid}, // 136 verifiers.v1.configs.task.DecoratedFunctionConfig
+    {10323, 9144, 709, 3, Extra::forbid}, // 137 verifiers.v1.configs.task.RewardFunctionConfig
+    {10354, 1189, 712, 2, Extra::forbid}, // 138 prime_rl.configs.orchestrator.DifficultyPoolConfig
 };
 
 // name, aliases ('|'-separated), default as written, type, bounds, required,
@@ -951,95 +959,95 @@ const Field k_fields[] = {
     {9, 0, 0, 1, 0, true, -1}, // 1 RLConfig.orchestrator
     {22, 0, 32, 4, 0, false, -1}, // 2 RLConfig.inference
     {37, 0, 46, 6, 0, false, -1}, // 3 RLConfig.env_vars
-    {49, 0, 53, 7, 0, false, 6}, // 4 RLConfig.run
+    {49, 0, 53, 7, 0, false, 7}, // 4 RLConfig.run
     {79, 0, 90, 8, 0, false, -1}, // 5 RLConfig.output_dir
     {106, 0, 112, 9, 0, false, -1}, // 6 RLConfig.clean
-    {118, 0, 122, 10, 0, false, 7}, // 7 RLConfig.log
+    {118, 0, 122, 10, 0, false, 8}, // 7 RLConfig.log
     {140, 0, 32, 12, 0, false, -1}, // 8 RLConfig.ckpt
     {145, 0, 32, 14, 0, false, -1}, // 9 RLConfig.resume
-    {152, 0, 161, 15, 0, false, 10}, // 10 RLConfig.monitors
+    {152, 0, 161, 15, 0, false, 11}, // 10 RLConfig.monitors
     {184, 0, 32, 17, 0, false, -1}, // 11 RLConfig.model
     {190, 0, 32, 19, 0, false, -1}, // 12 RLConfig.tokenizer
     {200, 0, 32, 21, 0, false, -1}, // 13 RLConfig.max_steps
     {210, 0, 32, 21, 0, false, -1}, // 14 RLConfig.seq_len
     {218, 0, 32, 26, 0, false, -1}, // 15 RLConfig.weight_broadcast
     {235, 0, 32, 30, 0, false, -1}, // 16 RLConfig.rollout_transport
-    {253, 0, 264, 33, 0, false, 18}, // 17 RLConfig.deployment
+    {253, 0, 264, 33, 0, false, 19}, // 17 RLConfig.deployment
     {293, 0, 32, 35, 0, false, -1}, // 18 RLConfig.slurm
     {299, 0, 112, 9, 0, false, -1}, // 19 RLConfig.dry_run
-    {184, 0, 336, 36, 0, false, 21}, // 20 SFTConfig.model
+    {184, 0, 336, 36, 0, false, 22}, // 20 SFTConfig.model
     {37, 0, 46, 6, 0, false, -1}, // 21 SFTConfig.env_vars
-    {190, 0, 350, 18, 0, false, 12}, // 22 SFTConfig.tokenizer
+    {190, 0, 350, 18, 0, false, 13}, // 22 SFTConfig.tokenizer
     {368, 0, 377, 37, 0, false, -1}, // 23 SFTConfig.renderer
-    {398, 0, 403, 40, 0, false, 23}, // 24 SFTConfig.data
+    {398, 0, 403, 40, 0, false, 24}, // 24 SFTConfig.data
     {419, 0, 32, 42, 0, false, -1}, // 25 SFTConfig.val
     {423, 0, 32, 44, 0, false, -1}, // 26 SFTConfig.eval
     {22, 0, 32, 4, 0, false, -1}, // 27 SFTConfig.inference
     {218, 0, 32, 49, 0, false, -1}, // 28 SFTConfig.weight_broadcast
-    {428, 0, 434, 54, 0, false, 30}, // 29 SFTConfig.optim
-    {448, 0, 458, 58, 0, false, 33}, // 30 SFTConfig.scheduler
+    {428, 0, 434, 54, 0, false, 31}, // 29 SFTConfig.optim
+    {448, 0, 458, 58, 0, false, 34}, // 30 SFTConfig.scheduler
     {140, 0, 32, 60, 0, false, -1}, // 31 SFTConfig.ckpt
     {145, 0, 32, 14, 0, false, -1}, // 32 SFTConfig.resume
-    {118, 0, 484, 61, 0, false, 37}, // 33 SFTConfig.log
-    {152, 0, 503, 62, 0, false, 38}, // 34 SFTConfig.monitors
-    {49, 0, 53, 7, 0, false, 6}, // 35 SFTConfig.run
+    {118, 0, 484, 61, 0, false, 38}, // 33 SFTConfig.log
+    {152, 0, 503, 62, 0, false, 39}, // 34 SFTConfig.monitors
+    {49, 0, 53, 7, 0, false, 7}, // 35 SFTConfig.run
     {79, 0, 90, 8, 0, false, -1}, // 36 SFTConfig.output_dir
     {106, 0, 112, 9, 0, false, -1}, // 37 SFTConfig.clean
     {520, 0, 537, 63, 0, false, -1}, // 38 SFTConfig.matmul_precision
     {200, 0, 32, 21, 0, false, -1}, // 39 SFTConfig.max_steps
     {544, 0, 32, 64, 0, false, -1}, // 40 SFTConfig.memory_profiler_path
-    {565, 0, 568, 66, 0, false, 39}, // 41 SFTConfig.gc
+    {565, 0, 568, 66, 0, false, 40}, // 41 SFTConfig.gc
     {579, 0, 32, 64, 0, false, -1}, // 42 SFTConfig.trace_path
     {590, 0, 611, 20, 0, false, -1}, // 43 SFTConfig.dist_timeout_seconds
     {616, 0, 32, 68, 0, false, -1}, // 44 SFTConfig.heartbeat
-    {253, 0, 264, 71, 0, false, 41}, // 45 SFTConfig.deployment
+    {253, 0, 264, 71, 0, false, 42}, // 45 SFTConfig.deployment
     {293, 0, 32, 35, 0, false, -1}, // 46 SFTConfig.slurm
     {299, 0, 112, 9, 0, false, -1}, // 47 SFTConfig.dry_run
-    {184, 0, 336, 36, 0, false, 21}, // 48 TrainerConfig.model
-    {190, 0, 350, 18, 0, false, 12}, // 49 TrainerConfig.tokenizer
-    {398, 0, 657, 72, 0, false, 43}, // 50 TrainerConfig.data
-    {676, 0, 681, 76, 0, false, 44}, // 51 TrainerConfig.loss
-    {428, 0, 434, 54, 0, false, 30}, // 52 TrainerConfig.optim
-    {448, 0, 458, 58, 0, false, 33}, // 53 TrainerConfig.scheduler
+    {184, 0, 336, 36, 0, false, 22}, // 48 TrainerConfig.model
+    {190, 0, 350, 18, 0, false, 13}, // 49 TrainerConfig.tokenizer
+    {398, 0, 657, 72, 0, false, 44}, // 50 TrainerConfig.data
+    {676, 0, 681, 76, 0, false, 45}, // 51 TrainerConfig.loss
+    {428, 0, 434, 54, 0, false, 31}, // 52 TrainerConfig.optim
+    {448, 0, 458, 58, 0, false, 34}, // 53 TrainerConfig.scheduler
     {140, 0, 32, 60, 0, false, -1}, // 54 TrainerConfig.ckpt
     {145, 0, 32, 14, 0, false, -1}, // 55 TrainerConfig.resume
-    {218, 0, 701, 48, 0, false, 26}, // 56 TrainerConfig.weight_broadcast
-    {235, 0, 735, 29, 0, false, 17}, // 57 TrainerConfig.rollout_transport
-    {118, 0, 484, 61, 0, false, 37}, // 58 TrainerConfig.log
-    {152, 0, 503, 62, 0, false, 38}, // 59 TrainerConfig.monitors
+    {218, 0, 701, 48, 0, false, 27}, // 56 TrainerConfig.weight_broadcast
+    {235, 0, 735, 29, 0, false, 18}, // 57 TrainerConfig.rollout_transport
+    {118, 0, 484, 61, 0, false, 38}, // 58 TrainerConfig.log
+    {152, 0, 503, 62, 0, false, 39}, // 59 TrainerConfig.monitors
     {79, 0, 90, 8, 0, false, -1}, // 60 TrainerConfig.output_dir
     {520, 0, 537, 63, 0, false, -1}, // 61 TrainerConfig.matmul_precision
     {200, 0, 32, 21, 0, false, -1}, // 62 TrainerConfig.max_steps
     {756, 0, 112, 9, 0, false, -1}, // 63 TrainerConfig.enable_router_replay
     {544, 0, 32, 64, 0, false, -1}, // 64 TrainerConfig.memory_profiler_path
-    {565, 0, 568, 66, 0, false, 39}, // 65 TrainerConfig.gc
+    {565, 0, 568, 66, 0, false, 40}, // 65 TrainerConfig.gc
     {579, 0, 32, 64, 0, false, -1}, // 66 TrainerConfig.trace_path
     {590, 0, 611, 20, 0, false, -1}, // 67 TrainerConfig.dist_timeout_seconds
     {616, 0, 32, 68, 0, false, -1}, // 68 TrainerConfig.heartbeat
     {777, 0, 32, 78, 0, false, -1}, // 69 TrainerConfig.metrics_server
     {792, 0, 112, 9, 0, false, -1}, // 70 TrainerConfig.enable_token_export
     {37, 0, 46, 6, 0, false, -1}, // 71 TrainerConfig.env_vars
-    {851, 0, 856, 87, 0, false, 48}, // 72 OrchestratorConfig.algo
-    {184, 0, 336, 88, 0, false, 56}, // 73 OrchestratorConfig.model
-    {873, 0, 879, 89, 0, false, 57}, // 74 OrchestratorConfig.train
-    {190, 0, 350, 18, 0, false, 12}, // 75 OrchestratorConfig.tokenizer
+    {851, 0, 856, 87, 0, false, 49}, // 72 OrchestratorConfig.algo
+    {184, 0, 336, 88, 0, false, 57}, // 73 OrchestratorConfig.model
+    {873, 0, 879, 89, 0, false, 58}, // 74 OrchestratorConfig.train
+    {190, 0, 350, 18, 0, false, 13}, // 75 OrchestratorConfig.tokenizer
     {368, 0, 377, 37, 0, false, -1}, // 76 OrchestratorConfig.renderer
     {423, 0, 32, 91, 0, false, -1}, // 77 OrchestratorConfig.eval
-    {118, 0, 893, 92, 0, false, 59}, // 78 OrchestratorConfig.log
+    {118, 0, 893, 92, 0, false, 60}, // 78 OrchestratorConfig.log
     {37, 0, 46, 6, 0, false, -1}, // 79 OrchestratorConfig.env_vars
-    {152, 0, 905, 93, 0, false, 60}, // 80 OrchestratorConfig.monitors
+    {152, 0, 905, 93, 0, false, 61}, // 80 OrchestratorConfig.monitors
     {934, 0, 960, 9, 0, false, -1}, // 81 OrchestratorConfig.collect_inference_metrics
     {965, 0, 32, 96, 0, false, -1}, // 82 OrchestratorConfig.inference_metrics_roles
     {140, 0, 32, 98, 0, false, -1}, // 83 OrchestratorConfig.ckpt
     {145, 0, 32, 14, 0, false, -1}, // 84 OrchestratorConfig.resume
-    {218, 0, 701, 102, 0, false, 62}, // 85 OrchestratorConfig.weight_broadcast
-    {235, 0, 735, 29, 0, false, 17}, // 86 OrchestratorConfig.rollout_transport
+    {218, 0, 701, 102, 0, false, 63}, // 85 OrchestratorConfig.weight_broadcast
+    {235, 0, 735, 29, 0, false, 18}, // 86 OrchestratorConfig.rollout_transport
     {79, 0, 90, 8, 0, false, -1}, // 87 OrchestratorConfig.output_dir
     {989, 0, 32, 21, 1, false, -1}, // 88 OrchestratorConfig.tasks_per_minute
     {1006, 0, 1027, 20, 2, false, -1}, // 89 OrchestratorConfig.env_server_base_port
     {1032, 0, 32, 21, 1, false, -1}, // 90 OrchestratorConfig.batch_size
     {1043, 0, 32, 21, 1, false, -1}, // 91 OrchestratorConfig.token_batch_size
-    {1060, 0, 1072, 103, 0, false, 65}, // 92 OrchestratorConfig.concurrency
+    {1060, 0, 1072, 103, 0, false, 66}, // 92 OrchestratorConfig.concurrency
     {1092, 0, 1103, 20, 1, false, -1}, // 93 OrchestratorConfig.group_size
     {210, 0, 1105, 20, 0, false, -1}, // 94 OrchestratorConfig.seq_len
     {1110, 0, 1103, 20, 1, false, -1}, // 95 OrchestratorConfig.num_train_workers
@@ -1047,610 +1055,620 @@ const Field k_fields[] = {
     {200, 0, 32, 21, 0, false, -1}, // 97 OrchestratorConfig.max_steps
     {1147, 0, 1168, 20, 3, false, -1}, // 98 OrchestratorConfig.max_off_policy_steps
     {616, 0, 32, 68, 0, false, -1}, // 99 OrchestratorConfig.heartbeat
-    {1219, 0, 1226, 104, 0, false, 66}, // 100 InferenceConfig.server
-    {1241, 0, 1248, 108, 0, false, 67}, // 101 InferenceConfig.router
+    {1219, 0, 1226, 104, 0, false, 67}, // 100 InferenceConfig.server
+    {1241, 0, 1248, 108, 0, false, 68}, // 101 InferenceConfig.router
     {1281, 0, 1294, 20, 0, false, -1}, // 102 InferenceConfig.backend_port
-    {1299, 0, 1304, 109, 0, false, 69}, // 103 InferenceConfig.vllm
-    {118, 0, 893, 92, 0, false, 59}, // 104 InferenceConfig.log
+    {1299, 0, 1304, 109, 0, false, 70}, // 103 InferenceConfig.vllm
+    {118, 0, 893, 92, 0, false, 60}, // 104 InferenceConfig.log
     {37, 0, 46, 6, 0, false, -1}, // 105 InferenceConfig.env_vars
     {1331, 0, 112, 9, 0, false, -1}, // 106 InferenceConfig.use_deep_gemm
-    {218, 0, 1345, 110, 0, false, 70}, // 107 InferenceConfig.weight_broadcast
+    {218, 0, 1345, 110, 0, false, 71}, // 107 InferenceConfig.weight_broadcast
     {1369, 0, 32, 114, 0, false, -1}, // 108 InferenceConfig.kv_cache_offload
     {1386, 0, 112, 9, 0, false, -1}, // 109 InferenceConfig.use_pd_kv_transfer
     {1405, 0, 960, 9, 0, false, -1}, // 110 InferenceConfig.enable_fp32_lm_head
     {1425, 0, 960, 9, 0, false, -1}, // 111 InferenceConfig.enable_fp32_router_logits
-    {253, 0, 1451, 118, 0, false, 73}, // 112 InferenceConfig.deployment
+    {253, 0, 1451, 118, 0, false, 74}, // 112 InferenceConfig.deployment
     {293, 0, 32, 35, 0, false, -1}, // 113 InferenceConfig.slurm
     {79, 0, 90, 8, 0, false, -1}, // 114 InferenceConfig.output_dir
     {299, 0, 112, 9, 0, false, -1}, // 115 InferenceConfig.dry_run
-    {1532, 0, 1536, 119, 0, false, 77}, // 116 EnvServerConfig.env
-    {1562, 0, 1568, 120, 0, false, 76}, // 117 EnvServerConfig.serve
-    {118, 0, 893, 92, 0, false, 59}, // 118 EnvServerConfig.log
+    {1532, 0, 1536, 119, 0, false, 78}, // 116 EnvServerConfig.env
+    {1562, 0, 1568, 120, 0, false, 77}, // 117 EnvServerConfig.serve
+    {118, 0, 893, 92, 0, false, 60}, // 118 EnvServerConfig.log
     {79, 0, 90, 8, 0, false, -1}, // 119 EnvServerConfig.output_dir
-    {1629, 0, 32, 121, 0, false, -1}, // 120 RunConfig.name
-    {1634, 0, 32, 121, 0, false, -1}, // 121 RunConfig.dir
-    {1672, 0, 32, 121, 0, false, -1}, // 122 SharedLogConfig.level
-    {1678, 0, 112, 9, 0, false, -1}, // 123 SharedLogConfig.json_logging
-    {79, 0, 32, 64, 0, false, -1}, // 124 SharedCheckpointConfig.output_dir
-    {1707, 0, 32, 21, 0, false, -1}, // 125 SharedCheckpointConfig.interval
-    {1716, 0, 32, 21, 1, false, -1}, // 126 SharedCheckpointConfig.keep_last
-    {1726, 0, 32, 21, 1, false, -1}, // 127 SharedCheckpointConfig.keep_interval
-    {1763, 0, 32, 21, 1, false, -1}, // 128 ResumeConfig.step
-    {1634, 0, 32, 64, 0, false, -1}, // 129 ResumeConfig.dir
-    {1781, 0, 32, 123, 0, false, -1}, // 130 SharedMonitorsConfig.wandb
-    {1787, 0, 32, 125, 0, false, -1}, // 131 SharedMonitorsConfig.file
-    {1792, 0, 32, 127, 0, false, -1}, // 132 SharedMonitorsConfig.prime
-    {1629, 0, 1819, 5, 0, false, -1}, // 133 SharedModelConfig.name
-    {1837, 0, 32, 129, 0, false, -1}, // 134 SharedModelConfig.vlm
-    {1629, 0, 32, 121, 0, false, -1}, // 135 TokenizerConfig.name
-    {1859, 0, 32, 130, 0, false, -1}, // 136 TokenizerConfig.trust_remote_code
-    {1877, 0, 32, 121, 0, false, -1}, // 137 TokenizerConfig.chat_template
-    {1907, 0, 1912, 131, 0, false, -1}, // 138 SharedFileSystemWeightBroadcastConfig.type
-    {1963, 0, 1968, 5, 0, false, -1}, // 139 SharedNCCLWeightBroadcastConfig.host
-    {1980, 0, 1985, 20, 0, false, -1}, // 140 SharedNCCLWeightBroadcastConfig.port
-    {1991, 0, 1999, 20, 0, false, -1}, // 141 SharedNCCLWeightBroadcastConfig.timeout
-    {1907, 0, 2004, 132, 0, false, -1}, // 142 SharedNCCLWeightBroadcastConfig.type
-    {2011, 0, 112, 9, 0, false, -1}, // 143 SharedNCCLWeightBroadcastConfig.quantize_in_weight_transfer
-    {1963, 0, 1968, 5, 0, false, -1}, // 144 SharedNIXLWeightBroadcastConfig.host
-    {1980, 0, 2071, 20, 0, false, -1}, // 145 SharedNIXLWeightBroadcastConfig.port
-    {1991, 0, 1999, 20, 0, false, -1}, // 146 SharedNIXLWeightBroadcastConfig.timeout
-    {1907, 0, 2076, 133, 0, false, -1}, // 147 SharedNIXLWeightBroadcastConfig.type
-    {2083, 0, 2094, 5, 0, false, -1}, // 148 SharedNIXLWeightBroadcastConfig.session_id
-    {1907, 0, 1912, 131, 0, false, -1}, // 149 FileSystemTransportConfig.type
-    {1907, 0, 2162, 134, 0, false, -1}, // 150 ZMQTransportConfig.type
-    {1963, 0, 1968, 5, 0, false, -1}, // 151 ZMQTransportConfig.host
-    {1980, 0, 2168, 20, 0, false, -1}, // 152 ZMQTransportConfig.port
-    {2173, 0, 2177, 20, 0, false, -1}, // 153 ZMQTransportConfig.hwm
-    {2199, 0, 1168, 20, 0, false, -1}, // 154 SingleNodeDeploymentConfig.gpus_per_node
-    {1907, 0, 2213, 135, 0, false, -1}, // 155 SingleNodeDeploymentConfig.type
-    {2227, 0, 1103, 20, 0, false, -1}, // 156 SingleNodeDeploymentConfig.num_train_gpus
-    {2242, 0, 1103, 20, 0, false, -1}, // 157 SingleNodeDeploymentConfig.num_infer_gpus
-    {2199, 0, 1168, 20, 0, false, -1}, // 158 MultiNodeDeploymentConfig.gpus_per_node
-    {1907, 0, 2284, 136, 0, false, -1}, // 159 MultiNodeDeploymentConfig.type
-    {2297, 0, 0, 20, 0, true, -1}, // 160 MultiNodeDeploymentConfig.num_train_nodes
-    {2313, 0, 32, 21, 3, false, -1}, // 161 MultiNodeDeploymentConfig.num_infer_nodes
-    {2329, 0, 1103, 20, 1, false, -1}, // 162 MultiNodeDeploymentConfig.num_infer_replicas
-    {2348, 0, 32, 21, 0, false, -1}, // 163 MultiNodeDeploymentConfig.nodes_per_fsdp_group
-    {2369, 0, 112, 9, 0, false, -1}, // 164 MultiNodeDeploymentConfig.orchestrator_on_inference
-    {2421, 0, 2430, 5, 0, false, -1}, // 165 SlurmConfig.job_name
-    {2441, 0, 2453, 8, 0, false, -1}, // 166 SlurmConfig.project_dir
-    {2463, 0, 32, 64, 0, false, -1}, // 167 SlurmConfig.template_path
-    {2477, 0, 2487, 5, 0, false, -1}, // 168 SlurmConfig.partition
-    {2497, 0, 32, 121, 0, false, -1}, // 169 SlurmConfig.nodelist
-    {2506, 0, 32, 121, 0, false, -1}, // 170 SlurmConfig.exclude
-    {2514, 0, 32, 121, 0, false, -1}, // 171 SlurmConfig.account
-    {2522, 0, 32, 121, 0, false, -1}, // 172 SlurmConfig.time
-    {2527, 0, 32, 121, 0, false, -1}, // 173 SlurmConfig.pre_run_command
-    {2543, 0, 611, 20, 3, false, -1}, // 174 SlurmConfig.cleanup_grace_period
-    {2564, 0, 960, 9, 0, false, -1}, // 175 SlurmConfig.shared_fs
-    {1629, 0, 1819, 5, 0, false, -1}, // 176 ModelConfig.name
-    {1859, 0, 112, 9, 0, false, -1}, // 177 ModelConfig.trust_remote_code
-    {1837, 0, 32, 129, 0, false, -1}, // 178 ModelConfig.vlm
-    {2586, 0, 32, 64, 0, false, -1}, // 179 ModelConfig.conversion_dir
-    {210, 0, 1105, 20, 0, false, -1}, // 180 ModelConfig.seq_len
-    {2601, 0, 2606, 137, 0, false, -1}, // 181 ModelConfig.attn
-    {2613, 0, 2621, 139, 0, false, 82}, // 182 ModelConfig.compile
-    {2637, 0, 2640, 141, 0, false, 83}, // 183 ModelConfig.ac
-    {2669, 0, 2683, 143, 0, false, 84}, // 184 ModelConfig.ac_offloading
-    {2712, 0, 112, 9, 0, false, -1}, // 185 ModelConfig.fsdp_cpu_offload
-    {2729, 0, 960, 9, 0, false, -1}, // 186 ModelConfig.optim_cpu_offload
-    {2747, 0, 32, 37, 0, false, -1}, // 187 ModelConfig.full_offload
-    {2760, 0, 960, 9, 0, false, -1}, // 188 ModelConfig.reshard_after_forward
-    {2782, 0, 1103, 20, 0, false, -1}, // 189 ModelConfig.dp_replicate
-    {2795, 0, 2606, 145, 0, false, -1}, // 190 ModelConfig.ep
-    {2798, 0, 2814, 146, 0, false, -1}, // 191 ModelConfig.ep_comm_backend
-    {2822, 0, 2837, 20, 1, false, -1}, // 192 ModelConfig.deepep_num_sms
-    {2840, 0, 32, 21, 1, false, -1}, // 193 ModelConfig.deepep_token_chunk_size
-    {2864, 0, 1103, 20, 0, false, -1}, // 194 ModelConfig.cp
-    {2867, 0, 2876, 147, 0, false, -1}, // 195 ModelConfig.cp_style
-    {2883, 0, 2606, 148, 0, false, -1}, // 196 ModelConfig.impl
-    {2888, 0, 2907, 149, 0, false, -1}, // 197 ModelConfig.optimization_dtype
-    {2917, 0, 2907, 149, 0, false, -1}, // 198 ModelConfig.reduce_dtype
-    {2930, 0, 2907, 149, 0, false, -1}, // 199 ModelConfig.moe_router_dtype
-    {2947, 0, 960, 9, 0, false, -1}, // 200 ModelConfig.moe_use_grouped_mm
-    {2966, 0, 112, 9, 0, false, -1}, // 201 ModelConfig.moe_fused_kernel
-    {2983, 0, 32, 153, 0, false, -1}, // 202 ModelConfig.quantization
-    {2996, 0, 32, 155, 0, false, -1}, // 203 ModelConfig.index_cache
-    {3008, 0, 112, 9, 0, false, -1}, // 204 ModelConfig.freeze_moe_router
-    {3026, 0, 32, 157, 0, false, -1}, // 205 ModelConfig.lora
-    {3031, 0, 3037, 158, 0, false, 90}, // 206 ModelConfig.debug
-    {3056, 0, 3087, 160, 0, false, -1}, // 207 ModelConfig.fused_lm_head_token_chunk_size
-    {1032, 0, 3104, 20, 1, false, -1}, // 208 FakeDataConfig.batch_size
-    {210, 0, 3104, 20, 1, false, -1}, // 209 FakeDataConfig.seq_len
-    {3108, 0, 1103, 20, 1, false, -1}, // 210 FakeDataConfig.micro_batch_size
-    {3125, 0, 1103, 20, 1, false, -1}, // 211 FakeDataConfig.num_workers
-    {1907, 0, 3137, 161, 0, false, -1}, // 212 FakeDataConfig.type
-    {3144, 0, 3151, 162, 0, false, -1}, // 213 FakeDataConfig.length
-    {3159, 0, 3169, 163, 0, false, -1}, // 214 FakeDataConfig.input_ids
-    {3182, 0, 3187, 20, 0, false, -1}, // 215 FakeDataConfig.seed
-    {1032, 0, 3104, 20, 1, false, -1}, // 216 SFTDataConfig.batch_size
-    {210, 0, 3104, 20, 1, false, -1}, // 217 SFTDataConfig.seq_len
-    {3108, 0, 1103, 20, 1, false, -1}, // 218 SFTDataConfig.micro_batch_size
-    {3125, 0, 1103, 20, 1, false, -1}, // 219 SFTDataConfig.num_workers
-    {1907, 0, 3204, 164, 0, false, -1}, // 220 SFTDataConfig.type
-    {1629, 0, 3210, 5, 0, false, -1}, // 221 SFTDataConfig.name
-    {3244, 0, 32, 166, 0, false, -1}, // 222 SFTDataConfig.subsets
-    {3252, 0, 32, 166, 0, false, -1}, // 223 SFTDataConfig.splits
-    {3259, 0, 32, 169, 0, false, -1}, // 224 SFTDataConfig.probabilities
-    {3273, 0, 3291, 170, 0, false, -1}, // 225 SFTDataConfig.stopping_strategy
-    {3307, 0, 960, 9, 0, false, -1}, // 226 SFTDataConfig.shuffle
-    {3182, 0, 3187, 20, 0, false, -1}, // 227 SFTDataConfig.seed
-    {3315, 0, 3325, 171, 0, false, 91}, // 228 SFTDataConfig.loss_mask
-    {1707, 0, 3356, 20, 1, false, -1}, // 229 SFTValConfig.interval
-    {3359, 0, 112, 9, 0, false, -1}, // 230 SFTValConfig.eval_on_start
-    {398, 0, 0, 39, 0, true, -1}, // 231 SFTValConfig.data
-    {3386, 0, 3393, 173, 0, false, -1}, // 232 EvalsEvalConfig.source
-    {3414, 0, 3423, 174, 0, false, 93}, // 233 EvalsEvalConfig.sampling
-    {3458, 0, 3471, 20, 0, false, -1}, // 234 EvalsEvalConfig.num_examples
-    {1092, 0, 1103, 20, 1, false, -1}, // 235 EvalsEvalConfig.group_size
-    {1707, 0, 3474, 20, 1, false, -1}, // 236 EvalsEvalConfig.interval
-    {3478, 0, 112, 9, 0, false, -1}, // 237 EvalsEvalConfig.skip_first_step
-    {3494, 0, 112, 9, 0, false, -1}, // 238 EvalsEvalConfig.retrigger_on_resume
-    {3514, 0, 3521, 175, 0, false, 94}, // 239 EvalsEvalConfig.client
-    {1006, 0, 1027, 20, 2, false, -1}, // 240 EvalsEvalConfig.env_server_base_port
-    {1060, 0, 1072, 103, 0, false, 65}, // 241 EvalsEvalConfig.concurrency
-    {1907, 0, 1912, 131, 0, false, -1}, // 242 FileSystemWeightBroadcastConfig.type
-    {1963, 0, 1968, 5, 0, false, -1}, // 243 NCCLWeightBroadcastConfig.host
-    {1980, 0, 1985, 20, 0, false, -1}, // 244 NCCLWeightBroadcastConfig.port
-    {1991, 0, 1999, 20, 0, false, -1}, // 245 NCCLWeightBroadcastConfig.timeout
-    {3607, 0, 1103, 20, 0, false, -1}, // 246 NCCLWeightBroadcastConfig.inference_world_size
-    {1907, 0, 2004, 132, 0, false, -1}, // 247 NCCLWeightBroadcastConfig.type
-    {2011, 0, 112, 9, 0, false, -1}, // 248 NCCLWeightBroadcastConfig.quantize_in_weight_transfer
-    {1963, 0, 1968, 5, 0, false, -1}, // 249 NIXLWeightBroadcastConfig.host
-    {1980, 0, 2071, 20, 0, false, -1}, // 250 NIXLWeightBroadcastConfig.port
-    {1991, 0, 1999, 20, 0, false, -1}, // 251 NIXLWeightBroadcastConfig.timeout
-    {3607, 0, 1103, 20, 0, false, -1}, // 252 NIXLWeightBroadcastConfig.inference_world_size
-    {1907, 0, 2076, 133, 0, false, -1}, // 253 NIXLWeightBroadcastConfig.type
-    {2083, 0, 2094, 5, 0, false, -1}, // 254 NIXLWeightBroadcastConfig.session_id
-    {3680, 0, 3683, 167, 3, false, -1}, // 255 SGDConfig.lr
-    {3689, 0, 3702, 167, 3, false, -1}, // 256 SGDConfig.weight_decay
-    {3707, 0, 3716, 176, 3, false, -1}, // 257 SGDConfig.max_norm
-    {1907, 0, 3720, 177, 0, false, -1}, // 258 SGDConfig.type
-    {3726, 0, 960, 9, 0, false, -1}, // 259 SGDConfig.nesterov
-    {3735, 0, 3744, 167, 0, false, -1}, // 260 SGDConfig.momentum
-    {3680, 0, 3683, 167, 3, false, -1}, // 261 AdamWConfig.lr
-    {3689, 0, 3702, 167, 3, false, -1}, // 262 AdamWConfig.weight_decay
-    {3707, 0, 3716, 176, 3, false, -1}, // 263 AdamWConfig.max_norm
-    {1907, 0, 3758, 178, 0, false, -1}, // 264 AdamWConfig.type
-    {3766, 0, 3744, 167, 3, false, -1}, // 265 AdamWConfig.betas1
-    {3773, 0, 3780, 167, 3, false, -1}, // 266 AdamWConfig.betas2
-    {3680, 0, 3683, 167, 3, false, -1}, // 267 MuonConfig.lr
-    {3689, 0, 3702, 167, 3, false, -1}, // 268 MuonConfig.weight_decay
-    {3707, 0, 3716, 176, 3, false, -1}, // 269 MuonConfig.max_norm
-    {1907, 0, 3798, 179, 0, false, -1}, // 270 MuonConfig.type
-    {3805, 0, 3808, 167, 3, false, -1}, // 271 MuonConfig.mu
-    {3766, 0, 3744, 167, 3, false, -1}, // 272 MuonConfig.betas1
-    {3773, 0, 3808, 167, 3, false, -1}, // 273 MuonConfig.betas2
-    {3680, 0, 3683, 167, 3, false, -1}, // 274 SignSGDConfig.lr
-    {3689, 0, 3702, 167, 3, false, -1}, // 275 SignSGDConfig.weight_decay
-    {3707, 0, 3716, 176, 3, false, -1}, // 276 SignSGDConfig.max_norm
-    {1907, 0, 3824, 180, 0, false, -1}, // 277 SignSGDConfig.type
-    {1907, 0, 3849, 181, 0, false, -1}, // 278 ConstantSchedulerConfig.type
-    {1907, 0, 3884, 182, 0, false, -1}, // 279 LinearSchedulerConfig.type
-    {3893, 0, 2177, 20, 3, false, -1}, // 280 LinearSchedulerConfig.warmup_steps
-    {3906, 0, 2177, 20, 3, false, -1}, // 281 LinearSchedulerConfig.decay_steps
-    {3918, 0, 3925, 167, 3, false, -1}, // 282 LinearSchedulerConfig.min_lr
-    {1907, 0, 3951, 183, 0, false, -1}, // 283 CosineSchedulerConfig.type
-    {3893, 0, 2177, 20, 3, false, -1}, // 284 CosineSchedulerConfig.warmup_steps
-    {3918, 0, 3925, 167, 3, false, -1}, // 285 CosineSchedulerConfig.min_lr
-    {79, 0, 32, 64, 0, false, -1}, // 286 CheckpointConfig.output_dir
-    {1707, 0, 32, 21, 1, false, -1}, // 287 CheckpointConfig.interval
-    {1716, 0, 32, 21, 1, false, -1}, // 288 CheckpointConfig.keep_last
-    {1726, 0, 32, 21, 1, false, -1}, // 289 CheckpointConfig.keep_interval
-    {3982, 0, 112, 9, 0, false, -1}, // 290 CheckpointConfig.skip_progress
-    {3996, 0, 112, 9, 0, false, -1}, // 291 CheckpointConfig.skip_scheduler
-    {4011, 0, 112, 9, 0, false, -1}, // 292 CheckpointConfig.skip_dataloader
-    {4027, 0, 112, 9, 0, false, -1}, // 293 CheckpointConfig.skip_optimizer
-    {1672, 0, 4059, 5, 0, false, -1}, // 294 TrainerLogConfig.level
-    {4125, 0, 4134, 5, 0, false, -1}, // 295 TrainerLogConfig.vf_level
-    {1678, 0, 112, 9, 0, false, -1}, // 296 TrainerLogConfig.json_logging
-    {4203, 0, 112, 9, 0, false, -1}, // 297 TrainerLogConfig.log_data
-    {1707, 0, 4212, 167, 4, false, -1}, // 298 TrainerLogConfig.interval
-    {4217, 0, 4230, 184, 0, false, -1}, // 299 TrainerLogConfig.ranks_filter
-    {1781, 0, 32, 186, 0, false, -1}, // 300 MonitorsConfig.wandb
-    {1787, 0, 4251, 125, 0, false, 79}, // 301 MonitorsConfig.file
-    {1707, 0, 3356, 20, 1, false, -1}, // 302 GCConfig.interval
-    {4321, 0, 0, 5, 0, true, -1}, // 303 HeartbeatConfig.url
-    {2199, 0, 1168, 20, 0, false, -1}, // 304 SingleNodeDeploymentConfig.gpus_per_node
-    {1907, 0, 2213, 135, 0, false, -1}, // 305 SingleNodeDeploymentConfig.type
-    {2227, 0, 1103, 20, 0, false, -1}, // 306 SingleNodeDeploymentConfig.num_train_gpus
-    {2242, 4341, 1103, 20, 0, false, -1}, // 307 SingleNodeDeploymentConfig.num_infer_gpus
-    {2199, 0, 1168, 20, 0, false, -1}, // 308 MultiNodeDeploymentConfig.gpus_per_node
-    {1907, 0, 2284, 136, 0, false, -1}, // 309 MultiNodeDeploymentConfig.type
-    {2297, 0, 4370, 20, 1, false, -1}, // 310 MultiNodeDeploymentConfig.num_train_nodes
-    {2313, 4372, 3187, 20, 3, false, -1}, // 311 MultiNodeDeploymentConfig.num_infer_nodes
-    {2348, 0, 32, 21, 0, false, -1}, // 312 MultiNodeDeploymentConfig.nodes_per_fsdp_group
-    {4403, 0, 32, 188, 0, false, -1}, // 313 DataLoaderConfig.fake
-    {1907, 0, 2094, 189, 0, false, -1}, // 314 DefaultLossConfig.type
-    {4425, 0, 4439, 167, 3, false, -1}, // 315 DefaultLossConfig.dppo_mask_low
-    {4443, 0, 4439, 167, 3, false, -1}, // 316 DefaultLossConfig.dppo_mask_high
-    {4458, 0, 3716, 167, 3, false, -1}, // 317 DefaultLossConfig.adv_tau
-    {4466, 0, 4473, 167, 3, false, -1}, // 318 DefaultLossConfig.kl_tau
-    {1907, 0, 4497, 190, 0, false, -1}, // 319 IPOLossConfig.type
-    {4503, 0, 4517, 167, 3, false, -1}, // 320 IPOLossConfig.ipo_threshold
-    {4458, 0, 3716, 167, 3, false, -1}, // 321 IPOLossConfig.adv_tau
-    {4466, 0, 4473, 167, 3, false, -1}, // 322 IPOLossConfig.kl_tau
-    {1907, 0, 4535, 191, 0, false, -1}, // 323 CustomLossConfig.type
-    {4544, 0, 0, 5, 0, true, -1}, // 324 CustomLossConfig.import_path
-    {4556, 0, 4563, 192, 0, false, -1}, // 325 CustomLossConfig.kwargs
-    {1980, 0, 4601, 20, 2, false, -1}, // 326 MetricsServerConfig.port
-    {1963, 0, 4606, 5, 0, false, -1}, // 327 MetricsServerConfig.host
-    {3414, 0, 4636, 193, 0, false, 97}, // 328 GRPOAlgoConfig.sampling
-    {1907, 0, 4653, 194, 0, false, -1}, // 329 GRPOAlgoConfig.type
-    {4660, 0, 32, 196, 0, false, -1}, // 330 GRPOAlgoConfig.length_penalty
-    {3414, 0, 4636, 193, 0, false, 97}, // 331 EchoAlgoConfig.sampling
-    {1907, 0, 4717, 197, 0, false, -1}, // 332 EchoAlgoConfig.type
-    {4660, 0, 32, 196, 0, false, -1}, // 333 EchoAlgoConfig.length_penalty
-    {4724, 0, 4730, 198, 0, false, 99}, // 334 EchoAlgoConfig.roles
-    {4769, 0, 32, 200, 0, false, -1}, // 335 EchoAlgoConfig.filter
-    {3414, 0, 4636, 193, 0, false, 97}, // 336 MaxRLAlgoConfig.sampling
-    {1907, 0, 4791, 201, 0, false, -1}, // 337 MaxRLAlgoConfig.type
-    {3414, 0, 4636, 193, 0, false, 97}, // 338 RAEAlgoConfig.sampling
-    {1907, 0, 4816, 202, 0, false, -1}, // 339 RAEAlgoConfig.type
-    {4822, 0, 3808, 167, 5, false, -1}, // 340 RAEAlgoConfig.decay
-    {3414, 0, 4636, 193, 0, false, 97}, // 341 HierarchicalGRPOAlgoConfig.sampling
-    {1907, 0, 4842, 203, 0, false, -1}, // 342 HierarchicalGRPOAlgoConfig.type
-    {4862, 0, 0, 165, 6, true, -1}, // 343 HierarchicalGRPOAlgoConfig.episode_agents
-    {3414, 0, 4636, 193, 0, false, 97}, // 344 OPDAlgoConfig.sampling
-    {1907, 0, 4904, 204, 0, false, -1}, // 345 OPDAlgoConfig.type
-    {4910, 0, 0, 205, 0, true, -1}, // 346 OPDAlgoConfig.teacher
-    {3414, 0, 4636, 193, 0, false, 97}, // 347 OPSDAlgoConfig.sampling
-    {1907, 0, 4932, 206, 0, false, -1}, // 348 OPSDAlgoConfig.type
-    {4939, 0, 4948, 5, 0, false, -1}, // 349 OPSDAlgoConfig.demo_key
-    {4964, 0, 4973, 5, 0, false, -1}, // 350 OPSDAlgoConfig.template
-    {368, 0, 377, 37, 0, false, -1}, // 351 OPSDAlgoConfig.renderer
-    {3414, 0, 4636, 193, 0, false, 97}, // 352 SFTAlgoConfig.sampling
-    {1907, 0, 3204, 164, 0, false, -1}, // 353 SFTAlgoConfig.type
-    {1629, 0, 1819, 5, 0, false, -1}, // 354 ModelConfig.name
-    {1859, 0, 112, 9, 0, false, -1}, // 355 ModelConfig.trust_remote_code
-    {1837, 0, 32, 129, 0, false, -1}, // 356 ModelConfig.vlm
-    {3026, 0, 32, 208, 0, false, -1}, // 357 ModelConfig.lora
-    {3514, 0, 3521, 175, 0, false, 94}, // 358 ModelConfig.client
-    {3386, 0, 3393, 210, 0, false, -1}, // 359 TrainConfig.source
-    {3414, 0, 5098, 211, 0, false, 104}, // 360 TrainConfig.sampling
-    {5120, 0, 960, 9, 0, false, -1}, // 361 TrainConfig.filter_zero_advantages
-    {3386, 0, 3393, 173, 0, false, -1}, // 362 EvalConfig.source
-    {3414, 0, 3423, 174, 0, false, 93}, // 363 EvalConfig.sampling
-    {3458, 0, 3471, 20, 0, false, -1}, // 364 EvalConfig.num_examples
-    {1092, 0, 1103, 20, 1, false, -1}, // 365 EvalConfig.group_size
-    {1707, 0, 3474, 20, 1, false, -1}, // 366 EvalConfig.interval
-    {3478, 0, 112, 9, 0, false, -1}, // 367 EvalConfig.skip_first_step
-    {3494, 0, 112, 9, 0, false, -1}, // 368 EvalConfig.retrigger_on_resume
-    {1672, 0, 4059, 5, 0, false, -1}, // 369 LogConfig.level
-    {4125, 0, 4134, 5, 0, false, -1}, // 370 LogConfig.vf_level
-    {1678, 0, 112, 9, 0, false, -1}, // 371 LogConfig.json_logging
-    {4203, 0, 112, 9, 0, false, -1}, // 372 LogConfig.log_data
-    {1707, 0, 4212, 167, 4, false, -1}, // 373 LogConfig.interval
-    {1781, 0, 32, 186, 0, false, -1}, // 374 OrchestratorMonitorsConfig.wandb
-    {1787, 0, 4251, 125, 0, false, 79}, // 375 OrchestratorMonitorsConfig.file
-    {1792, 0, 32, 127, 0, false, -1}, // 376 OrchestratorMonitorsConfig.prime
-    {1707, 0, 32, 21, 1, false, -1}, // 377 CheckpointConfig.interval
-    {5203, 0, 32, 21, 1, false, -1}, // 378 CheckpointConfig.wait_for_weights_timeout
-    {1716, 0, 32, 21, 1, false, -1}, // 379 CheckpointConfig.keep_last
-    {1726, 0, 32, 21, 1, false, -1}, // 380 CheckpointConfig.keep_interval
-    {3982, 0, 112, 9, 0, false, -1}, // 381 CheckpointConfig.skip_progress
-    {1907, 0, 1912, 131, 0, false, -1}, // 382 FileSystemWeightBroadcastConfig.type
-    {1963, 0, 1968, 5, 0, false, -1}, // 383 NCCLWeightBroadcastConfig.host
-    {1980, 0, 1985, 20, 0, false, -1}, // 384 NCCLWeightBroadcastConfig.port
-    {1991, 0, 1999, 20, 0, false, -1}, // 385 NCCLWeightBroadcastConfig.timeout
-    {3607, 0, 1103, 20, 1, false, -1}, // 386 NCCLWeightBroadcastConfig.inference_world_size
-    {1907, 0, 2004, 132, 0, false, -1}, // 387 NCCLWeightBroadcastConfig.type
-    {2011, 0, 112, 9, 0, false, -1}, // 388 NCCLWeightBroadcastConfig.quantize_in_weight_transfer
-    {1963, 0, 1968, 5, 0, false, -1}, // 389 NIXLWeightBroadcastConfig.host
-    {1980, 0, 2071, 20, 0, false, -1}, // 390 NIXLWeightBroadcastConfig.port
-    {1991, 0, 1999, 20, 0, false, -1}, // 391 NIXLWeightBroadcastConfig.timeout
-    {3607, 0, 1103, 20, 1, false, -1}, // 392 NIXLWeightBroadcastConfig.inference_world_size
-    {1907, 0, 2076, 133, 0, false, -1}, // 393 NIXLWeightBroadcastConfig.type
-    {2083, 0, 2094, 5, 0, false, -1}, // 394 NIXLWeightBroadcastConfig.session_id
-    {5228, 0, 32, 21, 1, false, -1}, // 395 ConcurrencyConfig.initial_inflight
-    {5245, 0, 1103, 20, 1, false, -1}, // 396 ConcurrencyConfig.min_inflight
-    {5258, 0, 5271, 21, 1, false, -1}, // 397 ConcurrencyConfig.max_inflight
-    {1963, 0, 32, 121, 0, false, -1}, // 398 ServerConfig.host
-    {1980, 0, 4601, 20, 0, false, -1}, // 399 ServerConfig.port
-    {5294, 0, 5319, 167, 4, false, -1}, // 400 ServerConfig.liveness_timeout_seconds
-    {1907, 0, 5337, 212, 0, false, -1}, // 401 VllmRouterConfig.type
-    {5351, 0, 5358, 5, 0, false, -1}, // 402 VllmRouterConfig.policy
-    {1907, 0, 5393, 213, 0, false, -1}, // 403 LlmdRouterConfig.type
-    {5401, 0, 5409, 214, 0, false, -1}, // 404 LlmdRouterConfig.scorers
-    {5468, 0, 5493, 214, 0, false, -1}, // 405 LlmdRouterConfig.prefill_scorer_overrides
-    {5551, 0, 46, 214, 0, false, -1}, // 406 LlmdRouterConfig.decode_scorer_overrides
-    {5575, 0, 5593, 20, 0, false, -1}, // 407 LlmdRouterConfig.non_cached_tokens
-    {5596, 0, 5616, 20, 0, false, -1}, // 408 LlmdRouterConfig.decode_sidecar_port
-    {184, 0, 1819, 5, 0, false, -1}, // 409 VllmConfig.model
-    {5638, 0, 2606, 215, 0, false, -1}, // 410 VllmConfig.dtype
-    {5644, 0, 32, 21, 0, false, -1}, // 411 VllmConfig.max_model_len
-    {5658, 0, 112, 9, 0, false, -1}, // 412 VllmConfig.enforce_eager
-    {1859, 0, 112, 9, 0, false, -1}, // 413 VllmConfig.trust_remote_code
-    {1877, 0, 32, 121, 0, false, -1}, // 414 VllmConfig.chat_template
-    {5672, 0, 2606, 121, 0, false, -1}, // 415 VllmConfig.tool_call_parser
-    {5689, 0, 2606, 121, 0, false, -1}, // 416 VllmConfig.reasoning_parser
-    {5706, 0, 32, 216, 0, false, -1}, // 417 VllmConfig.rope_scaling
-    {5719, 0, 1103, 20, 0, false, -1}, // 418 VllmConfig.tensor_parallel_size
-    {5740, 0, 1103, 20, 1, false, -1}, // 419 VllmConfig.data_parallel_size
-    {5759, 0, 32, 21, 1, false, -1}, // 420 VllmConfig.data_parallel_size_local
-    {5784, 0, 5807, 20, 2, false, -1}, // 421 VllmConfig.data_parallel_rpc_port
-    {5813, 0, 1103, 20, 3, false, -1}, // 422 VllmConfig.api_server_count
-    {3182, 0, 3187, 20, 0, false, -1}, // 423 VllmConfig.seed
-    {5830, 0, 3744, 167, 0, false, -1}, // 424 VllmConfig.gpu_memory_utilization
-    {5853, 0, 32, 130, 0, false, -1}, // 425 VllmConfig.enable_prefix_caching
-    {2983, 0, 32, 121, 0, false, -1}, // 426 VllmConfig.quantization
-    {5875, 0, 112, 9, 0, false, -1}, // 427 VllmConfig.enable_lora
-    {5887, 0, 1168, 20, 0, false, -1}, // 428 VllmConfig.max_loras
-    {5897, 0, 3474, 20, 0, false, -1}, // 429 VllmConfig.max_cpu_loras
-    {5911, 0, 32, 21, 0, false, -1}, // 430 VllmConfig.max_lora_rank
-    {5925, 0, 32, 166, 0, false, -1}, // 431 VllmConfig.lora_target_modules
-    {5945, 0, 112, 9, 0, false, -1}, // 432 VllmConfig.enable_expert_parallel
-    {5968, 0, 5984, 217, 0, false, -1}, // 433 VllmConfig.all2all_backend
-    {6010, 0, 112, 9, 0, false, -1}, // 434 VllmConfig.enable_eplb
-    {6022, 0, 112, 9, 0, false, -1}, // 435 VllmConfig.enable_dbo
-    {6033, 0, 112, 9, 0, false, -1}, // 436 VllmConfig.enable_return_routed_experts
-    {1907, 0, 1912, 218, 0, false, -1}, // 437 WeightBroadcastConfig.type
-    {6095, 0, 32, 220, 0, false, -1}, // 438 NativeKVCacheOffloadConfig.cpu
-    {6099, 0, 32, 222, 0, false, -1}, // 439 NativeKVCacheOffloadConfig.disk
-    {1907, 0, 6104, 223, 0, false, -1}, // 440 NativeKVCacheOffloadConfig.type
-    {6095, 0, 32, 220, 0, false, -1}, // 441 MooncakeKVCacheOffloadConfig.cpu
-    {6099, 0, 32, 222, 0, false, -1}, // 442 MooncakeKVCacheOffloadConfig.disk
-    {1907, 0, 6140, 224, 0, false, -1}, // 443 MooncakeKVCacheOffloadConfig.type
-    {6151, 0, 6163, 5, 0, false, -1}, // 444 MooncakeKVCacheOffloadConfig.device_name
-    {2199, 0, 1168, 20, 0, false, -1}, // 445 SingleNodeInferenceDeploymentConfig.gpus_per_node
-    {1907, 0, 2213, 135, 0, false, -1}, // 446 SingleNodeInferenceDeploymentConfig.type
-    {2199, 0, 1168, 20, 0, false, -1}, // 447 MultiNodeInferenceDeploymentConfig.gpus_per_node
-    {1907, 0, 2284, 136, 0, false, -1}, // 448 MultiNodeInferenceDeploymentConfig.type
-    {6231, 0, 4370, 20, 1, false, -1}, // 449 MultiNodeInferenceDeploymentConfig.num_nodes
-    {2199, 0, 1168, 20, 0, false, -1}, // 450 DisaggregatedInferenceDeploymentConfig.gpus_per_node
-    {1907, 0, 6276, 225, 0, false, -1}, // 451 DisaggregatedInferenceDeploymentConfig.type
-    {6292, 0, 1103, 20, 1, false, -1}, // 452 DisaggregatedInferenceDeploymentConfig.prefill_nodes_per_replica
-    {6318, 0, 1103, 20, 1, false, -1}, // 453 DisaggregatedInferenceDeploymentConfig.decode_nodes_per_replica
-    {6343, 0, 1103, 20, 1, false, -1}, // 454 DisaggregatedInferenceDeploymentConfig.num_prefill_replicas
-    {6364, 0, 1103, 20, 1, false, -1}, // 455 DisaggregatedInferenceDeploymentConfig.num_decode_replicas
-    {6384, 0, 1294, 20, 0, false, -1}, // 456 DisaggregatedInferenceDeploymentConfig.prefill_port
-    {6397, 0, 6409, 20, 0, false, -1}, // 457 DisaggregatedInferenceDeploymentConfig.decode_port
-    {6414, 0, 46, 6, 0, false, -1}, // 458 DisaggregatedInferenceDeploymentConfig.prefill_env_vars
-    {6431, 0, 46, 6, 0, false, -1}, // 459 DisaggregatedInferenceDeploymentConfig.decode_env_vars
-    {6447, 0, 46, 192, 0, false, -1}, // 460 DisaggregatedInferenceDeploymentConfig.prefill_vllm_overrides
-    {6470, 0, 46, 192, 0, false, -1}, // 461 DisaggregatedInferenceDeploymentConfig.decode_vllm_overrides
-    {6531, 0, 6536, 228, 0, false, 108}, // 462 ServeConfig.pool
-    {6570, 0, 32, 121, 0, false, -1}, // 463 ServeConfig.address
-    {6578, 0, 32, 21, 1, false, -1}, // 464 ServeConfig.max_concurrent
-    {6632, 0, 6163, 5, 0, false, -1}, // 465 SingleAgentEnvConfig.id
-    {6635, 0, 6643, 229, 0, false, 109}, // 466 SingleAgentEnvConfig.taskset
-    {1991, 0, 6659, 230, 0, false, 110}, // 467 SingleAgentEnvConfig.timeout
-    {6675, 0, 6683, 231, 0, false, 111}, // 468 SingleAgentEnvConfig.retries
-    {6697, 0, 1103, 21, 1, false, -1}, // 469 SingleAgentEnvConfig.max_concurrent_agents
-    {6719, 0, 6732, 235, 0, false, 114}, // 470 SingleAgentEnvConfig.interception
-    {6764, 0, 6770, 236, 0, false, 115}, // 471 SingleAgentEnvConfig.agent
-    {6840, 0, 2430, 121, 0, false, -1}, // 472 SharedWandbConfig.project
-    {6848, 0, 32, 121, 0, false, -1}, // 473 SharedWandbConfig.entity
-    {1629, 0, 32, 121, 0, false, -1}, // 474 SharedWandbConfig.name
-    {6855, 0, 32, 121, 0, false, -1}, // 475 SharedWandbConfig.group
-    {6861, 0, 32, 166, 0, false, -1}, // 476 SharedWandbConfig.tags
-    {6866, 0, 112, 130, 0, false, -1}, // 477 SharedWandbConfig.offline
-    {6892, 0, 6897, 8, 0, false, -1}, // 478 FileMonitorConfig.path
-    {1629, 0, 32, 121, 0, false, -1}, // 479 PrimeMonitorConfig.name
-    {6956, 0, 0, 5, 0, true, -1}, // 480 VLMConfig.vision_encoder_attr
-    {6976, 0, 0, 5, 0, true, -1}, // 481 VLMConfig.language_model_attr
-    {6996, 0, 960, 9, 0, false, -1}, // 482 VLMConfig.freeze_vision_encoder
-    {7028, 0, 112, 9, 0, false, -1}, // 483 CompileConfig.fullgraph
-    {7052, 0, 7057, 237, 0, false, -1}, // 484 ActivationCheckpointConfig.mode
-    {7064, 0, 1103, 20, 1, false, -1}, // 485 ActivationCheckpointConfig.freq
-    {7069, 0, 7077, 165, 0, false, -1}, // 486 ActivationCheckpointConfig.targets
-    {7113, 0, 960, 9, 0, false, -1}, // 487 ActivationOffloadingConfig.pin_memory
-    {7124, 0, 7149, 20, 1, false, -1}, // 488 ActivationOffloadingConfig.max_inflight_activations
-    {7178, 0, 6104, 238, 0, false, -1}, // 489 OptimizerInBackwardOffloadConfig.cpu_optimizer_backend
-    {7200, 0, 960, 9, 0, false, -1}, // 490 OptimizerInBackwardOffloadConfig.numa_bind
-    {1907, 0, 7243, 239, 0, false, -1}, // 491 FP8Config.type
-    {7249, 0, 960, 9, 0, false, -1}, // 492 FP8Config.enable_grouped_gemm
-    {7269, 0, 7285, 165, 0, false, -1}, // 493 FP8Config.ignore_patterns
-    {1907, 0, 7324, 240, 0, false, -1}, // 494 MXFP8Config.type
-    {7332, 0, 7339, 241, 0, false, -1}, // 495 MXFP8Config.recipe
-    {7249, 0, 960, 9, 0, false, -1}, // 496 MXFP8Config.enable_grouped_gemm
-    {7353, 0, 960, 9, 0, false, -1}, // 497 MXFP8Config.enable_a2a
-    {7269, 0, 7285, 165, 0, false, -1}, // 498 MXFP8Config.ignore_patterns
-    {7376, 0, 1103, 20, 1, false, -1}, // 499 IndexCacheConfig.topk_freq
-    {7386, 0, 32, 121, 0, false, -1}, // 500 IndexCacheConfig.topk_pattern
-    {7416, 0, 5593, 20, 1, false, -1}, // 501 LoRAConfig.rank
-    {7421, 0, 7427, 167, 3, false, -1}, // 502 LoRAConfig.alpha
-    {7432, 0, 3925, 167, 7, false, -1}, // 503 LoRAConfig.dropout
-    {7440, 0, 7455, 165, 0, false, -1}, // 504 LoRAConfig.target_modules
-    {7582, 0, 7598, 165, 0, false, -1}, // 505 LoRAConfig.modules_to_save
-    {7612, 0, 32, 21, 0, false, -1}, // 506 DebugModelConfig.num_layers
-    {7623, 0, 112, 9, 0, false, -1}, // 507 DebugModelConfig.random_init
-    {7635, 0, 112, 9, 0, false, -1}, // 508 DebugModelConfig.force_balanced_routing
-    {7675, 0, 112, 9, 0, false, -1}, // 509 LossMaskConfig.system
-    {7682, 0, 112, 9, 0, false, -1}, // 510 LossMaskConfig.user
-    {7687, 0, 960, 9, 0, false, -1}, // 511 LossMaskConfig.assistant
-    {7697, 0, 112, 9, 0, false, -1}, // 512 LossMaskConfig.tool
-    {1532, 0, 1536, 119, 0, false, 77}, // 513 EvalSourceConfig.env
-    {1562, 0, 1568, 120, 0, false, 76}, // 514 EvalSourceConfig.serve
-    {1629, 0, 32, 121, 0, false, -1}, // 515 EvalSourceConfig.name
-    {7717, 0, 3716, 167, 4, false, -1}, // 516 EvalSourceConfig.ratio
-    {3414, 0, 7723, 174, 0, false, 93}, // 517 EvalSourceConfig.sampling
-    {3458, 0, 3471, 20, 0, false, -1}, // 518 EvalSourceConfig.num_examples
-    {1092, 0, 1103, 20, 1, false, -1}, // 519 EvalSourceConfig.group_size
-    {1707, 0, 3474, 20, 1, false, -1}, // 520 EvalSourceConfig.interval
-    {7761, 0, 32, 176, 8, false, -1}, // 521 EvalSamplingConfig.temperature
-    {7773, 0, 32, 176, 0, false, -1}, // 522 EvalSamplingConfig.top_p
-    {7779, 0, 32, 21, 0, false, -1}, // 523 EvalSamplingConfig.top_k
-    {7785, 0, 32, 176, 3, false, -1}, // 524 EvalSamplingConfig.min_p
-    {7791, 0, 32, 21, 0, false, -1}, // 525 EvalSamplingConfig.max_completion_tokens
-    {7813, 0, 32, 243, 0, false, -1}, // 526 EvalSamplingConfig.reasoning_effort
-    {7830, 0, 46, 192, 0, false, -1}, // 527 EvalSamplingConfig.extra_body
-    {7860, 0, 7883, 20, 0, false, -1}, // 528 ClientConfig.wait_for_ready_timeout
-    {7888, 0, 7897, 5, 0, false, -1}, // 529 ClientConfig.base_url
-    {7924, 0, 7936, 5, 0, false, -1}, // 530 ClientConfig.api_key_var
-    {7951, 0, 46, 6, 0, false, -1}, // 531 ClientConfig.headers
-    {7959, 0, 46, 6, 0, false, -1}, // 532 ClientConfig.headers_from_env
-    {7976, 0, 46, 6, 0, false, -1}, // 533 ClientConfig.extra_headers_from_state
-    {8001, 0, 112, 9, 0, false, -1}, // 534 ClientConfig.skip_model_check
-    {8018, 0, 32, 166, 0, false, -1}, // 535 ClientConfig.admin_base_url
-    {6840, 0, 2430, 5, 0, false, -1}, // 536 WandbMonitorConfig.project
-    {6848, 0, 32, 121, 0, false, -1}, // 537 WandbMonitorConfig.entity
-    {1629, 0, 32, 121, 0, false, -1}, // 538 WandbMonitorConfig.name
-    {6855, 0, 32, 121, 0, false, -1}, // 539 WandbMonitorConfig.group
-    {6861, 0, 32, 166, 0, false, -1}, // 540 WandbMonitorConfig.tags
-    {6866, 0, 112, 9, 0, false, -1}, // 541 WandbMonitorConfig.offline
-    {1032, 0, 4370, 20, 1, false, -1}, // 542 FakeDataLoaderConfig.batch_size
-    {8065, 0, 112, 9, 0, false, -1}, // 543 FakeDataLoaderConfig.generate_samples
-    {3386, 0, 8103, 245, 0, false, -1}, // 544 SamplingConfig.source
-    {1907, 0, 3884, 182, 0, false, -1}, // 545 LinearLengthPenaltyConfig.type
-    {8127, 0, 8152, 167, 9, false, -1}, // 546 LinearLengthPenaltyConfig.num_output_tokens_weight
-    {8157, 0, 4517, 167, 9, false, -1}, // 547 LinearLengthPenaltyConfig.num_input_tokens_weight
-    {8181, 0, 4517, 167, 9, false, -1}, // 548 LinearLengthPenaltyConfig.num_turns_weight
-    {7675, 0, 32, 247, 0, false, -1}, // 549 EchoRolesConfig.system
-    {7682, 0, 32, 247, 0, false, -1}, // 550 EchoRolesConfig.user
-    {7687, 0, 32, 247, 0, false, -1}, // 551 EchoRolesConfig.assistant
-    {7697, 0, 32, 247, 0, false, -1}, // 552 EchoRolesConfig.tool
-    {4544, 0, 0, 5, 0, true, -1}, // 553 EchoFilterConfig.import_path
-    {4556, 0, 4563, 192, 0, false, -1}, // 554 EchoFilterConfig.kwargs
-    {7860, 0, 7883, 20, 0, false, -1}, // 555 FrozenModelConfig.wait_for_ready_timeout
-    {7888, 0, 7897, 5, 0, false, -1}, // 556 FrozenModelConfig.base_url
-    {7924, 0, 7936, 5, 0, false, -1}, // 557 FrozenModelConfig.api_key_var
-    {7951, 0, 46, 6, 0, false, -1}, // 558 FrozenModelConfig.headers
-    {7959, 0, 46, 6, 0, false, -1}, // 559 FrozenModelConfig.headers_from_env
-    {7976, 0, 46, 6, 0, false, -1}, // 560 FrozenModelConfig.extra_headers_from_state
-    {8001, 0, 112, 9, 0, false, -1}, // 561 FrozenModelConfig.skip_model_check
-    {8018, 0, 32, 166, 0, false, -1}, // 562 FrozenModelConfig.admin_base_url
-    {1629, 0, 0, 5, 0, true, -1}, // 563 FrozenModelConfig.name
-    {1629, 0, 32, 121, 0, false, -1}, // 564 LoRAConfig.name
-    {7416, 0, 32, 21, 1, false, -1}, // 565 LoRAConfig.rank
-    {7421, 0, 32, 176, 3, false, -1}, // 566 LoRAConfig.alpha
-    {1532, 0, 1536, 119, 0, false, 77}, // 567 TrainSourceConfig.env
-    {1562, 0, 1568, 120, 0, false, 76}, // 568 TrainSourceConfig.serve
-    {1629, 0, 32, 121, 0, false, -1}, // 569 TrainSourceConfig.name
-    {7717, 0, 3716, 167, 4, false, -1}, // 570 TrainSourceConfig.ratio
-    {3414, 0, 5098, 211, 0, false, 104}, // 571 TrainSourceConfig.sampling
-    {1092, 0, 1103, 20, 1, false, -1}, // 572 TrainSourceConfig.group_size
-    {851, 0, 32, 248, 0, false, -1}, // 573 TrainSourceConfig.algo
-    {8275, 0, 32, 250, 0, false, -1}, // 574 TrainSourceConfig.curriculum
-    {7761, 0, 3716, 167, 8, false, -1}, // 575 TrainSamplingConfig.temperature
-    {7791, 0, 32, 21, 0, false, -1}, // 576 TrainSamplingConfig.max_completion_tokens
-    {7830, 0, 46, 192, 0, false, -1}, // 577 TrainSamplingConfig.extra_body
-    {8324, 0, 0, 20, 4, true, -1}, // 578 CPUOffloadTier.num_bytes
-    {6892, 0, 0, 8, 0, true, -1}, // 579 DiskOffloadTier.path
-    {1907, 0, 8365, 251, 0, false, -1}, // 580 StaticPoolConfig.type
-    {3125, 0, 8374, 20, 1, false, -1}, // 581 StaticPoolConfig.num_workers
-    {1907, 0, 8393, 252, 0, false, -1}, // 582 ElasticPoolConfig.type
-    {8403, 0, 32, 21, 0, false, -1}, // 583 ElasticPoolConfig.max_workers
-    {8415, 0, 3104, 20, 1, false, -1}, // 584 ElasticPoolConfig.multiplex
-    {6632, 0, 6163, 5, 0, false, -1}, // 585 TasksetConfig.id
-    {8443, 0, 8448, 253, 0, false, 118}, // 586 TasksetConfig.task
-    {8461, 0, 32, 64, 0, false, -1}, // 587 TasksetConfig.system_prompt
-    {8518, 0, 32, 176, 0, false, -1}, // 588 TimeoutConfig.episode
-    {8526, 0, 32, 176, 0, false, -1}, // 589 TimeoutConfig.finalize
-    {8574, 0, 3187, 20, 3, false, -1}, // 590 RetryConfig.max_retries
-    {8586, 0, 3393, 165, 0, false, -1}, // 591 RetryConfig.include
-    {2506, 0, 3393, 165, 0, false, -1}, // 592 RetryConfig.exclude
-    {1907, 0, 8635, 254, 0, false, -1}, // 593 InterceptionServerConfig.type
-    {8644, 0, 8651, 257, 0, false, 119}, // 594 InterceptionServerConfig.tunnel
-    {1907, 0, 8365, 251, 0, false, -1}, // 595 StaticInterceptionPoolConfig.type
-    {8729, 0, 0, 258, 6, true, -1}, // 596 StaticInterceptionPoolConfig.servers
-    {1907, 0, 8393, 252, 0, false, -1}, // 597 ElasticInterceptionPoolConfig.type
-    {8415, 0, 8797, 20, 1, false, -1}, // 598 ElasticInterceptionPoolConfig.multiplex
-    {8830, 0, 32, 260, 0, false, -1}, // 599 AgentConfig.harness
-    {8838, 0, 8846, 265, 0, false, 124}, // 600 AgentConfig.runtime
-    {184, 0, 32, 121, 0, false, -1}, // 601 AgentConfig.model
-    {3514, 0, 32, 269, 0, false, -1}, // 602 AgentConfig.client
-    {3414, 0, 32, 271, 0, false, -1}, // 603 AgentConfig.sampling
-    {8860, 0, 32, 21, 0, false, -1}, // 604 AgentConfig.max_turns
-    {8870, 0, 32, 21, 0, false, -1}, // 605 AgentConfig.max_input_tokens
-    {8887, 0, 32, 21, 0, false, -1}, // 606 AgentConfig.max_output_tokens
-    {8905, 0, 32, 21, 0, false, -1}, // 607 AgentConfig.max_total_tokens
-    {1991, 0, 6659, 272, 0, false, 129}, // 608 AgentConfig.timeout
-    {6675, 0, 6683, 231, 0, false, 111}, // 609 AgentConfig.retries
-    {7421, 0, 4517, 167, 4, false, -1}, // 610 EchoRoleConfig.alpha
-    {8976, 0, 8984, 275, 0, false, 130}, // 611 CurriculumConfig.sampler
-    {9022, 0, 4563, 277, 0, false, -1}, // 612 CurriculumConfig.gates
-    {9045, 0, 3393, 279, 0, false, -1}, // 613 TaskConfig.judges
-    {9052, 0, 4563, 281, 0, false, -1}, // 614 TaskConfig.stops
-    {9058, 0, 4563, 281, 0, false, -1}, // 615 TaskConfig.metrics
-    {9066, 0, 4563, 283, 0, false, -1}, // 616 TaskConfig.rewards
-    {1907, 0, 9111, 284, 0, false, -1}, // 617 PrimeTunnelConfig.type
-    {1907, 0, 4535, 191, 0, false, -1}, // 618 CustomTunnelConfig.type
-    {4321, 0, 0, 5, 0, true, -1}, // 619 CustomTunnelConfig.url
-    {1980, 0, 0, 20, 2, true, -1}, // 620 CustomTunnelConfig.port
-    {6632, 0, 9235, 5, 0, false, -1}, // 621 HarnessConfig.id
-    {1532, 0, 4563, 6, 0, false, -1}, // 622 HarnessConfig.env
-    {9242, 0, 3393, 165, 0, false, -1}, // 623 HarnessConfig.forward_env
-    {9254, 0, 9267, 167, 10, false, -1}, // 624 HarnessConfig.tool_timeout
-    {9273, 0, 32, 166, 0, false, -1}, // 625 HarnessConfig.disabled_tools
-    {9288, 0, 3393, 285, 0, false, -1}, // 626 HarnessConfig.skills
-    {1907, 0, 9338, 286, 0, false, -1}, // 627 SubprocessConfig.type
-    {9401, 0, 9407, 165, 0, false, -1}, // 628 DockerConfig.allow
-    {9437, 0, 3393, 165, 0, false, -1}, // 629 DockerConfig.block
-    {1907, 0, 9443, 287, 0, false, -1}, // 630 DockerConfig.type
-    {9452, 0, 9458, 5, 0, false, -1}, // 631 DockerConfig.image
-    {9477, 0, 9485, 5, 0, false, -1}, // 632 DockerConfig.workdir
-    {6095, 0, 32, 176, 0, false, -1}, // 633 DockerConfig.cpu
-    {9492, 0, 32, 176, 0, false, -1}, // 634 DockerConfig.memory
-    {9499, 0, 32, 121, 0, false, -1}, // 635 DockerConfig.gpu
-    {6099, 0, 32, 176, 0, false, -1}, // 636 DockerConfig.disk
-    {9401, 0, 9407, 165, 0, false, -1}, // 637 PrimeConfig.allow
-    {9437, 0, 3393, 165, 0, false, -1}, // 638 PrimeConfig.block
-    {1907, 0, 9111, 284, 0, false, -1}, // 639 PrimeConfig.type
-    {9452, 0, 9458, 5, 0, false, -1}, // 640 PrimeConfig.image
-    {9477, 0, 9485, 5, 0, false, -1}, // 641 PrimeConfig.workdir
-    {9545, 0, 960, 9, 0, false, -1}, // 642 PrimeConfig.vm
-    {9548, 0, 112, 9, 0, false, -1}, // 643 PrimeConfig.guaranteed
-    {9559, 0, 32, 121, 0, false, -1}, // 644 PrimeConfig.region
-    {9566, 0, 3393, 165, 0, false, -1}, // 645 PrimeConfig.labels
-    {6095, 0, 3716, 167, 0, false, -1}, // 646 PrimeConfig.cpu
-    {9492, 0, 9573, 167, 0, false, -1}, // 647 PrimeConfig.memory
-    {9499, 0, 32, 121, 0, false, -1}, // 648 PrimeConfig.gpu
-    {6099, 0, 9577, 167, 0, false, -1}, // 649 PrimeConfig.disk
-    {9581, 0, 611, 176, 0, false, -1}, // 650 PrimeConfig.idle_timeout
-    {9594, 0, 32, 21, 0, false, -1}, // 651 PrimeConfig.creates_per_min
-    {1907, 0, 9650, 288, 0, false, -1}, // 652 ModalConfig.type
-    {9452, 0, 9458, 5, 0, false, -1}, // 653 ModalConfig.image
-    {9477, 0, 9485, 5, 0, false, -1}, // 654 ModalConfig.workdir
-    {9658, 0, 960, 9, 0, false, -1}, // 655 ModalConfig.network_access
-    {9559, 0, 32, 121, 0, false, -1}, // 656 ModalConfig.region
-    {6095, 0, 3716, 167, 0, false, -1}, // 657 ModalConfig.cpu
-    {9492, 0, 9573, 167, 0, false, -1}, // 658 ModalConfig.memory
-    {9499, 0, 32, 121, 0, false, -1}, // 659 ModalConfig.gpu
-    {6099, 0, 9577, 167, 0, false, -1}, // 660 ModalConfig.disk
-    {9673, 0, 9689, 176, 0, false, -1}, // 661 ModalConfig.creates_per_sec
-    {7888, 0, 9734, 5, 0, false, -1}, // 662 EvalClientConfig.base_url
-    {7924, 0, 9762, 5, 0, false, -1}, // 663 EvalClientConfig.api_key_var
-    {7951, 0, 4563, 6, 0, false, -1}, // 664 EvalClientConfig.headers
-    {1907, 0, 9778, 289, 0, false, -1}, // 665 EvalClientConfig.type
-    {7888, 0, 9734, 5, 0, false, -1}, // 666 TrainClientConfig.base_url
-    {7924, 0, 9762, 5, 0, false, -1}, // 667 TrainClientConfig.api_key_var
-    {7951, 0, 4563, 6, 0, false, -1}, // 668 TrainClientConfig.headers
-    {1907, 0, 9830, 290, 0, false, -1}, // 669 TrainClientConfig.type
-    {368, 0, 32, 37, 0, false, -1}, // 670 TrainClientConfig.renderer
-    {9838, 0, 32, 121, 0, false, -1}, // 671 TrainClientConfig.renderer_model_name
-    {8415, 0, 9858, 20, 1, false, -1}, // 672 TrainClientConfig.multiplex
-    {7761, 0, 32, 176, 0, false, -1}, // 673 SamplingConfig.temperature
-    {7773, 0, 32, 176, 0, false, -1}, // 674 SamplingConfig.top_p
-    {7813, 0, 32, 121, 0, false, -1}, // 675 SamplingConfig.reasoning_effort
-    {9880, 9891, 32, 21, 0, false, -1}, // 676 SamplingConfig.max_tokens
-    {9943, 0, 32, 176, 0, false, -1}, // 677 TimeoutConfig.setup
-    {9949, 0, 32, 176, 0, false, -1}, // 678 TimeoutConfig.rollout
-    {8526, 0, 32, 176, 0, false, -1}, // 679 TimeoutConfig.finalize
-    {9957, 0, 32, 176, 0, false, -1}, // 680 TimeoutConfig.scoring
-    {1907, 0, 9965, 291, 0, false, -1}, // 681 StandardSamplerConfig.type
-    {1907, 0, 9998, 292, 0, false, -1}, // 682 DifficultyPoolSamplerConfig.type
-    {10016, 0, 10022, 294, 0, false, -1}, // 683 DifficultyPoolSamplerConfig.pools
-    {3182, 0, 10063, 20, 0, false, -1}, // 684 DifficultyPoolSamplerConfig.seed
-    {1907, 0, 10094, 295, 0, false, -1}, // 685 AdvRangeGateConfig.type
-    {10112, 0, 3925, 167, 0, false, -1}, // 686 AdvRangeGateConfig.reject_min
-    {10123, 0, 3925, 167, 0, false, -1}, // 687 AdvRangeGateConfig.reject_max
-    {7888, 0, 9734, 5, 0, false, -1}, // 688 JudgeConfig.base_url
-    {7924, 0, 9762, 5, 0, false, -1}, // 689 JudgeConfig.api_key_var
-    {7951, 0, 4563, 6, 0, false, -1}, // 690 JudgeConfig.headers
-    {6632, 0, 6163, 5, 0, false, -1}, // 691 JudgeConfig.id
-    {1629, 0, 6163, 5, 0, false, -1}, // 692 JudgeConfig.name
-    {10153, 0, 3716, 167, 11, false, -1}, // 693 JudgeConfig.weight
-    {184, 0, 10160, 5, 0, false, -1}, // 694 JudgeConfig.model
-    {3414, 0, 4636, 270, 0, false, 128}, // 695 JudgeConfig.sampling
-    {10182, 0, 32, 64, 0, false, -1}, // 696 JudgeConfig.prompt
-    {10228, 0, 32, 121, 0, false, -1}, // 697 DecoratedFunctionConfig.fn
-    {10231, 0, 32, 21, 0, false, -1}, // 698 DecoratedFunctionConfig.priority
-    {10228, 0, 32, 121, 0, false, -1}, // 699 RewardFunctionConfig.fn
-    {10231, 0, 32, 21, 0, false, -1}, // 700 RewardFunctionConfig.priority
-    {10153, 0, 32, 176, 11, false, -1}, // 701 RewardFunctionConfig.weight
-    {10285, 0, 0, 167, 0, true, -1}, // 702 DifficultyPoolConfig.threshold
-    {10153, 0, 0, 167, 3, true, -1}, // 703 DifficultyPoolConfig.weight
+    {184, 0, 1629, 5, 0, false, -1}, // 120 EvalsConfig.model
+    {423, 0, 0, 43, 0, true, -1}, // 121 EvalsConfig.eval
+    {1647, 0, 32, 122, 0, false, -1}, // 122 EvalsConfig.online
+    {218, 0, 32, 49, 0, false, -1}, // 123 EvalsConfig.weight_broadcast
+    {79, 0, 90, 8, 0, false, -1}, // 124 EvalsConfig.output_dir
+    {118, 0, 893, 92, 0, false, 60}, // 125 EvalsConfig.log
+    {152, 0, 503, 62, 0, false, 39}, // 126 EvalsConfig.monitors
+    {1689, 0, 32, 123, 0, false, -1}, // 127 RunConfig.name
+    {1694, 0, 32, 123, 0, false, -1}, // 128 RunConfig.dir
+    {1732, 0, 32, 123, 0, false, -1}, // 129 SharedLogConfig.level
+    {1738, 0, 112, 9, 0, false, -1}, // 130 SharedLogConfig.json_logging
+    {79, 0, 32, 64, 0, false, -1}, // 131 SharedCheckpointConfig.output_dir
+    {1767, 0, 32, 21, 0, false, -1}, // 132 SharedCheckpointConfig.interval
+    {1776, 0, 32, 21, 1, false, -1}, // 133 SharedCheckpointConfig.keep_last
+    {1786, 0, 32, 21, 1, false, -1}, // 134 SharedCheckpointConfig.keep_interval
+    {1823, 0, 32, 21, 1, false, -1}, // 135 ResumeConfig.step
+    {1694, 0, 32, 64, 0, false, -1}, // 136 ResumeConfig.dir
+    {1841, 0, 32, 125, 0, false, -1}, // 137 SharedMonitorsConfig.wandb
+    {1847, 0, 32, 127, 0, false, -1}, // 138 SharedMonitorsConfig.file
+    {1852, 0, 32, 129, 0, false, -1}, // 139 SharedMonitorsConfig.prime
+    {1689, 0, 1629, 5, 0, false, -1}, // 140 SharedModelConfig.name
+    {1879, 0, 32, 131, 0, false, -1}, // 141 SharedModelConfig.vlm
+    {1689, 0, 32, 123, 0, false, -1}, // 142 TokenizerConfig.name
+    {1901, 0, 32, 132, 0, false, -1}, // 143 TokenizerConfig.trust_remote_code
+    {1919, 0, 32, 123, 0, false, -1}, // 144 TokenizerConfig.chat_template
+    {1949, 0, 1954, 133, 0, false, -1}, // 145 SharedFileSystemWeightBroadcastConfig.type
+    {2005, 0, 2010, 5, 0, false, -1}, // 146 SharedNCCLWeightBroadcastConfig.host
+    {2022, 0, 2027, 20, 0, false, -1}, // 147 SharedNCCLWeightBroadcastConfig.port
+    {2033, 0, 2041, 20, 0, false, -1}, // 148 SharedNCCLWeightBroadcastConfig.timeout
+    {1949, 0, 2046, 134, 0, false, -1}, // 149 SharedNCCLWeightBroadcastConfig.type
+    {2053, 0, 112, 9, 0, false, -1}, // 150 SharedNCCLWeightBroadcastConfig.quantize_in_weight_transfer
+    {2005, 0, 2010, 5, 0, false, -1}, // 151 SharedNIXLWeightBroadcastConfig.host
+    {2022, 0, 2113, 20, 0, false, -1}, // 152 SharedNIXLWeightBroadcastConfig.port
+    {2033, 0, 2041, 20, 0, false, -1}, // 153 SharedNIXLWeightBroadcastConfig.timeout
+    {1949, 0, 2118, 135, 0, false, -1}, // 154 SharedNIXLWeightBroadcastConfig.type
+    {2125, 0, 2136, 5, 0, false, -1}, // 155 SharedNIXLWeightBroadcastConfig.session_id
+    {1949, 0, 1954, 133, 0, false, -1}, // 156 FileSystemTransportConfig.type
+    {1949, 0, 2204, 136, 0, false, -1}, // 157 ZMQTransportConfig.type
+    {2005, 0, 2010, 5, 0, false, -1}, // 158 ZMQTransportConfig.host
+    {2022, 0, 2210, 20, 0, false, -1}, // 159 ZMQTransportConfig.port
+    {2215, 0, 2219, 20, 0, false, -1}, // 160 ZMQTransportConfig.hwm
+    {2241, 0, 1168, 20, 0, false, -1}, // 161 SingleNodeDeploymentConfig.gpus_per_node
+    {1949, 0, 2255, 137, 0, false, -1}, // 162 SingleNodeDeploymentConfig.type
+    {2269, 0, 1103, 20, 0, false, -1}, // 163 SingleNodeDeploymentConfig.num_train_gpus
+    {2284, 0, 1103, 20, 0, false, -1}, // 164 SingleNodeDeploymentConfig.num_infer_gpus
+    {2241, 0, 1168, 20, 0, false, -1}, // 165 MultiNodeDeploymentConfig.gpus_per_node
+    {1949, 0, 2326, 138, 0, false, -1}, // 166 MultiNodeDeploymentConfig.type
+    {2339, 0, 0, 20, 0, true, -1}, // 167 MultiNodeDeploymentConfig.num_train_nodes
+    {2355, 0, 32, 21, 3, false, -1}, // 168 MultiNodeDeploymentConfig.num_infer_nodes
+    {2371, 0, 1103, 20, 1, false, -1}, // 169 MultiNodeDeploymentConfig.num_infer_replicas
+    {2390, 0, 32, 21, 0, false, -1}, // 170 MultiNodeDeploymentConfig.nodes_per_fsdp_group
+    {2411, 0, 112, 9, 0, false, -1}, // 171 MultiNodeDeploymentConfig.orchestrator_on_inference
+    {2463, 0, 2472, 5, 0, false, -1}, // 172 SlurmConfig.job_name
+    {2483, 0, 2495, 8, 0, false, -1}, // 173 SlurmConfig.project_dir
+    {2505, 0, 32, 64, 0, false, -1}, // 174 SlurmConfig.template_path
+    {2519, 0, 2529, 5, 0, false, -1}, // 175 SlurmConfig.partition
+    {2539, 0, 32, 123, 0, false, -1}, // 176 SlurmConfig.nodelist
+    {2548, 0, 32, 123, 0, false, -1}, // 177 SlurmConfig.exclude
+    {2556, 0, 32, 123, 0, false, -1}, // 178 SlurmConfig.account
+    {2564, 0, 32, 123, 0, false, -1}, // 179 SlurmConfig.time
+    {2569, 0, 32, 123, 0, false, -1}, // 180 SlurmConfig.pre_run_command
+    {2585, 0, 611, 20, 3, false, -1}, // 181 SlurmConfig.cleanup_grace_period
+    {2606, 0, 960, 9, 0, false, -1}, // 182 SlurmConfig.shared_fs
+    {1689, 0, 1629, 5, 0, false, -1}, // 183 ModelConfig.name
+    {1901, 0, 112, 9, 0, false, -1}, // 184 ModelConfig.trust_remote_code
+    {1879, 0, 32, 131, 0, false, -1}, // 185 ModelConfig.vlm
+    {2628, 0, 32, 64, 0, false, -1}, // 186 ModelConfig.conversion_dir
+    {210, 0, 1105, 20, 0, false, -1}, // 187 ModelConfig.seq_len
+    {2643, 0, 2648, 139, 0, false, -1}, // 188 ModelConfig.attn
+    {2655, 0, 2663, 141, 0, false, 84}, // 189 ModelConfig.compile
+    {2679, 0, 2682, 143, 0, false, 85}, // 190 ModelConfig.ac
+    {2711, 0, 2725, 145, 0, false, 86}, // 191 ModelConfig.ac_offloading
+    {2754, 0, 112, 9, 0, false, -1}, // 192 ModelConfig.fsdp_cpu_offload
+    {2771, 0, 960, 9, 0, false, -1}, // 193 ModelConfig.optim_cpu_offload
+    {2789, 0, 32, 37, 0, false, -1}, // 194 ModelConfig.full_offload
+    {2802, 0, 960, 9, 0, false, -1}, // 195 ModelConfig.reshard_after_forward
+    {2824, 0, 1103, 20, 0, false, -1}, // 196 ModelConfig.dp_replicate
+    {2837, 0, 2648, 147, 0, false, -1}, // 197 ModelConfig.ep
+    {2840, 0, 2856, 148, 0, false, -1}, // 198 ModelConfig.ep_comm_backend
+    {2864, 0, 2879, 20, 1, false, -1}, // 199 ModelConfig.deepep_num_sms
+    {2882, 0, 32, 21, 1, false, -1}, // 200 ModelConfig.deepep_token_chunk_size
+    {2906, 0, 1103, 20, 0, false, -1}, // 201 ModelConfig.cp
+    {2909, 0, 2918, 149, 0, false, -1}, // 202 ModelConfig.cp_style
+    {2925, 0, 2648, 150, 0, false, -1}, // 203 ModelConfig.impl
+    {2930, 0, 2949, 151, 0, false, -1}, // 204 ModelConfig.optimization_dtype
+    {2959, 0, 2949, 151, 0, false, -1}, // 205 ModelConfig.reduce_dtype
+    {2972, 0, 2949, 151, 0, false, -1}, // 206 ModelConfig.moe_router_dtype
+    {2989, 0, 960, 9, 0, false, -1}, // 207 ModelConfig.moe_use_grouped_mm
+    {3008, 0, 112, 9, 0, false, -1}, // 208 ModelConfig.moe_fused_kernel
+    {3025, 0, 32, 155, 0, false, -1}, // 209 ModelConfig.quantization
+    {3038, 0, 32, 157, 0, false, -1}, // 210 ModelConfig.index_cache
+    {3050, 0, 112, 9, 0, false, -1}, // 211 ModelConfig.freeze_moe_router
+    {3068, 0, 32, 159, 0, false, -1}, // 212 ModelConfig.lora
+    {3073, 0, 3079, 160, 0, false, 92}, // 213 ModelConfig.debug
+    {3098, 0, 3129, 162, 0, false, -1}, // 214 ModelConfig.fused_lm_head_token_chunk_size
+    {1032, 0, 3146, 20, 1, false, -1}, // 215 FakeDataConfig.batch_size
+    {210, 0, 3146, 20, 1, false, -1}, // 216 FakeDataConfig.seq_len
+    {3150, 0, 1103, 20, 1, false, -1}, // 217 FakeDataConfig.micro_batch_size
+    {3167, 0, 1103, 20, 1, false, -1}, // 218 FakeDataConfig.num_workers
+    {1949, 0, 3179, 163, 0, false, -1}, // 219 FakeDataConfig.type
+    {3186, 0, 3193, 164, 0, false, -1}, // 220 FakeDataConfig.length
+    {3201, 0, 3211, 165, 0, false, -1}, // 221 FakeDataConfig.input_ids
+    {3224, 0, 3229, 20, 0, false, -1}, // 222 FakeDataConfig.seed
+    {1032, 0, 3146, 20, 1, false, -1}, // 223 SFTDataConfig.batch_size
+    {210, 0, 3146, 20, 1, false, -1}, // 224 SFTDataConfig.seq_len
+    {3150, 0, 1103, 20, 1, false, -1}, // 225 SFTDataConfig.micro_batch_size
+    {3167, 0, 1103, 20, 1, false, -1}, // 226 SFTDataConfig.num_workers
+    {1949, 0, 3246, 166, 0, false, -1}, // 227 SFTDataConfig.type
+    {1689, 0, 3252, 5, 0, false, -1}, // 228 SFTDataConfig.name
+    {3286, 0, 32, 168, 0, false, -1}, // 229 SFTDataConfig.subsets
+    {3294, 0, 32, 168, 0, false, -1}, // 230 SFTDataConfig.splits
+    {3301, 0, 32, 171, 0, false, -1}, // 231 SFTDataConfig.probabilities
+    {3315, 0, 3333, 172, 0, false, -1}, // 232 SFTDataConfig.stopping_strategy
+    {3349, 0, 960, 9, 0, false, -1}, // 233 SFTDataConfig.shuffle
+    {3224, 0, 3229, 20, 0, false, -1}, // 234 SFTDataConfig.seed
+    {3357, 0, 3367, 173, 0, false, 93}, // 235 SFTDataConfig.loss_mask
+    {1767, 0, 3398, 20, 1, false, -1}, // 236 SFTValConfig.interval
+    {3401, 0, 112, 9, 0, false, -1}, // 237 SFTValConfig.eval_on_start
+    {398, 0, 0, 39, 0, true, -1}, // 238 SFTValConfig.data
+    {3428, 0, 3435, 175, 0, false, -1}, // 239 EvalsEvalConfig.source
+    {3456, 0, 3465, 176, 0, false, 95}, // 240 EvalsEvalConfig.sampling
+    {3500, 0, 3513, 20, 0, false, -1}, // 241 EvalsEvalConfig.num_examples
+    {1092, 0, 1103, 20, 1, false, -1}, // 242 EvalsEvalConfig.group_size
+    {1767, 0, 3516, 20, 1, false, -1}, // 243 EvalsEvalConfig.interval
+    {3520, 0, 112, 9, 0, false, -1}, // 244 EvalsEvalConfig.skip_first_step
+    {3536, 0, 112, 9, 0, false, -1}, // 245 EvalsEvalConfig.retrigger_on_resume
+    {3556, 0, 3563, 177, 0, false, 96}, // 246 EvalsEvalConfig.client
+    {1006, 0, 1027, 20, 2, false, -1}, // 247 EvalsEvalConfig.env_server_base_port
+    {1060, 0, 1072, 103, 0, false, 66}, // 248 EvalsEvalConfig.concurrency
+    {1949, 0, 1954, 133, 0, false, -1}, // 249 FileSystemWeightBroadcastConfig.type
+    {2005, 0, 2010, 5, 0, false, -1}, // 250 NCCLWeightBroadcastConfig.host
+    {2022, 0, 2027, 20, 0, false, -1}, // 251 NCCLWeightBroadcastConfig.port
+    {2033, 0, 2041, 20, 0, false, -1}, // 252 NCCLWeightBroadcastConfig.timeout
+    {3626, 0, 1103, 20, 0, false, -1}, // 253 NCCLWeightBroadcastConfig.inference_world_size
+    {1949, 0, 2046, 134, 0, false, -1}, // 254 NCCLWeightBroadcastConfig.type
+    {2053, 0, 112, 9, 0, false, -1}, // 255 NCCLWeightBroadcastConfig.quantize_in_weight_transfer
+    {2005, 0, 2010, 5, 0, false, -1}, // 256 NIXLWeightBroadcastConfig.host
+    {2022, 0, 2113, 20, 0, false, -1}, // 257 NIXLWeightBroadcastConfig.port
+    {2033, 0, 2041, 20, 0, false, -1}, // 258 NIXLWeightBroadcastConfig.timeout
+    {3626, 0, 1103, 20, 0, false, -1}, // 259 NIXLWeightBroadcastConfig.inference_world_size
+    {1949, 0, 2118, 135, 0, false, -1}, // 260 NIXLWeightBroadcastConfig.type
+    {2125, 0, 2136, 5, 0, false, -1}, // 261 NIXLWeightBroadcastConfig.session_id
+    {3699, 0, 3702, 169, 3, false, -1}, // 262 SGDConfig.lr
+    {3708, 0, 3721, 169, 3, false, -1}, // 263 SGDConfig.weight_decay
+    {3726, 0, 3735, 178, 3, false, -1}, // 264 SGDConfig.max_norm
+    {1949, 0, 3739, 179, 0, false, -1}, // 265 SGDConfig.type
+    {3745, 0, 960, 9, 0, false, -1}, // 266 SGDConfig.nesterov
+    {3754, 0, 3763, 169, 0, false, -1}, // 267 SGDConfig.momentum
+    {3699, 0, 3702, 169, 3, false, -1}, // 268 AdamWConfig.lr
+    {3708, 0, 3721, 169, 3, false, -1}, // 269 AdamWConfig.weight_decay
+    {3726, 0, 3735, 178, 3, false, -1}, // 270 AdamWConfig.max_norm
+    {1949, 0, 3777, 180, 0, false, -1}, // 271 AdamWConfig.type
+    {3785, 0, 3763, 169, 3, false, -1}, // 272 AdamWConfig.betas1
+    {3792, 0, 3799, 169, 3, false, -1}, // 273 AdamWConfig.betas2
+    {3699, 0, 3702, 169, 3, false, -1}, // 274 MuonConfig.lr
+    {3708, 0, 3721, 169, 3, false, -1}, // 275 MuonConfig.weight_decay
+    {3726, 0, 3735, 178, 3, false, -1}, // 276 MuonConfig.max_norm
+    {1949, 0, 3817, 181, 0, false, -1}, // 277 MuonConfig.type
+    {3824, 0, 3827, 169, 3, false, -1}, // 278 MuonConfig.mu
+    {3785, 0, 3763, 169, 3, false, -1}, // 279 MuonConfig.betas1
+    {3792, 0, 3827, 169, 3, false, -1}, // 280 MuonConfig.betas2
+    {3699, 0, 3702, 169, 3, false, -1}, // 281 SignSGDConfig.lr
+    {3708, 0, 3721, 169, 3, false, -1}, // 282 SignSGDConfig.weight_decay
+    {3726, 0, 3735, 178, 3, false, -1}, // 283 SignSGDConfig.max_norm
+    {1949, 0, 3843, 182, 0, false, -1}, // 284 SignSGDConfig.type
+    {1949, 0, 3868, 183, 0, false, -1}, // 285 ConstantSchedulerConfig.type
+    {1949, 0, 3903, 184, 0, false, -1}, // 286 LinearSchedulerConfig.type
+    {3912, 0, 2219, 20, 3, false, -1}, // 287 LinearSchedulerConfig.warmup_steps
+    {3925, 0, 2219, 20, 3, false, -1}, // 288 LinearSchedulerConfig.decay_steps
+    {3937, 0, 3944, 169, 3, false, -1}, // 289 LinearSchedulerConfig.min_lr
+    {1949, 0, 3970, 185, 0, false, -1}, // 290 CosineSchedulerConfig.type
+    {3912, 0, 2219, 20, 3, false, -1}, // 291 CosineSchedulerConfig.warmup_steps
+    {3937, 0, 3944, 169, 3, false, -1}, // 292 CosineSchedulerConfig.min_lr
+    {79, 0, 32, 64, 0, false, -1}, // 293 CheckpointConfig.output_dir
+    {1767, 0, 32, 21, 1, false, -1}, // 294 CheckpointConfig.interval
+    {1776, 0, 32, 21, 1, false, -1}, // 295 CheckpointConfig.keep_last
+    {1786, 0, 32, 21, 1, false, -1}, // 296 CheckpointConfig.keep_interval
+    {4001, 0, 112, 9, 0, false, -1}, // 297 CheckpointConfig.skip_progress
+    {4015, 0, 112, 9, 0, false, -1}, // 298 CheckpointConfig.skip_scheduler
+    {4030, 0, 112, 9, 0, false, -1}, // 299 CheckpointConfig.skip_dataloader
+    {4046, 0, 112, 9, 0, false, -1}, // 300 CheckpointConfig.skip_optimizer
+    {1732, 0, 4078, 5, 0, false, -1}, // 301 TrainerLogConfig.level
+    {4144, 0, 4153, 5, 0, false, -1}, // 302 TrainerLogConfig.vf_level
+    {1738, 0, 112, 9, 0, false, -1}, // 303 TrainerLogConfig.json_logging
+    {4222, 0, 112, 9, 0, false, -1}, // 304 TrainerLogConfig.log_data
+    {1767, 0, 4231, 169, 4, false, -1}, // 305 TrainerLogConfig.interval
+    {4236, 0, 4249, 186, 0, false, -1}, // 306 TrainerLogConfig.ranks_filter
+    {1841, 0, 32, 188, 0, false, -1}, // 307 MonitorsConfig.wandb
+    {1847, 0, 4270, 127, 0, false, 81}, // 308 MonitorsConfig.file
+    {1767, 0, 3398, 20, 1, false, -1}, // 309 GCConfig.interval
+    {4340, 0, 0, 5, 0, true, -1}, // 310 HeartbeatConfig.url
+    {2241, 0, 1168, 20, 0, false, -1}, // 311 SingleNodeDeploymentConfig.gpus_per_node
+    {1949, 0, 2255, 137, 0, false, -1}, // 312 SingleNodeDeploymentConfig.type
+    {2269, 0, 1103, 20, 0, false, -1}, // 313 SingleNodeDeploymentConfig.num_train_gpus
+    {2284, 4360, 1103, 20, 0, false, -1}, // 314 SingleNodeDeploymentConfig.num_infer_gpus
+    {2241, 0, 1168, 20, 0, false, -1}, // 315 MultiNodeDeploymentConfig.gpus_per_node
+    {1949, 0, 2326, 138, 0, false, -1}, // 316 MultiNodeDeploymentConfig.type
+    {2339, 0, 4389, 20, 1, false, -1}, // 317 MultiNodeDeploymentConfig.num_train_nodes
+    {2355, 4391, 3229, 20, 3, false, -1}, // 318 MultiNodeDeploymentConfig.num_infer_nodes
+    {2390, 0, 32, 21, 0, false, -1}, // 319 MultiNodeDeploymentConfig.nodes_per_fsdp_group
+    {4422, 0, 32, 190, 0, false, -1}, // 320 DataLoaderConfig.fake
+    {1949, 0, 2136, 191, 0, false, -1}, // 321 DefaultLossConfig.type
+    {4444, 0, 4458, 169, 3, false, -1}, // 322 DefaultLossConfig.dppo_mask_low
+    {4462, 0, 4458, 169, 3, false, -1}, // 323 DefaultLossConfig.dppo_mask_high
+    {4477, 0, 3735, 169, 3, false, -1}, // 324 DefaultLossConfig.adv_tau
+    {4485, 0, 4492, 169, 3, false, -1}, // 325 DefaultLossConfig.kl_tau
+    {1949, 0, 4516, 192, 0, false, -1}, // 326 IPOLossConfig.type
+    {4522, 0, 4536, 169, 3, false, -1}, // 327 IPOLossConfig.ipo_threshold
+    {4477, 0, 3735, 169, 3, false, -1}, // 328 IPOLossConfig.adv_tau
+    {4485, 0, 4492, 169, 3, false, -1}, // 329 IPOLossConfig.kl_tau
+    {1949, 0, 4554, 193, 0, false, -1}, // 330 CustomLossConfig.type
+    {4563, 0, 0, 5, 0, true, -1}, // 331 CustomLossConfig.import_path
+    {4575, 0, 4582, 194, 0, false, -1}, // 332 CustomLossConfig.kwargs
+    {2022, 0, 4620, 20, 2, false, -1}, // 333 MetricsServerConfig.port
+    {2005, 0, 4625, 5, 0, false, -1}, // 334 MetricsServerConfig.host
+    {3456, 0, 4655, 195, 0, false, 99}, // 335 GRPOAlgoConfig.sampling
+    {1949, 0, 4672, 196, 0, false, -1}, // 336 GRPOAlgoConfig.type
+    {4679, 0, 32, 198, 0, false, -1}, // 337 GRPOAlgoConfig.length_penalty
+    {3456, 0, 4655, 195, 0, false, 99}, // 338 EchoAlgoConfig.sampling
+    {1949, 0, 4736, 199, 0, false, -1}, // 339 EchoAlgoConfig.type
+    {4679, 0, 32, 198, 0, false, -1}, // 340 EchoAlgoConfig.length_penalty
+    {4743, 0, 4749, 200, 0, false, 101}, // 341 EchoAlgoConfig.roles
+    {4788, 0, 32, 202, 0, false, -1}, // 342 EchoAlgoConfig.filter
+    {3456, 0, 4655, 195, 0, false, 99}, // 343 MaxRLAlgoConfig.sampling
+    {1949, 0, 4810, 203, 0, false, -1}, // 344 MaxRLAlgoConfig.type
+    {3456, 0, 4655, 195, 0, false, 99}, // 345 RAEAlgoConfig.sampling
+    {1949, 0, 4835, 204, 0, false, -1}, // 346 RAEAlgoConfig.type
+    {4841, 0, 3827, 169, 5, false, -1}, // 347 RAEAlgoConfig.decay
+    {3456, 0, 4655, 195, 0, false, 99}, // 348 HierarchicalGRPOAlgoConfig.sampling
+    {1949, 0, 4861, 205, 0, false, -1}, // 349 HierarchicalGRPOAlgoConfig.type
+    {4881, 0, 0, 167, 6, true, -1}, // 350 HierarchicalGRPOAlgoConfig.episode_agents
+    {3456, 0, 4655, 195, 0, false, 99}, // 351 OPDAlgoConfig.sampling
+    {1949, 0, 4923, 206, 0, false, -1}, // 352 OPDAlgoConfig.type
+    {4929, 0, 0, 207, 0, true, -1}, // 353 OPDAlgoConfig.teacher
+    {3456, 0, 4655, 195, 0, false, 99}, // 354 OPSDAlgoConfig.sampling
+    {1949, 0, 4951, 208, 0, false, -1}, // 355 OPSDAlgoConfig.type
+    {4958, 0, 4967, 5, 0, false, -1}, // 356 OPSDAlgoConfig.demo_key
+    {4983, 0, 4992, 5, 0, false, -1}, // 357 OPSDAlgoConfig.template
+    {368, 0, 377, 37, 0, false, -1}, // 358 OPSDAlgoConfig.renderer
+    {3456, 0, 4655, 195, 0, false, 99}, // 359 SFTAlgoConfig.sampling
+    {1949, 0, 3246, 166, 0, false, -1}, // 360 SFTAlgoConfig.type
+    {1689, 0, 1629, 5, 0, false, -1}, // 361 ModelConfig.name
+    {1901, 0, 112, 9, 0, false, -1}, // 362 ModelConfig.trust_remote_code
+    {1879, 0, 32, 131, 0, false, -1}, // 363 ModelConfig.vlm
+    {3068, 0, 32, 210, 0, false, -1}, // 364 ModelConfig.lora
+    {3556, 0, 3563, 177, 0, false, 96}, // 365 ModelConfig.client
+    {3428, 0, 3435, 212, 0, false, -1}, // 366 TrainConfig.source
+    {3456, 0, 5117, 213, 0, false, 106}, // 367 TrainConfig.sampling
+    {5139, 0, 960, 9, 0, false, -1}, // 368 TrainConfig.filter_zero_advantages
+    {3428, 0, 3435, 175, 0, false, -1}, // 369 EvalConfig.source
+    {3456, 0, 3465, 176, 0, false, 95}, // 370 EvalConfig.sampling
+    {3500, 0, 3513, 20, 0, false, -1}, // 371 EvalConfig.num_examples
+    {1092, 0, 1103, 20, 1, false, -1}, // 372 EvalConfig.group_size
+    {1767, 0, 3516, 20, 1, false, -1}, // 373 EvalConfig.interval
+    {3520, 0, 112, 9, 0, false, -1}, // 374 EvalConfig.skip_first_step
+    {3536, 0, 112, 9, 0, false, -1}, // 375 EvalConfig.retrigger_on_resume
+    {1732, 0, 4078, 5, 0, false, -1}, // 376 LogConfig.level
+    {4144, 0, 4153, 5, 0, false, -1}, // 377 LogConfig.vf_level
+    {1738, 0, 112, 9, 0, false, -1}, // 378 LogConfig.json_logging
+    {4222, 0, 112, 9, 0, false, -1}, // 379 LogConfig.log_data
+    {1767, 0, 4231, 169, 4, false, -1}, // 380 LogConfig.interval
+    {1841, 0, 32, 188, 0, false, -1}, // 381 OrchestratorMonitorsConfig.wandb
+    {1847, 0, 4270, 127, 0, false, 81}, // 382 OrchestratorMonitorsConfig.file
+    {1852, 0, 32, 129, 0, false, -1}, // 383 OrchestratorMonitorsConfig.prime
+    {1767, 0, 32, 21, 1, false, -1}, // 384 CheckpointConfig.interval
+    {5222, 0, 32, 21, 1, false, -1}, // 385 CheckpointConfig.wait_for_weights_timeout
+    {1776, 0, 32, 21, 1, false, -1}, // 386 CheckpointConfig.keep_last
+    {1786, 0, 32, 21, 1, false, -1}, // 387 CheckpointConfig.keep_interval
+    {4001, 0, 112, 9, 0, false, -1}, // 388 CheckpointConfig.skip_progress
+    {1949, 0, 1954, 133, 0, false, -1}, // 389 FileSystemWeightBroadcastConfig.type
+    {2005, 0, 2010, 5, 0, false, -1}, // 390 NCCLWeightBroadcastConfig.host
+    {2022, 0, 2027, 20, 0, false, -1}, // 391 NCCLWeightBroadcastConfig.port
+    {2033, 0, 2041, 20, 0, false, -1}, // 392 NCCLWeightBroadcastConfig.timeout
+    {3626, 0, 1103, 20, 1, false, -1}, // 393 NCCLWeightBroadcastConfig.inference_world_size
+    {1949, 0, 2046, 134, 0, false, -1}, // 394 NCCLWeightBroadcastConfig.type
+    {2053, 0, 112, 9, 0, false, -1}, // 395 NCCLWeightBroadcastConfig.quantize_in_weight_transfer
+    {2005, 0, 2010, 5, 0, false, -1}, // 396 NIXLWeightBroadcastConfig.host
+    {2022, 0, 2113, 20, 0, false, -1}, // 397 NIXLWeightBroadcastConfig.port
+    {2033, 0, 2041, 20, 0, false, -1}, // 398 NIXLWeightBroadcastConfig.timeout
+    {3626, 0, 1103, 20, 1, false, -1}, // 399 NIXLWeightBroadcastConfig.inference_world_size
+    {1949, 0, 2118, 135, 0, false, -1}, // 400 NIXLWeightBroadcastConfig.type
+    {2125, 0, 2136, 5, 0, false, -1}, // 401 NIXLWeightBroadcastConfig.session_id
+    {5247, 0, 32, 21, 1, false, -1}, // 402 ConcurrencyConfig.initial_inflight
+    {5264, 0, 1103, 20, 1, false, -1}, // 403 ConcurrencyConfig.min_inflight
+    {5277, 0, 5290, 21, 1, false, -1}, // 404 ConcurrencyConfig.max_inflight
+    {2005, 0, 32, 123, 0, false, -1}, // 405 ServerConfig.host
+    {2022, 0, 4620, 20, 0, false, -1}, // 406 ServerConfig.port
+    {5313, 0, 5338, 169, 4, false, -1}, // 407 ServerConfig.liveness_timeout_seconds
+    {1949, 0, 5356, 214, 0, false, -1}, // 408 VllmRouterConfig.type
+    {5370, 0, 5377, 5, 0, false, -1}, // 409 VllmRouterConfig.policy
+    {1949, 0, 5412, 215, 0, false, -1}, // 410 LlmdRouterConfig.type
+    {5420, 0, 5428, 216, 0, false, -1}, // 411 LlmdRouterConfig.scorers
+    {5487, 0, 5512, 216, 0, false, -1}, // 412 LlmdRouterConfig.prefill_scorer_overrides
+    {5570, 0, 46, 216, 0, false, -1}, // 413 LlmdRouterConfig.decode_scorer_overrides
+    {5594, 0, 5612, 20, 0, false, -1}, // 414 LlmdRouterConfig.non_cached_tokens
+    {5615, 0, 5635, 20, 0, false, -1}, // 415 LlmdRouterConfig.decode_sidecar_port
+    {184, 0, 1629, 5, 0, false, -1}, // 416 VllmConfig.model
+    {5657, 0, 2648, 217, 0, false, -1}, // 417 VllmConfig.dtype
+    {5663, 0, 32, 21, 0, false, -1}, // 418 VllmConfig.max_model_len
+    {5677, 0, 112, 9, 0, false, -1}, // 419 VllmConfig.enforce_eager
+    {1901, 0, 112, 9, 0, false, -1}, // 420 VllmConfig.trust_remote_code
+    {1919, 0, 32, 123, 0, false, -1}, // 421 VllmConfig.chat_template
+    {5691, 0, 2648, 123, 0, false, -1}, // 422 VllmConfig.tool_call_parser
+    {5708, 0, 2648, 123, 0, false, -1}, // 423 VllmConfig.reasoning_parser
+    {5725, 0, 32, 218, 0, false, -1}, // 424 VllmConfig.rope_scaling
+    {5738, 0, 1103, 20, 0, false, -1}, // 425 VllmConfig.tensor_parallel_size
+    {5759, 0, 1103, 20, 1, false, -1}, // 426 VllmConfig.data_parallel_size
+    {5778, 0, 32, 21, 1, false, -1}, // 427 VllmConfig.data_parallel_size_local
+    {5803, 0, 5826, 20, 2, false, -1}, // 428 VllmConfig.data_parallel_rpc_port
+    {5832, 0, 1103, 20, 3, false, -1}, // 429 VllmConfig.api_server_count
+    {3224, 0, 3229, 20, 0, false, -1}, // 430 VllmConfig.seed
+    {5849, 0, 3763, 169, 0, false, -1}, // 431 VllmConfig.gpu_memory_utilization
+    {5872, 0, 32, 132, 0, false, -1}, // 432 VllmConfig.enable_prefix_caching
+    {3025, 0, 32, 123, 0, false, -1}, // 433 VllmConfig.quantization
+    {5894, 0, 112, 9, 0, false, -1}, // 434 VllmConfig.enable_lora
+    {5906, 0, 1168, 20, 0, false, -1}, // 435 VllmConfig.max_loras
+    {5916, 0, 3516, 20, 0, false, -1}, // 436 VllmConfig.max_cpu_loras
+    {5930, 0, 32, 21, 0, false, -1}, // 437 VllmConfig.max_lora_rank
+    {5944, 0, 32, 168, 0, false, -1}, // 438 VllmConfig.lora_target_modules
+    {5964, 0, 112, 9, 0, false, -1}, // 439 VllmConfig.enable_expert_parallel
+    {5987, 0, 6003, 219, 0, false, -1}, // 440 VllmConfig.all2all_backend
+    {6029, 0, 112, 9, 0, false, -1}, // 441 VllmConfig.enable_eplb
+    {6041, 0, 112, 9, 0, false, -1}, // 442 VllmConfig.enable_dbo
+    {6052, 0, 112, 9, 0, false, -1}, // 443 VllmConfig.enable_return_routed_experts
+    {1949, 0, 1954, 220, 0, false, -1}, // 444 WeightBroadcastConfig.type
+    {6114, 0, 32, 222, 0, false, -1}, // 445 NativeKVCacheOffloadConfig.cpu
+    {6118, 0, 32, 224, 0, false, -1}, // 446 NativeKVCacheOffloadConfig.disk
+    {1949, 0, 6123, 225, 0, false, -1}, // 447 NativeKVCacheOffloadConfig.type
+    {6114, 0, 32, 222, 0, false, -1}, // 448 MooncakeKVCacheOffloadConfig.cpu
+    {6118, 0, 32, 224, 0, false, -1}, // 449 MooncakeKVCacheOffloadConfig.disk
+    {1949, 0, 6159, 226, 0, false, -1}, // 450 MooncakeKVCacheOffloadConfig.type
+    {6170, 0, 6182, 5, 0, false, -1}, // 451 MooncakeKVCacheOffloadConfig.device_name
+    {2241, 0, 1168, 20, 0, false, -1}, // 452 SingleNodeInferenceDeploymentConfig.gpus_per_node
+    {1949, 0, 2255, 137, 0, false, -1}, // 453 SingleNodeInferenceDeploymentConfig.type
+    {2241, 0, 1168, 20, 0, false, -1}, // 454 MultiNodeInferenceDeploymentConfig.gpus_per_node
+    {1949, 0, 2326, 138, 0, false, -1}, // 455 MultiNodeInferenceDeploymentConfig.type
+    {6250, 0, 4389, 20, 1, false, -1}, // 456 MultiNodeInferenceDeploymentConfig.num_nodes
+    {2241, 0, 1168, 20, 0, false, -1}, // 457 DisaggregatedInferenceDeploymentConfig.gpus_per_node
+    {1949, 0, 6295, 227, 0, false, -1}, // 458 DisaggregatedInferenceDeploymentConfig.type
+    {6311, 0, 1103, 20, 1, false, -1}, // 459 DisaggregatedInferenceDeploymentConfig.prefill_nodes_per_replica
+    {6337, 0, 1103, 20, 1, false, -1}, // 460 DisaggregatedInferenceDeploymentConfig.decode_nodes_per_replica
+    {6362, 0, 1103, 20, 1, false, -1}, // 461 DisaggregatedInferenceDeploymentConfig.num_prefill_replicas
+    {6383, 0, 1103, 20, 1, false, -1}, // 462 DisaggregatedInferenceDeploymentConfig.num_decode_replicas
+    {6403, 0, 1294, 20, 0, false, -1}, // 463 DisaggregatedInferenceDeploymentConfig.prefill_port
+    {6416, 0, 6428, 20, 0, false, -1}, // 464 DisaggregatedInferenceDeploymentConfig.decode_port
+    {6433, 0, 46, 6, 0, false, -1}, // 465 DisaggregatedInferenceDeploymentConfig.prefill_env_vars
+    {6450, 0, 46, 6, 0, false, -1}, // 466 DisaggregatedInferenceDeploymentConfig.decode_env_vars
+    {6466, 0, 46, 194, 0, false, -1}, // 467 DisaggregatedInferenceDeploymentConfig.prefill_vllm_overrides
+    {6489, 0, 46, 194, 0, false, -1}, // 468 DisaggregatedInferenceDeploymentConfig.decode_vllm_overrides
+    {6550, 0, 6555, 230, 0, false, 110}, // 469 ServeConfig.pool
+    {6589, 0, 32, 123, 0, false, -1}, // 470 ServeConfig.address
+    {6597, 0, 32, 21, 1, false, -1}, // 471 ServeConfig.max_concurrent
+    {6651, 0, 6182, 5, 0, false, -1}, // 472 SingleAgentEnvConfig.id
+    {6654, 0, 6662, 231, 0, false, 111}, // 473 SingleAgentEnvConfig.taskset
+    {2033, 0, 6678, 232, 0, false, 112}, // 474 SingleAgentEnvConfig.timeout
+    {6694, 0, 6702, 233, 0, false, 113}, // 475 SingleAgentEnvConfig.retries
+    {6716, 0, 1103, 21, 1, false, -1}, // 476 SingleAgentEnvConfig.max_concurrent_agents
+    {6738, 0, 6751, 237, 0, false, 116}, // 477 SingleAgentEnvConfig.interception
+    {6783, 0, 6789, 238, 0, false, 117}, // 478 SingleAgentEnvConfig.agent
+    {6859, 0, 32, 64, 0, false, -1}, // 479 OnlineConfig.broadcasts_dir
+    {200, 0, 32, 21, 0, false, -1}, // 480 OnlineConfig.max_steps
+    {6874, 0, 32, 21, 0, false, -1}, // 481 OnlineConfig.resume_step
+    {6899, 0, 2472, 123, 0, false, -1}, // 482 SharedWandbConfig.project
+    {6907, 0, 32, 123, 0, false, -1}, // 483 SharedWandbConfig.entity
+    {1689, 0, 32, 123, 0, false, -1}, // 484 SharedWandbConfig.name
+    {6914, 0, 32, 123, 0, false, -1}, // 485 SharedWandbConfig.group
+    {6920, 0, 32, 168, 0, false, -1}, // 486 SharedWandbConfig.tags
+    {6925, 0, 112, 132, 0, false, -1}, // 487 SharedWandbConfig.offline
+    {6951, 0, 6956, 8, 0, false, -1}, // 488 FileMonitorConfig.path
+    {1689, 0, 32, 123, 0, false, -1}, // 489 PrimeMonitorConfig.name
+    {7015, 0, 0, 5, 0, true, -1}, // 490 VLMConfig.vision_encoder_attr
+    {7035, 0, 0, 5, 0, true, -1}, // 491 VLMConfig.language_model_attr
+    {7055, 0, 960, 9, 0, false, -1}, // 492 VLMConfig.freeze_vision_encoder
+    {7087, 0, 112, 9, 0, false, -1}, // 493 CompileConfig.fullgraph
+    {7111, 0, 7116, 239, 0, false, -1}, // 494 ActivationCheckpointConfig.mode
+    {7123, 0, 1103, 20, 1, false, -1}, // 495 ActivationCheckpointConfig.freq
+    {7128, 0, 7136, 167, 0, false, -1}, // 496 ActivationCheckpointConfig.targets
+    {7172, 0, 960, 9, 0, false, -1}, // 497 ActivationOffloadingConfig.pin_memory
+    {7183, 0, 7208, 20, 1, false, -1}, // 498 ActivationOffloadingConfig.max_inflight_activations
+    {7237, 0, 6123, 240, 0, false, -1}, // 499 OptimizerInBackwardOffloadConfig.cpu_optimizer_backend
+    {7259, 0, 960, 9, 0, false, -1}, // 500 OptimizerInBackwardOffloadConfig.numa_bind
+    {1949, 0, 7302, 241, 0, false, -1}, // 501 FP8Config.type
+    {7308, 0, 960, 9, 0, false, -1}, // 502 FP8Config.enable_grouped_gemm
+    {7328, 0, 7344, 167, 0, false, -1}, // 503 FP8Config.ignore_patterns
+    {1949, 0, 7383, 242, 0, false, -1}, // 504 MXFP8Config.type
+    {7391, 0, 7398, 243, 0, false, -1}, // 505 MXFP8Config.recipe
+    {7308, 0, 960, 9, 0, false, -1}, // 506 MXFP8Config.enable_grouped_gemm
+    {7412, 0, 960, 9, 0, false, -1}, // 507 MXFP8Config.enable_a2a
+    {7328, 0, 7344, 167, 0, false, -1}, // 508 MXFP8Config.ignore_patterns
+    {7435, 0, 1103, 20, 1, false, -1}, // 509 IndexCacheConfig.topk_freq
+    {7445, 0, 32, 123, 0, false, -1}, // 510 IndexCacheConfig.topk_pattern
+    {7475, 0, 5612, 20, 1, false, -1}, // 511 LoRAConfig.rank
+    {7480, 0, 7486, 169, 3, false, -1}, // 512 LoRAConfig.alpha
+    {7491, 0, 3944, 169, 7, false, -1}, // 513 LoRAConfig.dropout
+    {7499, 0, 7514, 167, 0, false, -1}, // 514 LoRAConfig.target_modules
+    {7641, 0, 7657, 167, 0, false, -1}, // 515 LoRAConfig.modules_to_save
+    {7671, 0, 32, 21, 0, false, -1}, // 516 DebugModelConfig.num_layers
+    {7682, 0, 112, 9, 0, false, -1}, // 517 DebugModelConfig.random_init
+    {7694, 0, 112, 9, 0, false, -1}, // 518 DebugModelConfig.force_balanced_routing
+    {7734, 0, 112, 9, 0, false, -1}, // 519 LossMaskConfig.system
+    {7741, 0, 112, 9, 0, false, -1}, // 520 LossMaskConfig.user
+    {7746, 0, 960, 9, 0, false, -1}, // 521 LossMaskConfig.assistant
+    {7756, 0, 112, 9, 0, false, -1}, // 522 LossMaskConfig.tool
+    {1532, 0, 1536, 119, 0, false, 78}, // 523 EvalSourceConfig.env
+    {1562, 0, 1568, 120, 0, false, 77}, // 524 EvalSourceConfig.serve
+    {1689, 0, 32, 123, 0, false, -1}, // 525 EvalSourceConfig.name
+    {7776, 0, 3735, 169, 4, false, -1}, // 526 EvalSourceConfig.ratio
+    {3456, 0, 7782, 176, 0, false, 95}, // 527 EvalSourceConfig.sampling
+    {3500, 0, 3513, 20, 0, false, -1}, // 528 EvalSourceConfig.num_examples
+    {1092, 0, 1103, 20, 1, false, -1}, // 529 EvalSourceConfig.group_size
+    {1767, 0, 3516, 20, 1, false, -1}, // 530 EvalSourceConfig.interval
+    {7820, 0, 32, 178, 8, false, -1}, // 531 EvalSamplingConfig.temperature
+    {7832, 0, 32, 178, 0, false, -1}, // 532 EvalSamplingConfig.top_p
+    {7838, 0, 32, 21, 0, false, -1}, // 533 EvalSamplingConfig.top_k
+    {7844, 0, 32, 178, 3, false, -1}, // 534 EvalSamplingConfig.min_p
+    {7850, 0, 32, 21, 0, false, -1}, // 535 EvalSamplingConfig.max_completion_tokens
+    {7872, 0, 32, 245, 0, false, -1}, // 536 EvalSamplingConfig.reasoning_effort
+    {7889, 0, 46, 194, 0, false, -1}, // 537 EvalSamplingConfig.extra_body
+    {7919, 0, 7942, 20, 0, false, -1}, // 538 ClientConfig.wait_for_ready_timeout
+    {7947, 0, 7956, 5, 0, false, -1}, // 539 ClientConfig.base_url
+    {7983, 0, 7995, 5, 0, false, -1}, // 540 ClientConfig.api_key_var
+    {8010, 0, 46, 6, 0, false, -1}, // 541 ClientConfig.headers
+    {8018, 0, 46, 6, 0, false, -1}, // 542 ClientConfig.headers_from_env
+    {8035, 0, 46, 6, 0, false, -1}, // 543 ClientConfig.extra_headers_from_state
+    {8060, 0, 112, 9, 0, false, -1}, // 544 ClientConfig.skip_model_check
+    {8077, 0, 32, 168, 0, false, -1}, // 545 ClientConfig.admin_base_url
+    {6899, 0, 2472, 5, 0, false, -1}, // 546 WandbMonitorConfig.project
+    {6907, 0, 32, 123, 0, false, -1}, // 547 WandbMonitorConfig.entity
+    {1689, 0, 32, 123, 0, false, -1}, // 548 WandbMonitorConfig.name
+    {6914, 0, 32, 123, 0, false, -1}, // 549 WandbMonitorConfig.group
+    {6920, 0, 32, 168, 0, false, -1}, // 550 WandbMonitorConfig.tags
+    {6925, 0, 112, 9, 0, false, -1}, // 551 WandbMonitorConfig.offline
+    {1032, 0, 4389, 20, 1, false, -1}, // 552 FakeDataLoaderConfig.batch_size
+    {8124, 0, 112, 9, 0, false, -1}, // 553 FakeDataLoaderConfig.generate_samples
+    {3428, 0, 8162, 247, 0, false, -1}, // 554 SamplingConfig.source
+    {1949, 0, 3903, 184, 0, false, -1}, // 555 LinearLengthPenaltyConfig.type
+    {8186, 0, 8211, 169, 9, false, -1}, // 556 LinearLengthPenaltyConfig.num_output_tokens_weight
+    {8216, 0, 4536, 169, 9, false, -1}, // 557 LinearLengthPenaltyConfig.num_input_tokens_weight
+    {8240, 0, 4536, 169, 9, false, -1}, // 558 LinearLengthPenaltyConfig.num_turns_weight
+    {7734, 0, 32, 249, 0, false, -1}, // 559 EchoRolesConfig.system
+    {7741, 0, 32, 249, 0, false, -1}, // 560 EchoRolesConfig.user
+    {7746, 0, 32, 249, 0, false, -1}, // 561 EchoRolesConfig.assistant
+    {7756, 0, 32, 249, 0, false, -1}, // 562 EchoRolesConfig.tool
+    {4563, 0, 0, 5, 0, true, -1}, // 563 EchoFilterConfig.import_path
+    {4575, 0, 4582, 194, 0, false, -1}, // 564 EchoFilterConfig.kwargs
+    {7919, 0, 7942, 20, 0, false, -1}, // 565 FrozenModelConfig.wait_for_ready_timeout
+    {7947, 0, 7956, 5, 0, false, -1}, // 566 FrozenModelConfig.base_url
+    {7983, 0, 7995, 5, 0, false, -1}, // 567 FrozenModelConfig.api_key_var
+    {8010, 0, 46, 6, 0, false, -1}, // 568 FrozenModelConfig.headers
+    {8018, 0, 46, 6, 0, false, -1}, // 569 FrozenModelConfig.headers_from_env
+    {8035, 0, 46, 6, 0, false, -1}, // 570 FrozenModelConfig.extra_headers_from_state
+    {8060, 0, 112, 9, 0, false, -1}, // 571 FrozenModelConfig.skip_model_check
+    {8077, 0, 32, 168, 0, false, -1}, // 572 FrozenModelConfig.admin_base_url
+    {1689, 0, 0, 5, 0, true, -1}, // 573 FrozenModelConfig.name
+    {1689, 0, 32, 123, 0, false, -1}, // 574 LoRAConfig.name
+    {7475, 0, 32, 21, 1, false, -1}, // 575 LoRAConfig.rank
+    {7480, 0, 32, 178, 3, false, -1}, // 576 LoRAConfig.alpha
+    {1532, 0, 1536, 119, 0, false, 78}, // 577 TrainSourceConfig.env
+    {1562, 0, 1568, 120, 0, false, 77}, // 578 TrainSourceConfig.serve
+    {1689, 0, 32, 123, 0, false, -1}, // 579 TrainSourceConfig.name
+    {7776, 0, 3735, 169, 4, false, -1}, // 580 TrainSourceConfig.ratio
+    {3456, 0, 5117, 213, 0, false, 106}, // 581 TrainSourceConfig.sampling
+    {1092, 0, 1103, 20, 1, false, -1}, // 582 TrainSourceConfig.group_size
+    {851, 0, 32, 250, 0, false, -1}, // 583 TrainSourceConfig.algo
+    {8334, 0, 32, 252, 0, false, -1}, // 584 TrainSourceConfig.curriculum
+    {7820, 0, 3735, 169, 8, false, -1}, // 585 TrainSamplingConfig.temperature
+    {7850, 0, 32, 21, 0, false, -1}, // 586 TrainSamplingConfig.max_completion_tokens
+    {7889, 0, 46, 194, 0, false, -1}, // 587 TrainSamplingConfig.extra_body
+    {8383, 0, 0, 20, 4, true, -1}, // 588 CPUOffloadTier.num_bytes
+    {6951, 0, 0, 8, 0, true, -1}, // 589 DiskOffloadTier.path
+    {1949, 0, 8424, 253, 0, false, -1}, // 590 StaticPoolConfig.type
+    {3167, 0, 8433, 20, 1, false, -1}, // 591 StaticPoolConfig.num_workers
+    {1949, 0, 8452, 254, 0, false, -1}, // 592 ElasticPoolConfig.type
+    {8462, 0, 32, 21, 0, false, -1}, // 593 ElasticPoolConfig.max_workers
+    {8474, 0, 3146, 20, 1, false, -1}, // 594 ElasticPoolConfig.multiplex
+    {6651, 0, 6182, 5, 0, false, -1}, // 595 TasksetConfig.id
+    {8502, 0, 8507, 255, 0, false, 120}, // 596 TasksetConfig.task
+    {8520, 0, 32, 64, 0, false, -1}, // 597 TasksetConfig.system_prompt
+    {8577, 0, 32, 178, 0, false, -1}, // 598 TimeoutConfig.episode
+    {8585, 0, 32, 178, 0, false, -1}, // 599 TimeoutConfig.finalize
+    {8633, 0, 3229, 20, 3, false, -1}, // 600 RetryConfig.max_retries
+    {8645, 0, 3435, 167, 0, false, -1}, // 601 RetryConfig.include
+    {2548, 0, 3435, 167, 0, false, -1}, // 602 RetryConfig.exclude
+    {1949, 0, 8694, 256, 0, false, -1}, // 603 InterceptionServerConfig.type
+    {8703, 0, 8710, 259, 0, false, 121}, // 604 InterceptionServerConfig.tunnel
+    {1949, 0, 8424, 253, 0, false, -1}, // 605 StaticInterceptionPoolConfig.type
+    {8788, 0, 0, 260, 6, true, -1}, // 606 StaticInterceptionPoolConfig.servers
+    {1949, 0, 8452, 254, 0, false, -1}, // 607 ElasticInterceptionPoolConfig.type
+    {8474, 0, 8856, 20, 1, false, -1}, // 608 ElasticInterceptionPoolConfig.multiplex
+    {8889, 0, 32, 262, 0, false, -1}, // 609 AgentConfig.harness
+    {8897, 0, 8905, 267, 0, false, 126}, // 610 AgentConfig.runtime
+    {184, 0, 32, 123, 0, false, -1}, // 611 AgentConfig.model
+    {3556, 0, 32, 271, 0, false, -1}, // 612 AgentConfig.client
+    {3456, 0, 32, 273, 0, false, -1}, // 613 AgentConfig.sampling
+    {8919, 0, 32, 21, 0, false, -1}, // 614 AgentConfig.max_turns
+    {8929, 0, 32, 21, 0, false, -1}, // 615 AgentConfig.max_input_tokens
+    {8946, 0, 32, 21, 0, false, -1}, // 616 AgentConfig.max_output_tokens
+    {8964, 0, 32, 21, 0, false, -1}, // 617 AgentConfig.max_total_tokens
+    {2033, 0, 6678, 274, 0, false, 131}, // 618 AgentConfig.timeout
+    {6694, 0, 6702, 233, 0, false, 113}, // 619 AgentConfig.retries
+    {7480, 0, 4536, 169, 4, false, -1}, // 620 EchoRoleConfig.alpha
+    {9035, 0, 9043, 277, 0, false, 132}, // 621 CurriculumConfig.sampler
+    {9081, 0, 4582, 279, 0, false, -1}, // 622 CurriculumConfig.gates
+    {9104, 0, 3435, 281, 0, false, -1}, // 623 TaskConfig.judges
+    {9111, 0, 4582, 283, 0, false, -1}, // 624 TaskConfig.stops
+    {9117, 0, 4582, 283, 0, false, -1}, // 625 TaskConfig.metrics
+    {9125, 0, 4582, 285, 0, false, -1}, // 626 TaskConfig.rewards
+    {1949, 0, 9170, 286, 0, false, -1}, // 627 PrimeTunnelConfig.type
+    {1949, 0, 4554, 193, 0, false, -1}, // 628 CustomTunnelConfig.type
+    {4340, 0, 0, 5, 0, true, -1}, // 629 CustomTunnelConfig.url
+    {2022, 0, 0, 20, 2, true, -1}, // 630 CustomTunnelConfig.port
+    {6651, 0, 9294, 5, 0, false, -1}, // 631 HarnessConfig.id
+    {1532, 0, 4582, 6, 0, false, -1}, // 632 HarnessConfig.env
+    {9301, 0, 3435, 167, 0, false, -1}, // 633 HarnessConfig.forward_env
+    {9313, 0, 9326, 169, 10, false, -1}, // 634 HarnessConfig.tool_timeout
+    {9332, 0, 32, 168, 0, false, -1}, // 635 HarnessConfig.disabled_tools
+    {9347, 0, 3435, 287, 0, false, -1}, // 636 HarnessConfig.skills
+    {1949, 0, 9397, 288, 0, false, -1}, // 637 SubprocessConfig.type
+    {9460, 0, 9466, 167, 0, false, -1}, // 638 DockerConfig.allow
+    {9496, 0, 3435, 167, 0, false, -1}, // 639 DockerConfig.block
+    {1949, 0, 9502, 289, 0, false, -1}, // 640 DockerConfig.type
+    {9511, 0, 9517, 5, 0, false, -1}, // 641 DockerConfig.image
+    {9536, 0, 9544, 5, 0, false, -1}, // 642 DockerConfig.workdir
+    {6114, 0, 32, 178, 0, false, -1}, // 643 DockerConfig.cpu
+    {9551, 0, 32, 178, 0, false, -1}, // 644 DockerConfig.memory
+    {9558, 0, 32, 123, 0, false, -1}, // 645 DockerConfig.gpu
+    {6118, 0, 32, 178, 0, false, -1}, // 646 DockerConfig.disk
+    {9460, 0, 9466, 167, 0, false, -1}, // 647 PrimeConfig.allow
+    {9496, 0, 3435, 167, 0, false, -1}, // 648 PrimeConfig.block
+    {1949, 0, 9170, 286, 0, false, -1}, // 649 PrimeConfig.type
+    {9511, 0, 9517, 5, 0, false, -1}, // 650 PrimeConfig.image
+    {9536, 0, 9544, 5, 0, false, -1}, // 651 PrimeConfig.workdir
+    {9604, 0, 960, 9, 0, false, -1}, // 652 PrimeConfig.vm
+    {9607, 0, 112, 9, 0, false, -1}, // 653 PrimeConfig.guaranteed
+    {9618, 0, 32, 123, 0, false, -1}, // 654 PrimeConfig.region
+    {9625, 0, 3435, 167, 0, false, -1}, // 655 PrimeConfig.labels
+    {6114, 0, 3735, 169, 0, false, -1}, // 656 PrimeConfig.cpu
+    {9551, 0, 9632, 169, 0, false, -1}, // 657 PrimeConfig.memory
+    {9558, 0, 32, 123, 0, false, -1}, // 658 PrimeConfig.gpu
+    {6118, 0, 9636, 169, 0, false, -1}, // 659 PrimeConfig.disk
+    {9640, 0, 611, 178, 0, false, -1}, // 660 PrimeConfig.idle_timeout
+    {9653, 0, 32, 21, 0, false, -1}, // 661 PrimeConfig.creates_per_min
+    {1949, 0, 9709, 290, 0, false, -1}, // 662 ModalConfig.type
+    {9511, 0, 9517, 5, 0, false, -1}, // 663 ModalConfig.image
+    {9536, 0, 9544, 5, 0, false, -1}, // 664 ModalConfig.workdir
+    {9717, 0, 960, 9, 0, false, -1}, // 665 ModalConfig.network_access
+    {9618, 0, 32, 123, 0, false, -1}, // 666 ModalConfig.region
+    {6114, 0, 3735, 169, 0, false, -1}, // 667 ModalConfig.cpu
+    {9551, 0, 9632, 169, 0, false, -1}, // 668 ModalConfig.memory
+    {9558, 0, 32, 123, 0, false, -1}, // 669 ModalConfig.gpu
+    {6118, 0, 9636, 169, 0, false, -1}, // 670 ModalConfig.disk
+    {9732, 0, 9748, 178, 0, false, -1}, // 671 ModalConfig.creates_per_sec
+    {7947, 0, 9793, 5, 0, false, -1}, // 672 EvalClientConfig.base_url
+    {7983, 0, 9821, 5, 0, false, -1}, // 673 EvalClientConfig.api_key_var
+    {8010, 0, 4582, 6, 0, false, -1}, // 674 EvalClientConfig.headers
+    {1949, 0, 9837, 291, 0, false, -1}, // 675 EvalClientConfig.type
+    {7947, 0, 9793, 5, 0, false, -1}, // 676 TrainClientConfig.base_url
+    {7983, 0, 9821, 5, 0, false, -1}, // 677 TrainClientConfig.api_key_var
+    {8010, 0, 4582, 6, 0, false, -1}, // 678 TrainClientConfig.headers
+    {1949, 0, 9889, 292, 0, false, -1}, // 679 TrainClientConfig.type
+    {368, 0, 32, 37, 0, false, -1}, // 680 TrainClientConfig.renderer
+    {9897, 0, 32, 123, 0, false, -1}, // 681 TrainClientConfig.renderer_model_name
+    {8474, 0, 9917, 20, 1, false, -1}, // 682 TrainClientConfig.multiplex
+    {7820, 0, 32, 178, 0, false, -1}, // 683 SamplingConfig.temperature
+    {7832, 0, 32, 178, 0, false, -1}, // 684 SamplingConfig.top_p
+    {7872, 0, 32, 123, 0, false, -1}, // 685 SamplingConfig.reasoning_effort
+    {9939, 9950, 32, 21, 0, false, -1}, // 686 SamplingConfig.max_tokens
+    {10002, 0, 32, 178, 0, false, -1}, // 687 TimeoutConfig.setup
+    {10008, 0, 32, 178, 0, false, -1}, // 688 TimeoutConfig.rollout
+    {8585, 0, 32, 178, 0, false, -1}, // 689 TimeoutConfig.finalize
+    {10016, 0, 32, 178, 0, false, -1}, // 690 TimeoutConfig.scoring
+    {1949, 0, 10024, 293, 0, false, -1}, // 691 StandardSamplerConfig.type
+    {1949, 0, 10057, 294, 0, false, -1}, // 692 DifficultyPoolSamplerConfig.type
+    {10075, 0, 10081, 296, 0, false, -1}, // 693 DifficultyPoolSamplerConfig.pools
+    {3224, 0, 10122, 20, 0, false, -1}, // 694 DifficultyPoolSamplerConfig.seed
+    {1949, 0, 10153, 297, 0, false, -1}, // 695 AdvRangeGateConfig.type
+    {10171, 0, 3944, 169, 0, false, -1}, // 696 AdvRangeGateConfig.reject_min
+    {10182, 0, 3944, 169, 0, false, -1}, // 697 AdvRangeGateConfig.reject_max
+    {7947, 0, 9793, 5, 0, false, -1}, // 698 JudgeConfig.base_url
+    {7983, 0, 9821, 5, 0, false, -1}, // 699 JudgeConfig.api_key_var
+    {8010, 0, 4582, 6, 0, false, -1}, // 700 JudgeConfig.headers
+    {6651, 0, 6182, 5, 0, false, -1}, // 701 JudgeConfig.id
+    {1689, 0, 6182, 5, 0, false, -1}, // 702 JudgeConfig.name
+    {10212, 0, 3735, 169, 11, false, -1}, // 703 JudgeConfig.weight
+    {184, 0, 10219, 5, 0, false, -1}, // 704 JudgeConfig.model
+    {3456, 0, 4655, 272, 0, false, 130}, // 705 JudgeConfig.sampling
+    {10241, 0, 32, 64, 0, false, -1}, // 706 JudgeConfig.prompt
+    {10287, 0, 32, 123, 0, false, -1}, // 707 DecoratedFunctionConfig.fn
+    {10290, 0, 32, 21, 0, false, -1}, // 708 DecoratedFunctionConfig.priority
+    {10287, 0, 32, 123, 0, false, -1}, // 709 RewardFunctionConfig.fn
+    {10290, 0, 32, 21, 0, false, -1}, // 710 RewardFunctionConfig.priority
+    {10212, 0, 32, 178, 11, false, -1}, // 711 RewardFunctionConfig.weight
+    {10344, 0, 0, 169, 0, true, -1}, // 712 DifficultyPoolConfig.threshold
+    {10212, 0, 0, 169, 3, true, -1}, // 713 DifficultyPoolConfig.weight
 };
 
 // kind, item (list/dict value type, model class), first, count, discriminator
@@ -1662,402 +1680,404 @@ const Type k_types[] = {
     {Kind::union_of, 0, 0, 2, 0}, // 4
     {Kind::string, 0, 0, 0, 0}, // 5
     {Kind::dict, 5, 0, 0, 0}, // 6
-    {Kind::model, 6, 0, 0, 0}, // 7
+    {Kind::model, 7, 0, 0, 0}, // 7
     {Kind::path, 0, 0, 0, 0}, // 8
     {Kind::boolean, 0, 0, 0, 0}, // 9
-    {Kind::model, 7, 0, 0, 0}, // 10
-    {Kind::model, 8, 0, 0, 0}, // 11
+    {Kind::model, 8, 0, 0, 0}, // 10
+    {Kind::model, 9, 0, 0, 0}, // 11
     {Kind::union_of, 0, 2, 2, 0}, // 12
-    {Kind::model, 9, 0, 0, 0}, // 13
+    {Kind::model, 10, 0, 0, 0}, // 13
     {Kind::union_of, 0, 4, 2, 0}, // 14
-    {Kind::model, 10, 0, 0, 0}, // 15
-    {Kind::model, 11, 0, 0, 0}, // 16
+    {Kind::model, 11, 0, 0, 0}, // 15
+    {Kind::model, 12, 0, 0, 0}, // 16
     {Kind::union_of, 0, 6, 2, 0}, // 17
-    {Kind::model, 12, 0, 0, 0}, // 18
+    {Kind::model, 13, 0, 0, 0}, // 18
     {Kind::union_of, 0, 8, 2, 0}, // 19
     {Kind::integer, 0, 0, 0, 0}, // 20
     {Kind::union_of, 0, 10, 2, 0}, // 21
-    {Kind::model, 13, 0, 0, 0}, // 22
-    {Kind::model, 14, 0, 0, 0}, // 23
-    {Kind::model, 15, 0, 0, 0}, // 24
-    {Kind::union_of, 0, 12, 3, 1907}, // 25 type
+    {Kind::model, 14, 0, 0, 0}, // 22
+    {Kind::model, 15, 0, 0, 0}, // 23
+    {Kind::model, 16, 0, 0, 0}, // 24
+    {Kind::union_of, 0, 12, 3, 1949}, // 25 type
     {Kind::union_of, 0, 15, 2, 0}, // 26
-    {Kind::model, 16, 0, 0, 0}, // 27
-    {Kind::model, 17, 0, 0, 0}, // 28
-    {Kind::union_of, 0, 17, 2, 1907}, // 29 type
+    {Kind::model, 17, 0, 0, 0}, // 27
+    {Kind::model, 18, 0, 0, 0}, // 28
+    {Kind::union_of, 0, 17, 2, 1949}, // 29 type
     {Kind::union_of, 0, 19, 2, 0}, // 30
-    {Kind::model, 18, 0, 0, 0}, // 31
-    {Kind::model, 19, 0, 0, 0}, // 32
-    {Kind::union_of, 0, 21, 2, 1907}, // 33 type
-    {Kind::model, 20, 0, 0, 0}, // 34
+    {Kind::model, 19, 0, 0, 0}, // 31
+    {Kind::model, 20, 0, 0, 0}, // 32
+    {Kind::union_of, 0, 21, 2, 1949}, // 33 type
+    {Kind::model, 21, 0, 0, 0}, // 34
     {Kind::union_of, 0, 23, 2, 0}, // 35
-    {Kind::model, 21, 0, 0, 0}, // 36
+    {Kind::model, 22, 0, 0, 0}, // 36
     {Kind::any, 0, 0, 0, 0}, // 37
-    {Kind::model, 22, 0, 0, 0}, // 38
-    {Kind::model, 23, 0, 0, 0}, // 39
-    {Kind::union_of, 0, 25, 2, 1907}, // 40 type
-    {Kind::model, 24, 0, 0, 0}, // 41
+    {Kind::model, 23, 0, 0, 0}, // 38
+    {Kind::model, 24, 0, 0, 0}, // 39
+    {Kind::union_of, 0, 25, 2, 1949}, // 40 type
+    {Kind::model, 25, 0, 0, 0}, // 41
     {Kind::union_of, 0, 27, 2, 0}, // 42
-    {Kind::model, 25, 0, 0, 0}, // 43
+    {Kind::model, 26, 0, 0, 0}, // 43
     {Kind::union_of, 0, 29, 2, 0}, // 44
-    {Kind::model, 26, 0, 0, 0}, // 45
-    {Kind::model, 27, 0, 0, 0}, // 46
-    {Kind::model, 28, 0, 0, 0}, // 47
-    {Kind::union_of, 0, 31, 3, 1907}, // 48 type
+    {Kind::model, 27, 0, 0, 0}, // 45
+    {Kind::model, 28, 0, 0, 0}, // 46
+    {Kind::model, 29, 0, 0, 0}, // 47
+    {Kind::union_of, 0, 31, 3, 1949}, // 48 type
     {Kind::union_of, 0, 34, 2, 0}, // 49
-    {Kind::model, 29, 0, 0, 0}, // 50
-    {Kind::model, 30, 0, 0, 0}, // 51
-    {Kind::model, 31, 0, 0, 0}, // 52
-    {Kind::model, 32, 0, 0, 0}, // 53
-    {Kind::union_of, 0, 36, 4, 1907}, // 54 type
-    {Kind::model, 33, 0, 0, 0}, // 55
-    {Kind::model, 34, 0, 0, 0}, // 56
-    {Kind::model, 35, 0, 0, 0}, // 57
-    {Kind::union_of, 0, 40, 3, 1907}, // 58 type
-    {Kind::model, 36, 0, 0, 0}, // 59
+    {Kind::model, 30, 0, 0, 0}, // 50
+    {Kind::model, 31, 0, 0, 0}, // 51
+    {Kind::model, 32, 0, 0, 0}, // 52
+    {Kind::model, 33, 0, 0, 0}, // 53
+    {Kind::union_of, 0, 36, 4, 1949}, // 54 type
+    {Kind::model, 34, 0, 0, 0}, // 55
+    {Kind::model, 35, 0, 0, 0}, // 56
+    {Kind::model, 36, 0, 0, 0}, // 57
+    {Kind::union_of, 0, 40, 3, 1949}, // 58 type
+    {Kind::model, 37, 0, 0, 0}, // 59
     {Kind::union_of, 0, 43, 2, 0}, // 60
-    {Kind::model, 37, 0, 0, 0}, // 61
-    {Kind::model, 38, 0, 0, 0}, // 62
+    {Kind::model, 38, 0, 0, 0}, // 61
+    {Kind::model, 39, 0, 0, 0}, // 62
     {Kind::literal, 0, 0, 3, 0}, // 63
     {Kind::union_of, 0, 45, 2, 0}, // 64
-    {Kind::model, 39, 0, 0, 0}, // 65
+    {Kind::model, 40, 0, 0, 0}, // 65
     {Kind::union_of, 0, 47, 2, 0}, // 66
-    {Kind::model, 40, 0, 0, 0}, // 67
+    {Kind::model, 41, 0, 0, 0}, // 67
     {Kind::union_of, 0, 49, 2, 0}, // 68
-    {Kind::model, 41, 0, 0, 0}, // 69
-    {Kind::model, 42, 0, 0, 0}, // 70
-    {Kind::union_of, 0, 51, 2, 1907}, // 71 type
-    {Kind::model, 43, 0, 0, 0}, // 72
-    {Kind::model, 44, 0, 0, 0}, // 73
-    {Kind::model, 45, 0, 0, 0}, // 74
-    {Kind::model, 46, 0, 0, 0}, // 75
-    {Kind::union_of, 0, 53, 3, 1907}, // 76 type
-    {Kind::model, 47, 0, 0, 0}, // 77
+    {Kind::model, 42, 0, 0, 0}, // 69
+    {Kind::model, 43, 0, 0, 0}, // 70
+    {Kind::union_of, 0, 51, 2, 1949}, // 71 type
+    {Kind::model, 44, 0, 0, 0}, // 72
+    {Kind::model, 45, 0, 0, 0}, // 73
+    {Kind::model, 46, 0, 0, 0}, // 74
+    {Kind::model, 47, 0, 0, 0}, // 75
+    {Kind::union_of, 0, 53, 3, 1949}, // 76 type
+    {Kind::model, 48, 0, 0, 0}, // 77
     {Kind::union_of, 0, 56, 2, 0}, // 78
-    {Kind::model, 48, 0, 0, 0}, // 79
-    {Kind::model, 49, 0, 0, 0}, // 80
-    {Kind::model, 50, 0, 0, 0}, // 81
-    {Kind::model, 51, 0, 0, 0}, // 82
-    {Kind::model, 52, 0, 0, 0}, // 83
-    {Kind::model, 53, 0, 0, 0}, // 84
-    {Kind::model, 54, 0, 0, 0}, // 85
-    {Kind::model, 55, 0, 0, 0}, // 86
-    {Kind::union_of, 0, 58, 8, 1907}, // 87 type
-    {Kind::model, 56, 0, 0, 0}, // 88
-    {Kind::model, 57, 0, 0, 0}, // 89
-    {Kind::model, 58, 0, 0, 0}, // 90
+    {Kind::model, 49, 0, 0, 0}, // 79
+    {Kind::model, 50, 0, 0, 0}, // 80
+    {Kind::model, 51, 0, 0, 0}, // 81
+    {Kind::model, 52, 0, 0, 0}, // 82
+    {Kind::model, 53, 0, 0, 0}, // 83
+    {Kind::model, 54, 0, 0, 0}, // 84
+    {Kind::model, 55, 0, 0, 0}, // 85
+    {Kind::model, 56, 0, 0, 0}, // 86
+    {Kind::union_of, 0, 58, 8, 1949}, // 87 type
+    {Kind::model, 57, 0, 0, 0}, // 88
+    {Kind::model, 58, 0, 0, 0}, // 89
+    {Kind::model, 59, 0, 0, 0}, // 90
     {Kind::union_of, 0, 66, 2, 0}, // 91
-    {Kind::model, 59, 0, 0, 0}, // 92
-    {Kind::model, 60, 0, 0, 0}, // 93
+    {Kind::model, 60, 0, 0, 0}, // 92
+    {Kind::model, 61, 0, 0, 0}, // 93
     {Kind::literal, 0, 3, 2, 0}, // 94
     {Kind::list, 94, 0, 0, 0}, // 95
     {Kind::union_of, 0, 68, 2, 0}, // 96
-    {Kind::model, 61, 0, 0, 0}, // 97
+    {Kind::model, 62, 0, 0, 0}, // 97
     {Kind::union_of, 0, 70, 2, 0}, // 98
-    {Kind::model, 62, 0, 0, 0}, // 99
-    {Kind::model, 63, 0, 0, 0}, // 100
-    {Kind::model, 64, 0, 0, 0}, // 101
-    {Kind::union_of, 0, 72, 3, 1907}, // 102 type
-    {Kind::model, 65, 0, 0, 0}, // 103
-    {Kind::model, 66, 0, 0, 0}, // 104
-    {Kind::model, 67, 0, 0, 0}, // 105
-    {Kind::model, 68, 0, 0, 0}, // 106
-    {Kind::union_of, 0, 75, 2, 1907}, // 107 type
+    {Kind::model, 63, 0, 0, 0}, // 99
+    {Kind::model, 64, 0, 0, 0}, // 100
+    {Kind::model, 65, 0, 0, 0}, // 101
+    {Kind::union_of, 0, 72, 3, 1949}, // 102 type
+    {Kind::model, 66, 0, 0, 0}, // 103
+    {Kind::model, 67, 0, 0, 0}, // 104
+    {Kind::model, 68, 0, 0, 0}, // 105
+    {Kind::model, 69, 0, 0, 0}, // 106
+    {Kind::union_of, 0, 75, 2, 1949}, // 107 type
     {Kind::union_of, 0, 77, 2, 0}, // 108
-    {Kind::model, 69, 0, 0, 0}, // 109
-    {Kind::model, 70, 0, 0, 0}, // 110
-    {Kind::model, 71, 0, 0, 0}, // 111
-    {Kind::model, 72, 0, 0, 0}, // 112
-    {Kind::union_of, 0, 79, 2, 1907}, // 113 type
+    {Kind::model, 70, 0, 0, 0}, // 109
+    {Kind::model, 71, 0, 0, 0}, // 110
+    {Kind::model, 72, 0, 0, 0}, // 111
+    {Kind::model, 73, 0, 0, 0}, // 112
+    {Kind::union_of, 0, 79, 2, 1949}, // 113 type
     {Kind::union_of, 0, 81, 2, 0}, // 114
-    {Kind::model, 73, 0, 0, 0}, // 115
-    {Kind::model, 74, 0, 0, 0}, // 116
-    {Kind::model, 75, 0, 0, 0}, // 117
-    {Kind::union_of, 0, 83, 3, 1907}, // 118 type
-    {Kind::model, 77, 0, 0, 0}, // 119
-    {Kind::model, 76, 0, 0, 0}, // 120
-    {Kind::union_of, 0, 86, 2, 0}, // 121
-    {Kind::model, 78, 0, 0, 0}, // 122
+    {Kind::model, 74, 0, 0, 0}, // 115
+    {Kind::model, 75, 0, 0, 0}, // 116
+    {Kind::model, 76, 0, 0, 0}, // 117
+    {Kind::union_of, 0, 83, 3, 1949}, // 118 type
+    {Kind::model, 78, 0, 0, 0}, // 119
+    {Kind::model, 77, 0, 0, 0}, // 120
+    {Kind::model, 79, 0, 0, 0}, // 121
+    {Kind::union_of, 0, 86, 2, 0}, // 122
     {Kind::union_of, 0, 88, 2, 0}, // 123
-    {Kind::model, 79, 0, 0, 0}, // 124
+    {Kind::model, 80, 0, 0, 0}, // 124
     {Kind::union_of, 0, 90, 2, 0}, // 125
-    {Kind::model, 80, 0, 0, 0}, // 126
+    {Kind::model, 81, 0, 0, 0}, // 126
     {Kind::union_of, 0, 92, 2, 0}, // 127
-    {Kind::model, 81, 0, 0, 0}, // 128
+    {Kind::model, 82, 0, 0, 0}, // 128
     {Kind::union_of, 0, 94, 2, 0}, // 129
-    {Kind::union_of, 0, 96, 2, 0}, // 130
-    {Kind::literal, 0, 5, 1, 0}, // 131
-    {Kind::literal, 0, 6, 1, 0}, // 132
-    {Kind::literal, 0, 7, 1, 0}, // 133
-    {Kind::literal, 0, 8, 1, 0}, // 134
-    {Kind::literal, 0, 9, 1, 0}, // 135
-    {Kind::literal, 0, 10, 1, 0}, // 136
-    {Kind::literal, 0, 11, 4, 0}, // 137
-    {Kind::model, 82, 0, 0, 0}, // 138
-    {Kind::union_of, 0, 98, 2, 0}, // 139
-    {Kind::model, 83, 0, 0, 0}, // 140
+    {Kind::model, 83, 0, 0, 0}, // 130
+    {Kind::union_of, 0, 96, 2, 0}, // 131
+    {Kind::union_of, 0, 98, 2, 0}, // 132
+    {Kind::literal, 0, 5, 1, 0}, // 133
+    {Kind::literal, 0, 6, 1, 0}, // 134
+    {Kind::literal, 0, 7, 1, 0}, // 135
+    {Kind::literal, 0, 8, 1, 0}, // 136
+    {Kind::literal, 0, 9, 1, 0}, // 137
+    {Kind::literal, 0, 10, 1, 0}, // 138
+    {Kind::literal, 0, 11, 4, 0}, // 139
+    {Kind::model, 84, 0, 0, 0}, // 140
     {Kind::union_of, 0, 100, 2, 0}, // 141
-    {Kind::model, 84, 0, 0, 0}, // 142
+    {Kind::model, 85, 0, 0, 0}, // 142
     {Kind::union_of, 0, 102, 2, 0}, // 143
-    {Kind::literal, 0, 15, 1, 0}, // 144
+    {Kind::model, 86, 0, 0, 0}, // 144
     {Kind::union_of, 0, 104, 2, 0}, // 145
-    {Kind::literal, 0, 16, 2, 0}, // 146
-    {Kind::literal, 0, 18, 2, 0}, // 147
-    {Kind::literal, 0, 20, 3, 0}, // 148
-    {Kind::literal, 0, 23, 2, 0}, // 149
-    {Kind::model, 86, 0, 0, 0}, // 150
-    {Kind::model, 87, 0, 0, 0}, // 151
-    {Kind::union_of, 0, 106, 2, 1907}, // 152 type
-    {Kind::union_of, 0, 108, 2, 0}, // 153
-    {Kind::model, 88, 0, 0, 0}, // 154
+    {Kind::literal, 0, 15, 1, 0}, // 146
+    {Kind::union_of, 0, 106, 2, 0}, // 147
+    {Kind::literal, 0, 16, 2, 0}, // 148
+    {Kind::literal, 0, 18, 2, 0}, // 149
+    {Kind::literal, 0, 20, 3, 0}, // 150
+    {Kind::literal, 0, 23, 2, 0}, // 151
+    {Kind::model, 88, 0, 0, 0}, // 152
+    {Kind::model, 89, 0, 0, 0}, // 153
+    {Kind::union_of, 0, 108, 2, 1949}, // 154 type
     {Kind::union_of, 0, 110, 2, 0}, // 155
-    {Kind::model, 89, 0, 0, 0}, // 156
+    {Kind::model, 90, 0, 0, 0}, // 156
     {Kind::union_of, 0, 112, 2, 0}, // 157
-    {Kind::model, 90, 0, 0, 0}, // 158
-    {Kind::literal, 0, 25, 1, 0}, // 159
-    {Kind::union_of, 0, 114, 2, 0}, // 160
-    {Kind::literal, 0, 26, 1, 0}, // 161
-    {Kind::literal, 0, 27, 2, 0}, // 162
-    {Kind::literal, 0, 29, 2, 0}, // 163
-    {Kind::literal, 0, 31, 1, 0}, // 164
-    {Kind::list, 5, 0, 0, 0}, // 165
-    {Kind::union_of, 0, 116, 2, 0}, // 166
-    {Kind::floating, 0, 0, 0, 0}, // 167
-    {Kind::list, 167, 0, 0, 0}, // 168
-    {Kind::union_of, 0, 118, 2, 0}, // 169
-    {Kind::literal, 0, 32, 2, 0}, // 170
-    {Kind::model, 91, 0, 0, 0}, // 171
-    {Kind::model, 92, 0, 0, 0}, // 172
-    {Kind::list, 172, 0, 0, 0}, // 173
-    {Kind::model, 93, 0, 0, 0}, // 174
-    {Kind::model, 94, 0, 0, 0}, // 175
-    {Kind::union_of, 0, 120, 2, 0}, // 176
-    {Kind::literal, 0, 34, 1, 0}, // 177
-    {Kind::literal, 0, 35, 1, 0}, // 178
-    {Kind::literal, 0, 36, 1, 0}, // 179
-    {Kind::literal, 0, 37, 1, 0}, // 180
-    {Kind::literal, 0, 38, 1, 0}, // 181
-    {Kind::literal, 0, 39, 1, 0}, // 182
-    {Kind::literal, 0, 40, 1, 0}, // 183
-    {Kind::list, 20, 0, 0, 0}, // 184
-    {Kind::model, 95, 0, 0, 0}, // 185
-    {Kind::union_of, 0, 122, 2, 0}, // 186
-    {Kind::model, 96, 0, 0, 0}, // 187
+    {Kind::model, 91, 0, 0, 0}, // 158
+    {Kind::union_of, 0, 114, 2, 0}, // 159
+    {Kind::model, 92, 0, 0, 0}, // 160
+    {Kind::literal, 0, 25, 1, 0}, // 161
+    {Kind::union_of, 0, 116, 2, 0}, // 162
+    {Kind::literal, 0, 26, 1, 0}, // 163
+    {Kind::literal, 0, 27, 2, 0}, // 164
+    {Kind::literal, 0, 29, 2, 0}, // 165
+    {Kind::literal, 0, 31, 1, 0}, // 166
+    {Kind::list, 5, 0, 0, 0}, // 167
+    {Kind::union_of, 0, 118, 2, 0}, // 168
+    {Kind::floating, 0, 0, 0, 0}, // 169
+    {Kind::list, 169, 0, 0, 0}, // 170
+    {Kind::union_of, 0, 120, 2, 0}, // 171
+    {Kind::literal, 0, 32, 2, 0}, // 172
+    {Kind::model, 93, 0, 0, 0}, // 173
+    {Kind::model, 94, 0, 0, 0}, // 174
+    {Kind::list, 174, 0, 0, 0}, // 175
+    {Kind::model, 95, 0, 0, 0}, // 176
+    {Kind::model, 96, 0, 0, 0}, // 177
+    {Kind::union_of, 0, 122, 2, 0}, // 178
+    {Kind::literal, 0, 34, 1, 0}, // 179
+    {Kind::literal, 0, 35, 1, 0}, // 180
+    {Kind::literal, 0, 36, 1, 0}, // 181
+    {Kind::literal, 0, 37, 1, 0}, // 182
+    {Kind::literal, 0, 38, 1, 0}, // 183
+    {Kind::literal, 0, 39, 1, 0}, // 184
+    {Kind::literal, 0, 40, 1, 0}, // 185
+    {Kind::list, 20, 0, 0, 0}, // 186
+    {Kind::model, 97, 0, 0, 0}, // 187
     {Kind::union_of, 0, 124, 2, 0}, // 188
-    {Kind::literal, 0, 41, 1, 0}, // 189
-    {Kind::literal, 0, 42, 1, 0}, // 190
-    {Kind::literal, 0, 43, 1, 0}, // 191
-    {Kind::dict, 37, 0, 0, 0}, // 192
-    {Kind::model, 97, 0, 0, 0}, // 193
-    {Kind::literal, 0, 44, 1, 0}, // 194
-    {Kind::model, 98, 0, 0, 0}, // 195
-    {Kind::union_of, 0, 126, 2, 0}, // 196
-    {Kind::literal, 0, 45, 1, 0}, // 197
-    {Kind::model, 99, 0, 0, 0}, // 198
-    {Kind::model, 100, 0, 0, 0}, // 199
-    {Kind::union_of, 0, 128, 2, 0}, // 200
-    {Kind::literal, 0, 46, 1, 0}, // 201
-    {Kind::literal, 0, 47, 1, 0}, // 202
-    {Kind::literal, 0, 48, 1, 0}, // 203
-    {Kind::literal, 0, 49, 1, 0}, // 204
-    {Kind::model, 101, 0, 0, 0}, // 205
-    {Kind::literal, 0, 50, 1, 0}, // 206
-    {Kind::model, 102, 0, 0, 0}, // 207
-    {Kind::union_of, 0, 130, 2, 0}, // 208
-    {Kind::model, 103, 0, 0, 0}, // 209
-    {Kind::list, 209, 0, 0, 0}, // 210
-    {Kind::model, 104, 0, 0, 0}, // 211
-    {Kind::literal, 0, 51, 1, 0}, // 212
-    {Kind::literal, 0, 52, 1, 0}, // 213
-    {Kind::dict, 167, 0, 0, 0}, // 214
-    {Kind::literal, 0, 53, 4, 0}, // 215
-    {Kind::union_of, 0, 132, 3, 0}, // 216
-    {Kind::literal, 0, 57, 5, 0}, // 217
-    {Kind::literal, 0, 62, 3, 0}, // 218
-    {Kind::model, 105, 0, 0, 0}, // 219
-    {Kind::union_of, 0, 135, 2, 0}, // 220
-    {Kind::model, 106, 0, 0, 0}, // 221
+    {Kind::model, 98, 0, 0, 0}, // 189
+    {Kind::union_of, 0, 126, 2, 0}, // 190
+    {Kind::literal, 0, 41, 1, 0}, // 191
+    {Kind::literal, 0, 42, 1, 0}, // 192
+    {Kind::literal, 0, 43, 1, 0}, // 193
+    {Kind::dict, 37, 0, 0, 0}, // 194
+    {Kind::model, 99, 0, 0, 0}, // 195
+    {Kind::literal, 0, 44, 1, 0}, // 196
+    {Kind::model, 100, 0, 0, 0}, // 197
+    {Kind::union_of, 0, 128, 2, 0}, // 198
+    {Kind::literal, 0, 45, 1, 0}, // 199
+    {Kind::model, 101, 0, 0, 0}, // 200
+    {Kind::model, 102, 0, 0, 0}, // 201
+    {Kind::union_of, 0, 130, 2, 0}, // 202
+    {Kind::literal, 0, 46, 1, 0}, // 203
+    {Kind::literal, 0, 47, 1, 0}, // 204
+    {Kind::literal, 0, 48, 1, 0}, // 205
+    {Kind::literal, 0, 49, 1, 0}, // 206
+    {Kind::model, 103, 0, 0, 0}, // 207
+    {Kind::literal, 0, 50, 1, 0}, // 208
+    {Kind::model, 104, 0, 0, 0}, // 209
+    {Kind::union_of, 0, 132, 2, 0}, // 210
+    {Kind::model, 105, 0, 0, 0}, // 211
+    {Kind::list, 211, 0, 0, 0}, // 212
+    {Kind::model, 106, 0, 0, 0}, // 213
+    {Kind::literal, 0, 51, 1, 0}, // 214
+    {Kind::literal, 0, 52, 1, 0}, // 215
+    {Kind::dict, 169, 0, 0, 0}, // 216
+    {Kind::literal, 0, 53, 4, 0}, // 217
+    {Kind::union_of, 0, 134, 3, 0}, // 218
+    {Kind::literal, 0, 57, 5, 0}, // 219
+    {Kind::literal, 0, 62, 3, 0}, // 220
+    {Kind::model, 107, 0, 0, 0}, // 221
     {Kind::union_of, 0, 137, 2, 0}, // 222
-    {Kind::literal, 0, 65, 1, 0}, // 223
-    {Kind::literal, 0, 66, 1, 0}, // 224
-    {Kind::literal, 0, 67, 1, 0}, // 225
-    {Kind::model, 107, 0, 0, 0}, // 226
-    {Kind::model, 108, 0, 0, 0}, // 227
-    {Kind::union_of, 0, 139, 2, 1907}, // 228 type
-    {Kind::model, 109, 0, 0, 0}, // 229
-    {Kind::model, 110, 0, 0, 0}, // 230
+    {Kind::model, 108, 0, 0, 0}, // 223
+    {Kind::union_of, 0, 139, 2, 0}, // 224
+    {Kind::literal, 0, 65, 1, 0}, // 225
+    {Kind::literal, 0, 66, 1, 0}, // 226
+    {Kind::literal, 0, 67, 1, 0}, // 227
+    {Kind::model, 109, 0, 0, 0}, // 228
+    {Kind::model, 110, 0, 0, 0}, // 229
+    {Kind::union_of, 0, 141, 2, 1949}, // 230 type
     {Kind::model, 111, 0, 0, 0}, // 231
     {Kind::model, 112, 0, 0, 0}, // 232
     {Kind::model, 113, 0, 0, 0}, // 233
     {Kind::model, 114, 0, 0, 0}, // 234
-    {Kind::union_of, 0, 141, 3, 1907}, // 235 type
-    {Kind::model, 115, 0, 0, 0}, // 236
-    {Kind::literal, 0, 68, 2, 0}, // 237
-    {Kind::literal, 0, 70, 2, 0}, // 238
-    {Kind::literal, 0, 72, 1, 0}, // 239
-    {Kind::literal, 0, 73, 1, 0}, // 240
-    {Kind::literal, 0, 74, 2, 0}, // 241
-    {Kind::literal, 0, 76, 4, 0}, // 242
-    {Kind::union_of, 0, 144, 2, 0}, // 243
-    {Kind::literal, 0, 80, 1, 0}, // 244
+    {Kind::model, 115, 0, 0, 0}, // 235
+    {Kind::model, 116, 0, 0, 0}, // 236
+    {Kind::union_of, 0, 143, 3, 1949}, // 237 type
+    {Kind::model, 117, 0, 0, 0}, // 238
+    {Kind::literal, 0, 68, 2, 0}, // 239
+    {Kind::literal, 0, 70, 2, 0}, // 240
+    {Kind::literal, 0, 72, 1, 0}, // 241
+    {Kind::literal, 0, 73, 1, 0}, // 242
+    {Kind::literal, 0, 74, 2, 0}, // 243
+    {Kind::literal, 0, 76, 4, 0}, // 244
     {Kind::union_of, 0, 146, 2, 0}, // 245
-    {Kind::model, 116, 0, 0, 0}, // 246
+    {Kind::literal, 0, 80, 1, 0}, // 246
     {Kind::union_of, 0, 148, 2, 0}, // 247
-    {Kind::union_of, 0, 150, 2, 0}, // 248
-    {Kind::model, 117, 0, 0, 0}, // 249
+    {Kind::model, 118, 0, 0, 0}, // 248
+    {Kind::union_of, 0, 150, 2, 0}, // 249
     {Kind::union_of, 0, 152, 2, 0}, // 250
-    {Kind::literal, 0, 81, 1, 0}, // 251
-    {Kind::literal, 0, 82, 1, 0}, // 252
-    {Kind::model, 118, 0, 0, 0}, // 253
-    {Kind::literal, 0, 83, 1, 0}, // 254
-    {Kind::model, 119, 0, 0, 0}, // 255
-    {Kind::model, 120, 0, 0, 0}, // 256
-    {Kind::union_of, 0, 154, 2, 1907}, // 257 type
-    {Kind::list, 232, 0, 0, 0}, // 258
-    {Kind::model, 121, 0, 0, 0}, // 259
-    {Kind::union_of, 0, 156, 2, 0}, // 260
-    {Kind::model, 122, 0, 0, 0}, // 261
-    {Kind::model, 123, 0, 0, 0}, // 262
+    {Kind::model, 119, 0, 0, 0}, // 251
+    {Kind::union_of, 0, 154, 2, 0}, // 252
+    {Kind::literal, 0, 81, 1, 0}, // 253
+    {Kind::literal, 0, 82, 1, 0}, // 254
+    {Kind::model, 120, 0, 0, 0}, // 255
+    {Kind::literal, 0, 83, 1, 0}, // 256
+    {Kind::model, 121, 0, 0, 0}, // 257
+    {Kind::model, 122, 0, 0, 0}, // 258
+    {Kind::union_of, 0, 156, 2, 1949}, // 259 type
+    {Kind::list, 234, 0, 0, 0}, // 260
+    {Kind::model, 123, 0, 0, 0}, // 261
+    {Kind::union_of, 0, 158, 2, 0}, // 262
     {Kind::model, 124, 0, 0, 0}, // 263
     {Kind::model, 125, 0, 0, 0}, // 264
-    {Kind::union_of, 0, 158, 4, 1907}, // 265 type
-    {Kind::model, 126, 0, 0, 0}, // 266
-    {Kind::model, 127, 0, 0, 0}, // 267
-    {Kind::union_of, 0, 162, 2, 1907}, // 268 type
-    {Kind::union_of, 0, 164, 2, 0}, // 269
-    {Kind::model, 128, 0, 0, 0}, // 270
+    {Kind::model, 126, 0, 0, 0}, // 265
+    {Kind::model, 127, 0, 0, 0}, // 266
+    {Kind::union_of, 0, 160, 4, 1949}, // 267 type
+    {Kind::model, 128, 0, 0, 0}, // 268
+    {Kind::model, 129, 0, 0, 0}, // 269
+    {Kind::union_of, 0, 164, 2, 1949}, // 270 type
     {Kind::union_of, 0, 166, 2, 0}, // 271
-    {Kind::model, 129, 0, 0, 0}, // 272
-    {Kind::model, 130, 0, 0, 0}, // 273
+    {Kind::model, 130, 0, 0, 0}, // 272
+    {Kind::union_of, 0, 168, 2, 0}, // 273
     {Kind::model, 131, 0, 0, 0}, // 274
-    {Kind::union_of, 0, 168, 2, 1907}, // 275 type
-    {Kind::model, 132, 0, 0, 0}, // 276
-    {Kind::dict, 276, 0, 0, 0}, // 277
-    {Kind::model, 133, 0, 0, 0}, // 278
-    {Kind::list, 278, 0, 0, 0}, // 279
-    {Kind::model, 134, 0, 0, 0}, // 280
-    {Kind::dict, 280, 0, 0, 0}, // 281
-    {Kind::model, 135, 0, 0, 0}, // 282
+    {Kind::model, 132, 0, 0, 0}, // 275
+    {Kind::model, 133, 0, 0, 0}, // 276
+    {Kind::union_of, 0, 170, 2, 1949}, // 277 type
+    {Kind::model, 134, 0, 0, 0}, // 278
+    {Kind::dict, 278, 0, 0, 0}, // 279
+    {Kind::model, 135, 0, 0, 0}, // 280
+    {Kind::list, 280, 0, 0, 0}, // 281
+    {Kind::model, 136, 0, 0, 0}, // 282
     {Kind::dict, 282, 0, 0, 0}, // 283
-    {Kind::literal, 0, 84, 1, 0}, // 284
-    {Kind::list, 8, 0, 0, 0}, // 285
-    {Kind::literal, 0, 85, 1, 0}, // 286
-    {Kind::literal, 0, 86, 1, 0}, // 287
-    {Kind::literal, 0, 87, 1, 0}, // 288
-    {Kind::literal, 0, 88, 1, 0}, // 289
-    {Kind::literal, 0, 89, 1, 0}, // 290
-    {Kind::literal, 0, 90, 1, 0}, // 291
-    {Kind::literal, 0, 91, 1, 0}, // 292
-    {Kind::model, 136, 0, 0, 0}, // 293
-    {Kind::dict, 293, 0, 0, 0}, // 294
-    {Kind::literal, 0, 92, 1, 0}, // 295
+    {Kind::model, 137, 0, 0, 0}, // 284
+    {Kind::dict, 284, 0, 0, 0}, // 285
+    {Kind::literal, 0, 84, 1, 0}, // 286
+    {Kind::list, 8, 0, 0, 0}, // 287
+    {Kind::literal, 0, 85, 1, 0}, // 288
+    {Kind::literal, 0, 86, 1, 0}, // 289
+    {Kind::literal, 0, 87, 1, 0}, // 290
+    {Kind::literal, 0, 88, 1, 0}, // 291
+    {Kind::literal, 0, 89, 1, 0}, // 292
+    {Kind::literal, 0, 90, 1, 0}, // 293
+    {Kind::literal, 0, 91, 1, 0}, // 294
+    {Kind::model, 138, 0, 0, 0}, // 295
+    {Kind::dict, 295, 0, 0, 0}, // 296
+    {Kind::literal, 0, 92, 1, 0}, // 297
 };
 
 const std::uint16_t k_alternatives[] = {
     2, 3, 11, 3, 13, 3, 16, 3, 18, 3, 20, 3, 22, 23, 24, 25, 3, 27, 28, 29, 3, 31, 32, 34, 3,
     38, 39, 41, 3, 43, 3, 45, 46, 47, 48, 3, 50, 51, 52, 53, 55, 56, 57, 59, 3, 8, 3, 65, 3, 67,
     3, 69, 70, 73, 74, 75, 77, 3, 79, 80, 81, 82, 83, 84, 85, 86, 90, 3, 95, 3, 97, 3, 99, 100,
-    101, 105, 106, 107, 3, 111, 112, 113, 3, 115, 116, 117, 5, 3, 122, 3, 124, 3, 126, 3, 128,
-    3, 9, 3, 138, 3, 140, 3, 142, 3, 20, 144, 150, 151, 152, 3, 154, 3, 156, 3, 20, 159, 165, 3,
-    168, 3, 167, 3, 185, 3, 187, 3, 195, 3, 199, 3, 207, 3, 192, 5, 3, 219, 3, 221, 3, 226, 227,
-    232, 233, 234, 242, 3, 244, 205, 246, 3, 87, 3, 249, 3, 255, 256, 259, 3, 261, 262, 263,
-    264, 266, 267, 268, 3, 270, 3, 273, 274,
+    101, 105, 106, 107, 3, 111, 112, 113, 3, 115, 116, 117, 121, 3, 5, 3, 124, 3, 126, 3, 128,
+    3, 130, 3, 9, 3, 140, 3, 142, 3, 144, 3, 20, 146, 152, 153, 154, 3, 156, 3, 158, 3, 20, 161,
+    167, 3, 170, 3, 169, 3, 187, 3, 189, 3, 197, 3, 201, 3, 209, 3, 194, 5, 3, 221, 3, 223, 3,
+    228, 229, 234, 235, 236, 244, 3, 246, 207, 248, 3, 87, 3, 251, 3, 257, 258, 261, 3, 263,
+    264, 265, 266, 268, 269, 270, 3, 272, 3, 275, 276,
 };
 
 const Literal k_literals[] = {
-    {LiteralKind::string, 10316}, // highest
-    {LiteralKind::string, 10324}, // high
-    {LiteralKind::string, 10329}, // medium
-    {LiteralKind::string, 10336}, // prefill
-    {LiteralKind::string, 10344}, // decode
-    {LiteralKind::string, 10351}, // filesystem
-    {LiteralKind::string, 10362}, // nccl
-    {LiteralKind::string, 10367}, // nixl
-    {LiteralKind::string, 10372}, // zmq
-    {LiteralKind::string, 10376}, // single_node
-    {LiteralKind::string, 10388}, // multi_node
-    {LiteralKind::string, 10399}, // flash_attention_2
-    {LiteralKind::string, 10417}, // flash_attention_3
-    {LiteralKind::string, 10435}, // flash_attention_4
-    {LiteralKind::string, 10453}, // auto
-    {LiteralKind::string, 10453}, // auto
-    {LiteralKind::string, 10458}, // torch
-    {LiteralKind::string, 10464}, // deepep
-    {LiteralKind::string, 10471}, // ring
-    {LiteralKind::string, 10476}, // ulysses
-    {LiteralKind::string, 10484}, // hf
-    {LiteralKind::string, 10487}, // custom
-    {LiteralKind::string, 10453}, // auto
-    {LiteralKind::string, 10494}, // bfloat16
-    {LiteralKind::string, 10503}, // float32
-    {LiteralKind::string, 10511}, // disabled
-    {LiteralKind::string, 4403}, // fake
-    {LiteralKind::string, 10520}, // fixed
-    {LiteralKind::string, 10526}, // variable
-    {LiteralKind::string, 10535}, // increasing
-    {LiteralKind::string, 10546}, // random
-    {LiteralKind::string, 10553}, // sft
-    {LiteralKind::string, 10557}, // first_exhausted
-    {LiteralKind::string, 10573}, // all_exhausted
-    {LiteralKind::string, 10587}, // sgd
-    {LiteralKind::string, 10591}, // adamw
-    {LiteralKind::string, 10597}, // muon
-    {LiteralKind::string, 10602}, // sign_sgd
-    {LiteralKind::string, 10611}, // constant
-    {LiteralKind::string, 10620}, // linear
-    {LiteralKind::string, 10627}, // cosine
-    {LiteralKind::string, 10634}, // default
-    {LiteralKind::string, 10642}, // ipo
-    {LiteralKind::string, 10487}, // custom
-    {LiteralKind::string, 10646}, // grpo
-    {LiteralKind::string, 10651}, // echo
-    {LiteralKind::string, 10656}, // max_rl
-    {LiteralKind::string, 10663}, // rae
-    {LiteralKind::string, 10667}, // hierarchical_grpo
-    {LiteralKind::string, 10685}, // opd
-    {LiteralKind::string, 10689}, // opsd
-    {LiteralKind::string, 10694}, // vllm-router
-    {LiteralKind::string, 10706}, // llm-d
-    {LiteralKind::string, 10453}, // auto
-    {LiteralKind::string, 10712}, // float16
-    {LiteralKind::string, 10494}, // bfloat16
-    {LiteralKind::string, 10503}, // float32
-    {LiteralKind::string, 10720}, // allgather_reducescatter
-    {LiteralKind::string, 10744}, // deepep_high_throughput
-    {LiteralKind::string, 10767}, // deepep_low_latency
-    {LiteralKind::string, 10786}, // flashinfer_nvlink_one_sided
-    {LiteralKind::string, 10814}, // flashinfer_nvlink_two_sided
-    {LiteralKind::string, 10362}, // nccl
-    {LiteralKind::string, 10351}, // filesystem
-    {LiteralKind::string, 10367}, // nixl
-    {LiteralKind::string, 10842}, // native
-    {LiteralKind::string, 10849}, // mooncake
-    {LiteralKind::string, 10858}, // disaggregated
-    {LiteralKind::string, 10872}, // full
-    {LiteralKind::string, 10877}, // selective
-    {LiteralKind::string, 10842}, // native
-    {LiteralKind::string, 10458}, // torch
-    {LiteralKind::string, 10887}, // fp8
-    {LiteralKind::string, 10891}, // mxfp8
-    {LiteralKind::string, 10897}, // mxfp8_rceil
-    {LiteralKind::string, 10909}, // mxfp8_rceil_wgrad_with_hp
-    {LiteralKind::string, 10935}, // minimal
-    {LiteralKind::string, 10943}, // low
-    {LiteralKind::string, 10329}, // medium
-    {LiteralKind::string, 10324}, // high
-    {LiteralKind::string, 5351}, // policy
-    {LiteralKind::string, 10947}, // static
-    {LiteralKind::string, 10954}, // elastic
+    {LiteralKind::string, 10375}, // highest
+    {LiteralKind::string, 10383}, // high
+    {LiteralKind::string, 10388}, // medium
+    {LiteralKind::string, 10395}, // prefill
+    {LiteralKind::string, 10403}, // decode
+    {LiteralKind::string, 10410}, // filesystem
+    {LiteralKind::string, 10421}, // nccl
+    {LiteralKind::string, 10426}, // nixl
+    {LiteralKind::string, 10431}, // zmq
+    {LiteralKind::string, 10435}, // single_node
+    {LiteralKind::string, 10447}, // multi_node
+    {LiteralKind::string, 10458}, // flash_attention_2
+    {LiteralKind::string, 10476}, // flash_attention_3
+    {LiteralKind::string, 10494}, // flash_attention_4
+    {LiteralKind::string, 10512}, // auto
+    {LiteralKind::string, 10512}, // auto
+    {LiteralKind::string, 10517}, // torch
+    {LiteralKind::string, 10523}, // deepep
+    {LiteralKind::string, 10530}, // ring
+    {LiteralKind::string, 10535}, // ulysses
+    {LiteralKind::string, 10543}, // hf
+    {LiteralKind::string, 10546}, // custom
+    {LiteralKind::string, 10512}, // auto
+    {LiteralKind::string, 10553}, // bfloat16
+    {LiteralKind::string, 10562}, // float32
+    {LiteralKind::string, 10570}, // disabled
+    {LiteralKind::string, 4422}, // fake
+    {LiteralKind::string, 10579}, // fixed
+    {LiteralKind::string, 10585}, // variable
+    {LiteralKind::string, 10594}, // increasing
+    {LiteralKind::string, 10605}, // random
+    {LiteralKind::string, 10612}, // sft
+    {LiteralKind::string, 10616}, // first_exhausted
+    {LiteralKind::string, 10632}, // all_exhausted
+    {LiteralKind::string, 10646}, // sgd
+    {LiteralKind::string, 10650}, // adamw
+    {LiteralKind::string, 10656}, // muon
+    {LiteralKind::string, 10661}, // sign_sgd
+    {LiteralKind::string, 10670}, // constant
+    {LiteralKind::string, 10679}, // linear
+    {LiteralKind::string, 10686}, // cosine
+    {LiteralKind::string, 10693}, // default
+    {LiteralKind::string, 10701}, // ipo
+    {LiteralKind::string, 10546}, // custom
+    {LiteralKind::string, 10705}, // grpo
+    {LiteralKind::string, 10710}, // echo
+    {LiteralKind::string, 10715}, // max_rl
+    {LiteralKind::string, 10722}, // rae
+    {LiteralKind::string, 10726}, // hierarchical_grpo
+    {LiteralKind::string, 10744}, // opd
+    {LiteralKind::string, 10748}, // opsd
+    {LiteralKind::string, 10753}, // vllm-router
+    {LiteralKind::string, 10765}, // llm-d
+    {LiteralKind::string, 10512}, // auto
+    {LiteralKind::string, 10771}, // float16
+    {LiteralKind::string, 10553}, // bfloat16
+    {LiteralKind::string, 10562}, // float32
+    {LiteralKind::string, 10779}, // allgather_reducescatter
+    {LiteralKind::string, 10803}, // deepep_high_throughput
+    {LiteralKind::string, 10826}, // deepep_low_latency
+    {LiteralKind::string, 10845}, // flashinfer_nvlink_one_sided
+    {LiteralKind::string, 10873}, // flashinfer_nvlink_two_sided
+    {LiteralKind::string, 10421}, // nccl
+    {LiteralKind::string, 10410}, // filesystem
+    {LiteralKind::string, 10426}, // nixl
+    {LiteralKind::string, 10901}, // native
+    {LiteralKind::string, 10908}, // mooncake
+    {LiteralKind::string, 10917}, // disaggregated
+    {LiteralKind::string, 10931}, // full
+    {LiteralKind::string, 10936}, // selective
+    {LiteralKind::string, 10901}, // native
+    {LiteralKind::string, 10517}, // torch
+    {LiteralKind::string, 10946}, // fp8
+    {LiteralKind::string, 10950}, // mxfp8
+    {LiteralKind::string, 10956}, // mxfp8_rceil
+    {LiteralKind::string, 10968}, // mxfp8_rceil_wgrad_with_hp
+    {LiteralKind::string, 10994}, // minimal
+    {LiteralKind::string, 11002}, // low
+    {LiteralKind::string, 10388}, // medium
+    {LiteralKind::string, 10383}, // high
+    {LiteralKind::string, 5370}, // policy
+    {LiteralKind::string, 11006}, // static
+    {LiteralKind::string, 11013}, // elastic
     {LiteralKind::string, 1219}, // server
-    {LiteralKind::string, 1792}, // prime
-    {LiteralKind::string, 10962}, // subprocess
-    {LiteralKind::string, 10973}, // docker
-    {LiteralKind::string, 10980}, // modal
+    {LiteralKind::string, 1852}, // prime
+    {LiteralKind::string, 11021}, // subprocess
+    {LiteralKind::string, 11032}, // docker
+    {LiteralKind::string, 11039}, // modal
     {LiteralKind::string, 423}, // eval
     {LiteralKind::string, 873}, // train
-    {LiteralKind::string, 10986}, // standard
-    {LiteralKind::string, 10995}, // difficulty_pool
-    {LiteralKind::string, 11011}, // advantage_range
+    {LiteralKind::string, 11045}, // standard
+    {LiteralKind::string, 11054}, // difficulty_pool
+    {LiteralKind::string, 11070}, // advantage_range
 };
 
 // flags (ge gt le lt min_length max_length finite), ge, gt, le, lt, min, max
@@ -2078,17 +2098,18 @@ const Bounds k_bounds[] = {
 
 // class, field, discriminator value, key: Prime-RL drops the key first
 const Rewrite k_rewrites[] = {
-    {1, 253, 10388, 2227}, // deployment.num_train_gpus (multi_node)
-    {1, 253, 10388, 2242}, // deployment.num_infer_gpus (multi_node)
+    {1, 253, 10447, 2269}, // deployment.num_train_gpus (multi_node)
+    {1, 253, 10447, 2284}, // deployment.num_infer_gpus (multi_node)
 };
 
 const Root k_roots[] = {
-    {11027, 0}, // rl
-    {10553, 1}, // sft
+    {11086, 0}, // rl
+    {10612, 1}, // sft
     {1, 2}, // trainer
     {9, 3}, // orchestrator
     {22, 4}, // inference
-    {11030, 5}, // env_server
+    {11089, 5}, // env_server
+    {11100, 6}, // evals
 };
 
 } // namespace

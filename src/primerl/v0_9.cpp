@@ -34,6 +34,11 @@ Run read_run(Reader &reader) {
 // [monitors.wandb]: every key has a default in v0.9 (project "prime-rl", name = run.name).
 Wandb read_wandb(Reader &reader) {
   Wandb wandb;
+  // No [monitors.wandb]: Prime-RL logs to no W&B run (its default).
+  wandb.enabled = reader.find("monitors.wandb") != nullptr;
+  if (!wandb.enabled) {
+    reader.defaulted("no [monitors.wandb]: no W&B run (Prime-RL's default)");
+  }
   wandb.project = reader.optional_string("monitors.wandb.project").value_or("prime-rl");
   wandb.name = reader.optional_string("monitors.wandb.name").value_or("");
   if (auto entity = reader.optional_string("monitors.wandb.entity"); entity && !entity->empty()) {
@@ -139,7 +144,9 @@ namespace {
 template <typename Config>
 void read_common(Reader &reader, const Document &document, Problems &problems, Config &config) {
   config.deployment = read_type(reader, document, problems);
-  config.output_dir = {"output_dir", reader.optional_string("output_dir").value_or("outputs")};
+  config.output_dir = reader.find("output_dir") != nullptr
+                          ? reader.path("output_dir", "outputs")
+                          : reader.defaulted_path("output_dir", "outputs");
   config.run = read_run(reader);
   config.wandb = read_wandb(reader);
   config.gpus_per_node = reader.count("deployment.gpus_per_node", k_max_gpus_per_node, 8, 8);

@@ -16,6 +16,7 @@
 #include <malloc.h>
 #include <sys/stat.h>
 
+#include <filesystem>
 #include <iostream>
 #include <iterator>
 
@@ -45,6 +46,7 @@ struct CheckOptions {
   std::vector<std::string> files;
   bool prime_rl = false;
   std::string root = "auto";
+  std::string version; // the operand after --prime-rl that names a version, if any
 };
 
 PrimeRlCheck &prime_rl_check() {
@@ -226,7 +228,13 @@ void run_unset(const EditOptions &o) {
 
 // Every error of every file as one pb::Error: the first is its message, the others its
 // context lines.
-void run_check(const CheckOptions &o) {
+void run_check(CheckOptions &o) {
+  // `--prime-rl` is a flag, so `--prime-rl v0.8.0 FILE` leaves the version as the first operand.
+  if (o.prime_rl && o.files.size() > 1 && looks_like_version(o.files.front()) &&
+      !std::filesystem::exists(o.files.front())) {
+    o.version = o.files.front();
+    o.files.erase(o.files.begin());
+  }
   std::vector<Error> errors;
   for (const auto &file : o.files) {
     try {
@@ -236,7 +244,7 @@ void run_check(const CheckOptions &o) {
         if (!prime_rl_check()) {
           throw failure("internal error: no Prime-RL check was provided to `toml check`");
         }
-        auto extra = prime_rl_check()(Document::parse(text, file), o.root);
+        auto extra = prime_rl_check()(Document::parse(text, file), o.root, o.version);
         for (auto &line : extra.errors) {
           found.emplace_back(ExitCode::bad_input, std::move(line));
         }
@@ -265,6 +273,36 @@ void run_check(const CheckOptions &o) {
 
 void provide_prime_rl_check(PrimeRlCheck check) {
   prime_rl_check() = std::move(check);
+}
+
+bool looks_like_version(const std::string &word) {
+  // v?N.N[.N][.devN]
+  std::string_view rest = word;
+  if (!rest.empty() && rest.front() == 'v') {
+    rest.remove_prefix(1);
+  }
+  int numbers = 0;
+  while (!rest.empty()) {
+    if (numbers > 0) {
+      if (rest.front() != '.') {
+        return false;
+      }
+      rest.remove_prefix(1);
+      if (numbers >= 2 && rest.substr(0, 3) == "dev") {
+        rest.remove_prefix(3);
+        numbers = 3;
+      }
+    }
+    const auto digits = rest.find_first_not_of("0123456789");
+    if (digits == 0 || rest.empty()) {
+      return false;
+    }
+    rest.remove_prefix(digits == std::string_view::npos ? rest.size() : digits);
+    if (++numbers > 4) {
+      return false;
+    }
+  }
+  return numbers >= 2;
 }
 
 namespace {
@@ -350,14 +388,16 @@ void register_commands(cli::CommandTree &tree) {
   check_cmd.add_flag(cli::flag("prime-rl"),
                      c.prime_rl,
                      "also check every key against Prime-RL's config schema: unknown keys, "
-                     "types, bounds, allowed values (docs/primerl-schema.md)");
+                     "types, bounds, allowed values; `--prime-rl VERSION FILE...` reads them as "
+                     "that release (v0.7.1.dev83, v0.8.0, v0.8.1.dev67 = v0.9), else as any "
+                     "release of the generation the keys show (docs/primerl-schema.md)");
   check_cmd
       .add_option(cli::flag("root"),
                   c.root,
-                  "with --prime-rl: the entrypoint that reads the files (auto: rl with "
-                  "[orchestrator], sft with [data], else rl)")
+                  "with --prime-rl: the entrypoint that reads the files (auto: the one that "
+                  "accepts them, the likeliest first)")
       .capture_default_str()
-      .one_of({"auto", "rl", "sft", "trainer", "orchestrator", "inference", "env_server"});
+      .one_of({"auto", "rl", "sft", "trainer", "orchestrator", "inference", "env_server", "evals"});
   check_cmd.callback([&c] { run_check(c); });
 
   auto &diff_cmd = tree.command({"toml", "diff"},

@@ -7,6 +7,7 @@
 #include <primebeaker/core/process.hpp>
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/primerl/config.hpp>
+#include <primebeaker/primerl/release.hpp>
 #include <primebeaker/primerl/schema.hpp>
 #include <primebeaker/toml/edit.hpp>
 #include <primebeaker/toml/value.hpp>
@@ -30,8 +31,10 @@ namespace fs = std::filesystem;
 using Kind = SchemaProblem::Kind;
 using Severity = SchemaProblem::Severity;
 
-std::vector<SchemaProblem> check(const std::string &text, ConfigRoot root = ConfigRoot::rl) {
-  return check_schema(toml::Document::parse(text, "t.toml"), root);
+std::vector<SchemaProblem> check(const std::string &text,
+                                 ConfigRoot root = ConfigRoot::rl,
+                                 const SchemaCheckOptions &options = {}) {
+  return check_schema(toml::Document::parse(text, "t.toml"), root, options);
 }
 
 std::vector<SchemaProblem> errors_of(const std::vector<SchemaProblem> &problems) {
@@ -462,42 +465,43 @@ TEST(SchemaCheck, OtherRoots) {
   EXPECT_EQ(root_name(ConfigRoot::inference), "inference");
 }
 
-TEST(SchemaCheck, ImageDifferencesAreNotesNotErrors) {
-  const auto problems = check(R"([trainer.loss]
+// The cataloged image's fork and Prime-RL v0.8.0 are two schemas, each strict about the other's
+// keys (docs/primerl-schema.md "The cataloged image (v0.7.1.dev83)").
+TEST(SchemaCheck, TheForkAndV080EachReadOnlyTheirOwnKeys) {
+  const std::string fork_only = R"([trainer.loss]
 aggregation = "group_token_mean"
 [trainer.optim]
 eps = 1e-12
 [orchestrator]
 eval_max_inflight_episodes = 64
+)";
+  const std::string v0_8_0_only = R"([orchestrator]
 env_server_base_port = 6000
 [orchestrator.eval]
 retrigger_on_resume = true
-)");
-  ASSERT_EQ(problems.size(), 5u) << dump(problems);
-  for (const auto &p : problems) {
-    EXPECT_EQ(p.severity, Severity::note) << p.message;
-    EXPECT_EQ(p.kind, Kind::image_difference);
-  }
-  EXPECT_EQ(problems[0].message,
-            "t.toml:2:1: trainer.loss.aggregation is accepted by the cataloged image (Prime-RL "
-            "v0.7.1.dev83 fork: the fork's group-balanced RL loss reduction) but not by "
-            "Prime-RL v0.8.0");
-  EXPECT_EQ(problems[3].message,
-            "t.toml:7:1: orchestrator.env_server_base_port is accepted by Prime-RL v0.8.0 but not "
-            "by the cataloged image (Prime-RL v0.7.1.dev83 fork: added after v0.7.1.dev83)");
-  // Typed as the image types them.
-  const auto bad = errors_of(check("[trainer.loss]\naggregation = \"group\"\n"
-                                   "[trainer.optim]\neps = 0\n[orchestrator]\n"));
+)";
+  SchemaCheckOptions fork;
+  fork.release = SchemaRelease::v0_7_1_dev83;
+  fork.missing_required = false;
+  SchemaCheckOptions v0_8_0;
+  v0_8_0.missing_required = false;
+  EXPECT_TRUE(check(fork_only, ConfigRoot::rl, fork).empty())
+      << dump(check(fork_only, ConfigRoot::rl, fork));
+  const auto refused_by_v0_8_0 = check(fork_only, ConfigRoot::rl, v0_8_0);
+  ASSERT_EQ(refused_by_v0_8_0.size(), 3u) << dump(refused_by_v0_8_0);
+  EXPECT_EQ(refused_by_v0_8_0[0].location, "t.toml:2:1");
+  EXPECT_EQ(refused_by_v0_8_0[0].kind, Kind::unknown_key);
+  EXPECT_TRUE(check(v0_8_0_only, ConfigRoot::rl, v0_8_0).empty());
+  const auto refused_by_fork = check(v0_8_0_only, ConfigRoot::rl, fork);
+  ASSERT_EQ(refused_by_fork.size(), 2u) << dump(refused_by_fork);
+  EXPECT_EQ(refused_by_fork[0].key, "orchestrator.env_server_base_port");
+  // Typed as the fork types them.
+  const auto bad = check("[trainer.loss]\naggregation = \"group\"\n[trainer.optim]\neps = 0\n",
+                         ConfigRoot::rl,
+                         fork);
   ASSERT_EQ(bad.size(), 2u) << dump(bad);
   EXPECT_EQ(bad[0].kind, Kind::not_allowed);
   EXPECT_EQ(bad[1].kind, Kind::out_of_bounds);
-  SchemaCheckOptions quiet;
-  quiet.image_notes = false;
-  EXPECT_TRUE(check_schema(
-                  toml::Document::parse("[trainer.optim]\neps = 1e-12\n[orchestrator]\n", "t.toml"),
-                  ConfigRoot::rl,
-                  quiet)
-                  .empty());
 }
 
 TEST(SchemaCheck, AddsErrorsToProblems) {
@@ -568,54 +572,16 @@ TEST(SchemaCorpus, NoFalseAlarmOnAnyV080Toml) {
   const auto files = samples();
   // 6 Prime-RL v0.8.0 files, 5 reference examples, the repository's examples and fixtures.
   ASSERT_GE(files.size(), 17u);
-  std::size_t notes = 0;
+  std::map<std::string, int> by_release;
   for (const auto &[path, root] : files) {
-    const auto problems = check_schema(toml::Document::load(path), root);
-    EXPECT_TRUE(errors_of(problems).empty()) << path << " as " << root_name(root) << ":\n"
-                                             << dump(problems);
-    notes += problems.size();
+    // Read by the release the launch would pick for it (the fork's, or v0.8.0's).
+    const Reading reading = read_prime_rl_file(toml::Document::load(path), root, std::nullopt);
+    EXPECT_EQ(reading.errors, 0u) << path << " as " << root_name(root) << ":\n"
+                                  << dump(reading.problems);
+    ++by_release[reading.prime_rl.version];
   }
-  std::cout << "[ schema ] " << files.size() << " files, " << notes
-            << " notes (keys the cataloged image and v0.8.0 disagree on)\n";
-}
-
-// Optional: every TOML under the directories in PB_PRIMERL_SCHEMA_EXTRA (':'-separated), e.g. a
-// Prime-RL release's configs/ and examples/, must be accepted by at least one entrypoint (they
-// hold rl, sft and per-component files alike). Skipped when unset.
-TEST(SchemaCorpus, ExtraDirectoriesFromTheEnvironment) {
-  const char *extra = std::getenv("PB_PRIMERL_SCHEMA_EXTRA");
-  if (extra == nullptr || *extra == '\0') {
-    GTEST_SKIP() << "PB_PRIMERL_SCHEMA_EXTRA not set";
-  }
-  std::map<std::string, std::size_t> by_root;
-  for (const std::string &dir : text::split(extra, ':')) {
-    for (const auto &entry : fs::recursive_directory_iterator(dir)) {
-      if (!entry.is_regular_file() || entry.path().extension() != ".toml") {
-        continue;
-      }
-      const auto document = toml::Document::load(entry.path());
-      std::string verdicts;
-      std::optional<ConfigRoot> accepted;
-      for (const ConfigRoot root : {ConfigRoot::rl,
-                                    ConfigRoot::sft,
-                                    ConfigRoot::trainer,
-                                    ConfigRoot::orchestrator,
-                                    ConfigRoot::inference,
-                                    ConfigRoot::env_server}) {
-        const auto problems = errors_of(check_schema(document, root));
-        if (problems.empty()) {
-          accepted = root;
-          break;
-        }
-        verdicts += std::string(root_name(root)) + ":\n" + dump(problems);
-      }
-      EXPECT_TRUE(accepted.has_value()) << entry.path() << " refused by every entrypoint:\n"
-                                        << verdicts;
-      ++by_root[accepted ? std::string(root_name(*accepted)) : "none"];
-    }
-  }
-  for (const auto &[root, count] : by_root) {
-    std::cout << "[ schema ] extra files accepted as " << root << ": " << count << "\n";
+  for (const auto &[release, count] : by_release) {
+    std::cout << "[ schema ] read as Prime-RL " << release << ": " << count << " files\n";
   }
 }
 
@@ -678,7 +644,10 @@ TEST(SchemaCorpus, EveryPlantedMistakeIsNamedAtItsPlaceInOneRun) {
       want[plant.key] = {plant.kind, location};
     }
     std::map<std::string, std::pair<Kind, std::string>> got;
-    const auto problems = check_schema(document, root);
+    SchemaCheckOptions release;
+    release.release =
+        read_prime_rl_file(toml::Document::load(path), root, std::nullopt).prime_rl.schema;
+    const auto problems = check_schema(document, root, release);
     for (const auto &p : errors_of(problems)) {
       got[p.key] = {p.kind, p.location};
     }

@@ -49,6 +49,9 @@ inline constexpr const char *required_services = "REQUIRED_LITEREGISTRY_SERVICES
 inline constexpr const char *local_search_model_paths = "LOCAL_SEARCH_MODEL_PATHS_JSON";
 // Prime-RL v0.9 (docs/contract.md "Generations"): absent generation = v0.8.0.
 inline constexpr const char *prime_rl_generation = "PRIME_RL_GENERATION";
+// The Prime-RL version the image holds, as the launch knew it (catalog or --prime-rl): what
+// `rl resume` relaunches with and the node logs. Older specs lack it.
+inline constexpr const char *prime_rl_version = "PRIME_RL_VERSION";
 inline constexpr const char *run_dir_name = "PRIME_RL_RUN_DIR";
 inline constexpr const char *run_name = "PRIME_RL_RUN_NAME";
 inline constexpr const char *num_train_nodes = "NUM_TRAIN_NODES";
@@ -157,6 +160,7 @@ struct ReplicaEnv {
   // The Prime-RL generation the TOML is written for: v0_8 (written as nothing, as every
   // launcher before v0.9 support did) or v0_9.
   primerl::Generation generation = primerl::Generation::v0_8;
+  std::string prime_rl_version; // "v0.8.0"; "" when the spec predates it
   // v0.9: the run directory under output_dir, and the run.name the launch passes to Prime-RL
   // ("" when the TOML names its run itself).
   std::string run_dir_name;

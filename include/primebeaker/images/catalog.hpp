@@ -21,21 +21,31 @@ inline constexpr std::string_view k_runtime_role = "primebeaker-runtime";
 // images; tests).
 inline constexpr std::string_view k_catalog_variable = "PRIMEBEAKER_IMAGE_CATALOG";
 
+// One place an image can be pulled from: a Beaker image (immutable_uri, in one workspace) or a
+// registry image (docker, usable from every workspace: `workspace` is empty).
 struct Location {
-  std::string immutable_uri; // beaker://<ID>
+  std::string immutable_uri; // beaker://<ID>, or "" for a registry image
   std::string name;
-  std::string workspace;
+  std::string workspace; // "" = every workspace
   std::string created;
   std::string committed;
   std::int64_t size_bytes = 0;
+  std::string docker; // a registry reference (ghcr.io/...:tag), or ""
 
   bool operator==(const Location &) const = default;
+
+  // What a spec's task.image takes: beaker://<ID>, or the registry reference.
+  const std::string &reference() const { return immutable_uri.empty() ? docker : immutable_uri; }
+  bool in_workspace(std::string_view ws) const { return workspace.empty() || workspace == ws; }
 };
 
 struct Role {
   std::string name;
   std::string purpose;
   std::vector<Location> locations;
+  // The Prime-RL version the role's images hold, as Prime-RL tags it ("v0.8.0"): which Prime-RL
+  // reads a TOML launched on them (primerl/release.hpp). "" when not known.
+  std::string prime_rl;
 
   bool operator==(const Role &) const = default;
 };
@@ -43,6 +53,9 @@ struct Role {
 struct Catalog {
   std::string default_base_role;
   std::vector<Role> roles; // by name
+  // The roles a staged launch without --image chooses among, in order of preference: the first
+  // whose Prime-RL reads the TOML (launch/image.hpp). Empty: the default base role alone.
+  std::vector<std::string> launch_roles;
 
   bool operator==(const Catalog &) const = default;
 
@@ -55,8 +68,8 @@ struct Catalog {
   // and parsed; pb::Error exit 3 when unreadable or invalid), else builtin().
   static Catalog from_environment(const std::map<std::string, std::string> &environment);
 
-  // The first location of `role_name` whose workspace is `workspace`, or nullptr (also when
-  // the role does not exist).
+  // The first location of `role_name` usable from `workspace` (its own, or a registry image),
+  // or nullptr (also when the role does not exist).
   const Location *find_location(std::string_view workspace, std::string_view role_name) const;
 
   // The role, or pb::Error exit 2 "unknown image role '<role>'".
@@ -71,13 +84,24 @@ struct Catalog {
   // The role a launch without --image takes its image from: the default base role (the
   // Prime-RL image, which runs the staged binary) when `staged`, else k_runtime_role.
   std::string_view launch_role(bool staged) const;
-  // That role's location for `workspace`, or nullptr: the one place that decides which image
-  // `submit` runs, so that `images default` prints the same.
+  // That role's location for `workspace`, or nullptr.
   const Location *launch_image(std::string_view workspace, bool staged) const;
+  // The roles a launch without --image may take its image from: launch_roles (staged), else
+  // k_runtime_role; the default base role when launch_roles is empty.
+  std::vector<std::string> launch_candidates(bool staged) const;
+
+  struct Found {
+    const Role *role = nullptr;
+    const Location *location = nullptr;
+  };
+  // The cataloged image an --image names: by beaker://<ID>, registry reference, or name
+  // (beaker://<name> or <name>); {nullptr, nullptr} when the catalog does not know it.
+  Found find_image(std::string_view reference) const;
 };
 
-// The JSON rows of `images list`: role, immutable_uri, name, workspace, size_bytes, created,
-// committed, for the default role's locations in order.
+// The JSON rows of `images list`: role, prime_rl, immutable_uri (or docker), name, workspace,
+// size_bytes, created, committed, for every location of the launch roles and then of the other
+// roles, in catalog order.
 OrderedJson list_json(const Catalog &catalog);
 
 // The catalog's JSON text as compiled in.

@@ -51,6 +51,9 @@ struct LaunchOptions {
   std::filesystem::path toml;
   std::string name;  // Beaker experiment name; empty: wandb.name
   std::string image; // empty: the catalog's Prime-RL image for the workspace (docs/staging.md)
+  // The Prime-RL version --image holds when the catalog does not know it; without --image, only
+  // cataloged images holding it (images/choose.hpp). Empty: the catalog says.
+  std::string prime_rl;
   std::string workspace = "ai2/oe-agents";
   std::vector<std::string> clusters; // empty: {"ai2/holmes"}
   std::string priority = "high";
@@ -173,9 +176,16 @@ struct LaunchPlan {
   // Non-empty when submitting this plan must be refused (no runtime image for the workspace
   // and no --image): the one-line reason. Preview still renders the spec and warns.
   std::string submit_refusal;
-  // What the user may want to know but need not act on (keys the cataloged image and Prime-RL
-  // v0.8.0 read differently, docs/primerl-schema.md): logged at info level (-v).
+  // What the user may want to know but need not act on (how the image was chosen, what Prime-RL
+  // defaults the launch took): logged at info level (-v).
   std::vector<std::string> notes;
+  // The version of the Prime-RL that reads the TOML, as the image holds it, and the image's
+  // name: the card's "Prime-RL v0.8.0 (ghcr.io/...)" line (images/choose.hpp).
+  std::string prime_rl;
+  std::string image_name;
+  // Keys the TOML leaves to Prime-RL's defaults that the launch also reads: "output_dir =
+  // \"outputs\" (Prime-RL's default)"; shown on the card and with -v.
+  std::vector<std::string> defaulted;
   // The stage submit makes or checks, and the wrapper in it that the spec runs; both empty with
   // --no-stage (the spec runs `primebeaker` from the image).
   std::filesystem::path stage_dir;

@@ -49,6 +49,11 @@ public:
   // "# remove KEY (FILE:L:C)" lines, each one `primebeaker toml unset FILE KEY`.
   void suggest_removal(const std::string &dotted_key, std::string location);
 
+  // A key the TOML leaves to Prime-RL's default, which the launch reads too: not a problem, but
+  // shown on the card and with -v ("output_dir = \"outputs\" (Prime-RL's default)").
+  void defaulted(std::string text) { m_defaults.push_back(std::move(text)); }
+  const std::vector<std::string> &defaults() const { return m_defaults; }
+
   bool empty() const { return m_lines.empty(); }
   size_t size() const { return m_lines.size(); }
   // Whether a problem is already reported at `location` ("FILE:L:C"), or `key` is already
@@ -78,15 +83,19 @@ private:
   std::vector<Line> m_lines;
   std::vector<Suggestion> m_suggestions;
   std::vector<std::pair<std::string, std::string>> m_removals; // key, location
+  std::vector<std::string> m_defaults;
 };
 
 enum class Generation {
   v0_2_to_v0_4, // inference_gpu_ids / trainer_gpu_ids, [[orchestrator.env]] without [deployment]
   v0_5,         // [deployment] with [[orchestrator.env]]
   v0_6_to_v0_7, // [[orchestrator.train.env]]
-  v0_8,         // [[orchestrator.train.source]]
-  v0_9,         // [resume], [run], [monitors], or top-level clean with [deployment]
-  undetermined, // none of the above (e.g. SFT TOMLs, RL without environments)
+  v0_8,         // a key v0.9 moved: [wandb], clean_output_dir, ckpt.resume_step,
+                // orchestrator.max_inflight_episodes, inference.parallel|model, SFT num_gpus
+  v0_9,         // [resume], [run], [monitors], top-level clean with [deployment],
+                // [inference.vllm], orchestrator.concurrency, SFT num_train_gpus
+  undetermined, // none of the above: keys both generations read (e.g. only
+                // [[orchestrator.train.source]]); the image's Prime-RL decides (release.hpp)
 };
 
 struct GenerationInfo {
@@ -97,13 +106,19 @@ struct GenerationInfo {
 // "v0.2-v0.4", "v0.5", "v0.6-v0.7", "v0.8.0", "v0.9", "undetermined".
 std::string_view generation_name(Generation generation);
 
-// First match wins, in the order of the enum comments above (v0.9 first).
+// First match wins: v0.9's keys, then v0.8.0's, then the older generations'. The keys only
+// confirm which Prime-RL reads a TOML: the image decides (release.hpp, images/choose.hpp).
 GenerationInfo detect_generation(const toml::Document &document);
 
 // Throws pb::Error exit 3 unless the generation is v0.8.0, v0.9 or undetermined: the message
 // names the generation, the key that shows it, and what is not supported.
 void require_supported_generation(const toml::Document &document);
 void require_supported_generation(const toml::Document &document, Problems &problems);
+
+// The experiment name of a TOML that names none (no --name, no W&B or run name): its folder and
+// stem, "wordle-rl" for .../wordle/rl.toml, with characters Beaker refuses made '-', at most 128.
+// Stable: the same file gives the same name, so a resume finds the run again.
+std::string default_experiment_name(const toml::Document &document);
 
 enum class DeploymentType { single_node, multi_node };
 
@@ -115,6 +130,8 @@ DeploymentType
 read_deployment_type(const toml::Document &document, Problems &problems, DeploymentType fallback);
 
 struct Wandb {
+  // false: the TOML has no W&B table, and Prime-RL then logs to no W&B run (its default).
+  bool enabled = true;
   std::string name;
   std::string project;
   std::optional<std::string> entity; // non-empty when set

@@ -147,6 +147,9 @@ struct Schema {
   const Field *find_field(std::uint16_t model, std::string_view key) const;
 };
 
+// The Prime-RL the cataloged Beaker images hold: v0.7.1.dev83 plus the goncalorafaria/prime-rl
+// fork's extensions (src/primerl/schema_v0_7_1_dev83.cpp, generated).
+const Schema &prime_rl_v0_7_1_dev83();
 // Prime-RL v0.8.0 (src/primerl/schema_v0_8_0.cpp, generated).
 const Schema &prime_rl_v0_8_0();
 // Prime-RL v0.9: main at 559b4477 (tag v0.8.1.dev67), the commit before the v0.9.0 release,
@@ -156,14 +159,15 @@ const Schema &prime_rl_v0_9();
 } // namespace schema
 
 // Which Prime-RL generation's schema a TOML is checked against.
-enum class SchemaRelease { v0_8_0, v0_9 };
+enum class SchemaRelease { v0_7_1_dev83, v0_8_0, v0_9 };
 
-std::string_view release_name(SchemaRelease release); // "v0.8.0", "v0.9"
+std::string_view release_name(SchemaRelease release); // "v0.7.1.dev83", "v0.8.0", "v0.9"
 const schema::Schema &schema_for(SchemaRelease release);
 
 // Which Prime-RL entrypoint reads the TOML. primebeaker's `rl` and `sft` commands know theirs;
-// the others are for per-component TOMLs (`rl --trainer @ file.toml`, `env-server @ ...`).
-enum class ConfigRoot { rl, sft, trainer, orchestrator, inference, env_server };
+// the others are for per-component TOMLs (`rl --trainer @ file.toml`, `env-server @ ...`) and,
+// from v0.9, `evals`. A release's schema may lack a root (Schema::find_root is then nullptr).
+enum class ConfigRoot { rl, sft, trainer, orchestrator, inference, env_server, evals };
 
 std::string_view root_name(ConfigRoot root);                        // "rl", "sft", "env_server"...
 std::optional<ConfigRoot> parse_config_root(std::string_view name); // the inverse
@@ -175,8 +179,6 @@ struct SchemaProblem {
     out_of_bounds,    // a number or length outside the Field bounds
     not_allowed,      // a string outside its Literal values, or an unknown discriminator
     missing_required, // a required key (or a discriminated union's `type`) is absent
-    image_difference, // note: the cataloged image and Prime-RL v0.8.0 disagree on this key
-                      // (v0.8.0 only)
   };
   enum class Severity { error, note };
 
@@ -199,11 +201,6 @@ struct SchemaCheckOptions {
   // Report required keys that are absent (e.g. [trainer] in an rl TOML, or
   // deployment.num_train_nodes for multi_node).
   bool missing_required = true;
-  // Notes (severity note) where the cataloged image (Prime-RL v0.7.1.dev83 fork,
-  // images/catalog.json) and v0.8.0 differ: keys only the image accepts are otherwise accepted
-  // silently, keys only v0.8.0 accepts are accepted as v0.8.0 does (docs/primerl-schema.md).
-  // v0.8.0 only: under v0.9 the image's keys are checked as v0.9 checks them.
-  bool image_notes = true;
 };
 
 // Every problem of `document` read as `options.release`'s `root` entrypoint would read it, in

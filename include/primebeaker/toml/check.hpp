@@ -18,8 +18,13 @@ struct ExtraCheckResult {
   std::vector<std::string> notes;  // logged at info level (-v)
 };
 
-// `root` is what --root says: "auto" or a Prime-RL entrypoint name.
-using PrimeRlCheck = std::function<ExtraCheckResult(const Document &, const std::string &root)>;
+// `root` is what --root says: "auto" or a Prime-RL entrypoint name; `version` what --prime-rl
+// VERSION says, or "" for every release the keys allow.
+using PrimeRlCheck = std::function<ExtraCheckResult(
+    const Document &, const std::string &root, const std::string &version)>;
+// Whether `word` spells a Prime-RL version ("v0.8.0", "0.9", "v0.8.1.dev67"): `toml check
+// --prime-rl VERSION FILE...` takes such a first operand that is not a file as the version.
+bool looks_like_version(const std::string &word);
 
 void provide_prime_rl_check(PrimeRlCheck check);
 

@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: MIT
+#include <primebeaker/core/error.hpp>
+#include <primebeaker/images/catalog.hpp>
+#include <primebeaker/images/choose.hpp>
+#include <primebeaker/toml/value.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <vector>
+
+namespace pb::images {
+
+namespace {
+
+struct Candidate {
+  const Role *role;
+  const Location *location; // nullptr: none for the workspace
+  primerl::PrimeRl prime_rl;
+};
+
+primerl::PrimeRl cataloged_prime_rl(const Role &role) {
+  if (auto found = primerl::find_prime_rl(role.prime_rl)) {
+    return *found;
+  }
+  throw input_error(
+      fmt::format("image catalog: role {} holds Prime-RL '{}', which primebeaker cannot read "
+                  "(it reads {})",
+                  role.name,
+                  role.prime_rl.empty() ? "(not given)" : role.prime_rl,
+                  primerl::known_prime_rl_versions()));
+}
+
+bool schema_accepts(const toml::Document &document,
+                    primerl::ConfigRoot root,
+                    const primerl::PrimeRl &prime_rl) {
+  primerl::SchemaCheckOptions options;
+  options.release = prime_rl.schema;
+  const auto found = primerl::check_schema(document, root, options);
+  return std::none_of(found.begin(), found.end(), [](const primerl::SchemaProblem &problem) {
+    return problem.severity == primerl::SchemaProblem::Severity::error;
+  });
+}
+
+// The image a launch of `generation` gets in `workspace`, for the refusal's "use ...".
+std::string image_for(const Catalog &catalog,
+                      const ImageRequest &request,
+                      primerl::Generation generation) {
+  for (const auto &name : catalog.launch_candidates(request.staged)) {
+    const Role &role = catalog.role(name);
+    const auto prime_rl = primerl::find_prime_rl(role.prime_rl);
+    const Location *location = catalog.find_location(request.workspace, name);
+    if (prime_rl && prime_rl->generation == generation && location != nullptr) {
+      return fmt::format("--image {} ({})", location->reference(), primerl::display_name(*prime_rl));
+    }
+  }
+  return fmt::format("an image with Prime-RL {} (`primebeaker images list`)",
+                     primerl::generation_name(generation));
+}
+
+ImageChoice from_flag(const Catalog &catalog,
+                      const ImageRequest &request,
+                      const std::optional<primerl::PrimeRl> &flagged) {
+  ImageChoice choice;
+  choice.reference = request.image;
+  const auto found = catalog.find_image(request.image);
+  if (found.role == nullptr) {
+    if (!flagged) {
+      throw usage_error(fmt::format("--image {} is not in the image catalog, so primebeaker "
+                                    "cannot know which Prime-RL reads the TOML: add --prime-rl "
+                                    "VERSION (one of {})",
+                                    request.image,
+                                    primerl::known_prime_rl_versions()));
+    }
+    choice.name = request.image;
+    choice.prime_rl = *flagged;
+    choice.why = "--image, holding the Prime-RL that --prime-rl names";
+    return choice;
+  }
+  choice.prime_rl = cataloged_prime_rl(*found.role);
+  if (flagged && flagged->version != choice.prime_rl.version) {
+    throw usage_error(fmt::format("--prime-rl {}, but the image catalog says --image {} ({}) "
+                                  "holds Prime-RL {}: drop --prime-rl, or pass another --image",
+                                  request.prime_rl,
+                                  request.image,
+                                  found.location->name,
+                                  choice.prime_rl.version));
+  }
+  choice.reference = found.location->reference();
+  choice.name = found.location->name;
+  choice.role = found.role->name;
+  choice.why = fmt::format("--image (the catalog's role {})", found.role->name);
+  return choice;
+}
+
+} // namespace
+
+ImageChoice choose_image(const Catalog &catalog,
+                         const ImageRequest &request,
+                         const toml::Document &document,
+                         primerl::ConfigRoot root) {
+  const primerl::GenerationInfo keys = primerl::detect_generation(document);
+  const bool keyed =
+      keys.generation == primerl::Generation::v0_8 || keys.generation == primerl::Generation::v0_9;
+  std::optional<primerl::PrimeRl> flagged;
+  if (!request.prime_rl.empty()) {
+    flagged = primerl::require_prime_rl(request.prime_rl, "--prime-rl");
+  }
+
+  ImageChoice choice;
+  if (!request.image.empty()) {
+    choice = from_flag(catalog, request, flagged);
+  } else {
+    std::vector<Candidate> pool;
+    for (const auto &name : catalog.launch_candidates(request.staged)) {
+      const Role &role = catalog.role(name);
+      Candidate candidate{&role, catalog.find_location(request.workspace, name),
+                          cataloged_prime_rl(role)};
+      if (!flagged || flagged->version == candidate.prime_rl.version) {
+        pool.push_back(candidate);
+      }
+    }
+    if (pool.empty()) {
+      throw usage_error(fmt::format("--prime-rl {}: no image the catalog offers{} holds it; pass "
+                                    "--image too (`primebeaker images list`)",
+                                    request.prime_rl,
+                                    request.staged ? "" : " with --no-stage"));
+    }
+    // The TOML's generation narrows the pool when its keys show one.
+    std::vector<Candidate> narrowed;
+    std::copy_if(pool.begin(), pool.end(), std::back_inserter(narrowed), [&](const auto &c) {
+      return !keyed || c.prime_rl.generation == keys.generation;
+    });
+    if (narrowed.empty()) {
+      narrowed = pool; // --prime-rl of the other generation: refused below, by name
+    }
+    std::vector<Candidate> usable;
+    std::copy_if(narrowed.begin(), narrowed.end(), std::back_inserter(usable), [](const auto &c) {
+      return c.location != nullptr;
+    });
+    const Candidate *picked = nullptr;
+    for (const auto &candidate : usable) {
+      if (usable.size() == 1 || schema_accepts(document, root, candidate.prime_rl)) {
+        picked = &candidate;
+        break;
+      }
+    }
+    if (picked == nullptr) {
+      picked = usable.empty() ? &narrowed.front() : &usable.front();
+    }
+    choice.role = picked->role->name;
+    choice.prime_rl = picked->prime_rl;
+    if (picked->location == nullptr) {
+      choice.missing = fmt::format("no {} image ({}) is cataloged for workspace '{}'",
+                                   primerl::display_name(picked->prime_rl),
+                                   picked->role->name,
+                                   request.workspace);
+      choice.name = picked->role->name;
+    } else {
+      choice.reference = picked->location->reference();
+      choice.name = picked->location->name;
+    }
+    choice.why = fmt::format("the catalog's first {}image{} whose Prime-RL reads this TOML",
+                             flagged ? "--prime-rl " : "",
+                             keyed ? fmt::format(" for its {} keys",
+                                                 primerl::generation_name(keys.generation))
+                                   : "");
+  }
+
+  if (keyed && keys.generation != choice.prime_rl.generation) {
+    throw input_error(fmt::format("{}: this TOML is written for Prime-RL {} ({}), but image {} "
+                                  "holds {}: use {}",
+                                  document.source_name(),
+                                  primerl::generation_name(keys.generation),
+                                  keys.evidence,
+                                  choice.name,
+                                  primerl::display_name(choice.prime_rl),
+                                  image_for(catalog, request, keys.generation)));
+  }
+  return choice;
+}
+
+} // namespace pb::images
