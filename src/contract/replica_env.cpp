@@ -465,6 +465,7 @@ bool is_launcher_owned(std::string_view name, Kind kind) {
   full.num_gpus = 1;
   full.rendezvous_timeout_seconds = full.total_nodes = full.gpus_per_node = 1;
   full.total_infer_ranks = full.trainer_gpu_count = full.gateway_port = full.gateway_workers = 1;
+  full.prime_rl_version = "v0.8.0";
   if (is_rl(kind)) {
     full.registry = RegistryUri{"/registry", {}};
   }

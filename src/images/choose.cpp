@@ -134,19 +134,29 @@ ImageChoice choose_image(const Catalog &catalog,
     if (narrowed.empty()) {
       narrowed = pool; // --prime-rl of the other generation: refused below, by name
     }
-    std::vector<Candidate> usable;
-    std::copy_if(narrowed.begin(), narrowed.end(), std::back_inserter(usable), [](const auto &c) {
-      return c.location != nullptr;
-    });
+    // The first usable image whose Prime-RL reads the TOML; else the first that would read it
+    // but has no location for the workspace (submit refuses, naming it); else the first usable.
     const Candidate *picked = nullptr;
-    for (const auto &candidate : usable) {
-      if (usable.size() == 1 || schema_accepts(document, root, candidate.prime_rl)) {
-        picked = &candidate;
-        break;
+    const Candidate *unplaced = nullptr;
+    const Candidate *first_usable = nullptr;
+    for (const auto &candidate : narrowed) {
+      const bool usable = candidate.location != nullptr;
+      if (usable && first_usable == nullptr) {
+        first_usable = &candidate;
+      }
+      if ((usable || unplaced == nullptr) &&
+          (narrowed.size() == 1 || schema_accepts(document, root, candidate.prime_rl))) {
+        if (usable) {
+          picked = &candidate;
+          break;
+        }
+        unplaced = &candidate;
       }
     }
     if (picked == nullptr) {
-      picked = usable.empty() ? &narrowed.front() : &usable.front();
+      picked = unplaced != nullptr       ? unplaced
+               : first_usable != nullptr ? first_usable
+                                         : &narrowed.front();
     }
     choice.role = picked->role->name;
     choice.prime_rl = picked->prime_rl;

@@ -233,7 +233,13 @@ std::string_view generation_name(Generation generation) {
 GenerationInfo detect_generation(const Document &document) {
   const Value &root = document.root();
   auto at = [&](const Value &value, const std::string &key) {
-    return fmt::format("{} at {}", key, document.location(value));
+    // A table made only by its sub-tables' headers ([monitors.wandb]) has no place of its own:
+    // its first member's is where it shows.
+    const Value *shown = &value;
+    while (shown->position().line == 0 && shown->is(Type::table) && !shown->table()->empty()) {
+      shown = &shown->table()->begin()->second;
+    }
+    return fmt::format("{} at {}", key, document.location(*shown));
   };
   // Keys only v0.9 has (docs/primerl-schema.md "Prime-RL v0.9").
   for (const char *table : {"resume", "monitors", "run"}) {
@@ -248,6 +254,23 @@ GenerationInfo detect_generation(const Document &document) {
                                                std::vector<std::string>{"orchestrator", "concurrency"}}) {
     if (const Value *value = root.find_path(path)) {
       return {Generation::v0_9, at(*value, text::join(path, "."))};
+    }
+  }
+  // The older generations' environment and placement keys.
+  for (const char *split : {"train", "eval"}) {
+    if (const Value *value = root.find_path({"orchestrator", split, "env"})) {
+      return {Generation::v0_6_to_v0_7, at(*value, fmt::format("orchestrator.{}.env", split))};
+    }
+  }
+  if (const Value *value = root.find_path({"orchestrator", "env"})) {
+    if (root.find("deployment") != nullptr) {
+      return {Generation::v0_5, at(*value, "orchestrator.env with [deployment]")};
+    }
+    return {Generation::v0_2_to_v0_4, at(*value, "orchestrator.env without [deployment]")};
+  }
+  for (const char *key : {"inference_gpu_ids", "trainer_gpu_ids"}) {
+    if (const Value *value = root.find(key)) {
+      return {Generation::v0_2_to_v0_4, at(*value, key)};
     }
   }
   // Keys v0.9 moved away: only v0.8.0 (and the v0.7.1.dev83 fork) reads them. Environment
@@ -277,22 +300,6 @@ GenerationInfo detect_generation(const Document &document) {
   for (const char *split : {"train", "eval"}) {
     if (root.find_path({"orchestrator", split, "source"}) != nullptr) {
       return {Generation::undetermined, {}};
-    }
-  }
-  for (const char *split : {"train", "eval"}) {
-    if (const Value *value = root.find_path({"orchestrator", split, "env"})) {
-      return {Generation::v0_6_to_v0_7, at(*value, fmt::format("orchestrator.{}.env", split))};
-    }
-  }
-  if (const Value *value = root.find_path({"orchestrator", "env"})) {
-    if (root.find("deployment") != nullptr) {
-      return {Generation::v0_5, at(*value, "orchestrator.env with [deployment]")};
-    }
-    return {Generation::v0_2_to_v0_4, at(*value, "orchestrator.env without [deployment]")};
-  }
-  for (const char *key : {"inference_gpu_ids", "trainer_gpu_ids"}) {
-    if (const Value *value = root.find(key)) {
-      return {Generation::v0_2_to_v0_4, at(*value, key)};
     }
   }
   return {Generation::undetermined, {}};

@@ -52,6 +52,7 @@ void check_max_steps(const toml::Document &config, std::int64_t step) {
 
 const std::vector<std::string> &override_flag_names() {
   static const std::vector<std::string> names = {"image",
+                                                 "prime-rl",
                                                  "workspace",
                                                  "cluster",
                                                  "priority",
@@ -264,6 +265,16 @@ ResumePlan make_plan(const ResumeOptions &options, const ResumeInputs &inputs) {
   launch::LaunchOptions launch_options;
   launch_options.toml = plan.generated_config_path;
   launch_options.image = given.was_given("image") ? given.image : source.image;
+  // The Prime-RL the source's image holds, as its launch recorded it. A source from before
+  // PRIME_RL_VERSION ran what every launch then ran: the cataloged fork (v0.7.1.dev83) for the
+  // v0.8.0 generation, Prime-RL v0.8.1.dev67 for v0.9 (docs/resume.md).
+  if (given.was_given("prime-rl")) {
+    launch_options.prime_rl = given.prime_rl;
+  } else if (!given.was_given("image")) {
+    launch_options.prime_rl = !source.prime_rl_version.empty() ? source.prime_rl_version
+                              : source.v0_9                   ? "v0.8.1.dev67"
+                                                              : "v0.7.1.dev83";
+  }
   launch_options.workspace = given.was_given("workspace") ? given.workspace : source.workspace;
   launch_options.clusters = given.was_given("cluster") ? given.clusters : source.clusters;
   launch_options.priority =

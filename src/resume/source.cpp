@@ -157,11 +157,15 @@ parse_source(const std::string &id, const OrderedJson &payload, bool keep_manage
   const OrderedJson *image = member(*spec, "image");
   const std::string beaker_image =
       string_or(image != nullptr ? member(*image, "beaker") : nullptr, "");
-  if (beaker_image.empty()) {
-    throw failure("experiment " + id + " has no Beaker image");
+  // Prime-RL's own published images are registry images (images/catalog.json).
+  const std::string docker_image =
+      string_or(image != nullptr ? member(*image, "docker") : nullptr, "");
+  if (beaker_image.empty() && docker_image.empty()) {
+    throw failure("experiment " + id + " has no image");
   }
-  source.image =
-      text::starts_with(beaker_image, "beaker://") ? beaker_image : "beaker://" + beaker_image;
+  source.image = beaker_image.empty() ? docker_image
+                 : text::starts_with(beaker_image, "beaker://") ? beaker_image
+                                                                : "beaker://" + beaker_image;
 
   const OrderedJson *constraints = member(*spec, "constraints");
   if (const OrderedJson *clusters =
@@ -213,6 +217,8 @@ parse_source(const std::string &id, const OrderedJson &payload, bool keep_manage
     return value != nullptr ? *value : std::string(fallback);
   };
   source.run_dir_name = plain_or(k_run_dir_env, "");
+  source.prime_rl_version = plain_or(contract::var::prime_rl_version, "");
+  source.v0_9 = plain_or(contract::var::prime_rl_generation, "") == "v0.9";
   source.working_dir = plain_or(contract::var::working_dir, "/weka");
   source.scratch_dir = plain_or(contract::var::scratch, "/weka");
   source.home_dir = plain_or(contract::var::home, "/weka");

@@ -20,7 +20,11 @@ struct SourceExperiment {
   std::string name;      // E.name after the first '/', or the id
   std::string workspace; // E.workspaceRef.fullName, default ai2/oe-agents
   std::vector<std::string> job_ids;
-  std::string image; // beaker://<S.image.beaker>
+  std::string image; // beaker://<S.image.beaker>, or S.image.docker
+  // The Prime-RL the source's image holds (PRIME_RL_VERSION), "" for specs that predate it; and
+  // the generation its TOML was read as (PRIME_RL_GENERATION).
+  std::string prime_rl_version;
+  bool v0_9 = false;
   std::vector<std::string> clusters;
   std::string priority;
   std::int64_t min_runtime_hours = 0;

@@ -22,10 +22,18 @@ TEST(Catalog, CompiledInIsWhatParseReads) {
   const auto parsed = Catalog::parse(builtin_catalog_text(), "images/catalog.json");
   EXPECT_EQ(Catalog::builtin(), parsed);
   EXPECT_EQ(builtin_catalog(), parsed);
-  ASSERT_EQ(parsed.roles.size(), 3u);
+  ASSERT_EQ(parsed.roles.size(), 5u);
+  EXPECT_EQ(parsed.roles[1].name, "prime_rl_training_base");
   EXPECT_EQ(parsed.roles[1].locations.size(), 3u);
   EXPECT_EQ(parsed.roles[1].locations[2].size_bytes, 21654822124);
-  EXPECT_TRUE(parsed.roles[2].locations.empty());
+  EXPECT_EQ(parsed.roles[1].prime_rl, "v0.7.1.dev83");
+  EXPECT_EQ(parsed.roles[3].name, "prime_rl_v0_8_1_dev67");
+  EXPECT_EQ(parsed.roles[3].locations[0].reference(),
+            "ghcr.io/primeintellect-ai/prime-rl:v0.8.1.dev67");
+  EXPECT_TRUE(parsed.roles[4].locations.empty());
+  EXPECT_EQ(parsed.launch_roles,
+            (std::vector<std::string>{
+                "prime_rl_training_base", "prime_rl_v0_8_0", "prime_rl_v0_8_1_dev67"}));
 }
 
 TEST(Catalog, RolesAreByNameWhateverTheFileOrder) {
@@ -69,17 +77,28 @@ TEST(Catalog, Commands) {
   const auto list = test::run_primebeaker({"images", "list"});
   ASSERT_EQ(list.exit_code, 0) << list.err;
   const auto rows = nlohmann::ordered_json::parse(list.out);
-  ASSERT_EQ(rows.size(), 3u);
+  // The launch roles first, each location with the Prime-RL it holds, then the others.
+  ASSERT_EQ(rows.size(), 6u);
   std::vector<std::string> keys;
   for (const auto &[key, value] : rows[0].items()) {
     keys.push_back(key);
   }
-  EXPECT_EQ(
-      keys,
-      (std::vector<std::string>{
-          "role", "immutable_uri", "name", "workspace", "size_bytes", "created", "committed"}));
+  EXPECT_EQ(keys,
+            (std::vector<std::string>{"role",
+                                      "prime_rl",
+                                      "immutable_uri",
+                                      "name",
+                                      "workspace",
+                                      "size_bytes",
+                                      "created",
+                                      "committed"}));
   EXPECT_EQ(rows[1]["workspace"], "ai2/oe-agents-holmes");
   EXPECT_EQ(rows[0]["size_bytes"], 21654822124);
+  EXPECT_EQ(rows[0]["prime_rl"], "v0.7.1.dev83");
+  EXPECT_EQ(rows[3]["prime_rl"], "v0.8.0");
+  EXPECT_EQ(rows[3]["docker"], "ghcr.io/primeintellect-ai/prime-rl:v0.8.0");
+  EXPECT_EQ(rows[4]["prime_rl"], "v0.8.1.dev67");
+  EXPECT_EQ(rows[5]["role"], "legacy_sft_root");
 
   const auto holmes =
       test::run_primebeaker({"images", "default", "--workspace", "ai2/oe-agents-holmes"});

@@ -3,6 +3,7 @@
 // deployment.type asks for; every Prime-RL TOML previews or fails with one specific line.
 #include "launch_fixture.hpp"
 
+#include <primebeaker/primerl/release.hpp>
 #include <primebeaker/toml/edit.hpp>
 #include <primebeaker/toml/value.hpp>
 
@@ -182,7 +183,8 @@ TEST(Corpus, PrimeRlWouldRefuseIsNamedAtPreviewInOneRun) {
     }
     const auto check = run_primebeaker({"toml", "check", "--prime-rl", copy.string()});
     EXPECT_EQ(check.exit_code, 3) << name << "\n" << check.err;
-    EXPECT_EQ(lines_of(check.err).size(), plants.size()) << name << "\n" << check.err;
+    // Each mistake, then the line naming the reading (release and entrypoint).
+    EXPECT_EQ(lines_of(check.err).size(), plants.size() + 1) << name << "\n" << check.err;
     for (const auto &location : want) {
       EXPECT_NE(check.err.find(location), std::string::npos)
           << name << ": toml check does not name " << location << "\n"
@@ -192,6 +194,132 @@ TEST(Corpus, PrimeRlWouldRefuseIsNamedAtPreviewInOneRun) {
     const auto clean = run_primebeaker({"toml", "check", "--prime-rl", file.string()});
     EXPECT_EQ(clean.exit_code, 0) << name << "\n" << clean.err;
   }
+}
+
+// Issue 36: Prime-RL's own rl/sft TOMLs (configs/ and examples/ at v0.8.0 and 559b4477) preview
+// as they are, with Prime-RL's defaults taken, on the image whose Prime-RL reads them; the shapes
+// primebeaker does not place are refused in one line at their key, never with a value that
+// would change the experiment.
+TEST(Corpus, PrimeRlsOwnTomlsLaunchAsTheyAre) {
+  const auto root = shared_dir() / "corpus" / "prime-rl-repo";
+  // What is refused, and the line that says why.
+  const std::map<std::string, std::string> refused = {
+      {"main-559b4477/examples/advanced/glm-5.2/swe-llmd.toml", "is not placed by primebeaker"},
+      {"main-559b4477/examples/advanced/glm-5.2/swe.toml", "is not placed by primebeaker"},
+      {"main-559b4477/examples/advanced/nemotron-3-super/swe.toml",
+       "enable_expert_parallel = true is not placed by primebeaker"},
+      {"v0.8.0/examples/advanced/glm-4.5-air/search.toml", "deployment.num_train_nodes = 2"},
+      {"v0.8.0/examples/advanced/glm-4.5-air/swe.toml", "deployment.num_train_nodes = 2"},
+      {"v0.8.0/examples/advanced/glm-4.5-air/terminal.toml", "deployment.num_train_nodes = 2"},
+      {"v0.8.0/examples/advanced/glm-5.2/swe-llmd.toml", "deployment.num_train_nodes = 16"},
+      {"v0.8.0/examples/advanced/glm-5.2/swe.toml", "deployment.num_train_nodes = 16"},
+      {"v0.8.0/examples/advanced/intellect-3.1/rl.toml", "deployment.num_train_nodes = 4"},
+      {"v0.8.0/examples/advanced/minimax-m2.5/swe.toml", "deployment.num_train_nodes = 4"},
+      {"v0.8.0/examples/advanced/nemotron-3-super/swe.toml", "deployment.num_train_nodes = 4"},
+      {"v0.8.0/examples/advanced/qwen3-30b-a3b/math.toml", "deployment.num_train_nodes = 2"},
+      {"v0.8.0/examples/advanced/qwen3-30b-a3b/swe.toml", "deployment.num_train_nodes = 2"},
+      // primebeaker's v0.8.0 layout shares the trainer node with inference engines of tp 4.
+      {"v0.8.0/examples/advanced/qwen3-30b-a3b/tool.toml", "inference-bearing GPU slice"},
+  };
+  std::size_t previewed = 0, refusals = 0;
+  std::map<std::string, int> images;
+  for (const auto &entry : std::filesystem::recursive_directory_iterator(root)) {
+    const std::string name = std::filesystem::relative(entry.path(), root).string();
+    if (entry.path().extension() != ".toml" || name.find("/k8s/") != std::string::npos) {
+      continue;
+    }
+    const auto document = toml::Document::load(entry.path());
+    const auto reading = primerl::read_prime_rl_file(document, std::nullopt, std::nullopt);
+    if (reading.root != primerl::ConfigRoot::rl && reading.root != primerl::ConfigRoot::sft) {
+      continue;
+    }
+    const std::string program = reading.root == primerl::ConfigRoot::sft ? "sft" : "rl";
+    RunOptions options;
+    options.cwd = std::filesystem::temp_directory_path();
+    options.env = {{"PRIMEBEAKER_LAUNCH_ID", "corpus"}};
+    std::vector<std::string> args = {program, "preview", "--toml", entry.path().string(),
+                                     "--mount-path", "/", "--card"};
+    const bool multi = read_file(entry.path()).find("multi_node") != std::string::npos;
+    if (program == "rl" && multi && reading.prime_rl.generation == primerl::Generation::v0_8) {
+      args.insert(args.end(), {"--registry", "redis://registry:6379"});
+    }
+    const auto result = run_primebeaker(args, options);
+    const auto why = refused.find(name);
+    if (why == refused.end()) {
+      EXPECT_EQ(result.exit_code, 0) << name << ":\n" << result.err;
+      // The card names the Prime-RL that reads it, the one `toml check` found.
+      const auto line = result.out.find("  Prime-RL   " + reading.prime_rl.version);
+      EXPECT_NE(line, std::string::npos) << name << ":\n" << result.out;
+      ++images[reading.prime_rl.version];
+      ++previewed;
+      continue;
+    }
+    EXPECT_EQ(result.exit_code, 3) << name;
+    const auto lines = lines_of(result.err);
+    ASSERT_FALSE(lines.empty()) << name;
+    // One line, or "N problems" whose lines all name a shape primebeaker does not place.
+    EXPECT_NE(result.err.find(why->second), std::string::npos) << name << ":\n" << result.err;
+    EXPECT_EQ(result.err.find("replaces the current value"), std::string::npos)
+        << name << ": suggests a value that changes the experiment\n" << result.err;
+    if (why->second.find("num_train_nodes") != std::string::npos) {
+      EXPECT_EQ(lines.size(), 1u) << name << ":\n" << result.err;
+    }
+    ++refusals;
+  }
+  for (const auto &[version, count] : images) {
+    std::cout << "[ corpus ] previewed on Prime-RL " << version << ": " << count << "\n";
+  }
+  EXPECT_EQ(refusals, refused.size());
+  EXPECT_GE(previewed, 100u);
+}
+
+// A v0.9 TOML on an image holding Prime-RL v0.7.1.dev83 is refused at preview in one line; the
+// same TOML without --image gets the v0.9 image, and the card says so.
+TEST(Corpus, TheImageAndTheTomlCannotDisagreeUnseen) {
+  const auto wordle =
+      shared_dir() / "corpus" / "prime-rl-repo" / "main-559b4477" / "examples" / "basic" /
+      "wordle" / "rl.toml";
+  RunOptions options;
+  options.cwd = std::filesystem::temp_directory_path();
+  options.env = {{"PRIMEBEAKER_LAUNCH_ID", "corpus"}};
+  const auto refused = run_primebeaker({"rl", "preview", "--toml", wordle.string(), "--mount-path",
+                                        "/", "--image", "beaker://01KZVDND2PYP538F5JSGJ469EC"},
+                                       options);
+  EXPECT_EQ(refused.exit_code, 3);
+  EXPECT_EQ(refused.out, "");
+  ASSERT_EQ(lines_of(refused.err).size(), 1u) << refused.err;
+  EXPECT_NE(refused.err.find("this TOML is written for Prime-RL v0.9"), std::string::npos);
+  EXPECT_NE(refused.err.find("holds Prime-RL v0.7.1.dev83: use --image "
+                             "ghcr.io/primeintellect-ai/prime-rl:v0.8.1.dev67"),
+            std::string::npos)
+      << refused.err;
+  const auto chosen =
+      run_primebeaker({"rl", "preview", "--toml", wordle.string(), "--mount-path", "/"}, options);
+  ASSERT_EQ(chosen.exit_code, 0) << chosen.err;
+  const auto spec = json::parse(chosen.out)["spec"]["tasks"][0];
+  EXPECT_EQ(spec["image"]["docker"], "ghcr.io/primeintellect-ai/prime-rl:v0.8.1.dev67");
+  bool version = false;
+  for (const auto &env : spec["envVars"]) {
+    version = version || (env["name"] == "PRIME_RL_VERSION" && env["value"] == "v0.8.1.dev67");
+  }
+  EXPECT_TRUE(version) << spec.dump();
+  const auto card = run_primebeaker(
+      {"rl", "preview", "--toml", wordle.string(), "--mount-path", "/", "--card"}, options);
+  EXPECT_NE(card.out.find("  Prime-RL   v0.8.1.dev67, v0.9 generation "
+                          "(ghcr.io/primeintellect-ai/prime-rl:v0.8.1.dev67)\n"),
+            std::string::npos)
+      << card.out;
+  // An image the catalog does not know needs --prime-rl.
+  const auto unknown = run_primebeaker(
+      {"rl", "preview", "--toml", wordle.string(), "--mount-path", "/", "--image", "my/img:1"},
+      options);
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("add --prime-rl VERSION"), std::string::npos) << unknown.err;
+  EXPECT_EQ(run_primebeaker({"rl", "preview", "--toml", wordle.string(), "--mount-path", "/",
+                             "--image", "my/img:1", "--prime-rl", "v0.9"},
+                            options)
+                .exit_code,
+            0);
 }
 
 } // namespace

@@ -63,31 +63,35 @@ TEST_F(FirstHour, WithoutAnImageTheStagedBinaryRunsOnThePrimeRlImage) {
 TEST_F(FirstHour, WithoutACatalogedImageSubmitRefusesBeforeStagingAndPreviewWarns) {
   beaker_creates();
   const std::string before = tree_digest(m_tmp.path());
-  for (const std::string program : {"sft", "rl"}) {
-    const auto refused = run_builtin_catalog({program,
-                                              "submit",
-                                              "--toml",
-                                              "examples/" + program + "/" + program + ".toml",
-                                              "--workspace",
-                                              "ai2/elsewhere"});
-    EXPECT_EQ(refused.exit_code, 2) << refused.err;
-    EXPECT_EQ(refused.out, "");
-    EXPECT_EQ(refused.err,
-              "primebeaker: error: no Prime-RL image (prime_rl_training_base) is cataloged for "
-              "workspace 'ai2/elsewhere': pass --image beaker://<ID> (`primebeaker images list` "
-              "shows the cataloged images)\n");
-  }
+  // A TOML only the cataloged fork reads (trainer.loss.aggregation), in a workspace without the
+  // fork's Beaker images: refused, naming the Prime-RL it needs.
+  const std::string fork_only = "examples/podman-terminal/rl.toml";
+  const auto refused = run_builtin_catalog(
+      {"rl", "submit", "--toml", fork_only, "--workspace", "ai2/elsewhere", "--registry",
+       "redis://registry:6379"});
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_EQ(refused.out, "");
+  EXPECT_EQ(refused.err,
+            "primebeaker: error: no Prime-RL v0.7.1.dev83 image (prime_rl_training_base) is "
+            "cataloged for workspace 'ai2/elsewhere': pass --image (`primebeaker images list` "
+            "shows the cataloged images)\n");
   EXPECT_TRUE(m_beaker.calls().empty()) << "submit reached beaker";
   EXPECT_EQ(tree_digest(m_tmp.path()), before) << "a refused submit wrote (or staged) something";
 
-  const auto preview = run_builtin_catalog(
-      {"rl", "preview", "--toml", "examples/rl/rl.toml", "--workspace", "ai2/elsewhere"});
+  const auto preview = run_builtin_catalog({"rl", "preview", "--toml", fork_only, "--workspace",
+                                            "ai2/elsewhere", "--registry", "redis://registry:6379"});
   ASSERT_EQ(preview.exit_code, 0) << preview.err;
   EXPECT_EQ(image_of(preview),
             R"({"beaker":"<no Prime-RL image cataloged for this workspace: pass --image>"})");
-  EXPECT_NE(preview.err.find("warning: `rl submit` would refuse this launch: no Prime-RL image"),
+  EXPECT_NE(preview.err.find("warning: `rl submit` would refuse this launch: no Prime-RL "
+                             "v0.7.1.dev83 image"),
             std::string::npos)
       << preview.err;
+  // A TOML Prime-RL v0.8.0 reads too: Prime-RL's published image serves every workspace.
+  const auto elsewhere = run_builtin_catalog(
+      {"sft", "preview", "--toml", "examples/sft/sft.toml", "--workspace", "ai2/elsewhere"});
+  ASSERT_EQ(elsewhere.exit_code, 0) << elsewhere.err;
+  EXPECT_EQ(image_of(elsewhere), R"({"docker":"ghcr.io/primeintellect-ai/prime-rl:v0.8.0"})");
 }
 
 // --no-stage: the image's own primebeaker, so the default image is a runtime image.
@@ -124,7 +128,7 @@ TEST_F(FirstHour, AnExplicitImageIsUsedAsGiven) {
   beaker_creates();
   for (const std::string image : {"beaker://01PRIMERLBASE", "ghcr.io/me/prime-rl:dev"}) {
     const auto result =
-        run_builtin_catalog({"sft", "submit", "--toml", "examples/sft/sft.toml", "--image", image});
+        run_builtin_catalog({"sft", "submit", "--toml", "examples/sft/sft.toml", "--image", image, "--prime-rl", "v0.7.1.dev83"});
     ASSERT_EQ(result.exit_code, 0) << result.err;
     EXPECT_EQ(result.err, "");
     const auto spec =
@@ -136,127 +140,32 @@ TEST_F(FirstHour, AnExplicitImageIsUsedAsGiven) {
   EXPECT_EQ(m_beaker.calls_matching({"experiment", "create"}).size(), 2u);
 }
 
-// Each Prime-RL v0.8.0 example: every problem in one run (the full set), and the suggested
-// keys, applied with `primebeaker toml set`, make it preview.
-struct CorpusCase {
-  const char *file;
-  std::vector<std::string> problems;
-};
-
-TEST_F(FirstHour, EachPrimeRlV080ExampleReportsAllItsProblemsInOneRun) {
-  const std::vector<CorpusCase> cases = {
-      {"v0.8.0-configs-ci-integration-reverse-text-resume.toml",
-       {"single-node RL needs a [deployment] table (with type, num_train_gpus, num_infer_gpus, "
-        "gpus_per_node)",
-        "output_dir is required for single-node RL",
-        "single-node RL needs a [wandb] table (with name, project)"}},
-      {"v0.8.0-examples-advanced-glm-5.2-swe.toml",
-       {":22:8: heterogeneous Beaker RL currently supports dense inference: "
-        "inference.deployment.type 'disaggregated' is not supported (use \"single_node\" or "
-        "\"multi_node\"; primebeaker places the inference nodes itself)",
-        "output_dir is required for multi-node RL",
-        ":6:1: wandb.name is required for multi-node RL",
-        ":15:1: deployment.num_infer_nodes is required for multi-node RL",
-        ":17:19: heterogeneous Beaker RL currently supports exactly one trainer node "
-        "(deployment.num_train_nodes = 1), got 16",
-        ":19:22: heterogeneous Beaker RL requires deployment.num_infer_replicas = 1, got 2",
-        "inference.parallel.dp (1) and inference.api_server_count (1) must both equal the "
-        "external-LB rank count (7 inference GPUs / tp 1 = 7)",
-        ":92:26: heterogeneous Beaker RL currently supports dense inference "
-        "(inference.enable_expert_parallel must be false)"}},
-      {"v0.8.0-examples-advanced-intellect-3.1-rl.toml",
-       {"output_dir is required for multi-node RL",
-        ":23:1: wandb.name is required for multi-node RL",
-        ":14:19: heterogeneous Beaker RL currently supports exactly one trainer node "
-        "(deployment.num_train_nodes = 1), got 4",
-        "each inference-bearing GPU slice must be divisible by inference.parallel.tp (8): the "
-        "trainer node's 6 inference GPUs (gpus_per_node 8 - trainer.model.cp x dp_replicate 2) "
-        "are not; give the trainer the whole node or change tp",
-        "inference.parallel.dp (1) and inference.api_server_count (1) must both equal the "
-        "external-LB rank count (96 inference GPUs / tp 8 = 12)"}},
-      {"v0.8.0-examples-advanced-qwen3-30b-a3b-math.toml",
-       {"output_dir is required for multi-node RL",
-        ":23:1: wandb.name is required for multi-node RL",
-        ":14:19: heterogeneous Beaker RL currently supports exactly one trainer node "
-        "(deployment.num_train_nodes = 1), got 2",
-        "each inference-bearing GPU slice must be divisible by inference.parallel.tp (8): the "
-        "trainer node's 7 inference GPUs (gpus_per_node 8 - trainer.model.cp x dp_replicate 1) "
-        "are not; give the trainer the whole node or change tp",
-        "inference.parallel.dp (1) and inference.api_server_count (1) must both equal the "
-        "external-LB rank count (16 inference GPUs / tp 8 = 2)"}},
-      {"v0.8.0-examples-basic-reverse-text-rl.toml",
-       {"single-node RL needs a [deployment] table (with type, num_train_gpus, num_infer_gpus, "
-        "gpus_per_node)",
-        "output_dir is required for single-node RL"}},
-      {"v0.8.0-examples-basic-reverse-text-sft.toml",
-       {"single-node SFT needs a [deployment] table (with type, num_gpus, gpus_per_node)",
-        "single-node SFT needs a [val] table (with interval, eval_on_start)",
-        "single-node SFT needs a [val.data] table (with name)",
-        "output_dir is required for single-node SFT",
-        "single-node SFT needs a [wandb] table (with name, project)",
-        ":3:1: ckpt.interval is required for single-node SFT"}},
-  };
+// Each Prime-RL v0.8.0 example previews as it is: Prime-RL's defaults (output_dir, W&B,
+// deployment) are taken, and the card names each one (issue 36; they were "add this" before).
+TEST_F(FirstHour, EachPrimeRlV080ExamplePreviewsWithPrimeRlsDefaultsNamed) {
   const auto corpus = shared_dir() / "corpus" / "prime-rl";
-  for (const auto &c : cases) {
-    const std::string name = c.file;
-    // A writable copy in this test's directory (the corpus is read-only and read in place).
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"v0.8.0-examples-basic-reverse-text-rl.toml",
+       {"defaulted  no [deployment]: one node, deployment.num_train_gpus = 1, num_infer_gpus = 1 "
+        "(Prime-RL's default)",
+        "defaulted  output_dir = \"outputs\" (Prime-RL's default)"}},
+      {"v0.8.0-examples-basic-reverse-text-sft.toml",
+       {"defaulted  no [deployment]: one node, deployment.num_gpus = 1 (Prime-RL's default)",
+        "defaulted  output_dir = \"outputs\" (Prime-RL's default)",
+        "defaulted  no [wandb]: no W&B run (Prime-RL's default); the experiment is named "
+        "'v0.8.0-examples-basic-reverse-text-sft' (--name to choose)",
+        "W&B        off (the TOML has no W&B table)"}},
+  };
+  for (const auto &[name, lines] : cases) {
     write(name, read_file(corpus / name));
     const std::string program = name.find("sft") != std::string::npos ? "sft" : "rl";
-    std::vector<std::string> args = {program, "preview", "--toml", name};
-    if (program == "rl") {
-      args.insert(args.end(), {"--registry", "redis://r:1"});
+    const auto card = run({program, "preview", "--toml", name, "--card"});
+    ASSERT_EQ(card.exit_code, 0) << name << ": " << card.err;
+    for (const auto &line : lines) {
+      EXPECT_NE(card.out.find("  " + line + "\n"), std::string::npos)
+          << name << ": no line '" << line << "' in\n"
+          << card.out;
     }
-    const auto first = run(args);
-    EXPECT_EQ(first.exit_code, 3) << name << ": " << first.err;
-    const auto lines = lines_of(first.err);
-    ASSERT_GE(lines.size(), c.problems.size() + 2) << name << ": " << first.err;
-    const std::string summary = c.problems.size() == 1
-                                    ? ""
-                                    : fmt::format("primebeaker: error: {}: {} problems (all of "
-                                                  "them: fix them, then retry once)",
-                                                  name,
-                                                  c.problems.size());
-    EXPECT_EQ(lines[0], summary) << name;
-    for (size_t i = 0; i < c.problems.size(); ++i) {
-      const std::string &expected = c.problems[i];
-      EXPECT_EQ(lines[1 + i], "  " + name + (expected.front() == ':' ? "" : ": ") + expected)
-          << name;
-    }
-    ASSERT_EQ(lines[1 + c.problems.size()], "  add this (TOML; adjust the values):") << name;
-
-    // Apply the snippet, key by key, with `toml set` (it creates missing tables).
-    std::string table;
-    size_t applied = 0;
-    for (size_t i = 2 + c.problems.size(); i < lines.size(); ++i) {
-      std::string line = lines[i].substr(4);
-      if (line.rfind("# remove ", 0) == 0) { // "# remove KEY (FILE:L:C)"
-        const std::string key = line.substr(9, line.find(' ', 9) - 9);
-        const auto unset = run({"toml", "unset", name, key}, false);
-        ASSERT_EQ(unset.exit_code, 0) << name << ": " << key << ": " << unset.err;
-        ++applied;
-      } else if (line.rfind("# at the top", 0) == 0) {
-        table.clear();
-      } else if (line.rfind("# under [", 0) == 0) {
-        table = line.substr(9, line.find(']') - 9);
-      } else if (line.front() == '[') {
-        table = line.substr(1, line.size() - 2);
-      } else {
-        const std::string replaces = "  # replaces the current value";
-        if (line.size() > replaces.size() &&
-            line.compare(line.size() - replaces.size(), replaces.size(), replaces) == 0) {
-          line.resize(line.size() - replaces.size());
-        }
-        const auto eq = line.find(" = ");
-        ASSERT_NE(eq, std::string::npos) << name << ": " << line;
-        const std::string key = (table.empty() ? "" : table + ".") + line.substr(0, eq);
-        const auto set = run({"toml", "set", name, key, line.substr(eq + 3)}, false);
-        ASSERT_EQ(set.exit_code, 0) << name << ": " << key << ": " << set.err;
-        ++applied;
-      }
-    }
-    EXPECT_GE(applied, c.problems.size()) << name;
-    const auto second = run(args);
-    EXPECT_EQ(second.exit_code, 0) << name << " after one edit round: " << second.err;
   }
 }
 

@@ -81,6 +81,7 @@ TEST(PlanApi, ResumeStyleOverridesAndExtraEnv) {
   options.registry = "redis://r:1";
   options.scratch_dir = "/weka/scratch";
   options.image = "beaker://01IMAGE";
+  options.prime_rl = "v0.8.0"; // an image the catalog does not know says its Prime-RL
   options.wandb_run_id = "shared";
   options.wandb_secret = ""; // the source had none
   options.description = "PrimeBeaker whole-topology resume of 01SRC from common checkpoint step 20";
@@ -150,6 +151,7 @@ TEST(PlanApi, NoStageRunsTheImagesOwnBinaryAndStagesNothing) {
   LaunchOptions options;
   options.registry = "redis://r:1";
   options.image = "beaker://01RUNTIME";
+  options.prime_rl = "v0.7.1.dev83";
   launch::apply_setting(options, "stage", {"false"});
   auto inputs = inputs_for(document);
   inputs.stage_identity = &k_identity;

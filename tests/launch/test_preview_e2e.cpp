@@ -40,6 +40,8 @@ TEST_F(Preview, SingleNodeSft) {
                             "examples/sft/sft.toml",
                             "--image",
                             "beaker://account/runtime",
+                            "--prime-rl",
+                            "v0.7.1.dev83",
                             "--wandb-run-id",
                             "sft-run-id"},
                            "sft-single-node.json");
@@ -63,6 +65,8 @@ TEST_F(Preview, SingleNodeRl) {
                             "examples/rl/rl.toml",
                             "--image",
                             "ghcr.io/me/rl:1",
+                            "--prime-rl",
+                            "v0.7.1.dev83",
                             "--registry",
                             "redis://registry:6379",
                             "--env",

@@ -57,6 +57,7 @@ gpus_per_node = 2
 [wandb]
 project = "p"
 name = "run"
+[trainer]
 [orchestrator]
 )";
   EXPECT_PB_ERROR(plan(single, with_registry("http://x")), 2, "--registry: invalid registry URI");
@@ -69,8 +70,8 @@ TEST(ReplicaRefusals, UnsupportedInferenceDeploymentsNameTheKey) {
       plan(std::string(k_multinode_rl) + "[inference.deployment]\ntype = \"disaggregated\"\n",
            with_registry("redis://r:1")),
       3,
-      "/weka/rl.toml:17:8: heterogeneous Beaker RL currently supports dense inference: "
-      "inference.deployment.type 'disaggregated' is not supported");
+      "/weka/rl.toml:17:8: inference.deployment.type 'disaggregated' is not placed by primebeaker "
+      "under Prime-RL v0.8.0");
   EXPECT_PB_ERROR(plan(std::string(k_multinode_rl) + "[inference.deployment]\ntype = 3\n",
                        with_registry("redis://r:1")),
                   3,

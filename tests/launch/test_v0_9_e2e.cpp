@@ -54,20 +54,25 @@ TEST(PrimeRlV09, WordlePreviewsAsOneEightGpuNode) {
   EXPECT_EQ(out["wandb_run"]["project"], "wordle");
 }
 
-TEST(PrimeRlV09, UnnamedRunsNameTheMissingKeyOnceWithTheSnippet) {
+// Prime-RL names an unnamed run at random, which no resume could find: the launch names it after
+// its file (stable), passes that as run.name, and says so on the card (issue 36).
+TEST(PrimeRlV09, UnnamedRunsTakeTheNameTheirFileGivesAndSaySo) {
   for (const auto *name :
        {"configs-ci-integration-reverse-text-resume", "examples-advanced-qwen3-30b-a3b-swe"}) {
+    const std::string expected = fmt::format("prime-rl-main-559b4477-{}", name);
     const auto result = preview("rl", corpus(name));
-    EXPECT_EQ(result.exit_code, 3) << name << result.err;
-    EXPECT_EQ(result.out, "");
-    EXPECT_NE(result.err.find(fmt::format("main-559b4477-{}.toml: a Prime-RL v0.9 launch needs a "
-                                          "run name: run.name",
-                                          name)),
+    ASSERT_EQ(result.exit_code, 0) << name << result.err;
+    const auto out = json::parse(result.out);
+    EXPECT_EQ(out["experiment_name"], expected);
+    EXPECT_EQ(env_of(out).at("PRIME_RL_RUN_NAME"), expected);
+    EXPECT_EQ(env_of(out).at("PRIME_RL_RUN_DIR"), expected);
+    EXPECT_EQ(preview("rl", corpus(name)).out, result.out) << "the name is stable";
+    const auto card = preview("rl", corpus(name), {"--card"});
+    EXPECT_NE(card.out.find(fmt::format("  defaulted  run.name: none, so the launch names the run "
+                                        "'{}'",
+                                        expected)),
               std::string::npos)
-        << result.err;
-    EXPECT_NE(result.err.find("    [run]\n    name = \"main-559b4477-"), std::string::npos)
-        << result.err;
-    EXPECT_EQ(result.err.find("problems"), std::string::npos) << result.err; // only that one
+        << card.out;
   }
 }
 
@@ -78,7 +83,7 @@ TEST(PrimeRlV09, ReverseTextResumePreviewsAsTwoGpusWithItsName) {
   const auto out = json::parse(result.out);
   EXPECT_EQ(out["spec"]["tasks"][0]["resources"]["gpuCount"], 2); // deployment defaults 1 + 1
   EXPECT_EQ(env_of(out).at("PRIME_RL_RUN_DIR"), "rt");
-  EXPECT_EQ(out["wandb_run"]["project"], "prime-rl");
+  EXPECT_TRUE(out["wandb_run"].is_null()); // no [monitors.wandb]: no W&B run, Prime-RL's default
 }
 
 TEST(PrimeRlV09, SweRendersInferenceFirstThenTrainerNodes) {

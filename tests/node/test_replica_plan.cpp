@@ -68,7 +68,9 @@ protected:
                                      "run1",
                                      "--no-stage",
                                      "--image",
-                                     "beaker://team/image"};
+                                     "beaker://team/image",
+                                     "--prime-rl",
+                                     "v0.7.1.dev83"};
     if (program == "rl") {
       args.insert(args.end(), {"--registry", "redis://registry:6379"});
     }

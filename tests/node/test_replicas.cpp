@@ -878,6 +878,8 @@ TEST(NodeRl, RunsFromTheEnvironmentThatRlPreviewRenders) {
                                                   (root / "work").string(),
                                                   "--image",
                                                   "beaker://team/image",
+                                                  "--prime-rl",
+                                                  "v0.7.1.dev83",
                                                   "--wandb-run-id",
                                                   "run1",
                                                   "--gateway-port",

@@ -48,9 +48,20 @@ TEST(Generation, DetectsEachGenerationAndNamesTheKey) {
   EXPECT_EQ(detect_generation(parse("[monitors.wandb]\n")).generation, Generation::v0_9);
   EXPECT_EQ(detect_generation(parse("clean = true\n[deployment]\n")).generation, Generation::v0_9);
   EXPECT_EQ(detect_generation(parse("clean = true\n")).generation, Generation::undetermined);
-  const auto v08 = detect_generation(parse("[[orchestrator.train.source]]\nname = 'a'\n"));
+  // Environment sources are read by both generations: they show none.
+  EXPECT_EQ(detect_generation(parse("[[orchestrator.train.source]]\nname = 'a'\n")).generation,
+            Generation::undetermined);
+  const auto v08 = detect_generation(parse("[[orchestrator.train.source]]\n[wandb]\n"));
   EXPECT_EQ(v08.generation, Generation::v0_8);
-  EXPECT_EQ(v08.evidence, "orchestrator.train.source at t.toml:1:1");
+  EXPECT_EQ(v08.evidence, "[wandb] at t.toml:2:1");
+  EXPECT_EQ(detect_generation(parse("[ckpt]\nresume_step = 3\n")).generation, Generation::v0_8);
+  EXPECT_EQ(detect_generation(parse("[orchestrator.concurrency]\n")).generation,
+            Generation::v0_9);
+  EXPECT_EQ(detect_generation(parse("[inference.vllm]\n")).generation, Generation::v0_9);
+  EXPECT_EQ(detect_generation(parse("[data]\n[deployment]\nnum_train_gpus = 1\n")).generation,
+            Generation::v0_9);
+  EXPECT_EQ(detect_generation(parse("[data]\n[deployment]\nnum_gpus = 1\n")).generation,
+            Generation::v0_8);
   EXPECT_EQ(detect_generation(parse("[[orchestrator.eval.env]]\n")).generation,
             Generation::v0_6_to_v0_7);
   EXPECT_EQ(detect_generation(parse("[deployment]\n[[orchestrator.env]]\n")).generation,
@@ -131,32 +142,31 @@ TEST(MultiNodeRl, ErrorsNameKeyAndPosition) {
   const auto doc = parse("[deployment]\ntype = 'multi_node'\n");
   Problems found(doc);
   (void)read_multi_node_rl(doc, found);
+  // output_dir and [wandb] are Prime-RL's to default: recorded, not asked for.
+  EXPECT_EQ(found.defaults(),
+            (std::vector<std::string>{
+                "output_dir = \"outputs\" (Prime-RL's default)",
+                "no [wandb]: no W&B run (Prime-RL's default); the experiment is named 't' (--name "
+                "to choose)"}));
   EXPECT_EQ(found.lines(),
             (std::vector<std::string>{
-                "t.toml: output_dir is required for multi-node RL",
-                "t.toml: multi-node RL needs a [wandb] table (with name, project)",
                 "t.toml:1:1: deployment.num_train_nodes is required for multi-node RL",
                 "t.toml:1:1: deployment.num_infer_nodes is required for multi-node RL",
                 "t.toml: inference.parallel.dp (1) and inference.api_server_count (1) must both "
                 "equal the external-LB rank count (7 inference GPUs / tp 1 = 7)"}));
   EXPECT_EQ(found.snippet(),
-            (std::vector<std::string>{"# at the top of the file, above the first [table]:",
-                                      "output_dir = \"outputs/t\"",
-                                      "# under [deployment] (t.toml:1:1):",
+            (std::vector<std::string>{"# under [deployment] (t.toml:1:1):",
                                       "num_train_nodes = 1",
                                       "num_infer_nodes = 1",
                                       "[inference]",
                                       "api_server_count = 7",
                                       "[inference.parallel]",
-                                      "dp = 7",
-                                      "[wandb]",
-                                      "name = \"t\"",
-                                      "project = \"primebeaker\""}));
+                                      "dp = 7"}));
   const Error error = found.to_error();
   EXPECT_EQ(error.code(), 3);
   EXPECT_EQ(std::string(error.what()),
-            "t.toml: 5 problems (all of them: fix them, then retry once)");
-  EXPECT_EQ(error.context().size(), 5u + 1u + found.snippet().size());
+            "t.toml: 3 problems (all of them: fix them, then retry once)");
+  EXPECT_EQ(error.context().size(), 3u + 1u + found.snippet().size());
 }
 
 TEST(SingleNode, SftAndRlReadTheirKeys) {

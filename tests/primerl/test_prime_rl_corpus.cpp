@@ -9,6 +9,7 @@
 #include <primebeaker/primerl/schema.hpp>
 #include <primebeaker/toml/value.hpp>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>

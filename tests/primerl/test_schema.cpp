@@ -523,17 +523,19 @@ struct Sample {
   ConfigRoot root;
 };
 
-// The v0.8.0-generation training TOMLs: those config.hpp classifies as v0.8.0 are rl; an SFT TOML
-// (no [trainer], [orchestrator]; `data` or `model` at the top) is sft, which config.hpp leaves
-// undetermined.
+// The v0.8.0-generation training TOMLs (v0.8.0's or the cataloged fork's keys, or keys both
+// generations read): rl with [trainer] or [orchestrator]; sft with `data` or `model` at the top
+// and neither.
 std::optional<ConfigRoot> v0_8_root(const toml::Document &document) {
   const auto &root = document.root();
-  if (detect_generation(document).generation == Generation::v0_8) {
+  const Generation generation = detect_generation(document).generation;
+  if (generation != Generation::v0_8 && generation != Generation::undetermined) {
+    return std::nullopt;
+  }
+  if (root.find("trainer") != nullptr || root.find("orchestrator") != nullptr) {
     return ConfigRoot::rl;
   }
-  if (detect_generation(document).generation == Generation::undetermined &&
-      root.find("trainer") == nullptr && root.find("orchestrator") == nullptr &&
-      (root.find("data") != nullptr || root.find("model") != nullptr)) {
+  if (root.find("data") != nullptr || root.find("model") != nullptr) {
     return ConfigRoot::sft;
   }
   return std::nullopt;

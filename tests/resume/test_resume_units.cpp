@@ -78,9 +78,9 @@ TEST(ResumeSource, Errors) {
     text.replace(text.find("EXTRA"), 5, extra);
     return text;
   };
-  EXPECT_EQ(error_of(with("", "")), "experiment 01X has no Beaker image");
+  EXPECT_EQ(error_of(with("", "")), "experiment 01X has no image");
   EXPECT_EQ(error_of(with(R"("image": {"docker": "x"},)", "")),
-            "experiment 01X has no Beaker image");
+            "experiment 01X has no image");
   const std::string image = R"("image": {"beaker": "i"},)";
   EXPECT_EQ(error_of(with(image, R"(, {"name": "GATEWAY_PORT", "value": "0"})")),
             "source experiment has invalid GATEWAY_PORT=0");

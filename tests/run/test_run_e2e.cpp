@@ -139,14 +139,16 @@ TEST_F(RunE2E, WithoutACatalogedImageLaunchRefusesBeforeTheServices) {
   TempDir elsewhere;
   write_file(elsewhere / "catalog.json", R"({"schema_version": 1,
     "default_base_role": "prime_rl_training_base",
-    "roles": {"prime_rl_training_base": {"purpose": "test", "locations": [
+    "roles": {"prime_rl_training_base": {"purpose": "test", "prime_rl": "v0.7.1.dev83",
+      "locations": [
       {"immutable_uri": "beaker://01TESTPRIMERLELSEWHERE0000", "name": "test/prime-rl",
        "workspace": "ai2/elsewhere"}]}}})");
   const auto before = tree_digest(m_dir.path());
   const auto result = run({"run", "launch", "weka/cfg/run.yaml"},
                           {{"PRIMEBEAKER_IMAGE_CATALOG", (elsewhere / "catalog.json").string()}});
   EXPECT_EQ(result.exit_code, 2) << result.err;
-  EXPECT_NE(result.err.find("no Prime-RL image (prime_rl_training_base) is cataloged for "
+  EXPECT_NE(result.err.find("no Prime-RL v0.7.1.dev83 image (prime_rl_training_base) is "
+                            "cataloged for "
                             "workspace 'ai2/oe-agents'"),
             std::string::npos)
       << result.err;
