@@ -41,21 +41,24 @@ std::string v0_9_output_dir(const toml::Document &document) {
 
 } // namespace
 
-bool is_v0_9(const toml::Document &document) {
-  return primerl::detect_generation(document).generation == primerl::Generation::v0_9;
+bool is_v0_9(const toml::Document &document, primerl::Generation recorded) {
+  return recorded == primerl::Generation::v0_9 ||
+         primerl::detect_generation(document).generation == primerl::Generation::v0_9;
 }
 
-int expected_trainer_ranks(const toml::Document &document) {
-  if (is_v0_9(document)) {
+int expected_trainer_ranks(const toml::Document &document, primerl::Generation recorded) {
+  if (is_v0_9(document, recorded)) {
     return static_cast<int>(primerl::v0_9_trainer_ranks(document));
   }
   // The GPU accounting is primerl's (docs/checkpoints.md): the same numbers the launch used.
   return launch_facts(document).ranks;
 }
 
-fs::path output_dir_from_toml(const toml::Document &document, const fs::path &working_dir) {
+fs::path output_dir_from_toml(const toml::Document &document,
+                              const fs::path &working_dir,
+                              primerl::Generation recorded) {
   // Relative to the directory the run's container worked in, as previews resolve it.
-  fs::path output_dir(is_v0_9(document) ? v0_9_output_dir(document)
+  fs::path output_dir(is_v0_9(document, recorded) ? v0_9_output_dir(document)
                                         : launch_facts(document).output_dir);
   if (output_dir.is_relative()) {
     output_dir = working_dir / output_dir;
@@ -69,9 +72,10 @@ fs::path output_dir_from_toml(const toml::Document &document, const fs::path &wo
 
 primerl::RunLayout layout_from_toml(const toml::Document &document,
                                     const fs::path &working_dir,
-                                    const std::string &run_name) {
-  const fs::path output_dir = output_dir_from_toml(document, working_dir);
-  const bool v0_9 = is_v0_9(document);
+                                    const std::string &run_name,
+                                    primerl::Generation recorded) {
+  const fs::path output_dir = output_dir_from_toml(document, working_dir, recorded);
+  const bool v0_9 = is_v0_9(document, recorded);
   const std::string name = v0_9 ? primerl::run_dir_name(document, run_name) : std::string();
   if (v0_9 && name.empty()) {
     throw input_error(document.source_name() +

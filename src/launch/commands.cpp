@@ -112,6 +112,9 @@ void add_launch_command(pb::cli::CommandTree &tree, Program program, bool submit
                 for (const auto &note : plan.notes) {
                   spdlog::info("{}", note);
                 }
+                for (const auto &taken : plan.defaulted) {
+                  spdlog::info("defaulted: {}", taken);
+                }
                 if (!submit && !plan.submit_refusal.empty()) {
                   spdlog::warn("`{} submit` would refuse this launch: {}",
                                program_name(program),

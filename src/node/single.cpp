@@ -245,7 +245,7 @@ int run_single_node(const SingleNodeStart &start, proc::Runner &runner) {
   // The recovery step (docs/recovery.md): the resume point, decided here on every start.
   RecoveryRequest request = start.recovery;
   if (start.program == "rl") {
-    request.trainer_ranks = checkpoints::expected_trainer_ranks(document);
+    request.trainer_ranks = checkpoints::expected_trainer_ranks(document, request.generation);
   }
   const auto recovery = start_recovery(request, [](const std::string &line) {
     std::cerr << "primebeaker node single: " << line << '\n';

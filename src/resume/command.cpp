@@ -81,12 +81,16 @@ void run_resume(const ResumeOptions &options) {
   inputs.config = &config;
   // v0.9: a TOML that names no run ran in the directory its launch named (PRIME_RL_RUN_DIR,
   // else the experiment name); the resume TOML pins it.
+  // The generation the source's launch recorded decides, as the image's Prime-RL did then.
+  const primerl::Generation recorded =
+      inputs.source.v0_9 ? primerl::Generation::v0_9 : primerl::Generation::undetermined;
   inputs.layout = checkpoints::layout_from_toml(
       config,
       source_working_dir,
-      inputs.source.run_dir_name.empty() ? inputs.source.name : inputs.source.run_dir_name);
-  const auto source =
-      checkpoints::source_from_layout(inputs.layout, checkpoints::expected_trainer_ranks(config));
+      inputs.source.run_dir_name.empty() ? inputs.source.name : inputs.source.run_dir_name,
+      recorded);
+  const auto source = checkpoints::source_from_layout(
+      inputs.layout, checkpoints::expected_trainer_ranks(config, recorded));
   inputs.resolved_config_output_dir = launch::resolve_real_path(source.output_dir);
   inputs.resolved_source_output_dir =
       launch::resolve_real_path(absolute_from(source_working_dir, inputs.source.output_dir));

@@ -179,7 +179,8 @@ ResumePlan make_plan(const ResumeOptions &options, const ResumeInputs &inputs) {
   const SourceExperiment &source = inputs.source;
   const toml::Document &config = *inputs.config;
   const checkpoints::CheckpointSource &checkpoints = inputs.listing.source;
-  const bool v0_9 = checkpoints::is_v0_9(config);
+  const bool v0_9 = checkpoints::is_v0_9(
+      config, source.v0_9 ? primerl::Generation::v0_9 : primerl::Generation::undetermined);
   const auto expected_layout = v0_9 ? checkpoints::Layout::v0_9 : checkpoints::Layout::v0_8_0;
   if (checkpoints.layout != expected_layout) {
     throw input_error(config.source_name() + ": a Prime-RL " +
@@ -215,7 +216,8 @@ ResumePlan make_plan(const ResumeOptions &options, const ResumeInputs &inputs) {
   if (registry.empty() && source.registry) {
     registry = *source.registry;
   }
-  if (registry.empty()) {
+  // A v0.9 relaunch wires Prime-RL's own placement: nothing of LiteRegistry runs in it.
+  if (registry.empty() && !v0_9) {
     throw failure(
         "the source experiment recorded no external LiteRegistry endpoint (REGISTRY); deploy one "
         "with `primebeaker services launch` and pass --registry URI");
@@ -272,7 +274,7 @@ ResumePlan make_plan(const ResumeOptions &options, const ResumeInputs &inputs) {
     launch_options.prime_rl = given.prime_rl;
   } else if (!given.was_given("image")) {
     launch_options.prime_rl = !source.prime_rl_version.empty() ? source.prime_rl_version
-                              : source.v0_9                   ? "v0.8.1.dev67"
+                              : v0_9                          ? "v0.8.1.dev67"
                                                               : "v0.7.1.dev83";
   }
   launch_options.workspace = given.was_given("workspace") ? given.workspace : source.workspace;

@@ -116,7 +116,11 @@ LedgerLocation ledger_location(const RunView &run) {
     try {
       const stdfs::path given(*config);
       const auto document = toml::Document::load(given.is_relative() ? working_dir / given : given);
-      where.output_dir = normal_dir(checkpoints::output_dir_from_toml(document, working_dir));
+      const auto recorded = env_of(run, "PRIME_RL_GENERATION").value_or("") == "v0.9"
+                                ? primerl::Generation::v0_9
+                                : primerl::Generation::undetermined;
+      where.output_dir =
+          normal_dir(checkpoints::output_dir_from_toml(document, working_dir, recorded));
     } catch (const Error &error) {
       where.error = error.what();
       return where;

@@ -357,6 +357,7 @@ TEST_F(ResumeE2E, SubmitsTheSpecWritesTheTomlAndTheManifest) {
         {"name": "PRIMEBEAKER_MAX_RESTARTS_ON_ERRORS", "value": "0"},
         {"name": "PRIMEBEAKER_RESUME_PARENT_EXPERIMENT_ID", "value": "01PARENT"},
         {"name": "PRIMEBEAKER_RESUME_STEP", "value": "20"},
+        {"name": "PRIME_RL_VERSION", "value": "v0.7.1.dev83"},
         {"name": "REGISTRY", "value": "redis://registry:6379"},
         {"name": "RENDEZVOUS_DIR", "value": ")" +
       w + R"(/scratch/primebeaker/rendezvous/parent-resume-step20-unitatte-unitattempt"},
@@ -651,6 +652,32 @@ TEST_F(ResumeV09E2E, SubmitsAndMovesTheV09BroadcastsAside) {
   EXPECT_EQ(env["PRIME_RL_RUN_DIR"], "parent");
   EXPECT_EQ(env["PRIME_RL_GENERATION"], "v0.9");
   EXPECT_EQ(env["OUTPUT_DIR"], out().string());
+}
+
+// Issue 37: a v0.9 relaunch wires Prime-RL's own placement, so a source that recorded no
+// LiteRegistry (PRIME_RL_GENERATION=v0.9, no REGISTRY) resumes; the source's PRIME_RL_VERSION is
+// the relaunch's.
+TEST_F(ResumeV09E2E, ASourceWithoutARegistryResumesOnItsRecordedPrimeRl) {
+  auto &source = answers[{"experiment", "get", "01PARENT"}].out;
+  const std::string registry = R"({"name": "REGISTRY", "value": "redis://registry:6379"},)";
+  ASSERT_NE(source.find(registry), std::string::npos);
+  source.replace(source.find(registry),
+                 registry.size(),
+                 R"({"name": "PRIME_RL_GENERATION", "value": "v0.9"},
+               {"name": "PRIME_RL_VERSION", "value": "v0.8.1.dev67"},)");
+  const auto result = resume({});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  ASSERT_EQ(beaker.kept_files().size(), 1U);
+  const auto spec = ordered_json::parse(beaker.kept_files().front());
+  std::map<std::string, std::string> env;
+  for (const auto &var : spec["tasks"][0]["envVars"]) {
+    if (var.contains("value")) {
+      env[var["name"]] = var["value"];
+    }
+  }
+  EXPECT_EQ(env.count("REGISTRY"), 0u);
+  EXPECT_EQ(env["PRIME_RL_VERSION"], "v0.8.1.dev67");
+  EXPECT_EQ(env["PRIME_RL_GENERATION"], "v0.9");
 }
 
 // Independent of the launch: the checkpoint pick and its refusal read the v0.9 layout.

@@ -79,8 +79,7 @@ TEST(ResumeSource, Errors) {
     return text;
   };
   EXPECT_EQ(error_of(with("", "")), "experiment 01X has no image");
-  EXPECT_EQ(error_of(with(R"("image": {"docker": "x"},)", "")),
-            "experiment 01X has no image");
+  EXPECT_EQ(error_of(with(R"("image": {"beaker": ""},)", "")), "experiment 01X has no image");
   const std::string image = R"("image": {"beaker": "i"},)";
   EXPECT_EQ(error_of(with(image, R"(, {"name": "GATEWAY_PORT", "value": "0"})")),
             "source experiment has invalid GATEWAY_PORT=0");
