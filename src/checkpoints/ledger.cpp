@@ -365,6 +365,64 @@ bool create_exclusive(const stdfs::path &path, std::string_view content) {
   return true;
 }
 
+stdfs::path owner_path(const stdfs::path &output_dir, std::string_view run_dir) {
+  return output_dir / "primebeaker_recovery" /
+         (run_dir.empty() ? std::string("owner.json")
+                          : fmt::format("owner-{}.json", run_key(run_dir)));
+}
+
+std::optional<Owner> read_owner(const stdfs::path &path) {
+  std::string text;
+  try {
+    text = fs::read_file(path);
+  } catch (const Error &) {
+    std::error_code ec;
+    if (!stdfs::exists(path, ec)) {
+      return std::nullopt;
+    }
+    throw;
+  }
+  const auto json = nlohmann::json::parse(text, nullptr, false);
+  if (json.is_discarded() || !json.is_object() || !json.contains("run_id") ||
+      !json["run_id"].is_string()) {
+    throw input_error(fmt::format("{}: not an owner record (a JSON object with run_id)",
+                                  path.string()));
+  }
+  return Owner{json["run_id"].get<std::string>(),
+               string_or_empty(json, "experiment"),
+               string_or_empty(json, "claimed_at")};
+}
+
+Owner claim(const stdfs::path &path, const Owner &mine) {
+  OrderedJson json = OrderedJson::object();
+  json["schema_version"] = k_schema_version;
+  json["run_id"] = mine.run_id;
+  json["experiment"] = mine.experiment;
+  json["claimed_at"] = mine.claimed_at;
+  if (create_exclusive(path, json.dump(2) + "\n")) {
+    return mine;
+  }
+  if (auto owner = read_owner(path)) {
+    return *owner;
+  }
+  throw failure(fmt::format("{} vanished while it was claimed", path.string()));
+}
+
+std::string ownership_refusal(const stdfs::path &path,
+                              const stdfs::path &checkpoint_dir,
+                              const Owner &owner,
+                              std::string_view run_id) {
+  return fmt::format("{} belongs to run {} (experiment {}, since {}; {}): run {} must not resume "
+                     "from its checkpoints; give this launch its own --name (a v0.9 run gets its "
+                     "own run directory) or another output_dir",
+                     checkpoint_dir.string(),
+                     owner.run_id,
+                     owner.experiment.empty() ? "unknown" : owner.experiment,
+                     owner.claimed_at.empty() ? "unknown" : owner.claimed_at,
+                     path.string(),
+                     run_id);
+}
+
 std::int64_t append_start(const stdfs::path &dir, Start &start) {
   std::int64_t n = 1;
   std::error_code ec;

@@ -3,6 +3,7 @@
 #include "paths.hpp"
 
 #include <primebeaker/beaker/client.hpp>
+#include <primebeaker/checkpoints/ledger.hpp>
 #include <primebeaker/core/env.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/fs.hpp>
@@ -15,6 +16,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <map>
+#include <optional>
 #include <system_error>
 
 namespace pb::launch {
@@ -121,6 +124,45 @@ OrderedJson execute_submit(const LaunchPlan &plan, LaunchEffects &effects) {
   return receipt;
 }
 
+namespace {
+
+// Where the mount is readable here, a launch over a checkpoint directory another run owns is
+// refused at preview already (the node refuses it at start in every case; docs/recovery.md "One
+// run per output dir").
+void refuse_another_runs_directory(const LaunchPlan &plan) {
+  std::map<std::string, std::string> env;
+  for (const auto &var : plan.spec["tasks"][0].value("envVars", OrderedJson::array())) {
+    if (var.contains("value") && var["value"].is_string()) {
+      env[var["name"].get<std::string>()] = var["value"].get<std::string>();
+    }
+  }
+  const auto run_id = env.find("WANDB_RUN_ID");
+  const auto output = env.find("OUTPUT_DIR");
+  if (run_id == env.end() || output == env.end()) {
+    return;
+  }
+  std::filesystem::path output_dir = output->second;
+  if (output_dir.is_relative()) {
+    output_dir = std::filesystem::path(env["WORKING_DIR"]) / output_dir;
+  }
+  const bool v0_9 = env["PRIME_RL_GENERATION"] == "v0.9";
+  const std::string run_dir = v0_9 ? env["PRIME_RL_RUN_DIR"] : std::string();
+  const auto path = checkpoints::ledger::owner_path(output_dir.lexically_normal(), run_dir);
+  std::optional<checkpoints::ledger::Owner> owner;
+  try {
+    owner = checkpoints::ledger::read_owner(path);
+  } catch (const Error &error) {
+    spdlog::warn("{}", error.what());
+    return;
+  }
+  if (owner && owner->run_id != run_id->second) {
+    throw input_error(checkpoints::ledger::ownership_refusal(
+        path, v0_9 ? output_dir / run_dir : output_dir, *owner, run_id->second));
+  }
+}
+
+} // namespace
+
 LaunchPlan plan_from_options(Program program, const LaunchOptions &options) {
   if (options.toml.empty()) {
     throw usage_error("--toml is required");
@@ -143,6 +185,7 @@ LaunchPlan plan_from_options(Program program, const LaunchOptions &options) {
   inputs.catalog = &catalog;
   resolve_launch_paths(options, inputs);
   LaunchPlan plan = make_plan(options, inputs);
+  refuse_another_runs_directory(plan);
   log_decisions(plan);
   return plan;
 }

@@ -56,8 +56,14 @@ TEST(ChooseImage, WithoutImageTheCatalogsImageWhosePrimeRlReadsTheToml) {
   EXPECT_EQ(choose(k_fork).prime_rl.version, "v0.7.1.dev83");
   EXPECT_EQ(choose(k_v0_8_0).reference, k_v0_8_0_image);
   EXPECT_EQ(choose(k_either).reference, k_fork_image); // the first that reads it
-  // A workspace without the fork's Beaker images: the registry images serve every workspace.
-  EXPECT_EQ(choose(k_fork, "", "", "ai2/other").reference, k_v0_8_0_image);
+  // A workspace without the fork's Beaker images: the registry images serve every workspace,
+  // but a TOML only the fork reads is named as needing it (submit refuses, preview warns).
+  EXPECT_EQ(choose(k_either, "", "", "ai2/other").reference, k_v0_8_0_image);
+  const auto unplaced = choose(k_fork, "", "", "ai2/other");
+  EXPECT_EQ(unplaced.reference, "");
+  EXPECT_EQ(unplaced.missing,
+            "no Prime-RL v0.7.1.dev83 image (prime_rl_training_base) is cataloged for workspace "
+            "'ai2/other'");
   // --prime-rl narrows the catalog.
   EXPECT_EQ(choose(k_either, "", "v0.9").reference, k_v0_9_image);
   EXPECT_EQ(choose(k_either, "", "0.8.0").reference, k_v0_8_0_image);

@@ -86,6 +86,52 @@ TEST_F(NodeSingle, RlExecsRlOnTheRewrittenRuntimeToml) {
   EXPECT_EQ(source, example_text("examples/rl/rl.toml")) << "the source TOML was edited";
 }
 
+// Issue 37, "an output dir belongs to one run": the first start claims output_dir for its W&B
+// run; a variant that kept output_dir (toml set of another key) is refused at start and, where
+// the mount is readable, at preview, in one line; the owner's restarts and a --wandb-run-id that
+// continues it pass.
+TEST_F(NodeSingle, ASecondRunOverAClaimedOutputDirIsRefusedAtPreviewAndAtStart) {
+  const auto first =
+      preview({"rl", "preview", "--toml", "examples/rl/rl.toml", "--registry", "redis://r:1",
+               "--wandb-run-id", "owner-run"});
+  ASSERT_TRUE(run_container(first["spec"]["tasks"][0]).ok());
+  const auto owner_file = mount() / "outputs/tiny-rl/primebeaker_recovery/owner.json";
+  ASSERT_TRUE(std::filesystem::exists(owner_file));
+  EXPECT_EQ(json::parse(read_file(owner_file))["run_id"], "owner-run");
+  // A restart of the owner (Beaker's autoResume) passes.
+  const auto again = run_container(first["spec"]["tasks"][0]);
+  EXPECT_TRUE(again.ok()) << again.err;
+
+  // A variant: another learning rate, the same output_dir, another run.
+  const auto set = run({"toml", "set", "examples/rl/rl.toml", "trainer.optim.lr", "3e-6",
+                        "-o", "variant.toml"}, false);
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  const auto refused = run({"rl", "preview", "--toml", "variant.toml", "--registry",
+                            "redis://r:1", "--wandb-run-id", "variant-run"});
+  EXPECT_EQ(refused.exit_code, 3) << refused.err;
+  EXPECT_EQ(refused.out, "");
+  EXPECT_EQ(lines_of(refused.err).size(), 1u) << refused.err;
+  EXPECT_NE(refused.err.find("belongs to run owner-run"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("give this launch its own --name"), std::string::npos);
+  // Started anyway (a spec rendered before the claim): refused on the node, before training.
+  auto task = first["spec"]["tasks"][0];
+  for (auto &var : task["envVars"]) {
+    if (var["name"] == "WANDB_RUN_ID" || var["name"] == "WANDB_SHARED_RUN_ID") {
+      var["value"] = "variant-run";
+    }
+  }
+  const std::size_t trained = m_fakes.calls("rl").size();
+  const auto started = run_container(task);
+  EXPECT_EQ(started.exit_code, 3) << started.err;
+  EXPECT_NE(started.err.find("belongs to run owner-run"), std::string::npos) << started.err;
+  EXPECT_EQ(m_fakes.calls("rl").size(), trained) << "the second run trained";
+  // The owner continuing (rl resume keeps its W&B run id) passes the preview.
+  EXPECT_EQ(run({"rl", "preview", "--toml", "variant.toml", "--registry", "redis://r:1",
+                 "--wandb-run-id", "owner-run"})
+                .exit_code,
+            0);
+}
+
 // Prime-RL v0.9 on one node (docs/launch.md "Prime-RL v0.9"): `rl` gets the W&B run id as
 // PRL_RUN_ID (a restart continues the run) and a runtime TOML naming the run the launch named;
 // the source TOML is never edited.

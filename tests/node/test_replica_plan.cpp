@@ -71,6 +71,11 @@ protected:
                                      "beaker://team/image",
                                      "--prime-rl",
                                      "v0.7.1.dev83"};
+    // The image holds the Prime-RL the TOML is written for (docs/launch.md).
+    const bool v0_9 = toml.rfind("v09/", 0) == 0;
+    if (v0_9) {
+      args.back() = "v0.9";
+    }
     if (program == "rl") {
       args.insert(args.end(), {"--registry", "redis://registry:6379"});
     }

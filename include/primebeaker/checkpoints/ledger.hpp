@@ -121,6 +121,32 @@ bool write_recover(const std::filesystem::path &dir, const Recover &recover);
 // directory fsynced); false when `path` exists. Throws pb::Error (exit 1) on other failures.
 bool create_exclusive(const std::filesystem::path &path, std::string_view content);
 
+// Who owns a run's checkpoints (docs/recovery.md "One run per output dir"): the first start of
+// a launch claims the directory its checkpoints live in (v0.8.0: output_dir; v0.9: its run
+// directory) for its W&B run id, so that no other run resumes from them.
+struct Owner {
+  std::string run_id;     // the W&B run id: the same across restarts, resubmissions, resumes
+  std::string experiment; // BEAKER_EXPERIMENT_ID (or the launch id) of the claiming start
+  std::string claimed_at; // utc_text
+};
+
+// <output_dir>/primebeaker_recovery/owner.json, or owner-<run dir>.json for a v0.9 run
+// directory (`run_dir` non-empty).
+std::filesystem::path owner_path(const std::filesystem::path &output_dir,
+                                 std::string_view run_dir = {});
+// The owner recorded at `path`, or nullopt when none is. Throws pb::Error exit 3 naming the
+// file when it cannot be read as one.
+std::optional<Owner> read_owner(const std::filesystem::path &path);
+// Claims `path` for `mine` unless already claimed (exclusive create: of two racing starts one
+// wins); returns the owner, `mine` or the earlier one.
+Owner claim(const std::filesystem::path &path, const Owner &mine);
+// The one line refusing a run over a directory another run owns (exit 3 by the caller), with
+// how to fix it.
+std::string ownership_refusal(const std::filesystem::path &path,
+                              const std::filesystem::path &checkpoint_dir,
+                              const Owner &owner,
+                              std::string_view run_id);
+
 // RFC 3339 UTC with milliseconds ("2026-05-01T12:00:00.250Z").
 std::string utc_text(double unix_seconds);
 
