@@ -16,7 +16,11 @@ find_package(CURL REQUIRED)
 find_package(Threads REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(hiredis REQUIRED IMPORTED_TARGET hiredis)
-find_path(PB_HTTPLIB_INCLUDE httplib.h)
+# cpp-httplib through pkg-config: its Cflags carry the feature macros Debian built the library with
+# (CPPHTTPLIB_OPENSSL/ZLIB/BROTLI_SUPPORT). A translation unit compiled without them sees other
+# class layouts than the library (httplib::Client is 8 bytes there, not the library's size): a
+# double free in a plain build. Every user links PkgConfig::cpp-httplib, never the bare library.
+pkg_check_modules(cpp-httplib REQUIRED IMPORTED_TARGET cpp-httplib)
 if(PB_BUILD_TESTS)
   find_package(GTest REQUIRED)
   include(GoogleTest)
