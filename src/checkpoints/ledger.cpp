@@ -385,8 +385,8 @@ std::optional<Owner> read_owner(const stdfs::path &path) {
   const auto json = nlohmann::json::parse(text, nullptr, false);
   if (json.is_discarded() || !json.is_object() || !json.contains("run_id") ||
       !json["run_id"].is_string()) {
-    throw input_error(fmt::format("{}: not an owner record (a JSON object with run_id)",
-                                  path.string()));
+    throw input_error(
+        fmt::format("{}: not an owner record (a JSON object with run_id)", path.string()));
   }
   return Owner{json["run_id"].get<std::string>(),
                string_or_empty(json, "experiment"),

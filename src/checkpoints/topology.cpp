@@ -59,7 +59,7 @@ fs::path output_dir_from_toml(const toml::Document &document,
                               primerl::Generation recorded) {
   // Relative to the directory the run's container worked in, as previews resolve it.
   fs::path output_dir(is_v0_9(document, recorded) ? v0_9_output_dir(document)
-                                        : launch_facts(document).output_dir);
+                                                  : launch_facts(document).output_dir);
   if (output_dir.is_relative()) {
     output_dir = working_dir / output_dir;
   }

@@ -43,15 +43,15 @@ bool schema_accepts(const toml::Document &document,
 }
 
 // The image a launch of `generation` gets in `workspace`, for the refusal's "use ...".
-std::string image_for(const Catalog &catalog,
-                      const ImageRequest &request,
-                      primerl::Generation generation) {
+std::string
+image_for(const Catalog &catalog, const ImageRequest &request, primerl::Generation generation) {
   for (const auto &name : catalog.launch_candidates(request.staged)) {
     const Role &role = catalog.role(name);
     const auto prime_rl = primerl::find_prime_rl(role.prime_rl);
     const Location *location = catalog.find_location(request.workspace, name);
     if (prime_rl && prime_rl->generation == generation && location != nullptr) {
-      return fmt::format("--image {} ({})", location->reference(), primerl::display_name(*prime_rl));
+      return fmt::format(
+          "--image {} ({})", location->reference(), primerl::display_name(*prime_rl));
     }
   }
   return fmt::format("an image with Prime-RL {} (`primebeaker images list`)",
@@ -114,8 +114,8 @@ ImageChoice choose_image(const Catalog &catalog,
     std::vector<Candidate> pool;
     for (const auto &name : catalog.launch_candidates(request.staged)) {
       const Role &role = catalog.role(name);
-      Candidate candidate{&role, catalog.find_location(request.workspace, name),
-                          cataloged_prime_rl(role)};
+      Candidate candidate{
+          &role, catalog.find_location(request.workspace, name), cataloged_prime_rl(role)};
       if (!flagged || flagged->version == candidate.prime_rl.version) {
         pool.push_back(candidate);
       }
@@ -170,11 +170,10 @@ ImageChoice choose_image(const Catalog &catalog,
       choice.reference = picked->location->reference();
       choice.name = picked->location->name;
     }
-    choice.why = fmt::format("the catalog's first {}image{} whose Prime-RL reads this TOML",
-                             flagged ? "--prime-rl " : "",
-                             keyed ? fmt::format(" for its {} keys",
-                                                 primerl::generation_name(keys.generation))
-                                   : "");
+    choice.why = fmt::format(
+        "the catalog's first {}image{} whose Prime-RL reads this TOML",
+        flagged ? "--prime-rl " : "",
+        keyed ? fmt::format(" for its {} keys", primerl::generation_name(keys.generation)) : "");
   }
 
   if (keyed && keys.generation != choice.prime_rl.generation) {

@@ -277,12 +277,12 @@ std::string launch_card(const LaunchPlan &plan) {
   card.line("image", image_text(task.value("image", OrderedJson::object())));
   if (!plan.prime_rl.empty()) {
     // Which Prime-RL reads the TOML: the image's, as the catalog or --prime-rl says.
-    card.line("Prime-RL",
-              fmt::format("{}{} ({})",
-                          plan.prime_rl,
-                          env && env->generation == primerl::Generation::v0_9 ? ", v0.9 generation"
-                                                                              : "",
-                          plan.image_name));
+    card.line(
+        "Prime-RL",
+        fmt::format("{}{} ({})",
+                    plan.prime_rl,
+                    env && env->generation == primerl::Generation::v0_9 ? ", v0.9 generation" : "",
+                    plan.image_name));
   }
   for (const auto &taken : plan.defaulted) {
     card.line("defaulted", taken);

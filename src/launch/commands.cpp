@@ -187,35 +187,34 @@ void register_commands(pb::cli::CommandTree &tree) {
     std::string destination;
   };
   // `toml check --prime-rl` (docs/primerl-schema.md): the schema previews check, on any file.
-  toml::provide_prime_rl_check([](const toml::Document &document,
-                                   const std::string &root,
-                                   const std::string &version) {
-    std::optional<primerl::ConfigRoot> entrypoint;
-    if (root != "auto") {
-      entrypoint = primerl::parse_config_root(root).value();
-    }
-    std::optional<primerl::PrimeRl> release;
-    if (!version.empty()) {
-      release = primerl::require_prime_rl(version, "--prime-rl");
-    }
-    const primerl::Reading reading = primerl::read_prime_rl_file(document, entrypoint, release);
-    toml::ExtraCheckResult result;
-    const std::string read_as = fmt::format("{}: read as {}'s `{}` entrypoint",
-                                            document.source_name(),
-                                            primerl::display_name(reading.prime_rl),
-                                            primerl::root_name(reading.root));
-    for (const auto &found : reading.problems) {
-      (found.severity == primerl::SchemaProblem::Severity::note ? result.notes : result.errors)
-          .push_back(found.message);
-    }
-    if (reading.errors != 0) {
-      result.errors.push_back(read_as + " (the reading with the fewest problems; --prime-rl "
-                                        "VERSION and --root R choose another)");
-    } else {
-      result.notes.push_back(read_as);
-    }
-    return result;
-  });
+  toml::provide_prime_rl_check(
+      [](const toml::Document &document, const std::string &root, const std::string &version) {
+        std::optional<primerl::ConfigRoot> entrypoint;
+        if (root != "auto") {
+          entrypoint = primerl::parse_config_root(root).value();
+        }
+        std::optional<primerl::PrimeRl> release;
+        if (!version.empty()) {
+          release = primerl::require_prime_rl(version, "--prime-rl");
+        }
+        const primerl::Reading reading = primerl::read_prime_rl_file(document, entrypoint, release);
+        toml::ExtraCheckResult result;
+        const std::string read_as = fmt::format("{}: read as {}'s `{}` entrypoint",
+                                                document.source_name(),
+                                                primerl::display_name(reading.prime_rl),
+                                                primerl::root_name(reading.root));
+        for (const auto &found : reading.problems) {
+          (found.severity == primerl::SchemaProblem::Severity::note ? result.notes : result.errors)
+              .push_back(found.message);
+        }
+        if (reading.errors != 0) {
+          result.errors.push_back(read_as + " (the reading with the fewest problems; --prime-rl "
+                                            "VERSION and --root R choose another)");
+        } else {
+          result.notes.push_back(read_as);
+        }
+        return result;
+      });
   tree.leaf(
       {"toml", "rewrite-envs"},
       "Write SRC to DST with legacy environment ids pointed at "

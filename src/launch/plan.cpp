@@ -346,11 +346,11 @@ images::ImageChoice choose_launch_image(const LaunchOptions &options, const Laun
   primerl::require_supported_generation(*inputs.document);
   const images::Catalog &catalog =
       inputs.catalog != nullptr ? *inputs.catalog : images::Catalog::builtin();
-  return images::choose_image(
-      catalog,
-      {options.image, options.prime_rl, options.workspace, options.stage},
-      *inputs.document,
-      inputs.program == Program::sft ? primerl::ConfigRoot::sft : primerl::ConfigRoot::rl);
+  return images::choose_image(catalog,
+                              {options.image, options.prime_rl, options.workspace, options.stage},
+                              *inputs.document,
+                              inputs.program == Program::sft ? primerl::ConfigRoot::sft
+                                                             : primerl::ConfigRoot::rl);
 }
 
 } // namespace
@@ -365,10 +365,8 @@ std::vector<std::string> launch_paths(const LaunchOptions &options, const Launch
     if (inputs.document != nullptr) {
       primerl::Problems ignored(*inputs.document); // make_plan reports them
       const auto generation = choose_launch_image(options, inputs).prime_rl.generation;
-      const auto read = detail::read_topology(*inputs.document,
-                                              read_kind(options, inputs, generation, ignored),
-                                              generation,
-                                              ignored);
+      const auto read = detail::read_topology(
+          *inputs.document, read_kind(options, inputs, generation, ignored), generation, ignored);
       for (const auto &path : read.paths) {
         paths.push_back(detail::in_container(flags.working_dir, path.value));
       }
@@ -463,10 +461,8 @@ LaunchPlan make_plan(const LaunchOptions &options, const LaunchInputs &inputs) {
   // so that what they reported is not said twice.
   // (An RL TOML with neither [trainer] nor [orchestrator], such as a per-component file, is not
   // read as the rl entrypoint: what the launch rules say of it is all that is sure.)
-  std::vector<std::string> notes = {fmt::format("image {}: {}, chosen as {}",
-                                                 image.name,
-                                                 primerl::display_name(image.prime_rl),
-                                                 image.why)};
+  std::vector<std::string> notes = {fmt::format(
+      "image {}: {}, chosen as {}", image.name, primerl::display_name(image.prime_rl), image.why)};
   const bool schema_checked = v0_9 || program == Program::sft ||
                               document.root().find("trainer") != nullptr ||
                               document.root().find("orchestrator") != nullptr;
@@ -474,10 +470,10 @@ LaunchPlan make_plan(const LaunchOptions &options, const LaunchInputs &inputs) {
   schema_options.release = image.prime_rl.schema;
   for (const auto &found :
        !schema_checked ? std::vector<primerl::SchemaProblem>{}
-                      : primerl::check_schema(document,
-                                              program == Program::sft ? primerl::ConfigRoot::sft
-                                                                      : primerl::ConfigRoot::rl,
-                                              schema_options)) {
+                       : primerl::check_schema(document,
+                                               program == Program::sft ? primerl::ConfigRoot::sft
+                                                                       : primerl::ConfigRoot::rl,
+                                               schema_options)) {
     if (found.severity == primerl::SchemaProblem::Severity::note) {
       notes.push_back(found.message);
     } else if (!problems.already_reports(found.line != 0 ? found.location : "", found.key)) {

@@ -133,17 +133,17 @@ RecoveryOutcome start_recovery(const RecoveryRequest &request,
     const auto owner_file = ledger::owner_path(
         source.output_dir,
         outcome.layout.is_v0_9() ? outcome.layout.run_dir.filename().string() : std::string());
-    const auto owner = ledger::claim(
-        owner_file,
-        {request.run_id,
-         request.experiment_id.empty() ? request.launch_key : request.experiment_id,
-         ledger::utc_text(facts.now_unix)});
+    const auto owner =
+        ledger::claim(owner_file,
+                      {request.run_id,
+                       request.experiment_id.empty() ? request.launch_key : request.experiment_id,
+                       ledger::utc_text(facts.now_unix)});
     if (owner.run_id != request.run_id) {
-      throw input_error(ledger::ownership_refusal(
-          owner_file,
-          outcome.layout.is_v0_9() ? outcome.layout.run_dir : source.output_dir,
-          owner,
-          request.run_id));
+      throw input_error(ledger::ownership_refusal(owner_file,
+                                                  outcome.layout.is_v0_9() ? outcome.layout.run_dir
+                                                                           : source.output_dir,
+                                                  owner,
+                                                  request.run_id));
     }
   }
   // The ledger stays under output_dir, outside a v0.9 run directory that `clean` deletes.

@@ -250,8 +250,9 @@ GenerationInfo detect_generation(const Document &document) {
   if (const Value *clean = root.find("clean"); clean && root.find("deployment")) {
     return {Generation::v0_9, at(*clean, "top-level clean")};
   }
-  for (const std::vector<std::string> &path : {std::vector<std::string>{"inference", "vllm"},
-                                               std::vector<std::string>{"orchestrator", "concurrency"}}) {
+  for (const std::vector<std::string> &path :
+       {std::vector<std::string>{"inference", "vllm"},
+        std::vector<std::string>{"orchestrator", "concurrency"}}) {
     if (const Value *value = root.find_path(path)) {
       return {Generation::v0_9, at(*value, text::join(path, "."))};
     }
@@ -528,11 +529,12 @@ SingleNodeSft read_single_node_sft(const Document &document, Problems &problems)
   sft.ckpt_interval = reader.positive("ckpt.interval", std::max(steps, sft.val_interval), 0);
   if (sft.max_steps > 0 && sft.val_interval > sft.max_steps &&
       !reader.bad({"val.interval", "max_steps"})) {
-    reader.rule("val.interval",
-                fmt::format("SFT val.interval ({}) must not exceed max_steps ({})",
-                            sft.val_interval,
-                            sft.max_steps),
-                std::to_string(std::min(sft.max_steps, std::max<std::int64_t>(sft.ckpt_interval, 1))));
+    reader.rule(
+        "val.interval",
+        fmt::format("SFT val.interval ({}) must not exceed max_steps ({})",
+                    sft.val_interval,
+                    sft.max_steps),
+        std::to_string(std::min(sft.max_steps, std::max<std::int64_t>(sft.ckpt_interval, 1))));
   }
   return sft;
 }
@@ -551,9 +553,9 @@ SingleNodeRl read_single_node_rl(const Document &document, Problems &problems) {
   // The task asks Beaker for the GPUs the run uses; Prime-RL's gpus_per_node is a bound only.
   const std::int64_t used = rl.num_train_gpus + rl.num_infer_gpus;
   rl.gpus_per_node = reader.count("deployment.gpus_per_node", k_max_gpus_per_node, used, used);
-  if (used > rl.gpus_per_node && !reader.bad({"deployment.num_train_gpus",
-                                              "deployment.num_infer_gpus",
-                                              "deployment.gpus_per_node"})) {
+  if (used > rl.gpus_per_node &&
+      !reader.bad(
+          {"deployment.num_train_gpus", "deployment.num_infer_gpus", "deployment.gpus_per_node"})) {
     reader.rule(reader.find("deployment.gpus_per_node"),
                 fmt::format("single-node RL needs deployment.num_train_gpus ({}) + "
                             "num_infer_gpus ({}) <= gpus_per_node ({})",

@@ -1,12 +1,10 @@
 // SPDX-License-Identifier: MIT
-#include <primebeaker/primerl/release.hpp>
-
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/text.hpp>
+#include <primebeaker/primerl/release.hpp>
+#include <primebeaker/toml/value.hpp>
 
 #include <fmt/format.h>
-
-#include <primebeaker/toml/value.hpp>
 
 #include <algorithm>
 #include <array>

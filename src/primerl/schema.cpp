@@ -1007,7 +1007,6 @@ private:
     }
     wrong_type(path, value, type_id);
   }
-
 };
 
 } // namespace

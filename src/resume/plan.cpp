@@ -274,8 +274,8 @@ ResumePlan make_plan(const ResumeOptions &options, const ResumeInputs &inputs) {
     launch_options.prime_rl = given.prime_rl;
   } else if (!given.was_given("image")) {
     launch_options.prime_rl = !source.prime_rl_version.empty() ? source.prime_rl_version
-                              : v0_9                          ? "v0.8.1.dev67"
-                                                              : "v0.7.1.dev83";
+                              : v0_9                           ? "v0.8.1.dev67"
+                                                               : "v0.7.1.dev83";
   }
   launch_options.workspace = given.was_given("workspace") ? given.workspace : source.workspace;
   launch_options.clusters = given.was_given("cluster") ? given.clusters : source.clusters;

@@ -163,7 +163,7 @@ parse_source(const std::string &id, const OrderedJson &payload, bool keep_manage
   if (beaker_image.empty() && docker_image.empty()) {
     throw failure("experiment " + id + " has no image");
   }
-  source.image = beaker_image.empty() ? docker_image
+  source.image = beaker_image.empty()                           ? docker_image
                  : text::starts_with(beaker_image, "beaker://") ? beaker_image
                                                                 : "beaker://" + beaker_image;
 

@@ -32,10 +32,8 @@ ImageChoice choose(const std::string &text,
                    const std::string &prime_rl = "",
                    const std::string &workspace = "ai2/oe-agents") {
   const auto document = toml::Document::parse(text, "t.toml");
-  return choose_image(Catalog::builtin(),
-                      {image, prime_rl, workspace, true},
-                      document,
-                      primerl::ConfigRoot::rl);
+  return choose_image(
+      Catalog::builtin(), {image, prime_rl, workspace, true}, document, primerl::ConfigRoot::rl);
 }
 
 Error error_of(const std::function<void()> &run) {

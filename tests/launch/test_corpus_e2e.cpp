@@ -237,8 +237,8 @@ TEST(Corpus, PrimeRlsOwnTomlsLaunchAsTheyAre) {
     RunOptions options;
     options.cwd = std::filesystem::temp_directory_path();
     options.env = {{"PRIMEBEAKER_LAUNCH_ID", "corpus"}};
-    std::vector<std::string> args = {program, "preview", "--toml", entry.path().string(),
-                                     "--mount-path", "/", "--card"};
+    std::vector<std::string> args = {
+        program, "preview", "--toml", entry.path().string(), "--mount-path", "/", "--card"};
     const bool multi = read_file(entry.path()).find("multi_node") != std::string::npos;
     if (program == "rl" && multi && reading.prime_rl.generation == primerl::Generation::v0_8) {
       args.insert(args.end(), {"--registry", "redis://registry:6379"});
@@ -260,7 +260,8 @@ TEST(Corpus, PrimeRlsOwnTomlsLaunchAsTheyAre) {
     // One line, or "N problems" whose lines all name a shape primebeaker does not place.
     EXPECT_NE(result.err.find(why->second), std::string::npos) << name << ":\n" << result.err;
     EXPECT_EQ(result.err.find("replaces the current value"), std::string::npos)
-        << name << ": suggests a value that changes the experiment\n" << result.err;
+        << name << ": suggests a value that changes the experiment\n"
+        << result.err;
     if (why->second.find("num_train_nodes") != std::string::npos) {
       EXPECT_EQ(lines.size(), 1u) << name << ":\n" << result.err;
     }
@@ -276,14 +277,19 @@ TEST(Corpus, PrimeRlsOwnTomlsLaunchAsTheyAre) {
 // A v0.9 TOML on an image holding Prime-RL v0.7.1.dev83 is refused at preview in one line; the
 // same TOML without --image gets the v0.9 image, and the card says so.
 TEST(Corpus, TheImageAndTheTomlCannotDisagreeUnseen) {
-  const auto wordle =
-      shared_dir() / "corpus" / "prime-rl-repo" / "main-559b4477" / "examples" / "basic" /
-      "wordle" / "rl.toml";
+  const auto wordle = shared_dir() / "corpus" / "prime-rl-repo" / "main-559b4477" / "examples" /
+                      "basic" / "wordle" / "rl.toml";
   RunOptions options;
   options.cwd = std::filesystem::temp_directory_path();
   options.env = {{"PRIMEBEAKER_LAUNCH_ID", "corpus"}};
-  const auto refused = run_primebeaker({"rl", "preview", "--toml", wordle.string(), "--mount-path",
-                                        "/", "--image", "beaker://01KZVDND2PYP538F5JSGJ469EC"},
+  const auto refused = run_primebeaker({"rl",
+                                        "preview",
+                                        "--toml",
+                                        wordle.string(),
+                                        "--mount-path",
+                                        "/",
+                                        "--image",
+                                        "beaker://01KZVDND2PYP538F5JSGJ469EC"},
                                        options);
   EXPECT_EQ(refused.exit_code, 3);
   EXPECT_EQ(refused.out, "");
@@ -315,8 +321,16 @@ TEST(Corpus, TheImageAndTheTomlCannotDisagreeUnseen) {
       options);
   EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_NE(unknown.err.find("add --prime-rl VERSION"), std::string::npos) << unknown.err;
-  EXPECT_EQ(run_primebeaker({"rl", "preview", "--toml", wordle.string(), "--mount-path", "/",
-                             "--image", "my/img:1", "--prime-rl", "v0.9"},
+  EXPECT_EQ(run_primebeaker({"rl",
+                             "preview",
+                             "--toml",
+                             wordle.string(),
+                             "--mount-path",
+                             "/",
+                             "--image",
+                             "my/img:1",
+                             "--prime-rl",
+                             "v0.9"},
                             options)
                 .exit_code,
             0);

@@ -66,9 +66,14 @@ TEST_F(FirstHour, WithoutACatalogedImageSubmitRefusesBeforeStagingAndPreviewWarn
   // A TOML only the cataloged fork reads (trainer.loss.aggregation), in a workspace without the
   // fork's Beaker images: refused, naming the Prime-RL it needs.
   const std::string fork_only = "examples/podman-terminal/rl.toml";
-  const auto refused = run_builtin_catalog(
-      {"rl", "submit", "--toml", fork_only, "--workspace", "ai2/elsewhere", "--registry",
-       "redis://registry:6379"});
+  const auto refused = run_builtin_catalog({"rl",
+                                            "submit",
+                                            "--toml",
+                                            fork_only,
+                                            "--workspace",
+                                            "ai2/elsewhere",
+                                            "--registry",
+                                            "redis://registry:6379"});
   EXPECT_EQ(refused.exit_code, 2) << refused.err;
   EXPECT_EQ(refused.out, "");
   EXPECT_EQ(refused.err,
@@ -78,8 +83,14 @@ TEST_F(FirstHour, WithoutACatalogedImageSubmitRefusesBeforeStagingAndPreviewWarn
   EXPECT_TRUE(m_beaker.calls().empty()) << "submit reached beaker";
   EXPECT_EQ(tree_digest(m_tmp.path()), before) << "a refused submit wrote (or staged) something";
 
-  const auto preview = run_builtin_catalog({"rl", "preview", "--toml", fork_only, "--workspace",
-                                            "ai2/elsewhere", "--registry", "redis://registry:6379"});
+  const auto preview = run_builtin_catalog({"rl",
+                                            "preview",
+                                            "--toml",
+                                            fork_only,
+                                            "--workspace",
+                                            "ai2/elsewhere",
+                                            "--registry",
+                                            "redis://registry:6379"});
   ASSERT_EQ(preview.exit_code, 0) << preview.err;
   EXPECT_EQ(image_of(preview),
             R"({"beaker":"<no Prime-RL image cataloged for this workspace: pass --image>"})");
@@ -127,8 +138,14 @@ TEST_F(FirstHour, NoStageRunsTheImagesBinaryOnTheRuntimeImage) {
 TEST_F(FirstHour, AnExplicitImageIsUsedAsGiven) {
   beaker_creates();
   for (const std::string image : {"beaker://01PRIMERLBASE", "ghcr.io/me/prime-rl:dev"}) {
-    const auto result =
-        run_builtin_catalog({"sft", "submit", "--toml", "examples/sft/sft.toml", "--image", image, "--prime-rl", "v0.7.1.dev83"});
+    const auto result = run_builtin_catalog({"sft",
+                                             "submit",
+                                             "--toml",
+                                             "examples/sft/sft.toml",
+                                             "--image",
+                                             image,
+                                             "--prime-rl",
+                                             "v0.7.1.dev83"});
     ASSERT_EQ(result.exit_code, 0) << result.err;
     EXPECT_EQ(result.err, "");
     const auto spec =

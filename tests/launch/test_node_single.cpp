@@ -91,9 +91,14 @@ TEST_F(NodeSingle, RlExecsRlOnTheRewrittenRuntimeToml) {
 // the mount is readable, at preview, in one line; the owner's restarts and a --wandb-run-id that
 // continues it pass.
 TEST_F(NodeSingle, ASecondRunOverAClaimedOutputDirIsRefusedAtPreviewAndAtStart) {
-  const auto first =
-      preview({"rl", "preview", "--toml", "examples/rl/rl.toml", "--registry", "redis://r:1",
-               "--wandb-run-id", "owner-run"});
+  const auto first = preview({"rl",
+                              "preview",
+                              "--toml",
+                              "examples/rl/rl.toml",
+                              "--registry",
+                              "redis://r:1",
+                              "--wandb-run-id",
+                              "owner-run"});
   ASSERT_TRUE(run_container(first["spec"]["tasks"][0]).ok());
   const auto owner_file = mount() / "outputs/tiny-rl/primebeaker_recovery/owner.json";
   ASSERT_TRUE(std::filesystem::exists(owner_file));
@@ -103,11 +108,18 @@ TEST_F(NodeSingle, ASecondRunOverAClaimedOutputDirIsRefusedAtPreviewAndAtStart) 
   EXPECT_TRUE(again.ok()) << again.err;
 
   // A variant: another learning rate, the same output_dir, another run.
-  const auto set = run({"toml", "set", "examples/rl/rl.toml", "trainer.optim.lr", "3e-6",
-                        "-o", "variant.toml"}, false);
+  const auto set =
+      run({"toml", "set", "examples/rl/rl.toml", "trainer.optim.lr", "3e-6", "-o", "variant.toml"},
+          false);
   ASSERT_EQ(set.exit_code, 0) << set.err;
-  const auto refused = run({"rl", "preview", "--toml", "variant.toml", "--registry",
-                            "redis://r:1", "--wandb-run-id", "variant-run"});
+  const auto refused = run({"rl",
+                            "preview",
+                            "--toml",
+                            "variant.toml",
+                            "--registry",
+                            "redis://r:1",
+                            "--wandb-run-id",
+                            "variant-run"});
   EXPECT_EQ(refused.exit_code, 3) << refused.err;
   EXPECT_EQ(refused.out, "");
   EXPECT_EQ(lines_of(refused.err).size(), 1u) << refused.err;
@@ -126,8 +138,14 @@ TEST_F(NodeSingle, ASecondRunOverAClaimedOutputDirIsRefusedAtPreviewAndAtStart) 
   EXPECT_NE(started.err.find("belongs to run owner-run"), std::string::npos) << started.err;
   EXPECT_EQ(m_fakes.calls("rl").size(), trained) << "the second run trained";
   // The owner continuing (rl resume keeps its W&B run id) passes the preview.
-  EXPECT_EQ(run({"rl", "preview", "--toml", "variant.toml", "--registry", "redis://r:1",
-                 "--wandb-run-id", "owner-run"})
+  EXPECT_EQ(run({"rl",
+                 "preview",
+                 "--toml",
+                 "variant.toml",
+                 "--registry",
+                 "redis://r:1",
+                 "--wandb-run-id",
+                 "owner-run"})
                 .exit_code,
             0);
 }

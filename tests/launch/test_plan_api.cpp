@@ -96,10 +96,10 @@ TEST(PlanApi, ResumeStyleOverridesAndExtraEnv) {
             "/weka/scratch/primebeaker/beaker_experiments/"
             "source-run-resume-step20-attempt1.json");
   const auto &task = plan.spec["tasks"][0];
-  EXPECT_EQ(task["command"],
-            OrderedJson::array({"/weka/scratch/primebeaker/bin/9.8.7-0123456789abcdef/primebeaker",
-                                "node",
-                                "rl"}));
+  EXPECT_EQ(
+      task["command"],
+      OrderedJson::array(
+          {"/weka/scratch/primebeaker/bin/9.8.7-0123456789abcdef/primebeaker", "node", "rl"}));
   EXPECT_EQ(plan.stage_dir, "/weka/scratch/primebeaker/bin/9.8.7-0123456789abcdef");
   std::map<std::string, std::string> values;
   std::map<std::string, std::string> secrets;

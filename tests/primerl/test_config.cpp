@@ -55,8 +55,7 @@ TEST(Generation, DetectsEachGenerationAndNamesTheKey) {
   EXPECT_EQ(v08.generation, Generation::v0_8);
   EXPECT_EQ(v08.evidence, "[wandb] at t.toml:2:1");
   EXPECT_EQ(detect_generation(parse("[ckpt]\nresume_step = 3\n")).generation, Generation::v0_8);
-  EXPECT_EQ(detect_generation(parse("[orchestrator.concurrency]\n")).generation,
-            Generation::v0_9);
+  EXPECT_EQ(detect_generation(parse("[orchestrator.concurrency]\n")).generation, Generation::v0_9);
   EXPECT_EQ(detect_generation(parse("[inference.vllm]\n")).generation, Generation::v0_9);
   EXPECT_EQ(detect_generation(parse("[data]\n[deployment]\nnum_train_gpus = 1\n")).generation,
             Generation::v0_9);

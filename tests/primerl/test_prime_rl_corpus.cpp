@@ -38,14 +38,14 @@ std::vector<CorpusFile> prime_rl_repo() {
       files.push_back({entry.path(), name, name.substr(0, name.find('/'))});
     }
   }
-  std::sort(files.begin(), files.end(), [](const auto &a, const auto &b) { return a.name < b.name; });
+  std::sort(
+      files.begin(), files.end(), [](const auto &a, const auto &b) { return a.name < b.name; });
   return files;
 }
 
 std::string dump(const Reading &reading) {
-  std::string out = fmt::format("  read as {} `{}`:\n",
-                                display_name(reading.prime_rl),
-                                root_name(reading.root));
+  std::string out =
+      fmt::format("  read as {} `{}`:\n", display_name(reading.prime_rl), root_name(reading.root));
   for (const auto &p : reading.problems) {
     out += "    " + p.message + "\n";
   }
@@ -74,8 +74,7 @@ TEST(PrimeRlCorpus, EveryFileLoadsUnderItsOwnRelease) {
   for (const auto &file : prime_rl_repo()) {
     const auto document = toml::Document::load(file.path);
     const Reading reading = read_prime_rl_file(document, std::nullopt, release_of(file));
-    EXPECT_EQ(reading.errors, 0u) << file.name << " refused by its own release:\n"
-                                  << dump(reading);
+    EXPECT_EQ(reading.errors, 0u) << file.name << " refused by its own release:\n" << dump(reading);
     ++by_root[file.commit + " " + std::string(root_name(reading.root))];
   }
   for (const auto &[root, count] : by_root) {
@@ -133,8 +132,19 @@ bool is_bare_key_char(char c) {
 // Tables whose keys are free-form, or typed by a plugin picked at run time, where a wrong key is
 // rightly accepted (docs/primerl-schema.md "What is not typed").
 bool free_form(const std::string &header) {
-  for (const char *part : {"args", "env_vars", "extra", "kwargs", "vllm", "env", "source",
-                           "harness", "taskset", "runtime", "renderer", "judges", "agent"}) {
+  for (const char *part : {"args",
+                           "env_vars",
+                           "extra",
+                           "kwargs",
+                           "vllm",
+                           "env",
+                           "source",
+                           "harness",
+                           "taskset",
+                           "runtime",
+                           "renderer",
+                           "judges",
+                           "agent"}) {
     if (header.find(part) != std::string::npos) {
       return true;
     }
@@ -183,7 +193,8 @@ std::vector<Mutation> mutations(const std::string &text) {
       top_key_done = true;
     }
     const auto value = line.find_first_not_of(" \t", equals + 1);
-    const bool integer = value != std::string::npos && std::isdigit(static_cast<unsigned char>(line[value])) &&
+    const bool integer = value != std::string::npos &&
+                         std::isdigit(static_cast<unsigned char>(line[value])) &&
                          line.find_first_not_of("0123456789_ \t", value) == std::string::npos;
     if (!type_done && integer && !free_form(header)) {
       auto changed = lines;

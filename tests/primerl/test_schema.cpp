@@ -496,9 +496,8 @@ retrigger_on_resume = true
   ASSERT_EQ(refused_by_fork.size(), 2u) << dump(refused_by_fork);
   EXPECT_EQ(refused_by_fork[0].key, "orchestrator.env_server_base_port");
   // Typed as the fork types them.
-  const auto bad = check("[trainer.loss]\naggregation = \"group\"\n[trainer.optim]\neps = 0\n",
-                         ConfigRoot::rl,
-                         fork);
+  const auto bad = check(
+      "[trainer.loss]\naggregation = \"group\"\n[trainer.optim]\neps = 0\n", ConfigRoot::rl, fork);
   ASSERT_EQ(bad.size(), 2u) << dump(bad);
   EXPECT_EQ(bad[0].kind, Kind::not_allowed);
   EXPECT_EQ(bad[1].kind, Kind::out_of_bounds);

@@ -17,7 +17,7 @@
 namespace pb::primerl {
 
 struct PrimeRl {
-  std::string version;  // as Prime-RL tags it: "v0.7.1.dev83", "v0.8.0", "v0.8.1.dev67"
+  std::string version; // as Prime-RL tags it: "v0.7.1.dev83", "v0.8.0", "v0.8.1.dev67"
   Generation generation = Generation::v0_8; // v0_8 or v0_9
   SchemaRelease schema = SchemaRelease::v0_8_0;
 
