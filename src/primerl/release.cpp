@@ -103,13 +103,7 @@ std::vector<ConfigRoot> likely_roots(const toml::Document &document) {
          ConfigRoot::inference);
   prefer(has("env"), ConfigRoot::env_server);
   prefer(has("loss") || has("optim"), ConfigRoot::trainer);
-  for (const ConfigRoot root : {ConfigRoot::rl,
-                                ConfigRoot::sft,
-                                ConfigRoot::trainer,
-                                ConfigRoot::orchestrator,
-                                ConfigRoot::inference,
-                                ConfigRoot::env_server,
-                                ConfigRoot::evals}) {
+  for (const ConfigRoot root : k_config_roots) {
     prefer(true, root);
   }
   return order;

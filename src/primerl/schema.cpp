@@ -1032,13 +1032,7 @@ std::string_view root_name(ConfigRoot root) {
 }
 
 std::optional<ConfigRoot> parse_config_root(std::string_view name) {
-  for (const ConfigRoot root : {ConfigRoot::rl,
-                                ConfigRoot::sft,
-                                ConfigRoot::trainer,
-                                ConfigRoot::orchestrator,
-                                ConfigRoot::inference,
-                                ConfigRoot::env_server,
-                                ConfigRoot::evals}) {
+  for (const ConfigRoot root : k_config_roots) {
     if (name == root_name(root)) {
       return root;
     }

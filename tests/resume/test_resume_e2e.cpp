@@ -597,6 +597,18 @@ protected:
 
   fs::path run_dir() const { return out() / "parent"; }
 
+  // The plain values of the one spec `beaker experiment create` was given.
+  std::map<std::string, std::string> submitted_env() {
+    std::map<std::string, std::string> env;
+    const auto spec = ordered_json::parse(beaker.kept_files().front());
+    for (const auto &var : spec["tasks"][0]["envVars"]) {
+      if (var.contains("value")) {
+        env[var["name"]] = var["value"];
+      }
+    }
+    return env;
+  }
+
   CheckpointTree v0_9_tree{tmp.path() / "weka/out", "parent"};
 };
 
@@ -642,13 +654,7 @@ TEST_F(ResumeV09E2E, SubmitsAndMovesTheV09BroadcastsAside) {
   EXPECT_EQ(pb::test::read_file(toml_path()), pb::test::multi_node_rl_v0_9_toml(out(), ""));
   // The child runs in the same run directory, whatever its own experiment is called.
   ASSERT_EQ(beaker.kept_files().size(), 1U);
-  const auto spec = ordered_json::parse(beaker.kept_files().front());
-  std::map<std::string, std::string> env;
-  for (const auto &var : spec["tasks"][0]["envVars"]) {
-    if (var.contains("value")) {
-      env[var["name"]] = var["value"];
-    }
-  }
+  auto env = submitted_env();
   EXPECT_EQ(env["PRIME_RL_RUN_DIR"], "parent");
   EXPECT_EQ(env["PRIME_RL_GENERATION"], "v0.9");
   EXPECT_EQ(env["OUTPUT_DIR"], out().string());
@@ -668,13 +674,7 @@ TEST_F(ResumeV09E2E, ASourceWithoutARegistryResumesOnItsRecordedPrimeRl) {
   const auto result = resume({});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   ASSERT_EQ(beaker.kept_files().size(), 1U);
-  const auto spec = ordered_json::parse(beaker.kept_files().front());
-  std::map<std::string, std::string> env;
-  for (const auto &var : spec["tasks"][0]["envVars"]) {
-    if (var.contains("value")) {
-      env[var["name"]] = var["value"];
-    }
-  }
+  auto env = submitted_env();
   EXPECT_EQ(env.count("REGISTRY"), 0u);
   EXPECT_EQ(env["PRIME_RL_VERSION"], "v0.8.1.dev67");
   EXPECT_EQ(env["PRIME_RL_GENERATION"], "v0.9");

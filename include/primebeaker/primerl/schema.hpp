@@ -169,6 +169,15 @@ const schema::Schema &schema_for(SchemaRelease release);
 // from v0.9, `evals`. A release's schema may lack a root (Schema::find_root is then nullptr).
 enum class ConfigRoot { rl, sft, trainer, orchestrator, inference, env_server, evals };
 
+// Every entrypoint, in the order above.
+inline constexpr ConfigRoot k_config_roots[] = {ConfigRoot::rl,
+                                                ConfigRoot::sft,
+                                                ConfigRoot::trainer,
+                                                ConfigRoot::orchestrator,
+                                                ConfigRoot::inference,
+                                                ConfigRoot::env_server,
+                                                ConfigRoot::evals};
+
 std::string_view root_name(ConfigRoot root);                        // "rl", "sft", "env_server"...
 std::optional<ConfigRoot> parse_config_root(std::string_view name); // the inverse
 
