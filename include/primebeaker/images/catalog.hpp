@@ -54,7 +54,7 @@ struct Catalog {
   std::string default_base_role;
   std::vector<Role> roles; // by name
   // The roles a staged launch without --image chooses among, in order of preference: the first
-  // whose Prime-RL reads the TOML (launch/image.hpp). Empty: the default base role alone.
+  // whose Prime-RL reads the TOML (images/choose.hpp). Empty: the default base role alone.
   std::vector<std::string> launch_roles;
 
   bool operator==(const Catalog &) const = default;

@@ -37,10 +37,6 @@ std::string known_prime_rl_versions();
 // "Prime-RL v0.8.0" / "Prime-RL v0.8.1.dev67 (v0.9)".
 std::string display_name(const PrimeRl &prime_rl);
 
-} // namespace pb::primerl
-
-namespace pb::primerl {
-
 // How `toml check --prime-rl` reads a file (docs/primerl-schema.md "toml check"): the releases
 // `prime_rl` names (all whose generation the keys show, all when they show none), each entrypoint
 // of each release (`root`, or every root the release has, the likeliest first); the first
