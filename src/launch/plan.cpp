@@ -212,9 +212,9 @@ contract::Kind kind_of(Program program, bool multi) {
   return program == Program::sft ? contract::Kind::single_sft : contract::Kind::single_rl;
 }
 
-// Steps 2-3: the TOML's generation and topology, and the program it is written for. Another
-// generation, or a TOML for the other program, stops here; a missing deployment.type is a
-// problem read as single_node so the other keys are still checked.
+// Steps 2-3: the topology, read as the image's Prime-RL generation reads it, and the program the
+// TOML is written for. A TOML for the other program stops here; no deployment.type is Prime-RL's
+// single_node, an invalid one a problem read as single_node so the other keys are still checked.
 contract::Kind read_kind(const LaunchOptions &options,
                          const LaunchInputs &inputs,
                          primerl::Generation generation,

@@ -298,11 +298,6 @@ GenerationInfo detect_generation(const Document &document) {
       return {Generation::v0_8, at(*value, "SFT deployment.num_gpus")};
     }
   }
-  for (const char *split : {"train", "eval"}) {
-    if (root.find_path({"orchestrator", split, "source"}) != nullptr) {
-      return {Generation::undetermined, {}};
-    }
-  }
   return {Generation::undetermined, {}};
 }
 

@@ -72,10 +72,6 @@ std::string display_name(const PrimeRl &prime_rl) {
              : fmt::format("Prime-RL {}", prime_rl.version);
 }
 
-} // namespace pb::primerl
-
-namespace pb::primerl {
-
 namespace {
 
 // The entrypoints in the order the file's name and its top-level keys make likeliest (Prime-RL's
