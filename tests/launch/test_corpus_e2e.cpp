@@ -315,6 +315,13 @@ TEST(Corpus, TheImageAndTheTomlCannotDisagreeUnseen) {
                           "(ghcr.io/primeintellect-ai/prime-rl:v0.8.1.dev67)\n"),
             std::string::npos)
       << card.out;
+  // `toml check --prime-rl VERSION FILE`: read as that release only.
+  EXPECT_EQ(run_primebeaker({"toml", "check", "--prime-rl", "v0.9", wordle.string()}).exit_code, 0);
+  const auto as_v0_8_0 =
+      run_primebeaker({"toml", "check", "--prime-rl", "v0.8.0", wordle.string()});
+  EXPECT_EQ(as_v0_8_0.exit_code, 3) << as_v0_8_0.err;
+  EXPECT_NE(as_v0_8_0.err.find("read as Prime-RL v0.8.0's `rl` entrypoint"), std::string::npos)
+      << as_v0_8_0.err;
   // An image the catalog does not know needs --prime-rl.
   const auto unknown = run_primebeaker(
       {"rl", "preview", "--toml", wordle.string(), "--mount-path", "/", "--image", "my/img:1"},
