@@ -66,6 +66,12 @@ OrderedJson task_json(const Task &task) {
   out["datasets"] = std::move(datasets);
   out["result"] = OrderedJson::object({{"path", task.result_path}});
   out["resources"] = OrderedJson::object({{"gpuCount", task.gpu_count}});
+  if (task.cpu_count > 0) {
+    out["resources"]["cpuCount"] = task.cpu_count;
+  }
+  if (!task.memory.empty()) {
+    out["resources"]["memory"] = task.memory;
+  }
   OrderedJson context = OrderedJson::object();
   context["priority"] = task.context.priority;
   context["minRuntime"] = task.context.min_runtime;

@@ -73,6 +73,52 @@ void fsync_directory(const stdfs::path &dir) {
   }
 }
 
+constexpr std::string_view k_claims_dir = "claims";
+constexpr std::string_view k_claims_prefix = "claims/";
+constexpr std::string_view k_controller_file = "controller.json";
+
+// `claims/<source>.<generation>.json` and `claims/<source>.child.json` (docs/recovery.md).
+void read_claim_file(const std::string &name,
+                     const std::string &content,
+                     std::map<std::string, Claim> &claims,
+                     std::map<std::string, std::pair<std::string, double>> &children,
+                     std::vector<std::string> &unreadable) {
+  const std::string file = name.substr(k_claims_prefix.size());
+  const auto dot = file.find('.');
+  if (dot == std::string::npos || dot == 0) {
+    return;
+  }
+  const std::string source = file.substr(0, dot);
+  const std::string rest = file.substr(dot);
+  try {
+    const auto j = nlohmann::json::parse(content);
+    if (rest == ".child.json") {
+      children[source] = {j.at("child_experiment").get<std::string>(),
+                          j.value("recorded_unix", 0.0)};
+      return;
+    }
+    Claim claim;
+    claim.source_experiment = j.at("source_experiment").get<std::string>();
+    claim.generation = j.at("generation").get<int>();
+    claim.cause = j.at("cause").get<std::string>();
+    claim.number = j.value("number", std::int64_t{0});
+    claim.by = j.value("by", "");
+    claim.claimed_unix = j.value("claimed_unix", 0.0);
+    claim.attempt_id = j.value("attempt_id", "");
+    claim.child_name = j.at("child_name").get<std::string>();
+    if (claim.source_experiment != source ||
+        rest != fmt::format(".{}.json", claim.generation)) {
+      throw std::runtime_error("name and content disagree");
+    }
+    auto &newest = claims[source];
+    if (newest.source_experiment.empty() || claim.generation > newest.generation) {
+      newest = std::move(claim);
+    }
+  } catch (const std::exception &) {
+    unreadable.push_back(name);
+  }
+}
+
 } // namespace
 
 stdfs::path directory(const stdfs::path &output_dir, std::string_view run_id) {
@@ -265,7 +311,13 @@ Ledger ledger_from_files(const std::vector<std::pair<std::string, std::string>> 
   std::map<std::int64_t, Attempt> starts;
   std::map<std::int64_t, End> ends;
   std::map<std::int64_t, Recover> recovers;
+  std::map<std::string, Claim> claims; // source -> newest generation
+  std::map<std::string, std::pair<std::string, double>> children;
   for (const auto &[name, content] : files) {
+    if (name.starts_with(k_claims_prefix)) {
+      read_claim_file(name, content, claims, children, ledger.unreadable);
+      continue;
+    }
     const auto kind = parse_name(name);
     if (!kind) {
       continue;
@@ -295,13 +347,50 @@ Ledger ledger_from_files(const std::vector<std::pair<std::string, std::string>> 
     }
     ledger.attempts.push_back(std::move(attempt));
   }
+  for (auto &[source, claim] : claims) {
+    if (const auto it = children.find(source); it != children.end()) {
+      claim.child_experiment = it->second.first;
+      claim.child_unix = it->second.second;
+    }
+    ledger.claims.push_back(std::move(claim));
+  }
+  std::stable_sort(ledger.claims.begin(), ledger.claims.end(), [](const Claim &a, const Claim &b) {
+    return a.claimed_unix < b.claimed_unix;
+  });
   std::sort(ledger.unreadable.begin(), ledger.unreadable.end());
   return ledger;
+}
+
+const Claim *Ledger::claim_of(std::string_view source_experiment) const {
+  for (const auto &claim : claims) {
+    if (claim.source_experiment == source_experiment) {
+      return &claim;
+    }
+  }
+  return nullptr;
+}
+
+bool Ledger::started(std::string_view experiment_id) const {
+  return std::any_of(attempts.begin(), attempts.end(), [&](const Attempt &a) {
+    return !experiment_id.empty() && a.start.experiment_id == experiment_id;
+  });
 }
 
 Ledger read(const stdfs::path &dir) {
   std::vector<std::pair<std::string, std::string>> files;
   std::error_code ec;
+  std::error_code claims_ec;
+  for (const auto &entry : stdfs::directory_iterator(dir / k_claims_dir, claims_ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.starts_with('.') || !name.ends_with(".json")) {
+      continue; // a writer's temporary
+    }
+    try {
+      files.emplace_back(std::string(k_claims_prefix) + name, fs::read_file(entry.path(), 1));
+    } catch (const Error &) {
+      files.emplace_back(std::string(k_claims_prefix) + name, "");
+    }
+  }
   for (const auto &entry : stdfs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
     if (!parse_name(name)) {
@@ -448,6 +537,75 @@ bool write_end(const stdfs::path &dir, const End &end) {
 bool write_recover(const stdfs::path &dir, const Recover &recover) {
   return create_exclusive(dir / fmt::format("{}.recover.json", recover.attempt),
                           to_pretty_json(to_json(recover)));
+}
+
+bool write_claim(const stdfs::path &dir, const Claim &claim) {
+  OrderedJson j = OrderedJson::object();
+  j["schema_version"] = k_schema_version;
+  j["record"] = "claim";
+  j["source_experiment"] = claim.source_experiment;
+  j["generation"] = claim.generation;
+  j["cause"] = claim.cause;
+  j["number"] = claim.number;
+  j["by"] = claim.by;
+  j["claimed_at"] = utc_text(claim.claimed_unix);
+  j["claimed_unix"] = claim.claimed_unix;
+  j["attempt_id"] = claim.attempt_id;
+  j["child_name"] = claim.child_name;
+  return create_exclusive(
+      dir / k_claims_dir / fmt::format("{}.{}.json", claim.source_experiment, claim.generation),
+      j.dump(2) + "\n");
+}
+
+bool write_claim_child(const stdfs::path &dir,
+                       const std::string &source_experiment,
+                       const std::string &child_experiment,
+                       double unix_seconds) {
+  OrderedJson j = OrderedJson::object();
+  j["schema_version"] = k_schema_version;
+  j["record"] = "claim_child";
+  j["source_experiment"] = source_experiment;
+  j["child_experiment"] = child_experiment;
+  j["recorded_at"] = utc_text(unix_seconds);
+  j["recorded_unix"] = unix_seconds;
+  return create_exclusive(dir / k_claims_dir / fmt::format("{}.child.json", source_experiment),
+                          j.dump(2) + "\n");
+}
+
+OrderedJson to_json(const ControllerStatus &s) {
+  OrderedJson j = OrderedJson::object();
+  j["controller_experiment"] = s.controller_experiment;
+  j["job_id"] = s.job_id;
+  j["following"] = s.following;
+  j["state"] = s.state;
+  j["last_action"] = s.last_action;
+  j["updated_at"] = utc_text(s.updated_unix);
+  j["updated_unix"] = s.updated_unix;
+  j["restarts"] = s.restarts;
+  return j;
+}
+
+void write_controller_status(const stdfs::path &dir, const ControllerStatus &status) {
+  std::error_code ec;
+  stdfs::create_directories(dir, ec);
+  fs::write_file_atomic(dir / k_controller_file, to_json(status).dump(2) + "\n");
+}
+
+std::optional<ControllerStatus> read_controller_status(const stdfs::path &dir) {
+  try {
+    const auto j = nlohmann::json::parse(fs::read_file(dir / k_controller_file, 1));
+    ControllerStatus s;
+    s.controller_experiment = j.value("controller_experiment", "");
+    s.job_id = j.value("job_id", "");
+    s.following = j.value("following", "");
+    s.state = j.value("state", "");
+    s.last_action = j.value("last_action", "");
+    s.updated_unix = j.value("updated_unix", 0.0);
+    s.restarts = j.value("restarts", 0);
+    return s;
+  } catch (const std::exception &) {
+    return std::nullopt;
+  }
 }
 
 Summary summarize(const Ledger &ledger, double now_unix) {

@@ -322,6 +322,12 @@ EnvMap ReplicaEnv::to_env() const {
   env[var::wandb_resume] = "allow";
   env[var::max_recoveries] = std::to_string(max_recoveries);
   env[var::max_restarts_on_errors] = std::to_string(max_restarts_on_errors);
+  if (!recover.empty()) {
+    env[var::recover] = recover;
+  }
+  if (!controller_name.empty()) {
+    env[var::controller_name] = controller_name;
+  }
   if (setup_command) {
     env[var::setup_command] = *setup_command;
   }
@@ -408,6 +414,8 @@ ReplicaEnv ReplicaEnv::from_env(Kind kind, const EnvMap &env) {
     out.max_restarts_on_errors =
         integer_var(env, var::max_restarts_on_errors, k_error_restarts_range);
   }
+  out.recover = string_or_empty(env, var::recover);
+  out.controller_name = string_or_empty(env, var::controller_name);
   if (!is_multi_node(kind)) {
     out.experiment_name = string_or_empty(env, var::experiment_name);
     if (non_empty(env, var::num_gpus)) {
@@ -466,6 +474,8 @@ bool is_launcher_owned(std::string_view name, Kind kind) {
   full.rendezvous_timeout_seconds = full.total_nodes = full.gpus_per_node = 1;
   full.total_infer_ranks = full.trainer_gpu_count = full.gateway_port = full.gateway_workers = 1;
   full.prime_rl_version = "v0.8.0";
+  full.recover = "controller";
+  full.controller_name = "run-recovery";
   if (is_rl(kind)) {
     full.registry = RegistryUri{"/registry", {}};
   }

@@ -4,6 +4,8 @@
 // contract its spec carries.
 #include "paths.hpp"
 
+#include "plan_parts.hpp"
+
 #include <primebeaker/contract/replica_env.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/text.hpp>
@@ -363,11 +365,42 @@ std::string launch_card(const LaunchPlan &plan) {
             plural(recovery.value("max_recoveries", std::int64_t{0}), "recovery", "recoveries"),
             plural(
                 recovery.value("max_restarts_on_errors", std::int64_t{0}), "restart", "restarts")));
-    card.more(fmt::format("Beaker: autoResume {}, allowedTaskRetries {}{}",
-                          beaker.value("auto_resume", false) ? "on" : "off",
-                          beaker.value("allowed_task_retries", std::int64_t{0}),
-                          recovery.value("follow_recover", false) ? "; `follow --recover` resubmits"
-                                                                  : ""));
+    const std::string mode = recovery.value("mode", std::string());
+    if (mode == "beaker" || mode.empty()) {
+      card.more(fmt::format("Beaker restarts it: autoResume {}, allowedTaskRetries {}",
+                            beaker.value("auto_resume", false) ? "on" : "off",
+                            beaker.value("allowed_task_retries", std::int64_t{0})));
+    } else if (mode == "controller" && plan.controller) {
+      const auto &controller = *plan.controller;
+      const auto &controller_task = controller.spec["tasks"][0];
+      card.more(fmt::format("resubmitted by its controller {} on Beaker ({}, 1 CPU, {}, "
+                            "priority {}; polls every {}s)",
+                            controller.experiment_name,
+                            controller.image,
+                            text::join(controller_task["constraints"].value(
+                                           "cluster", std::vector<std::string>{}),
+                                       ", "),
+                            controller_task["context"].value("priority", std::string()),
+                            detail::k_controller_poll.count()));
+      card.more(fmt::format("its Beaker token: workspace secret {} (`beaker secret write {} "
+                            "--workspace {}` if missing; submit checks)",
+                            controller.token_secret,
+                            controller.token_secret,
+                            plan.workspace));
+    } else if (mode == "controller") {
+      card.more(fmt::format("resubmitted by its running controller {}",
+                            recovery.value("controller", OrderedJson::object())
+                                .value("experiment_name", std::string())));
+    } else if (mode == "terminal") {
+      card.more("resubmitted only while `primebeaker follow RUN --recover` runs (--recover "
+                "terminal)");
+    } else {
+      card.more(plan.program == Program::sft
+                    ? "a preempted multi-node SFT run is not resubmitted (`rl resume` relaunches "
+                      "RL): submit it again, it resumes from its newest complete checkpoint"
+                    : "nobody resubmits it after a preemption (--recover off, or no budget); "
+                      "`primebeaker rl resume RUN` by hand");
+    }
   }
   const auto secrets = secrets_of(task);
   if (!secrets.empty()) {

@@ -80,7 +80,6 @@ void add_launch_command(pb::cli::CommandTree &tree, Program program, bool submit
               bool &follow = tree.make_options<bool>();
               bool &card_only = tree.make_options<bool>();
               bool &yes = tree.make_options<bool>();
-              bool &recover = tree.make_options<bool>();
               if (!submit) {
                 command.add_flag("--card",
                                  card_only,
@@ -97,16 +96,12 @@ void add_launch_command(pb::cli::CommandTree &tree, Program program, bool submit
                     follow,
                     "After submitting, stream every replica's logs to stderr until the run "
                     "ends and exit with its outcome (as `primebeaker follow`, docs/runs.md)");
-                command.add_flag("--recover",
-                                 recover,
-                                 "With --follow: resubmit a preempted multi-node run with `rl "
-                                 "resume` within --max-recoveries (as `follow --recover`, "
-                                 "docs/recovery.md)");
               }
-              command.callback([&options, &follow, &card_only, &yes, &recover, program, submit] {
-                if (recover && !follow) {
-                  throw usage_error("--recover needs --follow (or use `primebeaker follow "
-                                    "--recover` on the submitted run)");
+              command.callback([&options, &follow, &card_only, &yes, program, submit] {
+                if (options.recover == "terminal" && submit && !follow) {
+                  spdlog::warn("--recover terminal: this run is resubmitted after a preemption "
+                               "only while `primebeaker follow RUN --recover` runs (or pass "
+                               "--follow)");
                 }
                 const LaunchPlan plan = plan_from_options(program, options);
                 for (const auto &note : plan.notes) {
@@ -151,6 +146,17 @@ void add_launch_command(pb::cli::CommandTree &tree, Program program, bool submit
                   return;
                 }
                 print_json(std::cout, result);
+                const auto controller =
+                    result.value("recovery", OrderedJson::object())
+                        .value("controller", OrderedJson::object());
+                if (controller.contains("error")) {
+                  throw failure(fmt::format(
+                      "the run {} is submitted, but its recovery controller is not: {}; "
+                      "until one runs, recover it with `primebeaker follow {} --recover`",
+                      result.value("experiment_id", std::string("(unknown id)")),
+                      controller["error"].get<std::string>(),
+                      result.value("experiment_id", std::string("RUN"))));
+                }
                 if (!follow) {
                   return;
                 }
@@ -162,7 +168,10 @@ void add_launch_command(pb::cli::CommandTree &tree, Program program, bool submit
                       "--follow: submitted, but beaker's output names no experiment id to follow");
                 }
                 runs::FollowOptions follow_options;
-                follow_options.recover.enabled = recover;
+                // Beside a controller the terminal follower recovers too: the ledger's claims
+                // let exactly one of them resubmit each preemption.
+                follow_options.recover.enabled =
+                    plan.recover_mode == "controller" || plan.recover_mode == "terminal";
                 const int code =
                     runs::follow(id_field->get<std::string>(), follow_options, runner, std::cerr);
                 if (code != 0) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The effects of a launch plan, and the glue from options to a plan.
 #include "paths.hpp"
+#include "plan_parts.hpp"
 
 #include <primebeaker/beaker/client.hpp>
 #include <primebeaker/checkpoints/ledger.hpp>
@@ -64,6 +65,33 @@ std::filesystem::path resolve_real_path(const std::filesystem::path &absolute_pa
 
 namespace {
 
+// The controller of a submitted run: its spec (the run's id filled in) written and submitted.
+// A failure here does not undo the run; the receipt says what failed and the caller exits 1.
+OrderedJson submit_controller(const LaunchPlan &plan,
+                              const OrderedJson &training_id,
+                              LaunchEffects &effects) {
+  const ControllerPlan &controller = *plan.controller;
+  OrderedJson out = OrderedJson::object();
+  out["experiment_name"] = controller.experiment_name;
+  out["spec_path"] = controller.spec_path.string();
+  out["experiment_id"] = nullptr;
+  try {
+    if (!training_id.is_string()) {
+      throw failure("beaker's output named no experiment id for the run to follow");
+    }
+    effects.files.write_file_atomic(
+        controller.spec_path,
+        to_pretty_json(controller_spec_for(controller, training_id.get<std::string>())));
+    const std::string created = effects.beaker.create_experiment(
+        controller.experiment_name, plan.workspace, controller.spec_path.string());
+    const auto id = beaker::parse_created_experiment_id(created);
+    out["experiment_id"] = id ? OrderedJson(*id) : OrderedJson(nullptr);
+  } catch (const Error &error) {
+    out["error"] = error.what();
+  }
+  return out;
+}
+
 void write_spec(const LaunchPlan &plan, LaunchEffects &effects) {
   std::error_code ec;
   std::filesystem::create_directories(plan.spec_path.parent_path(), ec);
@@ -109,8 +137,23 @@ OrderedJson execute_submit(const LaunchPlan &plan, LaunchEffects &effects) {
   if (!plan.submit_refusal.empty()) {
     throw usage_error(plan.submit_refusal);
   }
+  // Everything the controller needs is checked and staged before the run is submitted, so that
+  // a run is never left without the recovery it was promised.
+  if (plan.controller) {
+    if (plan.controller->beaker_stage.empty()) {
+      throw tool_error("the recovery controller runs your beaker CLI staged on the mount, but "
+                       "none was found here to stage (install it, or point PRIMEBEAKER_BEAKER "
+                       "at it; or pass --recover terminal)");
+    }
+    require_controller_secrets(plan, effects.beaker);
+  }
   if (!plan.stage_dir.empty()) {
     effects.stager.stage(plan.stage_dir); // before the spec: it must not name a missing program
+  }
+  if (plan.controller) {
+    effects.stager.stage_tool(
+        plan.controller->beaker_stage,
+        staging::Tool{"beaker", plan.controller->beaker_cli, plan.controller->beaker_cli_sha256});
   }
   write_spec(plan, effects);
   const std::string out = effects.beaker.create_experiment(
@@ -120,6 +163,10 @@ OrderedJson execute_submit(const LaunchPlan &plan, LaunchEffects &effects) {
   // the public one receipt_json falls back to.
   if (const auto created = beaker::parse_created_experiment(out); created && created->url) {
     receipt["experiment_url"] = *created->url;
+  }
+  if (plan.controller) {
+    receipt["recovery"]["controller"] =
+        submit_controller(plan, receipt.value("experiment_id", OrderedJson()), effects);
   }
   return receipt;
 }
@@ -163,6 +210,16 @@ void refuse_another_runs_directory(const LaunchPlan &plan) {
 
 } // namespace
 
+void find_beaker_cli(LaunchInputs &inputs) {
+  const auto path = inputs.environment.find("PATH");
+  if (const auto found =
+          proc::find_executable(beaker::program_from_environment(inputs.environment),
+                                path == inputs.environment.end() ? "" : path->second)) {
+    inputs.beaker_cli = *found;
+    inputs.beaker_cli_sha256 = staging::file_sha256(*found);
+  }
+}
+
 LaunchPlan plan_from_options(Program program, const LaunchOptions &options) {
   if (options.toml.empty()) {
     throw usage_error("--toml is required");
@@ -185,6 +242,16 @@ LaunchPlan plan_from_options(Program program, const LaunchOptions &options) {
   inputs.catalog = &catalog;
   resolve_launch_paths(options, inputs);
   LaunchPlan plan = make_plan(options, inputs);
+  if (plan.controller) {
+    // Only a launch with a controller stages the beaker CLI: find and hash it, plan again.
+    find_beaker_cli(inputs);
+    if (!inputs.beaker_cli.empty()) {
+      plan = make_plan(options, inputs);
+    } else {
+      plan.notes.push_back("no beaker CLI found here to stage for the recovery controller; "
+                           "submit needs one");
+    }
+  }
   refuse_another_runs_directory(plan);
   log_decisions(plan);
   return plan;

@@ -86,6 +86,19 @@ const std::vector<FlagInfo> &flag_table() {
       {"max-restarts-on-errors",
        Kind::integer,
        "Restarts after a failure (not a preemption), 0-10 [0]"},
+      {"recover",
+       Kind::text,
+       "Who resubmits a preempted multi-node run: controller (a small experiment on Beaker "
+       "that needs nobody), terminal (`follow --recover`, kept running by you) or off "
+       "[controller]"},
+      {"controller-token-secret",
+       Kind::text,
+       "Workspace secret holding the Beaker token the recovery controller uses [BEAKER_TOKEN]"},
+      {"controller-cluster",
+       Kind::list,
+       "Cluster of the recovery controller; repeat for several (default: the run's clusters)"},
+      {"controller-priority", Kind::text, "Priority of the recovery controller [normal]"},
+      {"controller-budget", Kind::text, "Budget of the recovery controller (default: --budget)"},
       {"write-spec", Kind::boolean, "preview: also write the spec file (--no-write-spec)"},
       {"stage",
        Kind::boolean,
@@ -138,7 +151,7 @@ bool is_list_item(const std::string &flag_name, std::string_view piece) {
   if (trimmed.empty()) {
     return false;
   }
-  if (flag_name == "cluster") {
+  if (flag_name == "cluster" || flag_name == "controller-cluster") {
     return true;
   }
   const auto eq = trimmed.find('=');
@@ -241,6 +254,14 @@ std::string *text_field(LaunchOptions &o, const std::string &name) {
     return &o.registry;
   if (name == "wandb-entity")
     return &o.wandb_entity;
+  if (name == "recover")
+    return &o.recover;
+  if (name == "controller-token-secret")
+    return &o.controller_token_secret;
+  if (name == "controller-priority")
+    return &o.controller_priority;
+  if (name == "controller-budget")
+    return &o.controller_budget;
   return nullptr;
 }
 
@@ -309,10 +330,11 @@ void apply_setting(LaunchOptions &options,
     return;
   case Kind::list: {
     auto items = list_items(name, values);
-    auto &target = name == "cluster"  ? options.clusters
-                   : name == "env"    ? options.env
-                   : name == "secret" ? options.secrets
-                                      : options.required_services;
+    auto &target = name == "cluster"              ? options.clusters
+                   : name == "controller-cluster" ? options.controller_clusters
+                   : name == "env"                ? options.env
+                   : name == "secret"             ? options.secrets
+                                                  : options.required_services;
     target.insert(target.end(), items.begin(), items.end());
     return;
   }

@@ -162,6 +162,12 @@ OrderedJson LaunchPlan::preview_json() const {
   out["spec"] = spec;
   out["submit_command"] = submit_command;
   out["wandb_run"] = wandb_run;
+  if (controller) {
+    // Submitted right after the run, with the run's id in place of the placeholder.
+    out["controller"] = {{"experiment_name", controller->experiment_name},
+                         {"spec_path", controller->spec_path.string()},
+                         {"spec", controller->spec}};
+  }
   return out;
 }
 
@@ -265,6 +271,13 @@ contract::ReplicaEnv replica_env(const LaunchOptions &options,
   replica.registry = flags.registry;
   replica.max_recoveries = options.max_recoveries;
   replica.max_restarts_on_errors = options.max_restarts_on_errors;
+  if (const bool multi = read.replicas > 0; multi && inputs.program == Program::rl) {
+    replica.recover = detail::recover_mode(options, inputs.program, multi);
+    replica.controller_name = !options.controller_name.empty() ? options.controller_name
+                              : replica.recover == "controller"
+                                  ? detail::controller_name_for(experiment_name)
+                                  : std::string();
+  }
   if (read.generation == primerl::Generation::v0_9) {
     // Prime-RL names an unnamed run at random; the experiment name makes it findable again.
     replica.run_dir_name = read.run.named_by_launch ? experiment_name : read.run.dir;
@@ -580,7 +593,22 @@ LaunchPlan make_plan(const LaunchOptions &options, const LaunchInputs &inputs) {
   plan.image_name = image.name;
   plan.stage_dir = stage_dir;
   plan.staged_program = staged_program;
-  plan.recovery = detail::recovery_policy(options, multi);
+  plan.recovery = detail::recovery_policy(options, program, multi);
+  plan.recover_mode = plan.recovery.value("mode", std::string());
+  plan.controller = detail::controller_plan(options,
+                                            inputs,
+                                            flags,
+                                            plan.recover_mode,
+                                            experiment_name,
+                                            staged_program,
+                                            inputs.launch_id);
+  if (plan.controller) {
+    plan.recovery["controller"] = {{"experiment_name", plan.controller->experiment_name},
+                                   {"spec_path", plan.controller->spec_path.string()}};
+  } else if (!options.controller_name.empty()) {
+    plan.recovery["controller"] = {{"experiment_name", options.controller_name},
+                                   {"already_running", true}};
+  }
   return plan;
 }
 

@@ -248,8 +248,32 @@ void check_flags(const LaunchOptions &options,
   }
 }
 
-OrderedJson recovery_policy(const LaunchOptions &options, bool multi) {
+std::string recover_mode(const LaunchOptions &options, Program program, bool multi) {
+  const std::string &given = options.recover;
+  if (!given.empty() && given != "controller" && given != "terminal" && given != "off") {
+    throw usage_error(
+        fmt::format("--recover must be controller, terminal or off, got '{}'", given));
+  }
+  if (!multi) {
+    return given == "off" ? "off" : "beaker"; // Beaker restarts a single task by itself
+  }
+  if (program != Program::rl) {
+    return "off"; // `rl resume` relaunches multi-node RL only
+  }
+  if (options.max_recoveries == 0 && options.max_restarts_on_errors == 0) {
+    return "off"; // nothing to recover: no controller either
+  }
+  if (given.empty()) {
+    // The controller runs the staged binary; without a stage the user's follower is all there is.
+    return options.stage ? "controller" : "terminal";
+  }
+  return given;
+}
+
+OrderedJson recovery_policy(const LaunchOptions &options, Program program, bool multi) {
+  const std::string mode = recover_mode(options, program, multi);
   OrderedJson out = OrderedJson::object();
+  out["mode"] = mode;
   out["max_recoveries"] = options.max_recoveries;
   out["max_restarts_on_errors"] = options.max_restarts_on_errors;
   OrderedJson beaker = OrderedJson::object();
@@ -257,19 +281,19 @@ OrderedJson recovery_policy(const LaunchOptions &options, bool multi) {
   beaker["allowed_task_retries"] = allowed_task_retries(options, multi);
   out["beaker"] = std::move(beaker);
   // Beaker does not restart a replicated task's replicas together (docs/recovery.md): a
-  // multi-node run is resubmitted whole by `primebeaker follow --recover`.
-  out["follow_recover"] =
-      multi && (options.max_recoveries > 0 || options.max_restarts_on_errors > 0);
+  // multi-node run is resubmitted whole, by its controller or by a `follow --recover` the user
+  // keeps running; true only for the latter.
+  out["follow_recover"] = mode == "terminal";
   out["ledger"] = "<output_dir>/primebeaker_recovery/ledger/<W&B run id>";
   return out;
 }
 
 bool auto_resume(const LaunchOptions &options, bool multi) {
-  return !multi && options.max_recoveries > 0;
+  return !multi && options.max_recoveries > 0 && options.recover != "off";
 }
 
 std::int64_t allowed_task_retries(const LaunchOptions &options, bool multi) {
-  return multi ? 0 : options.max_restarts_on_errors;
+  return multi || options.recover == "off" ? 0 : options.max_restarts_on_errors;
 }
 
 } // namespace pb::launch::detail

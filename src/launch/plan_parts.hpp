@@ -11,6 +11,7 @@
 #include <primebeaker/primerl/config.hpp>
 #include <primebeaker/primerl/v0_9.hpp>
 
+#include <chrono>
 #include <map>
 #include <optional>
 #include <string>
@@ -94,7 +95,39 @@ std::string in_container(const std::string &working_dir, const std::string &path
 // (failures); multi-node tasks get neither (their replicas are resubmitted whole by `follow
 // --recover`). recovery_policy() is the receipt's "recovery" object.
 bool auto_resume(const LaunchOptions &options, bool multi);
+// "controller", "terminal", "off" (multi-node), "beaker" or "off" (single-node). Throws
+// pb::Error exit 2 for another --recover.
+std::string recover_mode(const LaunchOptions &options, Program program, bool multi);
 std::int64_t allowed_task_retries(const LaunchOptions &options, bool multi);
-OrderedJson recovery_policy(const LaunchOptions &options, bool multi);
+OrderedJson recovery_policy(const LaunchOptions &options, Program program, bool multi);
+
+// The recovery controller (src/launch/controller.cpp, docs/recovery.md "The controller"): its
+// poll interval and first backoff, which set how soon a preemption is resubmitted and what it
+// costs in `beaker` calls (one `experiment get` per poll: 120 an hour).
+inline constexpr std::chrono::seconds k_controller_poll{30};
+inline constexpr std::chrono::seconds k_controller_backoff{10};
+// "<training name>-recovery", at most 128 characters. Pure.
+std::string controller_name_for(const std::string &training_name);
+// The controller's plan for mode "controller" (nullopt otherwise, or when options name the
+// run's running controller). Throws pb::Error exit 2 for its flags. Pure.
+std::optional<ControllerPlan> controller_plan(const LaunchOptions &options,
+                                              const LaunchInputs &inputs,
+                                              const ValidatedFlags &flags,
+                                              const std::string &mode,
+                                              const std::string &training_name,
+                                              const std::filesystem::path &staged_program,
+                                              const std::string &launch_id);
 
 } // namespace pb::launch::detail
+
+namespace pb::beaker {
+class Client;
+}
+
+namespace pb::launch {
+// The controller's spec with the training experiment's id in place of the placeholder. Pure.
+OrderedJson controller_spec_for(const ControllerPlan &plan, const std::string &training_id);
+// Refuses (exit 3, one line saying how to create it) a controller whose token secret the
+// workspace lacks; runs `beaker secret list`.
+void require_controller_secrets(const LaunchPlan &plan, beaker::Client &beaker);
+} // namespace pb::launch

@@ -15,6 +15,7 @@
 #include <primebeaker/staging/stage.hpp>
 #include <primebeaker/toml/value.hpp>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <iostream>
@@ -104,6 +105,14 @@ void run_resume(const ResumeOptions &options) {
   inputs.random_run_id = launch::random_hex_id();
   inputs.cwd = cwd;
   inputs.environment = environment;
+  if (options.controller_name.empty()) {
+    // A new recovery controller stages the beaker CLI found here (docs/recovery.md).
+    launch::LaunchInputs found;
+    found.environment = environment;
+    launch::find_beaker_cli(found);
+    inputs.beaker_cli = found.beaker_cli;
+    inputs.beaker_cli_sha256 = found.beaker_cli_sha256;
+  }
   const ResumePlan plan = make_plan(options, inputs);
 
   fs::RealFileSystem files;
@@ -115,11 +124,23 @@ void run_resume(const ResumeOptions &options) {
     OrderedJson out = OrderedJson::object();
     out["resume"] = plan.resume_json();
     out["generated_config"] = plan.generated_config;
-    out["refusals"] = refusals(plan, effects);
+    OrderedJson found = OrderedJson::array();
+    for (const auto &refusal : refusals(plan, effects)) {
+      found.push_back(refusal.message);
+    }
+    out["refusals"] = found;
     print_json(std::cout, out);
     return;
   }
-  print_json(std::cout, execute(plan, effects));
+  const OrderedJson out = execute(plan, effects);
+  print_json(std::cout, out);
+  if (out.contains("controller") && out["controller"].contains("error")) {
+    throw failure(fmt::format("{} is submitted, but its recovery controller is not: {}; until one "
+                              "runs, recover it with `primebeaker follow {} --recover`",
+                              out.value("child_experiment_id", std::string("the new experiment")),
+                              out["controller"]["error"].get<std::string>(),
+                              out.value("child_experiment_id", std::string("RUN"))));
+  }
 }
 
 void add_resume_options(cli::CommandTree &tree, cli::Command &app) {
@@ -140,6 +161,13 @@ void add_resume_options(cli::CommandTree &tree, cli::Command &app) {
       cli::flag("attempt-id"),
       options.attempt_id,
       "Identity of this attempt (file names, LAUNCH_ID); default PRIMEBEAKER_LAUNCH_ID or random");
+  app.add_option(cli::flag("child-name"),
+                 options.child_name,
+                 "The new experiment's exact name (what a recovering `follow` claimed)");
+  app.add_option(cli::flag("controller-name"),
+                 options.controller_name,
+                 "The run's recovery controller, already running under this name: named in the "
+                 "new spec, none submitted");
   app.add_flag(cli::flag("dry-run") + ",!--no-dry-run",
                options.dry_run,
                "Print the plan and the resume TOML; write nothing, submit nothing");
@@ -160,6 +188,7 @@ void add_resume_options(cli::CommandTree &tree, cli::Command &app) {
       {"registry", "LiteRegistry URI for the new run; default: the source's REGISTRY"},
       {"max-recoveries", "Preemptions recovered automatically; default: the source's"},
       {"max-restarts-on-errors", "Restarts after a failure; default: the source's"},
+      {"recover", "controller, terminal or off; default: the source's (controller)"},
   };
   for (const auto &[name, text] : help) {
     if (auto option = app.find_option("--" + name)) {

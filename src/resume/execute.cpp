@@ -258,13 +258,13 @@ std::string manifest_timestamp(std::chrono::system_clock::time_point when) {
   return std::string(buffer) + fraction;
 }
 
-std::vector<std::string> refusals(const ResumePlan &plan, ResumeEffects &effects) {
-  std::vector<std::string> found;
+std::vector<Refusal> refusals(const ResumePlan &plan, ResumeEffects &effects) {
+  std::vector<Refusal> found;
   if (const auto active = active_jobs(effects.beaker, plan.source_job_ids); !active.empty()) {
-    found.push_back(
+    found.push_back(Refusal{
         "refusing to resume while the source topology is active; two launches must not mutate "
         "one output directory. Active jobs: " +
-        describe(active));
+        describe(active), true});
   }
   for (const auto &[attempt, child] : earlier_children(plan)) {
     const auto payload = effects.beaker.get_experiment(child);
@@ -277,13 +277,15 @@ std::vector<std::string> refusals(const ResumePlan &plan, ResumeEffects &effects
       }
     }
     if (const auto active = active_jobs(effects.beaker, job_ids); !active.empty()) {
-      found.push_back("refusing to resume while " + child +
-                      " (submitted by an earlier resume, attempts/" + attempt +
-                      ") is active in the same output directory. Active jobs: " + describe(active));
+      found.push_back(Refusal{"refusing to resume while " + child +
+                                  " (submitted by an earlier resume, attempts/" + attempt +
+                                  ") is active in the same output directory. Active jobs: " +
+                                  describe(active),
+                              true});
     }
   }
   if (const auto problem = workspace_problem(plan, effects.beaker)) {
-    found.push_back(*problem);
+    found.push_back(Refusal{*problem, false});
   }
   return found;
 }
@@ -315,9 +317,13 @@ OrderedJson execute(const ResumePlan &plan, ResumeEffects &effects) {
     throw failure("refusing to overwrite broadcast archive: " + plan.broadcast_archive.string());
   }
   if (const auto found = refusals(plan, effects); !found.empty()) {
-    Error error = failure(found.front());
+    // Active jobs pass once Beaker finalizes them: exit 75 tells a recovering `follow` to try
+    // again. A missing secret or image does not pass by waiting: exit 1.
+    const bool passes_later = std::all_of(
+        found.begin(), found.end(), [](const Refusal &refusal) { return refusal.passes_later; });
+    Error error(passes_later ? ExitCode::retry_later : ExitCode::failure, found.front().message);
     for (std::size_t i = 1; i < found.size(); ++i) {
-      error.add_context(found[i]);
+      error.add_context(found[i].message);
     }
     throw error;
   }
@@ -336,11 +342,14 @@ OrderedJson execute(const ResumePlan &plan, ResumeEffects &effects) {
   };
   std::optional<stdfs::path> archive;
   std::string beaker_stdout;
+  OrderedJson controller;
   try {
     archive = archive_broadcasts(plan);
     launch::LaunchEffects launch_effects{effects.files, effects.beaker, effects.stager};
     const OrderedJson receipt = launch::execute_submit(plan.launch, launch_effects);
     beaker_stdout = receipt.value("stdout", "");
+    controller =
+        receipt.value("recovery", OrderedJson::object()).value("controller", OrderedJson());
   } catch (const Error &error) {
     try {
       write_manifest(manifest_json(plan,
@@ -366,6 +375,9 @@ OrderedJson execute(const ResumePlan &plan, ResumeEffects &effects) {
   out["resume"] = plan.resume_json();
   out["child_experiment_id"] = child ? OrderedJson(*child) : OrderedJson(nullptr);
   out["stdout"] = beaker_stdout;
+  if (!controller.is_null()) {
+    out["controller"] = controller;
+  }
   return out;
 }
 

@@ -33,7 +33,13 @@ struct ResumeEffects {
 // The read-only refusals, each a full message: a source job (or the child of an earlier
 // submitted attempt) still active, and the workspace preflight (missing secrets, missing,
 // foreign or uncommitted images). Runs only `beaker ... get/list` calls.
-std::vector<std::string> refusals(const ResumePlan &plan, ResumeEffects &effects);
+// `passes_later`: the refusal goes away by waiting (jobs Beaker has not finalized yet), and
+// `rl resume` then exits 75 (ExitCode::retry_later) instead of 1.
+struct Refusal {
+  std::string message;
+  bool passes_later = false;
+};
+std::vector<Refusal> refusals(const ResumePlan &plan, ResumeEffects &effects);
 
 // Re-lists the selected step and throws pb::Error (exit 1) unless it is still complete with the
 // same files and sizes. Reads directories only.

@@ -60,7 +60,12 @@ const std::vector<std::string> &override_flag_names() {
                                                  "budget",
                                                  "registry",
                                                  "max-recoveries",
-                                                 "max-restarts-on-errors"};
+                                                 "max-restarts-on-errors",
+                                                 "recover",
+                                                 "controller-token-secret",
+                                                 "controller-cluster",
+                                                 "controller-priority",
+                                                 "controller-budget"};
   return names;
 }
 
@@ -228,10 +233,13 @@ ResumePlan make_plan(const ResumeOptions &options, const ResumeInputs &inputs) {
   plan.source_job_ids = source.job_ids;
   plan.checkpoints = checkpoints;
   plan.attempt_id = inputs.attempt_id;
-  plan.experiment_name = resume_experiment_name(
-      options.experiment_name.empty() ? source.name : options.experiment_name,
-      step,
-      inputs.attempt_id);
+  plan.experiment_name =
+      !options.child_name.empty()
+          ? options.child_name
+          : resume_experiment_name(
+                options.experiment_name.empty() ? source.name : options.experiment_name,
+                step,
+                inputs.attempt_id);
   plan.source_config_path = inputs.config_path;
   const fs::path artifacts = checkpoints.output_dir / "primebeaker_resume";
   plan.generated_config_path =
@@ -298,6 +306,14 @@ ResumePlan make_plan(const ResumeOptions &options, const ResumeInputs &inputs) {
   launch_options.max_restarts_on_errors = given.was_given("max-restarts-on-errors")
                                               ? given.max_restarts_on_errors
                                               : source.max_restarts_on_errors;
+  // Who recovers the new experiment: as the source said (a source from before the choice gets
+  // the default, a controller), unless --recover says otherwise.
+  launch_options.recover = given.was_given("recover") ? given.recover : source.recover;
+  launch_options.controller_token_secret = given.controller_token_secret;
+  launch_options.controller_priority = given.controller_priority;
+  launch_options.controller_budget = given.controller_budget;
+  launch_options.controller_clusters = given.controller_clusters;
+  launch_options.controller_name = options.controller_name;
   for (const auto &[name, count] : source.required_services) {
     launch_options.required_services.push_back(name + "=" + std::to_string(count));
   }
@@ -324,6 +340,8 @@ ResumePlan make_plan(const ResumeOptions &options, const ResumeInputs &inputs) {
   launch_inputs.environment = inputs.environment;
   launch_inputs.launch_id = inputs.attempt_id;
   launch_inputs.experiment_name = plan.experiment_name;
+  launch_inputs.beaker_cli = inputs.beaker_cli;
+  launch_inputs.beaker_cli_sha256 = inputs.beaker_cli_sha256;
   launch::resolve_launch_paths(launch_options, launch_inputs, inputs.resolve);
   plan.launch = launch::make_plan(launch_options, launch_inputs);
   if (plan.launch.topology != launch::Topology::multi_node) {

@@ -28,6 +28,13 @@ struct ResumeOptions {
   std::optional<std::int64_t> resume_step;
   std::string experiment_name; // base of the new name (default: the source's)
   std::string attempt_id;      // default: PRIMEBEAKER_LAUNCH_ID, else random
+  // The new experiment's exact name (a recovering `follow` fixes it in its ledger claim, so a
+  // takeover finds or submits the same one); empty: experiment_name's rule.
+  std::string child_name;
+  // The run's recovery controller already runs under this name (a recovering `follow`): the new
+  // spec names it and no controller is submitted. Empty: a controller is submitted when the
+  // run's recovery mode (the source's, or --recover) says so.
+  std::string controller_name;
   bool dry_run = false;
   bool inherit_managed_service = false; // off unless asked (docs/resume.md)
   // --image, --workspace, --cluster, --priority, --min-runtime-hours, --budget, --registry;
@@ -52,6 +59,9 @@ struct ResumeInputs {
   std::filesystem::path cwd;
   std::map<std::string, std::string> environment;
   launch::PathResolver resolve = launch::resolve_real_path;
+  // The beaker CLI to stage for a new recovery controller (launch::LaunchInputs).
+  std::filesystem::path beaker_cli;
+  std::string beaker_cli_sha256;
 };
 
 struct ResumePlan {

@@ -218,6 +218,8 @@ parse_source(const std::string &id, const OrderedJson &payload, bool keep_manage
   };
   source.run_dir_name = plain_or(k_run_dir_env, "");
   source.prime_rl_version = plain_or(contract::var::prime_rl_version, "");
+  source.recover = plain_or(contract::var::recover, "");
+  source.controller_name = plain_or(contract::var::controller_name, "");
   source.v0_9 = plain_or(contract::var::prime_rl_generation, "") == "v0.9";
   source.working_dir = plain_or(contract::var::working_dir, "/weka");
   source.scratch_dir = plain_or(contract::var::scratch, "/weka");

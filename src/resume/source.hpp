@@ -24,6 +24,8 @@ struct SourceExperiment {
   // The Prime-RL the source's image holds (PRIME_RL_VERSION), "" for specs that predate it; and
   // the generation its TOML was read as (PRIME_RL_GENERATION).
   std::string prime_rl_version;
+  std::string recover;         // PRIMEBEAKER_RECOVER: who resubmits it (empty: older specs)
+  std::string controller_name; // PRIMEBEAKER_CONTROLLER_NAME
   bool v0_9 = false;
   std::vector<std::string> clusters;
   std::string priority;

@@ -188,6 +188,7 @@ void run_command(const RunCommandOptions &options, bool submit) {
   const images::Catalog catalog = images::Catalog::from_environment(env);
   inputs.launch.catalog = &catalog;
   launch::resolve_launch_paths(config.rl, inputs.launch);
+  launch::find_beaker_cli(inputs.launch); // for the RL run's recovery controller
 
   proc::SystemRunner runner;
   services::LiteRegistry literegistry(runner, services::resolve_python(options.python, env));

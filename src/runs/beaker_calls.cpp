@@ -129,6 +129,30 @@ OrderedJson BeakerCalls::get_experiment(const std::string &id) {
   return call_json({"experiment", "get", id, "--format", "json"}, "experiment get " + id);
 }
 
+std::optional<OrderedJson> BeakerCalls::find_experiment(const std::string &reference) {
+  OrderedJson got;
+  try {
+    got = get_experiment(reference);
+  } catch (const Error &error) {
+    std::string message = error.what();
+    std::transform(message.begin(), message.end(), message.begin(), [](unsigned char c) {
+      return static_cast<char>(std::tolower(c));
+    });
+    if (message.find("not found") != std::string::npos ||
+        message.find("does not exist") != std::string::npos) {
+      return std::nullopt;
+    }
+    throw;
+  }
+  if (got.is_array()) {
+    if (got.empty()) {
+      return std::nullopt;
+    }
+    return OrderedJson(got.front());
+  }
+  return got;
+}
+
 std::string BeakerCalls::job_logs(const std::string &job_id) {
   return call({"job", "logs", job_id}, "job logs " + job_id).out;
 }

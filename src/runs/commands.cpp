@@ -14,6 +14,7 @@
 #include <primebeaker/runs/runs.hpp>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cmath>
@@ -76,6 +77,8 @@ struct FollowCommandOptions {
   double poll_interval_seconds = 10;
   bool recover = false;
   double recover_backoff_seconds = 60;
+  bool controller = false;
+  double claim_lease_seconds = 900;
 };
 
 int run_follow(const FollowCommandOptions &options) {
@@ -93,14 +96,36 @@ int run_follow(const FollowCommandOptions &options) {
   if (!(options.recover_backoff_seconds >= 0) || options.recover_backoff_seconds > 3600) {
     throw usage_error("--recover-backoff must be 0 to 3600 seconds");
   }
-  follow.recover.enabled = options.recover;
+  if (!(options.claim_lease_seconds > 0) || options.claim_lease_seconds > 86400) {
+    throw usage_error("--claim-lease must be more than 0 and at most 86400 seconds");
+  }
+  follow.recover.enabled = options.recover || options.controller;
   follow.recover.backoff = std::chrono::milliseconds(
       static_cast<std::int64_t>(std::llround(options.recover_backoff_seconds * 1000)));
+  follow.recover.claim_lease = std::chrono::milliseconds(
+      static_cast<std::int64_t>(std::llround(options.claim_lease_seconds * 1000)));
+  follow.recover.controller = options.controller;
+  follow.logs = !options.controller;
   const signals::Scope guard;
   proc::SystemRunner runner;
   auto beaker = make_beaker(runner, interruptible_timing());
   const auto target = resolve_target(options.run, beaker);
-  return follow_run(target.reference, follow, beaker, std::cout, std::cerr);
+  const int code = follow_run(target.reference, follow, beaker, std::cout, std::cerr);
+  if (options.controller) {
+    // The controller's job is done once the run has ended, however it ended (controller.json
+    // in the ledger says how); only its own interruption is not an end.
+    switch (code) {
+    case k_exit_succeeded:
+    case k_exit_failed:
+    case k_exit_preempted:
+    case k_exit_canceled:
+    case k_exit_not_recoverable:
+      return 0;
+    default:
+      return code;
+    }
+  }
+  return code;
 }
 
 // ---- logs ----
@@ -179,7 +204,21 @@ bool confirm(const std::string &question) {
 void run_stop(const StopOptions &options) {
   proc::SystemRunner runner;
   auto beaker = make_beaker(runner);
-  const auto loaded = load(options.run, beaker);
+  auto loaded = load(options.run, beaker);
+  // A run that was resubmitted lives on in its newest experiment: that is what stop stops.
+  if (const auto where = ledger_location(loaded.run); !where.dir.empty()) {
+    try {
+      const auto newest = newest_in_chain(checkpoints::ledger::read(where.dir), loaded.run.id);
+      if (newest != loaded.run.id) {
+        std::cerr << fmt::format("primebeaker: {} was resubmitted; its newest experiment is {}\n",
+                                 loaded.run.id,
+                                 newest);
+        loaded.run = parse_run(single_experiment(beaker.get_experiment(newest), newest));
+      }
+    } catch (const Error &error) {
+      spdlog::warn("the run's ledger could not be read: {}", error.what());
+    }
+  }
   const auto &run = loaded.run;
   const std::string service =
       options.keep_services ? "" : service_experiment_id(run, loaded.target);
@@ -192,6 +231,10 @@ void run_stop(const StopOptions &options) {
                   finished ? std::string(outcome_name(run.outcome)) : state_summary(run));
   if (!service.empty()) {
     question += fmt::format(" and the service stack it owns, experiment {}", service);
+  }
+  if (const auto name = run.env.find("PRIMEBEAKER_CONTROLLER_NAME");
+      name != run.env.end() && !name->second.empty()) {
+    question += fmt::format(" and its recovery controller {}", name->second);
   }
   question += "?";
   if (!options.yes && !confirm(question)) {
@@ -212,6 +255,30 @@ void run_stop(const StopOptions &options) {
     beaker.stop_experiment(service);
     out["service_experiment_id"] = service;
     out["service_stopped"] = true;
+  }
+  // The run's recovery controller: stopped too, so that it does not resubmit what was stopped
+  // (it would not resubmit a canceled run, but it would a preempted one it is waiting on).
+  if (const auto name = run.env.find("PRIMEBEAKER_CONTROLLER_NAME");
+      name != run.env.end() && !name->second.empty()) {
+    const std::string author = !run.author.empty() ? run.author : beaker.whoami();
+    out["controller"] = name->second;
+    out["controller_stopped"] = false;
+    if (const auto found = beaker.find_experiment(author + "/" + name->second)) {
+      const RunView controller = parse_run(*found);
+      out["controller_experiment_id"] = controller.id;
+      if (controller.outcome == Outcome::running) {
+        beaker.stop_experiment(controller.id);
+        out["controller_stopped"] = true;
+      } else {
+        std::cerr << fmt::format("primebeaker: its recovery controller {} already {}\n",
+                                 controller.id,
+                                 outcome_name(controller.outcome));
+      }
+    } else {
+      std::cerr << fmt::format("primebeaker: its recovery controller {}/{} was not found\n",
+                               author,
+                               name->second);
+    }
   }
   print_json(std::cout, out);
 }
@@ -264,8 +331,10 @@ void run_list(const ListOptions &options) {
   }
   runs = std::move(shown);
   std::vector<OrderedJson> counts;
+  std::vector<OrderedJson> controllers;
   for (const auto &run : runs) {
     counts.push_back(ledger_counts(run)); // a few small files per run, no checkpoint listing
+    controllers.push_back(controller_view(run)); // and the controller's one status file
   }
   if (options.json) {
     OrderedJson out = OrderedJson::array();
@@ -285,6 +354,7 @@ void run_list(const ListOptions &options) {
                               ? ledger["recoveries"]
                               : OrderedJson(nullptr);
       row["recovery"] = ledger;
+      row["controller"] = controllers[&run - runs.data()];
       row["url"] = "https://beaker.org/ex/" + run.id;
       out.push_back(std::move(row));
     }
@@ -298,9 +368,18 @@ void run_list(const ListOptions &options) {
     return;
   }
   std::vector<std::vector<std::string>> rows;
-  rows.push_back({"EXPERIMENT", "NAME", "AUTHOR", "CREATED", "RECOVERIES", "STATUS"});
+  rows.push_back(
+      {"EXPERIMENT", "NAME", "AUTHOR", "CREATED", "RECOVERIES", "RECOVERED BY", "STATUS"});
   for (const auto &run : runs) {
     const OrderedJson &ledger = counts[&run - runs.data()];
+    const OrderedJson &controller = controllers[&run - runs.data()];
+    std::string recovered_by = "-";
+    if (controller.is_object()) {
+      recovered_by = controller.value("mode", std::string());
+      if (controller["state"].is_string()) {
+        recovered_by += " (" + controller["state"].get<std::string>() + ")";
+      }
+    }
     rows.push_back({run.id,
                     run.name,
                     run.author,
@@ -308,6 +387,7 @@ void run_list(const ListOptions &options) {
                     ledger.is_object() && ledger.contains("recoveries")
                         ? std::to_string(ledger["recoveries"].get<std::int64_t>())
                         : "-",
+                    recovered_by,
                     run.outcome == Outcome::running
                         ? state_summary(run)
                         : fmt::format("{} ({})", outcome_name(run.outcome), state_summary(run))});
@@ -336,7 +416,8 @@ void register_commands(cli::CommandTree &tree) {
     cli::Command &app = tree.command(
         {"follow"},
         "Stream every replica's logs until the run ends; the exit code says how it ended "
-        "(0 succeeded, 10 failed, 11 preempted, 12 canceled, 13 timed out, 130 Ctrl-C)");
+        "(0 succeeded, 10 failed, 11 preempted, 12 canceled, 13 timed out, 14 not recoverable, "
+        "130 Ctrl-C)");
     app.add_option("run", options.run, k_run_help).required();
     app.add_option(cli::flag("since"),
                    options.since,
@@ -360,6 +441,16 @@ void register_commands(cli::CommandTree &tree) {
                    options.recover_backoff_seconds,
                    "Seconds to wait before the first resubmission; doubled for each later one "
                    "(at most 15 minutes)")
+        .capture_default_str();
+    app.add_flag(cli::flag("controller"),
+                 options.controller,
+                 "Run as a run's recovery controller on Beaker (what `rl submit` starts; "
+                 "implies --recover): no logs, its status in the ledger, exit 0 once the run "
+                 "has ended (docs/recovery.md)");
+    app.add_option(cli::flag("claim-lease"),
+                   options.claim_lease_seconds,
+                   "Seconds after which another actor's claim to resubmit a run, with no new "
+                   "experiment recorded, is taken over")
         .capture_default_str();
     app.callback([&options] {
       const int code = run_follow(options);

@@ -11,16 +11,22 @@
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/signals.hpp>
 #include <primebeaker/core/text.hpp>
+#include <primebeaker/checkpoints/ledger.hpp>
+#include <primebeaker/runs/recover.hpp>
 #include <primebeaker/runs/runs.hpp>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <csignal>
+#include <functional>
 #include <iostream>
 #include <set>
 #include <thread>
 
 namespace pb::runs {
+
+namespace ledger = checkpoints::ledger;
 
 std::size_t take_new_lines(const std::string &log,
                            std::size_t already,
@@ -184,7 +190,8 @@ int follow_one(const std::string &experiment_id,
                std::ostream &out,
                std::ostream &err,
                TimePoint started,
-               std::optional<RunView> &ended) {
+               std::optional<RunView> &ended,
+               const std::function<void(const RunView &)> &on_first_view) {
   Timing &timing = beaker.timing();
   SystemClock system_clock;
   Clock &clock = timing.clock != nullptr ? *timing.clock : system_clock;
@@ -223,6 +230,7 @@ int follow_one(const std::string &experiment_id,
                            run.replicas.size(),
                            run.replicas.size() == 1 ? "" : "s");
         announced = true;
+        on_first_view(run);
       }
       if (options.replica && !run.replicas.empty() &&
           std::none_of(run.replicas.begin(), run.replicas.end(), [&](const Replica &r) {
@@ -252,7 +260,8 @@ int follow_one(const std::string &experiment_id,
       err.flush();
 
       for (const auto &replica : run.replicas) {
-        if ((options.replica && replica.rank != *options.replica) || replica.job_id.empty() ||
+        if (!options.logs || (options.replica && replica.rank != *options.replica) ||
+            replica.job_id.empty() ||
             replica.state == JobState::pending || replica.state == JobState::scheduled) {
           continue;
         }
@@ -334,14 +343,57 @@ int follow_run(const std::string &experiment_id,
   const auto started = clock.now();
   RecoverState state;
   std::string id = experiment_id;
+  // The controller's record of what it does, in the ledger beside the claims (docs/recovery.md
+  // "The controller"); a terminal follower keeps none.
+  ledger::ControllerStatus status;
+  status.controller_experiment = env::get("BEAKER_EXPERIMENT_ID").value_or("");
+  status.job_id = env::get("BEAKER_JOB_ID").value_or("");
+  const auto report = [&](const std::string &following, const std::string &what) {
+    if (!options.recover.controller || state.ledger_dir.empty()) {
+      return;
+    }
+    status.following = following;
+    status.state = what;
+    status.last_action = state.last_action;
+    status.updated_unix = std::chrono::duration<double>(clock.now().time_since_epoch()).count();
+    try {
+      ledger::write_controller_status(state.ledger_dir, status);
+    } catch (const Error &error) {
+      spdlog::warn("the controller's status could not be written: {}", error.what());
+    }
+  };
+  const auto on_first_view = [&](const RunView &run) {
+    if (!options.recover.controller) {
+      return;
+    }
+    if (state.ledger_dir.empty()) {
+      state.ledger_dir = ledger_location(run).dir;
+      if (const auto earlier = ledger::read_controller_status(state.ledger_dir);
+          earlier && earlier->controller_experiment == status.controller_experiment &&
+          !status.job_id.empty() && earlier->job_id != status.job_id) {
+        status.restarts = earlier->restarts + 1; // Beaker resumed this controller
+      } else if (earlier && earlier->controller_experiment == status.controller_experiment) {
+        status.restarts = earlier->restarts;
+      }
+    }
+    if (state.last_action.empty()) {
+      state.last_action = fmt::format("following {}", run.id.empty() ? id : run.id);
+    }
+    report(run.id.empty() ? id : run.id, "following");
+  };
   for (;;) {
     std::optional<RunView> ended;
-    const int code = follow_one(id, options, beaker, out, err, started, ended);
+    const int code = follow_one(id, options, beaker, out, err, started, ended, on_first_view);
     if (!options.recover.enabled || !ended ||
         (ended->outcome != Outcome::preempted && ended->outcome != Outcome::failed)) {
+      if (ended) {
+        state.last_action = fmt::format("{} {}; nothing to recover", ended->id, outcome_name(ended->outcome));
+        report(ended->id, "ended");
+      }
       return code;
     }
     // Beaker will not restart a multi-node topology together (docs/recovery.md): resubmit it.
+    report(ended->id, "recovering");
     const RecoverResult next =
         recover_run(*ended, options.recover, state, beaker, clock, sleep, signal, err);
     if (next.signal != 0) {
@@ -349,7 +401,8 @@ int follow_run(const std::string &experiment_id,
       return interrupted_exit(next.signal);
     }
     if (next.child.empty()) {
-      return code;
+      report(ended->id, "ended");
+      return next.not_recoverable ? k_exit_not_recoverable : code;
     }
     id = next.child;
   }

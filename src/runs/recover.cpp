@@ -17,6 +17,10 @@
 #include <charconv>
 #include <ostream>
 #include <random>
+#include <regex>
+#include <set>
+
+#include <unistd.h>
 
 namespace pb::runs {
 
@@ -170,6 +174,65 @@ OrderedJson ledger_counts(const RunView &run) {
   return out;
 }
 
+OrderedJson controller_view(const RunView &run) {
+  const auto mode = env_of(run, "PRIMEBEAKER_RECOVER");
+  if (!mode) {
+    return nullptr;
+  }
+  OrderedJson out = OrderedJson::object();
+  out["mode"] = *mode;
+  out["controller"] = env_of(run, "PRIMEBEAKER_CONTROLLER_NAME").value_or("");
+  out["state"] = nullptr;
+  out["following"] = nullptr;
+  out["last_action"] = nullptr;
+  out["updated_at"] = nullptr;
+  out["restarts"] = nullptr;
+  if (*mode != "controller") {
+    return out;
+  }
+  const auto where = ledger_location(run);
+  if (where.dir.empty()) {
+    return out;
+  }
+  if (const auto status = ledger::read_controller_status(where.dir)) {
+    out["state"] = status->state;
+    out["following"] = status->following;
+    out["last_action"] = status->last_action;
+    out["updated_at"] = ledger::utc_text(status->updated_unix);
+    out["restarts"] = status->restarts;
+  }
+  return out;
+}
+
+std::string controller_line(const OrderedJson &view) {
+  if (!view.is_object()) {
+    return "-";
+  }
+  const std::string mode = view.value("mode", std::string());
+  if (mode == "terminal") {
+    return "terminal: resubmitted only while `follow --recover` runs";
+  }
+  if (mode != "controller") {
+    return mode;
+  }
+  std::string line = view.value("controller", std::string());
+  if (view["state"].is_null()) {
+    return line + ": no status yet (not started, or its output dir is not visible here)";
+  }
+  line += fmt::format(": {} {} (at {}", view["state"].get<std::string>(),
+                      view["following"].get<std::string>(),
+                      view["updated_at"].get<std::string>());
+  if (view["restarts"].get<int>() > 0) {
+    line += fmt::format(", restarted {}x", view["restarts"].get<int>());
+  }
+  line += ")";
+  const std::string last = view["last_action"].get<std::string>();
+  if (!last.empty()) {
+    line += "; last: " + last;
+  }
+  return line;
+}
+
 RecoveryBudget recovery_budget(const RunView &run, const ledger::Ledger &history) {
   RecoveryBudget budget;
   const auto *last = history.last();
@@ -195,23 +258,33 @@ RecoveryBudget recovery_budget(const RunView &run, const ledger::Ledger &history
 
 RecoveriesUsed recoveries_used(const ledger::Ledger &history) {
   RecoveriesUsed used;
-  for (const auto &attempt : history.attempts) {
-    if (!attempt.start.refused.empty()) {
-      continue;
-    }
-    if (attempt.start.cause == ledger::k_preemption) {
+  const auto count = [&used](std::string_view cause) {
+    if (cause == ledger::k_preemption) {
       ++used.preemptions;
-    } else if (attempt.start.cause == ledger::k_error) {
+    } else if (cause == ledger::k_error) {
       ++used.errors;
+    }
+  };
+  for (const auto &attempt : history.attempts) {
+    if (attempt.start.refused.empty()) {
+      count(attempt.start.cause);
     }
   }
-  // A resubmission whose experiment has not started yet: the runtime will count it.
-  if (const auto *last = history.last();
-      last != nullptr && last->recover && !last->recover->child_experiment.empty()) {
-    if (last->recover->cause == ledger::k_preemption) {
-      ++used.preemptions;
-    } else if (last->recover->cause == ledger::k_error) {
-      ++used.errors;
+  // Resubmissions whose experiment has not started yet: the runtime will count them. One per
+  // source experiment, whether a claim or an older follower's recovery record says so.
+  std::set<std::string> pending_sources;
+  for (const auto &claim : history.claims) {
+    if (!history.started(claim.child_experiment) &&
+        pending_sources.insert(claim.source_experiment).second) {
+      count(claim.cause);
+    }
+  }
+  for (const auto &attempt : history.attempts) {
+    const auto &recover = attempt.recover;
+    if (recover && !recover->child_experiment.empty() &&
+        !history.started(recover->child_experiment) &&
+        pending_sources.insert(recover->source_experiment).second) {
+      count(recover->cause);
     }
   }
   return used;
@@ -239,6 +312,12 @@ judge_recovery(const RunView &run, const RecoveryBudget &budget, const Recoverie
     if (run.deciding_replica) {
       verdict.exit_code = run.replicas[*run.deciding_replica].exit_code;
     }
+    if (verdict.exit_code == static_cast<int>(ExitCode::bad_input)) {
+      verdict.refusal = "it failed with a configuration error (exit 3), which fails again on "
+                        "every retry; fix the configuration and resume by hand";
+      verdict.certain = true;
+      return verdict;
+    }
   } else {
     return verdict; // succeeded or canceled by someone: nothing to recover
   }
@@ -262,6 +341,63 @@ judge_recovery(const RunView &run, const RecoveryBudget &budget, const Recoverie
   }
   verdict.resubmit = true;
   return verdict;
+}
+
+std::string
+recovery_child_name(const RunView &run, const RecoveryVerdict &verdict, std::string_view hex8) {
+  std::string base = run.name;
+  if (const auto slash = base.rfind('/'); slash != std::string::npos) {
+    base = base.substr(slash + 1);
+  }
+  // An earlier recovery's or resume's suffix, so that names do not grow with each recovery.
+  static const std::regex suffix(
+      "-(recover|restart)[0-9]+-[0-9a-f]{8}$|-resume-step[0-9]+-[0-9a-f]{8}$");
+  base = std::regex_replace(base, suffix, "");
+  if (base.empty()) {
+    base = "run";
+  }
+  const std::string tail = fmt::format("-{}{}-{}",
+                                       verdict.cause == ledger::k_error ? "restart" : "recover",
+                                       verdict.number,
+                                       hex8);
+  if (base.size() + tail.size() > 128) {
+    base.resize(128 - tail.size());
+  }
+  return base + tail;
+}
+
+std::string actor_identity(bool controller) {
+  if (controller) {
+    const char *id = std::getenv("BEAKER_EXPERIMENT_ID");
+    return fmt::format("controller {}", id != nullptr && *id != 0 ? id : "(outside Beaker)");
+  }
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) {
+    host[0] = 0;
+  }
+  return fmt::format("terminal {} {}", host[0] != 0 ? host : "localhost", ::getpid());
+}
+
+std::string newest_in_chain(const ledger::Ledger &history, std::string experiment_id) {
+  std::set<std::string> seen;
+  while (seen.insert(experiment_id).second) {
+    std::string child;
+    if (const auto *claim = history.claim_of(experiment_id)) {
+      child = claim->child_experiment;
+    }
+    if (child.empty()) {
+      for (const auto &attempt : history.attempts) {
+        if (attempt.recover && attempt.recover->source_experiment == experiment_id) {
+          child = attempt.recover->child_experiment;
+        }
+      }
+    }
+    if (child.empty()) {
+      break;
+    }
+    experiment_id = child;
+  }
+  return experiment_id;
 }
 
 std::optional<std::int64_t> recover_slot(const ledger::Ledger &history,
@@ -319,6 +455,423 @@ ResumeReceipt parse_resume_receipt(const std::string &stdout_text) {
   return receipt;
 }
 
+namespace {
+
+// One recovery of one ended experiment: the claim protocol of docs/recovery.md "Exactly one
+// resubmission", around `rl resume` run as a child.
+class Recovery {
+public:
+  Recovery(const RunView &run,
+           const RecoverOptions &options,
+           RecoverState &state,
+           BeakerCalls &beaker,
+           Clock &clock,
+           const std::function<bool(std::chrono::milliseconds)> &sleep,
+           const std::function<int()> &signal,
+           std::ostream &err)
+      : m_run(run), m_options(options), m_state(state), m_beaker(beaker), m_clock(clock),
+        m_sleep(sleep), m_signal(signal), m_err(err),
+        m_actor(options.actor.empty() ? actor_identity(options.controller) : options.actor),
+        m_by_hand(fmt::format("resume by hand: primebeaker rl resume {}", run.id)) {}
+
+  RecoverResult run() {
+    const auto where = ledger_location(m_run);
+    if (where.dir.empty()) {
+      say(fmt::format("not resubmitting {}: its ledger cannot be found ({}); {}",
+                      m_run.id,
+                      where.error,
+                      m_by_hand));
+      return m_result;
+    }
+    std::error_code ec;
+    if (!stdfs::is_directory(where.output_dir, ec)) {
+      say(fmt::format("not resubmitting {}: its output dir {} is not visible here (run `follow "
+                      "--recover` where the run's shared mount is); {}",
+                      m_run.id,
+                      where.output_dir.string(),
+                      m_by_hand));
+      return m_result;
+    }
+    m_dir = where.dir;
+    m_state.ledger_dir = m_dir;
+    if (!reread()) {
+      return m_result;
+    }
+    if (!m_history.unreadable.empty()) {
+      say(fmt::format("warning: ledger files that could not be read are not counted: {} (in {})",
+                      text::join(m_history.unreadable, ", "),
+                      m_dir.string()));
+    }
+    if (const auto *claim = m_history.claim_of(m_run.id)) {
+      return settle(*claim);
+    }
+    if (const auto child = already_resubmitted(m_history, m_run.id); !child.empty()) {
+      say(fmt::format(
+          "{} was already resubmitted as {} (ledger {}); following it", m_run.id, child, m_dir.string()));
+      m_result.child = child;
+      return m_result;
+    }
+    const auto budget = recovery_budget(m_run, m_history);
+    m_verdict = judge_recovery(m_run, budget, recoveries_used(m_history));
+    if (!m_verdict.resubmit) {
+      say(fmt::format("not resubmitting {} ({}): {}; {}",
+                      m_run.id,
+                      outcome_name(m_run.outcome),
+                      m_verdict.refusal,
+                      m_by_hand));
+      m_result.not_recoverable = m_verdict.certain;
+      return m_result;
+    }
+    m_wait = recovery_wait(m_options, m_state.resubmissions);
+    say(fmt::format("{} {}: recovery {} of {} {} {}: primebeaker rl resume {}",
+                    m_run.id,
+                    outcome_name(m_run.outcome),
+                    m_verdict.number,
+                    m_verdict.flag,
+                    m_verdict.budget,
+                    m_wait.count() == 0 ? std::string("now") : "in " + wait_text(m_wait),
+                    m_run.id));
+    if (!wait(m_wait)) {
+      return m_result;
+    }
+    // Another actor may have claimed it while we waited.
+    if (!reread()) {
+      return m_result;
+    }
+    if (const auto *claim = m_history.claim_of(m_run.id)) {
+      return settle(*claim);
+    }
+    ledger::Claim mine;
+    mine.source_experiment = m_run.id;
+    mine.generation = 1;
+    mine.cause = m_verdict.cause;
+    mine.number = m_verdict.number;
+    mine.by = m_actor;
+    mine.claimed_unix = now_unix();
+    const std::string hex = random_hex(8);
+    mine.attempt_id = attempt_id(hex);
+    mine.child_name = recovery_child_name(m_run, m_verdict, hex);
+    if (!write_claim(mine)) {
+      return m_result;
+    }
+    if (!m_claim_won) {
+      if (!reread()) {
+        return m_result;
+      }
+      const auto *claim = m_history.claim_of(m_run.id);
+      if (claim == nullptr) {
+        say(fmt::format("not resubmitting {}: its claim vanished from {}", m_run.id, m_dir.string()));
+        return m_result;
+      }
+      return settle(*claim);
+    }
+    return submit(mine, false);
+  }
+
+private:
+  void say(const std::string &line) {
+    m_err << "primebeaker: " << line << '\n';
+    m_err.flush();
+    m_state.last_action = line;
+  }
+
+  double now_unix() const {
+    return std::chrono::duration<double>(m_clock.now().time_since_epoch()).count();
+  }
+
+  bool reread() {
+    try {
+      m_history = ledger::read(m_dir);
+      return true;
+    } catch (const Error &error) {
+      say(fmt::format("not resubmitting {}: its ledger {} cannot be read: {}; {}",
+                      m_run.id,
+                      m_dir.string(),
+                      error.what(),
+                      m_by_hand));
+      return false;
+    }
+  }
+
+  // False when interrupted (m_result.signal says by what).
+  bool wait(std::chrono::milliseconds how_long) {
+    if (how_long.count() > 0 && !m_sleep(how_long)) {
+      m_result.signal = m_signal();
+      return false;
+    }
+    if (const int sig = m_signal(); sig != 0) {
+      m_result.signal = sig;
+      return false;
+    }
+    return true;
+  }
+
+  std::string attempt_id(const std::string &hex) const {
+    const auto &claim_cause = m_verdict.cause;
+    return fmt::format(
+        "{}-{}{}", hex, claim_cause == ledger::k_error ? "restart" : "recover", m_verdict.number);
+  }
+
+  // Sets m_claim_won; false (having said why) when the claim cannot be written at all: then
+  // nothing is submitted, since an unrecorded resubmission could be repeated by another actor.
+  bool write_claim(const ledger::Claim &claim) {
+    try {
+      m_claim_won = ledger::write_claim(m_dir, claim);
+      return true;
+    } catch (const Error &error) {
+      say(fmt::format("not resubmitting {}: its claim could not be written ({}); {}",
+                      m_run.id,
+                      error.what(),
+                      m_by_hand));
+      return false;
+    }
+  }
+
+  // The experiment is claimed: follow what the claim submitted, wait for its claimant, or take
+  // it over (our own claim from before a restart, or a claim past its lease).
+  RecoverResult settle(ledger::Claim claim) {
+    bool said_waiting = false;
+    for (;;) {
+      if (!claim.child_experiment.empty()) {
+        say(fmt::format("{} was already resubmitted as {} by {} (ledger {}); following it",
+                        m_run.id,
+                        claim.child_experiment,
+                        claim.by,
+                        m_dir.string()));
+        m_result.child = claim.child_experiment;
+        return m_result;
+      }
+      const double age = now_unix() - claim.claimed_unix;
+      const bool lease_over =
+          age * 1000.0 >= static_cast<double>(m_options.claim_lease.count());
+      if (claim.by == m_actor || lease_over) {
+        ledger::Claim next = claim;
+        next.generation = claim.generation + 1;
+        next.by = m_actor;
+        next.claimed_unix = now_unix();
+        m_verdict.cause = claim.cause;
+        m_verdict.number = claim.number;
+        next.attempt_id = attempt_id(random_hex(8));
+        if (!write_claim(next)) {
+          return m_result;
+        }
+        if (m_claim_won) {
+          say(fmt::format("{}: taking over the resubmission claimed by {} ({}) as {}",
+                          m_run.id,
+                          claim.by,
+                          claim.by == m_actor ? "before this controller restarted"
+                                              : "its lease ran out",
+                          next.child_name));
+          return submit(next, true);
+        }
+      } else if (!said_waiting) {
+        say(fmt::format("{} is being resubmitted by {} as {}; waiting for it (taken over after "
+                        "{} without a new experiment)",
+                        m_run.id,
+                        claim.by,
+                        claim.child_name,
+                        wait_text(m_options.claim_lease)));
+        said_waiting = true;
+        if (!wait(std::chrono::milliseconds(0))) {
+          return m_result;
+        }
+      } else if (!wait(std::max(std::chrono::milliseconds(50),
+                                std::min(m_options.claim_lease / 20, std::chrono::milliseconds(30000))))) {
+        return m_result;
+      }
+      if (!reread()) {
+        return m_result;
+      }
+      const auto *now = m_history.claim_of(m_run.id);
+      if (now == nullptr) {
+        say(fmt::format("not resubmitting {}: its claim vanished from {}", m_run.id, m_dir.string()));
+        return m_result;
+      }
+      claim = *now;
+    }
+  }
+
+  // The experiment created under the claim's name, when one was (by a claimant that died before
+  // recording it).
+  std::string created_under(const ledger::Claim &claim) {
+    const std::string author = !m_run.author.empty() ? m_run.author : m_beaker.whoami();
+    const auto found = m_beaker.find_experiment(author + "/" + claim.child_name);
+    if (!found) {
+      return {};
+    }
+    return found->value("id", std::string());
+  }
+
+  RecoverResult submit(const ledger::Claim &claim, bool takeover) {
+    // A retry waits twice the wait before the first try, doubling again for each later one.
+    const auto cap = std::max(m_options.max_backoff, m_options.backoff);
+    auto wait_next = std::min((m_wait.count() > 0 ? m_wait : m_options.backoff) * 2, cap);
+    std::string last_error;
+    const int tries = std::max(1, m_options.resume_tries);
+    for (int attempt = 1; attempt <= tries; ++attempt) {
+      if (takeover || attempt > 1) {
+        std::string existing;
+        try {
+          existing = created_under(claim);
+        } catch (const Error &error) {
+          last_error = error.what();
+          break; // cannot tell whether it exists: never submit blindly
+        }
+        if (!existing.empty()) {
+          return record(claim, existing, std::nullopt);
+        }
+      }
+      proc::Command command;
+      command.argv =
+          m_options.program.empty() ? proc::Argv{self::command().string()} : m_options.program;
+      for (const char *word : {"rl", "resume", "--from-experiment"}) {
+        command.argv.emplace_back(word);
+      }
+      command.argv.push_back(m_run.id);
+      command.argv.emplace_back("--attempt-id");
+      // A fresh attempt id each try: a failed try may have written its write-once files.
+      command.argv.push_back(attempt == 1 ? claim.attempt_id : attempt_id(random_hex(8)));
+      command.argv.emplace_back("--child-name");
+      command.argv.push_back(claim.child_name);
+      if (const auto it = m_run.env.find("PRIMEBEAKER_CONTROLLER_NAME");
+          it != m_run.env.end() && !it->second.empty()) {
+        command.argv.emplace_back("--controller-name");
+        command.argv.push_back(it->second);
+      } else {
+        // A run without a controller (an older launch, or --recover terminal) keeps being
+        // recovered by whoever follows it: no controller appears behind the user's back.
+        command.argv.emplace_back("--recover");
+        command.argv.emplace_back("terminal");
+      }
+      proc::Result ran;
+      try {
+        ran = m_beaker.runner().run(command);
+      } catch (const Error &error) { // the program could not be started
+        last_error = error.what();
+        break;
+      }
+      if (ran.ok()) {
+        // Its warnings (a managed service not inherited, ...) belong to the user too.
+        for (const auto &line : text::split(ran.err, '\n')) {
+          if (!text::trim(line).empty()) {
+            m_err << "  [rl resume] " << line << '\n';
+          }
+        }
+        ResumeReceipt receipt;
+        try {
+          receipt = parse_resume_receipt(ran.out);
+        } catch (const Error &error) {
+          last_error = error.what();
+          break; // it may have submitted: the claim stays, a takeover finds it by name
+        }
+        return record(claim, receipt.child_experiment_id, receipt.step);
+      }
+      last_error = fmt::format(
+          "`primebeaker rl resume {}` {}: {}", m_run.id, ran.status(), child_error(ran));
+      say(last_error);
+      if (const int sig = m_signal(); sig != 0) {
+        m_result.signal = sig;
+        return m_result;
+      }
+      // 75: a refusal that passes (the source not finalized yet); 4: `beaker` failed. The rest
+      // (a refused plan, a missing secret, a configuration error) fails again on every retry.
+      if (ran.signal != 0 || (ran.exit_code != static_cast<int>(ExitCode::retry_later) && ran.exit_code != 4)) {
+        say(fmt::format("not resubmitting {} ({}): `rl resume` refused for a reason no retry "
+                        "mends; {}",
+                        m_run.id,
+                        outcome_name(m_run.outcome),
+                        m_by_hand));
+        m_result.not_recoverable = ran.signal == 0;
+        return m_result;
+      }
+      if (attempt < tries) {
+        say(fmt::format("{}: trying `rl resume` again in {} (try {} of {})",
+                        m_run.id,
+                        wait_text(wait_next),
+                        attempt + 1,
+                        tries));
+        if (!wait(wait_next)) {
+          return m_result;
+        }
+        wait_next = std::min(wait_next * 2, cap);
+      }
+    }
+    say(fmt::format("not resubmitting {} ({}): `rl resume` failed ({}); {}",
+                    m_run.id,
+                    outcome_name(m_run.outcome),
+                    last_error,
+                    m_by_hand));
+    return m_result;
+  }
+
+  RecoverResult record(const ledger::Claim &claim,
+                       const std::string &child,
+                       const std::optional<std::int64_t> &step) {
+    ++m_state.resubmissions;
+    std::string recorded;
+    try {
+      if (!ledger::write_claim_child(m_dir, m_run.id, child, now_unix())) {
+        reread();
+        const auto *now = m_history.claim_of(m_run.id);
+        if (now != nullptr && now->child_experiment != child) {
+          say(fmt::format("warning: {} is also recorded as resubmitted as {}",
+                          m_run.id,
+                          now->child_experiment));
+        }
+      }
+      // The runtime reads the cause of its next start from this record.
+      ledger::Recover old_style;
+      old_style.requested_unix = claim.claimed_unix;
+      old_style.cause = claim.cause;
+      old_style.exit_code = m_verdict.exit_code;
+      old_style.source_experiment = m_run.id;
+      old_style.child_experiment = child;
+      if (const auto slot = recover_slot(m_history, m_run.id)) {
+        old_style.attempt = *slot;
+        if (ledger::write_recover(m_dir, old_style)) {
+          recorded = (m_dir / fmt::format("{}.recover.json", *slot)).string();
+        }
+      }
+    } catch (const Error &error) {
+      say(fmt::format("warning: the ledger record could not be written: {}", error.what()));
+    }
+    if (recorded.empty()) {
+      recorded = (m_dir / "claims" / fmt::format("{}.child.json", m_run.id)).string();
+    }
+    const auto budget = recovery_budget(m_run, m_history);
+    const bool error = claim.cause == ledger::k_error;
+    say(fmt::format("{} resubmitted as {}{} (recovery {} of {} {}; {}); following it",
+                    m_run.id,
+                    child,
+                    step ? fmt::format(" from step {}", *step) : std::string(),
+                    claim.number,
+                    error ? "--max-restarts-on-errors" : "--max-recoveries",
+                    error ? budget.max_restarts_on_errors : budget.max_recoveries,
+                    recorded));
+    m_result.child = child;
+    return m_result;
+  }
+
+  const RunView &m_run;
+  const RecoverOptions &m_options;
+  RecoverState &m_state;
+  BeakerCalls &m_beaker;
+  Clock &m_clock;
+  const std::function<bool(std::chrono::milliseconds)> &m_sleep;
+  const std::function<int()> &m_signal;
+  std::ostream &m_err;
+  std::string m_actor;
+  std::string m_by_hand;
+  stdfs::path m_dir;
+  ledger::Ledger m_history;
+  RecoveryVerdict m_verdict;
+  std::chrono::milliseconds m_wait{0};
+  bool m_claim_won = false;
+  RecoverResult m_result;
+};
+
+} // namespace
+
 RecoverResult recover_run(const RunView &run,
                           const RecoverOptions &options,
                           RecoverState &state,
@@ -327,183 +880,10 @@ RecoverResult recover_run(const RunView &run,
                           const std::function<bool(std::chrono::milliseconds)> &sleep,
                           const std::function<int()> &signal,
                           std::ostream &err) {
-  RecoverResult result;
   if (run.outcome != Outcome::preempted && run.outcome != Outcome::failed) {
-    return result;
+    return {};
   }
-  const auto by_hand = fmt::format("resume by hand: primebeaker rl resume {}", run.id);
-  const auto say = [&](const std::string &line) {
-    err << "primebeaker: " << line << '\n';
-    err.flush();
-  };
-  const auto where = ledger_location(run);
-  if (where.dir.empty()) {
-    say(fmt::format(
-        "not resubmitting {}: its ledger cannot be found ({}); {}", run.id, where.error, by_hand));
-    return result;
-  }
-  std::error_code ec;
-  if (!stdfs::is_directory(where.output_dir, ec)) {
-    say(fmt::format("not resubmitting {}: its output dir {} is not visible here (run `follow "
-                    "--recover` where the run's shared mount is); {}",
-                    run.id,
-                    where.output_dir.string(),
-                    by_hand));
-    return result;
-  }
-  ledger::Ledger history;
-  try {
-    history = ledger::read(where.dir);
-  } catch (const Error &error) {
-    say(fmt::format("not resubmitting {}: its ledger {} cannot be read: {}; {}",
-                    run.id,
-                    where.dir.string(),
-                    error.what(),
-                    by_hand));
-    return result;
-  }
-  if (!history.unreadable.empty()) {
-    say(fmt::format("warning: ledger files that could not be read are not counted: {} (in {})",
-                    text::join(history.unreadable, ", "),
-                    where.dir.string()));
-  }
-  if (const auto child = already_resubmitted(history, run.id); !child.empty()) {
-    say(fmt::format("{} was already resubmitted as {} (ledger {}); following it",
-                    run.id,
-                    child,
-                    where.dir.string()));
-    result.child = child;
-    return result;
-  }
-  const auto budget = recovery_budget(run, history);
-  auto used = recoveries_used(history);
-  used.preemptions += state.unrecorded.preemptions;
-  used.errors += state.unrecorded.errors;
-  const auto verdict = judge_recovery(run, budget, used);
-  if (!verdict.resubmit) {
-    say(fmt::format("not resubmitting {} ({}): {}; {}",
-                    run.id,
-                    outcome_name(run.outcome),
-                    verdict.refusal,
-                    by_hand));
-    return result;
-  }
-
-  auto wait = recovery_wait(options, state.resubmissions);
-  std::string last_error;
-  for (int attempt = 1; attempt <= std::max(1, options.resume_tries); ++attempt) {
-    say(fmt::format("{} {}: recovery {} of {} {} {}: primebeaker rl resume {}{}",
-                    run.id,
-                    outcome_name(run.outcome),
-                    verdict.number,
-                    verdict.flag,
-                    verdict.budget,
-                    wait.count() == 0 ? std::string("now") : "in " + wait_text(wait),
-                    run.id,
-                    attempt > 1 ? fmt::format(" (try {} of {})", attempt, options.resume_tries)
-                                : std::string()));
-    if (wait.count() > 0 && !sleep(wait)) {
-      result.signal = signal();
-      return result;
-    }
-    if (const int sig = signal(); sig != 0) {
-      result.signal = sig;
-      return result;
-    }
-    // A fresh attempt id each try: a failed try may have written its write-once files.
-    const std::string attempt_id =
-        fmt::format("{}-{}{}",
-                    random_hex(8),
-                    verdict.cause == ledger::k_preemption ? "recover" : "restart",
-                    verdict.number);
-    proc::Command command;
-    command.argv = options.program.empty() ? proc::Argv{self::command().string()} : options.program;
-    for (const char *word : {"rl", "resume", "--from-experiment"}) {
-      command.argv.emplace_back(word);
-    }
-    command.argv.push_back(run.id);
-    command.argv.emplace_back("--attempt-id");
-    command.argv.push_back(attempt_id);
-    const double requested = std::chrono::duration<double>(clock.now().time_since_epoch()).count();
-    proc::Result ran;
-    try {
-      ran = beaker.runner().run(command);
-    } catch (const Error &error) { // the program could not be started
-      last_error = error.what();
-      break;
-    }
-    // A Ctrl-C during a successful resubmission still records it and hands the child over
-    // (the follow loop then says how to follow it); during a failed one it stops here.
-    if (const int sig = signal(); sig != 0 && !ran.ok()) {
-      result.signal = sig;
-      return result;
-    }
-    if (ran.ok()) {
-      // Its warnings (a managed service not inherited, ...) belong to the user too.
-      for (const auto &line : text::split(ran.err, '\n')) {
-        if (!text::trim(line).empty()) {
-          err << "  [rl resume] " << line << '\n';
-        }
-      }
-      ResumeReceipt receipt;
-      try {
-        receipt = parse_resume_receipt(ran.out);
-      } catch (const Error &error) {
-        last_error = error.what();
-        break; // it may have submitted: never submit again blindly
-      }
-      ++state.resubmissions;
-      ledger::Recover record;
-      record.requested_unix = requested;
-      record.cause = verdict.cause;
-      record.exit_code = verdict.exit_code;
-      record.source_experiment = run.id;
-      record.child_experiment = receipt.child_experiment_id;
-      std::string recorded;
-      const auto slot = recover_slot(history, run.id);
-      if (slot) {
-        record.attempt = *slot;
-        try {
-          if (ledger::write_recover(where.dir, record)) {
-            recorded = (where.dir / fmt::format("{}.recover.json", *slot)).string();
-          }
-        } catch (const Error &error) {
-          say(fmt::format("warning: the ledger record could not be written: {}", error.what()));
-        }
-      }
-      if (recorded.empty()) {
-        // Counted here so that this follow stays within the budget all the same.
-        (verdict.cause == ledger::k_preemption ? state.unrecorded.preemptions
-                                               : state.unrecorded.errors) += 1;
-        recorded = slot ? "not recorded: the ledger slot is taken"
-                        : "not recorded: this experiment recorded no start in the ledger";
-      }
-      say(fmt::format("{} resubmitted as {}{} (recovery {} of {} {}; {}); following it",
-                      run.id,
-                      receipt.child_experiment_id,
-                      receipt.step ? fmt::format(" from step {}", *receipt.step) : std::string(),
-                      verdict.number,
-                      verdict.flag,
-                      verdict.budget,
-                      recorded));
-      result.child = receipt.child_experiment_id;
-      return result;
-    }
-    last_error =
-        fmt::format("`primebeaker rl resume {}` {}: {}", run.id, ran.status(), child_error(ran));
-    say(last_error);
-    // 1 (a refusal: the source may not be finalized yet) and 4 (beaker) can pass; 2 and 3 not.
-    if (ran.signal != 0 || (ran.exit_code != 1 && ran.exit_code != 4)) {
-      break;
-    }
-    wait = std::min(wait * 2, std::max(options.max_backoff, options.backoff));
-  }
-  say(fmt::format("not resubmitting {} ({}): `rl resume` failed ({}); {}",
-                  run.id,
-                  outcome_name(run.outcome),
-                  last_error,
-                  by_hand));
-  return result;
+  return Recovery(run, options, state, beaker, clock, sleep, signal, err).run();
 }
 
 } // namespace pb::runs

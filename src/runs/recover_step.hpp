@@ -6,6 +6,7 @@
 #include <primebeaker/runs/recover.hpp>
 #include <primebeaker/runs/runs.hpp>
 
+#include <filesystem>
 #include <functional>
 #include <iosfwd>
 #include <string>
@@ -14,13 +15,16 @@ namespace pb::runs {
 
 // What one follow has done so far (the ledger holds the rest).
 struct RecoverState {
-  int resubmissions = 0;       // by this follow: the backoff doubles with each
-  RecoveriesUsed unrecorded{}; // resubmissions this follow could not write to the ledger
+  int resubmissions = 0; // by this follow: the backoff doubles with each
+  // What a controller reports in the ledger's controller.json (empty dir: nothing yet).
+  std::filesystem::path ledger_dir;
+  std::string last_action;
 };
 
 struct RecoverResult {
   std::string child; // the experiment to follow next; empty: stop with the outcome's code
   int signal = 0;    // a Ctrl-C / SIGTERM arrived while waiting (child is empty then)
+  bool not_recoverable = false; // stop with k_exit_not_recoverable
 };
 
 // `run` has ended (run.outcome != running). Prints what it does to `err`.

@@ -209,6 +209,7 @@ OrderedJson recovery_history(const RunView &run, const OrderedJson &checkpoint, 
     out["error"] = error.what();
   }
   out["beaker_restarts"] = beaker_restarts(run);
+  out["controller"] = controller_view(run);
   return out;
 }
 
@@ -394,6 +395,9 @@ std::string status_table(const RunView &run, const RunTarget &target, const Stat
   }
   if (extras.recovery.is_object()) {
     out << fmt::format("recovery    {}\n", recovery_line(extras.recovery));
+    if (extras.recovery.contains("controller") && extras.recovery["controller"].is_object()) {
+      out << fmt::format("recovered by {}\n", controller_line(extras.recovery["controller"]));
+    }
   }
   if (const auto service = service_experiment_id(run, target); !service.empty()) {
     out << fmt::format("services    {} (the service stack this run owns)\n", service);

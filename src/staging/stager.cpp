@@ -186,4 +186,75 @@ Staged RealStager::stage(const stdfs::path &directory) {
   return staged;
 }
 
+std::filesystem::path tool_directory(std::string_view scratch_dir, const Tool &tool) {
+  return stdfs::path(std::string(scratch_dir)) / "primebeaker" / "tools" /
+         fmt::format("{}-{}", tool.name, tool.sha256.substr(0, 16));
+}
+
+std::filesystem::path staged_tool(std::string_view scratch_dir, const Tool &tool) {
+  return tool_directory(scratch_dir, tool) / tool.name;
+}
+
+std::string file_sha256(const std::filesystem::path &path) {
+  return detail::hash_file(path).hex;
+}
+
+Staged Stager::stage_tool(const stdfs::path &directory, const Tool &tool) {
+  Staged staged{directory, directory / tool.name, Outcome::reused};
+  const auto check = [&] {
+    const auto manifest_path = directory / k_manifest;
+    const auto manifest =
+        detail::parse_manifest(fs::read_file(manifest_path, 1), manifest_path.string());
+    const auto entry = manifest.find(tool.name);
+    const auto actual = detail::hash_file(directory / tool.name).hex;
+    if (entry == manifest.end() || entry->second != tool.sha256 || actual != tool.sha256) {
+      throw failure(fmt::format("{} does not hold {} with sha256 {} (it is never overwritten): "
+                                "remove it and submit again",
+                                directory.string(),
+                                tool.name,
+                                tool.sha256));
+    }
+  };
+  std::error_code ec;
+  if (stdfs::exists(directory, ec)) {
+    check();
+    return staged;
+  }
+  const stdfs::path parent = directory.parent_path();
+  stdfs::create_directories(parent, ec);
+  if (ec) {
+    throw failure(fmt::format("cannot stage {} under {}: {}", tool.name, parent.string(), ec.message()));
+  }
+  TemporaryDirectory temp(parent / fmt::format(".{}.tmp-{}-{}",
+                                               directory.filename().string(),
+                                               ::getpid(),
+                                               random::hex_id().substr(0, 8)));
+  if (!stdfs::create_directory(temp.path(), ec)) {
+    throw failure(fmt::format("cannot stage {} under {}: {}",
+                              tool.name,
+                              parent.string(),
+                              ec ? ec.message() : std::string("already exists")));
+  }
+  const auto copied = detail::copy_verified(tool.local, temp.path() / tool.name, 0755);
+  if (copied != tool.sha256) {
+    throw failure(fmt::format("{} changed while it was staged (sha256 {}, planned {})",
+                              tool.local.string(),
+                              copied,
+                              tool.sha256));
+  }
+  detail::write_new(temp.path() / k_manifest,
+                    detail::format_manifest({{tool.name, copied}}),
+                    0444);
+  sync_directory(temp.path());
+  if (!rename_no_replace(temp.path(), directory)) {
+    check(); // staged meanwhile by another submit
+    return staged;
+  }
+  temp.keep();
+  sync_directory(parent);
+  spdlog::info("staged {} at {}", tool.name, directory.string());
+  staged.outcome = Outcome::created;
+  return staged;
+}
+
 } // namespace pb::staging

@@ -60,7 +60,10 @@ std::string LaunchFixture::normalized(const std::string &text) const {
   }
   // The stage is named by the build id of the binary under test (docs/staging.md).
   static const std::regex stage(R"(/primebeaker/bin/[0-9A-Za-z.+~-]+-[0-9a-f]{16}/)");
-  return std::regex_replace(out, stage, "/primebeaker/bin/<VERSION>-<BUILD ID>/");
+  out = std::regex_replace(out, stage, "/primebeaker/bin/<VERSION>-<BUILD ID>/");
+  // The staged beaker CLI is named by the fake's hash, which holds the test's paths.
+  static const std::regex tool(R"(/primebeaker/tools/beaker-[0-9a-f]{16}/)");
+  return std::regex_replace(out, tool, "/primebeaker/tools/beaker-<SHA256>/");
 }
 
 void LaunchFixture::expect_golden(const std::string &name, const std::string &actual) const {

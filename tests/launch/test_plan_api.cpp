@@ -13,6 +13,7 @@
 #include <primebeaker/toml/value.hpp>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <gtest/gtest.h>
 
 namespace pb::test {
@@ -47,10 +48,17 @@ public:
     calls.push_back(command.argv);
     proc::Result result;
     result.exit_code = 0;
-    result.out = "Experiment 01NEW submitted.\n";
+    if (command.argv.size() > 2 && command.argv[1] == "secret") {
+      result.out = secrets;
+      return result;
+    }
+    const int created = static_cast<int>(std::count_if(
+        calls.begin(), calls.end(), [](const proc::Argv &a) { return a[1] == "experiment"; }));
+    result.out = created == 1 ? "Experiment 01NEW submitted.\n" : "Experiment 01CONTROL submitted.\n";
     return result;
   }
   std::vector<proc::Argv> calls;
+  std::string secrets = R"([{"name": "BEAKER_TOKEN"}, {"name": "HF_TOKEN"}])";
 };
 
 // Records each stage and what had already happened when it was asked for.
@@ -62,6 +70,16 @@ public:
     stages.push_back({directory, m_files.writes.size() + m_runner.calls.size()});
     return {directory, directory / "primebeaker", staging::Outcome::created};
   }
+  staging::Staged stage_tool(const std::filesystem::path &directory,
+                             const staging::Tool &tool) override {
+    tools.push_back({directory, tool.local, tool.sha256});
+    return {directory, directory / tool.name, staging::Outcome::created};
+  }
+  struct Tool {
+    std::filesystem::path directory, local;
+    std::string sha256;
+  };
+  std::vector<Tool> tools;
   struct Stage {
     std::filesystem::path directory;
     size_t effects_before = 0;
@@ -87,6 +105,7 @@ TEST(PlanApi, ResumeStyleOverridesAndExtraEnv) {
   options.description = "PrimeBeaker whole-topology resume of 01SRC from common checkpoint step 20";
   options.env = {"PRIMEBEAKER_RESUME_PARENT_EXPERIMENT_ID=01SRC", "PRIMEBEAKER_RESUME_STEP=20"};
   options.secrets = {"BEAKER_TOKEN=training-token"};
+  options.recover = "terminal"; // the relaunch alone; the controller has its own test below
   auto inputs = inputs_for(document);
   inputs.experiment_name = "source-run-resume-step20";
   inputs.stage_identity = &k_identity;
@@ -144,6 +163,118 @@ TEST(PlanApi, ResumeStyleOverridesAndExtraEnv) {
   EXPECT_EQ(runner.calls[0], plan.submit_command);
   EXPECT_EQ(receipt["stdout"], "Experiment 01NEW submitted.\n");
   EXPECT_EQ(beaker::parse_created_experiment_id(receipt["stdout"].get<std::string>()), "01NEW");
+}
+
+TEST(PlanApi, AMultiNodeRunGetsARecoveryControllerStagedCheckedAndSubmittedAfterIt) {
+  const auto document = toml::Document::parse(k_multinode_rl, "/weka/runs/new.toml");
+  LaunchOptions options;
+  options.registry = "redis://r:1";
+  options.image = "beaker://01IMAGE";
+  options.prime_rl = "v0.8.0";
+  options.budget = "ai2/oe-adapt";
+  launch::apply_setting(options, "controller-cluster", {"ai2/cpu-only"});
+  auto inputs = inputs_for(document);
+  inputs.stage_identity = &k_identity;
+  inputs.beaker_cli = "/usr/local/bin/beaker";
+  inputs.beaker_cli_sha256 = std::string(64, 'b');
+  const auto plan = launch::make_plan(options, inputs);
+  ASSERT_TRUE(plan.controller.has_value());
+  EXPECT_EQ(plan.recover_mode, "controller");
+  const auto &controller = *plan.controller;
+  EXPECT_EQ(controller.experiment_name, plan.experiment_name + "-recovery");
+  EXPECT_EQ(controller.beaker_stage, "/weka/primebeaker/tools/beaker-bbbbbbbbbbbbbbbb");
+  // The run names its controller (stop finds it) and how it is recovered.
+  std::map<std::string, std::string> run_env;
+  for (const auto &e : plan.spec["tasks"][0]["envVars"]) {
+    if (e.contains("value")) {
+      run_env[e["name"]] = e["value"];
+    }
+  }
+  EXPECT_EQ(run_env["PRIMEBEAKER_RECOVER"], "controller");
+  EXPECT_EQ(run_env["PRIMEBEAKER_CONTROLLER_NAME"], controller.experiment_name);
+  // One CPU, a small image, its own preemption resumed, the token from a secret, the mount.
+  const auto expected = OrderedJson::parse(R"({
+    "version": "v2",
+    "description": "PrimeBeaker recovery controller of )" + plan.experiment_name + R"(",
+    "tasks": [{
+      "name": "recovery-controller",
+      "image": {"docker": "alpine:3.20"},
+      "command": ["/weka/primebeaker/bin/9.8.7-0123456789abcdef/primebeaker", "follow",
+                  "<training experiment id>", "--controller", "--poll-interval", "30",
+                  "--recover-backoff", "10"],
+      "envVars": [
+        {"name": "BEAKER_DEFAULT_WORKSPACE", "value": "ai2/oe-agents"},
+        {"name": "HOME", "value": "/weka"},
+        {"name": "PRIMEBEAKER_BEAKER",
+         "value": "/weka/primebeaker/tools/beaker-bbbbbbbbbbbbbbbb/beaker"},
+        {"name": "BEAKER_TOKEN", "secret": "BEAKER_TOKEN"}
+      ],
+      "datasets": [{"mountPath": "/weka", "source": {"weka": "oe-adapt-default"}}],
+      "result": {"path": "/tmp/beaker-result"},
+      "resources": {"gpuCount": 0, "cpuCount": 1.0, "memory": "2GiB"},
+      "context": {"priority": "normal", "minRuntime": "0h", "autoResume": true},
+      "constraints": {"cluster": ["ai2/cpu-only"]}
+    }],
+    "budget": "ai2/oe-adapt"
+  })");
+  EXPECT_EQ(controller.spec, expected) << controller.spec.dump(2);
+  EXPECT_EQ(plan.preview_json()["controller"]["spec"], controller.spec); // preview shows it
+
+  RecordingFiles files;
+  RecordingRunner runner;
+  beaker::Client client(runner, "beaker");
+  RecordingStager stager(files, runner);
+  launch::LaunchEffects effects{files, client, stager};
+  const auto receipt = launch::execute_submit(plan, effects);
+  // The secret checked first, both programs staged before anything is written or created.
+  ASSERT_EQ(runner.calls.size(), 3u);
+  EXPECT_EQ(runner.calls[0][1], "secret");
+  ASSERT_EQ(stager.tools.size(), 1u);
+  EXPECT_EQ(stager.tools[0].local, "/usr/local/bin/beaker");
+  EXPECT_EQ(runner.calls[1], plan.submit_command);
+  EXPECT_EQ(runner.calls[2][4], controller.experiment_name);
+  ASSERT_EQ(files.writes.size(), 2u);
+  const auto submitted = OrderedJson::parse(files.writes[1].second);
+  EXPECT_EQ(submitted["tasks"][0]["command"][2], "01NEW"); // the run it follows
+  EXPECT_EQ(receipt["recovery"]["mode"], "controller");
+  EXPECT_EQ(receipt["recovery"]["follow_recover"], false);
+  EXPECT_EQ(receipt["recovery"]["controller"]["experiment_id"], "01CONTROL");
+  EXPECT_FALSE(receipt["recovery"]["controller"].contains("spec"));
+
+  // A workspace without the token secret: refused before anything is staged or created.
+  RecordingFiles files2;
+  RecordingRunner runner2;
+  runner2.secrets = "[]";
+  beaker::Client client2(runner2, "beaker");
+  RecordingStager stager2(files2, runner2);
+  launch::LaunchEffects effects2{files2, client2, stager2};
+  try {
+    launch::execute_submit(plan, effects2);
+    ADD_FAILURE() << "submitted without the token secret";
+  } catch (const Error &error) {
+    EXPECT_EQ(error.code(), 3);
+    EXPECT_NE(std::string(error.what())
+                  .find("create it with `beaker secret write BEAKER_TOKEN --workspace "
+                        "ai2/oe-agents`"),
+              std::string::npos)
+        << error.what();
+  }
+  EXPECT_EQ(runner2.calls.size(), 1u);
+  EXPECT_TRUE(stager2.stages.empty());
+  EXPECT_TRUE(files2.writes.empty());
+
+  // --recover terminal / off: no controller; --no-stage falls back to terminal.
+  for (const std::string mode : {"terminal", "off"}) {
+    auto other = options;
+    other.recover = mode;
+    EXPECT_FALSE(launch::make_plan(other, inputs).controller) << mode;
+    EXPECT_EQ(launch::make_plan(other, inputs).recover_mode, mode);
+  }
+  auto unstaged = options;
+  launch::apply_setting(unstaged, "stage", {"false"});
+  EXPECT_EQ(launch::make_plan(unstaged, inputs).recover_mode, "terminal");
+  unstaged.recover = "controller";
+  EXPECT_THROW(launch::make_plan(unstaged, inputs), Error);
 }
 
 TEST(PlanApi, NoStageRunsTheImagesOwnBinaryAndStagesNothing) {

@@ -47,6 +47,8 @@ json finished_experiment(const std::string &id) {
 
 TEST_F(Submit, SuccessWritesSpecRunsBeakerAndPrintsReceipt) {
   beaker_creates();
+  // The recovery controller's token secret is checked before anything is submitted.
+  m_beaker.on({"secret", "list"}, R"([{"name": "BEAKER_TOKEN"}])");
   const std::vector<std::string> args = {"--toml",
                                          "examples/multinode-rl/rl.toml",
                                          "--registry",
@@ -70,10 +72,25 @@ TEST_F(Submit, SuccessWritesSpecRunsBeakerAndPrintsReceipt) {
   EXPECT_EQ(receipt["experiment_url"], "https://beaker.org/ex/01FAKEEXPERIMENT0000000000");
   EXPECT_FALSE(receipt.contains("spec"));
   EXPECT_EQ(json::parse(read_file(receipt["spec_path"].get<std::string>())), planned["spec"]);
-  const auto calls = m_beaker.calls();
-  ASSERT_EQ(calls.size(), 1u);
+  const auto all_calls = m_beaker.calls();
+  ASSERT_EQ(all_calls.size(), 3u);
+  EXPECT_EQ(all_calls[0].argv[1], "secret");
+  const std::vector<pb::test::FakeCall> calls(all_calls.begin() + 1, all_calls.end());
   std::vector<std::string> expected = planned["submit_command"];
   EXPECT_EQ(calls[0].argv, expected);
+  // Then the controller, following the run just created, running the staged beaker CLI.
+  const auto &controller = planned["controller"];
+  EXPECT_EQ(calls[1].argv[4], controller["experiment_name"]);
+  const auto controller_spec = json::parse(read_file(controller["spec_path"].get<std::string>()));
+  EXPECT_EQ(controller_spec["tasks"][0]["command"][2], "01FAKEEXPERIMENT0000000000");
+  std::string staged_beaker;
+  for (const auto &var : controller_spec["tasks"][0]["envVars"]) {
+    if (var["name"] == "PRIMEBEAKER_BEAKER") {
+      staged_beaker = var["value"];
+    }
+  }
+  EXPECT_EQ(read_file(staged_beaker), read_file(m_fakes.bin() / "beaker"));
+  EXPECT_EQ(receipt["recovery"]["controller"]["experiment_id"], "01FAKEEXPERIMENT0000000000");
   EXPECT_EQ(calls[0].argv,
             (std::vector<std::string>{"beaker",
                                       "experiment",

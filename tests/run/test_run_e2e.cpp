@@ -26,6 +26,8 @@ case "$1 $2 $3" in
     echo "Experiment 01RL submitted" ;;
   "experiment stop "*)
     if [ -n "$FAKE_STOP_FAIL" ]; then echo "permission denied" >&2; exit 1; fi ;;
+  "secret list --workspace")
+    echo '[{"name": "BEAKER_TOKEN"}]' ;;
   *) echo "unexpected beaker call: $*" >&2; exit 97 ;;
 esac
 )SH";
@@ -165,14 +167,18 @@ TEST_F(RunE2E, LaunchStartsServicesThenRl) {
   EXPECT_EQ(out["service_experiment_id"], "01SERVICE");
   EXPECT_EQ(out["service"]["beaker"]["id"], "01SERVICE");
   const auto calls = beaker_calls();
-  ASSERT_EQ(calls.size(), 2U);
+  // Services, the controller's token secret checked, RL, then RL's recovery controller.
+  ASSERT_EQ(calls.size(), 4U);
   EXPECT_TRUE(is_service_create(calls[0]));
-  EXPECT_TRUE(is_rl_create(calls[1]));
+  EXPECT_EQ(calls[1][1] + " " + calls[1][2], "secret list");
+  EXPECT_TRUE(is_rl_create(calls[2]));
+  EXPECT_TRUE(is_rl_create(calls[3]));
+  EXPECT_TRUE(calls[3][4].ends_with("-recovery")) << calls[3][4];
   // The submitted spec carries the real service ID and the managed token secret.
-  const auto spec = json::parse(read_file(calls[1].back()));
+  const auto spec = json::parse(read_file(calls[2].back()));
   EXPECT_TRUE(has_env(spec, "PRIMEBEAKER_MANAGED_SERVICE_EXPERIMENT_ID", "value", "01SERVICE"));
   EXPECT_TRUE(has_env(spec, "BEAKER_TOKEN", "secret", "BEAKER_TOKEN"));
-  EXPECT_EQ(out["rl"]["spec_path"], calls[1].back());
+  EXPECT_EQ(out["rl"]["spec_path"], calls[2].back());
 }
 
 TEST_F(RunE2E, FailedRlSubmissionStopsTheServiceExperiment) {
@@ -181,9 +187,9 @@ TEST_F(RunE2E, FailedRlSubmissionStopsTheServiceExperiment) {
   EXPECT_NE(result.err.find("workspace quota exceeded"), std::string::npos) << result.err;
   EXPECT_NE(result.err.find("stopped service experiment 01SERVICE (rollback)"), std::string::npos)
       << result.err;
-  const auto calls = beaker_calls();
-  ASSERT_EQ(calls.size(), 3U);
-  EXPECT_EQ(calls[2], (std::vector<std::string>{"beaker", "experiment", "stop", "01SERVICE"}));
+  const auto calls = beaker_calls(); // service, secret list, RL, stop
+  ASSERT_EQ(calls.size(), 4U);
+  EXPECT_EQ(calls[3], (std::vector<std::string>{"beaker", "experiment", "stop", "01SERVICE"}));
   EXPECT_TRUE(result.out.empty());
 }
 
@@ -197,9 +203,9 @@ TEST_F(RunE2E, InterruptedRlSubmissionStillRollsBack) {
       << result.err;
   EXPECT_NE(result.err.find("stopped service experiment 01SERVICE (rollback)"), std::string::npos)
       << result.err;
-  const auto calls = beaker_calls();
-  ASSERT_EQ(calls.size(), 3U);
-  EXPECT_EQ(calls[2], (std::vector<std::string>{"beaker", "experiment", "stop", "01SERVICE"}));
+  const auto calls = beaker_calls(); // service, secret list, RL, stop
+  ASSERT_EQ(calls.size(), 4U);
+  EXPECT_EQ(calls[3], (std::vector<std::string>{"beaker", "experiment", "stop", "01SERVICE"}));
 }
 
 TEST_F(RunE2E, FailedStopIsReportedWithTheOriginalError) {
@@ -213,7 +219,7 @@ TEST_F(RunE2E, FailedStopIsReportedWithTheOriginalError) {
   EXPECT_NE(result.err.find("permission denied"), std::string::npos) << result.err;
   EXPECT_NE(result.err.find("it is still running: beaker experiment stop 01SERVICE"),
             std::string::npos);
-  EXPECT_EQ(beaker_calls().size(), 3U);
+  EXPECT_EQ(beaker_calls().size(), 4U);
 }
 
 TEST_F(RunE2E, UnreadableReceiptIsAnErrorNamingTheLaunch) {
@@ -274,9 +280,9 @@ TEST_F(RunE2E, PodmanStackRunsThroughThePodmanLauncher) {
   const auto records = fake_literegistry_records(m_dir / "records.jsonl");
   ASSERT_FALSE(records.empty());
   EXPECT_EQ(records.back()["config"]["podman_replicas"]["value"], 16);
-  const auto calls = beaker_calls();
-  ASSERT_EQ(calls.size(), 2U);
-  const auto spec = json::parse(read_file(calls[1].back()));
+  const auto calls = beaker_calls(); // service, secret list, RL, RL's recovery controller
+  ASSERT_EQ(calls.size(), 4U);
+  const auto spec = json::parse(read_file(calls[2].back()));
   EXPECT_TRUE(has_env(spec, "REGISTRY", "value", "redis://registry-host:6379"));
 }
 

@@ -282,12 +282,20 @@ TEST(RunsFollowRecover, WithoutRecoverAPreemptedRunIsOnlyReported) {
   EXPECT_EQ(h.run({"follow", k_source, "--recover-backoff", "-1"}).exit_code, 2);
 }
 
-TEST(RunsFollowRecover, SubmitRecoverNeedsFollow) {
+TEST(RunsFollowRecover, SubmitRecoverNamesWhoRecovers) {
   RecoverHarness h;
-  const auto result =
-      h.run({"rl", "submit", "--toml", (h.weka / "configs/rl.toml").string(), "--recover"});
+  const auto result = h.run({"rl",
+                             "submit",
+                             "--toml",
+                             (h.weka / "configs/rl.toml").string(),
+                             "--registry",
+                             "redis://registry:6379",
+                             "--recover",
+                             "always"});
   EXPECT_EQ(result.exit_code, 2) << result.err;
-  EXPECT_NE(result.err.find("--recover needs --follow"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("--recover must be controller, terminal or off, got 'always'"),
+            std::string::npos)
+      << result.err;
   EXPECT_TRUE(h.beaker.calls().empty());
 }
 
@@ -301,16 +309,61 @@ TEST(RunsFollowRecover, RlResumeRefusingIsReportedWithTheCommandToRunByHand) {
   h.beaker.on({"image", "get"}, "", 1, "image not found\n");
   const auto result =
       h.run({"follow", k_source, "--recover", "--recover-backoff=0", "--poll-interval", "0.01"});
-  EXPECT_EQ(result.exit_code, 11) << result.err;
+  // A missing secret fails again on every retry: tried once, one line, its own exit code.
+  EXPECT_EQ(result.exit_code, 14) << result.err;
   EXPECT_TRUE(h.beaker.calls_matching({"experiment", "create"}).empty());
-  // Tried three times (a refusal can pass: a source not finalized yet), then the line.
-  EXPECT_NE(result.err.find("(try 3 of 3)"), std::string::npos) << result.err;
+  EXPECT_EQ(result.err.find("(try 2 of 3)"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("missing secrets: WANDB_SECRET"), std::string::npos) << result.err;
   EXPECT_NE(result.err.find(std::string("primebeaker: not resubmitting ") + k_source +
-                            " (preempted): `rl resume` failed (`primebeaker rl resume " + k_source +
-                            "` exit code 1: "),
+                            " (preempted): `rl resume` refused for a reason no retry mends; "
+                            "resume by hand: primebeaker rl resume " +
+                            k_source + "\n"),
             std::string::npos)
       << result.err;
   EXPECT_FALSE(fs::exists(h.ledger_dir / "1.recover.json"));
+}
+
+TEST(RunsFollowRecover, ASourceStillActiveIsTriedAgainThenGivenUp) {
+  RecoverHarness h;
+  const auto source = topology(k_source, h.weka, status_preempted(20), "3");
+  h.beaker.on({"experiment", "get", k_source}, printed(source));
+  h.beaker.on({"job", "logs"}, "");
+  // Beaker has not finalized the preempted jobs: `rl resume` refuses with 75, which passes later.
+  OrderedJson active = source["jobs"];
+  for (auto &job : active) {
+    job["status"] = status_running();
+  }
+  h.beaker.on({"job", "get"}, active.dump());
+  h.beaker.on({"secret", "list"}, R"([{"name": "WANDB_SECRET"}])");
+  h.beaker.on({"image", "get", "jdoe/prime-rl-v0.8.0"},
+              R"([{"id": "01IMAGE", "fullName": "jdoe/prime-rl-v0.8.0",
+                   "workspaceRef": {"fullName": "ai2/oe-agents"},
+                   "committed": "2026-08-01T10:00:00Z"}])");
+  h.beaker.on({"account", "whoami"}, R"([{"name": "jdoe"}])");
+  h.beaker.on({"experiment", "get", "*"}, "", 1, "experiment not found\n");
+  const auto result =
+      h.run({"follow", k_source, "--recover", "--recover-backoff=0", "--poll-interval", "0.01"});
+  EXPECT_EQ(result.exit_code, 11) << result.err; // the outcome's code: nothing certain failed
+  EXPECT_NE(result.err.find("(try 3 of 3)"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("exit code 75: refusing to resume while the source topology is "
+                            "active"),
+            std::string::npos)
+      << result.err;
+  EXPECT_TRUE(h.beaker.calls_matching({"experiment", "create"}).empty());
+  // Before each later try it looked for the experiment its claim names: none was created.
+  int lookups = 0;
+  for (const auto &call : h.beaker.calls_matching({"experiment", "get"})) {
+    lookups += call.argv.size() > 3 && call.argv[3].rfind("jdoe/search-recover1-", 0) == 0;
+  }
+  EXPECT_EQ(lookups, 2);
+  // The claim: generation 1, its exact name, no child.
+  const auto history = ledger::read(h.ledger_dir);
+  ASSERT_EQ(history.claims.size(), 1u);
+  EXPECT_EQ(history.claims[0].source_experiment, k_source);
+  EXPECT_EQ(history.claims[0].cause, "preemption");
+  EXPECT_TRUE(history.claims[0].child_name.rfind("search-recover1-", 0) == 0)
+      << history.claims[0].child_name;
+  EXPECT_TRUE(history.claims[0].child_experiment.empty());
 }
 
 TEST(RunsList, ShowsEachRunsRecoveriesFromItsLedger) {
@@ -350,8 +403,10 @@ TEST(RunsList, ShowsEachRunsRecoveriesFromItsLedger) {
   const auto table = h.run({"list"});
   ASSERT_EQ(table.exit_code, 0) << table.err;
   EXPECT_NE(table.out.find("RECOVERIES"), std::string::npos) << table.out;
-  EXPECT_NE(table.out.find("  1           2 running"), std::string::npos) << table.out;
-  EXPECT_NE(table.out.find("  -           2 running"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("  1           -             2 running"), std::string::npos)
+      << table.out;
+  EXPECT_NE(table.out.find("  -           -             2 running"), std::string::npos)
+      << table.out;
 }
 
 // ---- The pure half ----
@@ -508,7 +563,16 @@ public:
     if (a[0] == "pb-self") {
       return resume(a);
     }
+    if (a[1] == "account" && a[2] == "whoami") {
+      result.out = R"([{"name": "jdoe"}])";
+      return result;
+    }
     if (a[1] == "experiment" && a[2] == "get") {
+      if (experiments.count(a[3]) == 0) { // a claim's name looked up: never created here
+        result.exit_code = 1;
+        result.err = "experiment " + a[3] + " not found\n";
+        return result;
+      }
       auto &queue = experiments.at(a[3]);
       result.out = queue.front();
       if (queue.size() > 1) {
@@ -557,7 +621,7 @@ TEST(RunsRecoverLoop, BacksOffDoublesRecordsAndCountsTheChildsStart) {
       static bool refused = false;
       if (!refused) {
         refused = true;
-        result.exit_code = 1;
+        result.exit_code = 75; // passes later
         result.err = "primebeaker: error: source experiment is still active\n  job J0\n";
         --resumes;
         return result;

@@ -65,6 +65,8 @@ struct Task {
   std::vector<WekaMount> datasets;
   std::string result_path = "/tmp/beaker-result";
   std::int64_t gpu_count = 0;
+  double cpu_count = 0; // resources.cpuCount, emitted when > 0
+  std::string memory;   // resources.memory ("1GiB"), emitted when non-empty
   Context context;
   std::vector<std::string> clusters;
 };

@@ -83,6 +83,27 @@ struct Recover {
   std::string error;            // why it failed
 };
 
+// Who resubmits a given preemption (docs/recovery.md "Exactly one resubmission"): before a
+// recovering actor (the controller on Beaker, a second controller, a terminal `follow
+// --recover`) runs `rl resume` for an experiment that ended, it claims that experiment in
+// `claims/<source>.<generation>.json`, created exclusively: of racing actors one wins. The claim
+// fixes the new experiment's name, so a takeover (the claimant restarted, or its lease ran out)
+// submits under the same name or finds the experiment already created under it. When the
+// resubmission is done, `claims/<source>.child.json` names the new experiment.
+struct Claim {
+  std::string source_experiment;
+  int generation = 1; // 1 = the first claim; a takeover creates generation + 1
+  std::string cause;  // k_preemption or k_error
+  std::int64_t number = 0; // the recovery's number against its budget
+  std::string by;          // "controller <experiment id>" or "terminal <host> <pid>"
+  double claimed_unix = 0;
+  std::string attempt_id; // `rl resume --attempt-id`
+  std::string child_name; // `rl resume --child-name`: the new experiment's exact name
+  // From the `.child.json` record: the experiment submitted, empty while none is recorded.
+  std::string child_experiment;
+  double child_unix = 0;
+};
+
 struct Attempt {
   Start start;
   std::optional<End> end;
@@ -92,7 +113,11 @@ struct Attempt {
 struct Ledger {
   std::vector<Attempt> attempts;       // ascending by attempt
   std::vector<std::string> unreadable; // files that could not be parsed (named, skipped)
+  std::vector<Claim> claims; // per source experiment, its newest generation; by claimed_unix
   const Attempt *last() const { return attempts.empty() ? nullptr : &attempts.back(); }
+  const Claim *claim_of(std::string_view source_experiment) const;
+  // Whether a start of `experiment_id` is recorded (its replica 0 has started).
+  bool started(std::string_view experiment_id) const;
 };
 
 OrderedJson to_json(const Start &start);
@@ -116,6 +141,32 @@ std::int64_t append_start(const std::filesystem::path &dir, Start &start);
 // `<n>.end.json` and `<n>.recover.json`, exclusively; false when the file already exists.
 bool write_end(const std::filesystem::path &dir, const End &end);
 bool write_recover(const std::filesystem::path &dir, const Recover &recover);
+
+// `claim` as generation claim.generation of its source, exclusively: false when that
+// generation exists (another actor claimed it first). Throws pb::Error (exit 1) on I/O failure.
+bool write_claim(const std::filesystem::path &dir, const Claim &claim);
+// Records the experiment a claim submitted (`claims/<source>.child.json`), exclusively: false
+// when one is recorded already.
+bool write_claim_child(const std::filesystem::path &dir,
+                       const std::string &source_experiment,
+                       const std::string &child_experiment,
+                       double unix_seconds);
+
+// What the recovery controller last did (docs/recovery.md "The controller"):
+// `controller.json` beside the ledger's records, replaced atomically on every change.
+struct ControllerStatus {
+  std::string controller_experiment; // the controller's own experiment (BEAKER_EXPERIMENT_ID)
+  std::string following;             // the training experiment it watches now
+  std::string state;                 // "following", "recovering", "ended"
+  std::string last_action;           // one line
+  double updated_unix = 0;
+  int restarts = 0; // of the controller itself (its job changed)
+  std::string job_id;
+};
+void write_controller_status(const std::filesystem::path &dir, const ControllerStatus &status);
+// nullopt when the ledger has none (or it cannot be read: a status is never worth an error).
+std::optional<ControllerStatus> read_controller_status(const std::filesystem::path &dir);
+OrderedJson to_json(const ControllerStatus &status);
 
 // Creates `path` with `content` exclusively and atomically (temporary sibling, fsync, link, the
 // directory fsynced); false when `path` exists. Throws pb::Error (exit 1) on other failures.

@@ -63,6 +63,10 @@ inline constexpr const char *env_servers = "ENV_SERVERS_JSON";
 // read as the defaults.
 inline constexpr const char *max_recoveries = "PRIMEBEAKER_MAX_RECOVERIES";
 inline constexpr const char *max_restarts_on_errors = "PRIMEBEAKER_MAX_RESTARTS_ON_ERRORS";
+// Who resubmits a preempted multi-node run (controller, terminal, off; single-node: beaker)
+// and the name of its recovery controller experiment (`stop` stops it too).
+inline constexpr const char *recover = "PRIMEBEAKER_RECOVER";
+inline constexpr const char *controller_name = "PRIMEBEAKER_CONTROLLER_NAME";
 // Set by Beaker on every replica, not by the launch.
 inline constexpr const char *replica_rank = "BEAKER_REPLICA_RANK";
 inline constexpr const char *job_id = "BEAKER_JOB_ID";
@@ -176,6 +180,8 @@ struct ReplicaEnv {
   // Every launch: the recovery policy the runtime enforces from the attempt ledger.
   std::int64_t max_recoveries = k_default_max_recoveries;
   std::int64_t max_restarts_on_errors = 0;
+  std::string recover;         // empty in older specs
+  std::string controller_name; // multi-node with a recovery controller
 
   // Every name `kind` carries, with WANDB_RESUME=allow. Throws pb::Error exit 2 naming the
   // variable when a value is outside the contract (check()).

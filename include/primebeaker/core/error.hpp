@@ -14,6 +14,8 @@ enum class ExitCode : int {
   usage = 2,        // bad flag, bad key path, bad value literal, missing in-container env var
   bad_input = 3,    // invalid configuration or input file
   tool_failed = 4,  // an external tool (beaker, python3, docker) failed or is missing
+  retry_later = 75, // a refusal that may pass later (sysexits' EX_TEMPFAIL): `rl resume` while
+                    // Beaker has not finalized the source's jobs
   peer_failed = 90, // node runtime: another replica failed
   unexpected_exit = 91,
   peer_shutdown = 92,

@@ -88,6 +88,17 @@ struct LaunchOptions {
   // restarts after errors, enforced by the runtime from the attempt ledger.
   std::int64_t max_recoveries = 10;
   std::int64_t max_restarts_on_errors = 0;
+  // Who resubmits a preempted multi-node run (docs/recovery.md "The controller"): "controller"
+  // (a small experiment on Beaker), "terminal" (`follow --recover` kept running by the user) or
+  // "off". Empty: controller for multi-node; single-node runs are restarted by Beaker.
+  std::string recover;
+  std::string controller_token_secret = "BEAKER_TOKEN"; // workspace secret: its Beaker token
+  std::vector<std::string> controller_clusters;         // empty: the run's clusters
+  std::string controller_priority = "normal";
+  std::string controller_budget; // empty: --budget
+  // The run's controller already runs (rl resume by a recovering actor): its name is carried in
+  // the new spec and no controller is submitted.
+  std::string controller_name;
 
   // Kebab names of the flags that were given (filled by the CLI registration and by
   // apply_setting), for callers whose defaults come from elsewhere (rl resume).
@@ -141,7 +152,33 @@ struct LaunchInputs {
   const images::Catalog *catalog = nullptr;
   // Which build the stage holds; nullptr: this binary (staging::current()).
   const staging::Identity *stage_identity = nullptr;
+  // The `beaker` CLI a recovery controller runs, staged beside the binary (content-addressed):
+  // found and hashed by the glue; empty when there is none here (preview says so).
+  std::filesystem::path beaker_cli;
+  std::string beaker_cli_sha256;
 };
+
+// The recovery controller of a multi-node run (docs/recovery.md "The controller"): one small
+// CPU-only experiment that runs the staged `primebeaker follow <training experiment>
+// --controller`, submitted right after the training experiment.
+struct ControllerPlan {
+  std::string experiment_name; // "<training name>-recovery"
+  std::filesystem::path spec_path;
+  // Its spec; the training experiment's id, known only once it is created, is written as
+  // k_training_id_placeholder.
+  OrderedJson spec;
+  std::string token_secret;
+  std::string image;                  // the catalog's controller image
+  std::filesystem::path beaker_cli;   // what is staged (empty: none found here)
+  std::string beaker_cli_sha256;
+  std::filesystem::path beaker_stage; // <scratch>/primebeaker/tools/beaker-<sha16>
+};
+inline constexpr std::string_view k_training_id_placeholder = "<training experiment id>";
+
+// The glue step for a recovery controller: finds the beaker CLI (PRIMEBEAKER_BEAKER, else PATH, in
+// inputs.environment) and sets inputs.beaker_cli and its SHA-256; leaves both empty when there is
+// none. Reads the file once (hashing).
+void find_beaker_cli(LaunchInputs &inputs);
 
 // The absolute normalized paths make_plan compares against the mount (the mount, the
 // container directories, the TOML and its path keys). Pure; stops quietly at the first invalid
@@ -193,6 +230,9 @@ struct LaunchPlan {
   // The recovery policy as the receipt shows it (docs/recovery.md): {max_recoveries,
   // max_restarts_on_errors, beaker: {auto_resume, allowed_task_retries}, follow_recover}.
   OrderedJson recovery;
+  // "controller", "terminal", "off" (multi-node) or "beaker" (single-node: autoResume).
+  std::string recover_mode;
+  std::optional<ControllerPlan> controller;
 
   // The preview object of docs/launch.md (experiment_name, [launch_id], spec_path, spec,
   // submit_command, wandb_run).

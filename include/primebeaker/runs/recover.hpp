@@ -37,6 +37,14 @@ LedgerLocation ledger_location(const RunView &run);
 // Reads the ledger directory's small files only.
 OrderedJson ledger_counts(const RunView &run);
 
+// Who recovers the run and what it last did (docs/recovery.md "The controller"): {mode,
+// controller, state, following, last_action, updated_at, restarts}; the last five from the
+// ledger's controller.json (null where the output dir is not visible here or the controller
+// wrote nothing yet). Null for a run whose spec names no recovery mode (older launches).
+OrderedJson controller_view(const RunView &run);
+// One line of it for `status` and `list`. Pure.
+std::string controller_line(const OrderedJson &view);
+
 // The run's recovery budget: the experiment's PRIMEBEAKER_MAX_RECOVERIES /
 // PRIMEBEAKER_MAX_RESTARTS_ON_ERRORS (what its launch or `rl resume` set), else the newest
 // start in the ledger, else the defaults (10, 0). `from` names the source. Pure.
@@ -48,8 +56,9 @@ struct RecoveryBudget {
 RecoveryBudget recovery_budget(const RunView &run, const checkpoints::ledger::Ledger &ledger);
 
 // Recoveries the ledger already counts, as the runtime counts them: starts caused by a
-// preemption / an error (refused ones not), plus the last attempt's `<n>.recover.json` whose
-// child has not recorded its start yet. Pure.
+// preemption / an error (refused ones not), plus every resubmission (a claim, or an older
+// follower's `<n>.recover.json`) whose new experiment has not recorded its start yet: claimed
+// and in flight, or submitted and not started. Pure.
 struct RecoveriesUsed {
   std::int64_t preemptions = 0;
   std::int64_t errors = 0;
@@ -65,6 +74,9 @@ struct RecoveryVerdict {
   std::int64_t budget = 0;      // --max-recoveries or --max-restarts-on-errors
   std::string flag;             // "--max-recoveries" or "--max-restarts-on-errors"
   std::string refusal;          // why not (one line), when !resubmit and cause is set
+  // The refusal is certain, not a matter of budget: a configuration error (exit 3) fails again
+  // on every retry. follow then exits k_exit_not_recoverable.
+  bool certain = false;
 };
 // `used` counts what the ledger holds plus this follower's resubmissions it could not record.
 RecoveryVerdict
@@ -72,6 +84,21 @@ judge_recovery(const RunView &run, const RecoveryBudget &budget, const Recoverie
 
 // True when `rl resume` can resubmit the run: a `primebeaker node rl` (multi-node RL) task.
 bool resubmittable(const RunView &run);
+
+// The exact name of the experiment that recovers `run` (a claim fixes it, docs/recovery.md
+// "Exactly one resubmission"): the source's name without its author and without an earlier
+// recovery's suffix, then "-recover<k>-<hex8>" ("-restart<k>-..." after an error), at most 128
+// characters. Pure.
+std::string recovery_child_name(const RunView &run, const RecoveryVerdict &verdict,
+                                std::string_view hex8);
+
+// Who resubmits from this process: "controller <experiment id>" inside a controller
+// (BEAKER_EXPERIMENT_ID), else "terminal <host> <pid>".
+std::string actor_identity(bool controller);
+
+// The newest experiment of the run `experiment_id` belongs to, following the ledger's
+// resubmission records (claims, then older followers' records) from it. Pure.
+std::string newest_in_chain(const checkpoints::ledger::Ledger &ledger, std::string experiment_id);
 
 // The ledger slot for this experiment's recovery record: the last attempt when it belongs to
 // `experiment_id` (or names none) and has no recovery record yet; nullopt otherwise. Pure.

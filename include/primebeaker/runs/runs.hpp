@@ -59,6 +59,9 @@ inline constexpr int k_exit_failed = 10;
 inline constexpr int k_exit_preempted = 11;
 inline constexpr int k_exit_canceled = 12;
 inline constexpr int k_exit_timed_out = 13;
+// `follow --recover`: the run ended in a way no retry can mend (a configuration error, exit 3
+// of a replica; `rl resume` refusing for a reason that stays, such as a missing secret).
+inline constexpr int k_exit_not_recoverable = 14;
 int exit_code_for(Outcome outcome); // running -> k_exit_timed_out
 
 // One replica: the newest job of one (task, replica rank).
@@ -148,6 +151,9 @@ public:
   BeakerCalls(proc::Runner &runner, std::string program, Timing timing, RetryPolicy retry = {});
 
   OrderedJson get_experiment(const std::string &id); // experiment get ID --format json
+  // The experiment `reference` (an id or author/name) names, nullopt when beaker says there is
+  // none ("not found"); other failures throw as get_experiment does.
+  std::optional<OrderedJson> find_experiment(const std::string &reference);
   std::string job_logs(const std::string &job_id);   // job logs JOBID
   void stop_experiment(const std::string &id);       // experiment stop ID
   OrderedJson
@@ -181,6 +187,14 @@ struct RecoverOptions {
   int resume_tries = 3; // `rl resume` runs per recovery while it fails with exit 1 or 4
   // What runs `rl resume`: argv before "rl", "resume"; empty = this program (self::command()).
   proc::Argv program;
+  // Who this follower is in the ledger's claims (actor_identity()); empty: worked out.
+  std::string actor;
+  // A claim by another actor whose new experiment is not recorded after this long is taken
+  // over (same experiment name, so never submitted twice).
+  std::chrono::milliseconds claim_lease{900000};
+  // Run as the recovery controller on Beaker (docs/recovery.md "The controller"): no logs,
+  // `controller.json` kept in the ledger, exit 0 once the run has ended whatever its outcome.
+  bool controller = false;
 };
 
 struct FollowOptions {
@@ -193,6 +207,7 @@ struct FollowOptions {
   std::chrono::milliseconds resume_grace{600000};
   RetryPolicy retry;
   RecoverOptions recover;
+  bool logs = true; // false: states only (the recovery controller saves its beaker calls)
 };
 
 // Streams every replica's log lines to `out`, each prefixed "[role:rank] ", polling until the

@@ -66,6 +66,20 @@ struct Staged {
   Outcome outcome = Outcome::created;
 };
 
+// Another program staged beside this one (the `beaker` CLI the recovery controller runs,
+// docs/recovery.md "The controller"): a single static file, content-addressed as
+// <scratch>/primebeaker/tools/<name>-<first 16 hex digits of its SHA-256>/<name>, with the same
+// manifest. Pure.
+struct Tool {
+  std::string name;            // "beaker"
+  std::filesystem::path local; // the file on this machine
+  std::string sha256;          // of `local`, lowercase hex
+};
+std::filesystem::path tool_directory(std::string_view scratch_dir, const Tool &tool);
+std::filesystem::path staged_tool(std::string_view scratch_dir, const Tool &tool);
+// The SHA-256 of `path` (read in pieces). Throws pb::Error (exit 1) naming it.
+std::string file_sha256(const std::filesystem::path &path);
+
 // The effect behind launches, so that tests can record it.
 class Stager {
 public:
@@ -73,6 +87,9 @@ public:
   // Makes `directory` a complete stage of this binary, or checks the one there. Throws
   // pb::Error (exit 1) with one line naming the directory and the reason.
   virtual Staged stage(const std::filesystem::path &directory) = 0;
+  // Makes `directory` (tool_directory()) a stage of `tool`, or checks the one there: the same
+  // guarantees as stage(). The default is the real thing.
+  virtual Staged stage_tool(const std::filesystem::path &directory, const Tool &tool);
 };
 
 // The real thing: a stage present is verified against its manifest and this binary (a mismatch
