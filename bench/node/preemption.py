@@ -15,13 +15,20 @@ preemption. After 1-3 preemptions the run goes to the end. Checked for every see
     the same files, at the end; everything moved aside is incomplete;
   - at most one checkpoint interval of trained steps is lost per preemption;
   - the W&B run id never changes; the attempt ledger lists every start that trained, with the
-    right causes; the run finishes with every step.
+    right causes; the run finishes with every step;
+  - per start after the first, the ledger's steps_lost is exactly the trained steps past the
+    resume step that the disk showed after the kill (trainer-side step directories, RL
+    broadcasts; never the rollouts the orchestrator writes ahead), never more than the trained
+    steps lost as the fakes logged them, and fewer only by what was not on disk yet (RL: the one
+    step trained and not yet broadcast; SFT, which writes nothing per step: the steps since its
+    last save began). docs/recovery.md "Work lost".
 
-Figures: seeds that survived, steps lost per preemption (median/max, against the interval),
-seconds from a replica's start to Prime-RL's trainer starting (fakes load no model).
+Figures: seeds that survived, trained steps lost per preemption (median/max, against the
+interval) and the ledger's figure for the same starts, seconds from a replica's start to
+Prime-RL's trainer starting (fakes load no model).
 
-usage: python3 bench/node/preemption.py --binary build/primebeaker [--seeds 100] [--kind both]
-       [--nodes 2] [--max-steps 24] [--interval 4] [--json FILE] [--quiet]
+usage: python3 bench/node/preemption.py --binary build/primebeaker [--seeds 100] [--first-seed 1]
+       [--kind both] [--nodes 2] [--max-steps 24] [--interval 4] [--json FILE] [--quiet]
 Exit 0 when every seed survived with every check, 1 otherwise.
 """
 import argparse
@@ -164,6 +171,8 @@ def wait_for(path, deadline=60):
 
 # RL trainer (torchrun on replica 0): waits for the orchestrator's rollouts of each step, trains,
 # broadcasts the policy, and saves every INTERVAL steps: one shard per rank, .metadata last.
+# A step is logged as trained as soon as it is (before its broadcast is written): what the
+# harness counts as trained steps must not depend on how far the trainer got in publishing it.
 FAKE_RL_TRAINER = FAKE_COMMON + r'''
 ranks = int(os.environ["TRAINER_GPU_COUNT"])
 start = resume_step(OUT / "configs" / "trainer.json")
@@ -173,8 +182,8 @@ log("trainer.log", event="start", resume=start, wandb=os.environ.get("WANDB_RUN_
 for step in range((start or 0) + 1, MAX_STEPS + 1):
     wait_for(OUT / "run_default" / "rollouts" / f"step_{step}")
     time.sleep(STEP)
-    write_atomically(OUT / "run_default" / "broadcasts" / f"step_{step}" / "STABLE", "ok")
     log("trainer.log", event="trained", step=step)
+    write_atomically(OUT / "run_default" / "broadcasts" / f"step_{step}" / "STABLE", "ok")
     if step % INTERVAL == 0 or step == MAX_STEPS:
         d = OUT / "checkpoints" / f"step_{step}" / "trainer"
         for r in range(ranks):
@@ -205,6 +214,8 @@ log("orchestrator.log", event="done")
 
 # SFT node (torchrun on every replica): trains in lock-step through a per-step barrier file per
 # node; at a checkpoint each node writes its ranks' shards, node 0 writes .metadata after all.
+# A step is trained once every node has passed its barrier; each node logs it then, before it
+# writes anything of the step's checkpoint (another node may start the save before node 0 logs).
 FAKE_SFT_NODE = FAKE_COMMON + r'''
 node = int(os.environ["BEAKER_REPLICA_RANK"])
 nodes = int(os.environ["TOTAL_NODES"])
@@ -222,8 +233,7 @@ for step in range((start or 0) + 1, MAX_STEPS + 1):
     (sync / f"step_{step}.{node}").write_text("")
     for n in range(nodes):
         wait_for(sync / f"step_{step}.{n}")
-    if node == 0:
-        log("trainer.log", event="trained", step=step)
+    log("trainer.log", event="trained", step=step, node=node)
     if step % INTERVAL == 0 or step == MAX_STEPS:
         d = OUT / "checkpoints" / f"step_{step}" / "trainer"
         for r in range(node * gpus, (node + 1) * gpus):
@@ -366,7 +376,10 @@ class Run:
         self.trainer_ranks = 1 if kind == "rl" else self.nodes * self.gpus
         self.problems = []
         self.rounds = []  # per start: {job, spawned, killed, signal, mode}
-        self.lost = []     # true steps lost per preemption
+        self.lost = []     # trained steps lost per start after the first (the fakes' own logs)
+        self.ledger_lost = []  # the ledger's steps_lost for the same starts
+        self.shown_lost = []   # trained steps past the resume step that the disk showed
+        self.per_start = []    # one record per start after the first, for the JSON
         self.latencies = []
 
     # -- the checkpoint rule, as an oracle --------------------------------------------------------
@@ -393,6 +406,21 @@ class Run:
                 if self.complete(d, orch):
                     found[step] = (d / "trainer" / ".metadata").stat().st_mtime_ns
         return found
+
+    def newest_trained_on_disk(self):
+        """The newest step the trainer left evidence of (docs/recovery.md "Work lost"): a
+        trainer-side step directory or (RL) a weight broadcast. Taken after a kill, before the
+        next start: the disk the next start's decision reads."""
+        newest = 0
+        roots = [self.out / "checkpoints"]
+        if self.kind == "rl":
+            roots.append(self.out / "run_default" / "broadcasts")
+        for root in roots:
+            if root.is_dir():
+                for d in root.iterdir():
+                    if d.name.startswith("step_") and d.name[5:].isdigit() and d.is_dir():
+                        newest = max(newest, int(d.name[5:]))
+        return newest
 
     # -- running ---------------------------------------------------------------------------------
     def spawn(self, job):
@@ -473,6 +501,7 @@ class Run:
                 # 143 (SIGTERM, handled) or -9.
                 entry["completed"] = procs[0].returncode == 0
                 entry["killed"] = time.time()
+                entry["shown"] = self.newest_trained_on_disk()
                 snapshots[job] = self.complete_steps()
             for log in logs:
                 log.close()
@@ -507,14 +536,18 @@ class Run:
                         orch = self.out / "run_default" / "checkpoints" / d.name
                     if self.complete(d, orch):
                         self.problems.append(f"a complete step was moved aside: {d}")
-        # Trained steps per job and the step each start resumed from.
+        # Trained steps per round (any replica of it: SFT nodes all log) and the step each
+        # round's trainer was told to resume from.
         events = read_lines(self.ctl / "trainer.log")
-        trained, resumed, wandb = {}, {}, set()
+        trained, resumed, wandb, finished = {}, {}, set(), set()
         for e in events:
-            if e["event"] == "trained":
-                trained[e["job"]] = max(trained.get(e["job"], 0), e["step"])
+            round_job = e["job"].rsplit("-r", 1)[0]
+            if e["event"] == "done":
+                finished.add(round_job)
+            elif e["event"] == "trained":
+                trained[round_job] = max(trained.get(round_job, 0), e["step"])
             elif e["event"] == "start":
-                resumed[e["job"]] = e["resume"]
+                resumed[round_job] = e["resume"]
                 wandb.add(e.get("wandb"))
                 spawned = next((r["spawned"] for r in self.rounds
                                 if e["job"].startswith(r["job"] + "-")), None)
@@ -523,17 +556,6 @@ class Run:
         if wandb != {f"wandb-run-{self.seed}"}:
             self.problems.append(f"W&B run ids seen: {sorted(map(str, wandb))}")
         jobs = [r["job"] for r in self.rounds]
-        high = 0  # newest step trained so far, across attempts
-        for i, job in enumerate(jobs):
-            key = f"{job}-r0"
-            if key in resumed and i > 0:
-                lost = high - (resumed[key] or 0)
-                self.lost.append(max(lost, 0))
-                if lost > self.args.interval:
-                    self.problems.append(f"{job} resumed from {resumed[key]} after step {high} "
-                                         f"was trained: {lost} steps lost")
-                high = resumed[key] or 0
-            high = max(high, trained.get(key, 0))
         # The ledger: one start per attempt that reached the decision, in order, with causes.
         ledger_dir = self.out / "primebeaker_recovery" / "ledger" / f"wandb-run-{self.seed}"
         starts = []
@@ -544,7 +566,7 @@ class Run:
         starts.sort(key=lambda s: s["attempt"])
         ledger_jobs = [s["job_id"] for s in starts]
         for job in jobs:
-            if f"{job}-r0" in resumed and f"{job}-r0" not in ledger_jobs:
+            if job in resumed and f"{job}-r0" not in ledger_jobs:
                 self.problems.append(f"the ledger misses the start of {job}")
         if ledger_jobs != sorted(ledger_jobs, key=lambda j: jobs.index(j.rsplit("-r", 1)[0])):
             self.problems.append(f"ledger out of order: {ledger_jobs}")
@@ -552,11 +574,65 @@ class Run:
         for i, s in enumerate(starts):
             want = "first_start"
             if i > 0:
-                before = by_job[starts[i - 1]["job_id"].rsplit("-r", 1)[0]]
-                want = "after_success" if before.get("completed") else "preemption"
+                before_job = starts[i - 1]["job_id"].rsplit("-r", 1)[0]
+                before = by_job[before_job]
+                # A start after a round whose replica 0 recorded success (its end record says 0)
+                # is a restart after success. That round may still have been killed: the kill can
+                # reach replica 0 after it wrote its end record, before it exited.
+                end_file = ledger_dir / f"{starts[i - 1]['attempt']}.end.json"
+                end = json.loads(end_file.read_text()) if end_file.exists() else None
+                succeeded = end is not None and end.get("root_code") == 0
+                if before.get("completed") and not succeeded:
+                    self.problems.append(f"{before_job} exited 0 without recording success")
+                if succeeded and before_job not in finished:
+                    self.problems.append(f"{before_job} recorded success, its training did not finish")
+                want = "after_success" if succeeded else "preemption"
             if s["cause"] != want or s["refused"]:
                 self.problems.append(f"ledger attempt {s['attempt']}: cause {s['cause']}, refused {s['refused']}")
-        self.ledger_steps_lost = [s["steps_lost"] for s in starts[1:]]
+        # Steps lost, per start after the first one the ledger recorded. Trained steps lost: the
+        # newest step trained in this timeline (the fakes' logs) minus the step resumed from. The
+        # ledger must count what the disk showed of them after the kill (trainer-side step
+        # directories, broadcasts; never the rollouts the orchestrator writes ahead), and that
+        # may miss only what nothing on disk shows yet: for RL the one step trained and not yet
+        # broadcast, for SFT (which writes nothing per step) the steps since its last save began.
+        start_of = {s["job_id"].rsplit("-r", 1)[0]: s for s in starts}
+        first = starts[0]["job_id"].rsplit("-r", 1)[0] if starts else None
+        unseen_bound = 1 if self.kind == "rl" else self.args.interval
+        high = 0   # newest step trained so far in the timeline
+        shown = 0  # newest trained step on disk after the latest kill
+        recorded_before = False  # the previous round recorded its start (its decision finished)
+        for i, job in enumerate(jobs):
+            s = start_of.get(job)
+            if s is not None and job != first and not s["refused"]:
+                resume = resumed.get(job, s["resume_step"])
+                if job in resumed and resumed[job] != s["resume_step"]:
+                    self.problems.append(f"{job}: the trainer resumed from {resumed[job]}, the "
+                                         f"ledger says {s['resume_step']}")
+                lost = max(high - (resume or 0), 0)
+                seen = max(shown - (resume or 0), 0)
+                unseen = lost - s["steps_lost"]
+                if lost > self.args.interval:
+                    self.problems.append(f"{job} resumed from {resume} after step {high} "
+                                         f"was trained: {lost} steps lost")
+                if s["steps_lost"] != seen:
+                    self.problems.append(f"{job}: the ledger counts {s['steps_lost']} steps lost, "
+                                         f"the disk showed {seen} trained steps past step {resume}")
+                # A round killed inside its decision, before recording it, may have removed the
+                # evidence of steps its own start lost: then only the lower bound holds.
+                if unseen < 0 or (recorded_before and unseen > unseen_bound):
+                    self.problems.append(f"{job}: {lost} trained steps lost, the ledger counts "
+                                         f"{s['steps_lost']}")
+                self.lost.append(lost)
+                self.ledger_lost.append(s["steps_lost"])
+                self.shown_lost.append(seen)
+                self.per_start.append({"job": job, "resume": resume, "trained_before": high,
+                                       "steps_lost": lost, "ledger_steps_lost": s["steps_lost"],
+                                       "shown_on_disk": seen, "unseen": unseen,
+                                       "bounded": recorded_before})
+                high = resume or 0
+            high = max(high, trained.get(job, 0))
+            shown = self.rounds[i].get("shown", shown)
+            recorded_before = s is not None
 
 
 def main():
@@ -590,17 +666,17 @@ def main():
         except Exception as error:  # a harness failure is a failed seed, with the reason
             run.problems.append(f"harness: {error!r}")
             run.elapsed = 0.0
-            run.ledger_steps_lost = []
         ok = not run.problems
         results.append({"seed": seed, "kind": kind, "ok": ok, "problems": run.problems,
                         "preemptions": len(run.rounds) - 1,
-                        "rounds": [{k: v for k, v in r.items() if k in ("job", "mode", "signal")} for r in run.rounds],
-                        "steps_lost": run.lost, "ledger_steps_lost": getattr(run, "ledger_steps_lost", []),
+                        "rounds": [{k: v for k, v in r.items() if k in ("job", "mode", "signal", "shown")} for r in run.rounds],
+                        "steps_lost": run.lost, "ledger_steps_lost": run.ledger_lost,
+                        "starts": run.per_start,
                         "latency_seconds": [round(x, 3) for x in run.latencies],
                         "seconds": round(run.elapsed, 2), "dir": str(root)})
         if not args.quiet or not ok:
             print(f"seed {seed:3} {kind:3} {'ok ' if ok else 'FAIL'} preemptions={len(run.rounds) - 1} "
-                  f"lost={run.lost} latency={[round(x, 2) for x in run.latencies]} "
+                  f"lost={run.lost} ledger={run.ledger_lost} latency={[round(x, 2) for x in run.latencies]} "
                   f"{run.elapsed:.1f}s" + ("" if ok else "\n  " + "\n  ".join(run.problems) + f"\n  dir: {root}"),
                   flush=True)
         if ok and not args.keep:
@@ -609,6 +685,8 @@ def main():
     survived = sum(r["ok"] for r in results)
     lost = [x for r in results for x in r["steps_lost"]]
     ledger_lost = [x for r in results for x in r["ledger_steps_lost"]]
+    per_start = [(r["kind"], x) for r in results for x in r["starts"]]
+    unseen = {k: [x["unseen"] for kind, x in per_start if kind == k] for k in ("rl", "sft")}
     latency = [x for r in results for x in r["latency_seconds"]]
     preemptions = sum(r["preemptions"] for r in results)
     mid_save = sum(1 for r in results for x in r["rounds"] if x.get("mode") == "mid-save")
@@ -617,7 +695,12 @@ def main():
         "mid_save_kills": mid_save, "interval": args.interval,
         "steps_lost_median": statistics.median(lost) if lost else None,
         "steps_lost_max": max(lost) if lost else None,
+        "ledger_steps_lost_median": statistics.median(ledger_lost) if ledger_lost else None,
         "ledger_steps_lost_max": max(ledger_lost) if ledger_lost else None,
+        "ledger_equal_to_steps_lost": sum(x["unseen"] == 0 for _, x in per_start),
+        "starts_after_first": len(per_start),
+        "steps_unseen_max_rl": max(unseen["rl"]) if unseen["rl"] else None,
+        "steps_unseen_max_sft": max(unseen["sft"]) if unseen["sft"] else None,
         "restart_to_trainer_seconds_median": round(statistics.median(latency), 3) if latency else None,
         "restart_to_trainer_seconds_max": round(max(latency), 3) if latency else None,
     }

@@ -224,14 +224,15 @@ Decision decide(const ledger::Ledger &ledger, const DiskFacts &disk, const Start
   d.keeps_fork = !d.resume_step && facts.toml.resume_dir.has_value() && d.refusal.empty();
   d.stale_above = d.resume_step.value_or(-1);
 
-  // Work lost (docs/recovery.md "Figures"): steps any evidence shows beyond the resume step, and
-  // the previous attempt's time after its last surviving checkpoint.
+  // Work lost (docs/recovery.md "Work lost"): steps the trainer is shown to have completed
+  // beyond the resume step (to be trained again), and the previous attempt's time after its last
+  // surviving checkpoint.
   r.resume_step = d.resume_step;
-  r.last_step_seen = disk.newest_evidence_step;
+  r.last_step_seen = disk.newest_trained_step;
   if (const ledger::Attempt *prev = ledger.last()) {
-    if (disk.newest_evidence_step) {
+    if (disk.newest_trained_step) {
       r.steps_lost =
-          std::max<std::int64_t>(0, *disk.newest_evidence_step - d.resume_step.value_or(0));
+          std::max<std::int64_t>(0, *disk.newest_trained_step - d.resume_step.value_or(0));
     }
     const double prev_start = prev->start.started_unix;
     double prev_end = prev_start;
@@ -341,9 +342,9 @@ DiskFacts gather(const CheckpointSource &source,
   const TreeListing listing = trainer_only || full ? list_steps(source) : list_latest(source);
   facts.full_listing = trainer_only || full;
   facts.steps = trainer_only ? evaluate_trainer_only(listing) : evaluate(listing);
-  auto note = [&](std::int64_t step) {
-    if (!facts.newest_evidence_step || step > *facts.newest_evidence_step) {
-      facts.newest_evidence_step = step;
+  auto note_trained = [&](std::int64_t step) {
+    if (!facts.newest_trained_step || step > *facts.newest_trained_step) {
+      facts.newest_trained_step = step;
     }
   };
   auto note_time = [&](const std::optional<double> &t) {
@@ -351,8 +352,17 @@ DiskFacts gather(const CheckpointSource &source,
       facts.newest_evidence_mtime = t;
     }
   };
+  // Trained steps: the trainer writes step_N/trainer only after training step N (complete or
+  // cut off, the step was trained). An orchestrator-only step directory is not one: the
+  // orchestrator checkpoints its own progress, which may run ahead of the trainer. With one root
+  // for both (v0.9) the trainer's side is the trainer/ subdirectory.
+  const bool shared_root = source.trainer_root == source.orchestrator_root;
+  for (const auto &step : listing.steps) {
+    if (step.in_trainer_root && (!shared_root || step.trainer_dir.kind == EntryKind::directory)) {
+      note_trained(step.step);
+    }
+  }
   for (const auto &step : facts.steps) {
-    note(step.step);
     const fs::path trainer = source.trainer_root / step.name / "trainer";
     if (step.complete) {
       std::optional<double> newest = mtime_of(trainer / ".metadata");
@@ -373,10 +383,16 @@ DiskFacts gather(const CheckpointSource &source,
     note_time(mtime_of(source.trainer_root / last.name / "trainer"));
     note_time(mtime_of(source.orchestrator_root / last.name / "orchestrator"));
   }
+  // Rollouts and broadcasts say when the attempt was last alive; of them only the broadcasts
+  // are trained steps: the trainer publishes broadcasts/step_N once it has trained step N (the
+  // filesystem broadcast's weights, or the NCCL broadcast's notice to the orchestrator), while
+  // the orchestrator writes rollouts/step_N ahead of training, by its async level.
   for (const auto &root : layout.step_dirs) {
     const auto dirs = step_dirs(root);
     if (!dirs.empty()) {
-      note(dirs.back().first);
+      if (root == layout.broadcasts) {
+        note_trained(dirs.back().first);
+      }
       note_time(mtime_of(root / dirs.back().second));
     }
   }

@@ -29,10 +29,10 @@ StepStatus step(std::int64_t n, bool complete) {
   return s;
 }
 
-rec::DiskFacts disk(std::vector<StepStatus> steps, std::optional<std::int64_t> evidence = {}) {
+rec::DiskFacts disk(std::vector<StepStatus> steps, std::optional<std::int64_t> trained = {}) {
   rec::DiskFacts d;
   d.steps = std::move(steps);
-  d.newest_evidence_step = evidence;
+  d.newest_trained_step = trained;
   return d;
 }
 
@@ -439,6 +439,121 @@ TEST(RecoveryDecision, V09PinsAndForks) {
   EXPECT_EQ(own.resume_step, 10);
 }
 
+// Work lost (docs/recovery.md "Work lost"), pinned on real trees: the trainer saved step 8
+// (complete) and went on to train steps 9-11, broadcasting each; the orchestrator, one step
+// ahead, wrote rollouts/step_12 and checkpointed its own progress at step 12. Steps 9-11 must be
+// trained again: 3 steps lost. The rollouts and the orchestrator-only step are not trained steps.
+struct WorkLostTree {
+  pb::test::TempDir tmp;
+  fs::path out = tmp / "out";
+  pb::primerl::RunLayout layout;
+  int ranks = 2;
+
+  explicit WorkLostTree(pb::primerl::Generation generation) {
+    layout = pb::primerl::run_layout(generation, out, "my-run", std::nullopt);
+  }
+  fs::path trainer(std::int64_t n) const {
+    return layout.trainer_checkpoints / ("step_" + std::to_string(n)) / "trainer";
+  }
+  fs::path orchestrator(std::int64_t n) const {
+    return layout.orchestrator_checkpoints / ("step_" + std::to_string(n)) / "orchestrator";
+  }
+  void complete(std::int64_t n) const {
+    for (int rank = 0; rank < ranks; ++rank) {
+      pb::test::write_file(trainer(n) / ("__" + std::to_string(rank) + "_0.distcp"), "shard");
+    }
+    pb::test::write_file(trainer(n) / ".metadata", "meta");
+    pb::test::write_file(orchestrator(n) / "progress.pt", "progress");
+  }
+  void broadcast(std::int64_t n) const {
+    pb::test::write_file(layout.broadcasts / ("step_" + std::to_string(n)) / "STABLE", "");
+  }
+  void rollouts(std::int64_t n) const {
+    // The orchestrator's rollouts: <run>/rollouts (v0.9), <out>/run_default/rollouts (v0.8.0).
+    const fs::path root =
+        layout.is_v0_9() ? layout.run_dir / "rollouts" : layout.output_dir / "run_default/rollouts";
+    pb::test::write_file(root / ("step_" + std::to_string(n)) / "rank_0.bin", "r");
+  }
+  // The trainer reached step 11; the orchestrator ran one step ahead.
+  void trained_to_11() const {
+    complete(4);
+    complete(8);
+    for (std::int64_t n = 5; n <= 11; ++n) {
+      broadcast(n);
+    }
+    for (std::int64_t n = 5; n <= 12; ++n) {
+      rollouts(n);
+    }
+    pb::test::write_file(orchestrator(12) / "progress.pt", "progress");
+  }
+  rec::Decision decide(bool trainer_only = false) const {
+    const auto facts_on_disk = rec::gather(
+        pb::checkpoints::source_from_layout(layout, ranks), layout, trainer_only, false);
+    // A previous attempt, killed without an end record: this start recovers a preemption.
+    return rec::decide(history({attempt(1, "first_start", 4, {})}), facts_on_disk, facts());
+  }
+};
+
+TEST(RecoveryWorkLost, CountsTrainedStepsNotRolloutsWrittenAheadV080) {
+  WorkLostTree tree(pb::primerl::Generation::v0_8);
+  tree.trained_to_11();
+  auto d = tree.decide();
+  EXPECT_EQ(d.resume_step, 8);
+  EXPECT_EQ(d.record.last_step_seen, 11);
+  EXPECT_EQ(d.record.steps_lost, 3);
+  // A save of step 12 cut off by the kill: the trainer had trained step 12 too.
+  pb::test::write_file(tree.trainer(12) / "__0_0.distcp", "shard");
+  d = tree.decide();
+  EXPECT_EQ(d.resume_step, 8);
+  EXPECT_EQ(d.set_aside, std::vector<std::string>{"step_12"});
+  EXPECT_EQ(d.record.last_step_seen, 12);
+  EXPECT_EQ(d.record.steps_lost, 4);
+}
+
+TEST(RecoveryWorkLost, CountsTrainedStepsNotRolloutsWrittenAheadV09) {
+  WorkLostTree tree(pb::primerl::Generation::v0_9);
+  tree.trained_to_11();
+  // One root for both owners: step_12 holds only the orchestrator's progress.
+  ASSERT_TRUE(fs::is_directory(tree.layout.trainer_checkpoints / "step_12"));
+  auto d = tree.decide();
+  EXPECT_EQ(d.resume_step, 8);
+  EXPECT_EQ(d.set_aside, std::vector<std::string>{"step_12"}); // incomplete: moved aside
+  EXPECT_EQ(d.record.last_step_seen, 11);
+  EXPECT_EQ(d.record.steps_lost, 3);
+  pb::test::write_file(tree.trainer(12) / "__1_0.distcp", "shard");
+  d = tree.decide();
+  EXPECT_EQ(d.record.last_step_seen, 12);
+  EXPECT_EQ(d.record.steps_lost, 4);
+}
+
+TEST(RecoveryWorkLost, NothingTrainedSinceTheResumedStepIsNoStepLost) {
+  // Killed right after saving step 8: the orchestrator had already written step 9's rollouts.
+  WorkLostTree tree(pb::primerl::Generation::v0_8);
+  tree.complete(8);
+  tree.broadcast(8);
+  tree.rollouts(9);
+  const auto d = tree.decide();
+  EXPECT_EQ(d.resume_step, 8);
+  EXPECT_EQ(d.record.last_step_seen, 8);
+  EXPECT_EQ(d.record.steps_lost, 0);
+}
+
+TEST(RecoveryWorkLost, SftSeesOnlyItsStepDirectories) {
+  // SFT writes nothing per step: only a step directory shows a trained step.
+  WorkLostTree tree(pb::primerl::Generation::v0_8);
+  for (int rank = 0; rank < tree.ranks; ++rank) {
+    pb::test::write_file(tree.trainer(8) / ("__" + std::to_string(rank) + "_0.distcp"), "shard");
+  }
+  pb::test::write_file(tree.trainer(8) / ".metadata", "meta");
+  auto d = tree.decide(true);
+  EXPECT_EQ(d.resume_step, 8);
+  EXPECT_EQ(d.record.steps_lost, 0);
+  pb::test::write_file(tree.trainer(12) / "__0_0.distcp", "shard"); // a cut-off save
+  d = tree.decide(true);
+  EXPECT_EQ(d.record.last_step_seen, 12);
+  EXPECT_EQ(d.record.steps_lost, 4);
+}
+
 // A v0.9 run directory on disk: <out>/<run>/checkpoints/step_N/{trainer,orchestrator},
 // rollouts, broadcasts and logs.
 struct V09Run {
@@ -517,7 +632,9 @@ TEST(RecoveryStart, V09RunDirectoryIsReadSetAsideAndCleaned) {
   EXPECT_FALSE(fs::exists(run.tree.run_dir() / "rollouts/step_31"));
   EXPECT_FALSE(fs::exists(run.tree.run_dir() / "broadcasts/step_30"));
   EXPECT_TRUE(fs::exists(run.tree.run_dir() / "logs/attempt_1/trainer.log"));
-  EXPECT_EQ(outcome.decision.record.last_step_seen, 31);
+  // The trainer reached step 30 (its cut-off save, its broadcast); rollouts/step_31 was written
+  // ahead by the orchestrator and is not a trained step.
+  EXPECT_EQ(outcome.decision.record.last_step_seen, 30);
   EXPECT_EQ(outcome.helper_request()["generation"], "v0.9");
   // What Prime-RL is given: the explicit step.
   const auto document = pb::toml::Document::load(run.config);

@@ -1232,8 +1232,12 @@ TEST(NodeRecovery, AStartPastTheBudgetExitsWithOneLineInsteadOfTraining) {
 // real `node rl` and `node sft` replicas, fake Prime-RL programs writing shards one by one, every
 // replica killed at random moments and mid-save, restarted with a new job id. Nothing incomplete
 // is handed to Prime-RL, no complete step is lost, at most one interval of steps is lost per
-// preemption, the W&B id never changes, the ledger lists every start.
+// preemption, the W&B id never changes, the ledger lists every start. Per start after the first,
+// the ledger's steps_lost is the trained steps the harness measured, less only what nothing on
+// disk showed at the kill (docs/recovery.md "Work lost"): never the rollouts written ahead.
 TEST(NodeRecovery, FaultInjectionHarnessSurvivesEveryKill) {
+  pb::test::TempDir tmp;
+  const fs::path report = tmp / "preemption.json";
   pb::proc::Command command;
   command.argv = {"python3",
                   (pb::test::source_dir() / "bench/node/preemption.py").string(),
@@ -1243,15 +1247,40 @@ TEST(NodeRecovery, FaultInjectionHarnessSurvivesEveryKill) {
                   "4",
                   "--kind",
                   "both",
-                  "--quiet"};
+                  "--quiet",
+                  "--json",
+                  report.string()};
   command.timeout = std::chrono::seconds(300);
   pb::proc::SystemRunner runner;
   const auto result = runner.run(command);
   EXPECT_TRUE(result.ok()) << result.out << result.err;
   const auto summary = nlohmann::json::parse(result.out.substr(result.out.rfind('{')));
   EXPECT_EQ(summary["survived"], 4);
+  const int interval = summary["interval"].get<int>();
   EXPECT_LE(summary["steps_lost_max"].is_null() ? 0 : summary["steps_lost_max"].get<int>(),
-            summary["interval"].get<int>());
+            interval);
+  EXPECT_LE(
+      summary["ledger_steps_lost_max"].is_null() ? 0 : summary["ledger_steps_lost_max"].get<int>(),
+      summary["steps_lost_max"].is_null() ? 0 : summary["steps_lost_max"].get<int>());
+  const auto seeds = nlohmann::json::parse(read_file(report))["seeds"];
+  ASSERT_EQ(seeds.size(), 4U);
+  for (const auto &seed : seeds) {
+    const bool rl = seed["kind"] == "rl";
+    ASSERT_EQ(seed["ledger_steps_lost"].size(), seed["steps_lost"].size()) << seed.dump();
+    for (const auto &start : seed["starts"]) {
+      const int lost = start["steps_lost"].get<int>();
+      const int ledger = start["ledger_steps_lost"].get<int>();
+      // Exactly the trained steps the disk showed after the kill.
+      EXPECT_EQ(ledger, start["shown_on_disk"].get<int>()) << seed["seed"] << ": " << start.dump();
+      // Never more than were trained; fewer only by what was not on disk yet: RL, the one step
+      // trained and not yet broadcast; SFT (nothing written per step), the steps since its last
+      // save began.
+      EXPECT_LE(ledger, lost) << seed["seed"] << ": " << start.dump();
+      if (start["bounded"].get<bool>()) {
+        EXPECT_LE(lost - ledger, rl ? 1 : interval) << seed["seed"] << ": " << start.dump();
+      }
+    }
+  }
 }
 
 } // namespace

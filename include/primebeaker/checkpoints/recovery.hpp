@@ -44,9 +44,15 @@ TomlIntent read_intent(const toml::Document &document);
 
 // What is on disk, as gather() saw it.
 struct DiskFacts {
-  std::vector<StepStatus> steps;                    // ascending by step
-  std::map<std::int64_t, double> complete_mtimes;   // complete step -> newest mtime of its files
-  std::optional<std::int64_t> newest_evidence_step; // step dirs, rollouts, broadcasts
+  std::vector<StepStatus> steps;                  // ascending by step
+  std::map<std::int64_t, double> complete_mtimes; // complete step -> newest mtime of its files
+  // The newest step the trainer is shown to have completed (docs/recovery.md "Work lost"): a
+  // trainer-side step directory (step_N/trainer, complete or not: the trainer saves step N once
+  // it has trained it) or a weight broadcast broadcasts/step_N. Not rollouts, which the
+  // orchestrator writes ahead of training, nor an orchestrator-only step directory.
+  std::optional<std::int64_t> newest_trained_step;
+  // The newest mtime among what the run writes as it goes (the newest step directory, rollouts,
+  // broadcasts): when the previous attempt was last seen alive.
   std::optional<double> newest_evidence_mtime;
   bool full_listing = false; // every step listed (else only the newest complete and newer)
 };
@@ -97,7 +103,8 @@ std::vector<StepStatus> evaluate_trainer_only(const TreeListing &listing);
 
 // Lists the checkpoint tree (newest complete first, or every step when `full`; SFT always
 // lists everything), stats the complete steps' files for their times and reads the step
-// numbers under the layout's step_dirs (rollouts and broadcasts).
+// numbers under the layout's step_dirs (rollouts and broadcasts): the newest trained step from
+// the trainer-side step directories and the broadcasts only, the newest mtime from all of them.
 DiskFacts gather(const CheckpointSource &source,
                  const primerl::RunLayout &layout,
                  bool trainer_only,
