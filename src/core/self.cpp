@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <link.h>
 
+#include <cstdio>
+#include <vector>
 #include <cstring>
 #include <set>
 #include <string_view>
@@ -49,6 +51,56 @@ std::string note_build_id(const dl_phdr_info &info) {
   return {};
 }
 
+std::filesystem::path proc_self_exe() {
+  std::error_code ec;
+  auto path = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::filesystem::path("primebeaker") : path;
+}
+
+// The program an explicitly run loader (`ld-linux... [options] PROGRAM args`, as a stage's
+// wrapper runs it) was asked to run, from the untouched command line: some loaders leave the
+// main map unnamed. Empty when this process was not started that way.
+std::string program_of_loader() {
+  if (!proc_self_exe().filename().string().starts_with("ld-linux")) {
+    return {};
+  }
+  std::string line;
+  try {
+    line = [] {
+      std::string text;
+      if (std::FILE *f = std::fopen("/proc/self/cmdline", "rb")) {
+        char buffer[4096];
+        std::size_t n = 0;
+        while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0) {
+          text.append(buffer, n);
+        }
+        std::fclose(f);
+      }
+      return text;
+    }();
+  } catch (...) {
+    return {};
+  }
+  std::vector<std::string> words;
+  for (std::size_t start = 0; start < line.size();) {
+    const auto end = line.find('\0', start);
+    words.push_back(line.substr(start, end == std::string::npos ? end : end - start));
+    start = end == std::string::npos ? line.size() : end + 1;
+  }
+  // Options of ld.so that take a value; the first word that is no option is the program.
+  static const std::set<std::string_view> with_value = {"--library-path", "--argv0", "--preload",
+                                                        "--audit", "--glibc-hwcaps-prepend",
+                                                        "--glibc-hwcaps-mask"};
+  for (std::size_t i = 1; i < words.size(); ++i) {
+    if (with_value.count(words[i]) > 0) {
+      ++i;
+    } else if (!words[i].starts_with("--")) {
+      return words[i];
+    }
+  }
+  return {};
+}
+
 const MainProgram &main_program() {
   static const MainProgram program = [] {
     MainProgram found;
@@ -61,16 +113,14 @@ const MainProgram &main_program() {
           return 1; // the program only
         },
         &found);
+    if (found.name.empty()) {
+      found.name = program_of_loader();
+    }
     return found;
   }();
   return program;
 }
 
-std::filesystem::path proc_self_exe() {
-  std::error_code ec;
-  auto path = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? std::filesystem::path("primebeaker") : path;
-}
 
 } // namespace
 

@@ -51,7 +51,7 @@ struct Start {
   std::optional<int> previous_exit_code;       // the code that ended the attempt before, when known
   std::optional<std::int64_t> resume_step;     // null: a fresh start
   std::optional<std::int64_t> newest_complete; // on disk at this start (differs when pinned)
-  std::optional<std::int64_t> last_step_seen;  // newest step any evidence shows (docs/recovery.md)
+  std::optional<std::int64_t> last_step_seen;  // newest step the trainer is shown to have completed
   std::int64_t steps_lost = 0;                 // last_step_seen - resume_step, at least 0
   double time_lost_seconds = 0; // of the previous attempt, after its last surviving checkpoint
   double downtime_seconds = 0;  // from the previous attempt's end to this start

@@ -1,0 +1,308 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Chaos harness of the recovery controller (docs/recovery.md "The controller").
+
+Per seed: the real `primebeaker rl submit` of a multi-node RL run against a fake `beaker`
+(fake_beaker.py) whose world preempts the training experiments at random; the controller is run
+from the spec rl submit created for it (the staged primebeaker and the staged beaker CLI), killed
+outright at random moments (SIGKILL of its process group, `rl resume` child included) and started
+again with a new job id, as Beaker's autoResume does; a terminal `follow --recover` sometimes
+runs beside it and is killed too. The run ends succeeded after its last preemption, or preempted
+past its budget.
+
+Checks, per seed: every preemption within the budget is resubmitted exactly once, none past it,
+never twice (the world refuses a taken name and counts it), and the controller exits by itself
+once the run has ended. Prints one JSON summary; exit 1 when a check failed.
+
+  python3 bench/recovery/chaos.py --binary build/dev/primebeaker --seeds 100
+"""
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+POLL = 0.05  # the controller's poll here; on Beaker it is 30 s (k_controller_poll)
+
+
+def toml_text(out):
+    return f"""output_dir = "{out}"
+max_steps = 100
+
+[deployment]
+type = "multi_node"
+gpus_per_node = 8
+num_train_nodes = 1
+num_infer_nodes = 2
+
+[trainer.model]
+cp = 2
+dp_replicate = 2
+
+[inference]
+api_server_count = 6
+[inference.parallel]
+tp = 2
+dp = 6
+
+[wandb]
+project = "chaos"
+
+[ckpt]
+interval = 10
+
+[orchestrator]
+"""
+
+
+def write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def checkpoints(out):
+    for step in (10, 20):
+        write(f"{out}/checkpoints/step_{step}/trainer/.metadata", "meta")
+        for rank in range(4):
+            write(f"{out}/checkpoints/step_{step}/trainer/__{rank}_0.distcp", "shard")
+        write(f"{out}/run_default/checkpoints/step_{step}/orchestrator/progress.pt", "progress")
+
+
+class World:
+    def __init__(self, path):
+        self.path = path
+
+    def edit(self, change):
+        import fcntl
+        with open(self.path + ".lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            with open(self.path) as f:
+                data = json.load(f)
+            result = change(data)
+            tmp = self.path + ".tmp"
+            with open(tmp, "w") as f:
+                json.dump(data, f)
+            os.replace(tmp, self.path)
+            return result
+
+    def read(self):
+        return self.edit(lambda data: data)
+
+
+def kill_group(proc):
+    if proc is not None and proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+
+
+def run_seed(seed, binary, root, scratch, env_base, fakebin, timeout):
+    rng = random.Random(seed)
+    budget = rng.randint(1, 4)
+    preemptions = rng.randint(1, budget + 1)  # one past the budget now and then
+    work = os.path.join(root, f"seed-{seed}")
+    out = os.path.join(work, "out")
+    checkpoints(out)
+    write(f"{work}/rl.toml", toml_text(out))
+    world_path = os.path.join(work, "world.json")
+    write(world_path, json.dumps({"experiments": {}, "log": [], "next": seed * 1000}))
+    env = dict(env_base, FAKE_BEAKER_WORLD=world_path, PATH=fakebin + ":" + env_base["PATH"],
+               FAKE_BEAKER_CALLER="submit")
+    submitted = subprocess.run(
+        [binary, "rl", "submit", "--toml", f"{work}/rl.toml", "--yes", "--name", f"chaos-{seed}",
+         "--registry", "redis://registry:6379", "--max-recoveries", str(budget),
+         "--mount-path", root, "--working-dir", work, "--scratch-dir", scratch,
+         "--home-dir", work],
+        env=env, capture_output=True, text=True, timeout=120)
+    if submitted.returncode != 0:
+        raise SystemExit(f"seed {seed}: rl submit failed: {submitted.stderr}")
+    receipt = json.loads(submitted.stdout)
+    first = receipt["experiment_id"]
+    world = World(world_path)
+    data = world.read()
+    controller = next(e for e in data["experiments"].values() if e["controller"])
+    task = controller["spec"]["tasks"][0]
+    command = list(task["command"])
+    command[command.index("--poll-interval") + 1] = str(POLL)
+    command[command.index("--recover-backoff") + 1] = "0"
+    command += ["--claim-lease", "2"]
+    controller_env = dict(env, BEAKER_EXPERIMENT_ID=controller["id"], FAKE_BEAKER_CALLER="controller")
+    for var in task["envVars"]:
+        if "value" in var:
+            controller_env[var["name"]] = var["value"]
+    controller_env["BEAKER_TOKEN"] = "token"
+
+    jobs = 0
+    proc = None
+    follower = None
+    kills = follower_runs = 0
+    started = time.time()
+    restart_at = started
+    held = {}  # experiment -> when the world may end it
+    injected = []  # (experiment, time)
+    controller_exit = None
+    outcome = None
+    log_out = open(os.path.join(work, "controller.log"), "w")
+
+    def current(data):
+        running = [e for e in data["experiments"].values()
+                   if not e["controller"] and e["state"] == "running"]
+        return running[0] if running else None
+
+    while time.time() - started < timeout:
+        now = time.time()
+        # The controller: started (again) unless it ended by itself.
+        if proc is None and controller_exit is None and now >= restart_at:
+            jobs += 1
+            controller_env["BEAKER_JOB_ID"] = f"job-{jobs}"
+            proc = subprocess.Popen(command, env=controller_env, stdout=log_out, stderr=log_out,
+                                    start_new_session=True)
+        if proc is not None and proc.poll() is not None:
+            controller_exit = proc.returncode
+            proc = None
+            if controller_exit != 0:  # its own failure: Beaker would not restart it either
+                break
+        if outcome is not None and controller_exit is not None:
+            break
+        # Chaos: the controller killed outright, restarted a moment later.
+        if proc is not None and rng.random() < 0.015:
+            kill_group(proc)
+            proc = None
+            kills += 1
+            restart_at = now + rng.uniform(0.05, 0.4)
+        # A terminal follower beside it now and then, killed at random too.
+        if follower is None and rng.random() < 0.01:
+            follower_runs += 1
+            follower = subprocess.Popen(
+                [command[0], "follow", first, "--recover", "--recover-backoff", "0",
+                 "--poll-interval", str(POLL), "--claim-lease", "2"],
+                env=dict(env, FAKE_BEAKER_CALLER="terminal"), stdout=subprocess.DEVNULL,
+                stderr=log_out, start_new_session=True)
+        elif follower is not None and (follower.poll() is not None or rng.random() < 0.004):
+            kill_group(follower)
+            follower = None
+
+        # The world: the running training experiment is preempted, or finishes after the last.
+        def step(data):
+            e = current(data)
+            if e is None:
+                return None
+            until = held.setdefault(e["id"], now + rng.uniform(0.2, 0.6))
+            if now < until:
+                return None
+            if len(injected) < preemptions:
+                e["state"], e["ended"] = "preempted", now
+                return ("preempted", e["id"])
+            e["state"], e["ended"] = "succeeded", now
+            return ("succeeded", e["id"])
+        changed = world.edit(step)
+        if changed:
+            if changed[0] == "preempted":
+                injected.append((changed[1], now))
+                if len(injected) > budget:
+                    outcome = "preempted past the budget"
+            else:
+                outcome = "succeeded"
+        time.sleep(0.02)
+
+    kill_group(proc)
+    kill_group(follower)
+    log_out.close()
+    data = world.read()
+    trainings = [e for e in data["experiments"].values() if not e["controller"]]
+    children = {}
+    for e in trainings:
+        if e["parent"]:
+            children.setdefault(e["parent"], []).append(e)
+    recovered = duplicates = 0
+    latencies = []
+    problems = []
+    for k, (eid, when) in enumerate(injected, start=1):
+        kids = children.get(eid, [])
+        if k <= budget:
+            if len(kids) == 1:
+                recovered += 1
+                latencies.append(kids[0]["created"] - when)
+            elif not kids:
+                problems.append(f"preemption {k} of {eid} was not recovered")
+        elif kids:
+            problems.append(f"preemption {k} past the budget {budget} was resubmitted")
+        duplicates += max(0, len(kids) - 1)
+    if duplicates:
+        problems.append(f"{duplicates} duplicate resubmission(s)")
+    if controller_exit != 0:
+        problems.append(f"the controller did not end by itself (exit {controller_exit})")
+    if outcome is None:
+        problems.append("the run did not end within the timeout")
+    refused = sum(1 for c in data["log"] if c.get("refused"))
+    polls = sum(1 for c in data["log"] if c["caller"] == "controller" and c["argv"][:2] == ["experiment", "get"])
+    return {"seed": seed, "budget": budget, "injected": len(injected),
+            "within_budget": min(len(injected), budget), "recovered": recovered,
+            "duplicates": duplicates, "name_refusals": refused, "controller_kills": kills,
+            "controller_starts": jobs, "terminal_followers": follower_runs,
+            "controller_exit": controller_exit, "outcome": outcome,
+            "latencies": latencies, "controller_gets": polls, "problems": problems,
+            "seconds": round(time.time() - started, 2)}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--binary", default="build/dev/primebeaker")
+    parser.add_argument("--seeds", type=int, default=100)
+    parser.add_argument("--first-seed", type=int, default=1)
+    parser.add_argument("--timeout", type=float, default=60)
+    parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    args = parser.parse_args()
+    binary = os.path.abspath(args.binary)
+    root = tempfile.mkdtemp(prefix="pb-chaos-")
+    fakebin = os.path.join(root, "bin")
+    os.makedirs(fakebin)
+    with open(os.path.join(HERE, "fake_beaker.py")) as f:
+        fake = f.read().split("\n", 1)[1]
+    with open(os.path.join(fakebin, "beaker"), "w") as f:  # this interpreter: no shim per call
+        f.write(f"#!{sys.executable} -S\n" + fake)
+    os.chmod(os.path.join(fakebin, "beaker"), 0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BEAKER_", "PRIMEBEAKER_"))}
+    results = []
+    try:
+        for seed in range(args.first_seed, args.first_seed + args.seeds):
+            results.append(run_seed(seed, binary, root, os.path.join(root, "scratch"), env,
+                                    fakebin, args.timeout))
+    finally:
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+    latencies = [x for r in results for x in r["latencies"]]
+    summary = {
+        "seeds": len(results),
+        "preemptions_injected": sum(r["injected"] for r in results),
+        "within_budget": sum(r["within_budget"] for r in results),
+        "recovered": sum(r["recovered"] for r in results),
+        "duplicate_resubmissions": sum(r["duplicates"] for r in results),
+        "name_refusals": sum(r["name_refusals"] for r in results),
+        "controller_kills": sum(r["controller_kills"] for r in results),
+        "terminal_followers": sum(r["terminal_followers"] for r in results),
+        "controller_ended_by_itself": sum(r["controller_exit"] == 0 for r in results),
+        "poll_seconds": POLL,
+        "preempted_to_created_seconds": {
+            "median": round(statistics.median(latencies), 3) if latencies else None,
+            "max": round(max(latencies), 3) if latencies else None},
+        "problems": [f"seed {r['seed']}: {p}" for r in results for p in r["problems"]],
+    }
+    if os.environ.get("CHAOS_PER_SEED"):
+        summary["per_seed"] = results
+    print(json.dumps(summary, indent=2))
+    return 1 if summary["problems"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
