@@ -775,3 +775,87 @@ TEST(RunsRecoverLoop, CtrlCDuringASuccessfulResubmissionRecordsItAndSaysHowToFol
 }
 
 } // namespace
+
+namespace {
+
+// ---- The recovery controller under chaos (bench/recovery/chaos.py, docs/recovery.md) ----
+
+// A few seeds of the harness: the real `rl submit` against a fake beaker world that preempts
+// the run at random; the controller started from the spec submit created, killed and restarted,
+// terminal followers beside it. The 100-seed figures are bench/recovery/README.md's.
+TEST(RecoveryController, EveryPreemptionWithinTheBudgetIsResubmittedExactlyOnce) {
+  pb::proc::Command command;
+  command.argv = {"python3",
+                  (pb::test::source_dir() / "bench/recovery/chaos.py").string(),
+                  "--binary",
+                  pb::test::binary_path().string(),
+                  "--seeds",
+                  "3",
+                  "--first-seed",
+                  "7"};
+  command.env_set["CHAOS_PER_SEED"] = "1";
+  command.timeout = std::chrono::seconds(400);
+  pb::proc::SystemRunner runner;
+  const auto result = runner.run(command);
+  EXPECT_TRUE(result.ok()) << result.out << result.err;
+  const auto summary = nlohmann::json::parse(result.out);
+  EXPECT_EQ(summary["problems"].size(), 0u) << summary.dump(2);
+  EXPECT_GT(summary["preemptions_injected"].get<int>(), 0);
+  EXPECT_EQ(summary["recovered"], summary["within_budget"]);
+  EXPECT_EQ(summary["duplicate_resubmissions"], 0);
+  EXPECT_EQ(summary["controller_ended_by_itself"], 3);
+  for (const auto &seed : summary["per_seed"]) {
+    EXPECT_GE(seed["controller_starts"].get<int>(), 1) << seed.dump();
+    EXPECT_EQ(seed["controller_exit"], 0) << seed.dump();
+  }
+}
+
+} // namespace
+
+namespace {
+
+// `stop` stops the run and its controller; `status` says who recovers it and what it last did.
+TEST(RecoveryController, StopStopsTheRunAndItsControllerAndStatusShowsIt) {
+  RecoverHarness h;
+  auto run = topology(k_source, h.weka, status_running(), "3");
+  auto &env = run["jobs"][0]["execution"]["spec"]["envVars"];
+  env.push_back({{"name", "PRIMEBEAKER_RECOVER"}, {"value", "controller"}});
+  env.push_back({{"name", "PRIMEBEAKER_CONTROLLER_NAME"}, {"value", "search-recovery"}});
+  h.beaker.on({"experiment", "get", k_source}, printed(run));
+  OrderedJson controller = topology(k_child, h.weka, status_running(), "3");
+  controller["name"] = "search-recovery";
+  h.beaker.on({"experiment", "get", "jdoe/search-recovery"}, printed(controller));
+  h.beaker.on({"experiment", "stop"}, "");
+  // What the controller last wrote in the ledger.
+  ledger::ControllerStatus status;
+  status.controller_experiment = k_child;
+  status.following = k_source;
+  status.state = "following";
+  status.last_action = std::string("following ") + k_source;
+  status.updated_unix = 1786000000;
+  status.restarts = 2;
+  ledger::write_controller_status(h.ledger_dir, status);
+
+  const auto shown = h.run({"status", k_source});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_NE(shown.out.find(std::string("recovered by search-recovery: following ") + k_source),
+            std::string::npos)
+      << shown.out;
+  EXPECT_NE(shown.out.find("restarted 2x"), std::string::npos) << shown.out;
+  const auto json = h.run({"status", k_source, "--json"});
+  const auto view = nlohmann::json::parse(json.out)["recovery"]["controller"];
+  EXPECT_EQ(view["mode"], "controller");
+  EXPECT_EQ(view["state"], "following");
+
+  const auto stopped = h.run({"stop", k_source, "--yes"});
+  ASSERT_EQ(stopped.exit_code, 0) << stopped.err;
+  const auto stops = h.beaker.calls_matching({"experiment", "stop"});
+  ASSERT_EQ(stops.size(), 2u);
+  EXPECT_EQ(stops[0].argv.back(), k_source);
+  EXPECT_EQ(stops[1].argv.back(), k_child); // the controller, found by its name
+  const auto receipt = nlohmann::json::parse(stopped.out);
+  EXPECT_EQ(receipt["controller_experiment_id"], k_child);
+  EXPECT_EQ(receipt["controller_stopped"], true);
+}
+
+} // namespace
