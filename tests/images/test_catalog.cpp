@@ -22,7 +22,7 @@ TEST(Catalog, CompiledInIsWhatParseReads) {
   const auto parsed = Catalog::parse(builtin_catalog_text(), "images/catalog.json");
   EXPECT_EQ(Catalog::builtin(), parsed);
   EXPECT_EQ(builtin_catalog(), parsed);
-  ASSERT_EQ(parsed.roles.size(), 5u);
+  ASSERT_EQ(parsed.roles.size(), 6u);
   EXPECT_EQ(parsed.roles[1].name, "prime_rl_training_base");
   EXPECT_EQ(parsed.roles[1].locations.size(), 3u);
   EXPECT_EQ(parsed.roles[1].locations[2].size_bytes, 21654822124);
@@ -78,7 +78,7 @@ TEST(Catalog, Commands) {
   ASSERT_EQ(list.exit_code, 0) << list.err;
   const auto rows = nlohmann::ordered_json::parse(list.out);
   // The launch roles first, each location with the Prime-RL it holds, then the others.
-  ASSERT_EQ(rows.size(), 6u);
+  ASSERT_EQ(rows.size(), 7u);
   std::vector<std::string> keys;
   for (const auto &[key, value] : rows[0].items()) {
     keys.push_back(key);
@@ -99,6 +99,10 @@ TEST(Catalog, Commands) {
   EXPECT_EQ(rows[3]["docker"], "ghcr.io/primeintellect-ai/prime-rl:v0.8.0");
   EXPECT_EQ(rows[4]["prime_rl"], "v0.8.1.dev67");
   EXPECT_EQ(rows[5]["role"], "legacy_sft_root");
+  // The recovery controller's small image holds no Prime-RL (docs/recovery.md).
+  EXPECT_EQ(rows[6]["role"], "recovery_controller");
+  EXPECT_EQ(rows[6]["docker"], "alpine:3.20");
+  EXPECT_EQ(rows[6]["prime_rl"], "");
 
   const auto holmes =
       test::run_primebeaker({"images", "default", "--workspace", "ai2/oe-agents-holmes"});
