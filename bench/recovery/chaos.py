@@ -62,10 +62,59 @@ interval = 10
 """
 
 
+def toml_v0_9(out, run):
+    return f"""output_dir = "{out}"
+max_steps = 100
+
+[run]
+name = "{run}"
+
+[resume]
+
+[model]
+name = "Qwen/Qwen3-0.6B"
+
+[deployment]
+type = "multi_node"
+gpus_per_node = 2
+num_train_nodes = 2
+num_infer_nodes = 1
+
+[ckpt]
+interval = 10
+
+[monitors.wandb]
+project = "chaos"
+
+[trainer.optim]
+lr = 3e-6
+
+[orchestrator]
+batch_size = 64
+
+[[orchestrator.train.source]]
+name = "reverse-text"
+
+[orchestrator.train.source.env.taskset]
+id = "reverse-text"
+
+[inference.vllm]
+tensor_parallel_size = 1
+"""
+
+
 def write(path, text):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
         f.write(text)
+
+
+def checkpoints_v0_9(run_dir):
+    for step in (10, 20):
+        write(f"{run_dir}/checkpoints/step_{step}/trainer/.metadata", "meta")
+        for rank in range(4):
+            write(f"{run_dir}/checkpoints/step_{step}/trainer/__{rank}_0.distcp", "shard")
+        write(f"{run_dir}/checkpoints/step_{step}/orchestrator/progress.pt", "progress")
 
 
 def checkpoints(out):
@@ -106,21 +155,27 @@ def kill_group(proc):
         proc.wait()
 
 
-def run_seed(seed, binary, root, scratch, env_base, fakebin, timeout):
+def run_seed(seed, binary, root, scratch, env_base, fakebin, timeout, generation):
     rng = random.Random(seed)
     budget = rng.randint(1, 4)
     preemptions = rng.randint(1, budget + 1)  # one past the budget now and then
     work = os.path.join(root, f"seed-{seed}")
     out = os.path.join(work, "out")
-    checkpoints(out)
-    write(f"{work}/rl.toml", toml_text(out))
+    if generation == "v0.9":  # Prime-RL v0.9's run directory, no registry
+        checkpoints_v0_9(f"{out}/chaos-{seed}")
+        write(f"{work}/rl.toml", toml_v0_9(out, f"chaos-{seed}"))
+        registry = []
+    else:
+        checkpoints(out)
+        write(f"{work}/rl.toml", toml_text(out))
+        registry = ["--registry", "redis://registry:6379"]
     world_path = os.path.join(work, "world.json")
     write(world_path, json.dumps({"experiments": {}, "log": [], "next": seed * 1000}))
     env = dict(env_base, FAKE_BEAKER_WORLD=world_path, PATH=fakebin + ":" + env_base["PATH"],
                FAKE_BEAKER_CALLER="submit")
     submitted = subprocess.run(
         [binary, "rl", "submit", "--toml", f"{work}/rl.toml", "--yes", "--name", f"chaos-{seed}",
-         "--registry", "redis://registry:6379", "--max-recoveries", str(budget),
+         *registry, "--max-recoveries", str(budget),
          "--mount-path", root, "--working-dir", work, "--scratch-dir", scratch,
          "--home-dir", work],
         env=env, capture_output=True, text=True, timeout=120)
@@ -238,6 +293,12 @@ def run_seed(seed, binary, root, scratch, env_base, fakebin, timeout):
         elif kids:
             problems.append(f"preemption {k} past the budget {budget} was resubmitted")
         duplicates += max(0, len(kids) - 1)
+        for kid in kids:  # each resumes from the newest complete step, 20, pinned in its TOML
+            env = {v["name"]: v.get("value") for v in kid["spec"]["tasks"][0]["envVars"]}
+            with open(env["CONFIG_PATH"]) as f:
+                pinned = f.read()
+            if ("step = 20" if generation == "v0.9" else "resume_step = 20") not in pinned:
+                problems.append(f"{kid['id']} does not resume from step 20")
     if duplicates:
         problems.append(f"{duplicates} duplicate resubmission(s)")
     if controller_exit != 0:
@@ -260,8 +321,11 @@ def main():
     parser.add_argument("--binary", default="build/dev/primebeaker")
     parser.add_argument("--seeds", type=int, default=100)
     parser.add_argument("--first-seed", type=int, default=1)
-    parser.add_argument("--timeout", type=float, default=60)
+    parser.add_argument("--timeout", type=float, default=180,
+                        help="seconds a seed may take (a loaded machine is slow)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    parser.add_argument("--generation", choices=("v0.8.0", "v0.9"), default="v0.8.0",
+                        help="the Prime-RL generation of the run's TOML")
     args = parser.parse_args()
     binary = os.path.abspath(args.binary)
     root = tempfile.mkdtemp(prefix="pb-chaos-")
@@ -277,13 +341,14 @@ def main():
     try:
         for seed in range(args.first_seed, args.first_seed + args.seeds):
             results.append(run_seed(seed, binary, root, os.path.join(root, "scratch"), env,
-                                    fakebin, args.timeout))
+                                    fakebin, args.timeout, args.generation))
     finally:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
     latencies = [x for r in results for x in r["latencies"]]
     summary = {
         "seeds": len(results),
+        "generation": args.generation,
         "preemptions_injected": sum(r["injected"] for r in results),
         "within_budget": sum(r["within_budget"] for r in results),
         "recovered": sum(r["recovered"] for r in results),
