@@ -155,11 +155,11 @@ def kill_group(proc):
         proc.wait()
 
 
-def run_seed(seed, binary, root, scratch, env_base, fakebin, timeout, generation):
+def run_seed(seed, binary, root, scratch, env_base, fakebin, timeout, generation, anchor=False):
     rng = random.Random(seed)
     budget = rng.randint(1, 4)
     preemptions = rng.randint(1, budget + 1)  # one past the budget now and then
-    work = os.path.join(root, f"seed-{seed}")
+    work = os.path.join(root, f"seed-{seed}" + ("-anchor" if anchor else ""))
     out = os.path.join(work, "out")
     if generation == "v0.9":  # Prime-RL v0.9's run directory, no registry
         checkpoints_v0_9(f"{out}/chaos-{seed}")
@@ -217,26 +217,48 @@ def run_seed(seed, binary, root, scratch, env_base, fakebin, timeout, generation
     while time.time() - started < timeout:
         now = time.time()
         # The controller: started (again) unless it ended by itself.
-        if proc is None and controller_exit is None and now >= restart_at:
+        if anchor:
+            # The anchor: before the controller, recovery ran in the user's terminal, which
+            # closes (laptop lid, ssh drop) at the rate the controller is killed here, and
+            # nothing brings it back.
+            if follower is None and follower_runs == 0:
+                follower_runs = 1
+                follower = subprocess.Popen(
+                    [command[0], "follow", first, "--recover", "--recover-backoff", "0",
+                     "--poll-interval", str(POLL)],
+                    env=dict(env, FAKE_BEAKER_CALLER="terminal"), stdout=subprocess.DEVNULL,
+                    stderr=log_out, start_new_session=True)
+            elif follower is not None and (follower.poll() is not None or rng.random() < 0.015):
+                kill_group(follower)
+                follower = None
+                kills += 1
+            stalled = follower is None and current(world.read()) is None
+            if outcome is not None or (stalled and now - started > 1):
+                outcome = outcome or "stalled: nobody resubmits"
+                controller_exit = 0
+                break
+        elif proc is None and controller_exit is None and now >= restart_at:
             jobs += 1
             controller_env["BEAKER_JOB_ID"] = f"job-{jobs}"
             proc = subprocess.Popen(command, env=controller_env, stdout=log_out, stderr=log_out,
                                     start_new_session=True)
-        if proc is not None and proc.poll() is not None:
+        if not anchor and proc is not None and proc.poll() is not None:
             controller_exit = proc.returncode
             proc = None
             if controller_exit != 0:  # its own failure: Beaker would not restart it either
                 break
-        if outcome is not None and controller_exit is not None:
+        if not anchor and outcome is not None and controller_exit is not None:
             break
         # Chaos: the controller killed outright, restarted a moment later.
-        if proc is not None and rng.random() < 0.015:
+        if not anchor and proc is not None and rng.random() < 0.015:
             kill_group(proc)
             proc = None
             kills += 1
             restart_at = now + rng.uniform(0.05, 0.4)
         # A terminal follower beside it now and then, killed at random too.
-        if follower is None and rng.random() < 0.01:
+        if anchor:
+            pass
+        elif follower is None and rng.random() < 0.01:
             follower_runs += 1
             follower = subprocess.Popen(
                 [command[0], "follow", first, "--recover", "--recover-backoff", "0",
@@ -324,6 +346,10 @@ def main():
     parser.add_argument("--timeout", type=float, default=180,
                         help="seconds a seed may take (a loaded machine is slow)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    parser.add_argument("--anchor", action="store_true",
+                        help="also run every seed with no controller, only a terminal follower "
+                             "that is killed at the same rate and never restarted, and print "
+                             "the ratio of recoveries")
     parser.add_argument("--generation", choices=("v0.8.0", "v0.9"), default="v0.8.0",
                         help="the Prime-RL generation of the run's TOML")
     args = parser.parse_args()
@@ -338,10 +364,14 @@ def main():
     os.chmod(os.path.join(fakebin, "beaker"), 0o755)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BEAKER_", "PRIMEBEAKER_"))}
     results = []
+    anchors = []
     try:
         for seed in range(args.first_seed, args.first_seed + args.seeds):
             results.append(run_seed(seed, binary, root, os.path.join(root, "scratch"), env,
                                     fakebin, args.timeout, args.generation))
+            if args.anchor:
+                anchors.append(run_seed(seed, binary, root, os.path.join(root, "scratch"), env,
+                                        fakebin, args.timeout, args.generation, anchor=True))
     finally:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
@@ -363,6 +393,16 @@ def main():
             "max": round(max(latencies), 3) if latencies else None},
         "problems": [f"seed {r['seed']}: {p}" for r in results for p in r["problems"]],
     }
+    if anchors:
+        recovered = sum(r["recovered"] for r in anchors)
+        within = sum(r["within_budget"] for r in anchors)
+        summary["anchor_terminal_only"] = {
+            "within_budget": within, "recovered": recovered,
+            "duplicate_resubmissions": sum(r["duplicates"] for r in anchors)}
+        ours = summary["recovered"] / summary["within_budget"] if summary["within_budget"] else 0
+        theirs = recovered / within if within else 0
+        # Share of the preemptions within budget that were recovered, ours over the anchor's.
+        summary["recovered_share_ratio"] = round(ours / theirs, 2) if theirs else None
     if os.environ.get("CHAOS_PER_SEED"):
         summary["per_seed"] = results
     print(json.dumps(summary, indent=2))
