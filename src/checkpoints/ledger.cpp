@@ -106,8 +106,7 @@ void read_claim_file(const std::string &name,
     claim.claimed_unix = j.value("claimed_unix", 0.0);
     claim.attempt_id = j.value("attempt_id", "");
     claim.child_name = j.at("child_name").get<std::string>();
-    if (claim.source_experiment != source ||
-        rest != fmt::format(".{}.json", claim.generation)) {
+    if (claim.source_experiment != source || rest != fmt::format(".{}.json", claim.generation)) {
       throw std::runtime_error("name and content disagree");
     }
     auto &newest = claims[source];
@@ -552,9 +551,9 @@ bool write_claim(const stdfs::path &dir, const Claim &claim) {
   j["claimed_unix"] = claim.claimed_unix;
   j["attempt_id"] = claim.attempt_id;
   j["child_name"] = claim.child_name;
-  return create_exclusive(
-      dir / k_claims_dir / fmt::format("{}.{}.json", claim.source_experiment, claim.generation),
-      j.dump(2) + "\n");
+  return create_exclusive(dir / k_claims_dir /
+                              fmt::format("{}.{}.json", claim.source_experiment, claim.generation),
+                          j.dump(2) + "\n");
 }
 
 bool write_claim_child(const stdfs::path &dir,

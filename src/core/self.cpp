@@ -6,10 +6,10 @@
 #include <link.h>
 
 #include <cstdio>
-#include <vector>
 #include <cstring>
 #include <set>
 #include <string_view>
+#include <vector>
 
 namespace pb::self {
 namespace {
@@ -88,8 +88,11 @@ std::string program_of_loader() {
     start = end == std::string::npos ? line.size() : end + 1;
   }
   // Options of ld.so that take a value; the first word that is no option is the program.
-  static const std::set<std::string_view> with_value = {"--library-path", "--argv0", "--preload",
-                                                        "--audit", "--glibc-hwcaps-prepend",
+  static const std::set<std::string_view> with_value = {"--library-path",
+                                                        "--argv0",
+                                                        "--preload",
+                                                        "--audit",
+                                                        "--glibc-hwcaps-prepend",
                                                         "--glibc-hwcaps-mask"};
   for (std::size_t i = 1; i < words.size(); ++i) {
     if (with_value.count(words[i]) > 0) {
@@ -120,7 +123,6 @@ const MainProgram &main_program() {
   }();
   return program;
 }
-
 
 } // namespace
 

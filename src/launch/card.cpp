@@ -3,7 +3,6 @@
 // lines a person reads before GPUs are spent. Pure: everything comes from the plan and the replica
 // contract its spec carries.
 #include "paths.hpp"
-
 #include "plan_parts.hpp"
 
 #include <primebeaker/contract/replica_env.hpp>
@@ -373,15 +372,15 @@ std::string launch_card(const LaunchPlan &plan) {
     } else if (mode == "controller" && plan.controller) {
       const auto &controller = *plan.controller;
       const auto &controller_task = controller.spec["tasks"][0];
-      card.more(fmt::format("resubmitted by its controller {} on Beaker ({}, 1 CPU, {}, "
-                            "priority {}; polls every {}s)",
-                            controller.experiment_name,
-                            controller.image,
-                            text::join(controller_task["constraints"].value(
-                                           "cluster", std::vector<std::string>{}),
-                                       ", "),
-                            controller_task["context"].value("priority", std::string()),
-                            detail::k_controller_poll.count()));
+      card.more(fmt::format(
+          "resubmitted by its controller {} on Beaker ({}, 1 CPU, {}, "
+          "priority {}; polls every {}s)",
+          controller.experiment_name,
+          controller.image,
+          text::join(controller_task["constraints"].value("cluster", std::vector<std::string>{}),
+                     ", "),
+          controller_task["context"].value("priority", std::string()),
+          detail::k_controller_poll.count()));
       card.more(fmt::format("its Beaker token: workspace secret {} (`beaker secret write {} "
                             "--workspace {}` if missing; submit checks)",
                             controller.token_secret,

@@ -72,113 +72,112 @@ void add_launch_command(pb::cli::CommandTree &tree, Program program, bool submit
       submit ? "Write the Beaker spec of a Prime-RL " + what + " run and submit it"
              : "Print the Beaker spec of a Prime-RL " + what +
                    " run as JSON; touches nothing unless --write-spec";
-  tree.leaf({name, submit ? "submit" : "preview"},
-            description,
-            [&tree, program, submit](cli::Command &command) {
-              auto &options = tree.make_options<LaunchOptions>();
-              register_launch_flags(command, options);
-              bool &follow = tree.make_options<bool>();
-              bool &card_only = tree.make_options<bool>();
-              bool &yes = tree.make_options<bool>();
-              if (!submit) {
-                command.add_flag("--card",
-                                 card_only,
-                                 "Print the launch card (a short human summary of what the launch "
-                                 "will hold and run) on stdout instead of the JSON");
-              }
-              if (submit) {
-                command.add_flag("--yes",
-                                 yes,
-                                 "Submit without asking: on a terminal, submit shows the launch "
-                                 "card and asks y/N first (no terminal on stdin: never asks)");
-                command.add_flag(
-                    "--follow",
-                    follow,
-                    "After submitting, stream every replica's logs to stderr until the run "
-                    "ends and exit with its outcome (as `primebeaker follow`, docs/runs.md)");
-              }
-              command.callback([&options, &follow, &card_only, &yes, program, submit] {
-                if (options.recover == "terminal" && submit && !follow) {
-                  spdlog::warn("--recover terminal: this run is resubmitted after a preemption "
-                               "only while `primebeaker follow RUN --recover` runs (or pass "
-                               "--follow)");
-                }
-                const LaunchPlan plan = plan_from_options(program, options);
-                for (const auto &note : plan.notes) {
-                  spdlog::info("{}", note);
-                }
-                for (const auto &taken : plan.defaulted) {
-                  spdlog::info("defaulted: {}", taken);
-                }
-                if (!submit && !plan.submit_refusal.empty()) {
-                  spdlog::warn("`{} submit` would refuse this launch: {}",
-                               program_name(program),
-                               plan.submit_refusal);
-                }
-                const auto environment = env::snapshot();
-                const std::string beaker_program = beaker::program_from_environment(environment);
-                if (submit) {
-                  beaker::require_program(beaker_program, environment);
-                  const bool ask = !yes && ::isatty(STDIN_FILENO) == 1;
-                  if (ask || ::isatty(STDERR_FILENO) == 1) {
-                    std::cerr << launch_card(plan);
-                  }
-                  if (ask && !confirm_submit(plan)) {
-                    throw failure(
-                        "not submitted: the answer was not yes (nothing was staged, written or "
-                        "run; --yes submits without asking)");
-                  }
-                } else if (!card_only && ::isatty(STDERR_FILENO) == 1) {
-                  std::cerr << launch_card(plan);
-                }
-                proc::SystemRunner runner;
-                fs::RealFileSystem files;
-                beaker::Client client(runner, beaker_program);
-                staging::RealStager stager;
-                LaunchEffects effects{files, client, stager};
-                const OrderedJson result =
-                    submit ? execute_submit(plan, effects) : execute_preview(plan, effects);
-                if (submit) {
-                  require_experiment_id(plan, result);
-                }
-                if (card_only) {
-                  std::cout << launch_card(plan);
-                  return;
-                }
-                print_json(std::cout, result);
-                const auto controller =
-                    result.value("recovery", OrderedJson::object())
-                        .value("controller", OrderedJson::object());
-                if (controller.contains("error")) {
-                  throw failure(fmt::format(
-                      "the run {} is submitted, but its recovery controller is not: {}; "
-                      "until one runs, recover it with `primebeaker follow {} --recover`",
-                      result.value("experiment_id", std::string("(unknown id)")),
-                      controller["error"].get<std::string>(),
-                      result.value("experiment_id", std::string("RUN"))));
-                }
-                if (!follow) {
-                  return;
-                }
-                // stdout stays the one JSON receipt; the logs go to stderr.
-                std::cout.flush();
-                const auto id_field = result.find("experiment_id");
-                if (id_field == result.end() || !id_field->is_string()) {
-                  throw failure(
-                      "--follow: submitted, but beaker's output names no experiment id to follow");
-                }
-                runs::FollowOptions follow_options;
-                // Beside a controller the terminal follower recovers too: the ledger's claims
-                // let exactly one of them resubmit each preemption.
-                follow_options.recover.enabled =
-                    plan.recover_mode == "controller" || plan.recover_mode == "terminal";
-                const int code =
-                    runs::follow(id_field->get<std::string>(), follow_options, runner, std::cerr);
-                if (code != 0) {
-                  throw Error(code, ""); // follow already said how the run ended
-                }
-              });
-            });
+  tree.leaf(
+      {name, submit ? "submit" : "preview"},
+      description,
+      [&tree, program, submit](cli::Command &command) {
+        auto &options = tree.make_options<LaunchOptions>();
+        register_launch_flags(command, options);
+        bool &follow = tree.make_options<bool>();
+        bool &card_only = tree.make_options<bool>();
+        bool &yes = tree.make_options<bool>();
+        if (!submit) {
+          command.add_flag("--card",
+                           card_only,
+                           "Print the launch card (a short human summary of what the launch "
+                           "will hold and run) on stdout instead of the JSON");
+        }
+        if (submit) {
+          command.add_flag("--yes",
+                           yes,
+                           "Submit without asking: on a terminal, submit shows the launch "
+                           "card and asks y/N first (no terminal on stdin: never asks)");
+          command.add_flag(
+              "--follow",
+              follow,
+              "After submitting, stream every replica's logs to stderr until the run "
+              "ends and exit with its outcome (as `primebeaker follow`, docs/runs.md)");
+        }
+        command.callback([&options, &follow, &card_only, &yes, program, submit] {
+          if (options.recover == "terminal" && submit && !follow) {
+            spdlog::warn("--recover terminal: this run is resubmitted after a preemption "
+                         "only while `primebeaker follow RUN --recover` runs (or pass "
+                         "--follow)");
+          }
+          const LaunchPlan plan = plan_from_options(program, options);
+          for (const auto &note : plan.notes) {
+            spdlog::info("{}", note);
+          }
+          for (const auto &taken : plan.defaulted) {
+            spdlog::info("defaulted: {}", taken);
+          }
+          if (!submit && !plan.submit_refusal.empty()) {
+            spdlog::warn("`{} submit` would refuse this launch: {}",
+                         program_name(program),
+                         plan.submit_refusal);
+          }
+          const auto environment = env::snapshot();
+          const std::string beaker_program = beaker::program_from_environment(environment);
+          if (submit) {
+            beaker::require_program(beaker_program, environment);
+            const bool ask = !yes && ::isatty(STDIN_FILENO) == 1;
+            if (ask || ::isatty(STDERR_FILENO) == 1) {
+              std::cerr << launch_card(plan);
+            }
+            if (ask && !confirm_submit(plan)) {
+              throw failure("not submitted: the answer was not yes (nothing was staged, written or "
+                            "run; --yes submits without asking)");
+            }
+          } else if (!card_only && ::isatty(STDERR_FILENO) == 1) {
+            std::cerr << launch_card(plan);
+          }
+          proc::SystemRunner runner;
+          fs::RealFileSystem files;
+          beaker::Client client(runner, beaker_program);
+          staging::RealStager stager;
+          LaunchEffects effects{files, client, stager};
+          const OrderedJson result =
+              submit ? execute_submit(plan, effects) : execute_preview(plan, effects);
+          if (submit) {
+            require_experiment_id(plan, result);
+          }
+          if (card_only) {
+            std::cout << launch_card(plan);
+            return;
+          }
+          print_json(std::cout, result);
+          const auto controller = result.value("recovery", OrderedJson::object())
+                                      .value("controller", OrderedJson::object());
+          if (controller.contains("error")) {
+            throw failure(
+                fmt::format("the run {} is submitted, but its recovery controller is not: {}; "
+                            "until one runs, recover it with `primebeaker follow {} --recover`",
+                            result.value("experiment_id", std::string("(unknown id)")),
+                            controller["error"].get<std::string>(),
+                            result.value("experiment_id", std::string("RUN"))));
+          }
+          if (!follow) {
+            return;
+          }
+          // stdout stays the one JSON receipt; the logs go to stderr.
+          std::cout.flush();
+          const auto id_field = result.find("experiment_id");
+          if (id_field == result.end() || !id_field->is_string()) {
+            throw failure(
+                "--follow: submitted, but beaker's output names no experiment id to follow");
+          }
+          runs::FollowOptions follow_options;
+          // Beside a controller the terminal follower recovers too: the ledger's claims
+          // let exactly one of them resubmit each preemption.
+          follow_options.recover.enabled =
+              plan.recover_mode == "controller" || plan.recover_mode == "terminal";
+          const int code =
+              runs::follow(id_field->get<std::string>(), follow_options, runner, std::cerr);
+          if (code != 0) {
+            throw Error(code, ""); // follow already said how the run ended
+          }
+        });
+      });
 }
 
 } // namespace

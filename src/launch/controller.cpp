@@ -42,9 +42,8 @@ std::string controller_image(const images::Catalog *catalog, const std::string &
       }
     }
   }
-  throw input_error(fmt::format("the image catalog has no {} image usable from {}",
-                                k_controller_role,
-                                workspace));
+  throw input_error(fmt::format(
+      "the image catalog has no {} image usable from {}", k_controller_role, workspace));
 }
 
 std::string seconds_text(std::chrono::seconds seconds) {
@@ -73,8 +72,8 @@ std::optional<ControllerPlan> controller_plan(const LaunchOptions &options,
   }
   if (!options.controller_priority.empty() &&
       !beaker::is_known_priority(options.controller_priority)) {
-    throw usage_error(fmt::format("--controller-priority: unknown priority '{}'",
-                                  options.controller_priority));
+    throw usage_error(
+        fmt::format("--controller-priority: unknown priority '{}'", options.controller_priority));
   }
   ControllerPlan plan;
   plan.experiment_name = controller_name_for(training_name);
@@ -121,11 +120,13 @@ std::optional<ControllerPlan> controller_plan(const LaunchOptions &options,
   task.context.priority =
       options.controller_priority.empty() ? std::string("normal") : options.controller_priority;
   task.context.auto_resume = true; // its own preemption: it resumes from the ledger
-  task.clusters = options.controller_clusters.empty() ? flags.clusters : options.controller_clusters;
+  task.clusters =
+      options.controller_clusters.empty() ? flags.clusters : options.controller_clusters;
 
   beaker::Experiment experiment;
   experiment.description = fmt::format("PrimeBeaker recovery controller of {}", training_name);
-  experiment.budget = options.controller_budget.empty() ? options.budget : options.controller_budget;
+  experiment.budget =
+      options.controller_budget.empty() ? options.budget : options.controller_budget;
   experiment.tasks.push_back(std::move(task));
   if (const auto found = beaker::problems(experiment); !found.empty()) {
     throw usage_error("the recovery controller's Beaker spec would be rejected: " +

@@ -67,9 +67,8 @@ namespace {
 
 // The controller of a submitted run: its spec (the run's id filled in) written and submitted.
 // A failure here does not undo the run; the receipt says what failed and the caller exits 1.
-OrderedJson submit_controller(const LaunchPlan &plan,
-                              const OrderedJson &training_id,
-                              LaunchEffects &effects) {
+OrderedJson
+submit_controller(const LaunchPlan &plan, const OrderedJson &training_id, LaunchEffects &effects) {
   const ControllerPlan &controller = *plan.controller;
   OrderedJson out = OrderedJson::object();
   out["experiment_name"] = controller.experiment_name;

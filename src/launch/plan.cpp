@@ -595,13 +595,8 @@ LaunchPlan make_plan(const LaunchOptions &options, const LaunchInputs &inputs) {
   plan.staged_program = staged_program;
   plan.recovery = detail::recovery_policy(options, program, multi);
   plan.recover_mode = plan.recovery.value("mode", std::string());
-  plan.controller = detail::controller_plan(options,
-                                            inputs,
-                                            flags,
-                                            plan.recover_mode,
-                                            experiment_name,
-                                            staged_program,
-                                            inputs.launch_id);
+  plan.controller = detail::controller_plan(
+      options, inputs, flags, plan.recover_mode, experiment_name, staged_program, inputs.launch_id);
   if (plan.controller) {
     plan.recovery["controller"] = {{"experiment_name", plan.controller->experiment_name},
                                    {"spec_path", plan.controller->spec_path.string()}};

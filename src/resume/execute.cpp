@@ -264,7 +264,8 @@ std::vector<Refusal> refusals(const ResumePlan &plan, ResumeEffects &effects) {
     found.push_back(Refusal{
         "refusing to resume while the source topology is active; two launches must not mutate "
         "one output directory. Active jobs: " +
-        describe(active), true});
+            describe(active),
+        true});
   }
   for (const auto &[attempt, child] : earlier_children(plan)) {
     const auto payload = effects.beaker.get_experiment(child);
@@ -277,11 +278,11 @@ std::vector<Refusal> refusals(const ResumePlan &plan, ResumeEffects &effects) {
       }
     }
     if (const auto active = active_jobs(effects.beaker, job_ids); !active.empty()) {
-      found.push_back(Refusal{"refusing to resume while " + child +
-                                  " (submitted by an earlier resume, attempts/" + attempt +
-                                  ") is active in the same output directory. Active jobs: " +
-                                  describe(active),
-                              true});
+      found.push_back(
+          Refusal{"refusing to resume while " + child +
+                      " (submitted by an earlier resume, attempts/" + attempt +
+                      ") is active in the same output directory. Active jobs: " + describe(active),
+                  true});
     }
   }
   if (const auto problem = workspace_problem(plan, effects.beaker)) {

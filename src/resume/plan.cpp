@@ -236,10 +236,10 @@ ResumePlan make_plan(const ResumeOptions &options, const ResumeInputs &inputs) {
   plan.experiment_name =
       !options.child_name.empty()
           ? options.child_name
-          : resume_experiment_name(
-                options.experiment_name.empty() ? source.name : options.experiment_name,
-                step,
-                inputs.attempt_id);
+          : resume_experiment_name(options.experiment_name.empty() ? source.name
+                                                                   : options.experiment_name,
+                                   step,
+                                   inputs.attempt_id);
   plan.source_config_path = inputs.config_path;
   const fs::path artifacts = checkpoints.output_dir / "primebeaker_resume";
   plan.generated_config_path =

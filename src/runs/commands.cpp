@@ -275,9 +275,8 @@ void run_stop(const StopOptions &options) {
                                  outcome_name(controller.outcome));
       }
     } else {
-      std::cerr << fmt::format("primebeaker: its recovery controller {}/{} was not found\n",
-                               author,
-                               name->second);
+      std::cerr << fmt::format(
+          "primebeaker: its recovery controller {}/{} was not found\n", author, name->second);
     }
   }
   print_json(std::cout, out);
@@ -333,7 +332,7 @@ void run_list(const ListOptions &options) {
   std::vector<OrderedJson> counts;
   std::vector<OrderedJson> controllers;
   for (const auto &run : runs) {
-    counts.push_back(ledger_counts(run)); // a few small files per run, no checkpoint listing
+    counts.push_back(ledger_counts(run));        // a few small files per run, no checkpoint listing
     controllers.push_back(controller_view(run)); // and the controller's one status file
   }
   if (options.json) {

@@ -7,11 +7,11 @@
 #include "timing.hpp"
 
 #include <primebeaker/beaker/client.hpp>
+#include <primebeaker/checkpoints/ledger.hpp>
 #include <primebeaker/core/env.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/signals.hpp>
 #include <primebeaker/core/text.hpp>
-#include <primebeaker/checkpoints/ledger.hpp>
 #include <primebeaker/runs/recover.hpp>
 #include <primebeaker/runs/runs.hpp>
 
@@ -261,8 +261,8 @@ int follow_one(const std::string &experiment_id,
 
       for (const auto &replica : run.replicas) {
         if (!options.logs || (options.replica && replica.rank != *options.replica) ||
-            replica.job_id.empty() ||
-            replica.state == JobState::pending || replica.state == JobState::scheduled) {
+            replica.job_id.empty() || replica.state == JobState::pending ||
+            replica.state == JobState::scheduled) {
           continue;
         }
         const std::string log = beaker.job_logs(replica.job_id);
@@ -387,7 +387,8 @@ int follow_run(const std::string &experiment_id,
     if (!options.recover.enabled || !ended ||
         (ended->outcome != Outcome::preempted && ended->outcome != Outcome::failed)) {
       if (ended) {
-        state.last_action = fmt::format("{} {}; nothing to recover", ended->id, outcome_name(ended->outcome));
+        state.last_action =
+            fmt::format("{} {}; nothing to recover", ended->id, outcome_name(ended->outcome));
         report(ended->id, "ended");
       }
       return code;

@@ -13,14 +13,14 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <charconv>
 #include <ostream>
 #include <random>
 #include <regex>
 #include <set>
-
-#include <unistd.h>
 
 namespace pb::runs {
 
@@ -219,7 +219,8 @@ std::string controller_line(const OrderedJson &view) {
   if (view["state"].is_null()) {
     return line + ": no status yet (not started, or its output dir is not visible here)";
   }
-  line += fmt::format(": {} {} (at {}", view["state"].get<std::string>(),
+  line += fmt::format(": {} {} (at {}",
+                      view["state"].get<std::string>(),
                       view["following"].get<std::string>(),
                       view["updated_at"].get<std::string>());
   if (view["restarts"].get<int>() > 0) {
@@ -356,10 +357,8 @@ recovery_child_name(const RunView &run, const RecoveryVerdict &verdict, std::str
   if (base.empty()) {
     base = "run";
   }
-  const std::string tail = fmt::format("-{}{}-{}",
-                                       verdict.cause == ledger::k_error ? "restart" : "recover",
-                                       verdict.number,
-                                       hex8);
+  const std::string tail = fmt::format(
+      "-{}{}-{}", verdict.cause == ledger::k_error ? "restart" : "recover", verdict.number, hex8);
   if (base.size() + tail.size() > 128) {
     base.resize(128 - tail.size());
   }
@@ -506,8 +505,10 @@ public:
       return settle(*claim);
     }
     if (const auto child = already_resubmitted(m_history, m_run.id); !child.empty()) {
-      say(fmt::format(
-          "{} was already resubmitted as {} (ledger {}); following it", m_run.id, child, m_dir.string()));
+      say(fmt::format("{} was already resubmitted as {} (ledger {}); following it",
+                      m_run.id,
+                      child,
+                      m_dir.string()));
       m_result.child = child;
       return m_result;
     }
@@ -560,7 +561,8 @@ public:
       }
       const auto *claim = m_history.claim_of(m_run.id);
       if (claim == nullptr) {
-        say(fmt::format("not resubmitting {}: its claim vanished from {}", m_run.id, m_dir.string()));
+        say(fmt::format(
+            "not resubmitting {}: its claim vanished from {}", m_run.id, m_dir.string()));
         return m_result;
       }
       return settle(*claim);
@@ -642,8 +644,7 @@ private:
         return m_result;
       }
       const double age = now_unix() - claim.claimed_unix;
-      const bool lease_over =
-          age * 1000.0 >= static_cast<double>(m_options.claim_lease.count());
+      const bool lease_over = age * 1000.0 >= static_cast<double>(m_options.claim_lease.count());
       if (claim.by == m_actor || lease_over) {
         ledger::Claim next = claim;
         next.generation = claim.generation + 1;
@@ -675,8 +676,9 @@ private:
         if (!wait(std::chrono::milliseconds(0))) {
           return m_result;
         }
-      } else if (!wait(std::max(std::chrono::milliseconds(50),
-                                std::min(m_options.claim_lease / 20, std::chrono::milliseconds(30000))))) {
+      } else if (!wait(std::max(
+                     std::chrono::milliseconds(50),
+                     std::min(m_options.claim_lease / 20, std::chrono::milliseconds(30000))))) {
         return m_result;
       }
       if (!reread()) {
@@ -684,7 +686,8 @@ private:
       }
       const auto *now = m_history.claim_of(m_run.id);
       if (now == nullptr) {
-        say(fmt::format("not resubmitting {}: its claim vanished from {}", m_run.id, m_dir.string()));
+        say(fmt::format(
+            "not resubmitting {}: its claim vanished from {}", m_run.id, m_dir.string()));
         return m_result;
       }
       claim = *now;
@@ -775,7 +778,8 @@ private:
       }
       // 75: a refusal that passes (the source not finalized yet); 4: `beaker` failed. The rest
       // (a refused plan, a missing secret, a configuration error) fails again on every retry.
-      if (ran.signal != 0 || (ran.exit_code != static_cast<int>(ExitCode::retry_later) && ran.exit_code != 4)) {
+      if (ran.signal != 0 ||
+          (ran.exit_code != static_cast<int>(ExitCode::retry_later) && ran.exit_code != 4)) {
         say(fmt::format("not resubmitting {} ({}): `rl resume` refused for a reason no retry "
                         "mends; {}",
                         m_run.id,

@@ -223,7 +223,8 @@ Staged Stager::stage_tool(const stdfs::path &directory, const Tool &tool) {
   const stdfs::path parent = directory.parent_path();
   stdfs::create_directories(parent, ec);
   if (ec) {
-    throw failure(fmt::format("cannot stage {} under {}: {}", tool.name, parent.string(), ec.message()));
+    throw failure(
+        fmt::format("cannot stage {} under {}: {}", tool.name, parent.string(), ec.message()));
   }
   TemporaryDirectory temp(parent / fmt::format(".{}.tmp-{}-{}",
                                                directory.filename().string(),
@@ -242,9 +243,7 @@ Staged Stager::stage_tool(const stdfs::path &directory, const Tool &tool) {
                               copied,
                               tool.sha256));
   }
-  detail::write_new(temp.path() / k_manifest,
-                    detail::format_manifest({{tool.name, copied}}),
-                    0444);
+  detail::write_new(temp.path() / k_manifest, detail::format_manifest({{tool.name, copied}}), 0444);
   sync_directory(temp.path());
   if (!rename_no_replace(temp.path(), directory)) {
     check(); // staged meanwhile by another submit

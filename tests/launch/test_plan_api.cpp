@@ -13,8 +13,9 @@
 #include <primebeaker/toml/value.hpp>
 
 #include <CLI/CLI.hpp>
-#include <algorithm>
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 namespace pb::test {
 namespace {
@@ -54,7 +55,8 @@ public:
     }
     const int created = static_cast<int>(std::count_if(
         calls.begin(), calls.end(), [](const proc::Argv &a) { return a[1] == "experiment"; }));
-    result.out = created == 1 ? "Experiment 01NEW submitted.\n" : "Experiment 01CONTROL submitted.\n";
+    result.out =
+        created == 1 ? "Experiment 01NEW submitted.\n" : "Experiment 01CONTROL submitted.\n";
     return result;
   }
   std::vector<proc::Argv> calls;
@@ -195,7 +197,8 @@ TEST(PlanApi, AMultiNodeRunGetsARecoveryControllerStagedCheckedAndSubmittedAfter
   // One CPU, a small image, its own preemption resumed, the token from a secret, the mount.
   const auto expected = OrderedJson::parse(R"({
     "version": "v2",
-    "description": "PrimeBeaker recovery controller of )" + plan.experiment_name + R"(",
+    "description": "PrimeBeaker recovery controller of )" +
+                                           plan.experiment_name + R"(",
     "tasks": [{
       "name": "recovery-controller",
       "image": {"docker": "alpine:3.20"},

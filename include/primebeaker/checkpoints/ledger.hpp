@@ -92,8 +92,8 @@ struct Recover {
 // resubmission is done, `claims/<source>.child.json` names the new experiment.
 struct Claim {
   std::string source_experiment;
-  int generation = 1; // 1 = the first claim; a takeover creates generation + 1
-  std::string cause;  // k_preemption or k_error
+  int generation = 1;      // 1 = the first claim; a takeover creates generation + 1
+  std::string cause;       // k_preemption or k_error
   std::int64_t number = 0; // the recovery's number against its budget
   std::string by;          // "controller <experiment id>" or "terminal <host> <pid>"
   double claimed_unix = 0;

@@ -168,8 +168,8 @@ struct ControllerPlan {
   // k_training_id_placeholder.
   OrderedJson spec;
   std::string token_secret;
-  std::string image;                  // the catalog's controller image
-  std::filesystem::path beaker_cli;   // what is staged (empty: none found here)
+  std::string image;                // the catalog's controller image
+  std::filesystem::path beaker_cli; // what is staged (empty: none found here)
   std::string beaker_cli_sha256;
   std::filesystem::path beaker_stage; // <scratch>/primebeaker/tools/beaker-<sha16>
 };

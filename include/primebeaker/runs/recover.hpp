@@ -89,8 +89,8 @@ bool resubmittable(const RunView &run);
 // "Exactly one resubmission"): the source's name without its author and without an earlier
 // recovery's suffix, then "-recover<k>-<hex8>" ("-restart<k>-..." after an error), at most 128
 // characters. Pure.
-std::string recovery_child_name(const RunView &run, const RecoveryVerdict &verdict,
-                                std::string_view hex8);
+std::string
+recovery_child_name(const RunView &run, const RecoveryVerdict &verdict, std::string_view hex8);
 
 // Who resubmits from this process: "controller <experiment id>" inside a controller
 // (BEAKER_EXPERIMENT_ID), else "terminal <host> <pid>".

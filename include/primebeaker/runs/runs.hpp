@@ -154,8 +154,8 @@ public:
   // The experiment `reference` (an id or author/name) names, nullopt when beaker says there is
   // none ("not found"); other failures throw as get_experiment does.
   std::optional<OrderedJson> find_experiment(const std::string &reference);
-  std::string job_logs(const std::string &job_id);   // job logs JOBID
-  void stop_experiment(const std::string &id);       // experiment stop ID
+  std::string job_logs(const std::string &job_id); // job logs JOBID
+  void stop_experiment(const std::string &id);     // experiment stop ID
   OrderedJson
   workspace_experiments(const std::string &ws); // workspace experiments WS --format json
   std::string whoami();                         // account whoami --format json -> name
