@@ -245,7 +245,9 @@ def run_seed(seed, binary, root, scratch, env_base, fakebin, timeout, generation
         if not anchor and proc is not None and proc.poll() is not None:
             controller_exit = proc.returncode
             proc = None
-            if controller_exit != 0:  # its own failure: Beaker would not restart it either
+            if controller_exit != 0 or outcome is None:
+                # Its own failure (Beaker would not restart it either), or it ended before the
+                # run did: either way nobody recovers the run any more.
                 break
         if not anchor and outcome is not None and controller_exit is not None:
             break
@@ -325,6 +327,8 @@ def run_seed(seed, binary, root, scratch, env_base, fakebin, timeout, generation
         problems.append(f"{duplicates} duplicate resubmission(s)")
     if controller_exit != 0:
         problems.append(f"the controller did not end by itself (exit {controller_exit})")
+    elif outcome is None and not anchor:
+        problems.append("the controller ended before the run did")
     if outcome is None:
         problems.append("the run did not end within the timeout")
     refused = sum(1 for c in data["log"] if c.get("refused"))

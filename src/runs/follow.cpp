@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <csignal>
 #include <functional>
 #include <iostream>
@@ -400,6 +401,21 @@ int follow_run(const std::string &experiment_id,
     if (next.signal != 0) {
       say_detached(err, ended->id, "stopped following");
       return interrupted_exit(next.signal);
+    }
+    if (next.child.empty() && next.retry_later && options.recover.controller) {
+      // Nobody watches a controller: ending here would end the run's recovery for good.
+      const auto pause = std::clamp(options.recover.backoff * 8,
+                                    options.poll_interval,
+                                    std::max(options.poll_interval, options.recover.max_backoff));
+      state.last_action = fmt::format(
+          "{}: `rl resume` failed for now; trying again in {}", ended->id, wait_text(pause));
+      err << "primebeaker: " << state.last_action << '\n';
+      report(ended->id, "waiting");
+      if (!sleep(pause)) {
+        say_detached(err, ended->id, "stopped following");
+        return interrupted_exit(signal());
+      }
+      continue; // follow_one sees it ended again, and recovery takes its own claim over
     }
     if (next.child.empty()) {
       report(ended->id, "ended");

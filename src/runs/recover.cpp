@@ -59,19 +59,6 @@ stdfs::path normal_dir(stdfs::path path) {
   return path;
 }
 
-// "1m00s", "15s", "250ms".
-std::string wait_text(std::chrono::milliseconds wait) {
-  const auto ms = wait.count();
-  if (ms < 1000) {
-    return fmt::format("{}ms", ms);
-  }
-  const auto s = ms / 1000;
-  if (s >= 60) {
-    return fmt::format("{}m{:02}s", s / 60, s % 60);
-  }
-  return fmt::format("{}s", s);
-}
-
 std::string random_hex(std::size_t digits) {
   std::random_device device;
   std::string out;
@@ -104,6 +91,18 @@ std::string child_error(const proc::Result &result) {
 }
 
 } // namespace
+
+std::string wait_text(std::chrono::milliseconds wait) {
+  const auto ms = wait.count();
+  if (ms < 1000) {
+    return fmt::format("{}ms", ms);
+  }
+  const auto s = ms / 1000;
+  if (s >= 60) {
+    return fmt::format("{}m{:02}s", s / 60, s % 60);
+  }
+  return fmt::format("{}s", s);
+}
 
 LedgerLocation ledger_location(const RunView &run) {
   LedgerLocation where;
@@ -718,6 +717,7 @@ private:
           existing = created_under(claim);
         } catch (const Error &error) {
           last_error = error.what();
+          m_result.retry_later = true;
           break; // cannot tell whether it exists: never submit blindly
         }
         if (!existing.empty()) {
@@ -788,6 +788,7 @@ private:
         m_result.not_recoverable = ran.signal == 0;
         return m_result;
       }
+      m_result.retry_later = attempt == tries;
       if (attempt < tries) {
         say(fmt::format("{}: trying `rl resume` again in {} (try {} of {})",
                         m_run.id,

@@ -25,7 +25,13 @@ struct RecoverResult {
   std::string child; // the experiment to follow next; empty: stop with the outcome's code
   int signal = 0;    // a Ctrl-C / SIGTERM arrived while waiting (child is empty then)
   bool not_recoverable = false; // stop with k_exit_not_recoverable
+  // `rl resume` kept failing in a way that may pass (beaker down, the source not finalized):
+  // a controller, which nobody watches, tries again later instead of ending.
+  bool retry_later = false;
 };
+
+// "1m00s", "15s", "250ms".
+std::string wait_text(std::chrono::milliseconds wait);
 
 // `run` has ended (run.outcome != running). Prints what it does to `err`.
 RecoverResult recover_run(const RunView &run,

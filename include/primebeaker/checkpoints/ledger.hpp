@@ -157,7 +157,7 @@ bool write_claim_child(const std::filesystem::path &dir,
 struct ControllerStatus {
   std::string controller_experiment; // the controller's own experiment (BEAKER_EXPERIMENT_ID)
   std::string following;             // the training experiment it watches now
-  std::string state;                 // "following", "recovering", "ended"
+  std::string state;                 // "following", "recovering", "waiting", "ended"
   std::string last_action;           // one line
   double updated_unix = 0;
   int restarts = 0; // of the controller itself (its job changed)
