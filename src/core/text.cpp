@@ -2,6 +2,7 @@
 #include <primebeaker/core/text.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <numeric>
 
 namespace pb::text {
@@ -77,6 +78,16 @@ size_t edit_distance(std::string_view a, std::string_view b) {
     }
   }
   return row[b.size()];
+}
+
+std::optional<std::int64_t> parse_integer(std::string_view text) {
+  std::int64_t value = 0;
+  const char *end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec != std::errc() || ptr != end) {
+    return std::nullopt;
+  }
+  return value;
 }
 
 int hex_digit_value(char c) {

@@ -150,15 +150,7 @@ std::string controller_name_for(const std::string &training_name) {
 namespace pb::launch {
 
 OrderedJson controller_spec_for(const ControllerPlan &plan, const std::string &training_id) {
-  OrderedJson spec = plan.spec;
-  for (auto &task : spec["tasks"]) {
-    for (auto &word : task["command"]) {
-      if (word.is_string() && word.get<std::string>() == k_training_id_placeholder) {
-        word = training_id;
-      }
-    }
-  }
-  return spec;
+  return with_value(plan.spec, k_training_id_placeholder, training_id);
 }
 
 // Submit-time check of the secrets both experiments name: Beaker would otherwise accept the

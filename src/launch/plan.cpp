@@ -607,4 +607,30 @@ LaunchPlan make_plan(const LaunchOptions &options, const LaunchInputs &inputs) {
   return plan;
 }
 
+OrderedJson with_value(OrderedJson json, std::string_view placeholder, const std::string &value) {
+  if (json.is_string()) {
+    auto text = json.get<std::string>();
+    for (auto pos = text.find(placeholder); pos != std::string::npos;
+         pos = text.find(placeholder, pos + value.size())) {
+      text.replace(pos, placeholder.size(), value);
+    }
+    return text;
+  }
+  if (json.is_structured()) {
+    for (auto &item : json) {
+      item = with_value(std::move(item), placeholder, value);
+    }
+  }
+  return json;
+}
+
+LaunchPlan with_value(LaunchPlan plan, std::string_view placeholder, const std::string &value) {
+  plan.spec = with_value(std::move(plan.spec), placeholder, value);
+  plan.spec_text = to_pretty_json(plan.spec);
+  if (plan.controller) {
+    plan.controller->spec = with_value(std::move(plan.controller->spec), placeholder, value);
+  }
+  return plan;
+}
+
 } // namespace pb::launch

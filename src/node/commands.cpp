@@ -1,12 +1,10 @@
 // SPDX-License-Identifier: MIT
 // `primebeaker node rl|sft|single`: the in-container replica runtime.
 #include "runtime.hpp"
-#include "single.hpp"
 
 #include <primebeaker/core/command_tree.hpp>
 #include <primebeaker/core/env.hpp>
 #include <primebeaker/core/error.hpp>
-#include <primebeaker/core/process.hpp>
 
 #include <fmt/format.h>
 
@@ -66,15 +64,11 @@ void register_commands(pb::cli::CommandTree &tree) {
   single.add_flag("--json", single_options.json, "With --dry-run: one JSON object");
   single.callback([&program, &single_options] {
     if (single_options.dry_run) {
-      const auto start = plan_single_node(program, pb::env::snapshot());
-      fmt::print("{}", single_options.json ? single_plan_json(start) : single_plan_text(start));
+      const auto plan = plan_single_here(program, pb::env::snapshot());
+      fmt::print("{}", single_options.json ? plan_json(plan) : plan_text(plan));
       return;
     }
-    proc::SystemRunner runner;
-    const int code = run_single_node(plan_single_node(program, pb::env::snapshot()), runner);
-    if (code != 0) {
-      throw Error(code, "");
-    }
+    run_single(program, pb::env::snapshot());
   });
 }
 

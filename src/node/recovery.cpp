@@ -20,13 +20,6 @@ namespace fs = std::filesystem;
 namespace rec = checkpoints::recovery;
 namespace ledger = checkpoints::ledger;
 
-std::string env_or(const std::map<std::string, std::string> &env,
-                   const std::string &name,
-                   const std::string &fallback) {
-  const auto it = env.find(name);
-  return it == env.end() || it->second.empty() ? fallback : it->second;
-}
-
 double now_unix() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -63,18 +56,6 @@ primerl::RunLayout layout_of(const RecoveryRequest &request, const toml::Documen
                              out,
                              run_dir,
                              primerl::ckpt_output_dir(document, request.working_dir));
-}
-
-void fill_identity(RecoveryRequest &request, const std::map<std::string, std::string> &env) {
-  request.job_id = env_or(env, contract::var::job_id, "manual");
-  request.experiment_id = env_or(env, contract::var::experiment_id, "");
-  request.run_id = env_or(env,
-                          contract::var::wandb_run_id,
-                          env_or(env,
-                                 contract::var::wandb_shared_run_id,
-                                 env_or(env, contract::var::launch_id, "run")));
-  request.launch_key =
-      env_or(env, contract::var::launch_id, env_or(env, contract::var::experiment_id, ""));
 }
 
 nlohmann::json RecoveryOutcome::published() const {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <primebeaker/checkpoints/recovery.hpp>
+#include <primebeaker/node/replica_plan.hpp>
 #include <primebeaker/primerl/layout.hpp>
 
 #include <nlohmann/json.hpp>
@@ -17,29 +18,6 @@
 #include <string>
 
 namespace pb::node {
-
-struct RecoveryRequest {
-  std::string replica; // "node rl", "node sft", "node single rl", "node single sft"
-  std::filesystem::path working_dir;
-  std::filesystem::path output_dir; // as in OUTPUT_DIR (relative to working_dir)
-  std::filesystem::path config_path;
-  int trainer_ranks = 1;
-  bool trainer_only = false; // SFT: no orchestrator side
-  // The Prime-RL generation the TOML is written for (PRIME_RL_GENERATION); a v0.8 request for a
-  // TOML primerl detects as v0.9 reads it as v0.9.
-  primerl::Generation generation = primerl::Generation::v0_8;
-  // v0.9: the run directory under output_dir (PRIME_RL_RUN_DIR); "" takes run.dir / run.name
-  // from the TOML.
-  std::string run_dir_name;
-  std::string run_id;        // WANDB_RUN_ID
-  std::string launch_key;    // LAUNCH_ID, or BEAKER_EXPERIMENT_ID for single-node
-  std::string job_id;        // BEAKER_JOB_ID or "manual"
-  std::string experiment_id; // BEAKER_EXPERIMENT_ID
-  checkpoints::recovery::Policy policy;
-};
-
-// The request's fields that come from the environment Beaker and the launch set.
-void fill_identity(RecoveryRequest &request, const std::map<std::string, std::string> &env);
 
 // The run layout of a request: OUTPUT_DIR (relative to WORKING_DIR), the run directory of a
 // v0.9 run, and the trainer's root moved by ckpt.output_dir / trainer.ckpt.output_dir. Throws

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
-// node::plan_rl / plan_sft: one replica's whole run as a value (docs/node.md "The plan").
+// The planner: one replica's whole run as a value (docs/node.md "The plan"), for `node rl`,
+// `node sft` and `node single`, and the helpers only it uses.
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/node/replica_plan.hpp>
+#include <primebeaker/primerl/environments.hpp>
 #include <primebeaker/primerl/v0_9.hpp>
 
 #include <fmt/format.h>
@@ -24,16 +26,6 @@ std::string gpu_list(int start, int count) {
   return text::join(ids, ",");
 }
 
-std::string gpu_range(int start, int count) {
-  if (count == 0) {
-    return "none";
-  }
-  if (count == 1) {
-    return std::to_string(start);
-  }
-  return fmt::format("{}-{}", start, start + count - 1);
-}
-
 bool is_set(const EnvMap &env, const std::string &name) {
   const auto it = env.find(name);
   return it != env.end() && !it->second.empty();
@@ -49,6 +41,7 @@ void common_start(ReplicaPlan &plan,
   plan.total_nodes = env.total_nodes;
   plan.working_dir = env.working_dir;
   plan.rendezvous_dir = env.rendezvous_dir;
+  plan.rendezvous_timeout_seconds = env.rendezvous_timeout_seconds;
   plan.tuning = env.tuning;
   plan.env = cache_defaults(inputs.env, env.scratch, plan.local_tmp);
   const auto effective = [&](const std::string &name) -> std::string {
@@ -70,19 +63,12 @@ void common_start(ReplicaPlan &plan,
   plan.steps.push_back(step::JoinAttempt{env.rendezvous_dir, env.rendezvous_timeout_seconds});
 }
 
+// The resume decision of a multi-node replica: replica 0 decides and publishes it.
 step::DecideResume
 decide_resume(const CommonEnv &env, std::string replica, int trainer_ranks, bool trainer_only) {
   step::DecideResume s;
-  s.replica = std::move(replica);
-  s.trainer_ranks = trainer_ranks;
+  s.request = recovery_request(env, std::move(replica), trainer_ranks, trainer_only);
   s.leader = env.rank == 0;
-  s.trainer_only = trainer_only;
-  s.output_dir = env.output_dir;
-  s.config_path = env.config_path;
-  s.max_recoveries = env.max_recoveries;
-  s.max_restarts_on_errors = env.max_restarts_on_errors;
-  s.generation = env.generation;
-  s.run_dir_name = env.run_dir_name;
   return s;
 }
 
@@ -114,7 +100,8 @@ void network_hints(ReplicaPlan &plan, const PlanInputs &inputs) {
 step::ResolveConfig resolve_config(bool leader,
                                    const nlohmann::json &request,
                                    const fs::path &helper_dir,
-                                   const fs::path &config_path) {
+                                   const fs::path &config_path,
+                                   std::vector<std::string> components) {
   step::ResolveConfig s;
   s.leader = leader;
   s.request_json = request.dump();
@@ -124,7 +111,48 @@ step::ResolveConfig resolve_config(bool leader,
   s.result_path = helper_dir / "config-result.json";
   s.helper.name = "config helper";
   s.helper.argv = {"python3", s.script.string(), s.request_path.string(), s.result_path.string()};
+  s.components = std::move(components);
   return s;
+}
+
+// Prime-RL v0.9 reads a runtime copy of the TOML: the decided resume point and the launch's
+// run.name are written by the same C++ as a single-node start; the helper only resolves it.
+step::WriteRuntimeToml v0_9_runtime_toml_step(const CommonEnv &env, const fs::path &path) {
+  step::WriteRuntimeToml s;
+  s.config_path = env.config_path;
+  s.path = path;
+  s.generation = env.generation;
+  s.run_name = env.run_name;
+  return s;
+}
+
+// One torchrun of Prime-RL's trainer (RL or SFT), its ranks' output teed to the node's log.
+struct Torchrun {
+  std::string name = "trainer";
+  proc::Argv placement; // --standalone/--nnodes/--nproc-per-node/--node-rank/--rdzv-*
+  fs::path logs;        // <run>/logs/trainer
+  std::string module;   // prime_rl.trainer.rl.train
+  fs::path config;
+  fs::path log;
+};
+step::Start torchrun_step(const Torchrun &t) {
+  step::Start start;
+  auto &p = start.process;
+  p.name = t.name;
+  p.argv = {"torchrun", "--role=trainer"};
+  p.argv.insert(p.argv.end(), t.placement.begin(), t.placement.end());
+  p.argv.insert(p.argv.end(),
+                {"--log-dir=" + (t.logs / "torchrun").string(),
+                 "--tee=3",
+                 "--redirects=3",
+                 "--local-ranks-filter=${runtime.TRAINER_RANKS_FILTER}",
+                 "-m",
+                 t.module,
+                 "@",
+                 t.config.string()});
+  p.component_env = "trainer";
+  p.log = {LogSpec::Mode::tee, t.log, true};
+  return start;
 }
 
 std::string effective_tmpdir(const ReplicaPlan &plan, const PlanInputs &inputs) {
@@ -138,6 +166,9 @@ ReplicaPlan rl_plan(const RlEnv &env, const Paths &paths, std::string role) {
   ReplicaPlan plan;
   plan.command = "node rl";
   plan.role = std::move(role);
+  plan.publishes_complete = plan.role != "inference";
+  plan.peer_success_ends = true;
+  plan.exit_subject = fmt::format("Prime-RL node {} ({})", env.rank, plan.role);
   plan.local_tmp = paths.local_tmp;
   plan.managed_service_experiment_id = env.managed_service_experiment_id;
   if (env.managed_service_experiment_id && env.rank == 0) {
@@ -254,7 +285,7 @@ ReplicaPlan plan_rl_v0_9(const RlEnv &env, const PlanInputs &inputs) {
                              env.rank,
                              plan.role,
                              orchestrator ? "+orchestrator" : "",
-                             gpu_range(0, env.gpus_per_node),
+                             gpu_range(Slice{0, env.gpus_per_node}),
                              inputs.address);
   std::vector<fs::path> dirs = {
       paths.config_dir, paths.logs / "inference", paths.logs / "trainer", env.run_dir()};
@@ -308,13 +339,19 @@ ReplicaPlan plan_rl_v0_9(const RlEnv &env, const PlanInputs &inputs) {
   identity["MASTER_PORT"] = std::to_string(primerl::v0_9::k_rendezvous_port);
   plan.steps.push_back(step::SetEnv{identity});
   {
+    const fs::path runtime_toml = paths.local_tmp / "prime-rl.toml";
+    if (env.rank == 0) {
+      plan.steps.push_back(v0_9_runtime_toml_step(env, runtime_toml));
+    }
     const nlohmann::json request = {{"kind", "rl_v0_9"},
-                                    {"config", env.config_path.string()},
-                                    {"runtime_toml", (paths.local_tmp / "prime-rl.toml").string()},
+                                    {"config", runtime_toml.string()},
                                     {"config_dir", paths.config_dir.string()},
-                                    {"run_dir", env.run_dir().string()},
-                                    {"run_name", env.run_name}};
-    plan.steps.push_back(resolve_config(env.rank == 0, request, paths.local_tmp, env.config_path));
+                                    {"run_dir", env.run_dir().string()}};
+    plan.steps.push_back(resolve_config(env.rank == 0,
+                                        request,
+                                        paths.local_tmp,
+                                        env.config_path,
+                                        {"trainer", "orchestrator", "inference"}));
   }
   network_hints(plan, inputs);
   if (infer_nodes > 0) {
@@ -340,33 +377,25 @@ ReplicaPlan plan_rl_v0_9(const RlEnv &env, const PlanInputs &inputs) {
                                                  "1"}));
   } else {
     const int node = env.rank - infer_nodes;
-    step::Start trainer;
+    step::Start trainer = torchrun_step(
+        {"trainer",
+         {fmt::format("--nnodes={}", env.num_train_nodes),
+          fmt::format("--nproc-per-node={}", env.gpus_per_node),
+          fmt::format("--node-rank={}", node),
+          fmt::format("--rdzv-endpoint={}:{}", master, primerl::v0_9::k_rendezvous_port),
+          "--rdzv-id=job_" + env.launch_id},
+         paths.logs / "trainer",
+         "prime_rl.trainer.rl.train",
+         paths.config_dir / "trainer.json",
+         paths.logs / "trainer" / fmt::format("node_{}.log", node)});
     auto &p = trainer.process;
-    p.name = "trainer";
-    p.argv = {"torchrun",
-              "--role=trainer",
-              fmt::format("--nnodes={}", env.num_train_nodes),
-              fmt::format("--nproc-per-node={}", env.gpus_per_node),
-              fmt::format("--node-rank={}", node),
-              fmt::format("--rdzv-endpoint={}:{}", master, primerl::v0_9::k_rendezvous_port),
-              "--rdzv-id=job_" + env.launch_id,
-              "--log-dir=" + (paths.logs / "trainer" / "torchrun").string(),
-              "--tee=3",
-              "--redirects=3",
-              "--local-ranks-filter=${runtime.TRAINER_RANKS_FILTER}",
-              "-m",
-              "prime_rl.trainer.rl.train",
-              "@",
-              (paths.config_dir / "trainer.json").string()};
     p.when = {{"runtime.USE_ZMQ_TRANSPORT", {"--rollout_transport.host", orchestrator_host}}};
-    p.component_env = "trainer";
     p.env = {{"WANDB_SHARED_LABEL", "trainer"}};
     p.gpus = gpu_list(0, env.gpus_per_node);
     if (node == 0) {
       p.ports = {std::to_string(primerl::v0_9::k_rendezvous_port),
                  std::to_string(primerl::v0_9::k_nccl_broadcast_port)};
     }
-    p.log = {LogSpec::Mode::tee, paths.logs / "trainer" / fmt::format("node_{}.log", node), true};
     plan.steps.push_back(std::move(trainer));
   }
   std::vector<std::string> awaited;
@@ -401,6 +430,166 @@ ReplicaPlan plan_rl_v0_9(const RlEnv &env, const PlanInputs &inputs) {
 
 } // namespace
 
+std::string role_name(Role role) {
+  switch (role) {
+  case Role::trainer:
+    return "trainer";
+  case Role::mixed:
+    return "mixed";
+  default:
+    return "inference";
+  }
+}
+
+RlPlacement place_rl(const RlEnv &env) {
+  RlPlacement p;
+  if (env.rank == 0) {
+    p.train_gpus = env.trainer_gpu_count;
+    if (env.mixed_infer_gpu_count > 0) {
+      p.role = Role::mixed;
+      p.inference = {env.trainer_gpu_count, env.mixed_infer_gpu_count};
+    } else {
+      p.role = Role::trainer;
+      p.inference = {0, 0};
+    }
+  } else {
+    p.role = Role::inference;
+    p.inference = {0, env.gpus_per_node};
+  }
+  if (p.train_gpus + p.inference.count > env.gpus_per_node) {
+    throw usage_error(fmt::format("GPU partition exceeds node: {} trainer + {} inference GPUs > "
+                                  "GPUS_PER_NODE={}",
+                                  p.train_gpus,
+                                  p.inference.count,
+                                  env.gpus_per_node));
+  }
+  return p;
+}
+
+Paths rl_paths(const RlEnv &env) {
+  Paths p;
+  p.config_dir = env.run_dir() / "configs";
+  p.logs = env.run_dir() / "logs";
+  p.local_tmp =
+      env.tuning.local_root / fmt::format("primebeaker-rl-{}-{}", env.launch_id, env.rank);
+  return p;
+}
+
+Paths sft_paths(const SftEnv &env) {
+  Paths p;
+  p.config_dir = env.run_dir() / "configs";
+  p.logs = env.run_dir() / "logs";
+  p.local_tmp =
+      env.tuning.local_root / fmt::format("primebeaker-sft-{}-{}", env.launch_id, env.rank);
+  return p;
+}
+
+EnvMap cache_defaults(const EnvMap &env,
+                      const std::filesystem::path &scratch,
+                      const std::filesystem::path &local_tmp) {
+  EnvMap out;
+  auto value = [&](const std::string &name) -> std::string {
+    if (const auto it = out.find(name); it != out.end()) {
+      return it->second;
+    }
+    return env.at(name);
+  };
+  auto set_default = [&](const std::string &name, const std::string &fallback) {
+    const auto it = env.find(name);
+    if (it == env.end() || it->second.empty()) {
+      out[name] = fallback;
+    }
+  };
+  set_default("XDG_CACHE_HOME", (scratch / ".cache").string());
+  set_default("HF_HOME", value("XDG_CACHE_HOME") + "/huggingface");
+  set_default("TORCH_HOME", value("XDG_CACHE_HOME") + "/torch");
+  set_default("TORCHINDUCTOR_CACHE_DIR", value("TORCH_HOME") + "/inductor");
+  set_default("TRITON_CACHE_DIR", value("XDG_CACHE_HOME") + "/triton");
+  set_default("VLLM_CACHE_ROOT", value("XDG_CACHE_HOME") + "/vllm");
+  set_default("TMPDIR", local_tmp.string());
+  return out;
+}
+
+proc::Argv local_gateway_argv(const RlEnv &env) {
+  return {"python3",
+          "-m",
+          "literegistry.gateway",
+          "--registry",
+          env.registry,
+          "--port",
+          std::to_string(env.gateway_port),
+          "--workers",
+          std::to_string(env.gateway_workers),
+          "--timeout",
+          "800",
+          "--judge-timeout",
+          "800"};
+}
+
+proc::Argv
+wait_redis_argv(const std::string &self, const RlEnv &env, const std::filesystem::path &stop_file) {
+  return {self,
+          "registry",
+          "wait-redis",
+          "--registry",
+          env.registry,
+          "--timeout",
+          std::to_string(env.rendezvous_timeout_seconds),
+          "--stop-file",
+          stop_file.string()};
+}
+
+proc::Argv wait_services_argv(const std::string &self,
+                              const RlEnv &env,
+                              const std::filesystem::path &stop_file) {
+  proc::Argv argv = {self, "registry", "wait-services", "--registry", env.registry};
+  for (const auto &[name, count] : env.required_services) {
+    argv.insert(argv.end(), {"--require", fmt::format("{}={}", name, count)});
+  }
+  argv.insert(argv.end(),
+              {"--timeout",
+               std::to_string(env.rendezvous_timeout_seconds),
+               "--stop-file",
+               stop_file.string()});
+  return argv;
+}
+
+proc::Argv probe_gateway_argv(const std::string &self, const RlEnv &env) {
+  proc::Argv argv = {self,
+                     "registry",
+                     "probe-gateway",
+                     "--url",
+                     fmt::format("http://127.0.0.1:{}", env.gateway_port)};
+  for (const auto &path : env.local_search_model_paths) {
+    argv.insert(argv.end(), {"--model-path", path});
+  }
+  argv.insert(argv.end(),
+              {"--required-path",
+               "/judge",
+               "--timeout",
+               fmt::format("{}", env.tuning.gateway_probe_timeout_seconds)});
+  return argv;
+}
+
+RecoveryRequest
+recovery_request(const CommonEnv &env, std::string replica, int trainer_ranks, bool trainer_only) {
+  RecoveryRequest r;
+  r.replica = std::move(replica);
+  r.working_dir = env.working_dir;
+  r.output_dir = env.output_dir;
+  r.config_path = env.config_path;
+  r.trainer_ranks = trainer_ranks;
+  r.trainer_only = trainer_only;
+  r.generation = env.generation;
+  r.run_dir_name = env.run_dir_name;
+  r.run_id = env.identity.run_id;
+  r.launch_key = env.identity.launch_key;
+  r.job_id = env.identity.job_id;
+  r.experiment_id = env.identity.experiment_id;
+  r.policy = {env.max_recoveries, env.max_restarts_on_errors};
+  return r;
+}
+
 ReplicaPlan plan_rl(const RlEnv &env, const PlanInputs &inputs) {
   if (env.v0_9()) {
     return plan_rl_v0_9(env, inputs);
@@ -412,8 +601,8 @@ ReplicaPlan plan_rl(const RlEnv &env, const PlanInputs &inputs) {
   plan.summary = fmt::format("rank={} role={} train GPUs={} inference GPUs={} host={}",
                              env.rank,
                              plan.role,
-                             gpu_range(0, place.train_gpus),
-                             gpu_range(place.inference.start, place.inference.count),
+                             gpu_range(Slice{0, place.train_gpus}),
+                             gpu_range(place.inference),
                              inputs.address);
   if (env.registry != env.registry_display && env.registry.find('@') != std::string::npos) {
     plan.redact.emplace_back(env.registry, env.registry_display);
@@ -459,10 +648,17 @@ ReplicaPlan plan_rl(const RlEnv &env, const PlanInputs &inputs) {
   }
   plan.steps.push_back(step::SetEnv{{{"MASTER_ADDR", "${host.0}"}}});
   {
-    const nlohmann::json request = {{"kind", "rl"},
-                                    {"config", env.config_path.string()},
-                                    {"config_dir", paths.config_dir.string()}};
-    plan.steps.push_back(resolve_config(leader, request, paths.local_tmp, env.config_path));
+    // The helper rewrites legacy environment ids to these bundled modules (v0.8.0).
+    const nlohmann::json request = {
+        {"kind", "rl"},
+        {"config", env.config_path.string()},
+        {"config_dir", paths.config_dir.string()},
+        {"environment_modules", primerl::bundled_environment_modules()}};
+    plan.steps.push_back(resolve_config(leader,
+                                        request,
+                                        paths.local_tmp,
+                                        env.config_path,
+                                        {"trainer", "orchestrator", "inference"}));
   }
   network_hints(plan, inputs);
   plan.steps.push_back(step::BindWorkers{env.total_nodes, env.total_infer_ranks});
@@ -519,28 +715,19 @@ ReplicaPlan plan_rl(const RlEnv &env, const PlanInputs &inputs) {
   plan.steps.push_back(step::WaitFor{"router.url", "router_url", timeout});
   plan.steps.push_back(step::WaitFor{"admin.urls", "admin_urls", timeout});
   {
-    step::Start trainer;
+    step::Start trainer = torchrun_step({"trainer",
+                                         {"--standalone",
+                                          "--nnodes=1",
+                                          fmt::format("--nproc-per-node={}", place.train_gpus),
+                                          "--node-rank=0"},
+                                         paths.logs / "trainer",
+                                         "prime_rl.trainer.rl.train",
+                                         paths.config_dir / "trainer.toml",
+                                         paths.logs / "trainer" / "node_0.log"});
     auto &p = trainer.process;
-    p.name = "trainer";
-    p.argv = {"torchrun",
-              "--role=trainer",
-              "--standalone",
-              "--nnodes=1",
-              fmt::format("--nproc-per-node={}", place.train_gpus),
-              "--node-rank=0",
-              "--log-dir=" + (paths.logs / "trainer" / "torchrun").string(),
-              "--tee=3",
-              "--redirects=3",
-              "--local-ranks-filter=${runtime.TRAINER_RANKS_FILTER}",
-              "-m",
-              "prime_rl.trainer.rl.train",
-              "@",
-              (paths.config_dir / "trainer.toml").string()};
     p.when = {{"runtime.USE_ZMQ_TRANSPORT", {"--rollout_transport.host", "${host.0}"}}};
-    p.component_env = "trainer";
     p.env = {{"WANDB_SHARED_LABEL", "trainer"}};
     p.gpus = gpu_list(0, place.train_gpus);
-    p.log = {LogSpec::Mode::tee, paths.logs / "trainer" / "node_0.log", true};
     plan.steps.push_back(std::move(trainer));
   }
   plan.steps.push_back(orchestrator_step(
@@ -554,6 +741,7 @@ ReplicaPlan plan_sft(const SftEnv &env, const PlanInputs &inputs) {
   ReplicaPlan plan;
   plan.command = "node sft";
   plan.role = "sft";
+  plan.exit_subject = fmt::format("SFT node {}", env.rank);
   plan.local_tmp = paths.local_tmp;
   plan.summary = fmt::format("rank={} role=sft host={}", env.rank, inputs.address);
   common_start(plan, env, inputs, {paths.config_dir, paths.logs / "trainer", env.run_dir()});
@@ -578,469 +766,101 @@ ReplicaPlan plan_sft(const SftEnv &env, const PlanInputs &inputs) {
   // v0.9 resolves to JSON (sft.json, as its launcher writes), v0.8.0 to TOML.
   const fs::path resolved = paths.config_dir / (env.v0_9() ? "sft.json" : "sft.toml");
   {
-    nlohmann::json request = {{"kind", env.v0_9() ? "sft_v0_9" : "sft"},
-                              {"config", env.config_path.string()},
-                              {"output", resolved.string()}};
+    fs::path config = env.config_path;
     if (env.v0_9()) {
-      request["runtime_toml"] = (paths.local_tmp / "prime-rl.toml").string();
-      request["run_name"] = env.run_name;
+      config = paths.local_tmp / "prime-rl.toml";
+      if (env.rank == 0) {
+        plan.steps.push_back(v0_9_runtime_toml_step(env, config));
+      }
     }
-    plan.steps.push_back(resolve_config(env.rank == 0, request, paths.local_tmp, env.config_path));
+    const nlohmann::json request = {{"kind", env.v0_9() ? "sft_v0_9" : "sft"},
+                                    {"config", config.string()},
+                                    {"output", resolved.string()}};
+    plan.steps.push_back(
+        resolve_config(env.rank == 0, request, paths.local_tmp, env.config_path, {"trainer"}));
   }
   network_hints(plan, inputs);
-  step::Start torchrun;
-  auto &p = torchrun.process;
-  p.name = "torchrun";
-  p.argv = {"torchrun",
-            "--role=trainer",
-            fmt::format("--nnodes={}", env.total_nodes),
-            fmt::format("--nproc-per-node={}", env.gpus_per_node),
-            fmt::format("--node-rank={}", env.rank),
-            "--rdzv-endpoint=${host.0}:29500",
-            "--rdzv-id=primebeaker_" + env.launch_id,
-            "--log-dir=" + (paths.logs / "trainer" / "torchrun").string(),
-            "--tee=3",
-            "--redirects=3",
-            "--local-ranks-filter=${runtime.TRAINER_RANKS_FILTER}",
-            "-m",
-            "prime_rl.trainer.sft.train",
-            "@",
-            resolved.string()};
-  p.component_env = "trainer";
-  p.gpus = "";
+  step::Start torchrun =
+      torchrun_step({"torchrun",
+                     {fmt::format("--nnodes={}", env.total_nodes),
+                      fmt::format("--nproc-per-node={}", env.gpus_per_node),
+                      fmt::format("--node-rank={}", env.rank),
+                      "--rdzv-endpoint=${host.0}:29500",
+                      "--rdzv-id=primebeaker_" + env.launch_id},
+                     paths.logs / "trainer",
+                     "prime_rl.trainer.sft.train",
+                     resolved,
+                     paths.logs / "trainer" / fmt::format("node_{}.log", env.rank)});
   if (env.rank == 0) {
-    p.ports = {"29500"};
+    torchrun.process.ports = {"29500"};
   }
-  p.log = {LogSpec::Mode::tee, paths.logs / "trainer" / fmt::format("node_{}.log", env.rank), true};
   plan.steps.push_back(std::move(torchrun));
   plan.steps.push_back(step::AwaitExit{{"torchrun"}});
   return plan;
 }
 
-// ---------------------------------------------------------------------------------------------
-
-std::string substitute(const std::string &text, const EnvMap &facts) {
-  std::string out;
-  size_t pos = 0;
-  for (;;) {
-    const size_t open = text.find("${", pos);
-    if (open == std::string::npos) {
-      out.append(text, pos, std::string::npos);
-      return out;
-    }
-    const size_t close = text.find('}', open);
-    if (close == std::string::npos) {
-      out.append(text, pos, std::string::npos);
-      return out;
-    }
-    out.append(text, pos, open - pos);
-    std::string name = text.substr(open + 2, close - open - 2);
-    long long offset = 0;
-    if (const auto plus = name.find('+'); plus != std::string::npos) {
-      const std::string number = name.substr(plus + 1);
-      std::from_chars(number.data(), number.data() + number.size(), offset);
-      name.resize(plus);
-    }
-    if (name.size() > 3 && name.compare(name.size() - 3, 3, "...") == 0) {
-      name.resize(name.size() - 3);
-    }
-    const auto it = facts.find(name);
-    if (it == facts.end()) {
-      throw Error(ExitCode::failure,
-                  fmt::format("internal error: the plan uses ${{{}}} before it is known", name));
-    }
-    if (offset != 0) {
-      long long value = 0;
-      const auto &v = it->second;
-      const auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), value);
-      if (ec != std::errc() || ptr != v.data() + v.size()) {
-        throw Error(ExitCode::failure,
-                    fmt::format("internal error: ${{{}}} = '{}' is not a number", name, v));
-      }
-      out += std::to_string(value + offset);
-    } else {
-      out += it->second;
-    }
-    pos = close + 1;
+ReplicaPlan plan_single(const SingleEnv &env, const PlanInputs &inputs) {
+  const bool rl = env.program == "rl";
+  ReplicaPlan plan;
+  plan.command = "node single " + env.program;
+  plan.role = "single";
+  plan.summary = fmt::format("one container, Prime-RL's `{}` supervised", env.program);
+  plan.working_dir = env.working_dir;
+  plan.tuning = env.tuning;
+  plan.total_nodes = 1;
+  // The node's cache chain, with TMPDIR on the scratch volume.
+  plan.local_tmp = env.scratch / "tmp";
+  plan.env = cache_defaults(inputs.env, env.scratch, plan.local_tmp);
+  if (env.v0_9()) {
+    // Prime-RL v0.9's run identity; a random PRL_RUN_ID per restart would split the W&B run.
+    plan.env["PRL_RUN_ID"] = env.run_id;
+    plan.env["PRL_RUN_NAME"] = env.run_name.empty() ? env.run_dir_name : env.run_name;
   }
-}
-
-proc::Argv resolve_argv(const ProcessSpec &process, const EnvMap &facts) {
-  proc::Argv argv;
-  auto add = [&](const std::string &arg) {
-    if (arg.size() > 6 && arg.rfind("${", 0) == 0 && arg.compare(arg.size() - 4, 4, "...}") == 0) {
-      for (const auto &word : text::split(substitute(arg, facts), ' ')) {
-        if (!word.empty()) {
-          argv.push_back(word);
-        }
-      }
-      return;
-    }
-    argv.push_back(substitute(arg, facts));
+  const auto effective = [&](const std::string &name) -> fs::path {
+    const auto it = plan.env.find(name);
+    return it != plan.env.end() ? it->second : inputs.env.at(name);
   };
-  for (const auto &arg : process.argv) {
-    add(arg);
+  plan.steps.push_back(step::MakeDirs{{env.result_dir}});
+  if (env.setup_command) {
+    step::Run run;
+    run.process.name = "setup command";
+    run.process.argv = {"bash", "-lc", *env.setup_command};
+    run.failure = "the setup command (PRIMEBEAKER_SETUP_COMMAND) failed";
+    run.failure_code = static_cast<int>(ExitCode::failure);
+    plan.steps.push_back(std::move(run));
   }
-  for (const auto &[fact, args] : process.when) {
-    const auto it = facts.find(fact);
-    if (it != facts.end() && it->second == "1") {
-      for (const auto &arg : args) {
-        add(arg);
-      }
-    }
+  plan.steps.push_back(step::RequirePrograms{
+      {env.program}, fmt::format("Prime-RL's `{}` command is not on PATH", env.program)});
+  plan.steps.push_back(step::MakeDirs{{env.output_dir,
+                                       effective("XDG_CACHE_HOME"),
+                                       effective("HF_HOME"),
+                                       effective("TORCH_HOME"),
+                                       effective("TMPDIR")}});
+  step::CheckConfig check{env.config_path, {}};
+  if (!rl) {
+    check.readable_paths = {"data.name", "val.data.name"};
   }
-  return argv;
-}
-
-// ---------------------------------------------------------------------------------------------
-
-namespace {
-
-std::string redacted(const ReplicaPlan &plan, std::string text) {
-  for (const auto &[secret, shown] : plan.redact) {
-    for (size_t pos = text.find(secret); pos != std::string::npos;
-         pos = text.find(secret, pos + shown.size())) {
-      text.replace(pos, secret.size(), shown);
-    }
-  }
-  return text;
-}
-
-const char *mode_name(LogSpec::Mode mode) {
-  switch (mode) {
-  case LogSpec::Mode::tee:
-    return "tee";
-  case LogSpec::Mode::truncate:
-    return "truncate";
-  case LogSpec::Mode::append:
-    return "append";
-  case LogSpec::Mode::discard:
-    return "discard";
-  default:
-    return "inherit";
-  }
-}
-
-nlohmann::json process_json(const ProcessSpec &p) {
-  nlohmann::json when = nlohmann::json::array();
-  for (const auto &[fact, args] : p.when) {
-    when.push_back({{"fact", fact}, {"args", args}});
-  }
-  nlohmann::json log = {{"mode", mode_name(p.log.mode)}};
-  if (!p.log.path.empty()) {
-    log["path"] = p.log.path.string();
-  }
-  if (p.log.strip_rank_prefix) {
-    log["strip_rank_prefix"] = true;
-  }
-  nlohmann::json j = {{"name", p.name}, {"argv", p.argv}};
-  if (!p.when.empty()) {
-    j["when"] = when;
-  }
-  if (!p.component_env.empty()) {
-    j["component_env"] = p.component_env;
-  }
-  j["env"] = p.env;
-  if (!p.gpus.empty()) {
-    j["gpus"] = p.gpus;
-  }
-  j["ports"] = p.ports;
-  j["log"] = log;
-  return j;
-}
-
-struct JsonStep {
-  nlohmann::json operator()(const step::MakeDirs &s) const {
-    nlohmann::json dirs = nlohmann::json::array();
-    for (const auto &d : s.dirs) {
-      dirs.push_back(d.string());
-    }
-    return {{"step", "make_dirs"}, {"dirs", dirs}};
-  }
-  nlohmann::json operator()(const step::JoinAttempt &s) const {
-    return {{"step", "join_attempt"},
-            {"rendezvous_dir", s.rendezvous_dir.string()},
-            {"timeout_seconds", s.timeout_seconds},
-            {"binds", {"attempt_dir"}}};
-  }
-  nlohmann::json operator()(const step::DecideResume &s) const {
-    nlohmann::json j = {{"step", "decide_resume"},
-                        {"replica", s.replica},
-                        {"trainer_ranks", s.trainer_ranks},
-                        {"decides", s.leader},
-                        {"output_dir", s.output_dir.string()},
-                        {"max_recoveries", s.max_recoveries},
-                        {"max_restarts_on_errors", s.max_restarts_on_errors},
-                        {"binds", {"resume"}}};
-    if (s.generation == primerl::Generation::v0_9) {
-      j["run_dir"] = (s.output_dir / s.run_dir_name).string();
-    }
-    return j;
-  }
-  nlohmann::json operator()(const step::Run &s) const {
-    return {{"step", "run"},
-            {"process", process_json(s.process)},
-            {"failure", s.failure},
-            {"failure_code", s.failure_code}};
-  }
-  nlohmann::json operator()(const step::RequirePrograms &s) const {
-    return {{"step", "require_programs"}, {"programs", s.programs}};
-  }
-  nlohmann::json operator()(const step::RaiseOpenFiles &s) const {
-    return {{"step", "raise_open_files"}, {"limit", s.limit}};
-  }
-  nlohmann::json operator()(const step::SetEnv &s) const {
-    return {{"step", "set_env"}, {"env", s.env}};
-  }
-  nlohmann::json operator()(const step::Publish &s) const {
-    return {{"step", "publish"}, {"file", s.file}, {"content", s.content}};
-  }
-  nlohmann::json operator()(const step::WaitFor &s) const {
-    return {{"step", "wait_for"},
-            {"file", s.file},
-            {"timeout_seconds", s.timeout_seconds},
-            {"binds", {s.fact}}};
-  }
-  nlohmann::json operator()(const step::ResolveConfig &s) const {
-    return {{"step", "resolve_config"},
-            {"runs_helper", s.leader},
-            {"request", nlohmann::json::parse(s.request_json)},
-            {"request_path", s.request_path.string()},
-            {"result_path", s.result_path.string()},
-            {"process", process_json(s.helper)},
-            {"binds", {"runtime.*"}}};
-  }
-  nlohmann::json operator()(const step::BindWorkers &s) const {
-    return {{"step", "bind_workers"},
-            {"nodes", s.total_nodes},
-            {"expected_ranks", s.expected_ranks},
-            {"binds", {"workers", "admin_urls"}}};
-  }
-  nlohmann::json operator()(const step::Start &s) const {
-    return {{"step", "start"}, {"process", process_json(s.process)}};
-  }
-  nlohmann::json operator()(const step::StartInferenceServers &s) const {
-    return {
-        {"step", "start_inference_servers"},
-        {"gpus", {{"start", s.slice.start}, {"count", s.slice.count}}},
-        {"per_server", "${runtime.INFERENCE_TP} GPUs, ${port} = ${runtime.BACKEND_PORT} + ${k}"},
-        {"dirs", s.dirs},
-        {"process", process_json(s.each)}};
-  }
-  nlohmann::json operator()(const step::Pause &s) const {
-    return {{"step", "pause"}, {"seconds", s.seconds}};
-  }
-  nlohmann::json operator()(const step::Probe &s) const {
-    return {{"step", "probe"},
-            {"process", process_json(s.process)},
-            {"attempts", s.attempts},
-            {"interval_seconds", s.interval_seconds},
-            {"failure", s.failure}};
-  }
-  nlohmann::json operator()(const step::AwaitExit &s) const {
-    return {{"step", "await_exit"}, {"processes", s.processes}};
-  }
-};
-
-// Shell-quoted words, except that ${...} placeholders are shown as they are.
-std::string quoted(const proc::Argv &argv) {
-  std::vector<std::string> words;
-  for (const auto &a : argv) {
-    std::string plain = a;
-    for (size_t open = plain.find("${"); open != std::string::npos; open = plain.find("${")) {
-      const size_t close = plain.find('}', open);
-      if (close == std::string::npos) {
-        break;
-      }
-      plain.replace(open, close - open + 1, "x");
-    }
-    words.push_back(text::shell_quote(plain) == plain ? a : text::shell_quote(a));
-  }
-  return text::join(words, " ");
-}
-
-std::string seconds(double value) {
-  return fmt::format("{:g} s", value);
-}
-
-void process_text(std::string &out, const ProcessSpec &p) {
-  out += "       argv: " + quoted(p.argv) + "\n";
-  for (const auto &[fact, args] : p.when) {
-    out += "       + when ${" + fact + "} = 1: " + quoted(args) + "\n";
-  }
-  if (!p.component_env.empty()) {
-    out += "       env:  runtime/" + p.component_env + ".env\n";
-  }
-  for (const auto &[k, v] : p.env) {
-    out += "       env:  " + k + "=" + text::shell_quote(v) + "\n";
-  }
-  if (!p.gpus.empty()) {
-    out += "       GPUs: " + p.gpus + "\n";
-  }
-  if (!p.ports.empty()) {
-    out += "       ports: " + text::join(p.ports, " ") + "\n";
-  }
-  if (p.log.mode != LogSpec::Mode::inherit) {
-    const char *how = p.log.mode == LogSpec::Mode::tee        ? " (appended, and on stdout)"
-                      : p.log.mode == LogSpec::Mode::append   ? " (appended)"
-                      : p.log.mode == LogSpec::Mode::truncate ? " (truncated first)"
-                                                              : "discarded";
-    out += fmt::format("       log:  {}{}{}\n",
-                       p.log.path.string(),
-                       how,
-                       p.log.strip_rank_prefix ? " (rank prefix stripped)" : "");
-  }
-}
-
-struct TextStep {
-  std::string &out;
-  void operator()(const step::MakeDirs &s) const {
-    out += "make directories\n";
-    for (const auto &d : s.dirs) {
-      out += "       " + d.string() + "\n";
-    }
-  }
-  void operator()(const step::JoinAttempt &s) const {
-    out += fmt::format("join the attempt under {} (timeout {} s) -> ${{attempt_dir}}\n",
-                       s.rendezvous_dir.string(),
-                       s.timeout_seconds);
-  }
-  void operator()(const step::DecideResume &s) const {
-    if (!s.leader) {
-      out += "wait for replica 0's resume decision (recovery.json) -> ${resume}\n";
-      return;
-    }
-    out += fmt::format("decide the resume point from the checkpoints under {} ({} trainer ranks), "
-                       "record the start in the ledger, publish recovery.json -> ${{resume}}\n",
-                       s.generation == primerl::Generation::v0_9
-                           ? "the Prime-RL v0.9 run directory " +
-                                 (s.output_dir / s.run_dir_name).string()
-                           : s.output_dir.string(),
-                       s.trainer_ranks);
-    out += fmt::format("       budget: {} preemption recoveries, {} restarts after errors\n",
-                       s.max_recoveries,
-                       s.max_restarts_on_errors);
-  }
-  void operator()(const step::Run &s) const {
-    out += "run " + s.process.name + " to its end (failure: exit " +
-           std::to_string(s.failure_code) + ")\n";
-    process_text(out, s.process);
-  }
-  void operator()(const step::RequirePrograms &s) const {
-    out += "require on PATH: " + text::join(s.programs, " ") + "\n";
-  }
-  void operator()(const step::RaiseOpenFiles &s) const {
-    out += fmt::format("raise the open-file limit to {}\n", s.limit);
-  }
-  void operator()(const step::SetEnv &s) const {
-    out += "set for every later child:";
-    for (const auto &[k, v] : s.env) {
-      out += " " + k + "=" + v;
-    }
-    out += "\n";
-  }
-  void operator()(const step::Publish &s) const {
-    std::string content = s.content;
-    if (!content.empty() && content.back() == '\n') {
-      content.pop_back();
-    }
-    out += "publish " + s.file + " = " + content + "\n";
-  }
-  void operator()(const step::WaitFor &s) const {
-    out +=
-        fmt::format("wait for {} (timeout {} s) -> ${{{}}}\n", s.file, s.timeout_seconds, s.fact);
-  }
-  void operator()(const step::ResolveConfig &s) const {
-    if (s.leader) {
-      out += "resolve " + s.config_path.string() +
-             " through Prime-RL (the config helper, with ${resume}), publish runtime/* -> "
-             "${runtime.*}\n";
-      out += "       request: " + s.request_json + " in " + s.request_path.string() +
-             ", answer in " + s.result_path.string() + "\n";
-      process_text(out, s.helper);
-    } else {
-      out += "wait for replica 0's resolved config (runtime/runtime.ready) -> ${runtime.*}\n";
-    }
-  }
-  void operator()(const step::BindWorkers &s) const {
-    out += fmt::format("list the inference workers of the {} nodes (layout.N, host.N, "
-                       "${{runtime.INFERENCE_TP}}, ${{runtime.BACKEND_PORT}}; expect {}) -> "
-                       "${{workers}} ${{admin_urls}}\n",
-                       s.total_nodes,
-                       s.expected_ranks);
-  }
-  void operator()(const step::Start &s) const {
-    out += "start " + s.process.name + "\n";
-    process_text(out, s.process);
-  }
-  void operator()(const step::StartInferenceServers &s) const {
-    out += fmt::format("start one inference server per ${{runtime.INFERENCE_TP}} GPUs of {} "
-                       "(server ${{k}}: ${{gpus}} its block, ${{port}} = "
-                       "${{runtime.BACKEND_PORT}} + ${{k}})\n",
-                       gpu_range(s.slice.start, s.slice.count));
-    for (const auto &d : s.dirs) {
-      out += "       dir:  " + d + "\n";
-    }
-    process_text(out, s.each);
-  }
-  void operator()(const step::Pause &s) const { out += "pause " + seconds(s.seconds) + "\n"; }
-  void operator()(const step::Probe &s) const {
-    out += fmt::format("probe up to {} times, {} apart, until it succeeds\n",
-                       s.attempts,
-                       seconds(s.interval_seconds));
-    process_text(out, s.process);
-  }
-  void operator()(const step::AwaitExit &s) const {
-    out += s.processes.empty() ? std::string("serve until the job ends (a peer's verdict)\n")
-                               : "wait until " + text::join(s.processes, " and ") + " exit 0\n";
-  }
-};
-
-} // namespace
-
-std::string plan_json(const ReplicaPlan &plan) {
-  nlohmann::json steps = nlohmann::json::array();
-  for (const auto &s : plan.steps) {
-    steps.push_back(std::visit(JsonStep{}, s));
-  }
-  nlohmann::json j = {{"command", plan.command},
-                      {"rank", plan.rank},
-                      {"total_nodes", plan.total_nodes},
-                      {"role", plan.role},
-                      {"summary", plan.summary},
-                      {"working_dir", plan.working_dir.string()},
-                      {"rendezvous_dir", plan.rendezvous_dir.string()},
-                      {"local_tmp", plan.local_tmp.string()},
-                      {"env", plan.env},
-                      {"on_exit", plan.on_exit},
-                      {"stop_grace_seconds", plan.tuning.stop_grace_seconds},
-                      {"steps", steps}};
-  return redacted(plan, j.dump(2) + "\n");
-}
-
-std::string plan_text(const ReplicaPlan &plan) {
-  std::string out = fmt::format(
-      "{}, replica {} of {}: {}\n", plan.command, plan.rank, plan.total_nodes, plan.summary);
-  out += "working dir: " + plan.working_dir.string() + "\n";
-  out += "every child also gets:";
-  for (const auto &[k, v] : plan.env) {
-    out += " " + k + "=" + text::shell_quote(v);
-  }
-  out += "\n";
-  const bool completes = plan.role != "sft" && plan.role != "inference";
-  out += fmt::format("on exit (any path): publish status.{}, {}shutdown.requested on failure; stop "
-                     "every child (SIGTERM, {} grace, SIGKILL){}\n",
-                     plan.rank,
-                     completes ? "complete on success, " : "",
-                     seconds(plan.tuning.stop_grace_seconds),
-                     plan.on_exit.empty() ? std::string() : "; then " + quoted(plan.on_exit));
-  out += "${...}: values learned while running, bound by the step marked ->\n";
-  int n = 0;
-  for (const auto &s : plan.steps) {
-    out += fmt::format("{:>3}. ", ++n);
-    std::visit(TextStep{out}, s);
-  }
-  return redacted(plan, out);
+  plan.steps.push_back(std::move(check));
+  step::DecideResume decide;
+  decide.request = recovery_request(
+      env, plan.command, static_cast<int>(std::max<std::int64_t>(1, env.num_gpus)), !rl);
+  decide.leader = true;
+  decide.publish = false;
+  decide.trainer_ranks_from_toml = rl;
+  plan.steps.push_back(std::move(decide));
+  step::WriteRuntimeToml runtime;
+  runtime.config_path = env.config_path;
+  runtime.path = env.runtime_toml;
+  runtime.rewrite_environment_ids = rl; // v0.8.0's legacy ids -> the bundled modules
+  runtime.generation = env.generation;
+  runtime.run_name = env.run_name;
+  plan.steps.push_back(std::move(runtime));
+  step::Start start;
+  start.process.name = env.program;
+  start.process.argv = {env.program, "@", env.runtime_toml.string()};
+  plan.steps.push_back(std::move(start));
+  plan.steps.push_back(step::AwaitExit{{env.program}});
+  return plan;
 }
 
 } // namespace pb::node

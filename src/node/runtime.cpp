@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: MIT
-// `primebeaker node rl|sft`: what runs on each replica of a multi-node job (docs/node.md).
+// `primebeaker node rl|sft|single`: the executor of a replica's plan (docs/node.md "The plan").
 #include "runtime.hpp"
 
 #include "config_helper.hpp"
 #include "recovery.hpp"
+#include "support.hpp"
 
+#include <primebeaker/checkpoints/topology.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/fs.hpp>
 #include <primebeaker/core/text.hpp>
-#include <primebeaker/primerl/environments.hpp>
+#include <primebeaker/launch/rewrite_envs.hpp>
 #include <primebeaker/toml/value.hpp>
 
 #include <fmt/format.h>
@@ -16,6 +18,7 @@
 #include <spdlog/spdlog.h>
 
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -69,19 +72,14 @@ std::string trimmed(const std::string &s) {
   return std::string(text::trim(s));
 }
 
-// State shared by the RL and SFT flows.
+// What one replica holds while its plan runs.
 struct Replica {
+  const ReplicaPlan &plan;
   int rank = 0;
-  std::string role;
-  bool sft = false;
   Tuning tuning;
   Rendezvous rendezvous;
   Supervisor supervisor;
   EnvMap child_env; // what every child starts from
-  std::filesystem::path working_dir;
-  std::filesystem::path local_tmp; // node-local scratch of this replica
-  std::optional<std::string> managed_service_id;
-  proc::Argv stop_on_exit; // the plan's managed-service stop
   // Replica 0's start record in the attempt ledger (docs/recovery.md); its end goes there too.
   std::optional<RecoveryOutcome> recovery;
   Clock::time_point started = Clock::now();
@@ -90,14 +88,13 @@ struct Replica {
     return std::chrono::duration<double>(Clock::now() - started).count();
   }
 
-  Replica(const CommonEnv &env, std::string role_, bool sft_)
-      : rank(env.rank), role(std::move(role_)), sft(sft_), tuning(env.tuning),
-        rendezvous(env.rendezvous_dir,
-                   env.rank,
-                   env.total_nodes,
-                   env.tuning.poll_seconds,
-                   env.rendezvous_timeout_seconds),
-        working_dir(env.working_dir) {}
+  explicit Replica(const ReplicaPlan &plan_)
+      : plan(plan_), rank(plan_.rank), tuning(plan_.tuning),
+        rendezvous(plan_.rendezvous_dir,
+                   plan_.rank,
+                   plan_.total_nodes,
+                   plan_.tuning.poll_seconds,
+                   plan_.rendezvous_timeout_seconds) {}
 
   // Stops the replica when a peer asks for it (docs/node.md).
   void check_peers() {
@@ -105,7 +102,7 @@ struct Replica {
       return;
     }
     const Observation seen = rendezvous.observe();
-    const auto verdict = watcher_verdict(seen, sft);
+    const auto verdict = watcher_verdict(seen, !plan.peer_success_ends);
     if (!verdict) {
       return;
     }
@@ -171,7 +168,7 @@ struct Replica {
     std::string error; // the step's own message, without the "primebeaker: error: " prefix
   };
   StepOutcome registry_step(const std::string &name, proc::SpawnSpec s) {
-    const auto err_file = local_tmp / "registry-step.stderr";
+    const auto err_file = plan.local_tmp / "registry-step.stderr";
     ChildOptions options;
     options.out = proc::Output::null();
     options.err = proc::Output::truncate_to(err_file);
@@ -230,16 +227,14 @@ struct Replica {
   int finish(int code, const std::string &message = {}) {
     if (rendezvous.joined()) {
       try {
-        if (!sft && role != "inference" && code == 0) {
+        if (plan.publishes_complete && code == 0) {
           rendezvous.publish("complete", fmt::format("Prime-RL completed on node {}\n", rank));
         }
         if (code != 0 && !rendezvous.read("complete") && !rendezvous.read("shutdown.requested")) {
-          rendezvous.publish(
-              "shutdown.requested",
-              sft ? fmt::format("SFT node {} exited with code {}\n", rank, code)
-                  : fmt::format("Prime-RL node {} ({}) exited with code {}\n", rank, role, code));
+          rendezvous.publish("shutdown.requested",
+                             fmt::format("{} exited with code {}\n", plan.exit_subject, code));
         }
-        rendezvous.publish(fmt::format("status.{}", rank), status_text(code, sft ? "sft" : role));
+        rendezvous.publish(fmt::format("status.{}", rank), status_text(code, plan.role));
       } catch (const Error &e) {
         note(rank, "warning: could not publish the exit status: {}", e.what());
       }
@@ -248,33 +243,32 @@ struct Replica {
     if (recovery) {
       record_end(*recovery, code, root_code(code), message);
     }
-    if (managed_service_id && !stop_on_exit.empty()) {
+    if (plan.managed_service_experiment_id && !plan.on_exit.empty()) {
+      const auto &service = *plan.managed_service_experiment_id;
       proc::Command stop;
-      stop.argv = stop_on_exit;
+      stop.argv = plan.on_exit;
       stop.timeout = std::chrono::seconds(120);
       try {
         const auto r = proc::SystemRunner().run(stop);
         if (!r.ok()) {
           note(rank,
                "warning: beaker experiment stop {} failed ({}): {}",
-               *managed_service_id,
+               service,
                r.status(),
                trimmed(r.err));
         } else {
-          note(rank, "stopped the managed service experiment {}", *managed_service_id);
+          note(rank, "stopped the managed service experiment {}", service);
         }
       } catch (const Error &e) {
-        note(rank,
-             "warning: cannot stop the managed service experiment {}: {}",
-             *managed_service_id,
-             e.what());
+        note(rank, "warning: cannot stop the managed service experiment {}: {}", service, e.what());
       }
     }
     return code;
   }
 };
 
-void require_programs(const EnvMap &env, const std::vector<std::string> &programs) {
+void require_programs(const EnvMap &env, const step::RequirePrograms &required) {
+  const auto &programs = required.programs;
   const auto it = env.find("PATH");
   const std::string path = it != env.end() ? it->second : "/usr/bin:/bin";
   std::vector<std::string> missing;
@@ -284,7 +278,9 @@ void require_programs(const EnvMap &env, const std::vector<std::string> &program
     }
   }
   if (!missing.empty()) {
-    throw tool_error(fmt::format("cannot find {} on PATH", text::join(missing, ", ")));
+    throw tool_error(required.failure.empty()
+                         ? fmt::format("cannot find {} on PATH", text::join(missing, ", "))
+                         : required.failure);
   }
 }
 
@@ -307,7 +303,6 @@ nlohmann::json run_config_helper(Replica &r,
   const auto &request_path = s.request_path;
   const auto &result_path = s.result_path;
   fs::write_file_atomic(s.script, config_helper_source());
-  request["environment_modules"] = primerl::bundled_environment_modules();
   fs::write_file_atomic(request_path, request.dump(2) + "\n");
   std::error_code ec;
   std::filesystem::remove(result_path, ec);
@@ -344,18 +339,14 @@ EnvMap runtime_env_values(const nlohmann::json &runtime) {
 
 // Rank 0 writes the runtime files every replica reads: runtime.json (machine-read) and the
 // shell env files of docs/node.md (for people and scripts), then runtime.ready last.
-void publish_runtime(Replica &r, const nlohmann::json &result, bool rl) {
+void publish_runtime(Replica &r, const nlohmann::json &result, const step::ResolveConfig &s) {
   nlohmann::json stored = result;
   stored.erase("stale_state");
-  r.rendezvous.publish(
-      "runtime/trainer.env",
-      env_file_text(json_env(result.value("trainer_env", nlohmann::json::object())),
-                    "trainer.env"));
-  if (rl) {
-    r.rendezvous.publish("runtime/orchestrator.env",
-                         env_file_text(json_env(result["orchestrator_env"]), "orchestrator.env"));
-    r.rendezvous.publish("runtime/inference.env",
-                         env_file_text(json_env(result["inference_env"]), "inference.env"));
+  for (const auto &component : s.components) {
+    const std::string file = component + ".env";
+    r.rendezvous.publish(
+        "runtime/" + file,
+        env_file_text(json_env(result.value(component + "_env", nlohmann::json::object())), file));
   }
   r.rendezvous.publish("runtime/runtime.env",
                        env_file_text(runtime_env_values(result["runtime"]), "runtime.env"));
@@ -396,10 +387,7 @@ int run_with_trap(Replica &r, const std::function<void()> &body) {
 // Recovery (docs/recovery.md): replica 0 decides the resume point once per attempt, records the
 // start in the ledger and publishes the decision as recovery.json; every other replica waits for
 // it. A start past the recovery budget stops here, on every replica, before anything trains.
-void decide_recovery(Replica &r,
-                     const step::DecideResume &s,
-                     const std::filesystem::path &working_dir,
-                     const EnvMap &process_env) {
+void decide_recovery(Replica &r, const step::DecideResume &s) {
   if (!s.leader) {
     const auto published = nlohmann::json::parse(
         r.rendezvous.wait_for("recovery.json", "replica 0's resume decision"), nullptr, false);
@@ -419,22 +407,53 @@ void decide_recovery(Replica &r,
              : std::string("starting fresh"));
     return;
   }
-  RecoveryRequest request;
-  request.replica = s.replica;
-  request.working_dir = working_dir;
-  request.output_dir = s.output_dir;
-  request.config_path = s.config_path;
-  request.trainer_ranks = s.trainer_ranks;
-  request.trainer_only = s.trainer_only;
-  request.generation = s.generation;
-  request.run_dir_name = s.run_dir_name;
-  request.policy = {s.max_recoveries, s.max_restarts_on_errors};
-  fill_identity(request, process_env);
+  RecoveryRequest request = s.request;
+  if (s.trainer_ranks_from_toml) {
+    request.trainer_ranks = checkpoints::expected_trainer_ranks(
+        toml::Document::load(request.config_path), request.generation);
+  }
   r.recovery = start_recovery(request, [&](const std::string &line) { note(r.rank, "{}", line); });
-  r.rendezvous.publish("recovery.json", r.recovery->published().dump() + "\n");
+  if (s.publish) {
+    r.rendezvous.publish("recovery.json", r.recovery->published().dump() + "\n");
+  }
   const auto &decision = r.recovery->decision;
   if (!decision.refusal.empty()) {
     throw Error(decision.refusal_code, decision.refusal);
+  }
+}
+
+// The runtime TOML of step::WriteRuntimeToml: the source is never edited.
+void write_runtime_toml(const step::WriteRuntimeToml &s,
+                        const checkpoints::recovery::Decision &decision) {
+  const auto document = toml::Document::load(s.config_path);
+  const auto source =
+      s.rewrite_environment_ids
+          ? toml::Document::parse(launch::rewrite_environment_ids(document), s.path.string())
+          : toml::Document::parse(document.text(), s.path.string());
+  const std::string text = s.generation == primerl::Generation::v0_9
+                               ? v0_9_runtime_toml(source, decision, s.run_name)
+                               : checkpoints::recovery::resume_toml(source, decision);
+  std::error_code ec;
+  std::filesystem::create_directories(s.path.parent_path(), ec);
+  fs::write_file_atomic(s.path, text);
+}
+
+// step::CheckConfig: the TOML exists, and the paths it names that Prime-RL reads first do too.
+void check_config(const step::CheckConfig &s) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(s.config_path, ec)) {
+    throw input_error(fmt::format("config file not found: {}", s.config_path.string()));
+  }
+  const auto document = toml::Document::load(s.config_path);
+  for (const auto &key : s.readable_paths) {
+    const toml::Value *value = document.root().find_path(text::split(key, '.'));
+    const std::string *path = value ? value->string() : nullptr;
+    if (path == nullptr || ::access(path->c_str(), R_OK) != 0) {
+      throw input_error(fmt::format("{}: {} is not a readable path{}",
+                                    value ? document.location(*value) : document.source_name(),
+                                    key,
+                                    path ? ": " + *path : std::string()));
+    }
   }
 }
 
@@ -445,8 +464,7 @@ void decide_recovery(Replica &r,
 // GPUs, logs and waits are the plan's.
 class Executor {
 public:
-  Executor(Replica &r, const ReplicaPlan &plan, const EnvMap &process_env)
-      : m_r(r), m_plan(plan), m_process_env(process_env) {}
+  Executor(Replica &r, const ReplicaPlan &plan) : m_r(r), m_plan(plan) {}
 
   void run() {
     for (const auto &s : m_plan.steps) {
@@ -464,7 +482,7 @@ public:
   }
 
   void operator()(const step::DecideResume &s) {
-    decide_recovery(m_r, s, m_plan.working_dir, m_process_env);
+    decide_recovery(m_r, s);
     m_facts["resume"] = m_r.recovery ? m_r.recovery->helper_request().dump() : "replica 0's";
   }
 
@@ -483,7 +501,14 @@ public:
     }
   }
 
-  void operator()(const step::RequirePrograms &s) { require_programs(m_r.child_env, s.programs); }
+  void operator()(const step::RequirePrograms &s) { require_programs(m_r.child_env, s); }
+
+  void operator()(const step::CheckConfig &s) { check_config(s); }
+
+  void operator()(const step::WriteRuntimeToml &s) {
+    write_runtime_toml(s, m_r.recovery->decision);
+    note(m_r.rank, "wrote {}", s.path.string());
+  }
 
   void operator()(const step::RaiseOpenFiles &s) { raise_open_file_limit(s.limit); }
 
@@ -506,18 +531,8 @@ public:
     if (s.leader) {
       auto request = nlohmann::json::parse(s.request_json);
       request["resume"] = m_r.recovery->helper_request();
-      if (request.contains("runtime_toml")) {
-        // Prime-RL v0.9: the resume point and run name are written by the same C++ as a
-        // single-node start; the helper only resolves what it is given.
-        const auto runtime_toml = request["runtime_toml"].get<std::string>();
-        fs::write_file_atomic(runtime_toml,
-                              v0_9_runtime_toml(toml::Document::load(s.config_path),
-                                                m_r.recovery->decision,
-                                                request.value("run_name", std::string())));
-        request["config"] = runtime_toml;
-      }
       result = run_config_helper(m_r, s, spec(s.helper), request);
-      publish_runtime(m_r, result, m_plan.command == "node rl");
+      publish_runtime(m_r, result, s);
     } else {
       result = read_runtime(m_r);
     }
@@ -681,14 +696,13 @@ private:
 
   Replica &m_r;
   const ReplicaPlan &m_plan;
-  const EnvMap &m_process_env;
   EnvMap m_facts;
   std::map<std::string, EnvMap> m_component_env;
 };
 
 // Runs a plan (the replica's only entry into node::plan was before this): the process-wide
 // setup every replica needs (working directory, signals, subreaper), then the steps.
-int execute(const ReplicaPlan &plan, const CommonEnv &env, const EnvMap &process_env) {
+int execute(const ReplicaPlan &plan, const EnvMap &process_env) {
   // Relative paths of the contract (OUTPUT_DIR as written in the TOML) are relative to it.
   std::error_code cd_error;
   std::filesystem::current_path(plan.working_dir, cd_error);
@@ -698,15 +712,12 @@ int execute(const ReplicaPlan &plan, const CommonEnv &env, const EnvMap &process
   }
   Signals::install();
   proc::become_subreaper();
-  Replica r(env, plan.role, plan.command == "node sft");
-  r.managed_service_id = plan.managed_service_experiment_id;
-  r.stop_on_exit = plan.on_exit;
-  r.local_tmp = plan.local_tmp;
+  Replica r(plan);
   r.child_env = process_env;
   for (const auto &[k, v] : plan.env) {
     r.child_env[k] = v;
   }
-  return run_with_trap(r, [&] { Executor(r, plan, process_env).run(); });
+  return run_with_trap(r, [&] { Executor(r, plan).run(); });
 }
 
 // This machine's read-only facts the plan needs.
@@ -732,16 +743,21 @@ ReplicaPlan plan_sft_here(const EnvMap &process_env) {
   return plan_sft(env, machine_inputs(process_env, env.tuning));
 }
 
+ReplicaPlan plan_single_here(const std::string &program, const EnvMap &process_env) {
+  const SingleEnv env = parse_single_env(program, process_env);
+  return plan_single(env, machine_inputs(process_env, env.tuning));
+}
+
 int run_rl(const EnvMap &process_env) {
-  const RlEnv env = parse_rl_env(process_env);
-  const ReplicaPlan plan = plan_rl(env, machine_inputs(process_env, env.tuning));
-  return execute(plan, env, process_env);
+  return execute(plan_rl_here(process_env), process_env);
 }
 
 int run_sft(const EnvMap &process_env) {
-  const SftEnv env = parse_sft_env(process_env);
-  const ReplicaPlan plan = plan_sft(env, machine_inputs(process_env, env.tuning));
-  return execute(plan, env, process_env);
+  return execute(plan_sft_here(process_env), process_env);
+}
+
+int run_single(const std::string &program, const EnvMap &process_env) {
+  return execute(plan_single_here(program, process_env), process_env);
 }
 
 } // namespace pb::node

@@ -1,121 +1,26 @@
 // SPDX-License-Identifier: MIT
-// Private to the node module: the effects half of `node rl|sft` (signals, the attempt-keyed
-// rendezvous directory, child supervision). The pure half is include/primebeaker/node/plan.hpp.
+// Private to the node module: `node rl|sft|single` on this machine. The contract is read
+// (env.hpp), planned once (replica_plan.hpp), and the plan executed (runtime.cpp) on the
+// supervision of support.hpp.
 #pragma once
 
-#include <primebeaker/core/subprocess.hpp>
-#include <primebeaker/node/plan.hpp>
+#include <primebeaker/node/env.hpp>
 #include <primebeaker/node/replica_plan.hpp>
 
-#include <chrono>
-#include <filesystem>
-#include <fstream>
-#include <functional>
-#include <memory>
-#include <optional>
 #include <string>
-#include <vector>
 
 namespace pb::node {
 
-// SIGINT/SIGTERM/SIGHUP become a pending signal; SIGCHLD and those wake sleep() early.
-class Signals {
-public:
-  static void install();
-  static int pending(); // 0 or the first signal received
-  // Sleeps up to `seconds`, returning early on a signal or a child exit. `extra_fds` are polled
-  // for input too (child output pipes).
-  static void sleep(double seconds, const std::vector<int> &extra_fds = {});
-  // Throws pb::Error 130/143 when a terminating signal is pending.
-  static void check();
-};
-
-// The shared rendezvous directory of one launch, keyed by attempt (docs/node.md): rank 0
-// starts a fresh attempt directory and every other rank joins it with a handshake that proves
-// the attempt is newer than itself, so files of an earlier attempt are never read.
-class Rendezvous {
-public:
-  Rendezvous(
-      std::filesystem::path root, int rank, int total, double poll_seconds, int timeout_seconds);
-
-  // The handshake: rank 0 writes `attempt` (a fresh id) and waits for every `join.<r>` naming
-  // it; the others write `join.<r>` = "<attempt> <nonce>" and wait for the attempt's `roster`
-  // to list their nonce. Afterwards dir() is <root>/attempt-<id>.
-  void join();
-  bool joined() const { return !m_attempt.empty(); }
-  const std::string &attempt() const { return m_attempt; }
-  const std::filesystem::path &dir() const { return m_dir; }
-  std::filesystem::path file(const std::string &name) const { return m_dir / name; }
-
-  void publish(const std::string &name, const std::string &content); // atomic
-  std::optional<std::string> read(const std::string &name) const;    // non-empty content
-  // Polls until `name` exists and is non-empty. Throws 92 on a requested shutdown, 1 on timeout,
-  // 130/143 on a signal.
-  std::string wait_for(const std::string &name, const std::string &what);
-  // The peer watcher's view (other ranks' status files, complete, shutdown.requested).
-  Observation observe() const;
-
-private:
-  std::filesystem::path m_root;
-  std::filesystem::path m_dir;
-  int m_rank;
-  int m_total;
-  double m_poll;
-  int m_timeout;
-  std::string m_attempt;
-};
-
-// One supervised child and where its output goes.
-struct ChildOptions {
-  proc::Output out;                         // used unless tee is set
-  std::optional<std::filesystem::path> tee; // append each line here and echo it to stdout
-  bool strip_rank_prefix = false;
-  std::optional<proc::Output> err; // stderr (default: like stdout), unless tee is set
-};
-
-class Supervisor {
-public:
-  // Starts a named child (its own process group). Throws exit 4 when the program is missing.
-  void start(const std::string &name, proc::SpawnSpec spec, const ChildOptions &options);
-  // Waits up to `seconds` for something to happen, pumping output; returns the first child that
-  // exited since the last call (name and status), if any.
-  std::optional<std::pair<std::string, proc::ExitStatus>> wait_event(double seconds);
-  bool running(const std::string &name);
-  // Stops every child: SIGTERM to each group, `grace` for all, then SIGKILL; then orphans.
-  void stop_all(double grace_seconds);
-
-private:
-  struct Managed {
-    std::string name;
-    proc::Child child;
-    std::unique_ptr<std::ofstream> tee;
-    bool strip = false;
-    std::string partial;
-    bool reported = false;
-  };
-  void pump(Managed &m, bool final);
-  std::vector<std::unique_ptr<Managed>> m_children;
-  std::chrono::steady_clock::time_point m_last_reap{};
-};
-
-// The path of this binary, for running our own `registry ...` subcommands.
-std::string self_executable();
-
-// The address this node publishes: the tuning override, else the first non-loopback IPv4
-// address, else the host name.
-std::string local_address(const Tuning &tuning);
-// The interface carrying `address` (for GLOO_SOCKET_IFNAME), if any.
-std::optional<std::string> interface_of(const std::string &address);
-// Comma list of InfiniBand HCAs from /sys/class/infiniband (for NCCL_IB_HCA), if any.
-std::optional<std::string> infiniband_hcas();
-
-// What `node rl|sft` would do on this machine with `env` (--dry-run): the contract parsed, this
-// machine's address and network hints read, then node::plan. No side effects.
+// What `node rl|sft|single` would do on this machine with `env` (--dry-run): the contract
+// parsed, this machine's address and network hints read, then the planner. No side effects.
 ReplicaPlan plan_rl_here(const EnvMap &env);
 ReplicaPlan plan_sft_here(const EnvMap &env);
+ReplicaPlan plan_single_here(const std::string &program, const EnvMap &env);
 
-// `node rl|sft`: plans once (as above), then executes the plan.
+// `node rl|sft|single`: plans once (as above), then executes the plan. Returns 0; a failure is
+// thrown as pb::Error with the replica's exit code.
 int run_rl(const EnvMap &env);
 int run_sft(const EnvMap &env);
+int run_single(const std::string &program, const EnvMap &env);
 
 } // namespace pb::node

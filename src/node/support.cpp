@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// Signals, the attempt-keyed rendezvous directory, child supervision and host facts.
-#include "runtime.hpp"
+// Signals, the attempt-keyed rendezvous directory, child supervision, host facts and the text
+// formats a replica writes (support.hpp).
+#include "support.hpp"
 
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/fs.hpp>
@@ -21,6 +22,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <iostream>
@@ -427,6 +430,44 @@ std::optional<std::string> infiniband_hcas() {
     return std::nullopt;
   }
   return text::join(hcas, ",");
+}
+
+std::string strip_rank_prefix(const std::string &line) {
+  // "[default0]:text" -> "text"
+  if (line.empty() || line[0] != '[') {
+    return line;
+  }
+  size_t i = 1;
+  while (i < line.size() && std::isalpha(static_cast<unsigned char>(line[i]))) {
+    ++i;
+  }
+  const size_t letters_end = i;
+  while (i < line.size() && std::isdigit(static_cast<unsigned char>(line[i]))) {
+    ++i;
+  }
+  if (letters_end == 1 || i == letters_end || i + 1 >= line.size() + 1 ||
+      line.compare(i, 2, "]:") != 0) {
+    return line;
+  }
+  return line.substr(i + 2);
+}
+
+std::string env_file_text(const EnvMap &values, const std::string &file_name) {
+  std::string out;
+  for (const auto &[name, value] : values) {
+    const bool valid = !name.empty() &&
+                       (std::isupper(static_cast<unsigned char>(name[0])) || name[0] == '_') &&
+                       std::all_of(name.begin(), name.end(), [](char c) {
+                         return std::isupper(static_cast<unsigned char>(c)) ||
+                                std::isdigit(static_cast<unsigned char>(c)) || c == '_';
+                       });
+    if (!valid) {
+      throw input_error(
+          fmt::format("unsafe environment variable name in {}: '{}'", file_name, name));
+    }
+    out += "export " + name + "=" + text::shell_quote(value) + "\n";
+  }
+  return out;
 }
 
 } // namespace pb::node

@@ -52,14 +52,13 @@ std::string service_name(const OrderedJson &receipt) {
   throw error;
 }
 
-// The RL plan; a flag error from the launch layer is a bad run YAML here (its rl: keys are the
-// flags), so it becomes exit 3 and says where the setting lives.
-launch::LaunchPlan plan_rl(const RunConfig &config,
-                           const RunInputs &inputs,
-                           const std::string &service_experiment_id) {
-  const auto options = rl_options_with_lifecycle(config, *inputs.rl_toml, service_experiment_id);
+} // namespace
+
+RunPlan plan_run(const RunConfig &config, const RunInputs &inputs) {
+  const auto options =
+      rl_options_with_lifecycle(config, *inputs.rl_toml, std::string(k_service_id_fact));
   try {
-    return launch::make_plan(options, inputs.launch);
+    return RunPlan{config.service, launch::make_plan(options, inputs.launch)};
   } catch (const Error &error) {
     if (error.code() != static_cast<int>(ExitCode::usage)) {
       throw;
@@ -72,33 +71,27 @@ launch::LaunchPlan plan_rl(const RunConfig &config,
   }
 }
 
-} // namespace
-
-OrderedJson run_preview(const RunConfig &config, const RunInputs &inputs, RunEffects &effects) {
+OrderedJson run_preview(const RunPlan &plan, RunEffects &effects) {
   OrderedJson result;
-  result["service"] = effects.services.preview(config.service);
-  const auto plan = plan_rl(config, inputs, std::string(k_preview_placeholder));
-  if (!plan.submit_refusal.empty()) {
-    spdlog::warn("`run launch` would refuse this run: {}", plan.submit_refusal);
+  result["service"] = effects.services.preview(plan.service);
+  if (!plan.rl.submit_refusal.empty()) {
+    spdlog::warn("`run launch` would refuse this run: {}", plan.rl.submit_refusal);
   }
-  result["rl"] = launch::execute_preview(plan, effects.launch);
+  result["rl"] = launch::execute_preview(plan.rl, effects.launch);
   return result;
 }
 
-OrderedJson run_launch(const RunConfig &config, const RunInputs &inputs, RunEffects &effects) {
-  // Everything about the RL half that can be checked is checked before anything is launched,
-  // so a typo in the RL settings never creates (and then stops) a service experiment.
-  const auto checked = plan_rl(config, inputs, std::string(k_preview_placeholder));
-  if (!checked.submit_refusal.empty()) {
-    throw usage_error(checked.submit_refusal + " (rl.image in a run YAML); nothing was launched");
+OrderedJson run_launch(const RunPlan &plan, RunEffects &effects) {
+  if (!plan.rl.submit_refusal.empty()) {
+    throw usage_error(plan.rl.submit_refusal + " (rl.image in a run YAML); nothing was launched");
   }
   // Staged before the services too: a mount that refuses the copy costs no service experiment
   // (the RL submit below then finds the stage and only verifies it).
-  if (!checked.stage_dir.empty()) {
-    effects.launch.stager.stage(checked.stage_dir);
+  if (!plan.rl.stage_dir.empty()) {
+    effects.launch.stager.stage(plan.rl.stage_dir);
   }
 
-  const OrderedJson receipt = effects.services.submit(config.service);
+  const OrderedJson receipt = effects.services.submit(plan.service);
   const auto ids = receipt_experiment_ids(receipt);
   if (ids.size() != 1) {
     const std::string name = service_name(receipt);
@@ -121,7 +114,8 @@ OrderedJson run_launch(const RunConfig &config, const RunInputs &inputs, RunEffe
   // beaker child dies with the terminal's signal) still rolls the services back.
   const signals::Scope guard;
   try {
-    rl = launch::execute_submit(plan_rl(config, inputs, service_id), effects.launch);
+    rl = launch::execute_submit(launch::with_value(plan.rl, k_service_id_fact, service_id),
+                                effects.launch);
     if (signals::Scope::pending() != 0) {
       // Too late to take it back: the RL run exists and needs its services.
       spdlog::warn("interrupted, but the RL experiment was already submitted; nothing was stopped");
@@ -200,8 +194,8 @@ void run_command(const RunCommandOptions &options, bool submit) {
   staging::RealStager stager;
   launch::LaunchEffects launch_effects{files, beaker, stager};
   RunEffects effects{literegistry, launch_effects, beaker};
-  print_json(std::cout,
-             submit ? run_launch(config, inputs, effects) : run_preview(config, inputs, effects));
+  const RunPlan plan = plan_run(config, inputs);
+  print_json(std::cout, submit ? run_launch(plan, effects) : run_preview(plan, effects));
 }
 
 void register_run_command(cli::CommandTree &tree, std::string_view name, bool submit) {

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+
 namespace {
 
 TEST(ShellQuote, SurvivesBashUnchanged) {
@@ -22,6 +24,15 @@ TEST(Text, SplitJoinTrim) {
   EXPECT_EQ(pb::text::join({"a", "b"}, ", "), "a, b");
   EXPECT_EQ(pb::text::trim("  x y \n"), "x y");
   EXPECT_EQ(pb::text::edit_distance("preveiw", "preview"), 2U);
+}
+
+TEST(Text, ParseIntegerTakesAWholeDecimalIntegerOnly) {
+  EXPECT_EQ(pb::text::parse_integer("0"), 0);
+  EXPECT_EQ(pb::text::parse_integer("-12"), -12);
+  EXPECT_EQ(pb::text::parse_integer("9223372036854775807"), INT64_MAX);
+  for (const char *bad : {"", " 1", "1 ", "+1", "1.5", "0x10", "12a", "-", "9223372036854775808"}) {
+    EXPECT_FALSE(pb::text::parse_integer(bad).has_value()) << bad;
+  }
 }
 
 TEST(Text, HexDigitValue) {

@@ -269,7 +269,7 @@ TEST_F(NodeSingle, FailingSetupCommandStopsBeforeTraining) {
                             "echo preparing; exit 7"});
   const auto result = run_container(out["spec"]["tasks"][0]);
   EXPECT_EQ(result.exit_code, 1);
-  EXPECT_NE(result.err.find("the setup command (PRIMEBEAKER_SETUP_COMMAND) failed: exit code 7"),
+  EXPECT_NE(result.err.find("the setup command (PRIMEBEAKER_SETUP_COMMAND) failed (exit code 7)"),
             std::string::npos)
       << result.err;
   EXPECT_TRUE(m_fakes.calls("rl").empty());

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 // The pure half of the node runtime: env contract, placement, worker list, argv, verdicts.
+#include "../../src/node/support.hpp"
 #include "test_support.hpp"
 
 #include <primebeaker/core/error.hpp>
-#include <primebeaker/node/plan.hpp>
+#include <primebeaker/node/env.hpp>
+#include <primebeaker/node/peers.hpp>
 #include <primebeaker/node/replica_plan.hpp>
 
 #include <gtest/gtest.h>

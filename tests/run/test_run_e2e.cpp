@@ -123,7 +123,7 @@ TEST_F(RunE2E, PreviewShowsBothLaunchesAndTouchesNothing) {
   EXPECT_TRUE(has_env(out["rl"]["spec"],
                       "PRIMEBEAKER_MANAGED_SERVICE_EXPERIMENT_ID",
                       "value",
-                      "<created-at-launch>"));
+                      "${service_experiment_id}"));
   EXPECT_TRUE(has_env(out["rl"]["spec"], "BEAKER_TOKEN", "secret", "BEAKER_TOKEN"));
   EXPECT_TRUE(
       has_env(out["rl"]["spec"],

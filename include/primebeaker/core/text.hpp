@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,6 +20,10 @@ std::string shell_quote(std::string_view word);
 
 // Levenshtein distance, for "did you mean" hints.
 size_t edit_distance(std::string_view a, std::string_view b);
+
+// A whole decimal integer ("-12", "7"; no sign "+", no spaces, nothing after it), or nullopt
+// when `text` is not one or does not fit. The one integer parser of the code base.
+std::optional<std::int64_t> parse_integer(std::string_view text);
 
 // The value of one hexadecimal digit (0-9, a-f, A-F), or -1 when `c` is not one.
 int hex_digit_value(char c);

@@ -248,6 +248,13 @@ struct LaunchPlan {
 // (2 for flags, 3 for the TOML).
 LaunchPlan make_plan(const LaunchOptions &options, const LaunchInputs &inputs);
 
+// `plan` with a value learned at run time written where the plan holds `placeholder` (every
+// string of the spec and of the controller's spec; the spec file's bytes again). For a launch
+// planned before something it names exists (`run launch`'s service experiment). Pure.
+LaunchPlan with_value(LaunchPlan plan, std::string_view placeholder, const std::string &value);
+// Every occurrence of `placeholder` in the strings of `json` replaced by `value`.
+OrderedJson with_value(OrderedJson json, std::string_view placeholder, const std::string &value);
+
 // The launch card (docs/launch.md "The launch card"): a short human summary of what the plan
 // will hold and run — nodes and each GPU's role (trainer ranks, inference workers, tp/dp), the
 // processes and ports of each replica, image, staged program, output dir and resume step, W&B

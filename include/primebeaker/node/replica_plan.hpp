@@ -10,8 +10,10 @@
 // substitutes them, and never builds an argv of its own.
 #pragma once
 
+#include <primebeaker/checkpoints/recovery.hpp>
 #include <primebeaker/core/process.hpp>
-#include <primebeaker/node/plan.hpp>
+#include <primebeaker/node/env.hpp>
+#include <primebeaker/node/peers.hpp>
 
 #include <filesystem>
 #include <optional>
@@ -21,6 +23,73 @@
 #include <vector>
 
 namespace pb::node {
+
+// ---- The planner's helpers (replica_plan.cpp) ----
+
+enum class Role { trainer, mixed, inference };
+std::string role_name(Role role); // "trainer", "mixed", "inference"
+
+// Role and placement of one RL replica (docs/node.md). Exit 2 on a bad rank or a
+// partition larger than the node.
+struct RlPlacement {
+  Role role = Role::inference;
+  int train_gpus = 0;
+  Slice inference;
+};
+RlPlacement place_rl(const RlEnv &env);
+
+// Paths of one replica (docs/node.md).
+struct Paths {
+  std::filesystem::path config_dir; // <OUTPUT_DIR>/configs
+  std::filesystem::path logs;       // <OUTPUT_DIR>/logs
+  std::filesystem::path local_tmp;  // the node-local TMPDIR default
+};
+Paths rl_paths(const RlEnv &env);
+Paths sft_paths(const SftEnv &env);
+
+// Cache defaults of docs/node.md (each only when unset in `env`) plus TMPDIR.
+EnvMap cache_defaults(const EnvMap &env,
+                      const std::filesystem::path &scratch,
+                      const std::filesystem::path &local_tmp);
+
+// The local tool gateway (docs/node.md): the one place naming its program. Today
+// LiteRegistry's own `python3 -m literegistry.gateway`; a native `primebeaker gateway` later.
+proc::Argv local_gateway_argv(const RlEnv &env);
+
+// The registry steps run as supervised children of this binary (`primebeaker registry ...`,
+// src/registry), so a barrier never blocks the watcher and dies with its process group.
+proc::Argv
+wait_redis_argv(const std::string &self, const RlEnv &env, const std::filesystem::path &stop_file);
+proc::Argv wait_services_argv(const std::string &self,
+                              const RlEnv &env,
+                              const std::filesystem::path &stop_file);
+proc::Argv probe_gateway_argv(const std::string &self, const RlEnv &env);
+
+// What the resume decision of one start needs (docs/recovery.md "What a start does").
+struct RecoveryRequest {
+  std::string replica; // "node rl", "node sft", "node single rl", "node single sft"
+  std::filesystem::path working_dir;
+  std::filesystem::path output_dir; // as in OUTPUT_DIR (relative to working_dir)
+  std::filesystem::path config_path;
+  int trainer_ranks = 1;
+  bool trainer_only = false; // SFT: no orchestrator side
+  // The Prime-RL generation the TOML is written for (PRIME_RL_GENERATION); a v0.8 request for a
+  // TOML primerl detects as v0.9 reads it as v0.9.
+  primerl::Generation generation = primerl::Generation::v0_8;
+  // v0.9: the run directory under output_dir (PRIME_RL_RUN_DIR); "" takes run.dir / run.name
+  // from the TOML.
+  std::string run_dir_name;
+  std::string run_id;        // WANDB_RUN_ID
+  std::string launch_key;    // LAUNCH_ID, or BEAKER_EXPERIMENT_ID for single-node
+  std::string job_id;        // BEAKER_JOB_ID or "manual"
+  std::string experiment_id; // BEAKER_EXPERIMENT_ID
+  checkpoints::recovery::Policy policy;
+};
+// The request of a replica's start: the one place its fields are copied from the contract.
+RecoveryRequest
+recovery_request(const CommonEnv &env, std::string replica, int trainer_ranks, bool trainer_only);
+
+// ---- The plan ----
 
 // Where a process's output goes.
 struct LogSpec {
@@ -57,16 +126,11 @@ struct JoinAttempt {
 // The resume decision (docs/recovery.md), made by the replica from what is on disk at start:
 // replica 0 decides and publishes recovery.json, the others wait for it. Binds ${resume}.
 struct DecideResume {
-  std::string replica; // "node rl", "node sft"
-  int trainer_ranks = 0;
+  RecoveryRequest request;
   bool leader = false;
-  bool trainer_only = false; // SFT: no orchestrator side
-  std::filesystem::path output_dir;
-  std::filesystem::path config_path;
-  std::int64_t max_recoveries = 0; // the budget (PRIMEBEAKER_MAX_RECOVERIES ...)
-  std::int64_t max_restarts_on_errors = 0;
-  primerl::Generation generation = primerl::Generation::v0_8; // where checkpoints live
-  std::string run_dir_name;                                   // v0.9
+  bool publish = true; // recovery.json for the other replicas (none for node single)
+  // RL single-node: the trainer's rank count is deployment.num_train_gpus of the TOML, read then.
+  bool trainer_ranks_from_toml = false;
 };
 // A process run to its end under supervision; a non-zero exit fails the replica with
 // `failure` (plus the step's own error line when it is a `primebeaker registry` step).
@@ -78,6 +142,22 @@ struct Run {
 };
 struct RequirePrograms {
   std::vector<std::string> programs; // exit 4 naming the missing ones
+  std::string failure = {};          // "" = "cannot find <programs> on PATH"
+};
+// The TOML exists and each key of `readable_paths` names a readable file (exit 3 at the key).
+struct CheckConfig {
+  std::filesystem::path config_path;
+  std::vector<std::string> readable_paths; // dotted keys
+};
+// The TOML Prime-RL reads on this start, written from `config_path` (never edited) with the
+// decided ${resume}: the environment ids rewritten (v0.8.0 RL), the resume point, and for v0.9
+// the launch's run.name.
+struct WriteRuntimeToml {
+  std::filesystem::path config_path;
+  std::filesystem::path path;
+  bool rewrite_environment_ids = false;
+  primerl::Generation generation = primerl::Generation::v0_8;
+  std::string run_name; // v0.9
 };
 struct RaiseOpenFiles {
   int limit = 65536;
@@ -112,6 +192,8 @@ struct ResolveConfig {
   std::filesystem::path request_path;
   std::filesystem::path result_path;
   ProcessSpec helper;
+  // The component env files published beside runtime.env ("trainer", "orchestrator", ...).
+  std::vector<std::string> components;
 };
 // The global worker list from every layout.N and ${host.N}, checked against TP and the expected
 // rank count (exit 2); binds ${workers} and ${admin_urls} (space separated).
@@ -155,6 +237,8 @@ using Step = std::variant<step::MakeDirs,
                           step::DecideResume,
                           step::Run,
                           step::RequirePrograms,
+                          step::CheckConfig,
+                          step::WriteRuntimeToml,
                           step::RaiseOpenFiles,
                           step::SetEnv,
                           step::Publish,
@@ -168,14 +252,20 @@ using Step = std::variant<step::MakeDirs,
                           step::AwaitExit>;
 
 struct ReplicaPlan {
-  std::string command; // "node rl", "node sft"
+  std::string command; // "node rl", "node sft", "node single rl", "node single sft"
   int rank = 0;
   int total_nodes = 0;
-  std::string role; // "mixed", "trainer", "inference", "sft"
+  std::string role; // "mixed", "trainer", "inference", "sft", "single"
   std::string summary;
   std::filesystem::path working_dir;    // every child's cwd
-  std::filesystem::path rendezvous_dir; // the attempt directories live under it
-  std::filesystem::path local_tmp;      // node-local scratch of this replica
+  std::filesystem::path rendezvous_dir; // the attempt directories live under it ("" = none)
+  int rendezvous_timeout_seconds = 0;
+  // The exit trap (docs/node.md): on success this replica publishes `complete` (the training
+  // side of RL), a peer that exited 0 ends it too (RL), and its shutdown.requested line names it.
+  bool publishes_complete = false;
+  bool peer_success_ends = false;
+  std::string exit_subject;        // "Prime-RL node 0 (trainer)", "SFT node 1"
+  std::filesystem::path local_tmp; // node-local scratch of this replica
   EnvMap env; // laid over the container's environment for every child (cache defaults, TMPDIR)
   std::optional<std::string> managed_service_experiment_id; // rank 0 stops it on exit, with
   proc::Argv on_exit;                                       // this (empty: nothing)
@@ -198,6 +288,10 @@ struct PlanInputs {
 // contract the replica cannot run (as parse_rl_env, place_rl).
 ReplicaPlan plan_rl(const RlEnv &env, const PlanInputs &inputs);
 ReplicaPlan plan_sft(const SftEnv &env, const PlanInputs &inputs);
+// `node single sft|rl`: one container, Prime-RL's `sft`/`rl` on the runtime TOML, supervised.
+ReplicaPlan plan_single(const SingleEnv &env, const PlanInputs &inputs);
+
+// ---- Facts (facts.cpp): what the executor fills in ----
 
 // `${name}` -> facts[name]; `${name+N}` -> facts[name] + N (integers). Throws pb::Error
 // (internal) on a fact not bound yet.
@@ -205,6 +299,8 @@ std::string substitute(const std::string &text, const EnvMap &facts);
 // The argv of `process` with facts: an element that is exactly `${name...}` becomes the
 // space-separated words of facts[name]; `when` arguments appended.
 proc::Argv resolve_argv(const ProcessSpec &process, const EnvMap &facts);
+
+// ---- Printers (plan_print.cpp) ----
 
 // The plan as people read it (`--dry-run`) and as JSON (`--dry-run --json`, one object).
 std::string plan_text(const ReplicaPlan &plan);

@@ -27,7 +27,9 @@ namespace pb::run {
 inline constexpr std::string_view k_run_schema = "primebeaker.run/v1";
 inline constexpr std::string_view k_managed_id_env = contract::var::managed_service_experiment_id;
 inline constexpr std::string_view k_managed_token_env = contract::var::beaker_token;
-inline constexpr std::string_view k_preview_placeholder = "<created-at-launch>";
+// The service experiment in the RL plan until `run launch` has created it: a fact of the plan,
+// filled in at run time (launch::with_value), shown as it is by `run preview`.
+inline constexpr std::string_view k_service_id_fact = "${service_experiment_id}";
 
 // A validated run YAML: the service config for LiteRegistry's base launcher, the RL launch
 // options (aliases converted, registry derived; the lifecycle not yet injected) and the lifecycle.
@@ -64,6 +66,13 @@ launch::LaunchOptions rl_options_with_lifecycle(const RunConfig &config,
 // "experiment" / "experiments"; de-duplicated in order. Pure.
 std::vector<std::string> receipt_experiment_ids(const OrderedJson &receipt);
 
+// The joint run as one value: the service config LiteRegistry launches and the RL plan, whose
+// spec names the service experiment as k_service_id_fact.
+struct RunPlan {
+  services::LauncherConfig service;
+  launch::LaunchPlan rl;
+};
+
 // What run launch talks to.
 struct RunEffects {
   services::LiteRegistry &services;
@@ -78,14 +87,19 @@ struct RunInputs {
   launch::LaunchInputs launch;
 };
 
-// preview: the service preview, then the RL preview with the placeholder ID; submits nothing
-// and writes nothing (unless rl.write_spec). Returns {"service": ..., "rl": ...}.
-OrderedJson run_preview(const RunConfig &config, const RunInputs &inputs, RunEffects &effects);
+// The run's plan, made once: the RL half checked (a flag error from the launch layer becomes
+// exit 3 naming the rl: section, whose keys are the flags). Pure.
+RunPlan plan_run(const RunConfig &config, const RunInputs &inputs);
 
-// launch: validates the RL half first, launches the services, reads the one service experiment
-// ID from the receipt (an error naming what was launched if it cannot), submits RL, and stops
-// the service experiment if that fails (both errors reported if the stop fails too).
-// Returns {"service_experiment_id", "service", "rl"}.
-OrderedJson run_launch(const RunConfig &config, const RunInputs &inputs, RunEffects &effects);
+// preview: the service preview, then the RL preview with k_service_id_fact; submits nothing
+// and writes nothing (unless rl.write_spec). Returns {"service": ..., "rl": ...}.
+OrderedJson run_preview(const RunPlan &plan, RunEffects &effects);
+
+// launch: the plan (already checked, so a typo in the RL settings never creates a service
+// experiment) is staged, the services launched, the one service experiment ID read from the
+// receipt (an error naming what was launched if it cannot) and filled into the RL plan, RL
+// submitted, and the service experiment stopped if that fails (both errors reported if the stop
+// fails too). Returns {"service_experiment_id", "service", "rl"}.
+OrderedJson run_launch(const RunPlan &plan, RunEffects &effects);
 
 } // namespace pb::run
