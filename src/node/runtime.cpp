@@ -748,16 +748,20 @@ ReplicaPlan plan_single_here(const std::string &program, const EnvMap &process_e
   return plan_single(env, machine_inputs(process_env, env.tuning));
 }
 
+// Each plans once, then executes the plan.
 int run_rl(const EnvMap &process_env) {
-  return execute(plan_rl_here(process_env), process_env);
+  const ReplicaPlan plan = plan_rl_here(process_env);
+  return execute(plan, process_env);
 }
 
 int run_sft(const EnvMap &process_env) {
-  return execute(plan_sft_here(process_env), process_env);
+  const ReplicaPlan plan = plan_sft_here(process_env);
+  return execute(plan, process_env);
 }
 
 int run_single(const std::string &program, const EnvMap &process_env) {
-  return execute(plan_single_here(program, process_env), process_env);
+  const ReplicaPlan plan = plan_single_here(program, process_env);
+  return execute(plan, process_env);
 }
 
 } // namespace pb::node
