@@ -4,6 +4,7 @@
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/fs.hpp>
 #include <primebeaker/core/random.hpp>
+#include <primebeaker/core/text.hpp>
 
 #include <fmt/format.h>
 
@@ -13,7 +14,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <ctime>
@@ -47,11 +47,11 @@ std::optional<std::pair<std::int64_t, std::string>> parse_name(std::string_view 
   if (dot == std::string_view::npos || dot == 0) {
     return std::nullopt;
   }
-  std::int64_t n = 0;
-  const auto [ptr, ec] = std::from_chars(name.data(), name.data() + dot, n);
-  if (ec != std::errc() || ptr != name.data() + dot || n < 1) {
+  const auto parsed = text::parse_integer(name.substr(0, dot));
+  if (!parsed || *parsed < 1) {
     return std::nullopt;
   }
+  const std::int64_t n = *parsed;
   const std::string_view rest = name.substr(dot);
   if (rest == ".json") {
     return std::make_pair(n, std::string("start"));

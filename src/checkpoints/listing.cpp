@@ -4,6 +4,7 @@
 // network filesystem (Weka) they are what a scan costs.
 #include <primebeaker/checkpoints/scan.hpp>
 #include <primebeaker/core/error.hpp>
+#include <primebeaker/core/text.hpp>
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -32,9 +33,9 @@ constexpr std::size_t k_steps_per_worker = 64;
 // without crowding a small machine.
 std::size_t scan_workers() {
   if (const char *text = std::getenv("PB_SCAN_WORKERS")) {
-    const long value = std::strtol(text, nullptr, 10);
-    if (value >= 1 && value <= 64) {
-      return static_cast<std::size_t>(value);
+    const auto value = text::parse_integer(text);
+    if (value && *value >= 1 && *value <= 64) {
+      return static_cast<std::size_t>(*value);
     }
   }
   return 4;

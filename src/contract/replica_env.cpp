@@ -9,7 +9,6 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <charconv>
 #include <set>
 
 namespace pb::contract {
@@ -32,14 +31,7 @@ constexpr Range k_recoveries_range{0, k_max_recoveries};
 constexpr Range k_error_restarts_range{0, k_max_restarts_on_errors};
 
 std::optional<std::int64_t> parse_whole(std::string_view text) {
-  text = text::trim(text);
-  std::int64_t value = 0;
-  const char *end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (text.empty() || ec != std::errc() || ptr != end) {
-    return std::nullopt;
-  }
-  return value;
+  return text::parse_integer(text::trim(text));
 }
 
 Error out_of_range(const char *name, const std::string &raw, Range range) {

@@ -112,10 +112,14 @@ std::map<std::string, int> parse_required(const std::optional<std::string> &text
     if (it.value().is_number_integer()) {
       count = it.value().get<long long>();
     } else if (it.value().is_string()) { // the reference converts with int(): "2" counts as 2
-      const std::string digits(text::trim(it.value().get<std::string>()));
-      char *end = nullptr;
-      count = std::strtoll(digits.c_str(), &end, 10);
-      valid = valid && !digits.empty() && *end == '\0';
+      const auto raw = it.value().get<std::string>();
+      auto digits = text::trim(raw);
+      if (digits.size() > 1 && digits.front() == '+') {
+        digits.remove_prefix(1); // int("+2") is 2 too
+      }
+      const auto number = text::parse_integer(digits);
+      count = number.value_or(0);
+      valid = valid && number.has_value();
     } else {
       valid = false;
     }

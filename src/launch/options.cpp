@@ -11,7 +11,6 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <charconv>
 
 namespace pb::launch {
 
@@ -196,16 +195,12 @@ std::vector<std::string> list_items(const std::string &flag_name,
 
 std::int64_t parse_integer(const std::string &flag_name, const std::string &text) {
   const std::string_view trimmed = text::trim(text);
-  std::int64_t value = 0;
-  const char *first = trimmed.data();
-  const char *last = trimmed.data() + trimmed.size();
-  if (!trimmed.empty() && *first == '+') {
-    ++first;
-  }
-  const auto [end, ec] = std::from_chars(first, last, value);
-  if (trimmed.empty() || ec != std::errc() || end != last) {
+  const auto parsed = text::parse_integer(
+      trimmed.size() > 1 && trimmed.front() == '+' ? trimmed.substr(1) : trimmed);
+  if (!parsed) {
     throw usage_error(fmt::format("--{} expects a whole number, got '{}'", flag_name, text));
   }
+  const std::int64_t value = *parsed;
   const auto [min, max] = integer_range(flag_name);
   if (value < min || value > max) {
     throw usage_error(fmt::format("--{} must be in {}..{}, got {}", flag_name, min, max, value));

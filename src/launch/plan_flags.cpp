@@ -5,6 +5,7 @@
 
 #include <primebeaker/beaker/client.hpp>
 #include <primebeaker/core/error.hpp>
+#include <primebeaker/core/text.hpp>
 #include <primebeaker/images/catalog.hpp>
 #include <primebeaker/images/choose.hpp>
 
@@ -12,7 +13,6 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <charconv>
 #include <tuple>
 
 namespace pb::launch::detail {
@@ -59,10 +59,9 @@ contract::RequiredServices parse_required_services(const std::vector<std::string
       throw usage_error(fmt::format("--required-service expects NAME=COUNT, got '{}'", item));
     }
     const std::string count_text = item.substr(eq + 1);
-    std::int64_t count = 0;
-    const auto [end, ec] =
-        std::from_chars(count_text.data(), count_text.data() + count_text.size(), count);
-    if (ec != std::errc() || end != count_text.data() + count_text.size()) {
+    const auto parsed = text::parse_integer(count_text);
+    const std::int64_t count = parsed.value_or(0);
+    if (!parsed) {
       throw usage_error(fmt::format(
           "--required-service expects NAME=COUNT, got {}='{}'", item.substr(0, eq), count_text));
     }

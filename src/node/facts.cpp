@@ -6,8 +6,6 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
-
 namespace pb::node {
 
 std::string substitute(const std::string &text, const EnvMap &facts) {
@@ -29,7 +27,7 @@ std::string substitute(const std::string &text, const EnvMap &facts) {
     long long offset = 0;
     if (const auto plus = name.find('+'); plus != std::string::npos) {
       const std::string number = name.substr(plus + 1);
-      std::from_chars(number.data(), number.data() + number.size(), offset);
+      offset = text::parse_integer(number).value_or(0);
       name.resize(plus);
     }
     if (name.size() > 3 && name.compare(name.size() - 3, 3, "...") == 0) {
@@ -41,14 +39,13 @@ std::string substitute(const std::string &text, const EnvMap &facts) {
                   fmt::format("internal error: the plan uses ${{{}}} before it is known", name));
     }
     if (offset != 0) {
-      long long value = 0;
       const auto &v = it->second;
-      const auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), value);
-      if (ec != std::errc() || ptr != v.data() + v.size()) {
+      const auto value = text::parse_integer(v);
+      if (!value) {
         throw Error(ExitCode::failure,
                     fmt::format("internal error: ${{{}}} = '{}' is not a number", name, v));
       }
-      out += std::to_string(value + offset);
+      out += std::to_string(*value + offset);
     } else {
       out += it->second;
     }

@@ -644,11 +644,11 @@ private:
 
   int number(const std::string &fact) const {
     const std::string &value = m_facts.at(fact);
-    try {
-      return std::stoi(value);
-    } catch (const std::exception &) {
+    const auto number = text::parse_integer(text::trim(value));
+    if (!number || *number < INT32_MIN || *number > INT32_MAX) {
       throw failure(fmt::format("Prime-RL resolved {} to '{}', not a number", fact, value));
     }
+    return static_cast<int>(*number);
   }
 
   proc::SpawnSpec spec(const ProcessSpec &p, const EnvMap &local = {}) const {

@@ -6,6 +6,7 @@
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/json.hpp>
 #include <primebeaker/core/log.hpp>
+#include <primebeaker/core/text.hpp>
 #include <primebeaker/registry/gateway_probe.hpp>
 #include <primebeaker/registry/registry.hpp>
 #include <primebeaker/registry/wait.hpp>
@@ -132,13 +133,11 @@ int port_of(const std::string &uri) {
   const auto bracket = netloc.rfind(']');
   const auto colon = netloc.rfind(':');
   if (colon != std::string::npos && (bracket == std::string::npos || colon > bracket)) {
-    const std::string digits = netloc.substr(colon + 1);
-    char *end = nullptr;
-    const long port = std::strtol(digits.c_str(), &end, 10);
-    if (digits.empty() || *end != '\0' || port < 1 || port > 65535) {
+    const auto port = text::parse_integer(netloc.substr(colon + 1));
+    if (!port || *port < 1 || *port > 65535) {
       throw usage_error("--uri has an invalid port: '" + uri + "'");
     }
-    return static_cast<int>(port);
+    return static_cast<int>(*port);
   }
   if (netloc.empty()) {
     throw usage_error("--uri has no host: '" + uri + "'");

@@ -6,7 +6,6 @@
 #include <primebeaker/registry/location.hpp>
 
 #include <cctype>
-#include <charconv>
 
 namespace pb::registry {
 namespace {
@@ -181,14 +180,11 @@ Location parse_redis(std::string_view uri) {
     throw bad_uri(uri, "a Redis registry needs a host name, e.g. redis://host:6379");
   }
   if (!port_text.empty()) {
-    int port = 0;
-    const auto [end, ec] =
-        std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-    if (ec != std::errc() || end != port_text.data() + port_text.size() || port < 1 ||
-        port > 65535) {
+    const auto port = text::parse_integer(port_text);
+    if (!port || *port < 1 || *port > 65535) {
       throw bad_uri(uri, "port '" + port_text + "' is not a number in 1..65535");
     }
-    address.port = port;
+    address.port = static_cast<int>(*port);
   }
   std::string db = split.path;
   while (!db.empty() && db.front() == '/') {
@@ -198,12 +194,11 @@ Location parse_redis(std::string_view uri) {
     db.pop_back();
   }
   if (!db.empty()) {
-    int index = -1;
-    const auto [end, ec] = std::from_chars(db.data(), db.data() + db.size(), index);
-    if (ec != std::errc() || end != db.data() + db.size() || index < 0) {
+    const auto index = text::parse_integer(db);
+    if (!index || *index < 0 || *index > INT32_MAX) {
       throw bad_uri(uri, "the path '/" + db + "' is not a database number");
     }
-    address.database = index;
+    address.database = static_cast<int>(*index);
   }
   return location;
 }

@@ -5,7 +5,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include <charconv>
 #include <cstdio>
 #include <thread>
 
@@ -102,13 +101,11 @@ Requirements parse_requirements(const std::vector<std::string> &name_equals_coun
     }
     const std::string name(text::trim(std::string_view(trimmed).substr(0, equals)));
     const std::string count_text(text::trim(std::string_view(trimmed).substr(equals + 1)));
-    long long count = 0;
-    const auto [end, ec] =
-        std::from_chars(count_text.data(), count_text.data() + count_text.size(), count);
-    if (ec != std::errc() || end != count_text.data() + count_text.size()) {
+    const auto count = text::parse_integer(count_text);
+    if (!count) {
       throw usage_error("--require expects NAME=COUNT with an integer count, got '" + entry + "'");
     }
-    add_requirement(out, name, count, "'" + entry + "'");
+    add_requirement(out, name, *count, "'" + entry + "'");
   }
   return out;
 }

@@ -72,18 +72,11 @@ std::int64_t positive_env(const JobEnv &env, const char *name, std::int64_t fall
   if (value == nullptr) {
     return fallback;
   }
-  const std::string text(text::trim(*value));
-  std::size_t used = 0;
-  long long number = 0;
-  try {
-    number = std::stoll(text, &used);
-  } catch (const std::exception &) {
-    used = 0;
-  }
-  if (text.empty() || used != text.size() || number < 1) {
+  const auto number = text::parse_integer(text::trim(*value));
+  if (!number || *number < 1) {
     throw failure("source experiment has invalid " + std::string(name) + "=" + *value);
   }
-  return number;
+  return *number;
 }
 
 bool timestamp_set(const OrderedJson *value) {

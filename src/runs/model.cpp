@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
 #include <ctime>
 
 namespace pb::runs {
@@ -354,9 +353,7 @@ std::string role_for(const std::vector<std::string> &command,
       const auto generation = env.find("PRIME_RL_GENERATION");
       const auto infer = env.find("NUM_INFER_NODES");
       if (generation != env.end() && generation->second == "v0.9" && infer != env.end()) {
-        int infer_nodes = 0;
-        std::from_chars(
-            infer->second.data(), infer->second.data() + infer->second.size(), infer_nodes);
+        const auto infer_nodes = text::parse_integer(infer->second).value_or(0);
         return rank < infer_nodes ? "inference" : "trainer";
       }
       return rank == 0 ? "trainer" : "inference";

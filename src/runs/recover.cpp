@@ -16,7 +16,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <ostream>
 #include <random>
 #include <regex>
@@ -42,10 +41,8 @@ std::optional<std::int64_t> env_int(const RunView &run, const char *name) {
   if (!text) {
     return std::nullopt;
   }
-  std::int64_t value = 0;
-  const auto *end = text->data() + text->size();
-  const auto [ptr, ec] = std::from_chars(text->data(), end, value);
-  if (ec != std::errc() || ptr != end || value < 0) {
+  const auto value = text::parse_integer(*text);
+  if (!value || *value < 0) {
     return std::nullopt;
   }
   return value;

@@ -8,6 +8,7 @@
 #include "page_assets.hpp"
 
 #include <primebeaker/core/error.hpp>
+#include <primebeaker/core/text.hpp>
 #include <primebeaker/watcher/server.hpp>
 
 #include <dlfcn.h>
@@ -15,7 +16,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -148,16 +148,6 @@ void send_invalid(Response &response,
   send_json(response, 422, OrderedJson{{"detail", OrderedJson::array({item})}});
 }
 
-std::optional<std::int64_t> parse_integer(const std::string &text) {
-  std::int64_t value = 0;
-  const char *end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (text.empty() || ec != std::errc() || ptr != end) {
-    return std::nullopt;
-  }
-  return value;
-}
-
 size_t utf8_length(const std::string &text) {
   size_t count = 0;
   for (const unsigned char c : text) {
@@ -204,7 +194,7 @@ struct Server::Impl {
 
   // A path parameter that must be an integer; 422 otherwise.
   std::optional<std::int64_t> model_id(const Request &request, Response &response) {
-    const auto id = parse_integer(request.match(1));
+    const auto id = text::parse_integer(request.match(1));
     if (!id) {
       send_invalid(response, "path", "model_id", "value is not a valid integer");
     }
@@ -234,7 +224,7 @@ struct Server::Impl {
       }
       std::int64_t limit = 1000;
       if (const auto text = request.param("limit")) {
-        const auto parsed = parse_integer(*text);
+        const auto parsed = text::parse_integer(*text);
         if (!parsed) {
           return send_invalid(response, "query", "limit", "value is not a valid integer");
         }
