@@ -18,6 +18,7 @@ once the run has ended. Prints one JSON summary; exit 1 when a check failed.
 """
 import argparse
 import json
+import math
 import os
 import random
 import shutil
@@ -30,6 +31,11 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 POLL = 0.05  # the controller's poll here; on Beaker it is 30 s (k_controller_poll)
+# Chaos rates as mean seconds between events (a hazard per second, so a loaded machine that runs
+# the loop slowly gets the same chaos per second of wall time, not less).
+KILL_CONTROLLER_MEAN = 2.0  # the controller (or, in the anchor, the terminal) killed outright
+START_FOLLOWER_MEAN = 2.0   # a terminal `follow --recover` started beside the controller
+KILL_FOLLOWER_MEAN = 5.0    # and killed
 
 
 def toml_text(out):
@@ -214,6 +220,11 @@ def run_seed(seed, binary, root, scratch, env_base, fakebin, timeout, generation
                    if not e["controller"] and e["state"] == "running"]
         return running[0] if running else None
 
+    last = started
+
+    def chance(mean):  # an event of mean interval `mean` happened since the last iteration
+        return rng.random() < 1 - math.exp(-(now - last) / mean)
+
     while time.time() - started < timeout:
         now = time.time()
         # The controller: started (again) unless it ended by itself.
@@ -228,7 +239,7 @@ def run_seed(seed, binary, root, scratch, env_base, fakebin, timeout, generation
                      "--poll-interval", str(POLL)],
                     env=dict(env, FAKE_BEAKER_CALLER="terminal"), stdout=subprocess.DEVNULL,
                     stderr=log_out, start_new_session=True)
-            elif follower is not None and (follower.poll() is not None or rng.random() < 0.015):
+            elif follower is not None and (follower.poll() is not None or chance(KILL_CONTROLLER_MEAN)):
                 kill_group(follower)
                 follower = None
                 kills += 1
@@ -252,7 +263,7 @@ def run_seed(seed, binary, root, scratch, env_base, fakebin, timeout, generation
         if not anchor and outcome is not None and controller_exit is not None:
             break
         # Chaos: the controller killed outright, restarted a moment later.
-        if not anchor and proc is not None and rng.random() < 0.015:
+        if not anchor and proc is not None and chance(KILL_CONTROLLER_MEAN):
             kill_group(proc)
             proc = None
             kills += 1
@@ -260,14 +271,14 @@ def run_seed(seed, binary, root, scratch, env_base, fakebin, timeout, generation
         # A terminal follower beside it now and then, killed at random too.
         if anchor:
             pass
-        elif follower is None and rng.random() < 0.01:
+        elif follower is None and chance(START_FOLLOWER_MEAN):
             follower_runs += 1
             follower = subprocess.Popen(
                 [command[0], "follow", first, "--recover", "--recover-backoff", "0",
                  "--poll-interval", str(POLL), "--claim-lease", "2"],
                 env=dict(env, FAKE_BEAKER_CALLER="terminal"), stdout=subprocess.DEVNULL,
                 stderr=log_out, start_new_session=True)
-        elif follower is not None and (follower.poll() is not None or rng.random() < 0.004):
+        elif follower is not None and (follower.poll() is not None or chance(KILL_FOLLOWER_MEAN)):
             kill_group(follower)
             follower = None
 
@@ -292,6 +303,7 @@ def run_seed(seed, binary, root, scratch, env_base, fakebin, timeout, generation
                     outcome = "preempted past the budget"
             else:
                 outcome = "succeeded"
+        last = now
         time.sleep(0.02)
 
     kill_group(proc)
@@ -392,6 +404,9 @@ def main():
         "terminal_followers": sum(r["terminal_followers"] for r in results),
         "controller_ended_by_itself": sum(r["controller_exit"] == 0 for r in results),
         "poll_seconds": POLL,
+        "chaos_mean_seconds": {"controller_killed": KILL_CONTROLLER_MEAN,
+                               "terminal_started": START_FOLLOWER_MEAN,
+                               "terminal_killed": KILL_FOLLOWER_MEAN},
         "preempted_to_created_seconds": {
             "median": round(statistics.median(latencies), 3) if latencies else None,
             "max": round(max(latencies), 3) if latencies else None},
