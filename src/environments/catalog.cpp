@@ -356,7 +356,7 @@ void fill_rubrichub_judge(Environment &e) {
                   opt("split", P::string, "train"),
                   none("judge_model_path",
                        P::string,
-                       "set it: the reference default is a path on its authors' cluster"),
+                       "set it: Python PrimeBeaker's default is a path on its authors' cluster"),
                   opt("judge_server_url", P::string, url("/judge")),
                   opt("judge_service_model_path", P::string, "judge"),
                   opt("judge_timeout", P::number, 240, "> 0"),

@@ -173,7 +173,7 @@ void register_commands(pb::cli::CommandTree &tree) {
                 "aliases, ..., as `show --json`)");
   list.add_flag("--keys",
                 list_options.keys,
-                "Print the 31 names and aliases one per line, sorted (the reference's "
+                "Print the 31 names and aliases one per line, sorted (Python PrimeBeaker's "
                 "`python -m primebeaker.environments`)");
   list.footer("A TOML names an environment by its module: id = "
               "\"primebeaker.environments.<MODULE>\". `environments show NAME` describes one.");

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Tool-call, verdict and pipeline parsing (docs/environments.md "Tool calls", "Verdicts").
-// Regular expressions of the reference are written out as scanners with the same matching
+// Regular expressions of Python PrimeBeaker are written out as scanners with the same matching
 // order (non-greedy, first match), which is both exact and fast.
 #include <primebeaker/environments/parsing.hpp>
 #include <primebeaker/environments/python.hpp>

@@ -615,7 +615,7 @@ struct Calibration {
   double std;
 };
 
-// The reference's calibration table was not available to us; unknown paths use mean 0, std 1
+// Python PrimeBeaker's calibration table was not available to us; unknown paths use mean 0, std 1
 // (docs/environments.md "reward-model").
 const Calibration *calibration(const std::string &) {
   return nullptr;
@@ -834,7 +834,7 @@ RewardFile parse_reward_probe(std::string_view stdout_text) {
     result.error = "invalid reward file value: " + py::repr(J(raw));
     return result;
   }
-  // Non-finite rewards score 0 (the reference's min/max clamp turned nan into 1.0).
+  // Non-finite rewards score 0 (Python PrimeBeaker's min/max clamp turned nan into 1.0).
   result.value = std::isfinite(*value) ? std::clamp(*value, 0.0, 1.0) : 0.0;
   if (!std::isfinite(*value)) {
     result.error = "non-finite reward file value: " + py::repr(J(raw));

@@ -292,9 +292,10 @@ struct Checker {
       break;
     case Behaviour::rubrichub_judge:
       if (!given("judge_model_path")) {
-        warning("",
-                "judge_model_path is not set: the reference default is a checkpoint path on its "
-                "authors' cluster");
+        warning(
+            "",
+            "judge_model_path is not set: Python PrimeBeaker's default is a checkpoint path on its "
+            "authors' cluster");
       }
       break;
     default:

@@ -39,7 +39,7 @@ OrderedJson object_schema(OrderedJson properties, OrderedJson required) {
       {"type", "object"}, {"properties", std::move(properties)}, {"required", std::move(required)}};
 }
 
-// The search agents' tools, as Verifiers derives them from the reference's method signatures
+// The search agents' tools, as Verifiers derives them from Python PrimeBeaker's method signatures
 // (docs/environments-runtime.md "Search agents"): no bounds on num_results.
 OrderedJson search_agent_tool(const std::string &name) {
   if (name == "search") {
@@ -129,7 +129,7 @@ OrderedJson stop(const std::string &name, int priority, const std::string &key =
   return spec;
 }
 
-// Stop and cleanup hooks with the reference's names and priorities (docs/environments.md).
+// Stop and cleanup hooks with Python PrimeBeaker's names and priorities (docs/environments.md).
 void add_hooks(const Environment &environment, OrderedJson &shape) {
   OrderedJson stops = OrderedJson::array();
   OrderedJson cleanups = OrderedJson::array();

@@ -111,7 +111,7 @@ std::map<std::string, int> parse_required(const std::optional<std::string> &text
     bool valid = !it.key().empty();
     if (it.value().is_number_integer()) {
       count = it.value().get<long long>();
-    } else if (it.value().is_string()) { // the reference converts with int(): "2" counts as 2
+    } else if (it.value().is_string()) { // Python PrimeBeaker converts with int(): "2" counts as 2
       const auto raw = it.value().get<std::string>();
       auto digits = text::trim(raw);
       if (digits.size() > 1 && digits.front() == '+') {

@@ -201,7 +201,7 @@ int run_worker(const EnvMap &env, const Tuning &tuning) {
   } catch (...) {
     error = std::current_exception();
   }
-  // The `finally` of the reference: the child's group, orphans, then the service experiment.
+  // The `finally` of Python PrimeBeaker: the child's group, orphans, then the service experiment.
   if (child.valid()) {
     child.stop(tuning.stop_grace);
   }

@@ -599,7 +599,8 @@ MultiNodeRl read_multi_node_rl(const Document &document, Problems &problems) {
   rl.num_train_nodes = reader.positive("deployment.num_train_nodes", 1);
   if (rl.num_train_nodes > 1) {
     // Prime-RL v0.8.0 spreads several trainer nodes with SLURM, which Beaker has not; the v0.8.0
-    // placement here is the reference's, one trainer node. The experiment is not changed to fit.
+    // placement here is Python PrimeBeaker's, one trainer node. The experiment is not changed to
+    // fit.
     reader.rule(reader.find("deployment.num_train_nodes"),
                 fmt::format("deployment.num_train_nodes = {}: primebeaker places Prime-RL "
                             "v0.8.0's multi-node RL on one trainer node beside the inference "
@@ -608,7 +609,7 @@ MultiNodeRl read_multi_node_rl(const Document &document, Problems &problems) {
                             rl.num_train_nodes));
     return rl;
   }
-  // Checked in the container by the reference (it renders dense engines whatever the type);
+  // Checked in the container by Python PrimeBeaker (it renders dense engines whatever the type);
   // failing here saves a multi-node allocation. Refused, not rewritten: another inference
   // deployment would be another experiment.
   if (const Value *deployment = reader.find("inference.deployment.type")) {
@@ -722,7 +723,7 @@ MultiNodeRl read_multi_node_rl(const Document &document, Problems &problems) {
   }
   rl.total_nodes = mixed ? rl.num_infer_nodes : 1 + rl.num_infer_nodes;
 
-  // Checked in the container by the reference; failing here saves a multi-node allocation.
+  // Checked in the container by Python PrimeBeaker; failing here saves a multi-node allocation.
   if (const Value *ep = reader.find("inference.enable_expert_parallel");
       ep && ep->boolean().value_or(false)) {
     reader.rule("inference.enable_expert_parallel",

@@ -119,7 +119,8 @@ Requirements parse_requirements_json(const std::string &json_object) {
   Requirements out;
   for (auto it = parsed.begin(); it != parsed.end(); ++it) {
     const std::string shown = "'" + it.key() + "': " + it.value().dump();
-    if (!it.value().is_number_integer()) { // booleans and floats are rejected, as the reference
+    if (!it.value()
+             .is_number_integer()) { // booleans and floats are rejected, as Python PrimeBeaker
       throw usage_error("service requirement " + shown + " needs a positive integer count");
     }
     add_requirement(out, it.key(), it.value().get<long long>(), shown);

@@ -60,7 +60,7 @@ struct SourceExperiment {
 
 // Parses the experiment payload (an array, first element used, or one object). Pure.
 // `keep_managed_service`: carry PRIMEBEAKER_MANAGED_SERVICE_EXPERIMENT_ID (off by default).
-// Throws pb::Error (exit 1) with the reference's messages: "Beaker did not return experiment
+// Throws pb::Error (exit 1) with Python PrimeBeaker's messages: "Beaker did not return experiment
 // ID", "experiment ID has no jobs", "... is not a PrimeBeaker/Prime-RL launch", "... has no
 // Beaker image", "source experiment has invalid NAME=value".
 SourceExperiment

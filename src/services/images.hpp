@@ -52,7 +52,7 @@ struct ImagesPlan {
   std::vector<StackBuild> stacks;
 };
 
-// Validates the options in the reference's order and resolves paths against `cwd`.
+// Validates the options in Python PrimeBeaker's order and resolves paths against `cwd`.
 // Throws pb::Error (exit 2) before anything runs. Pure.
 ImagesPlan make_images_plan(const ImagesInstallOptions &options,
                             const std::map<std::string, std::string> &env,

@@ -40,7 +40,7 @@ bool non_empty_string(const OrderedJson &value) {
   return value.is_string() && !value.get<std::string>().empty();
 }
 
-// Seconds as the reference sends them: an integer when whole.
+// Seconds as Python PrimeBeaker sends them: an integer when whole.
 OrderedJson seconds_value(double seconds) {
   if (std::floor(seconds) == seconds && std::fabs(seconds) < 1e15) {
     return static_cast<long long>(seconds);
@@ -176,7 +176,7 @@ OrderedJson PodmanSession::close(const CallControl &control) {
   }
   const OrderedJson body = {{"affinity_id", m_affinity_id}, {"service", m_config.service}};
   const std::string affinity = std::exchange(m_affinity_id, std::string());
-  (void)affinity; // cleared whatever the outcome, as the reference's finally does
+  (void)affinity; // cleared whatever the outcome, as Python PrimeBeaker's finally does
   const OrderedJson response =
       post_json(at(m_config.gateway, join_url(m_config.gateway.url, "/affinity/close")),
                 "Podman execution",

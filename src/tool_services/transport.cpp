@@ -53,7 +53,7 @@ OrderedJson request_json(const Endpoint &endpoint,
   request.url = endpoint.url;
   request.timeout = control.timeout.value_or(endpoint.timeout);
   request.max_body = k_max_response_bytes;
-  request.use_proxy = false; // the reference's session ignores proxy variables
+  request.use_proxy = false; // Python PrimeBeaker's session ignores proxy variables
   request.cancel = control.cancel;
   const int attempts = std::max(1, endpoint.max_retries);
   for (int attempt = 1;; ++attempt) {
@@ -77,7 +77,7 @@ OrderedJson request_json(const Endpoint &endpoint,
                                        response.error));
       }
     } else if (response.status >= 400) {
-      // 429/502/503 are the retryable statuses of the reference, but it retries every other
+      // 429/502/503 are the retryable statuses of Python PrimeBeaker, but it retries every other
       // status >= 400 too (docs/tool-services.md): the same rule for all.
       if (last) {
         throw ServiceError(FailureKind::http_status,

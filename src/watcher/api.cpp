@@ -218,8 +218,8 @@ bool json_less(const OrderedJson &a, const OrderedJson &b) {
 OrderedJson list_models(Database &db, const std::string &query, std::int64_t limit) {
   // Grouped by output directory: one entry per training run, represented by a checkpoint with
   // evaluations first, then the highest step, then the newest row. A handful of flat queries
-  // grouped here, because per-run subqueries rescan `models` (the reference's schema has no
-  // index on output_dir, and the schema must stay the reference's).
+  // grouped here, because per-run subqueries rescan `models` (Python PrimeBeaker's schema has no
+  // index on output_dir, and the schema must stay Python PrimeBeaker's).
   const std::string pattern = "%" + query + "%";
   const auto models = db.rows("SELECT id, model_path, output_dir, checkpoint_step, indexed_at, "
                               "(model_path LIKE ?1 OR output_dir LIKE ?1) AS matched FROM models",

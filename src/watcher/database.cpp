@@ -15,7 +15,7 @@ using registry::sqlite;
 namespace {
 
 // Schema version 1 (docs/watcher.md "Schema"): the same tables, columns, constraints, indexes
-// and views as the reference's, so an existing watcher.sqlite3 keeps working. Every statement
+// and views as Python PrimeBeaker's, so an existing watcher.sqlite3 keeps working. Every statement
 // is idempotent (IF NOT EXISTS).
 constexpr std::string_view k_schema = R"sql(
 CREATE TABLE IF NOT EXISTS schema_metadata (

@@ -136,7 +136,7 @@ void dispatch(void *context, const pb_http_request *request, pb_http_response *r
   }
 }
 
-// FastAPI's validation error shape, so clients of the reference keep working.
+// FastAPI's validation error shape, so clients of Python PrimeBeaker keep working.
 void send_invalid(Response &response,
                   const std::string &where,
                   const std::string &name,

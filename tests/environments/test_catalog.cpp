@@ -315,7 +315,7 @@ TEST(Cli, ListResolveShowValidate) {
   }
   EXPECT_EQ(rows[1].find("articulated-harness"), 0u);
   EXPECT_NE(rows[1].find("  -  "), std::string::npos) << "no alias: " << rows[1];
-  // --keys: the 31 names and aliases, as the reference's module CLI printed them.
+  // --keys: the 31 names and aliases, as Python PrimeBeaker's module CLI printed them.
   auto keys = test::run_primebeaker({"environments", "list", "--keys"});
   ASSERT_EQ(keys.exit_code, 0) << keys.err;
   std::string expected;

@@ -276,7 +276,7 @@ void expect_late_publication_seen(const std::string &name) {
       world.publish(name, name == "redis" ? world.redis().uri() : world.gateway().url());
   world.wait_for_child();
   EXPECT_EQ(wait_exit(worker).code(), 0) << world.err();
-  // One 0.2 s poll plus scheduling slack on a loaded machine (the reference polled every 1 s).
+  // One 0.2 s poll plus scheduling slack on a loaded machine (Python PrimeBeaker polled every 1 s).
   EXPECT_GT(world.gateway().first_probe(), published);
   EXPECT_LT(world.gateway().first_probe() - published, 0.2 + 0.8) << world.err();
   world.expect_stopped_once();

@@ -80,7 +80,7 @@ struct Experiment {
   std::int64_t allowed_task_retries = 0;
 };
 
-// The spec as JSON with the reference's key order: version, description, tasks, [budget],
+// The spec as JSON with Python PrimeBeaker's key order: version, description, tasks, [budget],
 // [retry];
 // task keys name, image, command, [replication keys], envVars, datasets, result, resources,
 // context, constraints. Pure.

@@ -8,7 +8,7 @@
 
 namespace pb {
 
-// Results keep the key order they were built in (the reference's order).
+// Results keep the key order they were built in (Python PrimeBeaker's order).
 using OrderedJson = nlohmann::ordered_json;
 
 // The house JSON form for stdout: 2-space indent, UTF-8 kept, one trailing newline.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // An exact port of CPython's `random.Random` (Mersenne Twister MT19937) for the parts the
-// environments use, so RubricHub rubric sampling picks the same criteria as the reference
+// environments use, so RubricHub rubric sampling picks the same criteria as Python PrimeBeaker
 // (docs/environments.md "RubricHub sampling").
 #pragma once
 
@@ -47,7 +47,7 @@ private:
 };
 
 // RubricHub selection: all indexes when n <= k; otherwise sorted sample(range(n), k) seeded with
-// int(sha256("<seed>\\0<record_id>")) (a literal backslash and zero, as the reference writes).
+// int(sha256("<seed>\\0<record_id>")) (a literal backslash and zero, as Python PrimeBeaker writes).
 std::vector<std::uint64_t>
 rubrichub_select(std::int64_t seed, std::string_view record_id, std::uint64_t n, std::uint64_t k);
 

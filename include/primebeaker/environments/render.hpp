@@ -71,7 +71,7 @@ ChatTemplate parse_template(const OrderedJson &json, const std::string &source);
 // str.format; a placeholder without a value is an error too. Throws pb::Error (exit 3).
 OrderedJson render_template(const ChatTemplate &tpl, const OrderedJson &values);
 
-// Our default templates (docs/environments.md "Templates"), by the reference's relative path
+// Our default templates (docs/environments.md "Templates"), by Python PrimeBeaker's relative path
 // (e.g. "templates/search-agent.json"). nullptr when we ship none of that name.
 const std::string *builtin_template(std::string_view path);
 std::vector<std::string> builtin_template_names();

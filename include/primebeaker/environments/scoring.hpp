@@ -23,7 +23,7 @@ struct Score {
 };
 
 // Throws pb::Error (exit 3) when the record, the arguments or a recorded service response is
-// malformed (where the reference would fail the rollout). A non-finite term or total scores 0.
+// malformed (where Python PrimeBeaker would fail the rollout). A non-finite term or total scores 0.
 Score score_rollout(const Environment &environment,
                     const OrderedJson &args,
                     const OrderedJson &rollout);

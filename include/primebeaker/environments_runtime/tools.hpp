@@ -16,7 +16,7 @@
 
 namespace pb::environments_runtime {
 
-// A failed service call as the reference saw it: the exception type name ("RuntimeError",
+// A failed service call as Python PrimeBeaker saw it: the exception type name ("RuntimeError",
 // "ValueError", "TimeoutError", ...) and its message. The engine turns it into the error
 // observation "<tool> execution request failed: <type>: <message>" or a Podman failure.
 class ToolError : public std::runtime_error {

@@ -27,7 +27,7 @@ enum class Kind : std::uint8_t {
 // The workflow names handled by primebeaker itself rather than JTC's workflow registry.
 bool is_builtin_workflow(std::string_view workflow);
 
-// The registered JTC workflow names known from the reference's example YAMLs, used when JTC is
+// The registered JTC workflow names known from Python PrimeBeaker's example YAMLs, used when JTC is
 // not importable (docs/evaluation.md "Without JTC").
 const std::vector<std::string> &fallback_workflow_names();
 

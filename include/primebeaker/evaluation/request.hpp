@@ -79,7 +79,7 @@ beaker::Experiment evaluator_experiment(const EvaluationRequest &request,
                                         const OrderedJson &service_config,
                                         const std::string &coordination_root,
                                         const std::string &service_experiment_id);
-// Its JSON, in the reference's key order, without a resources block.
+// Its JSON, in Python PrimeBeaker's key order, without a resources block.
 OrderedJson evaluator_spec_json(const beaker::Experiment &experiment);
 
 // {service, evaluation_experiment_name, coordination_root, evaluation_spec} from the service

@@ -45,7 +45,7 @@ enum class Topology { single_node, multi_node };
 
 std::string_view program_name(Program program); // "sft" / "rl"
 
-// Every launch flag, with the reference's defaults (docs/launch.md). Values are kept as given;
+// Every launch flag, with Python PrimeBeaker's defaults (docs/launch.md). Values are kept as given;
 // make_plan() validates them. Optional fields distinguish "not given" from any given value.
 struct LaunchOptions {
   std::filesystem::path toml;

@@ -23,7 +23,7 @@ struct YamlMark {
 struct YamlMember;
 
 // One resolved YAML value. Plain scalars are typed the way PyYAML's safe loader types them
-// (the reference read these files with PyYAML): null, booleans (true/yes/on...), integers,
+// (Python PrimeBeaker read these files with PyYAML): null, booleans (true/yes/on...), integers,
 // floats; quoted or explicitly tagged `!!str` scalars are strings.
 struct YamlNode {
   enum class Kind : std::uint8_t { null, boolean, integer, floating, string, sequence, mapping };
@@ -43,7 +43,7 @@ struct YamlNode {
 };
 
 struct YamlMember {
-  std::string key; // non-string keys are stringified, as the reference did
+  std::string key; // non-string keys are stringified, as Python PrimeBeaker did
   YamlMark key_mark;
   YamlNode value;
 };

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
-// One client per tool service, as the reference's environments call them (docs/tool-services.md
-// "Clients"): terminal, python, the Podman gateway, fetch, the web terminal, judge, reward model,
-// search, and the in-memory submit store. Every HTTP call goes through transport.hpp, so every
-// failure is a ServiceError; outputs are the service's JSON objects, unchanged, because the
-// renderers (environments/render.hpp) read their fields exactly.
+// One client per tool service, as Python PrimeBeaker's environments call them
+// (docs/tool-services.md "Clients"): terminal, python, the Podman gateway, fetch, the web terminal,
+// judge, reward model, search, and the in-memory submit store. Every HTTP call goes through
+// transport.hpp, so every failure is a ServiceError; outputs are the service's JSON objects,
+// unchanged, because the renderers (environments/render.hpp) read their fields exactly.
 #pragma once
 
 #include <primebeaker/core/json.hpp>

@@ -57,7 +57,7 @@ struct ServiceScore {
   environments::Score score;
   OrderedJson request;  // the body sent, or null when no call was needed
   OrderedJson response; // the service's answer, or null
-  // What the reference records under state.info: {"reward_model": {...}} or {"judge": {...}}
+  // What Python PrimeBeaker records under state.info: {"reward_model": {...}} or {"judge": {...}}
   // or {"jtc_rubrichub_judge": {...}} (and "jtc_rubrichub_shadow_judge" when the shadow judge
   // is enabled); {} without a call.
   OrderedJson info_update = OrderedJson::object();

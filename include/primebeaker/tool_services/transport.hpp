@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The shared transport of every tool-service client (docs/tool-services.md "Transport"): one
-// JSON POST through the registry module's lazily loaded libcurl, with the reference's attempts,
-// back-off, status handling and messages, a per-call timeout and a cancellation flag.
+// JSON POST through the registry module's lazily loaded libcurl, with Python PrimeBeaker's
+// attempts, back-off, status handling and messages, a per-call timeout and a cancellation flag.
 #pragma once
 
 #include <primebeaker/core/json.hpp>
@@ -51,7 +51,7 @@ public:
                const std::string &message,
                long status = 0);
   FailureKind kind() const noexcept { return m_kind; }
-  // The reference's Python exception type, for "<tool> execution request failed: <Type>: ..."
+  // Python PrimeBeaker's Python exception type, for "<tool> execution request failed: <Type>: ..."
   // observations: RuntimeError (transport), ValueError / TypeError (arguments, shapes).
   const std::string &exception_type() const noexcept { return m_exception_type; }
   long status() const noexcept { return m_status; } // HTTP status for http_status, else 0
@@ -74,7 +74,7 @@ private:
 std::chrono::milliseconds backoff_delay(const Endpoint &endpoint, int attempt);
 
 // POST `body` as JSON to endpoint.url with the transport rules; returns the response object.
-// `request_name` is the reference's name used in messages ("Terminal execution", ...).
+// `request_name` is Python PrimeBeaker's name used in messages ("Terminal execution", ...).
 OrderedJson post_json(const Endpoint &endpoint,
                       const std::string &request_name,
                       const OrderedJson &body,

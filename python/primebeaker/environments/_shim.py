@@ -68,7 +68,7 @@ def build_environment(vf, name, shape, dataset):
         env = cls(dataset=dataset, rubric=rubric, tool_defs=shape.get("tool_defs") or None,
                   max_turns=shape.get("max_turns", -1))
         if not shape.get("keep_num_turns", True):
-            env.rubric = rubric  # the reference's Podman env drops the num_turns monitor this way
+            env.rubric = rubric  # Python PrimeBeaker's Podman env drops the num_turns monitor this way
     env.primebeaker_name = name
     env.primebeaker_shape = shape
     return env
