@@ -120,9 +120,6 @@ private:
 // returns all paths sorted.
 std::vector<std::string> collapse_equivalent(Catalog &catalog, std::vector<std::string> paths);
 
-// Checkpoint run status from its run directory.
-Evaluation evaluation_outcome(const std::optional<std::string> &run_dir);
-
 // Indexes an RL checkpoint with its SFT predecessor (`watcher index`); returns the summary.
 OrderedJson index_rl(Database &db, Catalog &catalog, const IndexOptions &options);
 // Indexes an evaluated standalone SFT checkpoint.

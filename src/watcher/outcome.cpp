@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
 #include "outcome.hpp"
 
+#include "indexer_internal.hpp"
+
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/text.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <regex>
 
@@ -90,6 +93,64 @@ MossOutcome parse_moss_outcome(const std::string &run_dir) {
   parsed.outcome["run_dir"] = run_dir;
   parsed.outcome["source"] = file.substr(file.rfind('/') + 1);
   return parsed;
+}
+
+Evaluation evaluation_outcome(const std::optional<std::string> &run_dir) {
+  Evaluation evaluation;
+  evaluation.run_dir = run_dir;
+  if (!run_dir) {
+    evaluation.status = "unconfigured";
+    evaluation.error = "evaluation config has no run_dir";
+    return evaluation;
+  }
+  if (!is_dir(*run_dir)) {
+    evaluation.status = "not_started";
+    return evaluation;
+  }
+  if (is_file(*run_dir + "/averages.jsonl") || is_file(*run_dir + "/summary.jsonl")) {
+    try {
+      MossOutcome parsed = parse_moss_outcome(*run_dir);
+      evaluation.status = "complete";
+      evaluation.outcome = parsed.outcome;
+      evaluation.benchmarks = std::move(parsed.benchmarks);
+    } catch (const Error &error) {
+      evaluation.status = "incomplete";
+      evaluation.error = error.what();
+    }
+    return evaluation;
+  }
+  const std::string failure_path = *run_dir + "/failure.json";
+  if (is_file(failure_path)) {
+    const std::string text = try_read(failure_path).value_or("");
+    auto parsed = json::parse(text, nullptr, false);
+    evaluation.status = "failed";
+    evaluation.outcome = parsed.is_discarded() ? json{{"raw", text}} : parsed;
+    return evaluation;
+  }
+  json artifacts = json::object();
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto &entry : stdfs::directory_iterator(*run_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0) {
+      files.push_back(name);
+    }
+  }
+  std::sort(files.begin(), files.end());
+  for (const auto &name : files) {
+    auto parsed = json::parse(try_read(*run_dir + "/" + name).value_or(""), nullptr, false);
+    if (!parsed.is_discarded()) {
+      artifacts[name] = std::move(parsed);
+    }
+  }
+  if (!artifacts.empty()) {
+    evaluation.status = "complete";
+    evaluation.outcome = json{{"artifacts", artifacts}};
+    return evaluation;
+  }
+  evaluation.status = "incomplete";
+  evaluation.error = "run directory exists but has no recognized outcome files";
+  return evaluation;
 }
 
 } // namespace pb::watcher::detail
