@@ -149,8 +149,8 @@ OrderedJson Session::respond_tool_label() {
 }
 
 // Known tools of a batch run concurrently, each on its own thread with its own cancel flag and
-// its own per-call timeout, as the reference gathers them; a batch with a submit runs in order
-// (the reference's rule), and so does one with a bash call (one container takes one command at
+// its own per-call timeout, as Python PrimeBeaker gathers them; a batch with a submit runs in order
+// (Python PrimeBeaker's rule), and so does one with a bash call (one container takes one command at
 // a time, in the order the model gave them). Results are in the model's order either way.
 std::vector<OrderedJson> Session::run_tool_label_batch(const std::vector<ToolCall> &calls,
                                                        std::vector<char> &model_caused) {

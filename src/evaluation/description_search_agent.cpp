@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The search-agent YAML kind: JTC's search worker, at the top level or under `search_agent:`,
-// validated in the reference's order (paths under /weka, registry and judge rules).
+// validated in Python PrimeBeaker's order (paths under /weka, registry and judge rules).
 #include "description_internal.hpp"
 
 namespace pb::evaluation::detail {
@@ -83,7 +83,7 @@ void load_search_agent(const YamlDocument &document, const Loader &loader, Descr
         fmt::format("{}: {}model is required", document.location(payload_node->mark), prefix));
   }
 
-  // Validation, in the reference's order.
+  // Validation, in Python PrimeBeaker's order.
   if (!under_weka(dataset)) {
     throw agent.error("dataset", "dataset must be under /weka");
   }
