@@ -80,6 +80,8 @@ struct LaunchOptions {
   std::int64_t gateway_port = 1212;               // multi-node RL
   std::int64_t gateway_workers = 8;               // multi-node RL
   std::vector<std::string> required_services;     // multi-node RL: NAME=COUNT
+  // KEY=VALUE overrides of the TOML (docs/launch.md "Overrides"), applied to a copy of it.
+  std::vector<std::string> set;
   bool write_spec = false;                        // preview: also write the spec file
   // Run the binary staged on the mount (docs/staging.md); false: `primebeaker` from the image's
   // PATH, which then must be a runtime image (images/Dockerfile.runtime).
@@ -233,6 +235,11 @@ struct LaunchPlan {
   // "controller", "terminal", "off" (multi-node) or "beaker" (single-node: autoResume).
   std::string recover_mode;
   std::optional<ControllerPlan> controller;
+  // With --set: the TOML the container reads, a copy of --toml with the overrides applied,
+  // written beside the spec by submit (the user's file is never touched); and the overrides.
+  std::filesystem::path config_copy_path;
+  std::string config_copy_text;
+  std::vector<std::pair<std::string, std::string>> overrides; // key, value literal
 
   // The preview object of docs/launch.md (experiment_name, [launch_id], spec_path, spec,
   // submit_command, wandb_run).
