@@ -288,6 +288,17 @@ std::string launch_card(const LaunchPlan &plan) {
   for (const auto &taken : plan.defaulted) {
     card.line("defaulted", taken);
   }
+  if (!plan.overrides.empty()) {
+    std::vector<std::string> set;
+    for (const auto &[key, literal] : plan.overrides) {
+      set.push_back(key + " = " + literal);
+    }
+    card.line("overrides", text::join(set, ", "));
+    if (!plan.config_copy_path.empty()) {
+      card.line("TOML",
+                plan.config_copy_path.string() + " (a copy with the overrides; submit writes it)");
+    }
+  }
   card.line("program",
             plan.staged_program.empty()
                 ? std::string("primebeaker from the image's PATH (--no-stage)")

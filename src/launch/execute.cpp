@@ -98,6 +98,11 @@ void write_spec(const LaunchPlan &plan, LaunchEffects &effects) {
     throw failure(
         fmt::format("cannot create {}: {}", plan.spec_path.parent_path().string(), ec.message()));
   }
+  // The overridden TOML first: the spec names it as CONFIG_PATH.
+  if (!plan.config_copy_path.empty()) {
+    effects.files.write_file_atomic(plan.config_copy_path, plan.config_copy_text);
+    spdlog::info("wrote {} (--set)", plan.config_copy_path.string());
+  }
   effects.files.write_file_atomic(plan.spec_path, plan.spec_text);
   spdlog::info("wrote {}", plan.spec_path.string());
 }

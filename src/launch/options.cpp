@@ -98,6 +98,10 @@ const std::vector<FlagInfo> &flag_table() {
        "Cluster of the recovery controller; repeat for several (default: the run's clusters)"},
       {"controller-priority", Kind::text, "Priority of the recovery controller [normal]"},
       {"controller-budget", Kind::text, "Budget of the recovery controller (default: --budget)"},
+      {"set",
+       Kind::list,
+       "KEY=VALUE: set a TOML key in a copy of --toml (written beside the spec; your file is "
+       "never changed), VALUE typed as `toml set` types it; repeatable"},
       {"write-spec", Kind::boolean, "preview: also write the spec file (--no-write-spec)"},
       {"stage",
        Kind::boolean,
@@ -170,6 +174,9 @@ bool is_list_item(const std::string &flag_name, std::string_view piece) {
 std::vector<std::string> list_items(const std::string &flag_name,
                                     const std::vector<std::string> &values) {
   std::vector<std::string> items;
+  if (flag_name == "set") { // a TOML value may hold commas and brackets: one item each
+    return values;
+  }
   for (const auto &value : values) {
     const auto trimmed = text::trim(value);
     if (!trimmed.empty() && trimmed.front() == '[') {
@@ -329,6 +336,7 @@ void apply_setting(LaunchOptions &options,
                    : name == "controller-cluster" ? options.controller_clusters
                    : name == "env"                ? options.env
                    : name == "secret"             ? options.secrets
+                   : name == "set"                ? options.set
                                                   : options.required_services;
     target.insert(target.end(), items.begin(), items.end());
     return;

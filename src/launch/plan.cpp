@@ -162,6 +162,7 @@ OrderedJson LaunchPlan::preview_json() const {
   out["spec"] = spec;
   out["submit_command"] = submit_command;
   out["wandb_run"] = wandb_run;
+  add_overrides(out);
   if (controller) {
     // Submitted right after the run, with the run's id in place of the placeholder.
     out["controller"] = {{"experiment_name", controller->experiment_name},
@@ -188,7 +189,22 @@ OrderedJson LaunchPlan::receipt_json(const std::string &beaker_stdout) const {
   out["staged_program"] =
       staged_program.empty() ? OrderedJson(nullptr) : OrderedJson(staged_program.string());
   out["recovery"] = recovery;
+  add_overrides(out);
   return out;
+}
+
+void LaunchPlan::add_overrides(OrderedJson &out) const {
+  if (overrides.empty()) {
+    return;
+  }
+  OrderedJson set = OrderedJson::object();
+  for (const auto &[key, literal] : overrides) {
+    set[key] = literal;
+  }
+  out["overrides"] = {{"set", set}};
+  if (!config_copy_path.empty()) {
+    out["overrides"]["config_path"] = config_copy_path.string();
+  }
 }
 
 namespace detail {
@@ -447,7 +463,47 @@ void check_v0_9_name(const toml::Document &document,
 
 } // namespace
 
+namespace {
+LaunchPlan plan_document(const LaunchOptions &options, const LaunchInputs &inputs);
+} // namespace
+
 LaunchPlan make_plan(const LaunchOptions &options, const LaunchInputs &inputs) {
+  if (options.set.empty()) {
+    return plan_document(options, inputs);
+  }
+  if (inputs.document == nullptr) {
+    throw failure("internal error: make_plan without a TOML document");
+  }
+  // The overrides go into a copy beside the spec files, named after the TOML and the launch;
+  // the plan is made from the copy, as the container will read it.
+  const auto overrides = parse_overrides(options.set);
+  detail::ValidatedFlags flags;
+  detail::check_basic_flags(options, flags);
+  const std::string stem = std::filesystem::path(inputs.config_path).stem().string();
+  const std::filesystem::path copy_path = normalize_path(fmt::format(
+      "{}/primebeaker/beaker_experiments/{}-{}.toml", flags.scratch_dir, stem, inputs.launch_id));
+  const auto copy =
+      toml::Document::parse(apply_overrides(*inputs.document, overrides), copy_path.string());
+  LaunchInputs edited = inputs;
+  edited.document = &copy;
+  edited.config_path = copy_path;
+  LaunchPlan plan;
+  try {
+    plan = plan_document(options, edited);
+  } catch (const Error &error) {
+    throw at_override_arguments(error, *inputs.document, copy, overrides);
+  }
+  plan.config_copy_path = copy_path;
+  plan.config_copy_text = copy.text();
+  for (const auto &o : overrides) {
+    plan.overrides.emplace_back(o.key, o.literal);
+  }
+  return plan;
+}
+
+namespace {
+
+LaunchPlan plan_document(const LaunchOptions &options, const LaunchInputs &inputs) {
   if (inputs.document == nullptr) {
     throw failure("internal error: make_plan without a TOML document");
   }
@@ -606,6 +662,8 @@ LaunchPlan make_plan(const LaunchOptions &options, const LaunchInputs &inputs) {
   }
   return plan;
 }
+
+} // namespace
 
 OrderedJson with_value(OrderedJson json, std::string_view placeholder, const std::string &value) {
   if (json.is_string()) {

@@ -6,9 +6,9 @@
 
 #include <primebeaker/beaker/spec.hpp>
 #include <primebeaker/contract/replica_env.hpp>
-#include <primebeaker/core/error.hpp>
 #include <primebeaker/images/choose.hpp>
 #include <primebeaker/launch/launch.hpp>
+#include <primebeaker/launch/overrides.hpp>
 #include <primebeaker/primerl/config.hpp>
 #include <primebeaker/primerl/v0_9.hpp>
 
@@ -118,22 +118,6 @@ std::optional<ControllerPlan> controller_plan(const LaunchOptions &options,
                                               const std::string &training_name,
                                               const std::filesystem::path &staged_program,
                                               const std::string &launch_id);
-
-// `--set KEY=VALUE` (overrides.cpp).
-struct Override {
-  std::string key;      // dotted TOML key
-  std::string literal;  // a TOML value literal, typed as `toml set` types it
-  std::string argument; // as given, for messages
-};
-// Exit 2 naming the argument when one is not KEY=VALUE or sets a key twice.
-std::vector<Override> parse_overrides(const std::vector<std::string> &arguments);
-// The TOML text with every override applied by the lossless engine (exit 2 at the argument).
-std::string apply_overrides(const toml::Document &document, const std::vector<Override> &overrides);
-// `error` with each "<copy>:L:C:" that points at a line an override wrote replaced by the
-// "--set KEY=VALUE:" that wrote it.
-Error at_override_arguments(const Error &error,
-                            const toml::Document &copy,
-                            const std::vector<Override> &overrides);
 
 } // namespace pb::launch::detail
 

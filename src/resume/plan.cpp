@@ -5,9 +5,12 @@
 #include <primebeaker/checkpoints/topology.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/text.hpp>
+#include <primebeaker/launch/overrides.hpp>
 #include <primebeaker/primerl/layout.hpp>
 #include <primebeaker/toml/edit.hpp>
 #include <primebeaker/toml/value.hpp>
+
+#include <fmt/format.h>
 
 #include <algorithm>
 
@@ -65,7 +68,8 @@ const std::vector<std::string> &override_flag_names() {
                                                  "controller-token-secret",
                                                  "controller-cluster",
                                                  "controller-priority",
-                                                 "controller-budget"};
+                                                 "controller-budget",
+                                                 "set"};
   return names;
 }
 
@@ -253,6 +257,22 @@ ResumePlan make_plan(const ResumeOptions &options, const ResumeInputs &inputs) {
   plan.generated_config =
       v0_9 ? v0_9_resume_text(config, step, layout, plan.edited_keys)
            : v0_8_resume_text(config, step, plan.experiment_name, plan.edited_keys);
+  // --set: applied to the resume TOML, never to a key the resume itself writes.
+  const auto overrides = launch::parse_overrides(options.overrides.set);
+  const auto resumed =
+      toml::Document::parse(plan.generated_config, plan.generated_config_path.string());
+  if (!overrides.empty()) {
+    for (const auto &o : overrides) {
+      for (const auto &edited : plan.edited_keys) {
+        if (o.key == edited || text::starts_with(edited, o.key + ".")) {
+          throw usage_error(fmt::format(
+              "--set {}: rl resume writes {} itself (docs/resume.md)", o.argument, edited));
+        }
+      }
+      plan.overrides.emplace_back(o.key, o.literal);
+    }
+    plan.generated_config = launch::apply_overrides(resumed, overrides);
+  }
   const auto generated =
       toml::Document::parse(plan.generated_config, plan.generated_config_path.string());
   const auto &keys =
@@ -343,7 +363,13 @@ ResumePlan make_plan(const ResumeOptions &options, const ResumeInputs &inputs) {
   launch_inputs.beaker_cli = inputs.beaker_cli;
   launch_inputs.beaker_cli_sha256 = inputs.beaker_cli_sha256;
   launch::resolve_launch_paths(launch_options, launch_inputs, inputs.resolve);
-  plan.launch = launch::make_plan(launch_options, launch_inputs);
+  try {
+    plan.launch = launch::make_plan(launch_options, launch_inputs);
+  } catch (const Error &error) {
+    throw launch::at_override_arguments(error, resumed, generated, overrides);
+  }
+  // The receipt and the card show them; the resume TOML they are in is the one execute writes.
+  plan.launch.overrides = plan.overrides;
   if (plan.launch.topology != launch::Topology::multi_node) {
     throw input_error(config.source_name() + ": rl resume relaunches multi-node RL runs "
                                              "(deployment.type = \"multi_node\")");

@@ -78,8 +78,9 @@ struct ResumePlan {
   std::filesystem::path broadcast_archive; // where it is moved
   std::string experiment_name;
   std::string attempt_id;
-  std::string generated_config;         // the resume TOML's text
-  std::vector<std::string> edited_keys; // what the TOML edit changed or added
+  std::string generated_config;                               // the resume TOML's text
+  std::vector<std::string> edited_keys;                       // what the TOML edit changed or added
+  std::vector<std::pair<std::string, std::string>> overrides; // --set: key, value literal
   std::vector<std::pair<std::string, std::string>> not_inherited;
   launch::LaunchPlan launch;
 

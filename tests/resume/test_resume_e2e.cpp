@@ -547,6 +547,26 @@ TEST_F(ResumeE2E, OverridesReplaceSourceValues) {
   EXPECT_EQ(plan["launch"]["submit_command"][6], "ai2/other");
 }
 
+// --set on a resume: applied to the resume TOML (which the receipt names), refused for a key
+// the resume writes itself, and a schema problem reported at its argument.
+TEST_F(ResumeE2E, SetOverridesTheResumeTomlButNotTheKeysTheResumeWrites) {
+  const auto result = resume({"--dry-run", "--set", "trainer.optim.lr=2e-6"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto json = ordered_json::parse(result.out);
+  EXPECT_NE(json["generated_config"].get<std::string>().find("lr = 2e-6"), std::string::npos)
+      << json["generated_config"];
+  EXPECT_EQ(json["resume"]["launch"]["overrides"]["set"]["trainer.optim.lr"], "2e-6");
+  const auto owned = resume({"--dry-run", "--set", "ckpt.resume_step=5"});
+  EXPECT_EQ(owned.exit_code, 2);
+  EXPECT_NE(owned.err.find("--set ckpt.resume_step=5: rl resume writes ckpt.resume_step itself"),
+            std::string::npos)
+      << owned.err;
+  const auto unknown = resume({"--dry-run", "--set", "trainer.optim.warp_speed=9"});
+  EXPECT_EQ(unknown.exit_code, 3);
+  EXPECT_NE(unknown.err.find("--set trainer.optim.warp_speed=9:"), std::string::npos)
+      << unknown.err;
+}
+
 TEST_F(ResumeE2E, SourceAndConfigErrors) {
   // Not a PrimeBeaker launch.
   answers[{"experiment", "get", "01PLAIN"}] = {

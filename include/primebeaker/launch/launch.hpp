@@ -247,6 +247,8 @@ struct LaunchPlan {
   // The submit receipt: experiment_name, [launch_id], experiment_id, experiment_url, spec_path,
   // stdout, wandb_run, staged_program (null with --no-stage).
   OrderedJson receipt_json(const std::string &beaker_stdout) const;
+  // {"overrides": {"set": {key: literal}, "config_path": copy}} with --set; nothing without.
+  void add_overrides(OrderedJson &out) const;
 };
 
 // The whole launch as a value: reads the TOML's launch keys (primerl), validates every flag
