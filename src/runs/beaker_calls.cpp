@@ -161,6 +161,21 @@ void BeakerCalls::stop_experiment(const std::string &id) {
   call({"experiment", "stop", id}, "experiment stop " + id);
 }
 
+OrderedJson BeakerCalls::group_experiments(const std::string &group) {
+  auto got = call_json({"group", "experiments", group, "--format", "json"},
+                       "group experiments " + group);
+  if (got.is_object()) {
+    OrderedJson wrapped = OrderedJson::array();
+    wrapped.push_back(std::move(got));
+    return wrapped;
+  }
+  if (!got.is_array()) {
+    throw tool_error(
+        fmt::format("{} group experiments {} printed JSON that is not a list", m_program, group));
+  }
+  return got;
+}
+
 OrderedJson BeakerCalls::workspace_experiments(const std::string &ws) {
   auto got = call_json({"workspace", "experiments", ws, "--format", "json"},
                        "workspace experiments " + ws);
@@ -276,6 +291,45 @@ RunTarget resolve_target(const std::string &run, BeakerCalls &beaker) {
     target.reference = beaker.whoami() + "/" + run;
   }
   return target;
+}
+
+std::optional<SweepTargets> resolve_sweep(const std::string &run, BeakerCalls &beaker) {
+  SweepTargets sweep;
+  if (text::starts_with(run, "group:")) {
+    sweep.name = run.substr(6);
+    const auto experiments = beaker.group_experiments(sweep.name);
+    for (const auto &experiment : experiments) {
+      if (const auto id = string_at(experiment, "id")) {
+        RunTarget target;
+        target.reference = *id;
+        sweep.variants.push_back(std::move(target));
+      }
+    }
+    if (sweep.variants.empty()) {
+      throw input_error(fmt::format("{}: the group holds no experiments", run));
+    }
+    return sweep;
+  }
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(run, ec)) {
+    return std::nullopt;
+  }
+  std::ifstream in(run, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  const auto parsed = OrderedJson::parse(buffer.str(), nullptr, false);
+  if (!parsed.is_object() || !parsed.contains("sweep") || !parsed.contains("variants") ||
+      !parsed["variants"].is_array()) {
+    return std::nullopt;
+  }
+  sweep.name = parsed["sweep"].is_string() ? parsed["sweep"].get<std::string>() : run;
+  for (const auto &variant : parsed["variants"]) {
+    sweep.variants.push_back(target_from_receipt(variant, run));
+  }
+  if (sweep.variants.empty()) {
+    throw input_error(fmt::format("{}: the sweep submitted no variant", run));
+  }
+  return sweep;
 }
 
 } // namespace pb::runs

@@ -19,6 +19,8 @@
 #include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <map>
+#include <sstream>
 
 namespace pb::runs {
 
@@ -50,9 +52,60 @@ struct StatusOptions {
   bool json = false;
 };
 
+// The runs of a sweep and a one-line summary of their outcomes ("2 running, 1 succeeded").
+std::vector<RunView> sweep_runs(const SweepTargets &sweep, BeakerCalls &beaker) {
+  std::vector<RunView> runs;
+  for (const auto &target : sweep.variants) {
+    runs.push_back(
+        parse_run(single_experiment(beaker.get_experiment(target.reference), target.reference)));
+  }
+  return runs;
+}
+
+std::string sweep_summary(const SweepTargets &sweep, const std::vector<RunView> &runs) {
+  std::map<std::string, int> counts;
+  for (const auto &run : runs) {
+    ++counts[std::string(outcome_name(run.outcome))];
+  }
+  std::vector<std::string> parts;
+  for (const auto &[outcome, count] : counts) {
+    parts.push_back(fmt::format("{} {}", count, outcome));
+  }
+  return fmt::format("sweep {}: {} variants: {}", sweep.name, runs.size(), text::join(parts, ", "));
+}
+
+void sweep_status(const SweepTargets &sweep, BeakerCalls &beaker, bool json) {
+  const auto runs = sweep_runs(sweep, beaker);
+  if (json) {
+    OrderedJson out = OrderedJson::object();
+    out["sweep"] = sweep.name;
+    OrderedJson rows = OrderedJson::array();
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      rows.push_back(status_json(runs[i], sweep.variants[i], StatusExtras{}));
+    }
+    out["variants"] = std::move(rows);
+    out["summary"] = sweep_summary(sweep, runs);
+    print_json(std::cout, out);
+    return;
+  }
+  std::vector<std::vector<std::string>> rows = {{"VARIANT", "EXPERIMENT", "STATUS"}};
+  for (const auto &run : runs) {
+    rows.push_back({run.name,
+                    run.id,
+                    run.outcome == Outcome::running
+                        ? state_summary(run)
+                        : fmt::format("{} ({})", outcome_name(run.outcome), state_summary(run))});
+  }
+  std::cout << render_table(rows) << sweep_summary(sweep, runs) << '\n';
+}
+
 void run_status(const StatusOptions &options) {
   proc::SystemRunner runner;
   auto beaker = make_beaker(runner);
+  if (const auto sweep = resolve_sweep(options.run, beaker)) {
+    sweep_status(*sweep, beaker, options.json);
+    return;
+  }
   const auto loaded = load(options.run, beaker);
   StatusExtras extras;
   extras.registry = registry_readiness(loaded.run, std::chrono::system_clock::now());
@@ -109,6 +162,23 @@ int run_follow(const FollowCommandOptions &options) {
   const signals::Scope guard;
   proc::SystemRunner runner;
   auto beaker = make_beaker(runner, interruptible_timing());
+  if (const auto sweep = resolve_sweep(options.run, beaker); sweep && !options.controller) {
+    // Every variant until each has ended, one after the other (they run together, so this ends
+    // when the last one does); no logs, one line per variant; the worst exit code wins.
+    follow.logs = false;
+    int worst = 0;
+    for (const auto &target : sweep->variants) {
+      std::ostringstream quiet;
+      const int code = follow_run(target.reference, follow, beaker, quiet, std::cerr);
+      std::cerr << fmt::format("primebeaker: {}: exit {}\n", target.reference, code);
+      worst = std::max(worst, code);
+      if (code == 130 || code == 143) {
+        return code;
+      }
+    }
+    std::cerr << sweep_summary(*sweep, sweep_runs(*sweep, beaker)) << '\n';
+    return worst;
+  }
   const auto target = resolve_target(options.run, beaker);
   const int code = follow_run(target.reference, follow, beaker, std::cout, std::cerr);
   if (options.controller) {
@@ -201,10 +271,36 @@ bool confirm(const std::string &question) {
          trimmed == "Yes";
 }
 
+OrderedJson stop_loaded(Loaded loaded, const StopOptions &options, BeakerCalls &beaker, bool ask);
+
 void run_stop(const StopOptions &options) {
   proc::SystemRunner runner;
   auto beaker = make_beaker(runner);
-  auto loaded = load(options.run, beaker);
+  if (const auto sweep = resolve_sweep(options.run, beaker)) {
+    // One question for the whole sweep, then every variant (and its controller) stopped.
+    if (!options.yes && !confirm(fmt::format("Stop the {} experiments of sweep {}?",
+                                             sweep->variants.size(),
+                                             sweep->name))) {
+      throw failure("nothing stopped (answer y, or pass --yes)");
+    }
+    OrderedJson out = OrderedJson::object();
+    out["sweep"] = sweep->name;
+    OrderedJson stopped = OrderedJson::array();
+    for (const auto &target : sweep->variants) {
+      Loaded loaded;
+      loaded.target = target;
+      loaded.run = parse_run(
+          single_experiment(beaker.get_experiment(target.reference), target.reference));
+      stopped.push_back(stop_loaded(std::move(loaded), options, beaker, false));
+    }
+    out["variants"] = std::move(stopped);
+    print_json(std::cout, out);
+    return;
+  }
+  print_json(std::cout, stop_loaded(load(options.run, beaker), options, beaker, !options.yes));
+}
+
+OrderedJson stop_loaded(Loaded loaded, const StopOptions &options, BeakerCalls &beaker, bool ask) {
   // A run that was resubmitted lives on in its newest experiment: that is what stop stops.
   if (const auto where = ledger_location(loaded.run); !where.dir.empty()) {
     try {
@@ -237,7 +333,7 @@ void run_stop(const StopOptions &options) {
     question += fmt::format(" and its recovery controller {}", name->second);
   }
   question += "?";
-  if (!options.yes && !confirm(question)) {
+  if (ask && !confirm(question)) {
     throw failure("nothing stopped (answer y, or pass --yes)");
   }
   OrderedJson out = OrderedJson::object();
@@ -279,12 +375,13 @@ void run_stop(const StopOptions &options) {
           "primebeaker: its recovery controller {}/{} was not found\n", author, name->second);
     }
   }
-  print_json(std::cout, out);
+  return out;
 }
 
 // ---- list ----
 
 struct ListOptions {
+  std::string sweep; // a sweep receipt or group:NAME: only its experiments
   std::string workspace = k_default_workspace;
   bool mine = false;
   bool json = false;
@@ -298,12 +395,25 @@ void run_list(const ListOptions &options) {
   }
   proc::SystemRunner runner;
   auto beaker = make_beaker(runner);
-  const auto experiments = beaker.workspace_experiments(options.workspace);
+  OrderedJson experiments;
+  if (!options.sweep.empty()) {
+    const auto sweep = resolve_sweep(options.sweep, beaker);
+    if (!sweep) {
+      throw input_error(fmt::format(
+          "--sweep {}: not a sweep receipt (docs/sweep.md) nor group:NAME", options.sweep));
+    }
+    experiments = OrderedJson::array();
+    for (const auto &target : sweep->variants) {
+      experiments.push_back(single_experiment(beaker.get_experiment(target.reference), target.reference));
+    }
+  } else {
+    experiments = beaker.workspace_experiments(options.workspace);
+  }
   const std::string me = options.mine ? beaker.whoami() : "";
   std::vector<RunView> runs;
   std::vector<bool> has_jobs;
   for (const auto &experiment : experiments) {
-    if (!options.all && !is_primebeaker_launch(experiment)) {
+    if (!options.all && options.sweep.empty() && !is_primebeaker_launch(experiment)) {
       continue;
     }
     RunView run = parse_run(experiment);
@@ -396,7 +506,8 @@ void run_list(const ListOptions &options) {
 
 constexpr const char *k_run_help =
     "RUN: an experiment id, author/name, a name of yours, or a receipt file (the JSON that "
-    "submit, run launch or rl resume printed)";
+    "submit, run launch, rl resume or a sweep printed; a sweep, or group:NAME, means each of its "
+    "experiments)";
 
 } // namespace
 
@@ -485,6 +596,10 @@ void register_commands(cli::CommandTree &tree) {
     app.add_flag(cli::flag("mine"), options.mine, "Only experiments you launched");
     app.add_flag(cli::flag("json"), options.json, "Print a JSON array instead of a table");
     app.add_flag(cli::flag("all"), options.all, "Every experiment, not only primebeaker's");
+    app.add_option(cli::flag("sweep"),
+                   options.sweep,
+                   "Only the experiments of a sweep: its receipt file, or group:NAME (docs/sweep.md)")
+        .type_name("RECEIPT");
     app.add_option(cli::flag("limit"), options.limit, "At most this many rows")
         .capture_default_str();
     app.callback([&options] { run_list(options); });

@@ -144,6 +144,8 @@ DocumentDiff diff_documents(const Document &a, const Document &b) {
     return before(l.in_b, r.in_b);
   });
   DocumentDiff diff;
+  diff.a_name = a.source_name();
+  diff.b_name = b.source_name();
   diff.changes.reserve(placed.size());
   for (auto &p : placed) {
     diff.changes.push_back(std::move(p.change));
@@ -156,14 +158,20 @@ std::string diff_text(const DocumentDiff &diff) {
   for (const auto &c : diff.changes) {
     switch (c.kind()) {
     case KeyChange::Kind::added:
-      out += fmt::format("+ {} = {}  (B:{})\n", c.key, c.b->value, c.b->line);
+      out += fmt::format("+ {} = {}  ({}:{})\n", c.key, c.b->value, diff.b_name, c.b->line);
       break;
     case KeyChange::Kind::removed:
-      out += fmt::format("- {} = {}  (A:{})\n", c.key, c.a->value, c.a->line);
+      out += fmt::format("- {} = {}  ({}:{})\n", c.key, c.a->value, diff.a_name, c.a->line);
       break;
     case KeyChange::Kind::changed:
-      out += fmt::format(
-          "~ {}: {} -> {}  (A:{}, B:{})\n", c.key, c.a->value, c.b->value, c.a->line, c.b->line);
+      out += fmt::format("~ {}: {} -> {}  ({}:{}, {}:{})\n",
+                         c.key,
+                         c.a->value,
+                         c.b->value,
+                         diff.a_name,
+                         c.a->line,
+                         diff.b_name,
+                         c.b->line);
       break;
     }
   }

@@ -79,12 +79,12 @@ name = "m"
 extra = { a = 1, "b c" = [1.0] }
 )";
   EXPECT_EQ(text_diff(a, b),
-            "~ steps: 1_000 -> 2_000  (A:3, B:2)\n"
-            "~ tags: [\"x\", 'y'] -> [\"x\", 'z']  (A:4, B:3)\n"
-            "+ new = 0x1F  (B:4)\n"
-            "- model.gone = true  (A:9)\n"
-            "+ model.extra.a = 1  (B:8)\n"
-            "+ model.extra.\"b c\" = [1.0]  (B:8)\n");
+            "~ steps: 1_000 -> 2_000  (a.toml:3, b.toml:2)\n"
+            "~ tags: [\"x\", 'y'] -> [\"x\", 'z']  (a.toml:4, b.toml:3)\n"
+            "+ new = 0x1F  (b.toml:4)\n"
+            "- model.gone = true  (a.toml:9)\n"
+            "+ model.extra.a = 1  (b.toml:8)\n"
+            "+ model.extra.\"b c\" = [1.0]  (b.toml:8)\n");
 }
 
 TEST(TomlDiff, ArraysOfTablesByIndex) {
@@ -112,21 +112,21 @@ args = { n = 1 }
 id = "wordle"
 )";
   EXPECT_EQ(text_diff(a, b),
-            "~ orchestrator.env[1].id: \"code\" -> \"code-v2\"  (A:8, B:8)\n"
-            "+ orchestrator.env[2].id = \"wordle\"  (B:12)\n");
+            "~ orchestrator.env[1].id: \"code\" -> \"code-v2\"  (a.toml:8, b.toml:8)\n"
+            "+ orchestrator.env[2].id = \"wordle\"  (b.toml:12)\n");
   EXPECT_EQ(text_diff(b, a),
-            "~ orchestrator.env[1].id: \"code-v2\" -> \"code\"  (A:8, B:8)\n"
-            "- orchestrator.env[2].id = \"wordle\"  (A:12)\n");
+            "~ orchestrator.env[1].id: \"code-v2\" -> \"code\"  (a.toml:8, b.toml:8)\n"
+            "- orchestrator.env[2].id = \"wordle\"  (a.toml:12)\n");
 }
 
 TEST(TomlDiff, TypesAndShapesDiffer) {
   // 1 and 1.0 are different values; a table becoming a scalar is a removal and an addition.
-  EXPECT_EQ(text_diff("x = 1\n", "x = 1.0\n"), "~ x: 1 -> 1.0  (A:1, B:1)\n");
-  EXPECT_EQ(text_diff("[t]\nk = 1\n", "t = 2\n"), "- t.k = 1  (A:2)\n+ t = 2  (B:1)\n");
+  EXPECT_EQ(text_diff("x = 1\n", "x = 1.0\n"), "~ x: 1 -> 1.0  (a.toml:1, b.toml:1)\n");
+  EXPECT_EQ(text_diff("[t]\nk = 1\n", "t = 2\n"), "- t.k = 1  (a.toml:2)\n+ t = 2  (b.toml:1)\n");
   // An empty table is a key of its own; a string over lines is shown on one line.
-  EXPECT_EQ(text_diff("[t]\n", "[t]\nk = 1\n"), "- t = {}  (A:1)\n+ t.k = 1  (B:2)\n");
+  EXPECT_EQ(text_diff("[t]\n", "[t]\nk = 1\n"), "- t = {}  (a.toml:1)\n+ t.k = 1  (b.toml:2)\n");
   EXPECT_EQ(text_diff("s = 'a'\n", "s = \"\"\"\na\nb\"\"\"\n"),
-            "~ s: 'a' -> \"a\\nb\"  (A:1, B:1)\n");
+            "~ s: 'a' -> \"a\\nb\"  (a.toml:1, b.toml:1)\n");
 }
 
 TEST(TomlDiff, JsonForm) {
@@ -141,8 +141,8 @@ TEST(TomlDiff, JsonForm) {
   // Keys in another order: the text places each added key before the next key both have (in
   // A's order), the JSON lists added keys in B's order.
   const auto crossed =
-      diff_documents(doc("s2 = 1\ns1 = 1\n"), doc("x = 1\ns1 = 1\ny = 1\ns2 = 1\n"));
-  EXPECT_EQ(diff_text(crossed), "+ y = 1  (B:3)\n+ x = 1  (B:1)\n");
+      diff_documents(doc("s2 = 1\ns1 = 1\n"), doc("x = 1\ns1 = 1\ny = 1\ns2 = 1\n", "b.toml"));
+  EXPECT_EQ(diff_text(crossed), "+ y = 1  (b.toml:3)\n+ x = 1  (b.toml:1)\n");
   EXPECT_EQ(pb::toml::diff_json(crossed)["added"], pb::OrderedJson::parse(R"([
     {"key": "x", "b_value": "1", "b_line": 1}, {"key": "y", "b_value": "1", "b_line": 3}])"));
   EXPECT_EQ(pb::toml::diff_json(diff_documents(doc("a = 1\n"), doc("a=1\n"))),
@@ -273,7 +273,7 @@ TEST(TomlDiff, EveryCorpusFileAgainstItselfAndEditedCopies) {
     const std::size_t added_at = with_added.find("pb_diff_added"); // spaced like its neighbours
     ASSERT_NE(added_at, std::string::npos);
     EXPECT_EQ(diff_text(added),
-              fmt::format("+ pb_diff_added = 12345  (B:{})\n", line_at(with_added, added_at)));
+              fmt::format("+ pb_diff_added = 12345  (a.toml:{})\n", line_at(with_added, added_at)));
 
     std::vector<std::string> keys;
     const auto key = scalar_key(a.root(), keys);
@@ -289,7 +289,7 @@ TEST(TomlDiff, EveryCorpusFileAgainstItselfAndEditedCopies) {
     // The same key removed.
     const auto removed = diff_documents(a, doc(pb::toml::unset(a, name)));
     EXPECT_EQ(diff_text(removed),
-              fmt::format("- {} = {}  (A:{})\n", name, one_line(old), old_line));
+              fmt::format("- {} = {}  (a.toml:{})\n", name, one_line(old), old_line));
 
     // The same key changed: B's line is where the edit put the new value.
     const auto edit = pb::toml::set_detailed(a, name, "\"pb-diff-changed\"");
@@ -297,7 +297,7 @@ TEST(TomlDiff, EveryCorpusFileAgainstItselfAndEditedCopies) {
     const std::uint32_t new_line = line_at(text, edit.splices.front().begin);
     const auto changed = diff_documents(a, doc(edit.text));
     EXPECT_EQ(diff_text(changed),
-              fmt::format("~ {}: {} -> \"pb-diff-changed\"  (A:{}, B:{})\n",
+              fmt::format("~ {}: {} -> \"pb-diff-changed\"  (a.toml:{}, a.toml:{})\n",
                           name,
                           one_line(old),
                           old_line,
@@ -331,10 +331,10 @@ TEST_F(TomlDiffCommand, ExitZeroWhenSameOneWhenDifferent) {
   pb::test::write_file(b, "[model]\nname = \"n\"\nseed = 7\n");
   r = run_primebeaker({"toml", "diff", a, b});
   EXPECT_EQ(r.exit_code, 1) << r.err;
+  // FILE:LINE on both sides, with the files as given.
   EXPECT_EQ(r.out,
-            "~ model.name: \"m\" -> \"n\"  (A:2, B:2)\n"
-            "- model.steps = 1_000  (A:3)\n"
-            "+ model.seed = 7  (B:3)\n");
+            "~ model.name: \"m\" -> \"n\"  (" + a + ":2, " + b + ":2)\n" +
+                "- model.steps = 1_000  (" + a + ":3)\n" + "+ model.seed = 7  (" + b + ":3)\n");
   EXPECT_EQ(r.err, "");
   r = run_primebeaker({"toml", "diff", a, b, "--json"});
   EXPECT_EQ(r.exit_code, 1) << r.err;

@@ -159,6 +159,7 @@ public:
   OrderedJson
   workspace_experiments(const std::string &ws); // workspace experiments WS --format json
   std::string whoami();                         // account whoami --format json -> name
+  OrderedJson group_experiments(const std::string &group); // group experiments G --format json
 
   Timing &timing() { return m_timing; }
   proc::Runner &runner() { return m_runner; } // `follow --recover` runs `rl resume` through it
@@ -272,5 +273,14 @@ RunTarget target_from_receipt(const OrderedJson &receipt, const std::string &whe
 // RUN as given: an existing file is a receipt; an experiment id is used as is; "author/name"
 // as is; a bare name becomes "<you>/<name>" (`beaker account whoami`).
 RunTarget resolve_target(const std::string &run, BeakerCalls &beaker);
+
+// A sweep (docs/sweep.md) as RUN: its receipt file (`"sweep"` and `"variants"`, each a launch
+// receipt), or `group:<name or id>` (`beaker group experiments`). Its name and one target per
+// experiment; nullopt when RUN is neither.
+struct SweepTargets {
+  std::string name;
+  std::vector<RunTarget> variants;
+};
+std::optional<SweepTargets> resolve_sweep(const std::string &run, BeakerCalls &beaker);
 
 } // namespace pb::runs

@@ -38,6 +38,7 @@ struct DocumentDiff {
   // In document order, as a line diff orders them: removed and changed keys at their place in
   // A, added keys before the next key of B that A has too.
   std::vector<KeyChange> changes;
+  std::string a_name, b_name; // the documents' source names, for FILE:LINE
   bool same() const { return changes.empty(); }
 };
 

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: MIT
+// Submitting a sweep: one Beaker group, each variant submitted by the launch module and added to
+// it, one receipt that always says which variants were submitted (sweep.hpp).
+#include <primebeaker/beaker/client.hpp>
+#include <primebeaker/core/error.hpp>
+#include <primebeaker/core/fs.hpp>
+#include <primebeaker/core/text.hpp>
+#include <primebeaker/sweep/sweep.hpp>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+namespace pb::sweep {
+namespace {
+
+// The id in `beaker group create --format json`'s answer (an array of groups, or one), else the
+// last word of its text.
+std::string group_id(const std::string &out) {
+  const auto parsed = OrderedJson::parse(out, nullptr, false);
+  const OrderedJson &group = parsed.is_array() && !parsed.empty() ? parsed.front() : parsed;
+  if (group.is_object() && group.contains("id") && group["id"].is_string()) {
+    return group["id"].get<std::string>();
+  }
+  const auto words = text::split(std::string(text::trim(out)), ' ');
+  return words.empty() ? std::string() : words.back();
+}
+
+} // namespace
+
+SweepResult submit_sweep(const SweepPlan &plan, launch::LaunchEffects &effects) {
+  SweepResult result;
+  OrderedJson &receipt = result.receipt;
+  receipt["sweep"] = plan.name;
+  receipt["base"] = plan.base;
+  const std::string &workspace = plan.variants.front().plan.workspace;
+  // The group first: a sweep whose group cannot be made submits nothing.
+  const auto created = effects.beaker.run_checked(
+      {"group", "create", "--workspace", workspace, "--format", "json", plan.name}, "group create");
+  const std::string group = group_id(created.out);
+  receipt["group"] = {{"name", plan.name}, {"id", group}, {"workspace", workspace}};
+  receipt["gpus"] = plan.gpus;
+  OrderedJson submitted = OrderedJson::array();
+  OrderedJson not_submitted = OrderedJson::array();
+  for (const auto &variant : plan.variants) {
+    if (result.failure) {
+      not_submitted.push_back(variant.plan.experiment_name);
+      continue;
+    }
+    OrderedJson each;
+    try {
+      each = launch::execute_submit(variant.plan, effects);
+    } catch (const Error &error) {
+      result.failure = Error(error.code(),
+                             fmt::format("variant {} of the sweep {} was not submitted: {}",
+                                         variant.plan.experiment_name,
+                                         plan.name,
+                                         error.what()),
+                             error.context());
+      not_submitted.push_back(variant.plan.experiment_name);
+      continue;
+    }
+    OrderedJson set = OrderedJson::object();
+    for (const auto &[key, literal] : variant.overrides) {
+      set[key] = literal;
+    }
+    each["variant"] = set;
+    const auto id = each.value("experiment_id", OrderedJson());
+    if (id.is_string() && !group.empty()) {
+      const auto added = effects.beaker.run({"group", "add", group, id.get<std::string>()});
+      if (!added.ok()) {
+        each["group_error"] = std::string(text::trim(added.err.empty() ? added.out : added.err));
+        spdlog::warn("{} was submitted but not added to the group {}: {}",
+                     id.get<std::string>(),
+                     plan.name,
+                     each["group_error"].get<std::string>());
+      }
+    }
+    submitted.push_back(std::move(each));
+  }
+  receipt["complete"] = !result.failure.has_value();
+  receipt["variants"] = std::move(submitted);
+  receipt["not_submitted"] = std::move(not_submitted);
+  if (result.failure) {
+    result.failure->add_context(fmt::format(
+        "{} of {} variants were submitted (the receipt lists them); not submitted: {}",
+        receipt["variants"].size(),
+        plan.variants.size(),
+        text::join(receipt["not_submitted"].get<std::vector<std::string>>(), ", ")));
+  }
+  // Beside the specs, for `status|stop|list` later.
+  const auto spec_dir = plan.variants.front().plan.spec_path.parent_path();
+  const auto path = spec_dir.parent_path() / "sweeps" / (plan.name + ".json");
+  receipt["receipt_path"] = path.string();
+  try {
+    std::error_code ec;
+    std::filesystem::create_directories(path.parent_path(), ec);
+    effects.files.write_file_atomic(path, receipt.dump(2) + "\n");
+  } catch (const Error &error) {
+    spdlog::warn("the sweep's receipt could not be written to {}: {}", path.string(), error.what());
+  }
+  return result;
+}
+
+} // namespace pb::sweep
