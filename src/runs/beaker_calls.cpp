@@ -162,8 +162,8 @@ void BeakerCalls::stop_experiment(const std::string &id) {
 }
 
 OrderedJson BeakerCalls::group_experiments(const std::string &group) {
-  auto got = call_json({"group", "experiments", group, "--format", "json"},
-                       "group experiments " + group);
+  auto got =
+      call_json({"group", "experiments", group, "--format", "json"}, "group experiments " + group);
   if (got.is_object()) {
     OrderedJson wrapped = OrderedJson::array();
     wrapped.push_back(std::move(got));

@@ -278,9 +278,9 @@ void run_stop(const StopOptions &options) {
   auto beaker = make_beaker(runner);
   if (const auto sweep = resolve_sweep(options.run, beaker)) {
     // One question for the whole sweep, then every variant (and its controller) stopped.
-    if (!options.yes && !confirm(fmt::format("Stop the {} experiments of sweep {}?",
-                                             sweep->variants.size(),
-                                             sweep->name))) {
+    if (!options.yes &&
+        !confirm(fmt::format(
+            "Stop the {} experiments of sweep {}?", sweep->variants.size(), sweep->name))) {
       throw failure("nothing stopped (answer y, or pass --yes)");
     }
     OrderedJson out = OrderedJson::object();
@@ -289,8 +289,8 @@ void run_stop(const StopOptions &options) {
     for (const auto &target : sweep->variants) {
       Loaded loaded;
       loaded.target = target;
-      loaded.run = parse_run(
-          single_experiment(beaker.get_experiment(target.reference), target.reference));
+      loaded.run =
+          parse_run(single_experiment(beaker.get_experiment(target.reference), target.reference));
       stopped.push_back(stop_loaded(std::move(loaded), options, beaker, false));
     }
     out["variants"] = std::move(stopped);
@@ -404,7 +404,8 @@ void run_list(const ListOptions &options) {
     }
     experiments = OrderedJson::array();
     for (const auto &target : sweep->variants) {
-      experiments.push_back(single_experiment(beaker.get_experiment(target.reference), target.reference));
+      experiments.push_back(
+          single_experiment(beaker.get_experiment(target.reference), target.reference));
     }
   } else {
     experiments = beaker.workspace_experiments(options.workspace);
@@ -596,9 +597,10 @@ void register_commands(cli::CommandTree &tree) {
     app.add_flag(cli::flag("mine"), options.mine, "Only experiments you launched");
     app.add_flag(cli::flag("json"), options.json, "Print a JSON array instead of a table");
     app.add_flag(cli::flag("all"), options.all, "Every experiment, not only primebeaker's");
-    app.add_option(cli::flag("sweep"),
-                   options.sweep,
-                   "Only the experiments of a sweep: its receipt file, or group:NAME (docs/sweep.md)")
+    app.add_option(
+           cli::flag("sweep"),
+           options.sweep,
+           "Only the experiments of a sweep: its receipt file, or group:NAME (docs/sweep.md)")
         .type_name("RECEIPT");
     app.add_option(cli::flag("limit"), options.limit, "At most this many rows")
         .capture_default_str();

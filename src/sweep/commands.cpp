@@ -78,9 +78,8 @@ void run_sweep(launch::Program program, const SweepOptions &given) {
     std::cerr << sweep_card(plan);
   }
   if (ask) {
-    std::cerr << fmt::format("Submit these {} experiments ({} GPUs)? [y/N] ",
-                             plan.variants.size(),
-                             plan.gpus);
+    std::cerr << fmt::format(
+        "Submit these {} experiments ({} GPUs)? [y/N] ", plan.variants.size(), plan.gpus);
     std::string answer;
     std::getline(std::cin, answer);
     if (answer != "y" && answer != "Y" && answer != "yes" && answer != "YES") {
@@ -117,16 +116,15 @@ void add_sweep_command(cli::CommandTree &tree, launch::Program program) {
                         "`toml set` types them); repeat for more keys (their cross product)")
             .type_name("KEY=VALUES")
             .take_all();
-        command.add_flag("--zip",
-                         options.zip,
-                         "Pair the --set values in order instead of the cross product");
-        command.add_option("--grid",
-                           options.grid,
-                           "A YAML or TOML file listing the variants' overrides (docs/sweep.md)")
+        command.add_flag(
+            "--zip", options.zip, "Pair the --set values in order instead of the cross product");
+        command
+            .add_option("--grid",
+                        options.grid,
+                        "A YAML or TOML file listing the variants' overrides (docs/sweep.md)")
             .type_name("FILE");
-        command.add_option("--group",
-                           options.group,
-                           "The Beaker group of the sweep (default: <base name>-sweep)");
+        command.add_option(
+            "--group", options.group, "The Beaker group of the sweep (default: <base name>-sweep)");
         command.add_flag("--dry-run",
                          options.dry_run,
                          "Plan and check every variant, print them as JSON; submit nothing");

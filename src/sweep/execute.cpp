@@ -81,11 +81,11 @@ SweepResult submit_sweep(const SweepPlan &plan, launch::LaunchEffects &effects) 
   receipt["variants"] = std::move(submitted);
   receipt["not_submitted"] = std::move(not_submitted);
   if (result.failure) {
-    result.failure->add_context(fmt::format(
-        "{} of {} variants were submitted (the receipt lists them); not submitted: {}",
-        receipt["variants"].size(),
-        plan.variants.size(),
-        text::join(receipt["not_submitted"].get<std::vector<std::string>>(), ", ")));
+    result.failure->add_context(
+        fmt::format("{} of {} variants were submitted (the receipt lists them); not submitted: {}",
+                    receipt["variants"].size(),
+                    plan.variants.size(),
+                    text::join(receipt["not_submitted"].get<std::vector<std::string>>(), ", ")));
   }
   // Beside the specs, for `status|stop|list` later.
   const auto spec_dir = plan.variants.front().plan.spec_path.parent_path();

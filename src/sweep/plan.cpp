@@ -71,8 +71,8 @@ SweepPlan make_sweep_plan(const SweepOptions &options,
   }
 
   std::vector<std::string> problems;
-  std::map<std::string, std::string> names;      // name -> variant, for duplicates
-  std::map<std::string, std::string> run_homes;  // output dir (and run dir) -> variant
+  std::map<std::string, std::string> names;     // name -> variant, for duplicates
+  std::map<std::string, std::string> run_homes; // output dir (and run dir) -> variant
   for (const auto &overrides : variants) {
     Variant variant;
     variant.overrides = overrides;
@@ -108,7 +108,8 @@ SweepPlan make_sweep_plan(const SweepOptions &options,
       }
       continue;
     }
-    if (const auto [it, fresh] = names.emplace(variant.plan.experiment_name, variant.name); !fresh) {
+    if (const auto [it, fresh] = names.emplace(variant.plan.experiment_name, variant.name);
+        !fresh) {
       problems.push_back(fmt::format("variants {} and {} have the same experiment name {}",
                                      it->second,
                                      variant.name,
@@ -171,7 +172,8 @@ std::string sweep_card(const SweepPlan &plan) {
       gpus += task.value("replicas", std::int64_t{1}) *
               task.value("resources", OrderedJson::object()).value("gpuCount", std::int64_t{0});
     }
-    out += fmt::format("  {}  {} GPUs  {}\n", variant.plan.experiment_name, gpus, text::join(set, ", "));
+    out += fmt::format(
+        "  {}  {} GPUs  {}\n", variant.plan.experiment_name, gpus, text::join(set, ", "));
   }
   out += fmt::format("  total: {} GPUs, {} GPU-hours per hour of run time\n", plan.gpus, plan.gpus);
   return out;

@@ -10,12 +10,15 @@
 
 #include <fmt/format.h>
 
+#include <functional>
+
 namespace pb::sweep {
 
 std::pair<std::string, std::vector<std::string>> parse_axis(const std::string &argument) {
   const auto eq = argument.find('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == argument.size()) {
-    throw usage_error(fmt::format("--set {}: expected KEY=V1,V2,... (TOML value literals)", argument));
+    throw usage_error(
+        fmt::format("--set {}: expected KEY=V1,V2,... (TOML value literals)", argument));
   }
   std::vector<std::string> values;
   std::string current;
@@ -125,8 +128,8 @@ std::string literal_of(const services::YamlNode &node, const services::YamlDocum
     return "{ " + text::join(members, ", ") + " }";
   }
   default:
-    throw input_error(fmt::format(
-        "{}: a null value cannot be set in TOML", document.location(node.mark)));
+    throw input_error(
+        fmt::format("{}: a null value cannot be set in TOML", document.location(node.mark)));
   }
 }
 
@@ -134,9 +137,9 @@ std::string literal_of(const services::YamlNode &node, const services::YamlDocum
 
 std::vector<Overrides> parse_grid(const std::string &text, const std::string &source_name) {
   std::vector<Overrides> out;
-  const bool is_toml = text::starts_with(std::string_view(source_name).substr(
-                                             source_name.size() > 5 ? source_name.size() - 5 : 0),
-                                         ".toml");
+  const bool is_toml = text::starts_with(
+      std::string_view(source_name).substr(source_name.size() > 5 ? source_name.size() - 5 : 0),
+      ".toml");
   if (is_toml) {
     const auto document = toml::Document::parse(text, source_name);
     const toml::Value *variants = document.root().find("variant");
@@ -148,21 +151,18 @@ std::vector<Overrides> parse_grid(const std::string &text, const std::string &so
         throw input_error(document.location(table) + ": each variant is a [[variant]] table");
       }
       Overrides variant;
-      // Dotted keys inside a [[variant]] are nested tables: walk to the leaves.
-      std::vector<std::pair<std::string, const toml::Value *>> stack;
-      for (const auto &[key, value] : *table.table()) {
-        stack.emplace_back(key, &value);
-      }
-      for (size_t k = 0; k < stack.size(); ++k) {
-        const auto [key, value] = stack[k];
-        if (value->table() != nullptr) {
-          for (const auto &[child, child_value] : *value->table()) {
-            stack.emplace_back(key + "." + child, &child_value);
-          }
-          continue;
-        }
-        variant.emplace_back(key, toml::to_value_text(*value));
-      }
+      // Dotted keys inside a [[variant]] are nested tables: walk to the leaves, in order.
+      const std::function<void(const std::string &, const toml::Value &)> walk =
+          [&](const std::string &key, const toml::Value &value) {
+            if (value.table() == nullptr) {
+              variant.emplace_back(key, std::string(text::trim(toml::to_value_text(value))));
+              return;
+            }
+            for (const auto &[child, child_value] : *value.table()) {
+              walk(key.empty() ? child : key + "." + child, child_value);
+            }
+          };
+      walk("", table);
       if (variant.empty()) {
         throw input_error(document.location(table) + ": an empty variant");
       }

@@ -157,8 +157,8 @@ public:
   std::string job_logs(const std::string &job_id); // job logs JOBID
   void stop_experiment(const std::string &id);     // experiment stop ID
   OrderedJson
-  workspace_experiments(const std::string &ws); // workspace experiments WS --format json
-  std::string whoami();                         // account whoami --format json -> name
+  workspace_experiments(const std::string &ws);            // workspace experiments WS --format json
+  std::string whoami();                                    // account whoami --format json -> name
   OrderedJson group_experiments(const std::string &group); // group experiments G --format json
 
   Timing &timing() { return m_timing; }

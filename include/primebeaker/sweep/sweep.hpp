@@ -38,13 +38,13 @@ std::string variant_name(const std::string &base, const Overrides &overrides);
 
 struct SweepOptions {
   launch::Program program = launch::Program::rl;
-  launch::LaunchOptions base;     // the launch flags every variant shares (incl. --set)
-  std::vector<std::string> axes;  // --set KEY=V1,V2 of the sweep
-  std::string grid;               // --grid FILE
+  launch::LaunchOptions base;    // the launch flags every variant shares (incl. --set)
+  std::vector<std::string> axes; // --set KEY=V1,V2 of the sweep
+  std::string grid;              // --grid FILE
   bool zip = false;
   bool dry_run = false;
   bool yes = false;
-  std::string group;              // the Beaker group's name; default: the base name + "-sweep"
+  std::string group; // the Beaker group's name; default: the base name + "-sweep"
 };
 
 struct Variant {
@@ -54,8 +54,8 @@ struct Variant {
 };
 
 struct SweepPlan {
-  std::string name;  // the sweep and its group
-  std::string base;  // the base experiment name
+  std::string name; // the sweep and its group
+  std::string base; // the base experiment name
   std::string generation;
   std::vector<Variant> variants;
   std::int64_t gpus = 0; // of all variants: GPU-hours per hour of run time

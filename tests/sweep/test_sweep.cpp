@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: MIT
+// Sweeps (docs/sweep.md): the variants (product, --zip, --grid), their names, and `rl sweep`
+// end to end against a fake beaker: one group, distinct output dirs, all-or-nothing checks, a
+// half-submitted sweep that says so, and status/stop of the receipt.
+#include "launch_fixture.hpp"
+
+#include <primebeaker/core/error.hpp>
+#include <primebeaker/sweep/sweep.hpp>
+
+#include <set>
+
+using nlohmann::json;
+
+namespace pb::test {
+namespace {
+
+using pb::sweep::combine;
+using pb::sweep::Overrides;
+using pb::sweep::parse_grid;
+using pb::sweep::variant_name;
+
+TEST(SweepVariants, ProductZipAndValuesWithCommasInside) {
+  const auto product = combine({"a.lr=1,2", "b=[1, 2],\"x,y\""}, false);
+  ASSERT_EQ(product.size(), 4u);
+  EXPECT_EQ(product[0], (Overrides{{"a.lr", "1"}, {"b", "[1, 2]"}}));
+  EXPECT_EQ(product[1], (Overrides{{"a.lr", "1"}, {"b", "\"x,y\""}}));
+  EXPECT_EQ(product[3], (Overrides{{"a.lr", "2"}, {"b", "\"x,y\""}}));
+  const auto zipped = combine({"a=1,2,3", "b=4,5,6"}, true);
+  ASSERT_EQ(zipped.size(), 3u);
+  EXPECT_EQ(zipped[2], (Overrides{{"a", "3"}, {"b", "6"}}));
+  EXPECT_THROW(combine({"a=1,2", "b=1"}, true), pb::Error);
+  EXPECT_THROW(combine({"a=1", "a=2"}, false), pb::Error);
+  EXPECT_THROW(combine({"a=1,,2"}, false), pb::Error);
+}
+
+TEST(SweepVariants, GridFilesInYamlAndToml) {
+  const auto yaml = parse_grid("- trainer.optim.lr: 1.0e-5\n  wandb.tags: [a, b]\n"
+                               "- trainer.optim.lr: 3.0e-6\n  name: run\n",
+                               "grid.yaml");
+  ASSERT_EQ(yaml.size(), 2u);
+  EXPECT_EQ(yaml[0], (Overrides{{"trainer.optim.lr", "1.0e-5"}, {"wandb.tags", "[\"a\", \"b\"]"}}));
+  EXPECT_EQ(yaml[1][1], (std::pair<std::string, std::string>{"name", "\"run\""}));
+  const auto toml = parse_grid("[[variant]]\ntrainer.optim.lr = 1e-5\n\n[[variant]]\n"
+                               "trainer.optim.lr = 2e-5\nseed = 7\n",
+                               "grid.toml");
+  ASSERT_EQ(toml.size(), 2u);
+  EXPECT_EQ(toml[1], (Overrides{{"trainer.optim.lr", "2e-5"}, {"seed", "7"}}));
+  try {
+    parse_grid("a: 1\n", "grid.yaml");
+    FAIL() << "a mapping is not a list of variants";
+  } catch (const pb::Error &error) {
+    EXPECT_EQ(error.code(), 3);
+    EXPECT_NE(std::string(error.what()).find("grid.yaml:1:1"), std::string::npos) << error.what();
+  }
+}
+
+TEST(SweepVariants, NamesAreShortStableUniqueAndAtMost128) {
+  const Overrides a = {{"trainer.optim.lr", "1e-5"}, {"wandb.tags", "[\"x\", \"y\"]"}};
+  EXPECT_EQ(variant_name("base", a), "base-lr-1e-5_tags-x-y");
+  EXPECT_EQ(variant_name("base", a), variant_name("base", a));
+  std::set<std::string> names;
+  for (const auto &variant :
+       combine({"k=" + std::string(60, 'a') + "1," + std::string(60, 'a') + "2",
+                "j=" + std::string(70, 'b') + "1," + std::string(70, 'b') + "2"},
+               false)) {
+    const auto name = variant_name(std::string(40, 'n'), variant);
+    EXPECT_LE(name.size(), 128u) << name;
+    names.insert(name);
+  }
+  EXPECT_EQ(names.size(), 4u); // truncated names stay apart by their hash
+}
+
+class Sweep : public LaunchFixture {
+protected:
+  std::vector<std::string> sweep(std::vector<std::string> extra) const {
+    std::vector<std::string> args = {"rl", "sweep", "--toml", "examples/rl/rl.toml"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  }
+  static std::string env_value(const json &spec, const std::string &name) {
+    for (const auto &var : spec["tasks"][0]["envVars"]) {
+      if (var["name"] == name) {
+        return var.value("value", std::string());
+      }
+    }
+    return {};
+  }
+};
+
+TEST_F(Sweep, DryRunPlansEveryVariantWithItsOwnNameOutputDirAndRun) {
+  const std::string before = read("examples/rl/rl.toml");
+  const auto result = run(sweep({"--set",
+                                 "trainer.optim.lr=1e-5,3e-6",
+                                 "--set",
+                                 "orchestrator.train.sampling.temperature=0.7,1.0",
+                                 "--dry-run"}));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto plan = json::parse(result.out);
+  EXPECT_EQ(plan["sweep"], "primebeaker-example-rl-sweep");
+  ASSERT_EQ(plan["variants"].size(), 4u);
+  std::set<std::string> names, outputs, runs, configs;
+  for (const auto &variant : plan["variants"]) {
+    names.insert(variant["experiment_name"]);
+    outputs.insert(env_value(variant["spec"], "OUTPUT_DIR"));
+    runs.insert(env_value(variant["spec"], "WANDB_RUN_ID"));
+    configs.insert(env_value(variant["spec"], "CONFIG_PATH"));
+    EXPECT_EQ(variant["wandb_run"]["name"], variant["experiment_name"]);
+  }
+  EXPECT_EQ(names.size(), 4u);
+  EXPECT_EQ(outputs.size(), 4u); // two variants never share an output dir
+  EXPECT_EQ(runs.size(), 4u);
+  EXPECT_EQ(configs.size(), 4u);
+  EXPECT_TRUE(names.count("primebeaker-example-rl-lr-3e-6_temperature-0.7"));
+  EXPECT_TRUE(outputs.count("outputs/tiny-rl/lr-3e-6_temperature-0.7"));
+  EXPECT_EQ(read("examples/rl/rl.toml"), before);
+  EXPECT_TRUE(m_beaker.calls().empty());
+  // The same command again: the same names.
+  const auto again = run(sweep({"--set",
+                                "trainer.optim.lr=1e-5,3e-6",
+                                "--set",
+                                "orchestrator.train.sampling.temperature=0.7,1.0",
+                                "--dry-run"}));
+  std::set<std::string> names_again;
+  const auto plan_again = json::parse(again.out);
+  for (const auto &variant : plan_again["variants"]) {
+    names_again.insert(variant["experiment_name"]);
+  }
+  EXPECT_EQ(names_again, names);
+}
+
+TEST_F(Sweep, OneInvalidVariantRefusesTheWholeSweepBeforeAnyBeakerCall) {
+  beaker_creates();
+  const auto result = run(
+      sweep({"--set", "trainer.optim.lr=1e-5,\"fast\",3e-6", "--set", "max_steps=10,20", "--yes"}));
+  EXPECT_EQ(result.exit_code, 3) << result.err;
+  EXPECT_NE(result.err.find("cannot launch (6 variants; nothing was submitted)"), std::string::npos)
+      << result.err;
+  // Both variants with the bad value are named, each at its --set argument.
+  EXPECT_NE(result.err.find("variant primebeaker-example-rl-lr-fast_max_steps-10: --set "
+                            "trainer.optim.lr=\"fast\": trainer.optim.lr must be a number"),
+            std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("variant primebeaker-example-rl-lr-fast_max_steps-20"),
+            std::string::npos);
+  EXPECT_EQ(result.err.find("lr-1e-5_max_steps-10:"), std::string::npos) << result.err;
+  EXPECT_TRUE(m_beaker.calls().empty());
+}
+
+TEST_F(Sweep, SubmitsOneGroupAndAHalfSubmittedSweepSaysWhichVariantsRun) {
+  m_beaker.on({"group", "create"}, R"([{"id": "01GROUP000000000000000000A", "name": "s"}])");
+  m_beaker.on({"group", "add"}, "");
+  FakeAnswer created{k_created_stdout};
+  FakeAnswer refused{"", 1, "Error: quota exceeded\n"};
+  m_beaker.on_sequence({"experiment", "create"}, {created, created, refused});
+  const auto result = run(sweep({"--set", "trainer.optim.lr=1e-5,2e-5,3e-5,4e-5", "--yes"}));
+  EXPECT_EQ(result.exit_code, 4) << result.err;
+  EXPECT_NE(result.err.find("variant primebeaker-example-rl-lr-3e-5 of the sweep "
+                            "primebeaker-example-rl-sweep was not submitted"),
+            std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("2 of 4 variants were submitted"), std::string::npos) << result.err;
+  const auto receipt = json::parse(result.out);
+  EXPECT_EQ(receipt["complete"], false);
+  EXPECT_EQ(receipt["group"]["id"], "01GROUP000000000000000000A");
+  ASSERT_EQ(receipt["variants"].size(), 2u);
+  EXPECT_EQ(receipt["variants"][0]["experiment_name"], "primebeaker-example-rl-lr-1e-5");
+  EXPECT_EQ(receipt["variants"][0]["variant"]["trainer.optim.lr"], "1e-5");
+  EXPECT_EQ(receipt["not_submitted"],
+            json::parse(R"(["primebeaker-example-rl-lr-3e-5", "primebeaker-example-rl-lr-4e-5"])"));
+  // Every submitted experiment was added to the group, and the receipt is on disk.
+  EXPECT_EQ(m_beaker.calls_matching({"group", "add"}).size(), 2u);
+  EXPECT_EQ(m_beaker.calls_matching({"group", "create"}).front().argv.back(),
+            "primebeaker-example-rl-sweep");
+  EXPECT_TRUE(std::filesystem::exists(receipt["receipt_path"].get<std::string>()));
+}
+
+TEST_F(Sweep, StopAndStatusOfASweepReceiptCoverEveryVariant) {
+  const std::string receipt = at("sweep.json");
+  write("sweep.json", R"({"sweep": "s", "variants": [
+      {"experiment_id": "01AAAAAAAAAAAAAAAAAAAAAAAA", "experiment_name": "s-a"},
+      {"experiment_id": "01BBBBBBBBBBBBBBBBBBBBBBBB", "experiment_name": "s-b"}]})");
+  for (const char *id : {"01AAAAAAAAAAAAAAAAAAAAAAAA", "01BBBBBBBBBBBBBBBBBBBBBBBB"}) {
+    const json running = json::array({{{"id", id},
+                                       {"name", std::string("s-") + id[2]},
+                                       {"author", {{"name", "jdoe"}}},
+                                       {"jobs", json::array()}}});
+    m_beaker.on({"experiment", "get", id}, running.dump());
+  }
+  m_beaker.on({"experiment", "stop"}, "");
+  const auto status = run({"status", receipt}, false);
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  EXPECT_NE(status.out.find("sweep s: 2 variants:"), std::string::npos) << status.out;
+  EXPECT_NE(status.out.find("01BBBBBBBBBBBBBBBBBBBBBBBB"), std::string::npos);
+  const auto stop = run({"stop", receipt, "--yes"}, false);
+  ASSERT_EQ(stop.exit_code, 0) << stop.err;
+  const auto stops = m_beaker.calls_matching({"experiment", "stop"});
+  std::set<std::string> stopped;
+  for (const auto &call : stops) {
+    stopped.insert(call.argv.back());
+  }
+  EXPECT_EQ(stopped,
+            (std::set<std::string>{"01AAAAAAAAAAAAAAAAAAAAAAAA", "01BBBBBBBBBBBBBBBBBBBBBBBB"}));
+  EXPECT_EQ(json::parse(stop.out)["variants"].size(), 2u);
+}
+
+} // namespace
+} // namespace pb::test
