@@ -201,6 +201,17 @@ TEST_F(Sweep, StopAndStatusOfASweepReceiptCoverEveryVariant) {
   EXPECT_EQ(stopped,
             (std::set<std::string>{"01AAAAAAAAAAAAAAAAAAAAAAAA", "01BBBBBBBBBBBBBBBBBBBBBBBB"}));
   EXPECT_EQ(json::parse(stop.out)["variants"].size(), 2u);
+
+  // The group names the same experiments; list --sweep shows only them.
+  m_beaker.on({"group", "experiments", "s"},
+              R"([{"id": "01AAAAAAAAAAAAAAAAAAAAAAAA"}, {"id": "01BBBBBBBBBBBBBBBBBBBBBBBB"}])");
+  const auto by_group = run({"status", "group:s", "--json"}, false);
+  ASSERT_EQ(by_group.exit_code, 0) << by_group.err;
+  EXPECT_EQ(json::parse(by_group.out)["variants"].size(), 2u);
+  const auto listed = run({"list", "--sweep", receipt, "--json"}, false);
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  EXPECT_EQ(json::parse(listed.out).size(), 2u);
+  EXPECT_TRUE(m_beaker.calls_matching({"workspace", "experiments"}).empty());
 }
 
 } // namespace
