@@ -161,34 +161,27 @@ void BeakerCalls::stop_experiment(const std::string &id) {
   call({"experiment", "stop", id}, "experiment stop " + id);
 }
 
-OrderedJson BeakerCalls::group_experiments(const std::string &group) {
-  auto got =
-      call_json({"group", "experiments", group, "--format", "json"}, "group experiments " + group);
+// `beaker <kind> experiments <of> --format json` as a list (one object is wrapped).
+OrderedJson BeakerCalls::experiments_of(const std::string &kind, const std::string &of) {
+  const std::string what = kind + " experiments " + of;
+  auto got = call_json({kind, "experiments", of, "--format", "json"}, what);
   if (got.is_object()) {
     OrderedJson wrapped = OrderedJson::array();
     wrapped.push_back(std::move(got));
     return wrapped;
   }
   if (!got.is_array()) {
-    throw tool_error(
-        fmt::format("{} group experiments {} printed JSON that is not a list", m_program, group));
+    throw tool_error(fmt::format("{} {} printed JSON that is not a list", m_program, what));
   }
   return got;
 }
 
+OrderedJson BeakerCalls::group_experiments(const std::string &group) {
+  return experiments_of("group", group);
+}
+
 OrderedJson BeakerCalls::workspace_experiments(const std::string &ws) {
-  auto got = call_json({"workspace", "experiments", ws, "--format", "json"},
-                       "workspace experiments " + ws);
-  if (got.is_object()) {
-    OrderedJson wrapped = OrderedJson::array();
-    wrapped.push_back(std::move(got));
-    return wrapped;
-  }
-  if (!got.is_array()) {
-    throw tool_error(
-        fmt::format("{} workspace experiments {} printed JSON that is not a list", m_program, ws));
-  }
-  return got;
+  return experiments_of("workspace", ws);
 }
 
 std::string BeakerCalls::whoami() {

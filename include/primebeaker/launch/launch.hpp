@@ -82,7 +82,7 @@ struct LaunchOptions {
   std::vector<std::string> required_services;     // multi-node RL: NAME=COUNT
   // KEY=VALUE overrides of the TOML (docs/launch.md "Overrides"), applied to a copy of it.
   std::vector<std::string> set;
-  bool write_spec = false;                        // preview: also write the spec file
+  bool write_spec = false; // preview: also write the spec file
   // Run the binary staged on the mount (docs/staging.md); false: `primebeaker` from the image's
   // PATH, which then must be a runtime image (images/Dockerfile.runtime).
   bool stage = true;

@@ -168,6 +168,7 @@ public:
 private:
   proc::Result call(const proc::Argv &args, const std::string &what);
   OrderedJson call_json(const proc::Argv &args, const std::string &what);
+  OrderedJson experiments_of(const std::string &kind, const std::string &of);
 
   proc::Runner &m_runner;
   std::string m_program;
