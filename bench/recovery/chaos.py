@@ -343,6 +343,9 @@ def run_seed(seed, binary, root, scratch, env_base, fakebin, timeout, generation
         problems.append("the controller ended before the run did")
     if outcome is None:
         problems.append("the run did not end within the timeout")
+    if problems:  # what the controller and followers last said, to tell why
+        with open(os.path.join(work, "controller.log")) as f:
+            problems.append("log tail: " + " | ".join(f.read().splitlines()[-25:]))
     refused = sum(1 for c in data["log"] if c.get("refused"))
     polls = sum(1 for c in data["log"] if c["caller"] == "controller" and c["argv"][:2] == ["experiment", "get"])
     return {"seed": seed, "budget": budget, "injected": len(injected),

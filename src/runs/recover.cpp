@@ -559,6 +559,7 @@ public:
       if (claim == nullptr) {
         say(fmt::format(
             "not resubmitting {}: its claim vanished from {}", m_run.id, m_dir.string()));
+        m_result.retry_later = true;
         return m_result;
       }
       return settle(*claim);
@@ -587,6 +588,7 @@ private:
                       m_dir.string(),
                       error.what(),
                       m_by_hand));
+      m_result.retry_later = true; // a shared mount's hiccup passes
       return false;
     }
   }
@@ -621,6 +623,7 @@ private:
                       m_run.id,
                       error.what(),
                       m_by_hand));
+      m_result.retry_later = true; // a shared mount's hiccup passes
       return false;
     }
   }
@@ -684,6 +687,7 @@ private:
       if (now == nullptr) {
         say(fmt::format(
             "not resubmitting {}: its claim vanished from {}", m_run.id, m_dir.string()));
+        m_result.retry_later = true;
         return m_result;
       }
       claim = *now;
@@ -748,6 +752,7 @@ private:
         ran = m_beaker.runner().run(command);
       } catch (const Error &error) { // the program could not be started
         last_error = error.what();
+        m_result.retry_later = true;
         break;
       }
       if (ran.ok()) {
@@ -762,6 +767,7 @@ private:
           receipt = parse_resume_receipt(ran.out);
         } catch (const Error &error) {
           last_error = error.what();
+          m_result.retry_later = true;
           break; // it may have submitted: the claim stays, a takeover finds it by name
         }
         return record(claim, receipt.child_experiment_id, receipt.step);
@@ -775,14 +781,18 @@ private:
       }
       // 75: a refusal that passes (the source not finalized yet); 4: `beaker` failed. The rest
       // (a refused plan, a missing secret, a configuration error) fails again on every retry.
-      if (ran.signal != 0 ||
-          (ran.exit_code != static_cast<int>(ExitCode::retry_later) && ran.exit_code != 4)) {
+      if (ran.signal != 0) {
+        // Killed (out of memory, say): it may have submitted; a takeover finds it by name.
+        m_result.retry_later = true;
+        break;
+      }
+      if (ran.exit_code != static_cast<int>(ExitCode::retry_later) && ran.exit_code != 4) {
         say(fmt::format("not resubmitting {} ({}): `rl resume` refused for a reason no retry "
                         "mends; {}",
                         m_run.id,
                         outcome_name(m_run.outcome),
                         m_by_hand));
-        m_result.not_recoverable = ran.signal == 0;
+        m_result.not_recoverable = true;
         return m_result;
       }
       m_result.retry_later = attempt == tries;

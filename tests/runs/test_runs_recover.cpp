@@ -854,6 +854,73 @@ TEST(RunsRecoverLoop, AControllerKeepsTryingWhenRlResumeFailsForNow) {
   EXPECT_EQ(status->state, "ended");
 }
 
+// An `rl resume` killed by a signal (out of memory) or printing no receipt may or may not have
+// submitted: the controller pauses and takes its claim over (which finds a child by its name),
+// instead of ending the run's recovery.
+TEST(RunsRecoverLoop, AControllerTakesItsClaimOverWhenRlResumeDiesOrPrintsNoReceipt) {
+  for (const bool killed : {true, false}) {
+    pb::test::TempDir tmp;
+    const fs::path out = tmp / "out";
+    const fs::path dir = ledger::directory(out, k_run_id);
+    pb::test::write_file(dir / "1.json",
+                         nlohmann::json{{"attempt", 1},
+                                        {"started_unix", 1},
+                                        {"cause", "first_start"},
+                                        {"experiment_id", "E1"}}
+                             .dump());
+    const auto view = [&](const std::string &id, const OrderedJson &status) {
+      return printed(experiment({job(id + "J0",
+                                     0,
+                                     status,
+                                     "T",
+                                     {{"OUTPUT_DIR", out.string()},
+                                      {"WANDB_RUN_ID", k_run_id},
+                                      {"PRIMEBEAKER_MAX_RECOVERIES", "3"}})},
+                                id));
+    };
+    LoopRunner runner;
+    runner.experiments["E1"] = {view("E1", status_preempted(10))};
+    runner.experiments["E2"] = {view("E2", status_exited(0, 30))};
+    int tries = 0;
+    runner.resume = [&](const pb::proc::Argv &) {
+      pb::proc::Result result;
+      result.exit_code = 0;
+      if (++tries == 1) {
+        if (killed) {
+          result.signal = 9;
+        } else {
+          result.out = "not a receipt";
+        }
+        return result;
+      }
+      result.out = nlohmann::json{{"resume", {{"checkpoint", {{"step", 10}}}}},
+                                  {"child_experiment_id", "E2"}}
+                       .dump();
+      return result;
+    };
+    FakeClock clock;
+    pb::runs::Timing timing;
+    timing.clock = &clock;
+    timing.sleep = [&](std::chrono::milliseconds d) {
+      clock.t += d;
+      return true;
+    };
+    pb::runs::BeakerCalls beaker(runner, "beaker", timing);
+    pb::runs::FollowOptions options;
+    options.poll_interval = std::chrono::seconds(1);
+    options.recover.enabled = true;
+    options.recover.controller = true;
+    options.recover.program = {"pb-self"};
+    std::ostringstream logs, err;
+    EXPECT_EQ(pb::runs::follow_run("E1", options, beaker, logs, err), 0) << err.str();
+    EXPECT_EQ(tries, 2) << err.str();
+    const auto history = ledger::read(dir);
+    ASSERT_EQ(history.claims.size(), 1u);
+    EXPECT_EQ(history.claims[0].child_experiment, "E2") << err.str();
+    EXPECT_NE(err.str().find("trying again in"), std::string::npos) << err.str();
+  }
+}
+
 // ---- The recovery controller under chaos (bench/recovery/chaos.py, docs/recovery.md) ----
 
 // A few seeds of the harness: the real `rl submit` against a fake beaker world that preempts
