@@ -63,7 +63,7 @@ def main():
     for name, label in (("builtin", "anchor, PRIMEBEAKER_SHA2=builtin"),
                         ("libcrypto", "shipped, libcrypto.so.3")):
         hashing = median[name] - median["dry-run"]
-        print(f"stage reused ({label + "):":34} median {median[name] * 1000:8.1f} ms"
+        print(f"stage reused ({label + '):':34} median {median[name] * 1000:8.1f} ms"
               f"  ({mb / hashing:7.0f} MB/s beyond the dry run)")
     ratio = median["libcrypto"] / median["builtin"]
     print(f"ratio shipped / anchor: {ratio:.3f}  ({1 / ratio:.1f}x faster)")
