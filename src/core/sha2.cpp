@@ -1,12 +1,19 @@
 // SPDX-License-Identifier: MIT
-// SHA-256 and SHA-512 (FIPS 180-4), small and dependency-free: the registry's sidecar names,
-// template snapshot names and the environments' CPython-compatible seeding all need them.
+// SHA-256 and SHA-512 (FIPS 180-4): the registry's sidecar names, template snapshot names and
+// the environments' CPython-compatible seeding need them on small inputs, staging on the whole
+// stage (tens of MB at every submit). Our own code hashes small inputs and is the fallback; large
+// ones go through the system's libcrypto when it is there (sha2.hpp).
+#include <primebeaker/core/dynamic_library.hpp>
+#include <primebeaker/core/env.hpp>
+#include <primebeaker/core/error.hpp>
 #include <primebeaker/core/sha2.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
+#include <optional>
 
 namespace pb::sha2 {
 
@@ -176,22 +183,202 @@ const std::uint64_t sha512_init[8] = {0x6a09e667f3bcc908ULL,
                                       0x1f83d9abfb41bd6bULL,
                                       0x5be0cd19137e2179ULL};
 
+// ---- libcrypto.so.3 (OpenSSL 3), through its EVP digest API, declared here so that building
+// needs no OpenSSL headers.
+struct EvpMdCtx;
+struct EvpMd;
+
+struct LibCrypto {
+  EvpMdCtx *(*md_ctx_new)() = nullptr;
+  void (*md_ctx_free)(EvpMdCtx *) = nullptr;
+  int (*digest_init_ex)(EvpMdCtx *, const EvpMd *, void *engine) = nullptr;
+  int (*digest_update)(EvpMdCtx *, const void *, size_t) = nullptr;
+  int (*digest_final_ex)(EvpMdCtx *, unsigned char *, unsigned int *) = nullptr;
+  const EvpMd *(*sha256)() = nullptr;
+  const EvpMd *(*sha512)() = nullptr;
+};
+
+template <typename Word> const EvpMd *evp_md(const LibCrypto &api) {
+  return sizeof(Word) == 4 ? api.sha256() : api.sha512();
+}
+
+// One EVP digest in progress. ok() is false when libcrypto could not start it (no provider for
+// the algorithm under the machine's openssl.cnf, say): the caller then uses our code.
+class EvpDigest {
+public:
+  EvpDigest(const LibCrypto &api, const EvpMd *md) : m_api(api), m_ctx(api.md_ctx_new()) {
+    m_ok = m_ctx != nullptr && md != nullptr && api.digest_init_ex(m_ctx, md, nullptr) == 1;
+  }
+  ~EvpDigest() {
+    if (m_ctx != nullptr) {
+      m_api.md_ctx_free(m_ctx);
+    }
+  }
+  EvpDigest(const EvpDigest &) = delete;
+  EvpDigest &operator=(const EvpDigest &) = delete;
+  bool ok() const { return m_ok; }
+
+  void update(std::string_view data) {
+    if (m_api.digest_update(m_ctx, data.data(), data.size()) != 1) {
+      throw failure("libcrypto failed to hash data (SHA-2)");
+    }
+  }
+
+  std::string finish() {
+    unsigned char digest[64];
+    unsigned int size = 0;
+    if (m_api.digest_final_ex(m_ctx, digest, &size) != 1 || size > sizeof digest) {
+      throw failure("libcrypto failed to finish a SHA-2 digest");
+    }
+    return std::string(reinterpret_cast<const char *>(digest), size);
+  }
+
+private:
+  const LibCrypto &m_api;
+  EvpMdCtx *m_ctx;
+  bool m_ok = false;
+};
+
+// -1: not yet read from PRIMEBEAKER_SHA2; 0: libcrypto allowed; 1: builtin forced.
+std::atomic<int> g_force_builtin{-1};
+
+bool builtin_forced() {
+  int forced = g_force_builtin.load(std::memory_order_relaxed);
+  if (forced < 0) {
+    forced = env::get("PRIMEBEAKER_SHA2").value_or("") == "builtin" ? 1 : 0;
+    int unset = -1;
+    g_force_builtin.compare_exchange_strong(unset, forced);
+    forced = g_force_builtin.load(std::memory_order_relaxed);
+  }
+  return forced == 1;
+}
+
+// libcrypto.so.3 loaded on first use and checked on a known digest, or nullptr (absent, lacking a
+// function, or not computing SHA-256 under this machine's configuration): our code then.
+const LibCrypto *libcrypto() {
+  if (builtin_forced()) {
+    return nullptr;
+  }
+  static const std::optional<LibCrypto> loaded = []() -> std::optional<LibCrypto> {
+    try {
+      void *handle = dl::open("libcrypto.so.3", "");
+      const std::string lacking = "libcrypto.so.3 lacks ";
+      LibCrypto api;
+      dl::bind(handle, api.md_ctx_new, "EVP_MD_CTX_new", lacking);
+      dl::bind(handle, api.md_ctx_free, "EVP_MD_CTX_free", lacking);
+      dl::bind(handle, api.digest_init_ex, "EVP_DigestInit_ex", lacking);
+      dl::bind(handle, api.digest_update, "EVP_DigestUpdate", lacking);
+      dl::bind(handle, api.digest_final_ex, "EVP_DigestFinal_ex", lacking);
+      dl::bind(handle, api.sha256, "EVP_sha256", lacking);
+      dl::bind(handle, api.sha512, "EVP_sha512", lacking);
+      EvpDigest probe(api, api.sha256());
+      if (!probe.ok()) {
+        return std::nullopt;
+      }
+      probe.update("abc");
+      // FIPS 180-4's example, as tests/core/test_sha2.cpp checks our code on it.
+      const std::string expected("\xba\x78\x16\xbf\x8f\x01\xcf\xea\x41\x41\x40\xde\x5d\xae\x22\x23"
+                                 "\xb0\x03\x61\xa3\x96\x17\x7a\x9c\xb4\x10\xff\x61\xf2\x00\x15\xad",
+                                 32);
+      if (probe.finish() != expected) {
+        return std::nullopt;
+      }
+      return api;
+    } catch (const Error &) {
+      return std::nullopt;
+    }
+  }();
+  return loaded ? &*loaded : nullptr;
+}
+
+const std::uint32_t (&init_of(std::uint32_t))[8] {
+  return sha256_init;
+}
+const std::uint64_t (&init_of(std::uint64_t))[8] {
+  return sha512_init;
+}
+const std::uint32_t *k_of(std::uint32_t) {
+  return sha256_k;
+}
+const std::uint64_t *k_of(std::uint64_t) {
+  return sha512_k;
+}
+
+// A digest of the whole input at once: libcrypto for a large one when it can.
+template <typename Word> std::string digest(std::string_view data) {
+  if (data.size() >= k_libcrypto_threshold) {
+    if (const LibCrypto *api = libcrypto()) {
+      EvpDigest evp(*api, evp_md<Word>(*api));
+      if (evp.ok()) {
+        evp.update(data);
+        return evp.finish();
+      }
+    }
+  }
+  Hasher<Word> ours(init_of(Word{}), k_of(Word{}));
+  ours.update(data);
+  return ours.finish();
+}
+
 } // namespace
 
+Implementation large_input_implementation() {
+  if (const LibCrypto *api = libcrypto()) {
+    if (EvpDigest(*api, api->sha256()).ok() && EvpDigest(*api, api->sha512()).ok()) {
+      return Implementation::libcrypto;
+    }
+  }
+  return Implementation::builtin;
+}
+
+void force_builtin(bool builtin) {
+  g_force_builtin.store(builtin ? 1 : 0);
+}
+
 std::string sha256(std::string_view data) {
-  Hasher<std::uint32_t> hasher(sha256_init, sha256_k);
-  hasher.update(data);
-  return hasher.finish();
+  return digest<std::uint32_t>(data);
 }
 
 std::string sha512(std::string_view data) {
-  Hasher<std::uint64_t> hasher(sha512_init, sha512_k);
-  hasher.update(data);
-  return hasher.finish();
+  return digest<std::uint64_t>(data);
 }
 
-struct Sha256::State : Hasher<std::uint32_t> {
-  State() : Hasher(sha256_init, sha256_k) {}
+// Fed in pieces: the input is held (at most k_libcrypto_threshold bytes) until it is large
+// enough to be worth libcrypto, then goes to whichever hasher was chosen.
+struct Sha256::State {
+  Hasher<std::uint32_t> ours{sha256_init, sha256_k};
+  std::optional<EvpDigest> evp;
+  bool chosen = false;
+  std::string pending;
+
+  void update(std::string_view data) {
+    if (evp) {
+      evp->update(data);
+    } else if (chosen) {
+      ours.update(data);
+    } else if (pending.size() + data.size() < k_libcrypto_threshold) {
+      pending.append(data);
+    } else {
+      chosen = true;
+      if (const LibCrypto *api = libcrypto()) {
+        evp.emplace(*api, api->sha256());
+        if (!evp->ok()) {
+          evp.reset();
+        }
+      }
+      update(pending);
+      update(data);
+      pending = std::string();
+    }
+  }
+
+  std::string finish() {
+    if (evp) {
+      return evp->finish();
+    }
+    ours.update(pending);
+    return ours.finish();
+  }
 };
 
 Sha256::Sha256() : m_state(std::make_unique<State>()) {}

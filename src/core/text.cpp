@@ -65,6 +65,25 @@ std::string shell_quote(std::string_view word) {
   return quoted;
 }
 
+std::string percent_encode(std::string_view text, std::string_view safe) {
+  static const char *const k_hex = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    const bool unreserved = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                            (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-' || c == '~';
+    if (unreserved || safe.find(c) != std::string_view::npos) {
+      out.push_back(c);
+    } else {
+      const auto byte = static_cast<unsigned char>(c);
+      out.push_back('%');
+      out.push_back(k_hex[byte >> 4]);
+      out.push_back(k_hex[byte & 15]);
+    }
+  }
+  return out;
+}
+
 size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<size_t> row(b.size() + 1);
   std::iota(row.begin(), row.end(), size_t{0});

@@ -17,6 +17,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -28,6 +29,11 @@ using J = OrderedJson;
 using Members = J::object_t::Container; // std::vector<std::pair<const std::string, J>>
 
 constexpr int k_max_depth = 4096;
+
+// What Parser::walk does with a value: builds it (returning it), or only checks it.
+enum class Walk { build, check };
+struct Checked {}; // what a check returns
+template <Walk mode> using Walked = std::conditional_t<mode == Walk::build, OrderedJson, Checked>;
 constexpr size_t k_linear_duplicate_check = 32; // members; beyond, a hash of the keys
 
 // 1 for bytes a string can hold as they are: printable ASCII but '"' and '\\'.
@@ -57,7 +63,7 @@ public:
   J member_value(bool score_row) {
     m_score = score_row;
     m_in_score_row = score_row;
-    J result = value(1);
+    J result = walk<Walk::build>(1);
     if (m_p != m_end) {
       fail("unexpected text after the value");
     }
@@ -65,7 +71,7 @@ public:
   }
 
   // RequestLine's pass over the text: the top-level members' keys and value ranges, every value
-  // checked as value() would check it, nothing built. False when the text is not an object.
+  // checked by walk<Walk::check>, nothing built. False when the text is not an object.
   bool scan_object(std::vector<RequestLine::Member> &out) {
     skip_space();
     if (m_p >= m_end || *m_p != '{') {
@@ -83,17 +89,17 @@ public:
           fail("expected a string key");
         }
         std::string key;
-        string(key);
+        string<Walk::build>(key);
         skip_space();
         expect(':', "expected ':'");
         skip_space();
         const char *begin = m_p;
-        skip(1);
+        walk<Walk::check>(1);
         const bool score_row = score && key == "row";
         if (key == "op" && *begin == '"') {
           std::string op;
           Parser text(m_begin, begin, m_p, m_members);
-          text.string(op);
+          text.string<Walk::build>(op);
           score = score || op == "score";
         }
         // A repeated key keeps its first position and takes the last value, as nlohmann does.
@@ -139,7 +145,7 @@ public:
 
   J document() {
     skip_space();
-    J result = value(0);
+    J result = walk<Walk::build>(0);
     skip_space();
     if (m_p != m_end) {
       fail("unexpected text after the value");
@@ -165,34 +171,57 @@ private:
     ++m_p;
   }
 
-  J value(int depth) {
+  // The one walk over the JSON value at m_p, nested `depth` deep (a container opened here is
+  // depth + 1 deep). Walk::build returns what nlohmann builds; Walk::check refuses exactly what
+  // build refuses, with the same messages at the same offsets, and builds nothing (strings are
+  // scanned, never copied): RequestLine's pass over a line, and a score row's record fields.
+  template <Walk mode> Walked<mode> walk(int depth) {
     if (m_p >= m_end) {
       fail("unexpected end of input");
     }
     switch (*m_p) {
     case '{':
-      return object(depth + 1);
+      return object<mode>(depth + 1);
     case '[':
-      return array(depth + 1);
+      return array<mode>(depth + 1);
     case '"': {
-      std::string text;
-      string(text);
-      return J(std::move(text));
+      if constexpr (mode == Walk::build) {
+        std::string text;
+        string<mode>(text);
+        return J(std::move(text));
+      } else {
+        string<mode>(m_discard);
+        return {};
+      }
     }
     case 't':
       literal("true");
-      return J(true);
+      return built<mode>(true);
     case 'f':
       literal("false");
-      return J(false);
+      return built<mode>(false);
     case 'n':
       literal("null");
-      return J(nullptr);
+      return built<mode>(nullptr);
     default:
       if (*m_p == '-' || (*m_p >= '0' && *m_p <= '9')) {
-        return number();
+        J parsed = number(); // checked either way; a number allocates nothing
+        if constexpr (mode == Walk::build) {
+          return parsed;
+        } else {
+          return {};
+        }
       }
       fail("unexpected character");
+    }
+  }
+
+  // `value` as walk<mode> returns it.
+  template <Walk mode, typename T> static Walked<mode> built(T &&value) {
+    if constexpr (mode == Walk::build) {
+      return J(std::forward<T>(value));
+    } else {
+      return {};
     }
   }
 
@@ -204,79 +233,95 @@ private:
     m_p += n;
   }
 
-  J object(int depth) {
+  template <Walk mode> Walked<mode> object(int depth) {
     if (depth > k_max_depth) {
       fail("nesting too deep");
     }
     ++m_p; // '{'
     skip_space();
-    J result(J::value_t::object);
     if (m_p < m_end && *m_p == '}') {
       ++m_p;
+      return built<mode>(J::value_t::object);
+    }
+    if constexpr (mode == Walk::check) {
+      for (;;) {
+        if (m_p >= m_end || *m_p != '"') {
+          fail("expected a string key");
+        }
+        string<mode>(m_discard);
+        skip_space();
+        expect(':', "expected ':'");
+        skip_space();
+        walk<mode>(depth);
+        if (!next_member()) {
+          return {};
+        }
+      }
+    } else {
+      const size_t base = m_members.size();
+      std::unordered_map<std::string, size_t> index; // only for large objects
+      for (;;) {
+        if (m_p >= m_end || *m_p != '"') {
+          fail("expected a string key");
+        }
+        std::string key;
+        string<mode>(key);
+        skip_space();
+        expect(':', "expected ':'");
+        skip_space();
+        if (depth == 2 && m_in_score_row && is_record_field(key)) {
+          walk<Walk::check>(depth); // checked, not kept
+          if (next_member()) {
+            continue;
+          }
+          break;
+        }
+        if (depth == 1) {
+          m_in_score_row = m_score && key == "row";
+        }
+        J member = walk<mode>(depth);
+        if (depth == 1) {
+          m_in_score_row = false;
+          m_score = m_score || (key == "op" && member == "score");
+        }
+        // A repeated key keeps its first position and takes the last value, as nlohmann does.
+        const size_t count = m_members.size() - base;
+        size_t found = SIZE_MAX;
+        if (count <= k_linear_duplicate_check) {
+          for (size_t i = base; i < m_members.size(); ++i) {
+            if (m_members[i].first == key) {
+              found = i;
+              break;
+            }
+          }
+          if (found == SIZE_MAX && count == k_linear_duplicate_check) {
+            for (size_t i = base; i < m_members.size(); ++i) {
+              index.emplace(m_members[i].first, i);
+            }
+          }
+        } else if (const auto hit = index.find(key); hit != index.end()) {
+          found = hit->second;
+        } else {
+          index.emplace(key, m_members.size());
+        }
+        if (found != SIZE_MAX) {
+          m_members[found].second = std::move(member);
+        } else {
+          m_members.emplace_back(std::move(key), std::move(member));
+        }
+        if (!next_member()) {
+          break;
+        }
+      }
+      J result(J::value_t::object);
+      Members &members = result.get_ref<J::object_t &>();
+      members.reserve(m_members.size() - base);
+      for (size_t i = base; i < m_members.size(); ++i) {
+        members.emplace_back(std::move(m_members[i].first), std::move(m_members[i].second));
+      }
+      m_members.resize(base);
       return result;
     }
-    const size_t base = m_members.size();
-    std::unordered_map<std::string, size_t> index; // only for large objects
-    for (;;) {
-      if (m_p >= m_end || *m_p != '"') {
-        fail("expected a string key");
-      }
-      std::string key;
-      string(key);
-      skip_space();
-      expect(':', "expected ':'");
-      skip_space();
-      if (depth == 2 && m_in_score_row && is_record_field(key)) {
-        skip_value(depth); // checked, not kept
-        if (next_member()) {
-          continue;
-        }
-        break;
-      }
-      if (depth == 1) {
-        m_in_score_row = m_score && key == "row";
-      }
-      J member = value(depth);
-      if (depth == 1) {
-        m_in_score_row = false;
-        m_score = m_score || (key == "op" && member == "score");
-      }
-      // A repeated key keeps its first position and takes the last value, as nlohmann does.
-      const size_t count = m_members.size() - base;
-      size_t found = SIZE_MAX;
-      if (count <= k_linear_duplicate_check) {
-        for (size_t i = base; i < m_members.size(); ++i) {
-          if (m_members[i].first == key) {
-            found = i;
-            break;
-          }
-        }
-        if (found == SIZE_MAX && count == k_linear_duplicate_check) {
-          for (size_t i = base; i < m_members.size(); ++i) {
-            index.emplace(m_members[i].first, i);
-          }
-        }
-      } else if (const auto hit = index.find(key); hit != index.end()) {
-        found = hit->second;
-      } else {
-        index.emplace(key, m_members.size());
-      }
-      if (found != SIZE_MAX) {
-        m_members[found].second = std::move(member);
-      } else {
-        m_members.emplace_back(std::move(key), std::move(member));
-      }
-      if (!next_member()) {
-        break;
-      }
-    }
-    Members &members = result.get_ref<J::object_t &>();
-    members.reserve(m_members.size() - base);
-    for (size_t i = base; i < m_members.size(); ++i) {
-      members.emplace_back(std::move(m_members[i].first), std::move(m_members[i].second));
-    }
-    m_members.resize(base);
-    return result;
   }
 
   // After a member: true at ',' (another follows), false at the closing '}'.
@@ -295,161 +340,23 @@ private:
     return key == "prompt" || key == "answer" || key == "completion";
   }
 
-  // Checks a value as value() does, building nothing.
-  void skip_value(int depth) {
-    if (depth > k_max_depth) {
-      fail("nesting too deep");
-    }
-    if (m_p >= m_end) {
-      fail("unexpected end of input");
-    }
-    switch (*m_p) {
-    case '{':
-      ++m_p;
-      skip_space();
-      if (m_p < m_end && *m_p == '}') {
-        ++m_p;
-        return;
-      }
-      for (;;) {
-        if (m_p >= m_end || *m_p != '"') {
-          fail("expected a string key");
-        }
-        m_discard.clear();
-        string(m_discard);
-        skip_space();
-        expect(':', "expected ':'");
-        skip_space();
-        skip_value(depth + 1);
-        if (!next_member()) {
-          return;
-        }
-      }
-    case '[':
-      ++m_p;
-      skip_space();
-      if (m_p < m_end && *m_p == ']') {
-        ++m_p;
-        return;
-      }
-      for (;;) {
-        skip_value(depth + 1);
-        skip_space();
-        if (m_p < m_end && *m_p == ',') {
-          ++m_p;
-          skip_space();
-          continue;
-        }
-        expect(']', "expected ',' or ']'");
-        return;
-      }
-    case '"':
-      m_discard.clear();
-      string(m_discard);
-      return;
-    default:
-      value(depth); // a literal or a number: nothing to allocate
-    }
-  }
-
-  // Checks what value(depth) would build, building nothing.
-  void skip(int depth) {
-    if (m_p >= m_end) {
-      fail("unexpected end of input");
-    }
-    switch (*m_p) {
-    case '{': {
-      if (depth + 1 > k_max_depth) {
-        fail("nesting too deep");
-      }
-      ++m_p;
-      skip_space();
-      if (m_p < m_end && *m_p == '}') {
-        ++m_p;
-        return;
-      }
-      for (;;) {
-        if (m_p >= m_end || *m_p != '"') {
-          fail("expected a string key");
-        }
-        skip_string();
-        skip_space();
-        expect(':', "expected ':'");
-        skip_space();
-        skip(depth + 1);
-        if (!next_member()) {
-          return;
-        }
-      }
-    }
-    case '[':
-      if (depth + 1 > k_max_depth) {
-        fail("nesting too deep");
-      }
-      ++m_p;
-      skip_space();
-      if (m_p < m_end && *m_p == ']') {
-        ++m_p;
-        return;
-      }
-      for (;;) {
-        skip(depth + 1);
-        skip_space();
-        if (m_p < m_end && *m_p == ',') {
-          ++m_p;
-          skip_space();
-          continue;
-        }
-        expect(']', "expected ',' or ']'");
-        return;
-      }
-    case '"':
-      skip_string();
-      return;
-    default:
-      value(depth); // a literal or a number: nothing to allocate
-    }
-  }
-
-  // string() without keeping the text.
-  void skip_string() {
-    ++m_p; // '"'
-    for (;;) {
-      skip_plain();
-      if (m_p >= m_end) {
-        fail("unterminated string");
-      }
-      const auto c = static_cast<unsigned char>(*m_p);
-      if (k_plain[c]) {
-        ++m_p;
-      } else if (c == '"') {
-        ++m_p;
-        return;
-      } else if (c == '\\') {
-        m_discard.clear();
-        escape(m_discard);
-      } else if (c < 0x20) {
-        fail("control character in a string");
-      } else {
-        utf8_sequence();
-      }
-    }
-  }
-
-  J array(int depth) {
+  template <Walk mode> Walked<mode> array(int depth) {
     if (depth > k_max_depth) {
       fail("nesting too deep");
     }
     ++m_p; // '['
     skip_space();
-    J result(J::value_t::array);
+    Walked<mode> result = built<mode>(J::value_t::array);
     if (m_p < m_end && *m_p == ']') {
       ++m_p;
       return result;
     }
-    J::array_t &items = result.get_ref<J::array_t &>();
     for (;;) {
-      items.push_back(value(depth));
+      if constexpr (mode == Walk::build) {
+        result.template get_ref<J::array_t &>().push_back(walk<mode>(depth));
+      } else {
+        walk<mode>(depth);
+      }
       skip_space();
       if (m_p < m_end && *m_p == ',') {
         ++m_p;
@@ -607,7 +514,9 @@ private:
     }
   }
 
-  void string(std::string &out) {
+  // The string at m_p (its opening quote), decoded onto `out` with Walk::build; Walk::check
+  // checks the same and keeps nothing (escapes are decoded into m_discard, cleared first).
+  template <Walk mode> void string(std::string &out) {
     ++m_p; // '"'
     const char *run = m_p;
     for (;;) {
@@ -619,13 +528,20 @@ private:
       if (k_plain[c]) {
         ++m_p;
       } else if (c == '"') {
-        out.append(run, m_p);
+        if constexpr (mode == Walk::build) {
+          out.append(run, m_p);
+        }
         ++m_p;
         return;
       } else if (c == '\\') {
-        out.append(run, m_p);
-        escape(out);
-        run = m_p;
+        if constexpr (mode == Walk::build) {
+          out.append(run, m_p);
+          escape(out);
+          run = m_p;
+        } else {
+          out.clear();
+          escape(out);
+        }
       } else if (c < 0x20) {
         fail("control character in a string");
       } else {

@@ -31,20 +31,6 @@ namespace {
 
 const char *const k_result_path = "/tmp/beaker-result";
 
-// Python's urllib.parse.quote(text, safe=""): only unreserved characters stay.
-std::string percent_encode(std::string_view text) {
-  std::string out;
-  for (const unsigned char c : text) {
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-        c == '.' || c == '_' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += fmt::format("%{:02X}", c);
-    }
-  }
-  return out;
-}
-
 using detail::CheckedPath;
 
 // The experiment's page: the URL beaker printed for `id` ("See progress at https://..."), else
@@ -116,9 +102,9 @@ OrderedJson wandb_json(const primerl::Wandb &wandb,
     out["url"] = nullptr;
   } else {
     out["url"] = fmt::format("https://wandb.ai/{}/{}/runs/{}",
-                             percent_encode(*entity),
-                             percent_encode(wandb.project),
-                             percent_encode(run_id));
+                             text::percent_encode(*entity),
+                             text::percent_encode(wandb.project),
+                             text::percent_encode(run_id));
   }
   return out;
 }

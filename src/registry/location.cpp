@@ -341,18 +341,7 @@ std::string redact_uri(std::string_view text) {
 }
 
 std::string file_uri(const std::filesystem::path &absolute_path) {
-  static const char *const k_hex = "0123456789ABCDEF";
-  std::string out = "file://";
-  for (const unsigned char c : absolute_path.string()) {
-    if (std::isalnum(c) != 0 || c == '/' || c == '_' || c == '.' || c == '-' || c == '~') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(k_hex[c >> 4]);
-      out.push_back(k_hex[c & 15]);
-    }
-  }
-  return out;
+  return "file://" + text::percent_encode(absolute_path.string(), "/");
 }
 
 std::string beaker_rewrite(const std::string &uri,

@@ -32,18 +32,6 @@ std::optional<std::string> env_value(const RunView &run, const char *name) {
   return it->second;
 }
 
-std::string percent_encode(std::string_view text) {
-  std::string out;
-  for (const unsigned char c : text) {
-    if (std::isalnum(c) != 0 || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += fmt::format("%{:02X}", c);
-    }
-  }
-  return out;
-}
-
 OrderedJson time_json(const std::optional<TimePoint> &time) {
   return time ? OrderedJson(format_time(*time)) : OrderedJson(nullptr);
 }
@@ -287,9 +275,9 @@ std::optional<std::string> wandb_url(const RunView &run, const RunTarget &target
       return std::nullopt;
     }
     return fmt::format("https://wandb.ai/{}/{}/runs/{}",
-                       percent_encode(*entity),
-                       percent_encode(*project),
-                       percent_encode(*run_id));
+                       text::percent_encode(*entity),
+                       text::percent_encode(*project),
+                       text::percent_encode(*run_id));
   } catch (const Error &) {
     return std::nullopt;
   }

@@ -41,10 +41,15 @@ std::filesystem::path staged_program(std::string_view scratch_dir, const Identit
 }
 
 const std::vector<std::string> &on_demand_libraries() {
-  // registry/http.cpp, registry/sqlite.cpp, core/libm.cpp; cpp-httplib behind the watcher's
-  // plugin (src/watcher/server.cpp); libgcc_s, which glibc loads to unwind a cancelled thread.
-  static const std::vector<std::string> names = {
-      "libcurl.so.4", "libsqlite3.so.0", "libm.so.6", "libcpp-httplib.so.0.11", "libgcc_s.so.1"};
+  // registry/http.cpp, registry/sqlite.cpp, core/libm.cpp, core/sha2.cpp (libcrypto, also one
+  // of libcurl's own dependencies); cpp-httplib behind the watcher's plugin
+  // (src/watcher/server.cpp); libgcc_s, which glibc loads to unwind a cancelled thread.
+  static const std::vector<std::string> names = {"libcurl.so.4",
+                                                 "libsqlite3.so.0",
+                                                 "libm.so.6",
+                                                 "libcrypto.so.3",
+                                                 "libcpp-httplib.so.0.11",
+                                                 "libgcc_s.so.1"};
   return names;
 }
 

@@ -48,20 +48,6 @@ OrderedJson seconds_value(double seconds) {
   return seconds;
 }
 
-// urllib.parse.quote(url, safe=":/"): unreserved characters, ':' and '/' stay.
-std::string quote_url(std::string_view url) {
-  std::string out;
-  for (const unsigned char c : url) {
-    if (std::isalnum(c) != 0 || c == '_' || c == '.' || c == '-' || c == '~' || c == ':' ||
-        c == '/') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out += fmt::format("%{:02X}", c);
-    }
-  }
-  return out;
-}
-
 } // namespace
 
 OrderedJson
@@ -221,7 +207,7 @@ jina_fetch(const FetchConfig &config, const std::string &url, const CallControl 
     }
   }
   const OrderedJson response =
-      get_json(at(config.jina, join_url(config.jina.url, "/" + quote_url(url))),
+      get_json(at(config.jina, join_url(config.jina.url, "/" + text::percent_encode(url, ":/"))),
                "Jina Reader request",
                headers,
                control);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdio>
 
 namespace {
 
@@ -42,6 +43,25 @@ TEST(Text, HexDigitValue) {
   EXPECT_EQ(pb::text::hex_digit_value('F'), 15);
   for (const char c : {'g', 'G', '/', ':', '@', '`', ' ', '\0'}) {
     EXPECT_EQ(pb::text::hex_digit_value(c), -1) << int(c);
+  }
+}
+
+// As Python's urllib.parse.quote: `quote("a b/ü~é:x", safe="")`, `quote(..., safe=":/")`.
+TEST(Text, PercentEncodeIsPythonsQuote) {
+  EXPECT_EQ(pb::text::percent_encode("a b/\xc3\xbc~\xc3\xa9:x"), "a%20b%2F%C3%BC~%C3%A9%3Ax");
+  EXPECT_EQ(pb::text::percent_encode("/w/a b:c?", ":/"), "/w/a%20b:c%3F");
+  EXPECT_EQ(pb::text::percent_encode(""), "");
+  EXPECT_EQ(pb::text::percent_encode(std::string("a\0b", 3)), "a%00b");
+  // Every byte: only ASCII letters, digits and "_.-~" stay, whatever the locale calls a letter.
+  for (int byte = 0; byte < 256; ++byte) {
+    const char c = static_cast<char>(byte);
+    const bool unreserved = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                            (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-' || c == '~';
+    char escaped[4];
+    std::snprintf(escaped, sizeof escaped, "%%%02X", byte);
+    EXPECT_EQ(pb::text::percent_encode(std::string(1, c)),
+              unreserved ? std::string(1, c) : std::string(escaped))
+        << byte;
   }
 }
 

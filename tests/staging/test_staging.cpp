@@ -118,8 +118,12 @@ TEST(Staging, AStageHoldsTheProgramItsLoaderAndEveryLibraryAndVerifies) {
   EXPECT_GE(modules, 16u);
   EXPECT_EQ(read_file(dir / "libexec" / "primebeaker"), read_file(binary_path()));
   const auto libraries = entries(dir / "lib");
-  for (const std::string needed :
-       {"ld-linux-x86-64.so.2", "libc.so.6", "libcurl.so.4", "libsqlite3.so.0", "libm.so.6"}) {
+  for (const std::string needed : {"ld-linux-x86-64.so.2",
+                                   "libc.so.6",
+                                   "libcurl.so.4",
+                                   "libsqlite3.so.0",
+                                   "libm.so.6",
+                                   "libcrypto.so.3"}) {
     EXPECT_NE(std::find(libraries.begin(), libraries.end(), needed), libraries.end())
         << needed << " not staged";
   }
@@ -345,6 +349,29 @@ TEST(Staging, TheStagedProgramRunsInARootWithNoLibraryOfThisMachine) {
                          " --version && " + inside + " toml get /weka/rl.toml trainer.max_steps'");
   ASSERT_TRUE(result.ok()) << result.out << result.err;
   EXPECT_EQ(result.out, run_primebeaker({"--version"}).out + "42\n");
+  // Its SHA-256 (core/sha2.hpp): the staged libcrypto.so.3 verifies the stage for reuse; a copy
+  // of the stage without it, in a root with no other, falls back to our own code and stages
+  // again, every file hashed right (sha256sum checks the new manifest).
+  const stdfs::path stage_dir = staged["directory"].get<std::string>();
+  const stdfs::path bare = root / "weka" / "bare";
+  stdfs::copy(stage_dir, bare, stdfs::copy_options::recursive);
+  ASSERT_TRUE(stdfs::remove(bare / "lib" / "libcrypto.so.3"));
+  const auto hashed =
+      in_mount_namespace("mount -t proc proc '" + r + "/proc' && mount --bind /dev/null '" + r +
+                         "/dev/null' && exec chroot '" + r + "' /bin/sh -c '" + inside +
+                         " stage --scratch-dir /weka && /weka/bare/primebeaker stage "
+                         "--scratch-dir /weka/again'");
+  ASSERT_TRUE(hashed.ok()) << hashed.out << hashed.err;
+  const auto reused = hashed.out.find("\"outcome\": \"reused\"");
+  EXPECT_NE(reused, std::string::npos) << hashed.out;
+  EXPECT_NE(hashed.out.find("\"outcome\": \"created\"", reused), std::string::npos) << hashed.out;
+  const stdfs::path again = root / "weka" / "again" / "primebeaker" / "bin" / stage_dir.filename();
+  EXPECT_FALSE(stdfs::exists(again / "lib" / "libcrypto.so.3"));
+  proc::Command check;
+  check.argv = {"sha256sum", "--check", "--strict", "--quiet", "SHA256SUMS"};
+  check.cwd = again;
+  const auto verified = proc::SystemRunner().run(check);
+  EXPECT_TRUE(verified.ok()) << verified.out << verified.err;
 }
 
 // The wrapper's contract, with a stand-in loader that prints what it was given.

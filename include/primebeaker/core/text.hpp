@@ -18,6 +18,11 @@ bool starts_with(std::string_view text, std::string_view prefix);
 // For rendering container commands and for display; never for running our own children.
 std::string shell_quote(std::string_view word);
 
+// Python's urllib.parse.quote(text, safe=safe): ASCII letters and digits, "_.-~" and the
+// characters of `safe` stay as they are; every other byte becomes %XX (uppercase hex), UTF-8
+// byte by byte. The same in every locale (no <cctype>).
+std::string percent_encode(std::string_view text, std::string_view safe = "");
+
 // Levenshtein distance, for "did you mean" hints.
 size_t edit_distance(std::string_view a, std::string_view b);
 
