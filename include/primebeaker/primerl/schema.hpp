@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Prime-RL's config schema, compiled in, and a pure checker of a TOML against it
 // (docs/primerl-schema.md). The tables are generated from Prime-RL's pydantic classes by
-// src/primerl/extract_schema.py (schema_v0_8_0.cpp, schema_v0_9.cpp); the checker finds, in one
+// tools/extract_schema.py (src/primerl/generated/); the checker finds, in one
 // pass, every key Prime-RL would refuse for its shape: unknown keys (with the nearest known one),
 // values of the wrong type, numbers out of Field bounds, strings outside a Literal, missing
 // required keys and discriminators. What it cannot type exactly it accepts: a false alarm is worse
@@ -148,12 +148,12 @@ struct Schema {
 };
 
 // The Prime-RL the cataloged Beaker images hold: v0.7.1.dev83 plus the goncalorafaria/prime-rl
-// fork's extensions (src/primerl/schema_v0_7_1_dev83.cpp, generated).
+// fork's extensions (src/primerl/generated/schema_v0_7_1_dev83.cpp, generated).
 const Schema &prime_rl_v0_7_1_dev83();
-// Prime-RL v0.8.0 (src/primerl/schema_v0_8_0.cpp, generated).
+// Prime-RL v0.8.0 (src/primerl/generated/schema_v0_8_0.cpp, generated).
 const Schema &prime_rl_v0_8_0();
 // Prime-RL v0.9: main at 559b4477 (tag v0.8.1.dev67), the commit before the v0.9.0 release,
-// with its deps/verifiers v1 classes (src/primerl/schema_v0_9.cpp, generated).
+// with its deps/verifiers v1 classes (src/primerl/generated/schema_v0_9.cpp, generated).
 const Schema &prime_rl_v0_9();
 
 } // namespace schema

@@ -1,5 +1,5 @@
 # A synthetic config module for tests/primerl/test_schema.cpp: one field of each kind
-# extract_schema.py reads (Prime-RL's own classes are the real input).
+# tools/extract_schema.py reads (Prime-RL's own classes are the real input).
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Optional, TypeAlias
 
