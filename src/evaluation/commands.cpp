@@ -3,6 +3,7 @@
 // (docs/evaluation.md). The in-container `evaluation worker` is another module's.
 #include "flow.hpp"
 
+#include <primebeaker/config/config.hpp>
 #include <primebeaker/core/command_tree.hpp>
 #include <primebeaker/core/env.hpp>
 #include <primebeaker/core/error.hpp>
@@ -78,6 +79,7 @@ LoadOptions load_options(const YamlOptions &options,
   load.image = options.image;
   load.registry = options.registry;
   load.force = options.force;
+  load.shared_dir = config::Settings::load().text("shared_dir");
   if (options.local_mount) {
     load.local_mount = *options.local_mount;
   } else if (const auto it = env.find("PRIMEBEAKER_LOCAL_MOUNT");
@@ -155,7 +157,13 @@ EvaluationRequest read_request(const std::string &value) {
     throw input_error(is_file ? fmt::format("{}: not valid JSON", value)
                               : "--request-json: neither an existing file nor valid JSON");
   }
-  return request_from_json(json, source);
+  EvaluationRequest request = request_from_json(json, source);
+  if (!request.services.contains("shared_dir")) {
+    if (auto shared = config::Settings::load().text("shared_dir"); !shared.empty()) {
+      request.services["shared_dir"] = std::move(shared); // the user's (docs/config.md)
+    }
+  }
+  return request;
 }
 
 void add_no_stage(cli::Command &command, bool &target) {

@@ -95,7 +95,7 @@ void apply_placement(Placement placement,
     request.services["name_prefix"] = name_prefix;
   }
   if (!request.services.contains("shared_dir")) {
-    request.services["shared_dir"] = k_default_shared_dir;
+    request.services["shared_dir"] = loader.shared_dir();
   }
   request.arguments = {"run"};
   request.image = loader.image(placement.wrapper.image);

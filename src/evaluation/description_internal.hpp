@@ -316,6 +316,17 @@ public:
   const std::optional<std::string> &image_override() const { return m_options.image; }
   const std::optional<std::string> &registry_override() const { return m_options.registry; }
   const LoadOptions &options() const { return m_options; }
+  // The default of services.shared_dir: the user's (docs/config.md), which must be known.
+  std::string shared_dir() const {
+    if (m_options.shared_dir.empty()) {
+      throw input_error(fmt::format(
+          "{}: services.shared_dir is not set and primebeaker does not know your name: set "
+          "services.shared_dir, or run `primebeaker config set user NAME` (then it is "
+          "<mount_path>/NAME)",
+          m_yaml_path.string()));
+    }
+    return m_options.shared_dir;
+  }
 
   std::string image(const std::optional<std::string> &from_yaml) const {
     if (m_options.image && !m_options.image->empty()) {

@@ -121,7 +121,7 @@ void load_rubric_audit(const YamlDocument &document, const Loader &loader, Descr
   services["min_runtime_hours"] = min_runtime_hours;
   services["omit_service_resources"] = true;
   services["name_prefix"] = "jtceval-audit";
-  services["shared_dir"] = k_default_shared_dir;
+  services["shared_dir"] = loader.shared_dir();
 
   request.module = "jtc.eval.rubric_judge_audit_worker";
   request.arguments = {"run"};

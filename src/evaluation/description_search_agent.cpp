@@ -150,7 +150,7 @@ void load_search_agent(const YamlDocument &document, const Loader &loader, Descr
   services["min_runtime_hours"] = min_runtime_hours;
   services["omit_service_resources"] = true;
   services["name_prefix"] = "jtceval-search";
-  services["shared_dir"] = k_default_shared_dir;
+  services["shared_dir"] = loader.shared_dir();
   if (terminal_image) {
     services["terminal_image"] = *terminal_image;
   }

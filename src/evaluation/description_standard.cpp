@@ -171,7 +171,7 @@ void load_standard(const YamlDocument &document, const Loader &loader, Descripti
   services["min_runtime_hours"] = service_min_runtime_hours.value_or(min_runtime_hours);
   services["omit_service_resources"] = omit_service_resources;
   services["name_prefix"] = "jtceval";
-  services["shared_dir"] = k_default_shared_dir;
+  services["shared_dir"] = loader.shared_dir();
   if (terminal_image) {
     services["terminal_image"] = *terminal_image;
   }

@@ -322,10 +322,13 @@ OrderedJson service_config(const EvaluationRequest &request) {
 }
 
 std::string coordination_root(const OrderedJson &config, const std::string &service_name) {
-  std::string shared(k_default_shared_dir);
+  std::string shared;
   if (const auto it = config.find("shared_dir");
       it != config.end() && it->is_string() && !it->get<std::string>().empty()) {
     shared = it->get<std::string>();
+  } else {
+    throw input_error("services.shared_dir is not set: set it in the request, or run "
+                      "`primebeaker config set user NAME` (then it is <mount_path>/NAME)");
   }
   while (shared.size() > 1 && shared.back() == '/') {
     shared.pop_back();

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // `primebeaker images list` and `primebeaker images default [--toml T] --workspace WS`.
+#include <primebeaker/config/config.hpp>
 #include <primebeaker/core/command_tree.hpp>
 #include <primebeaker/core/env.hpp>
 #include <primebeaker/core/json.hpp>
@@ -23,7 +24,7 @@ void register_commands(pb::cli::CommandTree &tree) {
       [] { print_json(std::cout, list_json(Catalog::from_environment(env::snapshot()))); });
 
   struct DefaultOptions {
-    std::string workspace = "ai2/oe-agents";
+    std::string workspace; // empty: the user's default workspace (docs/config.md)
     std::string role;
     std::string toml;
     std::string prime_rl;
@@ -33,8 +34,9 @@ void register_commands(pb::cli::CommandTree &tree) {
   auto &fallback = tree.command({"images", "default"},
                                 "Print the image `sft|rl submit` runs for a workspace when "
                                 "--image is not given (beaker://ID or a registry reference)");
-  fallback.add_option(pb::cli::flag("workspace"), options.workspace, "Beaker workspace")
-      .capture_default_str();
+  fallback.add_option(pb::cli::flag("workspace"),
+                      options.workspace,
+                      "Beaker workspace (default: `config get workspace`)");
   fallback.add_option(pb::cli::flag("toml"),
                       options.toml,
                       "The training TOML: the image whose Prime-RL reads it (docs/launch.md)");
@@ -48,6 +50,9 @@ void register_commands(pb::cli::CommandTree &tree) {
                     options.no_stage,
                     "The image of a launch with --no-stage (the primebeaker-runtime role)");
   fallback.callback([&options] {
+    if (options.workspace.empty()) {
+      options.workspace = config::Settings::load().text("workspace");
+    }
     const Catalog catalog = Catalog::from_environment(env::snapshot());
     if (!options.toml.empty()) {
       const auto document = toml::Document::load(options.toml);

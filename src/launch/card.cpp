@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -287,6 +288,24 @@ std::string launch_card(const LaunchPlan &plan) {
   }
   for (const auto &taken : plan.defaulted) {
     card.line("defaulted", taken);
+  }
+  // Which settings came from the user's defaults, one group per file or variable.
+  std::vector<std::pair<std::string, std::vector<std::string>>> sources;
+  for (const auto &[flag, origin] : plan.from_config) {
+    std::string source = origin;
+    if (source.starts_with("file:")) { // file:PATH:LINE -> PATH
+      source = source.substr(5, source.rfind(':') - 5);
+    }
+    auto it = std::find_if(
+        sources.begin(), sources.end(), [&](const auto &group) { return group.first == source; });
+    if (it == sources.end()) {
+      sources.push_back({source, {}});
+      it = sources.end() - 1;
+    }
+    it->second.push_back("--" + flag);
+  }
+  for (const auto &[source, flags] : sources) {
+    card.line("defaults", fmt::format("{} from {}", text::join(flags, " "), source));
   }
   if (!plan.overrides.empty()) {
     std::vector<std::string> set;

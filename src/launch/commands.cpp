@@ -2,6 +2,7 @@
 // `sft|rl preview|submit`, `toml rewrite-envs`.
 
 #include <primebeaker/beaker/client.hpp>
+#include <primebeaker/config/config.hpp>
 #include <primebeaker/core/command_tree.hpp>
 #include <primebeaker/core/env.hpp>
 #include <primebeaker/core/error.hpp>
@@ -104,6 +105,7 @@ void add_launch_command(pb::cli::CommandTree &tree, Program program, bool submit
                          "only while `primebeaker follow RUN --recover` runs (or pass "
                          "--follow)");
           }
+          apply_config(options, config::Settings::load());
           const LaunchPlan plan = plan_from_options(program, options);
           for (const auto &note : plan.notes) {
             spdlog::info("{}", note);

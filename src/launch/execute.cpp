@@ -7,6 +7,7 @@
 #include <primebeaker/checkpoints/ledger.hpp>
 #include <primebeaker/core/env.hpp>
 #include <primebeaker/core/error.hpp>
+#include <primebeaker/core/text.hpp>
 #include <primebeaker/core/fs.hpp>
 #include <primebeaker/images/catalog.hpp>
 #include <primebeaker/launch/launch.hpp>
@@ -109,6 +110,13 @@ void write_spec(const LaunchPlan &plan, LaunchEffects &effects) {
 
 // What -v shows of a plan: what was decided, in a few lines (docs/launch.md).
 void log_decisions(const LaunchPlan &plan) {
+  for (const auto &[flag, origin] : plan.from_config) {
+    spdlog::info("--{} from {} (docs/config.md)", flag, origin);
+  }
+  if (!plan.built_in.empty()) {
+    spdlog::info("built-in defaults (no flag, PRIMEBEAKER_* or config file sets them): --{}",
+                 text::join(plan.built_in, ", --"));
+  }
   for (const auto &task : plan.spec.value("tasks", OrderedJson::array())) {
     const auto replicas = task.value("replicas", 1);
     const auto &resources = task.value("resources", OrderedJson::object());

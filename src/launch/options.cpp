@@ -72,6 +72,9 @@ const std::vector<FlagInfo> &flag_table() {
        "RL: LiteRegistry URI (redis://host:port, head+redis://..., file:// or sqlite:// path); "
        "required for multi-node RL, whose replicas cannot use rediss:// (no TLS in this build)"},
       {"wandb-entity", Kind::text, "RL: W&B entity when the TOML has none"},
+      {"wandb-project",
+       Kind::text,
+       "W&B project when the TOML's W&B table has none (set in a copy of the TOML)"},
       {"gateway-port", Kind::integer, "Multi-node RL: local tool gateway port, 1-65535 [1212]"},
       {"gateway-workers", Kind::integer, "Multi-node RL: gateway worker processes, > 0 [8]"},
       {"required-service",
@@ -256,6 +259,8 @@ std::string *text_field(LaunchOptions &o, const std::string &name) {
     return &o.registry;
   if (name == "wandb-entity")
     return &o.wandb_entity;
+  if (name == "wandb-project")
+    return &o.wandb_project;
   if (name == "recover")
     return &o.recover;
   if (name == "controller-token-secret")

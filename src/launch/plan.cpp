@@ -453,16 +453,65 @@ namespace {
 LaunchPlan plan_document(const LaunchOptions &options, const LaunchInputs &inputs);
 } // namespace
 
-LaunchPlan make_plan(const LaunchOptions &options, const LaunchInputs &inputs) {
-  if (options.set.empty()) {
-    return plan_document(options, inputs);
+namespace {
+
+// --wandb-project (or the config's wandb.project) for a TOML whose W&B table names no project:
+// one more override, so the copy says it and the card shows it.
+std::vector<std::string> with_wandb_project(const LaunchOptions &options,
+                                            const toml::Document &document) {
+  std::vector<std::string> set = options.set;
+  if (options.wandb_project.empty()) {
+    return set;
   }
+  for (const char *table : {"wandb", "monitors.wandb"}) {
+    const auto *found = document.root().find_path(text::split(table, '.'));
+    if (found == nullptr || !found->is(toml::Type::table)) {
+      continue;
+    }
+    const std::string key = std::string(table) + ".project";
+    const bool overridden = std::any_of(set.begin(), set.end(), [&](const std::string &item) {
+      return item.starts_with(key + "=");
+    });
+    if (found->find("project") == nullptr && !overridden) {
+      set.push_back(key + "=" + nlohmann::json(options.wandb_project).dump());
+    }
+  }
+  return set;
+}
+
+void add_origins(const LaunchOptions &options, LaunchPlan &plan) {
+  for (const auto &[flag, origin] : options.origins) {
+    if (origin == "built-in") {
+      plan.built_in.push_back(flag);
+    } else if (!origin.starts_with("flag ")) {
+      plan.from_config.emplace_back(flag, origin);
+    }
+  }
+}
+
+LaunchPlan make_plan_with_overrides(const LaunchOptions &options, const LaunchInputs &inputs);
+
+} // namespace
+
+LaunchPlan make_plan(const LaunchOptions &options, const LaunchInputs &inputs) {
+  LaunchPlan plan = make_plan_with_overrides(options, inputs);
+  add_origins(options, plan);
+  return plan;
+}
+
+namespace {
+
+LaunchPlan make_plan_with_overrides(const LaunchOptions &options, const LaunchInputs &inputs) {
   if (inputs.document == nullptr) {
     throw failure("internal error: make_plan without a TOML document");
   }
+  const std::vector<std::string> set = with_wandb_project(options, *inputs.document);
+  if (set.empty()) {
+    return plan_document(options, inputs);
+  }
   // The overrides go into a copy beside the spec files, named after the TOML and the launch;
   // the plan is made from the copy, as the container will read it.
-  const auto overrides = parse_overrides(options.set);
+  const auto overrides = parse_overrides(set);
   detail::ValidatedFlags flags;
   detail::check_basic_flags(options, flags);
   const std::string stem = std::filesystem::path(inputs.config_path).stem().string();
@@ -486,6 +535,8 @@ LaunchPlan make_plan(const LaunchOptions &options, const LaunchInputs &inputs) {
   }
   return plan;
 }
+
+} // namespace
 
 namespace {
 

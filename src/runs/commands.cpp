@@ -4,6 +4,7 @@
 #include "timing.hpp"
 
 #include <primebeaker/beaker/client.hpp>
+#include <primebeaker/config/config.hpp>
 #include <primebeaker/core/command_tree.hpp>
 #include <primebeaker/core/env.hpp>
 #include <primebeaker/core/error.hpp>
@@ -25,8 +26,6 @@
 namespace pb::runs {
 
 namespace {
-
-constexpr const char *k_default_workspace = "ai2/oe-agents"; // the launch default
 
 BeakerCalls make_beaker(proc::Runner &runner, Timing timing = {}) {
   return BeakerCalls(runner, beaker::program_from_environment(env::snapshot()), std::move(timing));
@@ -381,15 +380,19 @@ OrderedJson stop_loaded(Loaded loaded, const StopOptions &options, BeakerCalls &
 // ---- list ----
 
 struct ListOptions {
-  std::string sweep; // a sweep receipt or group:NAME: only its experiments
-  std::string workspace = k_default_workspace;
+  std::string sweep;     // a sweep receipt or group:NAME: only its experiments
+  std::string workspace; // empty: the user's default workspace (docs/config.md)
   bool mine = false;
   bool json = false;
   bool all = false;
   int limit = 20;
 };
 
-void run_list(const ListOptions &options) {
+void run_list(const ListOptions &given) {
+  ListOptions options = given;
+  if (options.workspace.empty()) {
+    options.workspace = config::Settings::load().text("workspace");
+  }
   if (options.limit < 1) {
     throw usage_error("--limit must be at least 1");
   }
@@ -592,8 +595,9 @@ void register_commands(cli::CommandTree &tree) {
   {
     auto &options = tree.make_options<ListOptions>();
     cli::Command &app = tree.command({"list"}, "This tool's launches in a workspace, newest first");
-    app.add_option(cli::flag("workspace", "-w"), options.workspace, "Beaker workspace")
-        .capture_default_str();
+    app.add_option(cli::flag("workspace", "-w"),
+                   options.workspace,
+                   "Beaker workspace (default: the launches' default, `config get workspace`)");
     app.add_flag(cli::flag("mine"), options.mine, "Only experiments you launched");
     app.add_flag(cli::flag("json"), options.json, "Print a JSON array instead of a table");
     app.add_flag(cli::flag("all"), options.all, "Every experiment, not only primebeaker's");

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // `primebeaker sft|rl sweep`: the CLI of a sweep (docs/sweep.md).
 #include <primebeaker/beaker/client.hpp>
+#include <primebeaker/config/config.hpp>
 #include <primebeaker/core/command_tree.hpp>
 #include <primebeaker/core/env.hpp>
 #include <primebeaker/core/error.hpp>
@@ -45,6 +46,7 @@ void run_sweep(launch::Program program, const SweepOptions &given) {
   if (!options.grid.empty() && options.zip) {
     throw usage_error("--zip pairs --set values; a --grid lists its variants itself");
   }
+  launch::apply_config(options.base, config::Settings::load());
   const auto variants = options.grid.empty()
                             ? combine(options.axes, options.zip)
                             : parse_grid(fs::read_file(options.grid), options.grid);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // `primebeaker watcher index|update|rebuild|show|status|serve` (docs/watcher.md "Commands").
 #include <primebeaker/beaker/client.hpp>
+#include <primebeaker/config/config.hpp>
 #include <primebeaker/core/command_tree.hpp>
 #include <primebeaker/core/env.hpp>
 #include <primebeaker/core/error.hpp>
@@ -50,8 +51,26 @@ std::vector<stdfs::path> split_paths(const std::vector<std::string> &values) {
   return out;
 }
 
+// The user's places from their config (docs/config.md); read once per process.
+const UserPlaces &user_places() {
+  static const UserPlaces places = [] {
+    const auto settings = config::Settings::load();
+    return UserPlaces{settings.text("shared_dir"), settings.text("scratch_dir")};
+  }();
+  return places;
+}
+
+// $JTC_ROOT, else <shared_dir>/jtc; what cannot be derived is asked for.
 std::string default_repo_root() {
-  return env::get("JTC_ROOT").value_or("/weka/gfaria/jtc");
+  if (const auto root = env::get("JTC_ROOT"); root && !root->empty()) {
+    return *root;
+  }
+  if (user_places().shared_dir.empty()) {
+    throw usage_error("no --repo-root: pass --repo-root DIR, set JTC_ROOT, or tell primebeaker "
+                      "your name with `primebeaker config set user NAME` (then "
+                      "<mount_path>/NAME/jtc is the default)");
+  }
+  return (user_places().shared_dir / "jtc").string();
 }
 
 void add_database_options(cli::Command &command, CommonOptions &options, bool with_repo_root) {
@@ -89,7 +108,7 @@ Settings settings_from(const CommonOptions &options) {
   settings.database = options.database;
   settings.repo_root = options.repo_root.empty() ? default_repo_root() : options.repo_root;
   settings.repo_root = stdfs::absolute(settings.repo_root);
-  settings.roots = default_roots(settings.repo_root, env::snapshot());
+  settings.roots = default_roots(settings.repo_root, env::snapshot(), user_places());
   auto override_with = [](std::vector<stdfs::path> &target, const std::vector<std::string> &value) {
     if (!value.empty()) {
       target = split_paths(value);
@@ -239,7 +258,7 @@ void register_commands(cli::CommandTree &tree) {
     auto &config = tree.make_options<ServerConfig>();
     auto &secret = tree.make_options<std::string>();
     auto &reload = tree.make_options<bool>();
-    secret = "gfaria_WANDB_API_KEY";
+    secret = config::Settings::load().text("secrets.wandb");
     auto &cmd = tree.command({"watcher", "serve"}, "Serve the read-only web UI and JSON API");
     cmd.add_option(cli::flag("database"), config.database, "SQLite database file")
         .capture_default_str();

@@ -267,19 +267,36 @@ void online_backup(Database &source, const stdfs::path &target) {
 
 } // namespace
 
-Roots default_roots(const stdfs::path &repo_root, const std::map<std::string, std::string> &env) {
+Roots default_roots(const stdfs::path &repo_root,
+                    const std::map<std::string, std::string> &env,
+                    const UserPlaces &places) {
   const auto lookup = [&](const char *name) -> std::optional<std::string> {
     const auto it = env.find(name);
-    return it == env.end() ? std::nullopt : std::optional<std::string>(it->second);
+    return it == env.end() || it->second.empty() ? std::nullopt
+                                                 : std::optional<std::string>(it->second);
   };
   const stdfs::path repo = absolute_string(repo_root);
   const stdfs::path jtc_root = lookup("JTC_ROOT").value_or(repo.string());
-  const stdfs::path primebeaker_root =
-      lookup("PRIMEBEAKER_ROOT").value_or("/weka/gfaria/primebeaker");
   Roots roots;
   roots.train_config_roots = {jtc_root / "examples" / "configs" / "train"};
-  roots.eval_config_roots = {primebeaker_root / "examples" / "configs" / "eval"};
-  roots.launch_spec_roots = {primebeaker_root / "beaker_experiments"};
+  // Where `sft|rl submit` writes its specs, then the older PRIMEBEAKER_ROOT layout.
+  if (!places.scratch_dir.empty()) {
+    roots.launch_spec_roots.push_back(places.scratch_dir / "primebeaker" / "beaker_experiments");
+  }
+  std::optional<stdfs::path> primebeaker_root;
+  if (const auto root = lookup("PRIMEBEAKER_ROOT")) {
+    primebeaker_root = *root;
+  } else if (!places.shared_dir.empty()) {
+    primebeaker_root = places.shared_dir / "primebeaker";
+  }
+  if (primebeaker_root) {
+    roots.eval_config_roots = {*primebeaker_root / "examples" / "configs" / "eval"};
+    const auto specs = *primebeaker_root / "beaker_experiments";
+    if (std::find(roots.launch_spec_roots.begin(), roots.launch_spec_roots.end(), specs) ==
+        roots.launch_spec_roots.end()) {
+      roots.launch_spec_roots.push_back(specs);
+    }
+  }
   roots.manifest_roots = {stdfs::path(absolute_string(jtc_root)).parent_path() / "prime_sft" /
                               "data",
                           jtc_root / "data"};

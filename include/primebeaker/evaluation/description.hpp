@@ -51,6 +51,9 @@ struct LoadOptions {
   // Where the evaluation mount (/weka) is on this machine, when not at the same path
   // (--local-mount / PRIMEBEAKER_LOCAL_MOUNT): snapshots and audit receipts are written there.
   std::optional<std::filesystem::path> local_mount;
+  // The default of services.shared_dir (the config's shared_dir, docs/config.md); empty: a YAML
+  // that does not set it is refused, naming what to set.
+  std::string shared_dir;
 };
 
 struct Description {

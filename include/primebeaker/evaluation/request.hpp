@@ -18,8 +18,6 @@ namespace pb::evaluation {
 
 // The service experiment ID shown in previews, before the services exist.
 inline constexpr std::string_view k_service_id_placeholder = "<created-at-launch>";
-// Where the service stack publishes its endpoints when services.shared_dir is not set.
-inline constexpr std::string_view k_default_shared_dir = "/weka/gfaria";
 
 struct EvaluationRequest {
   std::string module;
@@ -66,7 +64,7 @@ bool is_python_module_path(std::string_view text);
 // (exit 3) "services.<key> conflicts with evaluation scheduler value".
 OrderedJson service_config(const EvaluationRequest &request);
 
-// <services.shared_dir or /weka/gfaria>/.literegistry-coop/<service experiment name>.
+// <services.shared_dir>/.literegistry-coop/<service experiment name>; exit 3 without a shared_dir.
 std::string coordination_root(const OrderedJson &service_config, const std::string &service_name);
 
 // <experiment_name>-<last 10 characters of the service experiment name>.

@@ -38,6 +38,10 @@ struct Identity;
 class Stager;
 } // namespace pb::staging
 
+namespace pb::config {
+class Settings;
+}
+
 namespace pb::launch {
 
 enum class Program { sft, rl };
@@ -77,6 +81,7 @@ struct LaunchOptions {
   std::int64_t rendezvous_timeout_seconds = 1800; // multi-node
   std::string registry;                           // RL; required for multi-node RL
   std::string wandb_entity;                       // RL: fallback W&B entity
+  std::string wandb_project;                      // W&B project when the TOML's W&B table has none
   std::int64_t gateway_port = 1212;               // multi-node RL
   std::int64_t gateway_workers = 8;               // multi-node RL
   std::vector<std::string> required_services;     // multi-node RL: NAME=COUNT
@@ -106,7 +111,15 @@ struct LaunchOptions {
   // apply_setting), for callers whose defaults come from elsewhere (rl resume).
   std::set<std::string> given;
   bool was_given(std::string_view kebab_name) const;
+  // Where each configurable setting came from (kebab flag name -> "flag", "env:NAME",
+  // "file:PATH:LINE", "beaker:PATH", "built-in"), filled by apply_config() (docs/config.md).
+  std::map<std::string, std::string> origins;
 };
+
+// Fills every setting the command line did not give from the user's defaults (docs/config.md:
+// PRIMEBEAKER_*, the project file, the user file, beaker's default workspace) and records the
+// origin of each in options.origins. Given flags are left alone and stay the only `given`.
+void apply_config(LaunchOptions &options, const config::Settings &settings);
 
 // Kebab names of every launch flag, in help order ("toml", "image", ..., "write-spec").
 const std::vector<std::string> &launch_flag_names();
@@ -225,6 +238,10 @@ struct LaunchPlan {
   // Keys the TOML leaves to Prime-RL's defaults that the launch also reads: "output_dir =
   // \"outputs\" (Prime-RL's default)"; shown on the card and with -v.
   std::vector<std::string> defaulted;
+  // Settings that came from the user's defaults rather than a flag (docs/config.md), as
+  // {flag name, "VALUE (ORIGIN)"}, and those left at the built-in default; for the card and -v.
+  std::vector<std::pair<std::string, std::string>> from_config;
+  std::vector<std::string> built_in;
   // The stage submit makes or checks, and the wrapper in it that the spec runs; both empty with
   // --no-stage (the spec runs `primebeaker` from the image).
   std::filesystem::path stage_dir;

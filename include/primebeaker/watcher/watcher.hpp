@@ -31,9 +31,19 @@ struct Settings {
   std::optional<std::string> wandb_entity;
 };
 
-// The reference's defaults for `repo_root` given an environment (JTC_ROOT, PRIMEBEAKER_ROOT).
+// Where the user's own files are (docs/config.md): `shared_dir` (<mount_path>/<user> unless
+// configured; empty when no user name is known) and the launches' `scratch_dir`.
+struct UserPlaces {
+  std::filesystem::path shared_dir;
+  std::filesystem::path scratch_dir;
+};
+
+// The discovery roots for `repo_root` (docs/watcher.md "Default roots"): JTC_ROOT and
+// PRIMEBEAKER_ROOT from `env`, else under the user's shared dir; launch specs where submit
+// writes them (<scratch_dir>/primebeaker/beaker_experiments).
 Roots default_roots(const std::filesystem::path &repo_root,
-                    const std::map<std::string, std::string> &env);
+                    const std::map<std::string, std::string> &env,
+                    const UserPlaces &places);
 
 struct IndexOptions {
   std::filesystem::path model;

@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: MIT
+// The launch flags' defaults from the user's config (docs/config.md): a flag given wins, then
+// PRIMEBEAKER_*, the project file, the user file, beaker's default workspace, the built-in.
+#include <primebeaker/config/config.hpp>
+#include <primebeaker/launch/launch.hpp>
+
+namespace pb::launch {
+
+void apply_config(LaunchOptions &options, const config::Settings &settings) {
+  for (const auto &key : config::keys()) {
+    if (key.flag.empty()) {
+      continue;
+    }
+    const std::string flag(key.flag);
+    if (options.was_given(flag)) {
+      options.origins[flag] = "flag --" + flag;
+      continue;
+    }
+    const config::Setting *setting = settings.get(key.key);
+    if (setting == nullptr) {
+      continue;
+    }
+    options.origins[flag] = setting->origin;
+    if (setting->level == config::Level::built_in) {
+      continue; // LaunchOptions' own defaults are the built-ins (tests hold them equal)
+    }
+    apply_setting(options, flag, setting->values);
+    options.given.erase(flag); // a default, not something the user typed for this launch
+  }
+}
+
+} // namespace pb::launch
