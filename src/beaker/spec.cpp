@@ -158,10 +158,15 @@ OrderedJson to_json(const Experiment &experiment) {
   return out;
 }
 
-bool is_known_priority(std::string_view priority) {
-  static const std::set<std::string_view> known = {
+const std::vector<std::string> &known_priorities() {
+  static const std::vector<std::string> known = {
       "immediate", "urgent", "high", "normal", "low", "preemptible"};
-  return known.count(priority) > 0;
+  return known;
+}
+
+bool is_known_priority(std::string_view priority) {
+  const auto &known = known_priorities();
+  return std::find(known.begin(), known.end(), priority) != known.end();
 }
 
 bool is_workspace_name(std::string_view workspace) {

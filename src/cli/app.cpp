@@ -119,16 +119,18 @@ void add_builtin_commands(CLI::App &root, CommandTree &tree) {
 
   auto &man = tree.command({k_man_page}, "Print the primebeaker(1) man page (roff)");
   man.group(""); // hidden: the build installs its output; `man primebeaker` reads it
-  man.callback([&root] { std::cout << man_page(root, version_text()); });
+  // The bare version: .TH's source field is "primebeaker 0.1.0" by convention (the commit is
+  // what --version adds).
+  man.callback([&root] { std::cout << man_page(root, PB_VERSION); });
 }
 
 // Root help from the generated map of top-level commands: what CLI11's formatter prints for the
 // root with every top-level command registered, through the same format_help, without building
 // their ~20 CLI::App objects (about 60 KB of heap and 10 page faults; bench/startup/README.md).
-class RootHelpFormatter : public CLI::Formatter {
+class RootHelpFormatter : public HelpFormatter {
 public:
   std::string make_usage(const CLI::App *app, std::string name) const override {
-    std::string usage = CLI::Formatter::make_usage(app, std::move(name));
+    std::string usage = HelpFormatter::make_usage(app, std::move(name));
     usage.insert(usage.size() - 1, " " + get_label("SUBCOMMAND")); // exactly one is required
     return usage;
   }
@@ -214,6 +216,7 @@ std::vector<std::string> prepare(CLI::App &root, CommandTree &tree, std::vector<
 
 int run_parsed(std::vector<std::string> args) {
   CLI::App app{"Run Prime-RL SFT and RL training on Beaker.", "primebeaker"};
+  app.formatter(std::make_shared<HelpFormatter>()); // every command copies it when created
   app.set_version_flag("-V,--version", version_text(), "Print the version and commit, then exit");
   app.set_help_all_flag("--help-all", "Print help for every command");
   CommandTree tree(app);

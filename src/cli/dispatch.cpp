@@ -74,6 +74,35 @@ std::size_t values_taken(const CLI::Option &option) {
       std::max(0, std::min(option.get_type_size_min(), option.get_items_expected_min())));
 }
 
+// Whether CLI11 goes on taking the words after the option's values until the next flag (a list
+// option such as `--set A=1 B=2`), as its _parse_arg does.
+bool takes_more_words(const CLI::Option &option) {
+  const int most = option.get_items_expected_max();
+  const bool capped = most >= CLI::detail::expected_max_vector_size / 16; // one value per flag
+  return option.get_allow_extra_args() ||
+         (!capped && most > static_cast<int>(values_taken(option)));
+}
+
+bool names_toml_flag(const std::vector<std::string> &args) {
+  return std::any_of(args.begin(), args.end(), [](const std::string &arg) {
+    return arg == "--toml" || arg.rfind("--toml=", 0) == 0;
+  });
+}
+
+// `rl preview my.toml`: the file of a command that takes it as --toml, given as a positional,
+// which CLI11 reports as "--toml is required" or as an argument it did not expect.
+void refuse_positional_toml(const CLI::App &command,
+                            const std::string &word,
+                            const std::vector<std::string> &args) {
+  if (has_positionals(command) || command.get_allow_extras() ||
+      find_option(command, "--toml") == nullptr) {
+    return;
+  }
+  if (word.ends_with(".toml") || !names_toml_flag(args)) {
+    throw usage_error("a positional " + word + ": pass it as --toml " + word);
+  }
+}
+
 // The long names (without "--") of the options `app` accepts: its own and those of the
 // parents it falls through to, as listed in its help.
 std::vector<std::string> long_flag_names(const CLI::App &app) {
@@ -109,6 +138,33 @@ Error unknown_flag(const CLI::App &command,
 }
 
 } // namespace
+
+bool is_snake_alias(const CLI::Option &option, const std::string &long_name) {
+  if (long_name.find('_') == std::string::npos) {
+    return false;
+  }
+  std::string kebab = long_name;
+  std::replace(kebab.begin(), kebab.end(), '_', '-');
+  const auto &names = option.get_lnames();
+  return std::find(names.begin(), names.end(), kebab) != names.end();
+}
+
+std::string HelpFormatter::make_option_name(const CLI::Option *option, bool is_positional) const {
+  const std::string names = CLI::Formatter::make_option_name(option, is_positional);
+  if (is_positional) {
+    return names;
+  }
+  // CLI11 joins "-s", "--long" and "--no-flag{false}" with ','; drop the aliases from that list.
+  std::string shown;
+  for (const auto &name : CLI::detail::split(names, ',')) {
+    const std::string bare = name.substr(0, name.find('{'));
+    if (bare.rfind("--", 0) == 0 && is_snake_alias(*option, bare.substr(2))) {
+      continue;
+    }
+    shown += (shown.empty() ? "" : ",") + name;
+  }
+  return shown;
+}
 
 CommandPath match_command_path(CLI::App &root, const std::vector<std::string> &args) {
   CommandPath path;
@@ -196,6 +252,7 @@ void check_flags(CLI::App &root, const std::vector<std::string> &args) {
   CLI::App *command = &root;
   std::vector<std::string> names;
   bool at_leaf = false;
+  bool option_takes_more = false; // the words up to the next flag are the last option's values
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string &token = args[i];
     if (token == "--") {
@@ -206,12 +263,16 @@ void check_flags(CLI::App &root, const std::vector<std::string> &args) {
         if (CLI::App *next = subcommand_named(*command, token)) {
           command = next;
           names.push_back(next->get_name());
-        } else {
-          at_leaf = true; // a positional argument
+          continue;
         }
+      }
+      if (!option_takes_more) {
+        at_leaf = true; // a positional argument
+        refuse_positional_toml(*command, token, args);
       }
       continue;
     }
+    option_takes_more = false;
     if (command->get_allow_extras()) {
       continue; // the command keeps the words it does not know (services field flags)
     }
@@ -222,8 +283,9 @@ void check_flags(CLI::App &root, const std::vector<std::string> &args) {
       if (option == nullptr) {
         throw unknown_flag(*command, names, name);
       }
-      if (equals == std::string::npos && takes_value(*option)) {
-        i += values_taken(*option);
+      if (takes_value(*option)) {
+        i += equals == std::string::npos ? values_taken(*option) : 0;
+        option_takes_more = takes_more_words(*option);
       }
       continue;
     }
@@ -237,6 +299,7 @@ void check_flags(CLI::App &root, const std::vector<std::string> &args) {
         if (j + 1 == token.size()) {
           i += values_taken(*option);
         }
+        option_takes_more = takes_more_words(*option);
         break;
       }
     }

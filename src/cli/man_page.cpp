@@ -33,6 +33,9 @@ std::string option_spellings(const CLI::Option &option) {
     out += (out.empty() ? "" : ", ") + std::string("\\fB") + roff("-" + s) + "\\fR";
   }
   for (const auto &l : option.get_lnames()) {
+    if (is_snake_alias(option, l)) {
+      continue; // DESCRIPTION says once that the snake_case spellings are accepted
+    }
     out += (out.empty() ? "" : ", ") + std::string("\\fB") + roff("--" + l) + "\\fR";
   }
   if (out.empty()) {

@@ -9,6 +9,7 @@
 #include <primebeaker/beaker/client.hpp>
 #include <primebeaker/beaker/spec.hpp>
 #include <primebeaker/core/error.hpp>
+#include <primebeaker/core/spelling.hpp>
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/images/catalog.hpp>
 #include <primebeaker/staging/stage.hpp>
@@ -72,8 +73,11 @@ std::optional<ControllerPlan> controller_plan(const LaunchOptions &options,
   }
   if (!options.controller_priority.empty() &&
       !beaker::is_known_priority(options.controller_priority)) {
-    throw usage_error(
-        fmt::format("--controller-priority: unknown priority '{}'", options.controller_priority));
+    const std::string meant =
+        text::closest_match(options.controller_priority, beaker::known_priorities());
+    throw usage_error(fmt::format("--controller-priority: unknown priority '{}'{}",
+                                  options.controller_priority,
+                                  meant.empty() ? "" : "; did you mean '" + meant + "'?"));
   }
   ControllerPlan plan;
   plan.experiment_name = controller_name_for(training_name);

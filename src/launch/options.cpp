@@ -397,6 +397,9 @@ void register_launch_flags(cli::Command &app,
         [&options, name](const std::string &value) { apply_setting(options, name, {value}); },
         info.help);
     option.take_last();
+    if (info.kind == Kind::integer) {
+      option.type_name("INT"); // parsed as text by apply_setting, so CLI11 would say TEXT
+    }
     if (name == "toml") {
       option.type_name("FILE");
       if (toml_required) {

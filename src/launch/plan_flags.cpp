@@ -5,6 +5,7 @@
 
 #include <primebeaker/beaker/client.hpp>
 #include <primebeaker/core/error.hpp>
+#include <primebeaker/core/spelling.hpp>
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/images/catalog.hpp>
 #include <primebeaker/images/choose.hpp>
@@ -143,8 +144,10 @@ void check_range(const char *flag, std::int64_t value, std::int64_t min, std::in
 
 void check_basic_flags(const LaunchOptions &options, ValidatedFlags &flags) {
   if (options.priority != "normal" && options.priority != "high" && options.priority != "urgent") {
-    throw usage_error(
-        fmt::format("--priority must be normal, high, or urgent, got '{}'", options.priority));
+    const std::string meant = text::closest_match(options.priority, {"normal", "high", "urgent"});
+    throw usage_error(fmt::format("--priority must be normal, high, or urgent, got '{}'{}",
+                                  options.priority,
+                                  meant.empty() ? "" : "; did you mean '" + meant + "'?"));
   }
   if (!beaker::is_workspace_name(options.workspace)) {
     throw usage_error(

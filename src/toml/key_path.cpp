@@ -5,11 +5,13 @@
 #include "geometry.hpp"
 
 #include <primebeaker/core/error.hpp>
+#include <primebeaker/core/text.hpp>
 #include <primebeaker/toml/format.hpp>
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 namespace pb::toml {
 
@@ -187,6 +189,124 @@ std::size_t normal_index(std::int64_t index, std::size_t size) {
   return static_cast<std::size_t>(resolved);
 }
 
+namespace {
+
+// Whether `steps[from..]` name something below `node` (`[*]` taken as its first element).
+bool resolves(const Node *node, const std::vector<PathStep> &steps, std::size_t from) {
+  for (std::size_t i = from; i < steps.size(); ++i) {
+    const PathStep &s = steps[i];
+    if (s.kind == PathStep::Kind::key) {
+      node = node->type == Type::table ? node->find(s.key) : nullptr;
+    } else if (s.kind == PathStep::Kind::append || node->type != Type::array) {
+      return false;
+    } else {
+      const std::size_t at =
+          s.kind == PathStep::Kind::all ? 0 : normal_index(s.index, node->children.size());
+      node = at < node->children.size() ? node->children[at] : nullptr;
+    }
+    if (node == nullptr) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Whether `a` is `b` with two neighbouring characters swapped ("nmae", "name"): one typo, which
+// the edit distance counts as two.
+bool one_swap_apart(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) {
+    return false;
+  }
+  const auto first = std::mismatch(a.begin(), a.end(), b.begin()).first - a.begin();
+  const auto i = static_cast<std::size_t>(first);
+  return i + 1 < a.size() && a[i] == b[i + 1] && a[i + 1] == b[i] &&
+         a.substr(i + 2) == b.substr(i + 2);
+}
+
+// The member of `table` spelled closest to `key`: up to one edit in three characters (at least
+// one), so that short keys such as `lr` are not "corrected" to any other two letters.
+const Node *closest_member(const Node &table, std::string_view key) {
+  if (key.size() < 2) {
+    return nullptr; // every other one-letter key is one edit away
+  }
+  const std::size_t allowed = std::max<std::size_t>(1, key.size() / 3);
+  const Node *best = nullptr;
+  std::size_t best_distance = allowed + 1;
+  for (const Node *member : table.children) {
+    const std::size_t distance =
+        one_swap_apart(key, member->name) ? 1 : text::edit_distance(key, member->name);
+    if (distance < best_distance) {
+      best = member;
+      best_distance = distance;
+    }
+  }
+  return best;
+}
+
+// The shallowest table below `table` (breadth first, through tables only) with a member `key`.
+const Node *deeper_member(const Node &table, std::string_view key) {
+  std::vector<const Node *> level = {&table};
+  while (!level.empty()) {
+    std::vector<const Node *> next;
+    for (const Node *at : level) {
+      for (const Node *member : at->children) {
+        if (member->type != Type::table) {
+          continue;
+        }
+        if (const Node *found = member->find(key)) {
+          return found;
+        }
+        next.push_back(member);
+      }
+    }
+    level = std::move(next);
+  }
+  return nullptr;
+}
+
+// `path` with step `step` replaced by the keys from `table` down to `found`, and the steps after
+// it kept when `keep_rest`.
+KeyPath rerouted(
+    const KeyPath &path, std::size_t step, const Node &table, const Node *found, bool keep_rest) {
+  KeyPath out;
+  out.steps.assign(path.steps.begin(), path.steps.begin() + static_cast<std::ptrdiff_t>(step));
+  std::vector<std::string> keys;
+  for (const Node *at = found; at != &table; at = at->parent) {
+    keys.emplace_back(at->name);
+  }
+  for (auto key = keys.rbegin(); key != keys.rend(); ++key) {
+    out.steps.push_back({PathStep::Kind::key, *key, 0});
+  }
+  if (keep_rest) {
+    out.steps.insert(out.steps.end(),
+                     path.steps.begin() + static_cast<std::ptrdiff_t>(step) + 1,
+                     path.steps.end());
+  }
+  return out;
+}
+
+// What the user likely meant when `table` has no member `path.steps[step]`: a close spelling
+// of it (`traner.x` -> `trainer.x`) or the same key deeper (`trainer.lr` ->
+// `trainer.optim.lr`), with the rest of the path when it exists there too; else the close
+// spelling alone.
+std::optional<KeyPath> likely_meant(const KeyPath &path, std::size_t step, const Node &table) {
+  const std::string &key = path.steps[step].key;
+  const Node *close = closest_member(table, key);
+  if (close != nullptr && resolves(close, path.steps, step + 1)) {
+    return rerouted(path, step, table, close, true);
+  }
+  const Node *deeper = deeper_member(table, key);
+  if (deeper != nullptr && resolves(deeper, path.steps, step + 1)) {
+    return rerouted(path, step, table, deeper, true);
+  }
+  if (close != nullptr) {
+    return rerouted(path, step, table, close, false);
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
 static void locate_all(const Document &doc,
                        const KeyPath &path,
                        std::size_t step,
@@ -209,7 +329,11 @@ static void locate_all(const Document &doc,
     }
     const Node *child = at.node->find(s.key);
     if (child == nullptr) {
-      throw failure(fmt::format("key '{}' not found in {}", path.text(), doc.source_name()));
+      const auto meant = likely_meant(path, step, *at.node);
+      throw failure(fmt::format("key '{}' not found in {}{}",
+                                path.text(),
+                                doc.source_name(),
+                                meant ? "; did you mean '" + meant->text() + "'?" : ""));
     }
     const std::size_t i = member_index(*at.node, child);
     locate_all(doc, path, step + 1, {child, &(*at.value->table())[i].second}, out);

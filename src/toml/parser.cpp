@@ -11,9 +11,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <optional>
 #include <span>
 
 namespace pb::toml {
@@ -1473,10 +1475,107 @@ std::string_view article_type(const Node &node) {
   }
 }
 
-// "SOURCE:LINE:COL: message", exit 3.
+namespace {
+
+std::string_view trim_spaces(std::string_view text) {
+  const auto begin = text.find_first_not_of(" \t\r");
+  if (begin == std::string_view::npos) {
+    return {};
+  }
+  return text.substr(begin, text.find_last_not_of(" \t\r") - begin + 1);
+}
+
+// `key:`, `key: value`, `- item`, `---`: the shapes YAML files start with, none of them TOML.
+bool yaml_shaped(std::string_view line) {
+  line = trim_spaces(line);
+  if (line == "---" || line == "-" || line.starts_with("--- ") || line.starts_with("- ")) {
+    return true;
+  }
+  if (line.empty() || line.front() == '[' || line.front() == '#') {
+    return false;
+  }
+  std::size_t colon = 0;
+  if (line.front() == '"' || line.front() == '\'') {
+    colon = line.find(line.front(), 1);
+    if (colon == std::string_view::npos) {
+      return false;
+    }
+    ++colon;
+  }
+  colon = line.find_first_of(":=", colon);
+  if (colon == std::string_view::npos || line[colon] == '=' || colon == 0) {
+    return false; // a TOML key has its '=' before any ':'
+  }
+  return colon + 1 == line.size() || line[colon + 1] == ' ' || line[colon + 1] == '\t';
+}
+
+// `[table]`, `key = ...`: a line TOML would read, so its failure is a TOML error.
+bool toml_shaped(std::string_view line) {
+  line = trim_spaces(line);
+  const auto equals = line.find('=');
+  return line.starts_with('[') || (equals != std::string_view::npos &&
+                                   line.substr(0, equals).find(':') == std::string_view::npos);
+}
+
+bool named_like_yaml(std::string_view source) {
+  std::string lower(source);
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) {
+    return static_cast<char>(std::tolower(c));
+  });
+  return lower.ends_with(".yaml") || lower.ends_with(".yml");
+}
+
+bool only_comments_before(std::string_view text, std::size_t end) {
+  std::size_t at = text.starts_with("\xEF\xBB\xBF") ? 3 : 0;
+  while (at < end) {
+    const std::size_t newline = std::min(text.find('\n', at), end);
+    const std::string_view line = trim_spaces(text.substr(at, newline - at));
+    if (!line.empty() && line.front() != '#') {
+      return false;
+    }
+    at = newline + 1;
+  }
+  return true;
+}
+
+// A YAML file given where TOML is read fails on its first key with "expected '=' after the
+// key", which does not tell the user what is wrong: say that it is YAML instead, when its first
+// line fails and looks like YAML (or like no TOML, in a file named .yaml/.yml). A file that
+// parses as TOML is TOML whatever its name, and other failures keep their location.
+std::optional<std::string>
+yaml_instead_of_toml(Parsed &parsed, std::string_view source, const ParseFailure &failure) {
+  if (parsed.line_starts.empty()) {
+    parsed.line_starts.push_back(0);
+  }
+  const Position pos = parsed.position(failure.offset);
+  const std::string_view text = parsed.text;
+  const std::size_t begin = std::min<std::size_t>(parsed.line_starts[pos.line - 1], text.size());
+  const std::string_view line = trim_spaces(text.substr(begin, text.find('\n', begin) - begin));
+  // YAML fails on its first line; a failure further down is a typo in a TOML file, and so is
+  // a first line that TOML would read as a header or a `key =`.
+  const bool yaml = yaml_shaped(line) || (!toml_shaped(line) && named_like_yaml(source));
+  if (!yaml || !only_comments_before(text, begin)) {
+    return std::nullopt;
+  }
+  constexpr std::size_t k_shown = 60;
+  const std::string shown =
+      line.size() > k_shown ? std::string(line.substr(0, k_shown)) + "..." : std::string(line);
+  return fmt::format("{} looks like YAML, not TOML (line {}: '{}'); a TOML file writes `key = "
+                     "value` under [table] headers",
+                     source,
+                     pos.line,
+                     shown);
+}
+
+} // namespace
+
+// "SOURCE:LINE:COL: message", exit 3; or one line saying the file is YAML (above).
 Error located_error(Parsed &parsed, std::string_view source, const ParseFailure &failure) {
   if (parsed.line_starts.empty()) {
     parsed.line_starts.push_back(0);
+  }
+  if (auto yaml = yaml_instead_of_toml(parsed, source, failure)) {
+    return input_error(*yaml);
   }
   const Position pos = parsed.position(failure.offset);
   return input_error(fmt::format("{}:{}:{}: {}", source, pos.line, pos.column, failure.message));
@@ -1511,6 +1610,12 @@ std::vector<Error> Document::check(std::string text, const std::string &source_n
     return l.offset < r.offset;
   });
   std::vector<Error> errors;
+  if (!failures.empty()) {
+    if (auto yaml = detail::yaml_instead_of_toml(parsed, source_name, failures.front())) {
+      errors.push_back(input_error(*yaml)); // the lines after it fail too: one error says it
+      return errors;
+    }
+  }
   std::uint32_t last_line = 0;
   for (const auto &failure : failures) {
     // One error per line: invalid UTF-8 is reported first, and may fail the line it is on.

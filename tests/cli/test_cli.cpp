@@ -281,10 +281,56 @@ TEST(Cli, BuildTimeManPageRendersWithManL) {
   const auto r = run_shell("bash", "MANWIDTH=100 MANPAGER=cat man -l " + page.string() + " 2>&1");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_TRUE(contains(r.out, "PRIMEBEAKER(1)")) << r.out.substr(0, 500);
+  // The footer names the program once, with its version: "primebeaker 0.1.0".
+  EXPECT_TRUE(contains(r.out, std::string("primebeaker ") + PB_VERSION)) << r.out;
+  EXPECT_FALSE(contains(r.out, "primebeaker primebeaker")) << r.out;
+  const auto roff = run_shell("bash", "gzip -dc " + page.string() + " | sed -n 2p");
+  EXPECT_EQ(roff.out,
+            std::string(".TH PRIMEBEAKER 1 \"\" \"primebeaker ") + PB_VERSION +
+                "\" \"User Commands\"\n");
+  EXPECT_FALSE(contains(r.out, "min_runtime_hours")) << "snake_case aliases are not listed";
   EXPECT_TRUE(contains(r.out, "rl preview")) << "every command is described";
   EXPECT_TRUE(contains(r.out, "--write-spec"));
   EXPECT_TRUE(contains(r.out, "EXIT STATUS"));
   EXPECT_FALSE(contains(r.out, "warning")) << r.out.substr(0, 2000);
+}
+
+// Launch flags show their value's type, and their snake_case aliases (still accepted) are not
+// listed: they doubled the help's length.
+TEST(Cli, LaunchHelpShowsValueTypesWithoutSnakeCaseAliases) {
+  const auto help = run_primebeaker({"rl", "preview", "--help"});
+  ASSERT_EQ(help.exit_code, 0) << help.err;
+  EXPECT_TRUE(contains(help.out, "  --min-runtime-hours INT ")) << help.out;
+  EXPECT_TRUE(contains(help.out, "  --gateway-port INT ")) << help.out;
+  EXPECT_TRUE(contains(help.out, "  --toml FILE REQUIRED ")) << help.out;
+  EXPECT_TRUE(contains(help.out, "  --cluster TEXT ... ")) << help.out;
+  EXPECT_TRUE(contains(help.out, "  --write-spec,--no-write-spec{false}\n")) << help.out;
+  EXPECT_FALSE(contains(help.out, "--min_runtime_hours")) << help.out;
+  EXPECT_FALSE(contains(help.out, "--no_write_spec")) << help.out;
+
+  pb::test::TempDir dir;
+  const auto toml = dir / "rl.toml";
+  std::filesystem::copy_file(pb::test::source_dir() / "examples/rl/rl.toml", toml);
+  const std::string root = dir.path().string();
+  pb::test::RunOptions options;
+  options.cwd = dir.path();
+  const auto snake = run_primebeaker({"rl",
+                                      "preview",
+                                      "--toml",
+                                      toml.string(),
+                                      "--min_runtime_hours",
+                                      "1",
+                                      "--mount_path",
+                                      root,
+                                      "--working-dir",
+                                      root,
+                                      "--scratch-dir",
+                                      root,
+                                      "--home-dir",
+                                      root},
+                                     options);
+  ASSERT_EQ(snake.exit_code, 0) << snake.err;
+  EXPECT_TRUE(contains(snake.out, "\"minRuntime\": \"1h\"")) << snake.out;
 }
 
 TEST(Cli, FireStyleNegationOfAFlagWithoutNoSpelling) {

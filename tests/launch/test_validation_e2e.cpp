@@ -381,5 +381,60 @@ TEST_F(ValidationSmoke, FlagTomlAndReplicaRefusalsThroughTheBinary) {
                "inference.deployment.type 'disaggregated' is not placed by primebeaker");
 }
 
+// A YAML file given as --toml is named as YAML in one line (not "expected '=' after the key"),
+// whether its name or its first line gives it away; a TOML typo keeps FILE:LINE:COL, and TOML
+// content named .yaml is simply TOML.
+TEST_F(ValidationSmoke, YamlGivenAsTomlIsNamedAsYaml) {
+  write("run.yaml", "trainer:\n  lr: 1\n");
+  expect_error({"rl", "preview", "--toml", "run.yaml"},
+               3,
+               "run.yaml looks like YAML, not TOML (line 1: 'trainer:')");
+  write("copied.toml", "# from the run YAML\n\nmodel:\n  name: x\n");
+  expect_error({"sft", "preview", "--toml", "copied.toml"},
+               3,
+               "copied.toml looks like YAML, not TOML (line 3: 'model:')");
+  const auto one_line = run({"rl", "preview", "--toml", "run.yaml"});
+  EXPECT_EQ(std::count(one_line.err.begin(), one_line.err.end(), '\n'), 1) << one_line.err;
+  write("case.toml", example_text("examples/rl/rl.toml") + "\nlr: 3\n");
+  expect_error({"rl", "preview", "--toml", "case.toml"}, 3, "case.toml:");
+  EXPECT_EQ(run({"rl", "preview", "--toml", "case.toml"}).err.find("YAML"), std::string::npos);
+  write("rl.yaml", example_text("examples/rl/rl.toml"));
+  const auto toml_named_yaml = run({"rl", "preview", "--toml", "rl.yaml"});
+  EXPECT_EQ(toml_named_yaml.exit_code, 0) << toml_named_yaml.err;
+}
+
+// The TOML given as a positional is named with the flag it belongs to, for preview, submit and
+// sweep (CLI11 said "--toml is required", or that the word was not expected).
+TEST_F(ValidationSmoke, TomlGivenAsPositionalNamesTheFlag) {
+  const std::string rl = "examples/rl/rl.toml";
+  const std::string refused = "primebeaker: error: a positional " + rl + ": pass it as --toml ";
+  expect_error({"rl", "preview", rl}, 2, refused + rl + "\n");
+  expect_error({"sft", "submit", rl}, 2, refused + rl + "\n");
+  expect_error({"rl", "sweep", rl, "--set", "a=1,2"}, 2, refused + rl + "\n");
+  expect_error({"rl", "preview", "--toml", rl, "other.toml"},
+               2,
+               "primebeaker: error: a positional other.toml: pass it as --toml other.toml\n");
+  // Words a list flag takes are its values, not positionals.
+  const auto sweep =
+      run({"rl", "sweep", "--toml", "examples/rl/rl.toml", "--set", "a=1", "b=2", "--dry-run"});
+  EXPECT_EQ(sweep.err.find("a positional"), std::string::npos) << sweep.err;
+}
+
+TEST_F(ValidationSmoke, MisspeltPrioritySuggestsTheClosest) {
+  expect_error({"rl", "preview", "--toml", "examples/rl/rl.toml", "--priority", "hgh"},
+               2,
+               "--priority must be normal, high, or urgent, got 'hgh'; did you mean 'high'?\n");
+  expect_error({"rl",
+                "preview",
+                "--toml",
+                "examples/multinode-rl/rl.toml",
+                "--registry",
+                "redis://r:1",
+                "--controller-priority",
+                "nromal"},
+               2,
+               "--controller-priority: unknown priority 'nromal'; did you mean 'normal'?\n");
+}
+
 } // namespace
 } // namespace pb::test

@@ -85,6 +85,35 @@ TEST_F(TomlCommands, GetErrors) {
                 ":2:8: expected a value, found ','\n");
 }
 
+// A missing key names the existing path it most likely meant, in the same one line and exit 1:
+// a close spelling at the level that misses it, or the same key deeper.
+TEST_F(TomlCommands, GetMissingKeySuggestsTheClosestPath) {
+  const std::string config = (dir / "config.toml").string();
+  pb::test::write_file(config,
+                       "[trainer]\nsteps = 10\n\n[trainer.optim]\nlr = 3e-4\n\n"
+                       "[model]\nname = \"m\"\n");
+  const std::string before = pb::test::tree_digest(dir.path());
+  const auto suggestion = [&](const std::string &key) {
+    const auto r = run_primebeaker({"toml", "get", config, key});
+    EXPECT_EQ(r.exit_code, 1) << key;
+    EXPECT_EQ(r.out, "");
+    return r.err;
+  };
+  const std::string missing = "primebeaker: error: key ";
+  EXPECT_EQ(suggestion("trainer.lr"),
+            missing + "'trainer.lr' not found in " + config +
+                "; did you mean 'trainer.optim.lr'?\n");
+  EXPECT_EQ(suggestion("traner.steps"),
+            missing + "'traner.steps' not found in " + config +
+                "; did you mean 'trainer.steps'?\n");
+  EXPECT_EQ(suggestion("model.nmae"),
+            missing + "'model.nmae' not found in " + config + "; did you mean 'model.name'?\n");
+  EXPECT_EQ(suggestion("traner.nothing"),
+            missing + "'traner.nothing' not found in " + config + "; did you mean 'trainer'?\n");
+  EXPECT_EQ(suggestion("model.x"), missing + "'model.x' not found in " + config + "\n");
+  EXPECT_EQ(pb::test::tree_digest(dir.path()), before);
+}
+
 // Every error of every file, as one error: the first on the `primebeaker: error:` line, the
 // others under it.
 TEST_F(TomlCommands, CheckReportsEachInvalidFile) {

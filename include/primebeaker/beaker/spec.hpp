@@ -92,7 +92,8 @@ OrderedJson to_json(const Experiment &experiment);
 // priority, at least one cluster, replicas >= 1 and a start timeout in (0, 48h]. Pure.
 std::vector<std::string> problems(const Experiment &experiment);
 
-// Beaker priorities accepted by the scheduler (context.priority).
+// Beaker priorities accepted by the scheduler (context.priority), highest first.
+const std::vector<std::string> &known_priorities();
 bool is_known_priority(std::string_view priority);
 
 // Beaker workspace names look like ACCOUNT/NAME. Pure.
