@@ -276,6 +276,34 @@ TEST_F(Submit, BeakerFailingExits4WithItsStderrAndNoReceipt) {
       mount() / "primebeaker/beaker_experiments/primebeaker-example-rl.json"));
 }
 
+// Beaker refuses a name its workspace already holds (a second submit of the same TOML): the
+// error says so and names the flag that renames the run.
+TEST_F(Submit, ANameAlreadyInUseGetsAHintToPassName) {
+  for (const std::string said :
+       {"Error: experiment name \"primebeaker-example-rl\" is already in use\n",
+        "Error: Conflict: experiment \"jdoe/primebeaker-example-rl\" already exists\n"}) {
+    m_beaker.clear();
+    m_beaker.on({"experiment", "create"}, "", 1, said);
+    const auto result = run({"rl", "submit", "--toml", "examples/rl/rl.toml"});
+    EXPECT_EQ(result.exit_code, 4) << result.err;
+    EXPECT_EQ(result.out, "");
+    EXPECT_NE(result.err.find("primebeaker: error: beaker could not create experiment "
+                              "primebeaker-example-rl (exit code 1): " +
+                              said.substr(0, said.size() - 1) +
+                              "\n  an experiment named primebeaker-example-rl already exists in "
+                              "workspace ai2/oe-agents: pass --name NEW to submit this run under "
+                              "another name\n"),
+              std::string::npos)
+        << result.err;
+  }
+  // Another failure gets no such hint.
+  m_beaker.clear();
+  m_beaker.on({"experiment", "create"}, "", 3, "Error: workspace ai2/oe-agents not found\n");
+  const auto other = run({"rl", "submit", "--toml", "examples/rl/rl.toml"});
+  EXPECT_EQ(other.exit_code, 4);
+  EXPECT_EQ(other.err.find("--name NEW"), std::string::npos) << other.err;
+}
+
 TEST_F(Submit, BeakerMissingExits4) {
   RunOptions options;
   options.cwd = mount();
