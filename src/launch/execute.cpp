@@ -17,6 +17,10 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <system_error>
@@ -91,12 +95,52 @@ submit_controller(const LaunchPlan &plan, const OrderedJson &training_id, Launch
   return out;
 }
 
+// Why nothing can be created under `dir` from here, judged at its nearest existing ancestor
+// (access(2) also sees a read-only mount, which permission bits do not show); "" when it can.
+std::string why_unwritable(const std::filesystem::path &dir) {
+  std::filesystem::path probe = dir;
+  std::error_code ec;
+  while (!std::filesystem::exists(probe, ec) && probe.has_parent_path() &&
+         probe != probe.parent_path()) {
+    probe = probe.parent_path();
+  }
+  if (!std::filesystem::is_directory(probe, ec)) {
+    return fmt::format("{} is not a directory", probe.string());
+  }
+  if (::access(probe.c_str(), W_OK | X_OK) != 0) {
+    const int err = errno;
+    if (err == EACCES || err == EROFS) {
+      return fmt::format("{} is not writable ({})", probe.string(), std::strerror(err));
+    }
+  }
+  return "";
+}
+
+// A submit that cannot write under the scratch dir (a read-only mount, a stage directory owned
+// by someone else) says which flag moves what it writes. --no-stage helps only when the spec
+// directory can still be created.
+void add_scratch_hint(Error &error, const LaunchPlan &plan, const std::filesystem::path &dir) {
+  const std::string why = why_unwritable(dir);
+  if (why.empty()) {
+    return;
+  }
+  const bool spec_dir_ok = why_unwritable(plan.spec_path.parent_path()).empty();
+  error.add_context(fmt::format(
+      "{}: pass --scratch-dir DIR, a writable directory on the mount{}",
+      why,
+      dir != plan.spec_path.parent_path() && spec_dir_ok
+          ? ", or --no-stage to run the image's own primebeaker instead of staging this one"
+          : ""));
+}
+
 void write_spec(const LaunchPlan &plan, LaunchEffects &effects) {
   std::error_code ec;
   std::filesystem::create_directories(plan.spec_path.parent_path(), ec);
   if (ec) {
-    throw failure(
+    Error error = failure(
         fmt::format("cannot create {}: {}", plan.spec_path.parent_path().string(), ec.message()));
+    add_scratch_hint(error, plan, plan.spec_path.parent_path());
+    throw error;
   }
   // The overridden TOML first: the spec names it as CONFIG_PATH.
   if (!plan.config_copy_path.empty()) {
@@ -152,7 +196,12 @@ OrderedJson execute_submit(const LaunchPlan &plan, LaunchEffects &effects) {
     require_controller_secrets(plan, effects.beaker);
   }
   if (!plan.stage_dir.empty()) {
-    effects.stager.stage(plan.stage_dir); // before the spec: it must not name a missing program
+    try {
+      effects.stager.stage(plan.stage_dir); // before the spec: it must not name a missing program
+    } catch (Error &error) {
+      add_scratch_hint(error, plan, plan.stage_dir.parent_path());
+      throw;
+    }
   }
   if (plan.controller) {
     effects.stager.stage_tool(

@@ -3,6 +3,8 @@
 // receipt is printed only when beaker succeeded and carries the experiment's id and URL.
 #include "launch_fixture.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <tuple>
 
@@ -302,6 +304,63 @@ TEST_F(Submit, ANameAlreadyInUseGetsAHintToPassName) {
   const auto other = run({"rl", "submit", "--toml", "examples/rl/rl.toml"});
   EXPECT_EQ(other.exit_code, 4);
   EXPECT_EQ(other.err.find("--name NEW"), std::string::npos) << other.err;
+}
+
+// A scratch dir submit cannot write under (a read-only mount; here a path under a regular file,
+// which fails for root too) is refused before anything is staged, written or run, with a hint
+// naming --scratch-dir, and --no-stage when only the stage directory is in the way.
+TEST_F(Submit, AnUnwritableScratchDirGetsAHintNamingTheFlags) {
+  beaker_creates();
+  write("not-a-dir", "a file");
+  const std::string scratch = at("not-a-dir/scratch");
+  const std::string hint = ": pass --scratch-dir DIR, a writable directory on the mount";
+  const std::string before = tree_digest(m_tmp.path());
+  const auto result =
+      run({"sft", "submit", "--toml", "examples/sft/sft.toml", "--scratch-dir", scratch});
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  EXPECT_EQ(result.out, "");
+  EXPECT_NE(result.err.find("primebeaker: error: cannot stage primebeaker under " + scratch +
+                            "/primebeaker/bin: Not a directory\n  " + at("not-a-dir") +
+                            " is not a directory" + hint + "\n"),
+            std::string::npos)
+      << result.err;
+  // With --no-stage the spec directory is what cannot be created.
+  const auto unstaged = run(
+      {"sft", "submit", "--toml", "examples/sft/sft.toml", "--scratch-dir", scratch, "--no-stage"});
+  EXPECT_EQ(unstaged.exit_code, 1) << unstaged.err;
+  EXPECT_NE(unstaged.err.find("primebeaker: error: cannot create " + scratch +
+                              "/primebeaker/beaker_experiments: Not a directory\n  " +
+                              at("not-a-dir") + " is not a directory" + hint + "\n"),
+            std::string::npos)
+      << unstaged.err;
+  EXPECT_EQ(tree_digest(m_tmp.path()), before);
+  EXPECT_TRUE(m_beaker.calls().empty());
+
+  // Only the stage directory is in the way (another user's bin/, here a file): --no-stage helps.
+  write("primebeaker/bin", "a file");
+  const auto taken = run({"sft", "submit", "--toml", "examples/sft/sft.toml"});
+  EXPECT_EQ(taken.exit_code, 1) << taken.err;
+  EXPECT_NE(taken.err.find("  " + at("primebeaker/bin") + " is not a directory" + hint +
+                           ", or --no-stage to run the image's own primebeaker instead of staging "
+                           "this one\n"),
+            std::string::npos)
+      << taken.err;
+
+  // A read-only directory, where permissions are enforced (not for root).
+  if (::geteuid() != 0) {
+    std::filesystem::create_directories(mount() / "read-only");
+    std::filesystem::permissions(mount() / "read-only",
+                                 std::filesystem::perms::owner_read |
+                                     std::filesystem::perms::owner_exec);
+    const auto denied =
+        run({"sft", "submit", "--toml", "examples/sft/sft.toml", "--scratch-dir", at("read-only")});
+    std::filesystem::permissions(mount() / "read-only", std::filesystem::perms::owner_all);
+    EXPECT_EQ(denied.exit_code, 1) << denied.err;
+    EXPECT_NE(denied.err.find("  " + at("read-only") + " is not writable (Permission denied)" +
+                              hint + "\n"),
+              std::string::npos)
+        << denied.err;
+  }
 }
 
 TEST_F(Submit, BeakerMissingExits4) {
