@@ -21,6 +21,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <iostream>
 #include <map>
 #include <optional>
 #include <system_error>
@@ -197,7 +198,10 @@ OrderedJson execute_submit(const LaunchPlan &plan, LaunchEffects &effects) {
   }
   if (!plan.stage_dir.empty()) {
     try {
-      effects.stager.stage(plan.stage_dir); // before the spec: it must not name a missing program
+      // Before the spec: it must not name a missing program. Said by default, since a first
+      // stage copies ~100 MB to the mount.
+      const staging::Staged staged = effects.stager.stage(plan.stage_dir);
+      std::cerr << "primebeaker: " << staging::summary(staged, staging::current()) << '\n';
     } catch (Error &error) {
       add_scratch_hint(error, plan, plan.stage_dir.parent_path());
       throw;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <regex>
 #include <tuple>
 
 using nlohmann::json;
@@ -65,7 +66,8 @@ TEST_F(Submit, SuccessWritesSpecRunsBeakerAndPrintsReceipt) {
   submit_args.insert(submit_args.end(), args.begin(), args.end());
   const auto result = run(submit_args);
   ASSERT_EQ(result.exit_code, 0) << result.err;
-  EXPECT_EQ(result.err, "");
+  EXPECT_TRUE(std::regex_match(result.err, staged_line("copied [0-9]+ MB in [0-9]+\\.[0-9] s")))
+      << result.err;
   expect_golden("rl-multi-node-submit.json", normalized(result.out));
   const auto receipt = json::parse(result.out);
   const auto planned = json::parse(preview.out);
@@ -105,6 +107,23 @@ TEST_F(Submit, SuccessWritesSpecRunsBeakerAndPrintsReceipt) {
                                       "json",
                                       planned["spec_path"]}));
   EXPECT_EQ(receipt["stdout"], k_created_stdout);
+}
+
+// Staging copies ~100 MB to the mount on a first submit: said in one line at the default
+// verbosity, how much and how long; a later submit of the same build says it reused the stage.
+// With --no-stage there is nothing to say.
+TEST_F(Submit, StagingSaysOneLineWithoutVerbose) {
+  beaker_creates();
+  const auto first = run({"sft", "submit", "--toml", "examples/sft/sft.toml"});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_TRUE(std::regex_match(first.err, staged_line("copied [1-9][0-9]* MB in [0-9]+\\.[0-9] s")))
+      << first.err;
+  const auto again = run({"sft", "submit", "--toml", "examples/sft/sft.toml"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_TRUE(std::regex_match(again.err, staged_line("reused"))) << again.err;
+  const auto unstaged = run({"sft", "submit", "--toml", "examples/sft/sft.toml", "--no-stage"});
+  ASSERT_EQ(unstaged.exit_code, 0) << unstaged.err;
+  EXPECT_EQ(unstaged.err, "");
 }
 
 TEST_F(Submit, SingleNodeSftSubmit) {
