@@ -8,6 +8,7 @@
 #include <primebeaker/core/env.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/fs.hpp>
+#include <primebeaker/environments/validate.hpp>
 #include <primebeaker/images/catalog.hpp>
 #include <primebeaker/launch/launch.hpp>
 #include <primebeaker/primerl/config.hpp>
@@ -265,6 +266,29 @@ void refuse_another_runs_directory(const LaunchPlan &plan) {
   }
 }
 
+// The dataset files an RL TOML's environments read are looked for here, at preview already,
+// where this machine sees the mount: a missing one is a TOML problem (exit 3); one it cannot
+// see is a note (docs/environments.md "Dataset files").
+void refuse_missing_datasets(const toml::Document &document,
+                             const LaunchOptions &options,
+                             LaunchPlan &plan) {
+  primerl::Problems problems(document);
+  for (const auto &problem :
+       environments::check_dataset_files(document, {options.working_dir, options.mount_path})) {
+    std::string where = document.source_name();
+    if (problem.position.line != 0) {
+      where += fmt::format(":{}:{}", problem.position.line, problem.position.column);
+    }
+    const std::string line = fmt::format("{}: {}: {}", where, problem.key_path, problem.message);
+    if (problem.error) {
+      problems.add(line);
+    } else {
+      plan.notes.push_back(line);
+    }
+  }
+  problems.throw_if_any();
+}
+
 } // namespace
 
 void find_beaker_cli(LaunchInputs &inputs) {
@@ -310,6 +334,9 @@ LaunchPlan plan_from_options(Program program, const LaunchOptions &options) {
     }
   }
   refuse_another_runs_directory(plan);
+  if (program == Program::rl) {
+    refuse_missing_datasets(document, options, plan);
+  }
   log_decisions(plan);
   return plan;
 }
