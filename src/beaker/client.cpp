@@ -159,11 +159,20 @@ std::string Client::create_experiment(const std::string &name,
     if (detail.empty()) {
       detail = std::string(text::trim(result.out));
     }
-    throw tool_error(fmt::format("beaker could not create experiment {} ({}){}{}",
-                                 name,
-                                 result.status(),
-                                 detail.empty() ? "" : ": ",
-                                 detail));
+    Error error = tool_error(fmt::format("beaker could not create experiment {} ({}){}{}",
+                                         name,
+                                         result.status(),
+                                         detail.empty() ? "" : ": ",
+                                         detail));
+    // Names are unique per workspace: a second submit of one TOML meets the first one's name.
+    static const std::regex name_taken("already (in use|exists)", std::regex::icase);
+    if (std::regex_search(detail, name_taken)) {
+      error.add_context(fmt::format("an experiment named {} already exists in workspace {}: pass "
+                                    "--name NEW to submit this run under another name",
+                                    name,
+                                    workspace));
+    }
+    throw error;
   }
   return result.out;
 }

@@ -107,6 +107,15 @@ CheckpointSource resolve_source(const ListOptions &options, const fs::path &cwd)
   if (output_dir.filename().empty() && output_dir.has_parent_path()) {
     output_dir = output_dir.parent_path();
   }
+  // A run that has not checkpointed yet still has its output directory; a missing one is a
+  // typo, which an empty listing would hide.
+  std::error_code ec;
+  if (!fs::exists(output_dir, ec)) {
+    throw input_error("--output-dir " + output_dir.string() + ": no such directory");
+  }
+  if (!fs::is_directory(output_dir, ec)) {
+    throw input_error("--output-dir " + output_dir.string() + ": not a directory");
+  }
   return detect_source(output_dir, options.ranks);
 }
 
@@ -172,7 +181,8 @@ void register_commands(cli::CommandTree &tree) {
                 "reads instead of the whole tree)");
   list.footer("Give either --toml FILE (the rank count and output_dir come from it; a relative "
               "output_dir is under --working-dir) or --output-dir DIR --ranks N. A run that has "
-              "not written a checkpoint yet lists no steps (exit 0).");
+              "not written a checkpoint yet lists no steps (exit 0); an --output-dir that does "
+              "not exist is an error (exit 3).");
   list.callback([&options] { run_list(options); });
 }
 

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <array>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -113,13 +114,21 @@ void print_show(const Environment &e) {
 
 struct ValidateOptions {
   std::string toml;
+  std::string working_dir; // "": the current directory
   bool json = false;
 };
 
 void run_validate(const ValidateOptions &o) {
   const toml::Document document = toml::Document::load(o.toml);
   const std::string name = o.toml == "-" ? std::string("<stdin>") : o.toml;
-  const auto problems = validate_toml(document, name);
+  auto problems = validate_toml(document, name);
+  // Then the dataset files the arguments name, where this machine can see them.
+  const std::filesystem::path cwd = std::filesystem::current_path();
+  DatasetRoots roots;
+  roots.working_dir = o.working_dir.empty() ? cwd : (cwd / o.working_dir).lexically_normal();
+  for (auto &problem : check_dataset_files(document, roots)) {
+    problems.push_back(std::move(problem));
+  }
   size_t errors = 0;
   OrderedJson list = OrderedJson::array();
   for (const auto &p : problems) {
@@ -205,6 +214,10 @@ void register_commands(pb::cli::CommandTree &tree) {
       tree.command({"environments", "validate"},
                    "Check every environment entry of a Prime-RL TOML against the catalog");
   validate_cmd.add_option(cli::flag("toml"), validate.toml, "RL TOML ('-' for stdin)").required();
+  validate_cmd.add_option(cli::flag("working-dir"),
+                          validate.working_dir,
+                          "Where the run starts: relative dataset paths are relative to it, as in "
+                          "the container (default: the current directory)");
   validate_cmd.add_flag("--json", validate.json, "Print the problems as JSON");
   validate_cmd.callback([&validate] { run_validate(validate); });
 

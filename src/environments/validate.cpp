@@ -5,7 +5,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <filesystem>
+#include <iterator>
 #include <map>
 
 namespace pb::environments {
@@ -367,12 +371,22 @@ OrderedJson toml_to_json(const toml::Value &value) {
   }
 }
 
-std::vector<Problem> validate_toml(const toml::Document &document, const std::string &path) {
-  (void)path;
-  std::vector<Problem> problems;
+namespace {
+
+// One bundled environment's entry in a TOML: where it is and its `args` (nullptr when absent).
+struct Entry {
+  std::string prefix; // orchestrator.train.source[0].legacy
+  const Environment *environment = nullptr;
+  const Value *id = nullptr;
+  const Value *args = nullptr;
+};
+
+// Every entry validate_toml() checks, in document order; third-party ids are left out.
+std::vector<Entry> bundled_entries(const toml::Document &document) {
+  std::vector<Entry> found;
   const Value *orchestrator = document.root().find("orchestrator");
   if (orchestrator == nullptr || !orchestrator->is(Type::table)) {
-    return problems;
+    return found;
   }
   struct Collection {
     std::vector<std::string_view> keys;
@@ -421,31 +435,138 @@ std::vector<Problem> validate_toml(const toml::Document &document, const std::st
       if (environment == nullptr) {
         continue; // a third-party environment: not ours to check
       }
-      const Value *args = holder->find("args");
-      J json_args = J::object();
-      toml::Position args_position = id->position();
-      if (args != nullptr) {
-        if (!args->is(Type::table)) {
-          problems.push_back(
-              {true, prefix + ".args", args->position(), "environment arguments must be a table"});
-          continue;
-        }
-        json_args = toml_to_json(*args);
-        if (args->position().line != 0) {
-          args_position = args->position();
-        }
+      found.push_back({std::move(prefix), environment, id, holder->find("args")});
+    }
+  }
+  return found;
+}
+
+// The arguments that name a dataset (the catalog's `dataset`; the other spellings reach
+// factories that forward unknown arguments).
+bool is_dataset_argument(std::string_view name) {
+  return name == "dataset" || name == "dataset_path" || name == "data_path";
+}
+
+} // namespace
+
+std::vector<Problem> validate_toml(const toml::Document &document, const std::string &path) {
+  (void)path;
+  std::vector<Problem> problems;
+  for (const Entry &entry : bundled_entries(document)) {
+    const Value *args = entry.args;
+    J json_args = J::object();
+    toml::Position args_position = entry.id->position();
+    if (args != nullptr) {
+      if (!args->is(Type::table)) {
+        problems.push_back({true,
+                            entry.prefix + ".args",
+                            args->position(),
+                            "environment arguments must be a table"});
+        continue;
       }
-      for (auto problem : validate_args(*environment, json_args)) {
-        if (problem.key_path.empty()) {
-          problem.position = args_position;
-          problem.key_path = prefix + (args != nullptr ? ".args" : ".id");
-        } else {
-          const Value *member = args != nullptr ? args->find(problem.key_path) : nullptr;
-          problem.position = member != nullptr ? member->position() : args_position;
-          problem.key_path = join_path(prefix + ".args", problem.key_path);
-        }
-        problems.push_back(std::move(problem));
+      json_args = toml_to_json(*args);
+      if (args->position().line != 0) {
+        args_position = args->position();
       }
+    }
+    for (auto problem : validate_args(*entry.environment, json_args)) {
+      if (problem.key_path.empty()) {
+        problem.position = args_position;
+        problem.key_path = entry.prefix + (args != nullptr ? ".args" : ".id");
+      } else {
+        const Value *member = args != nullptr ? args->find(problem.key_path) : nullptr;
+        problem.position = member != nullptr ? member->position() : args_position;
+        problem.key_path = join_path(entry.prefix + ".args", problem.key_path);
+      }
+      problems.push_back(std::move(problem));
+    }
+  }
+  return problems;
+}
+
+bool names_local_file(std::string_view value) {
+  if (text::starts_with(value, "/") || text::starts_with(value, "./") ||
+      text::starts_with(value, "../")) {
+    return true;
+  }
+  const auto dot = value.rfind('.');
+  if (dot == std::string_view::npos) {
+    return false; // a hub id ("org/name") or a save_to_disk directory: cannot tell
+  }
+  std::string extension(value.substr(dot + 1));
+  std::transform(extension.begin(), extension.end(), extension.begin(), [](unsigned char c) {
+    return static_cast<char>(std::tolower(c));
+  });
+  return extension == "jsonl" || extension == "json" || extension == "parquet" ||
+         extension == "csv" || extension == "arrow";
+}
+
+std::vector<DatasetFile> dataset_files(const toml::Document &document) {
+  std::vector<DatasetFile> files;
+  for (const Entry &entry : bundled_entries(document)) {
+    if (entry.args == nullptr || !entry.args->is(Type::table)) {
+      continue;
+    }
+    for (const auto &[name, value] : *entry.args->table()) {
+      if (is_dataset_argument(name) && value.string() != nullptr &&
+          names_local_file(*value.string())) {
+        files.push_back(
+            {join_path(entry.prefix + ".args", name), value.position(), *value.string()});
+      }
+    }
+  }
+  return files;
+}
+
+std::vector<Problem> check_dataset_files(const toml::Document &document,
+                                         const DatasetRoots &roots) {
+  namespace stdfs = std::filesystem;
+  std::vector<Problem> problems;
+  stdfs::path mount = roots.mount.lexically_normal();
+  if (mount.filename().empty() && mount != mount.root_path()) {
+    mount = mount.parent_path(); // "/weka/" -> "/weka"
+  }
+  for (const auto &file : dataset_files(document)) {
+    const stdfs::path written(file.path);
+    const stdfs::path path =
+        (written.is_absolute() ? written : roots.working_dir / written).lexically_normal();
+    const stdfs::path below = path.lexically_relative(mount);
+    if (below.empty() || *below.begin() == "..") {
+      problems.push_back({false,
+                          file.key_path,
+                          file.position,
+                          fmt::format("{} is outside the mount {}: not checked (only the image "
+                                      "could hold it)",
+                                      path.string(),
+                                      mount.string())});
+      continue;
+    }
+    // Checked where this machine sees the filesystem the file would be on: its directory is
+    // here, or (below a mount other than "/") the directory right under the mount it sits in
+    // (/weka/<bucket>). Else the mount is not here, or only partly: a note, not a refusal.
+    std::error_code ec;
+    const bool directory_here = stdfs::is_directory(path.parent_path(), ec);
+    const bool bucket_here = mount != mount.root_path() &&
+                             std::distance(below.begin(), below.end()) > 1 &&
+                             stdfs::is_directory(mount / *below.begin(), ec);
+    if (!directory_here && !bucket_here) {
+      problems.push_back({false,
+                          file.key_path,
+                          file.position,
+                          fmt::format("{} is not visible from this machine (no {} here): not "
+                                      "checked",
+                                      path.string(),
+                                      path.parent_path().string())});
+      continue;
+    }
+    if (!stdfs::exists(path, ec)) {
+      problems.push_back({true,
+                          file.key_path,
+                          file.position,
+                          written.is_absolute() ? fmt::format("no such file: {}", path.string())
+                                                : fmt::format("no such file: {} (relative to {})",
+                                                              path.string(),
+                                                              roots.working_dir.string())});
     }
   }
   return problems;

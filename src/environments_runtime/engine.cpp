@@ -397,6 +397,12 @@ OrderedJson EnvironmentEngine::close(const std::string &op,
   return {{"state", std::move(state)}};
 }
 
+const std::vector<std::string> &EnvironmentEngine::ops() const {
+  static const std::vector<std::string> known = {
+      "open", "observe", "respond", "score", "close", "release"};
+  return known;
+}
+
 OrderedJson EnvironmentEngine::handle(const std::string &op, const OrderedJson &request) {
   const std::string session_id = request.value("session", "");
   if (op == "score") {

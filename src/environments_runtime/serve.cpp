@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
@@ -59,6 +60,19 @@ public:
     const json request_id = *id;
     if (*op == "hello") {
       hello(request.build());
+      return;
+    }
+    // Before the session check: a misspelt op must be named, not reported as a missing session.
+    if (const auto &known = m_engine.ops();
+        *op != "cancel" && !known.empty() &&
+        std::find(known.begin(), known.end(), *op) == known.end()) {
+      std::string listed = "hello";
+      for (const auto &name : known) {
+        listed += ", " + name;
+      }
+      reply_error(request_id,
+                  "bad_request",
+                  "unknown op '" + *op + "'; the ops are: " + listed + ", cancel");
       return;
     }
     const std::optional<std::string> session_id = string_member(request, "session");

@@ -9,6 +9,7 @@
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/core/fs.hpp>
+#include <primebeaker/environments/validate.hpp>
 #include <primebeaker/images/catalog.hpp>
 #include <primebeaker/launch/launch.hpp>
 #include <primebeaker/primerl/config.hpp>
@@ -18,6 +19,11 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <iostream>
 #include <map>
 #include <optional>
 #include <system_error>
@@ -92,12 +98,52 @@ submit_controller(const LaunchPlan &plan, const OrderedJson &training_id, Launch
   return out;
 }
 
+// Why nothing can be created under `dir` from here, judged at its nearest existing ancestor
+// (access(2) also sees a read-only mount, which permission bits do not show); "" when it can.
+std::string why_unwritable(const std::filesystem::path &dir) {
+  std::filesystem::path probe = dir;
+  std::error_code ec;
+  while (!std::filesystem::exists(probe, ec) && probe.has_parent_path() &&
+         probe != probe.parent_path()) {
+    probe = probe.parent_path();
+  }
+  if (!std::filesystem::is_directory(probe, ec)) {
+    return fmt::format("{} is not a directory", probe.string());
+  }
+  if (::access(probe.c_str(), W_OK | X_OK) != 0) {
+    const int err = errno;
+    if (err == EACCES || err == EROFS) {
+      return fmt::format("{} is not writable ({})", probe.string(), std::strerror(err));
+    }
+  }
+  return "";
+}
+
+// A submit that cannot write under the scratch dir (a read-only mount, a stage directory owned
+// by someone else) says which flag moves what it writes. --no-stage helps only when the spec
+// directory can still be created.
+void add_scratch_hint(Error &error, const LaunchPlan &plan, const std::filesystem::path &dir) {
+  const std::string why = why_unwritable(dir);
+  if (why.empty()) {
+    return;
+  }
+  const bool spec_dir_ok = why_unwritable(plan.spec_path.parent_path()).empty();
+  error.add_context(fmt::format(
+      "{}: pass --scratch-dir DIR, a writable directory on the mount{}",
+      why,
+      dir != plan.spec_path.parent_path() && spec_dir_ok
+          ? ", or --no-stage to run the image's own primebeaker instead of staging this one"
+          : ""));
+}
+
 void write_spec(const LaunchPlan &plan, LaunchEffects &effects) {
   std::error_code ec;
   std::filesystem::create_directories(plan.spec_path.parent_path(), ec);
   if (ec) {
-    throw failure(
+    Error error = failure(
         fmt::format("cannot create {}: {}", plan.spec_path.parent_path().string(), ec.message()));
+    add_scratch_hint(error, plan, plan.spec_path.parent_path());
+    throw error;
   }
   // The overridden TOML first: the spec names it as CONFIG_PATH.
   if (!plan.config_copy_path.empty()) {
@@ -160,7 +206,15 @@ OrderedJson execute_submit(const LaunchPlan &plan, LaunchEffects &effects) {
     require_controller_secrets(plan, effects.beaker);
   }
   if (!plan.stage_dir.empty()) {
-    effects.stager.stage(plan.stage_dir); // before the spec: it must not name a missing program
+    try {
+      // Before the spec: it must not name a missing program. Said by default, since a first
+      // stage copies ~100 MB to the mount.
+      const staging::Staged staged = effects.stager.stage(plan.stage_dir);
+      std::cerr << "primebeaker: " << staging::summary(staged, staging::current()) << '\n';
+    } catch (Error &error) {
+      add_scratch_hint(error, plan, plan.stage_dir.parent_path());
+      throw;
+    }
   }
   if (plan.controller) {
     effects.stager.stage_tool(
@@ -220,6 +274,29 @@ void refuse_another_runs_directory(const LaunchPlan &plan) {
   }
 }
 
+// The dataset files an RL TOML's environments read are looked for here, at preview already,
+// where this machine sees the mount: a missing one is a TOML problem (exit 3); one it cannot
+// see is a note (docs/environments.md "Dataset files").
+void refuse_missing_datasets(const toml::Document &document,
+                             const LaunchOptions &options,
+                             LaunchPlan &plan) {
+  primerl::Problems problems(document);
+  for (const auto &problem :
+       environments::check_dataset_files(document, {options.working_dir, options.mount_path})) {
+    std::string where = document.source_name();
+    if (problem.position.line != 0) {
+      where += fmt::format(":{}:{}", problem.position.line, problem.position.column);
+    }
+    const std::string line = fmt::format("{}: {}: {}", where, problem.key_path, problem.message);
+    if (problem.error) {
+      problems.add(line);
+    } else {
+      plan.notes.push_back(line);
+    }
+  }
+  problems.throw_if_any();
+}
+
 } // namespace
 
 void find_beaker_cli(LaunchInputs &inputs) {
@@ -265,6 +342,9 @@ LaunchPlan plan_from_options(Program program, const LaunchOptions &options) {
     }
   }
   refuse_another_runs_directory(plan);
+  if (program == Program::rl) {
+    refuse_missing_datasets(document, options, plan);
+  }
   log_decisions(plan);
   return plan;
 }

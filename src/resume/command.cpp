@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// `primebeaker rl resume --from-experiment ID [--resume-step N] [--dry-run] [overrides]`.
+// `primebeaker rl resume --from-experiment ID|RECEIPT [--resume-step N] [--dry-run] [overrides]`.
 #include "execute.hpp"
 #include "plan.hpp"
 #include "source.hpp"
@@ -12,6 +12,7 @@
 #include <primebeaker/core/fs.hpp>
 #include <primebeaker/core/json.hpp>
 #include <primebeaker/primerl/config.hpp>
+#include <primebeaker/runs/runs.hpp>
 #include <primebeaker/staging/stage.hpp>
 #include <primebeaker/toml/value.hpp>
 
@@ -43,10 +44,21 @@ std::string checked_attempt_id(const std::string &id) {
   return id;
 }
 
+// The experiment --from-experiment names: a receipt file (what submit printed) names its
+// experiment, as for status, follow, logs and stop; an id or a name goes to beaker as given.
+std::string source_reference(const std::string &from_experiment) {
+  if (const auto receipt = runs::receipt_target(from_experiment)) {
+    spdlog::info("{} names experiment {}", from_experiment, receipt->reference);
+    return receipt->reference;
+  }
+  return from_experiment;
+}
+
 void run_resume(const ResumeOptions &options) {
   if (options.from_experiment.empty()) {
     throw usage_error("rl resume needs --from-experiment ID");
   }
+  const std::string source_id = source_reference(options.from_experiment);
   const auto environment = env::snapshot();
   const stdfs::path cwd = stdfs::current_path();
   const std::string attempt_id =
@@ -56,9 +68,8 @@ void run_resume(const ResumeOptions &options) {
   beaker::Client beaker(runner, beaker::program_from_environment(environment));
 
   ResumeInputs inputs;
-  inputs.source = parse_source(options.from_experiment,
-                               beaker.get_experiment(options.from_experiment),
-                               options.inherit_managed_service);
+  inputs.source =
+      parse_source(source_id, beaker.get_experiment(source_id), options.inherit_managed_service);
   for (const auto &[name, value] : inputs.source.not_inherited) {
     spdlog::warn(
         "not inheriting {}={} from {} (a joint run's service cleanup belongs to the original "
@@ -147,7 +158,8 @@ void add_resume_options(cli::CommandTree &tree, cli::Command &app) {
   auto &options = tree.make_options<ResumeOptions>();
   app.add_option("from_experiment_id," + cli::flag("from-experiment"),
                  options.from_experiment,
-                 "Beaker experiment ID of the run to continue (also the first positional)");
+                 "Beaker experiment ID of the run to continue, or the receipt file its submit "
+                 "printed (also the first positional)");
   app.add_option(cli::flag("config"),
                  options.config,
                  "Training TOML instead of the source's CONFIG_PATH (same output_dir required)");

@@ -7,6 +7,7 @@
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/launch/overrides.hpp>
 #include <primebeaker/primerl/layout.hpp>
+#include <primebeaker/runs/recover.hpp>
 #include <primebeaker/toml/edit.hpp>
 #include <primebeaker/toml/value.hpp>
 
@@ -237,13 +238,15 @@ ResumePlan make_plan(const ResumeOptions &options, const ResumeInputs &inputs) {
   plan.source_job_ids = source.job_ids;
   plan.checkpoints = checkpoints;
   plan.attempt_id = inputs.attempt_id;
-  plan.experiment_name =
-      !options.child_name.empty()
-          ? options.child_name
-          : resume_experiment_name(options.experiment_name.empty() ? source.name
-                                                                   : options.experiment_name,
-                                   step,
-                                   inputs.attempt_id);
+  // Named after the run, not after the attempt resumed: a resume of a resumed (or recovered)
+  // run must not stack suffixes.
+  plan.experiment_name = !options.child_name.empty()
+                             ? options.child_name
+                             : resume_experiment_name(options.experiment_name.empty()
+                                                          ? runs::run_base_name(source.name)
+                                                          : options.experiment_name,
+                                                      step,
+                                                      inputs.attempt_id);
   plan.source_config_path = inputs.config_path;
   const fs::path artifacts = checkpoints.output_dir / "primebeaker_resume";
   plan.generated_config_path =

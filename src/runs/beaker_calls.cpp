@@ -258,10 +258,7 @@ RunTarget target_from_receipt(const OrderedJson &receipt, const std::string &whe
   return target;
 }
 
-RunTarget resolve_target(const std::string &run, BeakerCalls &beaker) {
-  if (run.empty()) {
-    throw usage_error("RUN is empty: give an experiment id, a name, or a receipt file");
-  }
+std::optional<RunTarget> receipt_target(const std::string &run) {
   std::error_code ec;
   if (std::filesystem::is_regular_file(run, ec)) {
     std::ifstream in(run, std::ios::binary);
@@ -276,6 +273,16 @@ RunTarget resolve_target(const std::string &run, BeakerCalls &beaker) {
   if (text::starts_with(run, "/") || text::starts_with(run, "./") ||
       text::starts_with(run, "../") || (run.size() > 5 && run.substr(run.size() - 5) == ".json")) {
     throw input_error(fmt::format("{}: no such receipt file", run));
+  }
+  return std::nullopt;
+}
+
+RunTarget resolve_target(const std::string &run, BeakerCalls &beaker) {
+  if (run.empty()) {
+    throw usage_error("RUN is empty: give an experiment id, a name, or a receipt file");
+  }
+  if (auto target = receipt_target(run)) {
+    return std::move(*target);
   }
   RunTarget target;
   if (looks_like_experiment_id(run) || run.find('/') != std::string::npos) {

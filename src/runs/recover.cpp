@@ -340,16 +340,25 @@ judge_recovery(const RunView &run, const RecoveryBudget &budget, const Recoverie
   return verdict;
 }
 
-std::string
-recovery_child_name(const RunView &run, const RecoveryVerdict &verdict, std::string_view hex8) {
-  std::string base = run.name;
+std::string run_base_name(std::string_view experiment_name) {
+  std::string base(experiment_name);
   if (const auto slash = base.rfind('/'); slash != std::string::npos) {
     base = base.substr(slash + 1);
   }
-  // An earlier recovery's or resume's suffix, so that names do not grow with each recovery.
+  // A resume's attempt id need not be hex (--attempt-id, PRIMEBEAKER_LAUNCH_ID); a recovery's
+  // hex8 always is. Dropped until none is left: a recovered resume carries both.
   static const std::regex suffix(
-      "-(recover|restart)[0-9]+-[0-9a-f]{8}$|-resume-step[0-9]+-[0-9a-f]{8}$");
-  base = std::regex_replace(base, suffix, "");
+      "-(recover|restart)[0-9]+-[0-9a-f]{8}$|-resume-step[0-9]+-[A-Za-z0-9_-]{1,8}$");
+  for (std::string shorter = std::regex_replace(base, suffix, ""); shorter != base;
+       shorter = std::regex_replace(base, suffix, "")) {
+    base = std::move(shorter);
+  }
+  return base;
+}
+
+std::string
+recovery_child_name(const RunView &run, const RecoveryVerdict &verdict, std::string_view hex8) {
+  std::string base = run_base_name(run.name);
   if (base.empty()) {
     base = "run";
   }

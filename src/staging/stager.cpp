@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 namespace pb::staging {
@@ -69,7 +70,8 @@ private:
   stdfs::path m_path;
 };
 
-void build_into(const stdfs::path &temp, const Contents &contents) {
+// Returns the bytes it copied and wrote.
+std::uintmax_t build_into(const stdfs::path &temp, const Contents &contents) {
   detail::Manifest manifest;
   const stdfs::path libraries = temp / k_library_dir;
   for (const auto &dir : {temp / "libexec", libraries}) {
@@ -106,6 +108,14 @@ void build_into(const stdfs::path &temp, const Contents &contents) {
   sync_directory(libraries);
   sync_directory(temp / "libexec");
   sync_directory(temp);
+  std::uintmax_t bytes = 0;
+  for (const auto &entry : stdfs::recursive_directory_iterator(temp)) {
+    std::error_code ec;
+    if (entry.is_regular_file(ec)) {
+      bytes += entry.file_size(ec);
+    }
+  }
+  return bytes;
 }
 
 } // namespace
@@ -145,12 +155,17 @@ void verify(const stdfs::path &directory, const stdfs::path &program) {
 }
 
 Staged RealStager::stage(const stdfs::path &directory) {
+  const auto started = std::chrono::steady_clock::now();
+  const auto elapsed = [&started] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  };
   const Contents contents = gather_contents();
   Staged staged{directory, directory / k_wrapper, Outcome::reused};
   std::error_code ec;
   if (stdfs::exists(directory, ec)) {
     verify(directory, contents.program);
     spdlog::info("reusing the stage {}", directory.string());
+    staged.seconds = elapsed();
     return staged;
   }
   const stdfs::path parent = directory.parent_path();
@@ -169,7 +184,7 @@ Staged RealStager::stage(const stdfs::path &directory) {
                               ec ? ec.message() : std::string("already exists")));
   }
   try {
-    build_into(temp.path(), contents);
+    staged.bytes_copied = build_into(temp.path(), contents);
   } catch (const Error &error) {
     throw failure(
         fmt::format("cannot stage primebeaker at {}: {}", directory.string(), error.what()));
@@ -177,13 +192,27 @@ Staged RealStager::stage(const stdfs::path &directory) {
   if (!rename_no_replace(temp.path(), directory)) {
     spdlog::info("{} was staged meanwhile by another submit; checking it", directory.string());
     verify(directory, contents.program);
+    staged.bytes_copied = 0; // ours was discarded: the stage there is reused
+    staged.seconds = elapsed();
     return staged;
   }
   temp.keep();
   sync_directory(parent);
   spdlog::info("staged primebeaker at {}", directory.string());
   staged.outcome = Outcome::created;
+  staged.seconds = elapsed();
   return staged;
+}
+
+std::string summary(const Staged &staged, const Identity &identity) {
+  const std::string how =
+      staged.outcome == Outcome::reused
+          ? std::string("reused")
+          : fmt::format("copied {:.0f} MB in {:.1f} s",
+                        static_cast<double>(staged.bytes_copied) / (1024.0 * 1024.0),
+                        staged.seconds);
+  return fmt::format(
+      "staged primebeaker {} at {} ({})", identity.version, staged.directory.string(), how);
 }
 
 std::filesystem::path tool_directory(std::string_view scratch_dir, const Tool &tool) {

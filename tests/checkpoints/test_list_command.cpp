@@ -135,45 +135,42 @@ TEST(CheckpointsList, FromTomlAndRelativeOutputDir) {
   EXPECT_EQ(nlohmann::json::parse(relative.out)["output_dir"], (tmp / "work/out").string());
 }
 
-// Before the first checkpoint: no steps, exit 0, whether the output directory or only its
-// checkpoints/ is missing, from --output-dir or --toml, listed whole or --latest.
+// Before the first checkpoint: no steps, exit 0, when the output directory has no
+// checkpoints/ yet (from --output-dir or --toml, listed whole or --latest), and from --toml
+// when the run has not created its output directory yet.
 TEST(CheckpointsList, BeforeTheFirstCheckpointListsNoSteps) {
   TempDir tmp;
   fs::create_directories(tmp / "started/logs");
-  for (const std::string dir : {"started", "not-yet-created"}) {
-    const std::string out = (tmp / dir).string();
-    for (const bool latest : {false, true}) {
-      std::vector<std::string> args = {
-          "checkpoints", "list", "--output-dir", out, "--ranks", "2", "--json"};
-      if (latest) {
-        args.emplace_back("--latest");
-      }
-      const auto json = run_primebeaker(args);
-      ASSERT_EQ(json.exit_code, 0) << dir << ": " << json.err;
-      const auto parsed = nlohmann::json::parse(json.out);
-      EXPECT_TRUE(parsed["selected_step"].is_null());
-      EXPECT_EQ(parsed["steps"], nlohmann::json::array());
-      EXPECT_EQ(parsed["layout"], "v0.8.0");
-      EXPECT_EQ(parsed["trainer_root_exists"], false);
-      EXPECT_EQ(parsed["orchestrator_root_exists"], false);
-      EXPECT_EQ(parsed["trainer_root"], out + "/checkpoints");
+  const std::string out = (tmp / "started").string();
+  for (const bool latest : {false, true}) {
+    std::vector<std::string> args = {
+        "checkpoints", "list", "--output-dir", out, "--ranks", "2", "--json"};
+    if (latest) {
+      args.emplace_back("--latest");
     }
-    const auto table =
-        run_primebeaker({"checkpoints", "list", "--output-dir", out, "--ranks", "2"});
-    ASSERT_EQ(table.exit_code, 0) << table.err;
-    EXPECT_EQ(
-        table.out,
-        "Checkpoints in " + out +
-            " (Prime-RL v0.8.0 layout), 2 trainer ranks per step\n"
-            "No trainer checkpoint root (yet): " +
-            out +
-            "/checkpoints\n"
-            "No orchestrator checkpoint root: " +
-            out +
-            "/run_default/checkpoints\n"
-            "No step directories.\n"
-            "No step is complete for both trainer and orchestrator: a resume would refuse.\n");
+    const auto json = run_primebeaker(args);
+    ASSERT_EQ(json.exit_code, 0) << json.err;
+    const auto parsed = nlohmann::json::parse(json.out);
+    EXPECT_TRUE(parsed["selected_step"].is_null());
+    EXPECT_EQ(parsed["steps"], nlohmann::json::array());
+    EXPECT_EQ(parsed["layout"], "v0.8.0");
+    EXPECT_EQ(parsed["trainer_root_exists"], false);
+    EXPECT_EQ(parsed["orchestrator_root_exists"], false);
+    EXPECT_EQ(parsed["trainer_root"], out + "/checkpoints");
   }
+  const auto table = run_primebeaker({"checkpoints", "list", "--output-dir", out, "--ranks", "2"});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_EQ(table.out,
+            "Checkpoints in " + out +
+                " (Prime-RL v0.8.0 layout), 2 trainer ranks per step\n"
+                "No trainer checkpoint root (yet): " +
+                out +
+                "/checkpoints\n"
+                "No orchestrator checkpoint root: " +
+                out +
+                "/run_default/checkpoints\n"
+                "No step directories.\n"
+                "No step is complete for both trainer and orchestrator: a resume would refuse.\n");
   pb::test::write_file(
       tmp / "rl.toml",
       "output_dir = \"started\"\n"
@@ -188,6 +185,20 @@ TEST(CheckpointsList, BeforeTheFirstCheckpointListsNoSteps) {
                                           "--json"});
   ASSERT_EQ(from_toml.exit_code, 0) << from_toml.err;
   EXPECT_EQ(nlohmann::json::parse(from_toml.out)["output_dir"], (tmp / "started").string());
+  pb::test::write_file(tmp / "later.toml",
+                       pb::test::read_file(tmp / "rl.toml")
+                           .replace(0,
+                                    std::string("output_dir = \"started\"").size(),
+                                    "output_dir = \"not-yet-created\""));
+  const auto not_started = run_primebeaker({"checkpoints",
+                                            "list",
+                                            "--toml",
+                                            (tmp / "later.toml").string(),
+                                            "--working-dir",
+                                            tmp.path().string(),
+                                            "--json"});
+  ASSERT_EQ(not_started.exit_code, 0) << not_started.err;
+  EXPECT_TRUE(nlohmann::json::parse(not_started.out)["steps"].empty());
   // A root that exists but cannot be listed is still an error.
   pb::test::write_file(tmp / "file/checkpoints", "not a directory");
   const auto unreadable = run_primebeaker(
@@ -195,6 +206,32 @@ TEST(CheckpointsList, BeforeTheFirstCheckpointListsNoSteps) {
   EXPECT_EQ(unreadable.exit_code, 1) << unreadable.out;
   EXPECT_NE(unreadable.err.find("cannot read the trainer checkpoint root"), std::string::npos)
       << unreadable.err;
+}
+
+// --output-dir names a directory on this machine: one that does not exist is a typo, not a run
+// without checkpoints, and is refused naming it; nothing is created.
+TEST(CheckpointsList, AMissingOutputDirIsAnErrorNamingIt) {
+  TempDir tmp;
+  const std::string before = pb::test::tree_digest(tmp.path());
+  const std::string missing = (tmp / "no-such-run").string();
+  for (const bool json : {false, true}) {
+    std::vector<std::string> args = {
+        "checkpoints", "list", "--output-dir", missing, "--ranks", "2"};
+    if (json) {
+      args.emplace_back("--json");
+    }
+    const auto result = run_primebeaker(args);
+    EXPECT_EQ(result.exit_code, 3) << result.out << result.err;
+    EXPECT_EQ(result.out, "");
+    EXPECT_EQ(result.err, "primebeaker: error: --output-dir " + missing + ": no such directory\n");
+  }
+  EXPECT_EQ(pb::test::tree_digest(tmp.path()), before);
+  // An existing directory without steps keeps its listing and exit 0.
+  fs::create_directories(tmp / "empty");
+  const auto empty = run_primebeaker(
+      {"checkpoints", "list", "--output-dir", (tmp / "empty").string(), "--ranks", "2"});
+  EXPECT_EQ(empty.exit_code, 0) << empty.err;
+  EXPECT_NE(empty.out.find("No step directories.\n"), std::string::npos) << empty.out;
 }
 
 TEST(CheckpointsList, HelpSaysWhichFlagsGoTogether) {

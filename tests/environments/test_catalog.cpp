@@ -376,5 +376,56 @@ TEST(Cli, ListResolveShowValidate) {
       << bad.err;
 }
 
+// `environments validate` looks for the dataset files the arguments name: a missing one is an
+// error at its line:column (relative paths from --working-dir, else the current directory);
+// hub ids and files on filesystems this machine does not have are not refused.
+TEST(EnvironmentsValidate, AMissingLocalDatasetFileIsAnError) {
+  test::TempDir dir;
+  std::filesystem::create_directories(dir / "data");
+  test::write_file(dir / "data/train.jsonl", "{}\n");
+  const auto toml = [](const std::string &dataset) {
+    return "[orchestrator]\n[[orchestrator.env]]\nid = \"label\"\nargs = { dataset = \"" + dataset +
+           "\" }\n";
+  };
+  test::RunOptions in_dir;
+  in_dir.cwd = dir.path();
+  test::write_file(dir / "rl.toml", toml("data/trian.jsonl"));
+  const std::string before = test::tree_digest(dir.path());
+  const auto missing =
+      test::run_primebeaker({"environments", "validate", "--toml", "rl.toml"}, in_dir);
+  EXPECT_EQ(missing.exit_code, 3);
+  EXPECT_EQ(missing.err,
+            "rl.toml:4:20: error: orchestrator.env[0].args.dataset: no such file: " +
+                (dir / "data/trian.jsonl").string() + " (relative to " + dir.path().string() +
+                ")\n"
+                "primebeaker: error: rl.toml: 1 bad environment argument\n");
+  EXPECT_EQ(test::tree_digest(dir.path()), before);
+  // The same file from elsewhere, with --working-dir.
+  const auto elsewhere = test::run_primebeaker({"environments",
+                                                "validate",
+                                                "--toml",
+                                                (dir / "rl.toml").string(),
+                                                "--working-dir",
+                                                dir.path().string()});
+  EXPECT_EQ(elsewhere.exit_code, 3);
+  for (const std::string &fine : std::vector<std::string>{
+           "data/train.jsonl", (dir / "data/train.jsonl").string(), "org/name"}) {
+    test::write_file(dir / "rl.toml", toml(fine));
+    const auto ok =
+        test::run_primebeaker({"environments", "validate", "--toml", "rl.toml"}, in_dir);
+    EXPECT_EQ(ok.exit_code, 0) << fine << ": " << ok.err;
+    EXPECT_EQ(ok.err, "") << fine;
+  }
+  // Its directory is not on this machine: a warning, exit 0.
+  test::write_file(dir / "rl.toml", toml("/no-such-mount/bucket/train.jsonl"));
+  const auto unseen =
+      test::run_primebeaker({"environments", "validate", "--toml", "rl.toml"}, in_dir);
+  EXPECT_EQ(unseen.exit_code, 0) << unseen.err;
+  EXPECT_EQ(unseen.err,
+            "rl.toml:4:20: warning: orchestrator.env[0].args.dataset: "
+            "/no-such-mount/bucket/train.jsonl is not visible from this machine (no "
+            "/no-such-mount/bucket here): not checked\n");
+}
+
 } // namespace
 } // namespace pb::environments

@@ -173,6 +173,26 @@ TEST(ServeBinary, ScoresTheLabelEnvironment) {
             (json{{"valid_format", 1.0}, {"correct_label", 0.0}}));
 }
 
+// A request whose op is not one of the protocol's is answered naming it and the ops there are,
+// whether or not it carries a session.
+TEST(ServeBinary, AnUnknownOpIsNamedWithTheKnownOps) {
+  for (const std::string line :
+       {R"({"id": 7, "op": "scroe"})", R"({"id": 7, "op": "scroe", "session": "s"})"}) {
+    pb::test::RunOptions options;
+    options.stdin_data = line + "\n";
+    const auto result = run_primebeaker({"environments", "serve", "--stdio"}, options);
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    const json reply = json::parse(result.out);
+    EXPECT_EQ(reply["id"], 7);
+    EXPECT_EQ(reply["ok"], false);
+    EXPECT_EQ(reply["error"]["kind"], "bad_request");
+    EXPECT_EQ(reply["error"]["message"],
+              "unknown op 'scroe'; the ops are: hello, open, observe, respond, score, close, "
+              "release, cancel")
+        << line;
+  }
+}
+
 TEST(ServeBinary, ProtocolMismatchUnknownEnvironmentAndMultiTurnOpenAreErrorReplies) {
   ServeChild serve;
   const json hello = serve.send({{"id", 1}, {"op", "hello"}, {"protocol", 99}, {"client", "t"}});

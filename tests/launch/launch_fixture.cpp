@@ -25,6 +25,13 @@ std::string LaunchFixture::staged_program() {
   return nlohmann::json::parse(result.out).at("program").get<std::string>();
 }
 
+std::regex LaunchFixture::staged_line(const std::string &how) {
+  const std::string directory = std::filesystem::path(staged_program()).parent_path().string();
+  static const std::regex special(R"([.^$|()\[\]{}*+?\\])");
+  return std::regex("primebeaker: staged primebeaker [^ ]+ at " +
+                    std::regex_replace(directory, special, R"(\$&)") + " \\((" + how + ")\\)\n");
+}
+
 std::vector<std::string> LaunchFixture::mount_flags() const {
   const std::string root = mount().string();
   return {"--mount-path", root, "--working-dir", root, "--scratch-dir", root, "--home-dir", root};

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,11 @@ protected:
   // Where this build's stage is named under the mount (`primebeaker stage --dry-run`): the first
   // word of every container command a launch renders.
   std::string staged_program();
+
+  // The one line a submit prints on stderr by default when it stages this build under the
+  // mount: "primebeaker: staged primebeaker <version> at <dir> (reused)" or "(copied N MB in
+  // X.X s)". `how` is a regex for what is in parentheses.
+  std::regex staged_line(const std::string &how = "reused|copied [0-9]+ MB in [0-9]+\\.[0-9] s");
 
   // `text` with the temp dir replaced by <TMP>.
   std::string normalized(const std::string &text) const;

@@ -147,7 +147,7 @@ TEST_F(FirstHour, AnExplicitImageIsUsedAsGiven) {
                                              "--prime-rl",
                                              "v0.7.1.dev83"});
     ASSERT_EQ(result.exit_code, 0) << result.err;
-    EXPECT_EQ(result.err, "");
+    EXPECT_TRUE(std::regex_match(result.err, staged_line())) << result.err;
     const auto spec =
         json::parse(read_file(json::parse(result.out)["spec_path"].get<std::string>()));
     EXPECT_EQ(spec["tasks"][0]["image"],

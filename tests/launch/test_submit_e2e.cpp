@@ -3,7 +3,10 @@
 // receipt is printed only when beaker succeeded and carries the experiment's id and URL.
 #include "launch_fixture.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <regex>
 #include <tuple>
 
 using nlohmann::json;
@@ -63,7 +66,8 @@ TEST_F(Submit, SuccessWritesSpecRunsBeakerAndPrintsReceipt) {
   submit_args.insert(submit_args.end(), args.begin(), args.end());
   const auto result = run(submit_args);
   ASSERT_EQ(result.exit_code, 0) << result.err;
-  EXPECT_EQ(result.err, "");
+  EXPECT_TRUE(std::regex_match(result.err, staged_line("copied [0-9]+ MB in [0-9]+\\.[0-9] s")))
+      << result.err;
   expect_golden("rl-multi-node-submit.json", normalized(result.out));
   const auto receipt = json::parse(result.out);
   const auto planned = json::parse(preview.out);
@@ -103,6 +107,23 @@ TEST_F(Submit, SuccessWritesSpecRunsBeakerAndPrintsReceipt) {
                                       "json",
                                       planned["spec_path"]}));
   EXPECT_EQ(receipt["stdout"], k_created_stdout);
+}
+
+// Staging copies ~100 MB to the mount on a first submit: said in one line at the default
+// verbosity, how much and how long; a later submit of the same build says it reused the stage.
+// With --no-stage there is nothing to say.
+TEST_F(Submit, StagingSaysOneLineWithoutVerbose) {
+  beaker_creates();
+  const auto first = run({"sft", "submit", "--toml", "examples/sft/sft.toml"});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_TRUE(std::regex_match(first.err, staged_line("copied [1-9][0-9]* MB in [0-9]+\\.[0-9] s")))
+      << first.err;
+  const auto again = run({"sft", "submit", "--toml", "examples/sft/sft.toml"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_TRUE(std::regex_match(again.err, staged_line("reused"))) << again.err;
+  const auto unstaged = run({"sft", "submit", "--toml", "examples/sft/sft.toml", "--no-stage"});
+  ASSERT_EQ(unstaged.exit_code, 0) << unstaged.err;
+  EXPECT_EQ(unstaged.err, "");
 }
 
 TEST_F(Submit, SingleNodeSftSubmit) {
@@ -274,6 +295,91 @@ TEST_F(Submit, BeakerFailingExits4WithItsStderrAndNoReceipt) {
   // The spec was written first (submit always writes it).
   EXPECT_TRUE(std::filesystem::exists(
       mount() / "primebeaker/beaker_experiments/primebeaker-example-rl.json"));
+}
+
+// Beaker refuses a name its workspace already holds (a second submit of the same TOML): the
+// error says so and names the flag that renames the run.
+TEST_F(Submit, ANameAlreadyInUseGetsAHintToPassName) {
+  for (const std::string said :
+       {"Error: experiment name \"primebeaker-example-rl\" is already in use\n",
+        "Error: Conflict: experiment \"jdoe/primebeaker-example-rl\" already exists\n"}) {
+    m_beaker.clear();
+    m_beaker.on({"experiment", "create"}, "", 1, said);
+    const auto result = run({"rl", "submit", "--toml", "examples/rl/rl.toml"});
+    EXPECT_EQ(result.exit_code, 4) << result.err;
+    EXPECT_EQ(result.out, "");
+    EXPECT_NE(result.err.find("primebeaker: error: beaker could not create experiment "
+                              "primebeaker-example-rl (exit code 1): " +
+                              said.substr(0, said.size() - 1) +
+                              "\n  an experiment named primebeaker-example-rl already exists in "
+                              "workspace ai2/oe-agents: pass --name NEW to submit this run under "
+                              "another name\n"),
+              std::string::npos)
+        << result.err;
+  }
+  // Another failure gets no such hint.
+  m_beaker.clear();
+  m_beaker.on({"experiment", "create"}, "", 3, "Error: workspace ai2/oe-agents not found\n");
+  const auto other = run({"rl", "submit", "--toml", "examples/rl/rl.toml"});
+  EXPECT_EQ(other.exit_code, 4);
+  EXPECT_EQ(other.err.find("--name NEW"), std::string::npos) << other.err;
+}
+
+// A scratch dir submit cannot write under (a read-only mount; here a path under a regular file,
+// which fails for root too) is refused before anything is staged, written or run, with a hint
+// naming --scratch-dir, and --no-stage when only the stage directory is in the way.
+TEST_F(Submit, AnUnwritableScratchDirGetsAHintNamingTheFlags) {
+  beaker_creates();
+  write("not-a-dir", "a file");
+  const std::string scratch = at("not-a-dir/scratch");
+  const std::string hint = ": pass --scratch-dir DIR, a writable directory on the mount";
+  const std::string before = tree_digest(m_tmp.path());
+  const auto result =
+      run({"sft", "submit", "--toml", "examples/sft/sft.toml", "--scratch-dir", scratch});
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  EXPECT_EQ(result.out, "");
+  EXPECT_NE(result.err.find("primebeaker: error: cannot stage primebeaker under " + scratch +
+                            "/primebeaker/bin: Not a directory\n  " + at("not-a-dir") +
+                            " is not a directory" + hint + "\n"),
+            std::string::npos)
+      << result.err;
+  // With --no-stage the spec directory is what cannot be created.
+  const auto unstaged = run(
+      {"sft", "submit", "--toml", "examples/sft/sft.toml", "--scratch-dir", scratch, "--no-stage"});
+  EXPECT_EQ(unstaged.exit_code, 1) << unstaged.err;
+  EXPECT_NE(unstaged.err.find("primebeaker: error: cannot create " + scratch +
+                              "/primebeaker/beaker_experiments: Not a directory\n  " +
+                              at("not-a-dir") + " is not a directory" + hint + "\n"),
+            std::string::npos)
+      << unstaged.err;
+  EXPECT_EQ(tree_digest(m_tmp.path()), before);
+  EXPECT_TRUE(m_beaker.calls().empty());
+
+  // Only the stage directory is in the way (another user's bin/, here a file): --no-stage helps.
+  write("primebeaker/bin", "a file");
+  const auto taken = run({"sft", "submit", "--toml", "examples/sft/sft.toml"});
+  EXPECT_EQ(taken.exit_code, 1) << taken.err;
+  EXPECT_NE(taken.err.find("  " + at("primebeaker/bin") + " is not a directory" + hint +
+                           ", or --no-stage to run the image's own primebeaker instead of staging "
+                           "this one\n"),
+            std::string::npos)
+      << taken.err;
+
+  // A read-only directory, where permissions are enforced (not for root).
+  if (::geteuid() != 0) {
+    std::filesystem::create_directories(mount() / "read-only");
+    std::filesystem::permissions(mount() / "read-only",
+                                 std::filesystem::perms::owner_read |
+                                     std::filesystem::perms::owner_exec);
+    const auto denied =
+        run({"sft", "submit", "--toml", "examples/sft/sft.toml", "--scratch-dir", at("read-only")});
+    std::filesystem::permissions(mount() / "read-only", std::filesystem::perms::owner_all);
+    EXPECT_EQ(denied.exit_code, 1) << denied.err;
+    EXPECT_NE(denied.err.find("  " + at("read-only") + " is not writable (Permission denied)" +
+                              hint + "\n"),
+              std::string::npos)
+        << denied.err;
+  }
 }
 
 TEST_F(Submit, BeakerMissingExits4) {

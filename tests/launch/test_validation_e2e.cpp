@@ -434,6 +434,35 @@ TEST_F(ValidationSmoke, MisspeltPrioritySuggestsTheClosest) {
                 "nromal"},
                2,
                "--controller-priority: unknown priority 'nromal'; did you mean 'normal'?\n");
+// A copied example whose environment names a dataset file that is not there is refused at
+// preview (and so at submit), at the key's line:column; a path on a filesystem this machine does
+// not see is only a note (-v).
+TEST_F(ValidationSmoke, AMissingLocalDatasetFileIsRefusedAtPreview) {
+  const std::string rl = example_text("examples/rl/rl.toml");
+  write("case.toml",
+        replace_once(rl, "\"examples/rl/data/train.jsonl\"", "\"examples/rl/data/trian.jsonl\""));
+  const std::string message =
+      "primebeaker: error: case.toml:42:11: orchestrator.train.source[0].legacy.args.dataset: no "
+      "such file: <TMP>/weka/examples/rl/data/trian.jsonl (relative to <TMP>/weka)\n";
+  for (const std::string command : {"preview", "submit"}) {
+    expect_error({"rl", command, "--toml", "case.toml"}, 3, message);
+  }
+  expect_error({"rl", "preview", "--toml", "case.toml", "--write-spec"}, 3, message);
+  const auto result = run({"rl", "preview", "--toml", "case.toml"});
+  EXPECT_EQ(normalized(result.err), message); // the one line
+
+  // Under the mount, but on a bucket this machine does not have: previewed, with a note.
+  write("case.toml",
+        replace_once(rl, "\"examples/rl/data/train.jsonl\"", "\"other-bucket/data/train.jsonl\""));
+  const auto unseen = run({"rl", "preview", "-v", "--toml", "case.toml"});
+  EXPECT_EQ(unseen.exit_code, 0) << unseen.err;
+  EXPECT_NE(normalized(unseen.err)
+                .find("primebeaker: info: case.toml:42:11: "
+                      "orchestrator.train.source[0].legacy.args.dataset: "
+                      "<TMP>/weka/other-bucket/data/train.jsonl is not visible from this machine "
+                      "(no <TMP>/weka/other-bucket/data here): not checked\n"),
+            std::string::npos)
+      << unseen.err;
 }
 
 } // namespace

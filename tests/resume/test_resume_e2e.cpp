@@ -77,7 +77,10 @@ protected:
   }
 
   // The source experiment in the shape of docs/resume.md; job 1 finished or not.
-  void write_experiment(const std::string &id, bool replica0_done, bool replica1_done) {
+  void write_experiment(const std::string &id,
+                        bool replica0_done,
+                        bool replica1_done,
+                        const std::string &name = "parent") {
     const std::string done =
         R"("created": "2026-08-10T09:14:04.001Z", "started": "2026-08-10T09:31:45.220Z",
                                 "exited": "2026-08-11T02:07:30.004Z", "finalized": "2026-08-11T02:08:02.913Z", "exitCode": 0)";
@@ -88,7 +91,8 @@ protected:
     const std::string job0 = id == "01PARENT" ? "01JOB0" : id + "J0";
     const std::string job1 = id == "01PARENT" ? "01JOB1" : id + "J1";
     const std::string experiment = R"([{
-      "id": ")" + id + R"(", "name": "jdoe/parent", "fullName": "jdoe/parent",
+      "id": ")" + id + R"(", "name": "jdoe/)" +
+                                   name + R"(", "fullName": "jdoe/)" + name + R"(",
       "description": "primebeaker multi-node RL parent", "budget": "ai2/oe-adapt",
       "author": {"id": "01HAUTHOR", "name": "jdoe"},
       "workspaceRef": {"id": "01HWS", "name": "oe-agents", "fullName": "ai2/oe-agents"},
@@ -153,7 +157,7 @@ protected:
   pb::test::RunResult resume(std::vector<std::string> extra,
                              const std::string &attempt = "unitattempt") {
     std::vector<std::string> args = {
-        "rl", "resume", "--from-experiment", "01PARENT", "--attempt-id", attempt};
+        "rl", "resume", "--from-experiment", source_id, "--attempt-id", attempt};
     args.insert(args.end(), extra.begin(), extra.end());
     // The relaunch itself; the recovery controller a resume also submits by default has its
     // own tests (ResumeController).
@@ -192,6 +196,7 @@ protected:
   std::map<std::vector<std::string>, FakeAnswer> answers; // what beaker answers, by call
   bool create_fails = false;
   bool with_terminal = true;
+  std::string source_id = "01PARENT"; // what resume() resumes
   CheckpointTree tree{tmp.path() / "weka/out"};
 };
 
@@ -486,6 +491,60 @@ TEST_F(ResumeE2E, AResumeWhileAnEarlierResumeIsRunningIsRefused) {
   // Once it has finished, resuming again is fine.
   write_experiment("01CHILD0", true, true);
   EXPECT_EQ(resume({}, "thirdattempt").exit_code, 0);
+}
+
+// The receipt `rl submit` printed, kept as a file, names the run to resume, as it does for
+// status, follow, logs and stop (docs/runs.md): beaker is asked for the experiment it holds.
+TEST_F(ResumeE2E, AReceiptFileWrittenBySubmitResumesItsExperiment) {
+  const fs::path receipt = tmp.path() / "receipt.json";
+  pb::test::write_file(receipt, R"({
+  "experiment_name": "parent",
+  "launch_id": "oldlaunch",
+  "experiment_id": "01PARENT",
+  "experiment_url": "https://beaker.org/ex/01PARENT",
+  "spec_path": "/weka/primebeaker/beaker_experiments/parent-oldlaunch.json",
+  "stdout": "[{\"id\": \"01PARENT\", \"name\": \"parent\"}]\n",
+  "wandb_run": null,
+  "staged_program": null
+}
+)");
+  source_id = receipt.string();
+  const auto result = resume({"--dry-run"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(ordered_json::parse(result.out)["resume"]["source_experiment_id"], "01PARENT");
+  ASSERT_FALSE(beaker_calls().empty());
+  EXPECT_EQ(beaker_calls().front(), "experiment get 01PARENT --format json");
+  // A receipt path that is not there is named; beaker is not asked about a file name.
+  source_id = (tmp.path() / "no-such-receipt.json").string();
+  const auto missing = resume({"--dry-run"});
+  EXPECT_EQ(missing.exit_code, 3);
+  EXPECT_EQ(error_text(missing.err),
+            "primebeaker: error: " + source_id + ": no such receipt file\n");
+  EXPECT_EQ(beaker_calls().size(), 4u); // the dry run's calls only
+}
+
+// A chain of resumes: each new experiment is named from the run's base name, never from the
+// previous attempt's full name, so suffixes do not stack (a recovery's "-recover<k>-<hex8>" and a
+// resume's "-resume-step<N>-<attempt>" are both dropped).
+TEST_F(ResumeE2E, AResumeOfAResumedOrRecoveredRunDoesNotStackSuffixes) {
+  const auto first = resume({}, "743478d1-recover1");
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const auto first_name = ordered_json::parse(first.out)["resume"]["experiment_name"];
+  EXPECT_EQ(first_name, "parent-resume-step20-743478d1");
+  // Its child, named so, has finished; resuming it again starts from "parent".
+  write_experiment("01CHILD0", true, true, first_name);
+  source_id = "01CHILD0";
+  const auto second = resume({}, "0badc0de");
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_EQ(ordered_json::parse(second.out)["resume"]["experiment_name"],
+            "parent-resume-step20-0badc0de");
+  // A run a recovery named, itself from a resumed run, resumed by hand.
+  write_experiment("01CHILD1", true, true, "parent-resume-step20-0badc0de-recover2-5eed5eed");
+  source_id = "01CHILD1";
+  const auto third = resume({"--dry-run"}, "c0ffee00");
+  ASSERT_EQ(third.exit_code, 0) << third.err;
+  EXPECT_EQ(ordered_json::parse(third.out)["resume"]["experiment_name"],
+            "parent-resume-step20-c0ffee00");
 }
 
 TEST_F(ResumeE2E, RequestedIncompleteStepFailsListingTheCompleteOnes) {

@@ -18,6 +18,7 @@
 #include <csignal>
 #include <deque>
 #include <functional>
+#include <regex>
 #include <set>
 
 namespace {
@@ -233,6 +234,55 @@ TEST(RunsFollowRecover, ResubmitsOnceRecordsItFollowsTheChildAndStopsAtTheBudget
   EXPECT_EQ(raw["by"], "follow --recover");
   // Nothing was ever stopped.
   EXPECT_TRUE(h.beaker.calls_matching({"experiment", "stop"}).empty());
+}
+
+// A chain of two recoveries of a run once resumed by hand (an attempt id that is not hex):
+// each child is named after the run, "search-recover<k>-<hex8>", never after the experiment it
+// recovers, so suffixes do not stack.
+TEST(RunsFollowRecover, AChainOfTwoRecoveriesNamesEachChildAfterTheRun) {
+  constexpr const char *k_grandchild = "01JZ8M3Q4T5V6W7X8Y9Z0CHLD2";
+  RecoverHarness h;
+  auto source = topology(k_source, h.weka, status_preempted(20), "2");
+  source["name"] = source["fullName"] = "jdoe/search-resume-step10-handmade";
+  h.beaker.on({"experiment", "get", k_source}, printed(source));
+  h.beaker.on({"experiment", "get", k_child},
+              printed(topology(k_child, h.weka, status_exited(0, 50), "2")));
+  h.beaker.on({"job", "logs"}, "");
+  h.answer_resume(source);
+  const auto first =
+      h.run({"follow", k_source, "--recover", "--recover-backoff=0", "--poll-interval", "0.01"});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  auto history = ledger::read(h.ledger_dir);
+  ASSERT_EQ(history.claims.size(), 1u) << first.err;
+  const std::string first_name = history.claims[0].child_name;
+  EXPECT_TRUE(std::regex_match(first_name, std::regex("search-recover1-[0-9a-f]{8}")))
+      << first_name;
+  ASSERT_EQ(h.beaker.calls_matching({"experiment", "create"}).size(), 1u);
+  EXPECT_EQ(h.beaker.calls_matching({"experiment", "create"})[0].argv[4], first_name);
+
+  // The child, named so, is preempted in turn and recovered again.
+  h.beaker.clear();
+  auto child = topology(k_child, h.weka, status_preempted(40), "2");
+  child["name"] = child["fullName"] = "jdoe/" + first_name;
+  h.beaker.on({"experiment", "get", k_child}, printed(child));
+  h.beaker.on({"experiment", "get", k_grandchild},
+              printed(topology(k_grandchild, h.weka, status_exited(0, 60), "2")));
+  h.beaker.on({"job", "logs"}, "");
+  // Rules answer in the order they were added: this create comes before answer_resume's.
+  h.beaker.on({"experiment", "create"},
+              std::string("Experiment ") + k_grandchild + " submitted.\n");
+  h.answer_resume(child);
+  const auto second =
+      h.run({"follow", k_child, "--recover", "--recover-backoff=0", "--poll-interval", "0.01"});
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  history = ledger::read(h.ledger_dir);
+  ASSERT_EQ(history.claims.size(), 2u) << second.err;
+  const std::string second_name = history.claims[1].child_name;
+  EXPECT_TRUE(std::regex_match(second_name, std::regex("search-recover2-[0-9a-f]{8}")))
+      << second_name;
+  const auto creates = h.beaker.calls_matching({"experiment", "create"});
+  ASSERT_EQ(creates.size(), 2u);
+  EXPECT_EQ(creates[1].argv[4], second_name);
 }
 
 TEST(RunsFollowRecover, TheChildSucceedingEndsTheFollowWithZero) {
@@ -862,12 +912,11 @@ TEST(RunsRecoverLoop, AControllerTakesItsClaimOverWhenRlResumeDiesOrPrintsNoRece
     pb::test::TempDir tmp;
     const fs::path out = tmp / "out";
     const fs::path dir = ledger::directory(out, k_run_id);
-    pb::test::write_file(dir / "1.json",
-                         nlohmann::json{{"attempt", 1},
-                                        {"started_unix", 1},
-                                        {"cause", "first_start"},
-                                        {"experiment_id", "E1"}}
-                             .dump());
+    pb::test::write_file(
+        dir / "1.json",
+        nlohmann::json{
+            {"attempt", 1}, {"started_unix", 1}, {"cause", "first_start"}, {"experiment_id", "E1"}}
+            .dump());
     const auto view = [&](const std::string &id, const OrderedJson &status) {
       return printed(experiment({job(id + "J0",
                                      0,
@@ -893,9 +942,10 @@ TEST(RunsRecoverLoop, AControllerTakesItsClaimOverWhenRlResumeDiesOrPrintsNoRece
         }
         return result;
       }
-      result.out = nlohmann::json{{"resume", {{"checkpoint", {{"step", 10}}}}},
-                                  {"child_experiment_id", "E2"}}
-                       .dump();
+      result.out = nlohmann::json{
+          {"resume", {{"checkpoint", {{"step", 10}}}}},
+          {"child_experiment_id",
+           "E2"}}.dump();
       return result;
     };
     FakeClock clock;

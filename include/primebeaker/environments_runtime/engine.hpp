@@ -39,6 +39,8 @@ public:
   // A label score (its scorer reads the record's completion and answer only) from the request
   // line, nothing else of it built; nullopt for every other request.
   std::optional<OrderedJson> score_now(RequestLine &request) override;
+  // open, observe, respond, score, close, release.
+  const std::vector<std::string> &ops() const override;
   void cancel(const std::string &session) override;
   void close_all() override;
 

@@ -9,6 +9,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace pb::environments_runtime {
 
@@ -51,6 +52,12 @@ public:
   // (having taken nothing from `request`) to have the whole request built and go through
   // handle_now, then handle.
   virtual std::optional<OrderedJson> score_now(RequestLine & /*request*/) { return std::nullopt; }
+  // The ops handle() answers (besides hello and cancel, which the transport answers), for a
+  // request naming another one to be refused with the list; empty: every op reaches handle().
+  virtual const std::vector<std::string> &ops() const {
+    static const std::vector<std::string> any;
+    return any;
+  }
   // Asks the in-flight request of `session` to end soon (it then throws
   // RequestError{"cancelled"}). Must return quickly.
   virtual void cancel(const std::string &session) = 0;

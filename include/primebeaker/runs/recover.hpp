@@ -85,10 +85,15 @@ judge_recovery(const RunView &run, const RecoveryBudget &budget, const Recoverie
 // True when `rl resume` can resubmit the run: a `primebeaker node rl` (multi-node RL) task.
 bool resubmittable(const RunView &run);
 
+// The name every experiment of a run is named after: `experiment_name` without its author and
+// without each suffix earlier recoveries ("-recover<k>-<hex8>", "-restart<k>-<hex8>") and
+// resumes ("-resume-step<N>-<attempt[:8]>") added, so that names do not grow along a chain of
+// them. Pure.
+std::string run_base_name(std::string_view experiment_name);
+
 // The exact name of the experiment that recovers `run` (a claim fixes it, docs/recovery.md
-// "Exactly one resubmission"): the source's name without its author and without an earlier
-// recovery's suffix, then "-recover<k>-<hex8>" ("-restart<k>-..." after an error), at most 128
-// characters. Pure.
+// "Exactly one resubmission"): run_base_name(run.name) ("run" when that is empty), then
+// "-recover<k>-<hex8>" ("-restart<k>-..." after an error), at most 128 characters. Pure.
 std::string
 recovery_child_name(const RunView &run, const RecoveryVerdict &verdict, std::string_view hex8);
 

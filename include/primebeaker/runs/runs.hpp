@@ -271,6 +271,11 @@ bool looks_like_experiment_id(std::string_view text);
 // `where` when no experiment can be found in it. Pure.
 RunTarget target_from_receipt(const OrderedJson &receipt, const std::string &where);
 
+// RUN as a receipt file: the experiment an existing file names (target_from_receipt); nullopt
+// when RUN is no file and does not look like a path (an id or a name). Throws pb::Error exit 3
+// for a file that is no receipt, or a path ("./x", "/x", "x.json") that does not exist.
+std::optional<RunTarget> receipt_target(const std::string &run);
+
 // RUN as given: an existing file is a receipt; an experiment id is used as is; "author/name"
 // as is; a bare name becomes "<you>/<name>" (`beaker account whoami`).
 RunTarget resolve_target(const std::string &run, BeakerCalls &beaker);

@@ -5,6 +5,7 @@
 // ELF build id), so previews name it without reading anything; staging verifies what it copies.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -64,7 +65,13 @@ struct Staged {
   std::filesystem::path directory;
   std::filesystem::path program; // the wrapper: what specs run
   Outcome outcome = Outcome::created;
+  std::uintmax_t bytes_copied = 0; // created: what was copied and written
+  double seconds = 0;              // how long staging took (building or checking)
 };
+
+// The one line a launch shows by default: "staged primebeaker <version> at <dir> (reused)" or
+// "(copied <N> MB in <X.X> s)". Pure.
+std::string summary(const Staged &staged, const Identity &identity);
 
 // Another program staged beside this one (the `beaker` CLI the recovery controller runs,
 // docs/recovery.md "The controller"): a single static file, content-addressed as
