@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The root command (docs/cli.md). Only the modules that own argv's command register their
+// The root command (docs/ARCHITECTURE.md, "The root command"). Only the modules that own argv's command register their
 // commands; --help sees every top-level command through the generated map, and --help-all,
 // completion and the man page register everything.
 #include <primebeaker/cli/dispatch.hpp>

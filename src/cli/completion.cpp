@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Shell completion scripts generated from the command tree (docs/cli.md, "Completion").
+// Shell completion scripts generated from the command tree (docs/cli.md, "Shell completion").
 // Each script carries the tree as data (per command path: its subcommands, its flags, the flags
 // that take a value) and a small walker that finds the path typed so far.
 #include <primebeaker/cli/dispatch.hpp>

@@ -25,6 +25,7 @@ protected:
   Descriptions() {
     write_file(m_dir / "cfg" / "templates" / "t.json", k_template);
     m_options.cwd = m_dir.path();
+    m_options.shared_dir = "/weka/jdoe"; // the config's shared_dir (docs/config.md)
   }
 
   Description load(const std::string &yaml, const std::string &name = "eval.yaml") {
@@ -85,7 +86,7 @@ TEST_F(Descriptions, StandardDefaultsAndRequestMapping) {
     "max_num_batched_tokens": 65536, "max_num_seqs": null, "gateway_workers": 8,
     "service_clusters": ["ai2/jupiter"], "model_cluster": "ai2/holmes",
     "service_priority": "high", "model_priority": "high", "min_runtime_hours": 1,
-    "omit_service_resources": true, "name_prefix": "jtceval", "shared_dir": "/weka/gfaria",
+    "omit_service_resources": true, "name_prefix": "jtceval", "shared_dir": "/weka/jdoe",
     "terminal_image": "t/img"})");
   EXPECT_EQ(r.services, expected);
   EXPECT_EQ(r.services.dump(), expected.dump()); // and in this order
@@ -279,7 +280,7 @@ TEST_F(Descriptions, GenericWorkflowMapping) {
   EXPECT_EQ(d.request.module, "jtc.eval.workflow_worker");
   EXPECT_EQ(
       d.request.services.dump(),
-      R"({"terminal_replicas":2,"service_clusters":["ai2/jupiter"],"name_prefix":"jtceval-verifier-tool-use","shared_dir":"/weka/gfaria"})");
+      R"({"terminal_replicas":2,"service_clusters":["ai2/jupiter"],"name_prefix":"jtceval-verifier-tool-use","shared_dir":"/weka/jdoe"})");
   EXPECT_EQ(d.request.service_origins.at("terminal_replicas"), "cfg/eval.yaml:8:3");
   EXPECT_EQ(d.request.min_runtime_hours, 1);
   EXPECT_EQ(d.request.experiment_name, "v1");

@@ -194,6 +194,31 @@ TEST_F(EvaluationE2E, EveryCorpusYamlPreviewsInOneProcess) {
   EXPECT_EQ(tree_digest(m_dir.path()), before); // preview wrote nothing, not even snapshots
 }
 
+// services.shared_dir defaults to the user's shared dir (docs/config.md), never one person's;
+// with no name known, the preview asks for one in one line and runs nothing.
+TEST_F(EvaluationE2E, SharedDirIsTheUsersOrAskedFor) {
+  const std::vector<std::string> args = {"evaluation",
+                                         "preview",
+                                         (corpus_dir() / "glm_2b_rl_step_400.yaml").string(),
+                                         "--image",
+                                         "beaker://01IMG",
+                                         "--template-dir",
+                                         template_dir()};
+  const auto asked = run(args, {{"USER", ""}});
+  EXPECT_EQ(asked.exit_code, 3) << asked.err;
+  EXPECT_EQ(std::count(asked.err.begin(), asked.err.end(), '\n'), 1) << asked.err;
+  EXPECT_NE(asked.err.find("services.shared_dir is not set and primebeaker does not know your "
+                           "name: set services.shared_dir, or run `primebeaker config set user "
+                           "NAME`"),
+            std::string::npos)
+      << asked.err;
+  EXPECT_TRUE(records().empty()); // nothing ran
+  const auto configured = run(args, {{"USER", ""}, {"PRIMEBEAKER_SHARED_DIR", "/weka/team/me"}});
+  ASSERT_EQ(configured.exit_code, 0) << configured.err;
+  EXPECT_EQ(json::parse(configured.out)["coordination_root"],
+            "/weka/team/me/.literegistry-coop/jtceval-fake");
+}
+
 TEST_F(EvaluationE2E, StandardPreviewFieldByField) {
   const auto result = run({"evaluation",
                            "preview",
@@ -217,11 +242,11 @@ TEST_F(EvaluationE2E, StandardPreviewFieldByField) {
     "max_num_batched_tokens": 65536, "max_num_seqs": null, "gateway_workers": 8,
     "service_clusters": ["ai2/jupiter"], "model_cluster": "ai2/holmes",
     "service_priority": "high", "model_priority": "high", "min_runtime_hours": 1,
-    "omit_service_resources": true, "name_prefix": "jtceval", "shared_dir": "/weka/gfaria",
+    "omit_service_resources": true, "name_prefix": "jtceval", "shared_dir": "/weka/jdoe",
     "workspace": "ai2/oe-agents-holmes", "budget": "ai2/oe-omai"})"));
   EXPECT_EQ(preview["service"]["experiment_name"], "jtceval-fake");
   EXPECT_EQ(preview["evaluation_experiment_name"], "glm_2b_rl_step_400-ceval-fake");
-  EXPECT_EQ(preview["coordination_root"], "/weka/gfaria/.literegistry-coop/jtceval-fake");
+  EXPECT_EQ(preview["coordination_root"], "/weka/jdoe/.literegistry-coop/jtceval-fake");
   const auto &spec = preview["evaluation_spec"];
   EXPECT_EQ(spec["description"], "PrimeBeaker managed Python evaluation: glm_2b_rl_step_400");
   EXPECT_EQ(spec["budget"], "ai2/oe-omai");
@@ -300,7 +325,7 @@ TEST_F(EvaluationE2E, OtherKindsPreviewFieldByField) {
   auto config = recorded_config(records().back());
   EXPECT_EQ(config["terminal_replicas"], 2);
   EXPECT_EQ(config["workspace"], "ai2/oe-agents");
-  EXPECT_EQ(config["shared_dir"], "/weka/gfaria");
+  EXPECT_EQ(config["shared_dir"], "/weka/jdoe");
 
   // Rejection sampling.
   preview = preview_of("verifier_rejection_sampling_smoke.yaml");

@@ -434,6 +434,8 @@ TEST_F(ValidationSmoke, MisspeltPrioritySuggestsTheClosest) {
                 "nromal"},
                2,
                "--controller-priority: unknown priority 'nromal'; did you mean 'normal'?\n");
+}
+
 // A copied example whose environment names a dataset file that is not there is refused at
 // preview (and so at submit), at the key's line:column; a path on a filesystem this machine does
 // not see is only a note (-v).

@@ -113,7 +113,9 @@ RunResult run_primebeaker(const std::vector<std::string> &args, const RunOptions
                      {"LANG", "C.UTF-8"},
                      {"TZ", "UTC"},
                      {"NO_COLOR", "1"},
-                     {"HOME", std::filesystem::temp_directory_path().string()}};
+                     {"HOME", std::filesystem::temp_directory_path().string()},
+                     // A login's name: derived defaults (docs/config.md) use it.
+                     {"USER", "jdoe"}};
   for (const auto &[name, value] : options.env) {
     command.env_set[name] = value;
   }

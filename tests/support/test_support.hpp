@@ -58,7 +58,7 @@ struct RunResult {
 };
 
 // Runs the real primebeaker with `args`. The environment is minimal and fixed (PATH, HOME in a
-// temp dir when not given, LANG=C.UTF-8, TZ=UTC, NO_COLOR=1) plus options.env.
+// temp dir when not given, LANG=C.UTF-8, TZ=UTC, NO_COLOR=1, USER=jdoe) plus options.env.
 RunResult run_primebeaker(const std::vector<std::string> &args, const RunOptions &options = {});
 
 // Makes `staged_program` (the path a preview rendered:

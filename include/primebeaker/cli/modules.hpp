@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The generated tables behind lazy registration (docs/cli.md, "How commands are registered").
+// The generated tables behind lazy registration (docs/ARCHITECTURE.md, "The root command").
 #pragma once
 
 #include <cstdint>

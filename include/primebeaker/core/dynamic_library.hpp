@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Libraries a command needs rarely are dlopen()ed on first use instead of linked, so that every
-// start does not map and relocate them (docs/cli.md, "Start-up"): libcurl, SQLite, glibc's libm.
+// start does not map and relocate them (bench/startup/README.md): libcurl, SQLite, glibc's libm.
 #pragma once
 
 #include <string>

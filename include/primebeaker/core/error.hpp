@@ -7,7 +7,7 @@
 
 namespace pb {
 
-// Process exit codes (docs/cli.md). The node runtime adds 90-92 on top.
+// Process exit codes (docs/cli.md, "Exit status"). The node runtime adds 90-92 on top.
 enum class ExitCode : int {
   ok = 0,
   failure = 1,      // run-time failure, `toml get` of a missing key, failed edit verification

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// glibc's libm, loaded on first use (docs/cli.md, "Start-up"). Two computations must give
+// glibc's libm, loaded on first use (bench/startup/README.md). Two computations must give
 // CPython's results bit for bit, and CPython calls glibc's `log` and `pow`: reward scoring's
 // logit and the port of `random.sample`. Linking libm for them made every start map and relocate
 // it (about 12 page faults per start, bench/startup/README.md); rounding is compiled inline

@@ -1,0 +1,291 @@
+// SPDX-License-Identifier: MIT
+// The user's defaults (docs/config.md): precedence of every level alone and in pairs, `config`
+// edits that keep comments, a fresh HOME, bad files reported at FILE:LINE:COL, and no person's
+// name or path built into src/ or include/.
+#include "test_support.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+namespace {
+
+namespace fs = std::filesystem;
+using pb::test::run_primebeaker;
+using pb::test::RunOptions;
+using pb::test::RunResult;
+
+// A user with a HOME, a project directory and a beaker config of their own.
+class ConfigTest : public ::testing::Test {
+protected:
+  pb::test::TempDir tmp;
+  fs::path home = tmp / "home";
+  fs::path project = tmp / "project";
+  fs::path work = project / "sub";
+
+  void SetUp() override {
+    fs::create_directories(work);
+    fs::create_directories(home);
+  }
+
+  fs::path user_file() const { return home / ".config" / "primebeaker" / "config.toml"; }
+
+  RunResult run(const std::vector<std::string> &args,
+                const std::map<std::string, std::string> &env = {}) const {
+    RunOptions options;
+    options.env = env;
+    options.env["HOME"] = home.string();
+    options.cwd = work;
+    return run_primebeaker(args, options);
+  }
+};
+
+// ---- precedence ----
+
+enum Level { at_beaker, at_user, at_project, at_env, at_flag };
+const char *const k_names[] = {"beaker", "user", "project", "env", "flag"};
+
+// `workspace` set at the given levels; which one wins, and what origin it reports.
+TEST_F(ConfigTest, EachLevelAloneAndInPairsFollowsThePrecedence) {
+  std::vector<std::vector<Level>> cases;
+  for (int a = at_beaker; a <= at_env; ++a) {
+    cases.push_back({Level(a)});
+    for (int b = a + 1; b <= at_env; ++b) {
+      cases.push_back({Level(a), Level(b)});
+    }
+  }
+  for (const auto &levels : cases) {
+    fs::remove_all(home / ".beaker");
+    fs::remove_all(home / ".config");
+    fs::remove(project / "primebeaker.toml");
+    std::map<std::string, std::string> environment;
+    Level top = at_beaker;
+    for (const Level level : levels) {
+      top = std::max(top, level);
+      const std::string workspace = std::string("ai2/") + k_names[level];
+      switch (level) {
+      case at_beaker:
+        pb::test::write_file(home / ".beaker" / "config.yml",
+                             "user_token: secret\ndefault_workspace: " + workspace + "\n");
+        break;
+      case at_user:
+        pb::test::write_file(user_file(), "# mine\nworkspace = \"" + workspace + "\"\n");
+        break;
+      case at_project:
+        pb::test::write_file(project / "primebeaker.toml", "workspace = '" + workspace + "'\n");
+        break;
+      case at_env:
+        environment["PRIMEBEAKER_WORKSPACE"] = workspace;
+        break;
+      case at_flag:
+        break;
+      }
+    }
+    std::string what;
+    for (const Level level : levels) {
+      what += std::string(k_names[level]) + " ";
+    }
+    const auto got = run({"config", "get", "workspace", "--show-origin"}, environment);
+    ASSERT_EQ(got.exit_code, 0) << what << got.err;
+    EXPECT_NE(got.out.find(std::string("\tai2/") + k_names[top] + "\n"), std::string::npos)
+        << what << got.out;
+    const std::string origin = top == at_beaker    ? "beaker:" + (home / ".beaker/config.yml").string()
+                               : top == at_user    ? "file:" + user_file().string() + ":2"
+                               : top == at_project ? "file:" + (project / "primebeaker.toml").string() + ":1"
+                                                : std::string("env:PRIMEBEAKER_WORKSPACE");
+    EXPECT_EQ(got.out.substr(0, got.out.find('\t')), origin) << what;
+  }
+  // Nothing set: the built-in.
+  fs::remove_all(home / ".beaker");
+  fs::remove_all(home / ".config");
+  fs::remove(project / "primebeaker.toml");
+  const auto built_in = run({"config", "get", "workspace", "--show-origin"});
+  EXPECT_EQ(built_in.out, "built-in\tai2/oe-agents\n");
+}
+
+// The flag beats every other level, at a launch; each lower level shows on the card.
+TEST_F(ConfigTest, AFlagBeatsEveryLevelAndTheCardSaysWhereDefaultsCameFrom) {
+  const std::string mount = tmp.path().string();
+  pb::test::write_file(home / ".beaker" / "config.yml", "default_workspace: ai2/beaker\n");
+  pb::test::write_file(user_file(),
+                       "workspace = \"ai2/user\"\npriority = \"urgent\"\nmount_path = \"" + mount +
+                           "\"\nworking_dir = \"" + mount + "\"\nscratch_dir = \"" + mount +
+                           "\"\nhome_dir = \"" + mount + "\"\n");
+  pb::test::write_file(project / "primebeaker.toml", "clusters = [\"ai2/a\", \"ai2/b\"]\n");
+  pb::test::write_file(work / "rl.toml",
+                       pb::test::read_file(pb::test::source_dir() / "examples/rl/rl.toml"));
+  const std::map<std::string, std::string> environment = {
+      {"PRIMEBEAKER_WORKSPACE", "ai2/env"}};
+
+  const auto card = run({"rl", "preview", "--toml", "rl.toml", "--card"}, environment);
+  ASSERT_EQ(card.exit_code, 0) << card.err;
+  EXPECT_NE(card.out.find("beaker     ai2/env, priority urgent on ai2/a, ai2/b"), std::string::npos)
+      << card.out;
+  EXPECT_NE(card.out.find("--priority --scratch-dir --working-dir from " + user_file().string()),
+            std::string::npos)
+      << card.out;
+  EXPECT_NE(card.out.find("--cluster from " + (project / "primebeaker.toml").string()),
+            std::string::npos)
+      << card.out;
+  EXPECT_NE(card.out.find("--workspace from env:PRIMEBEAKER_WORKSPACE"), std::string::npos)
+      << card.out;
+
+  const auto flagged = run({"rl", "preview", "--toml", "rl.toml", "--card", "--workspace",
+                            "ai2/flag", "--priority", "normal"},
+                           environment);
+  ASSERT_EQ(flagged.exit_code, 0) << flagged.err;
+  EXPECT_NE(flagged.out.find("beaker     ai2/flag, priority normal on ai2/a, ai2/b"),
+            std::string::npos)
+      << flagged.out;
+  EXPECT_EQ(flagged.out.find("--workspace from"), std::string::npos) << flagged.out;
+
+  // -v names each origin too.
+  const auto verbose = run({"-v", "rl", "preview", "--toml", "rl.toml"}, environment);
+  ASSERT_EQ(verbose.exit_code, 0) << verbose.err;
+  EXPECT_NE(verbose.err.find("--workspace from env:PRIMEBEAKER_WORKSPACE"), std::string::npos)
+      << verbose.err;
+  EXPECT_NE(verbose.err.find("--cluster from file:" + (project / "primebeaker.toml").string() +
+                             ":1"),
+            std::string::npos)
+      << verbose.err;
+}
+
+// A fresh HOME: no file, no variable; a launch works on the built-ins and -v names them.
+TEST_F(ConfigTest, AFreshHomeWorksWithTheBuiltInsNamedInVerbose) {
+  const std::string mount = tmp.path().string();
+  pb::test::write_file(work / "rl.toml",
+                       pb::test::read_file(pb::test::source_dir() / "examples/rl/rl.toml"));
+  const auto preview = run({"-v", "rl", "preview", "--toml", "rl.toml", "--mount-path", mount,
+                            "--working-dir", mount, "--scratch-dir", mount, "--home-dir", mount});
+  ASSERT_EQ(preview.exit_code, 0) << preview.err;
+  EXPECT_NE(preview.err.find("built-in defaults (no flag, PRIMEBEAKER_* or config file sets "
+                             "them): --cluster, --controller-priority, --controller-token-secret, "
+                             "--dataset, --hf-secret, --priority, --wandb-secret, --workspace"),
+            std::string::npos)
+      << preview.err;
+  EXPECT_FALSE(fs::exists(home / ".config")); // reading defaults writes nothing
+  const auto list = run({"config", "list", "--show-origin"});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_NE(list.out.find("built-in\tworkspace=ai2/oe-agents\n"), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("env:USER\tuser=jdoe\n"), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("derived: mount_path/user\tshared_dir=/weka/jdoe\n"), std::string::npos)
+      << list.out;
+}
+
+// ---- editing ----
+
+TEST_F(ConfigTest, SetAndUnsetKeepEveryCommentAndLine) {
+  const std::string before = "# my defaults\n"
+                             "workspace   = \"ai2/old\"   # team space\n"
+                             "\n"
+                             "[wandb]\n"
+                             "# who pays\n"
+                             "entity = \"lab\"\n";
+  pb::test::write_file(user_file(), before);
+  ASSERT_EQ(run({"config", "set", "workspace", "ai2/new"}).exit_code, 0);
+  EXPECT_EQ(pb::test::read_file(user_file()),
+            "# my defaults\n"
+            "workspace   = \"ai2/new\"   # team space\n"
+            "\n"
+            "[wandb]\n"
+            "# who pays\n"
+            "entity = \"lab\"\n");
+  const auto set = run({"config", "set", "wandb.project", "search"});
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  const auto text = pb::test::read_file(user_file());
+  EXPECT_NE(text.find("# who pays\nentity = \"lab\"\nproject = \"search\"\n"), std::string::npos)
+      << text;
+  ASSERT_EQ(run({"config", "unset", "wandb.project"}).exit_code, 0);
+  ASSERT_EQ(run({"config", "set", "workspace", "ai2/old"}).exit_code, 0);
+  EXPECT_EQ(pb::test::read_file(user_file()), before);
+
+  // A list key, and the project file beside it.
+  ASSERT_EQ(run({"config", "set", "clusters", "ai2/a,ai2/b", "--project"}).exit_code, 0);
+  EXPECT_EQ(pb::test::read_file(work / "primebeaker.toml"), "clusters = [\"ai2/a\", \"ai2/b\"]\n");
+  const auto listed = run({"config", "list", "--project"});
+  EXPECT_EQ(listed.out, "clusters=ai2/a,ai2/b\n");
+}
+
+// Bad keys and values: one line naming what and where, nothing written.
+TEST_F(ConfigTest, BadKeysAndValuesAreOneLineAndChangeNothing) {
+  pb::test::write_file(user_file(), "workspace = \"ai2/x\"\n");
+  const auto typo = run({"config", "set", "workspce", "ai2/y"});
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_EQ(typo.err, "primebeaker: error: unknown config key 'workspce' (did you mean "
+                      "'workspace'?)\n");
+  const auto priority = run({"config", "set", "priority", "hgh"});
+  EXPECT_EQ(priority.exit_code, 2);
+  EXPECT_NE(priority.err.find("did you mean 'high'?"), std::string::npos) << priority.err;
+  const auto relative = run({"config", "set", "scratch_dir", "weka/me"});
+  EXPECT_EQ(relative.exit_code, 2);
+  EXPECT_EQ(pb::test::read_file(user_file()), "workspace = \"ai2/x\"\n");
+
+  // A broken file is named at its line and column by every command that reads defaults.
+  pb::test::write_file(project / "primebeaker.toml", "\nworkspac = \"ai2/z\"\n");
+  const auto broken = run({"rl", "preview", "--toml", "missing.toml"});
+  EXPECT_EQ(broken.exit_code, 3);
+  EXPECT_EQ(broken.err, "primebeaker: error: " + (project / "primebeaker.toml").string() +
+                            ":2:12: unknown config key 'workspac' (did you mean 'workspace'?)\n");
+  pb::test::write_file(project / "primebeaker.toml", "clusters = \"ai2/a\"\n");
+  const auto type = run({"config", "list"});
+  EXPECT_EQ(type.exit_code, 3);
+  EXPECT_NE(type.err.find("primebeaker.toml:1:12: clusters must be an array of strings"),
+            std::string::npos)
+      << type.err;
+  const auto bad_env = run({"config", "list"}, {{"PRIMEBEAKER_PRIORITY", "hgh"}});
+  EXPECT_EQ(bad_env.exit_code, 3);
+}
+
+// ---- derived defaults ----
+
+// Watcher and evaluation defaults come from the user's shared dir; with no name known, they ask
+// in one line.
+TEST_F(ConfigTest, TheWatcherAsksForANameItCannotDerive) {
+  RunOptions options;
+  options.env["HOME"] = home.string();
+  options.unset_env = {"USER"};
+  options.cwd = work;
+  const auto asked = run_primebeaker({"watcher", "show", "some/model"}, options);
+  EXPECT_EQ(asked.exit_code, 2);
+  EXPECT_EQ(std::count(asked.err.begin(), asked.err.end(), '\n'), 1) << asked.err;
+  EXPECT_NE(asked.err.find("primebeaker config set user NAME"), std::string::npos) << asked.err;
+}
+
+// ---- no person built in ----
+
+// No string in src/ or include/ names a person, a person's home on the mount, or a person's
+// secret (Python PrimeBeaker built in one researcher's: docs/config.md).
+TEST(NoPersonBuiltIn, SourcesNameNoPersonPathOrSecret) {
+  const std::regex person(R"(gfaria|/weka/(?!oe-|\.\.\.)[a-z]+[a-z0-9_]*/|[a-z]+_WANDB_API_KEY)",
+                          std::regex::icase);
+  std::vector<std::string> found;
+  for (const char *root : {"src", "include"}) {
+    for (const auto &entry : fs::recursive_directory_iterator(pb::test::source_dir() / root)) {
+      if (!entry.is_regular_file()) {
+        continue;
+      }
+      std::ifstream in(entry.path());
+      std::string line;
+      for (int number = 1; std::getline(in, line); ++number) {
+        std::smatch match;
+        if (std::regex_search(line, match, person)) {
+          found.push_back(fs::relative(entry.path(), pb::test::source_dir()).string() + ":" +
+                          std::to_string(number) + ": " + match.str());
+        }
+      }
+    }
+  }
+  std::ostringstream all;
+  for (const auto &hit : found) {
+    all << hit << '\n';
+  }
+  EXPECT_TRUE(found.empty()) << all.str();
+  // The pattern itself finds what it is meant to.
+  EXPECT_TRUE(std::regex_search(std::string("\"/weka/gfaria/jtc\""), person));
+  EXPECT_TRUE(std::regex_search(std::string("secret = \"jdoe_WANDB_API_KEY\""), person));
+  EXPECT_FALSE(std::regex_search(std::string("\"WANDB_API_KEY\""), person));
+}
+
+} // namespace
