@@ -91,10 +91,11 @@ TEST_F(ConfigTest, EachLevelAloneAndInPairsFollowsThePrecedence) {
     ASSERT_EQ(got.exit_code, 0) << what << got.err;
     EXPECT_NE(got.out.find(std::string("\tai2/") + k_names[top] + "\n"), std::string::npos)
         << what << got.out;
-    const std::string origin = top == at_beaker    ? "beaker:" + (home / ".beaker/config.yml").string()
-                               : top == at_user    ? "file:" + user_file().string() + ":2"
-                               : top == at_project ? "file:" + (project / "primebeaker.toml").string() + ":1"
-                                                : std::string("env:PRIMEBEAKER_WORKSPACE");
+    const std::string origin = top == at_beaker ? "beaker:" + (home / ".beaker/config.yml").string()
+                               : top == at_user ? "file:" + user_file().string() + ":2"
+                               : top == at_project
+                                   ? "file:" + (project / "primebeaker.toml").string() + ":1"
+                                   : std::string("env:PRIMEBEAKER_WORKSPACE");
     EXPECT_EQ(got.out.substr(0, got.out.find('\t')), origin) << what;
   }
   // Nothing set: the built-in.
@@ -116,8 +117,7 @@ TEST_F(ConfigTest, AFlagBeatsEveryLevelAndTheCardSaysWhereDefaultsCameFrom) {
   pb::test::write_file(project / "primebeaker.toml", "clusters = [\"ai2/a\", \"ai2/b\"]\n");
   pb::test::write_file(work / "rl.toml",
                        pb::test::read_file(pb::test::source_dir() / "examples/rl/rl.toml"));
-  const std::map<std::string, std::string> environment = {
-      {"PRIMEBEAKER_WORKSPACE", "ai2/env"}};
+  const std::map<std::string, std::string> environment = {{"PRIMEBEAKER_WORKSPACE", "ai2/env"}};
 
   const auto card = run({"rl", "preview", "--toml", "rl.toml", "--card"}, environment);
   ASSERT_EQ(card.exit_code, 0) << card.err;
@@ -132,8 +132,15 @@ TEST_F(ConfigTest, AFlagBeatsEveryLevelAndTheCardSaysWhereDefaultsCameFrom) {
   EXPECT_NE(card.out.find("--workspace from env:PRIMEBEAKER_WORKSPACE"), std::string::npos)
       << card.out;
 
-  const auto flagged = run({"rl", "preview", "--toml", "rl.toml", "--card", "--workspace",
-                            "ai2/flag", "--priority", "normal"},
+  const auto flagged = run({"rl",
+                            "preview",
+                            "--toml",
+                            "rl.toml",
+                            "--card",
+                            "--workspace",
+                            "ai2/flag",
+                            "--priority",
+                            "normal"},
                            environment);
   ASSERT_EQ(flagged.exit_code, 0) << flagged.err;
   EXPECT_NE(flagged.out.find("beaker     ai2/flag, priority normal on ai2/a, ai2/b"),
@@ -146,9 +153,9 @@ TEST_F(ConfigTest, AFlagBeatsEveryLevelAndTheCardSaysWhereDefaultsCameFrom) {
   ASSERT_EQ(verbose.exit_code, 0) << verbose.err;
   EXPECT_NE(verbose.err.find("--workspace from env:PRIMEBEAKER_WORKSPACE"), std::string::npos)
       << verbose.err;
-  EXPECT_NE(verbose.err.find("--cluster from file:" + (project / "primebeaker.toml").string() +
-                             ":1"),
-            std::string::npos)
+  EXPECT_NE(
+      verbose.err.find("--cluster from file:" + (project / "primebeaker.toml").string() + ":1"),
+      std::string::npos)
       << verbose.err;
 }
 
@@ -157,8 +164,19 @@ TEST_F(ConfigTest, AFreshHomeWorksWithTheBuiltInsNamedInVerbose) {
   const std::string mount = tmp.path().string();
   pb::test::write_file(work / "rl.toml",
                        pb::test::read_file(pb::test::source_dir() / "examples/rl/rl.toml"));
-  const auto preview = run({"-v", "rl", "preview", "--toml", "rl.toml", "--mount-path", mount,
-                            "--working-dir", mount, "--scratch-dir", mount, "--home-dir", mount});
+  const auto preview = run({"-v",
+                            "rl",
+                            "preview",
+                            "--toml",
+                            "rl.toml",
+                            "--mount-path",
+                            mount,
+                            "--working-dir",
+                            mount,
+                            "--scratch-dir",
+                            mount,
+                            "--home-dir",
+                            mount});
   ASSERT_EQ(preview.exit_code, 0) << preview.err;
   EXPECT_NE(preview.err.find("built-in defaults (no flag, PRIMEBEAKER_* or config file sets "
                              "them): --cluster, --controller-priority, --controller-token-secret, "
@@ -172,6 +190,34 @@ TEST_F(ConfigTest, AFreshHomeWorksWithTheBuiltInsNamedInVerbose) {
   EXPECT_NE(list.out.find("env:USER\tuser=jdoe\n"), std::string::npos) << list.out;
   EXPECT_NE(list.out.find("derived: mount_path/user\tshared_dir=/weka/jdoe\n"), std::string::npos)
       << list.out;
+}
+
+// wandb.project fills a TOML's W&B table that names none, in the launch's copy of the TOML;
+// a TOML that names one keeps it.
+TEST_F(ConfigTest, TheConfiguredWandbProjectFillsOnlyATomlWithoutOne) {
+  const std::string mount = tmp.path().string();
+  pb::test::write_file(user_file(),
+                       "mount_path = \"" + mount + "\"\nworking_dir = \"" + mount +
+                           "\"\nscratch_dir = \"" + mount + "\"\nhome_dir = \"" + mount +
+                           "\"\n[wandb]\nproject = \"team-runs\"\n");
+  const std::string example = pb::test::read_file(pb::test::source_dir() / "examples/rl/rl.toml");
+  const std::string named = "project = \"primebeaker-examples\"\n";
+  ASSERT_NE(example.find(named), std::string::npos);
+  std::string unnamed = example;
+  unnamed.erase(unnamed.find(named), named.size());
+  pb::test::write_file(work / "rl.toml", unnamed);
+  pb::test::write_file(work / "named.toml", example);
+
+  const auto card = run({"rl", "preview", "--toml", "rl.toml", "--card"});
+  ASSERT_EQ(card.exit_code, 0) << card.err;
+  EXPECT_NE(card.out.find("overrides  wandb.project = \"team-runs\""), std::string::npos)
+      << card.out;
+  EXPECT_NE(card.out.find("in team-runs"), std::string::npos) << card.out;
+  const auto kept = run({"rl", "preview", "--toml", "named.toml", "--card"});
+  ASSERT_EQ(kept.exit_code, 0) << kept.err;
+  EXPECT_EQ(kept.out.find("overrides"), std::string::npos) << kept.out;
+  EXPECT_NE(kept.out.find("in primebeaker-examples"), std::string::npos) << kept.out;
+  EXPECT_EQ(pb::test::read_file(work / "rl.toml"), unnamed); // the user's file is never changed
 }
 
 // ---- editing ----
@@ -213,8 +259,9 @@ TEST_F(ConfigTest, BadKeysAndValuesAreOneLineAndChangeNothing) {
   pb::test::write_file(user_file(), "workspace = \"ai2/x\"\n");
   const auto typo = run({"config", "set", "workspce", "ai2/y"});
   EXPECT_EQ(typo.exit_code, 2);
-  EXPECT_EQ(typo.err, "primebeaker: error: unknown config key 'workspce' (did you mean "
-                      "'workspace'?)\n");
+  EXPECT_EQ(typo.err,
+            "primebeaker: error: unknown config key 'workspce' (did you mean "
+            "'workspace'?)\n");
   const auto priority = run({"config", "set", "priority", "hgh"});
   EXPECT_EQ(priority.exit_code, 2);
   EXPECT_NE(priority.err.find("did you mean 'high'?"), std::string::npos) << priority.err;
@@ -226,8 +273,9 @@ TEST_F(ConfigTest, BadKeysAndValuesAreOneLineAndChangeNothing) {
   pb::test::write_file(project / "primebeaker.toml", "\nworkspac = \"ai2/z\"\n");
   const auto broken = run({"rl", "preview", "--toml", "missing.toml"});
   EXPECT_EQ(broken.exit_code, 3);
-  EXPECT_EQ(broken.err, "primebeaker: error: " + (project / "primebeaker.toml").string() +
-                            ":2:12: unknown config key 'workspac' (did you mean 'workspace'?)\n");
+  EXPECT_EQ(broken.err,
+            "primebeaker: error: " + (project / "primebeaker.toml").string() +
+                ":2:12: unknown config key 'workspac' (did you mean 'workspace'?)\n");
   pb::test::write_file(project / "primebeaker.toml", "clusters = \"ai2/a\"\n");
   const auto type = run({"config", "list"});
   EXPECT_EQ(type.exit_code, 3);

@@ -581,3 +581,33 @@ TEST_F(WatcherTree, V09RunDirectoriesAreIndexedBesideV08Ones) {
 }
 
 } // namespace pb::test
+
+namespace pb::test {
+namespace {
+
+// The watcher's roots come from the user's places (docs/config.md), never one person's: launch
+// specs where submit writes them, then <shared_dir>/primebeaker; without a shared dir, only what
+// the environment and the scratch dir say.
+TEST(WatcherRoots, LaunchSpecsAreWhereSubmitWritesThem) {
+  const watcher::UserPlaces places{"/weka/jdoe", "/weka/scratch"};
+  const auto roots = watcher::default_roots("/weka/jdoe/jtc", {}, places);
+  ASSERT_EQ(roots.launch_spec_roots.size(), 2u);
+  EXPECT_EQ(roots.launch_spec_roots[0], "/weka/scratch/primebeaker/beaker_experiments");
+  EXPECT_EQ(roots.launch_spec_roots[1], "/weka/jdoe/primebeaker/beaker_experiments");
+  EXPECT_EQ(roots.eval_config_roots.at(0), "/weka/jdoe/primebeaker/examples/configs/eval");
+  EXPECT_EQ(roots.train_config_roots.at(0), "/weka/jdoe/jtc/examples/configs/train");
+
+  const auto pinned = watcher::default_roots(
+      "/r", {{"PRIMEBEAKER_ROOT", "/srv/pb"}, {"JTC_ROOT", "/srv/jtc"}}, {"", "/weka"});
+  EXPECT_EQ(pinned.launch_spec_roots,
+            (std::vector<std::filesystem::path>{"/weka/primebeaker/beaker_experiments",
+                                                "/srv/pb/beaker_experiments"}));
+  EXPECT_EQ(pinned.train_config_roots.at(0), "/srv/jtc/examples/configs/train");
+
+  const auto nobody = watcher::default_roots("/r", {}, {"", "/weka"});
+  EXPECT_TRUE(nobody.eval_config_roots.empty());
+  EXPECT_EQ(nobody.launch_spec_roots.size(), 1u);
+}
+
+} // namespace
+} // namespace pb::test
