@@ -6,8 +6,6 @@
 #include <primebeaker/core/text.hpp>
 
 #include <algorithm>
-#include <cctype>
-#include <cstdio>
 #include <regex>
 
 namespace pb::watcher::detail {
@@ -15,25 +13,12 @@ namespace {
 
 using nlohmann::json;
 
-std::string url_escape(const std::string &value) {
-  std::string out;
-  for (const unsigned char c : value) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      char buffer[4];
-      std::snprintf(buffer, sizeof buffer, "%%%02X", c);
-      out += buffer;
-    }
-  }
-  return out;
-}
-
 void set_url(WandbRecord &record) {
   record.url.reset();
   if (record.run_id && record.project && record.entity && !record.offline) {
-    record.url = "https://wandb.ai/" + url_escape(*record.entity) + "/" +
-                 url_escape(*record.project) + "/runs/" + url_escape(*record.run_id);
+    record.url = "https://wandb.ai/" + text::percent_encode(*record.entity) + "/" +
+                 text::percent_encode(*record.project) + "/runs/" +
+                 text::percent_encode(*record.run_id);
   }
 }
 
