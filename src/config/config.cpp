@@ -24,7 +24,7 @@ const std::vector<KeyInfo> &keys() {
        "PRIMEBEAKER_WORKSPACE",
        "workspace",
        "ai2/oe-agents",
-       "Beaker workspace (ACCOUNT/NAME) of launches, evaluations and `list`"},
+       "Beaker workspace (ACCOUNT/NAME) of launches, `list` and `images default`"},
       {"clusters", true, "PRIMEBEAKER_CLUSTERS", "cluster", "ai2/holmes", "Beaker clusters"},
       {"priority",
        false,
