@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-// The root command (docs/ARCHITECTURE.md, "The root command"). Only the modules that own argv's command register their
-// commands; --help sees every top-level command through the generated map, and --help-all,
-// completion and the man page register everything.
+// The root command (docs/ARCHITECTURE.md, "The root command"). Only the modules that own argv's
+// command register their commands; --help sees every top-level command through the generated map,
+// and --help-all, completion and the man page register everything.
 #include <primebeaker/cli/dispatch.hpp>
 #include <primebeaker/cli/modules.hpp>
 #include <primebeaker/cli/run.hpp>

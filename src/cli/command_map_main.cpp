@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Build-time tool: registers each command module alone into an empty tree and writes the C++
-// table of top-level commands -> owning modules (docs/ARCHITECTURE.md, "The root command"). Usage: pb_command_map OUT.cpp
+// table of top-level commands -> owning modules (docs/ARCHITECTURE.md, "The root command"). Usage:
+// pb_command_map OUT.cpp
 #include <primebeaker/cli/modules.hpp>
 #include <primebeaker/core/command_tree.hpp>
 

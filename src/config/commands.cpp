@@ -3,7 +3,6 @@
 // with the lossless TOML engine so their comments and layout stay.
 #include <primebeaker/config/config.hpp>
 #include <primebeaker/core/command_tree.hpp>
-#include <primebeaker/core/env.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/fs.hpp>
 #include <primebeaker/core/json.hpp>
@@ -32,15 +31,12 @@ struct Options {
   bool json = false;
 };
 
-// The file a `set`/`unset` edits (the user's unless --project) and its level.
-std::pair<stdfs::path, Level> target_of(const Options &o, const Files &files) {
+// The file a `set`/`unset` edits: the user's unless --project.
+stdfs::path target_of(const Options &o, const Files &files) {
   if (o.user && o.project) {
     throw usage_error("--user and --project: pick one file");
   }
-  if (o.project) {
-    return {project_target(files, stdfs::current_path()), Level::project};
-  }
-  return {files.user, Level::user};
+  return o.project ? project_target(files, stdfs::current_path()) : files.user;
 }
 
 std::string value_literal(const KeyInfo &key, const std::vector<std::string> &values) {
@@ -90,10 +86,6 @@ void edit_file(const stdfs::path &path,
   fs::write_file_atomic(path, result);
 }
 
-std::string origin_column(const Setting &setting) {
-  return setting.origin;
-}
-
 void run_get(const Options &o) {
   const KeyInfo &key = key_info(o.key);
   const Settings settings = Settings::load();
@@ -107,7 +99,7 @@ void run_get(const Options &o) {
     throw Error(ExitCode::failure, ""); // as `git config`: unset is exit 1, nothing printed
   }
   if (o.show_origin) {
-    std::cout << origin_column(*setting) << '\t';
+    std::cout << setting->origin << '\t';
   }
   std::cout << setting->display() << '\n';
 }
@@ -122,9 +114,8 @@ void run_set(const Options &o) {
     throw usage_error(fmt::format("config set {}: takes one VALUE, got {}", o.key, items.size()));
   }
   check_value(key, items, fmt::format("config set {}", o.key));
-  const Files files = locate(env::snapshot(), stdfs::current_path());
-  const auto [path, level] = target_of(o, files);
-  (void)Settings::load(); // every file must read cleanly before one is changed
+  // Every file must read cleanly before one is changed.
+  const auto path = target_of(o, Settings::load().files());
   const std::string literal = value_literal(key, items);
   edit_file(path,
             [&](const toml::Document &document) { return toml::set(document, key.key, literal); });
@@ -133,13 +124,11 @@ void run_set(const Options &o) {
 
 void run_unset(const Options &o) {
   const KeyInfo &key = key_info(o.key);
-  const Files files = locate(env::snapshot(), stdfs::current_path());
-  const auto [path, level] = target_of(o, files);
+  const auto path = target_of(o, Settings::load().files());
   std::error_code ec;
   if (!stdfs::exists(path, ec)) {
     throw failure(fmt::format("{} is not set in {} (no such file)", key.key, path.string()));
   }
-  (void)Settings::load();
   edit_file(path, [&](const toml::Document &document) {
     toml::UnsetOptions options;
     options.prune = true;
@@ -173,7 +162,7 @@ void run_list(const Options &o) {
   }
   for (const auto *setting : shown) {
     if (o.show_origin) {
-      std::cout << origin_column(*setting) << '\t';
+      std::cout << setting->origin << '\t';
     }
     std::cout << setting->key->key << '=' << setting->display() << '\n';
   }

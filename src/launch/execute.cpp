@@ -7,8 +7,8 @@
 #include <primebeaker/checkpoints/ledger.hpp>
 #include <primebeaker/core/env.hpp>
 #include <primebeaker/core/error.hpp>
-#include <primebeaker/core/text.hpp>
 #include <primebeaker/core/fs.hpp>
+#include <primebeaker/core/text.hpp>
 #include <primebeaker/environments/validate.hpp>
 #include <primebeaker/images/catalog.hpp>
 #include <primebeaker/launch/launch.hpp>

@@ -258,7 +258,7 @@ void register_commands(cli::CommandTree &tree) {
     auto &config = tree.make_options<ServerConfig>();
     auto &secret = tree.make_options<std::string>();
     auto &reload = tree.make_options<bool>();
-    secret = config::Settings::load().text("secrets.wandb");
+
     auto &cmd = tree.command({"watcher", "serve"}, "Serve the read-only web UI and JSON API");
     cmd.add_option(cli::flag("database"), config.database, "SQLite database file")
         .capture_default_str();
@@ -266,15 +266,18 @@ void register_commands(cli::CommandTree &tree) {
     cmd.add_option(cli::flag("port"), config.port, "Port (0: any free port)")
         .capture_default_str()
         .in_range(0, 65535);
-    cmd.add_option(cli::flag("wandb-secret"), secret, "Beaker secret holding the W&B API key")
-        .capture_default_str();
+    cmd.add_option(cli::flag("wandb-secret"),
+                   secret,
+                   "Beaker secret holding the W&B API key (default: `config get secrets.wandb`)");
     cmd.add_flag(cli::flag("reload"), reload, "Accepted for compatibility; has no effect");
     cmd.callback([&] {
       if (reload) {
         spdlog::warn("--reload has no effect: the page and data are read on every request");
       }
       config.wandb_base_url = env::get("WANDB_BASE_URL").value_or("https://api.wandb.ai");
-      config.wandb_api_key = api_key_source(secret);
+      // Read only now: registering `watcher` for any of its commands reads no config.
+      config.wandb_api_key =
+          api_key_source(secret.empty() ? config::Settings::load().text("secrets.wandb") : secret);
       // SIGINT/SIGTERM are taken by a waiting thread (blocked everywhere else, so the server's
       // threads inherit the mask) and stop the server cleanly; the exit code says which.
       sigset_t signals;

@@ -830,18 +830,39 @@ TEST(RunsRecoverLoop, CtrlCDuringASuccessfulResubmissionRecordsItAndSaysHowToFol
 
 namespace {
 
-// A controller, which nobody watches, does not end when `rl resume` keeps failing in a way that
-// passes (beaker down): it tries again later, takes its own claim over, and resubmits once.
-TEST(RunsRecoverLoop, AControllerKeepsTryingWhenRlResumeFailsForNow) {
+// A controller following preempted E1 (budget 3) whose `rl resume` answers with `resume`; the
+// child E2 succeeds. follow() runs it to its end on a fake clock.
+struct ControllerScene {
   pb::test::TempDir tmp;
-  const fs::path out = tmp / "out";
-  const fs::path dir = ledger::directory(out, k_run_id);
-  pb::test::write_file(
-      dir / "1.json",
-      nlohmann::json{
-          {"attempt", 1}, {"started_unix", 1}, {"cause", "first_start"}, {"experiment_id", "E1"}}
-          .dump());
-  const auto view = [&](const std::string &id, const OrderedJson &status) {
+  fs::path out = tmp / "out";
+  fs::path dir = ledger::directory(out, k_run_id);
+  LoopRunner runner;
+  FakeClock clock;
+  pb::runs::Timing timing;
+  pb::runs::FollowOptions options;
+  std::ostringstream logs, err;
+
+  explicit ControllerScene(std::function<pb::proc::Result(const pb::proc::Argv &)> resume) {
+    pb::test::write_file(
+        dir / "1.json",
+        nlohmann::json{
+            {"attempt", 1}, {"started_unix", 1}, {"cause", "first_start"}, {"experiment_id", "E1"}}
+            .dump());
+    runner.experiments["E1"] = {view("E1", status_preempted(10))};
+    runner.experiments["E2"] = {view("E2", status_exited(0, 30))};
+    runner.resume = std::move(resume);
+    timing.clock = &clock;
+    timing.sleep = [this](std::chrono::milliseconds d) {
+      clock.t += d;
+      return true;
+    };
+    options.poll_interval = std::chrono::seconds(1);
+    options.recover.enabled = true;
+    options.recover.controller = true;
+    options.recover.program = {"pb-self"};
+  }
+
+  std::string view(const std::string &id, const OrderedJson &status) const {
     return printed(experiment({job(id + "J0",
                                    0,
                                    status,
@@ -850,56 +871,55 @@ TEST(RunsRecoverLoop, AControllerKeepsTryingWhenRlResumeFailsForNow) {
                                     {"WANDB_RUN_ID", k_run_id},
                                     {"PRIMEBEAKER_MAX_RECOVERIES", "3"}})},
                               id));
-  };
-  LoopRunner runner;
-  runner.experiments["E1"] = {view("E1", status_preempted(10))};
-  runner.experiments["E2"] = {view("E2", status_exited(0, 30))};
+  }
+
+  int follow() {
+    pb::runs::BeakerCalls beaker(runner, "beaker", timing);
+    return pb::runs::follow_run("E1", options, beaker, logs, err);
+  }
+};
+
+pb::proc::Result receipt_of_e2() {
+  pb::proc::Result result;
+  result.exit_code = 0;
+  result.out = nlohmann::json{
+      {"resume", {{"checkpoint", {{"step", 10}}}}},
+      {"child_experiment_id",
+       "E2"}}.dump();
+  return result;
+}
+
+// A controller, which nobody watches, does not end when `rl resume` keeps failing in a way that
+// passes (beaker down): it tries again later, takes its own claim over, and resubmits once.
+TEST(RunsRecoverLoop, AControllerKeepsTryingWhenRlResumeFailsForNow) {
   int tries = 0;
   std::set<std::string> child_names;
-  runner.resume = [&](const pb::proc::Argv &argv) {
+  ControllerScene scene([&](const pb::proc::Argv &argv) {
     ++tries;
     const auto name = std::find(argv.begin(), argv.end(), "--child-name");
     EXPECT_NE(name, argv.end());
     child_names.insert(*(name + 1));
-    pb::proc::Result result;
     if (tries <= 4) { // more than one round of tries
+      pb::proc::Result result;
       result.exit_code = 4;
       result.err = "primebeaker: error: beaker: 503 Service Unavailable\n";
       return result;
     }
-    result.exit_code = 0;
-    result.out = nlohmann::json{
-        {"resume", {{"checkpoint", {{"step", 10}}}}},
-        {"child_experiment_id",
-         "E2"}}.dump();
-    return result;
-  };
-  FakeClock clock;
-  pb::runs::Timing timing;
-  timing.clock = &clock;
-  timing.sleep = [&](std::chrono::milliseconds d) {
-    clock.t += d;
-    return true;
-  };
-  pb::runs::BeakerCalls beaker(runner, "beaker", timing);
-  pb::runs::FollowOptions options;
-  options.poll_interval = std::chrono::seconds(1);
-  options.recover.enabled = true;
-  options.recover.controller = true;
-  options.recover.backoff = std::chrono::seconds(10);
-  options.recover.program = {"pb-self"};
-  std::ostringstream logs, err;
-  EXPECT_EQ(pb::runs::follow_run("E1", options, beaker, logs, err), 0) << err.str();
+    return receipt_of_e2();
+  });
+  scene.options.recover.backoff = std::chrono::seconds(10);
+  const auto &err = scene.err;
+  EXPECT_EQ(scene.follow(), 0) << err.str();
   EXPECT_EQ(tries, 5) << err.str();
   EXPECT_EQ(child_names.size(), 1u); // every try under the claim's one name
   EXPECT_NE(err.str().find("E1: `rl resume` failed for now; trying again in 1m20s"),
             std::string::npos)
       << err.str();
-  const auto history = ledger::read(dir);
+  const auto history = ledger::read(scene.dir);
   ASSERT_EQ(history.claims.size(), 1u);
   EXPECT_EQ(history.claims[0].child_experiment, "E2");
   EXPECT_GE(history.claims[0].generation, 2); // its own claim taken over after the pause
-  const auto status = ledger::read_controller_status(dir);
+  const auto status = ledger::read_controller_status(scene.dir);
   ASSERT_TRUE(status.has_value());
   EXPECT_EQ(status->state, "ended");
 }
@@ -909,62 +929,24 @@ TEST(RunsRecoverLoop, AControllerKeepsTryingWhenRlResumeFailsForNow) {
 // instead of ending the run's recovery.
 TEST(RunsRecoverLoop, AControllerTakesItsClaimOverWhenRlResumeDiesOrPrintsNoReceipt) {
   for (const bool killed : {true, false}) {
-    pb::test::TempDir tmp;
-    const fs::path out = tmp / "out";
-    const fs::path dir = ledger::directory(out, k_run_id);
-    pb::test::write_file(
-        dir / "1.json",
-        nlohmann::json{
-            {"attempt", 1}, {"started_unix", 1}, {"cause", "first_start"}, {"experiment_id", "E1"}}
-            .dump());
-    const auto view = [&](const std::string &id, const OrderedJson &status) {
-      return printed(experiment({job(id + "J0",
-                                     0,
-                                     status,
-                                     "T",
-                                     {{"OUTPUT_DIR", out.string()},
-                                      {"WANDB_RUN_ID", k_run_id},
-                                      {"PRIMEBEAKER_MAX_RECOVERIES", "3"}})},
-                                id));
-    };
-    LoopRunner runner;
-    runner.experiments["E1"] = {view("E1", status_preempted(10))};
-    runner.experiments["E2"] = {view("E2", status_exited(0, 30))};
     int tries = 0;
-    runner.resume = [&](const pb::proc::Argv &) {
+    ControllerScene scene([&](const pb::proc::Argv &) {
+      if (++tries > 1) {
+        return receipt_of_e2();
+      }
       pb::proc::Result result;
       result.exit_code = 0;
-      if (++tries == 1) {
-        if (killed) {
-          result.signal = 9;
-        } else {
-          result.out = "not a receipt";
-        }
-        return result;
+      if (killed) {
+        result.signal = 9;
+      } else {
+        result.out = "not a receipt";
       }
-      result.out = nlohmann::json{
-          {"resume", {{"checkpoint", {{"step", 10}}}}},
-          {"child_experiment_id",
-           "E2"}}.dump();
       return result;
-    };
-    FakeClock clock;
-    pb::runs::Timing timing;
-    timing.clock = &clock;
-    timing.sleep = [&](std::chrono::milliseconds d) {
-      clock.t += d;
-      return true;
-    };
-    pb::runs::BeakerCalls beaker(runner, "beaker", timing);
-    pb::runs::FollowOptions options;
-    options.poll_interval = std::chrono::seconds(1);
-    options.recover.enabled = true;
-    options.recover.controller = true;
-    options.recover.program = {"pb-self"};
-    std::ostringstream logs, err;
-    EXPECT_EQ(pb::runs::follow_run("E1", options, beaker, logs, err), 0) << err.str();
+    });
+    const auto &err = scene.err;
+    EXPECT_EQ(scene.follow(), 0) << err.str();
     EXPECT_EQ(tries, 2) << err.str();
-    const auto history = ledger::read(dir);
+    const auto history = ledger::read(scene.dir);
     ASSERT_EQ(history.claims.size(), 1u);
     EXPECT_EQ(history.claims[0].child_experiment, "E2") << err.str();
     EXPECT_NE(err.str().find("trying again in"), std::string::npos) << err.str();

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-// What the root command does before CLI11 parses (docs/ARCHITECTURE.md, "The root command"): find the command path in argv,
-// refuse unknown commands with a suggestion, accept Fire-style --noFLAG, and generate shell
-// completion and the man page from the command tree.
+// What the root command does before CLI11 parses (docs/ARCHITECTURE.md, "The root command"): find
+// the command path in argv, refuse unknown commands with a suggestion, accept Fire-style --noFLAG,
+// and generate shell completion and the man page from the command tree.
 #pragma once
 
 #include <CLI/CLI.hpp>

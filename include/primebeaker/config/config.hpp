@@ -81,9 +81,6 @@ public:
   std::vector<const Setting *> effective() const;
   const Files &files() const { return m_files; }
 
-  // The user name for derived paths: the `user` key, else $USER. Empty when neither is set.
-  std::string user() const { return text("user"); }
-
 private:
   Files m_files;
   std::map<std::string, std::vector<Setting>, std::less<>> m_layers; // key -> settings, low first

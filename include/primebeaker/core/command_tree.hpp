@@ -2,8 +2,8 @@
 // The command tree modules plug into, and the small interface through which they declare
 // their options. CLI11 stays out of this header: its header-only validators are built by the
 // static initialiser of every translation unit that includes it, which every command used to
-// pay at start-up (docs/ARCHITECTURE.md, "The root command"). Only src/core/command_tree.cpp and the cli module
-// include CLI11.
+// pay at start-up (docs/ARCHITECTURE.md, "The root command"). Only src/core/command_tree.cpp and
+// the cli module include CLI11.
 #pragma once
 
 #include <cstdint>

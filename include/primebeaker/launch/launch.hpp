@@ -239,7 +239,7 @@ struct LaunchPlan {
   // \"outputs\" (Prime-RL's default)"; shown on the card and with -v.
   std::vector<std::string> defaulted;
   // Settings that came from the user's defaults rather than a flag (docs/config.md), as
-  // {flag name, "VALUE (ORIGIN)"}, and those left at the built-in default; for the card and -v.
+  // {flag name, origin}, and those left at the built-in default; for the card and -v.
   std::vector<std::pair<std::string, std::string>> from_config;
   std::vector<std::string> built_in;
   // The stage submit makes or checks, and the wrapper in it that the spec runs; both empty with

@@ -2,7 +2,8 @@
 // `toml check --prime-rl`: checks of a module above toml. The toml module cannot know Prime-RL's
 // config schema (primerl sits above it), so the module that owns Prime-RL's launch rules and
 // also adds to the `toml` group (launch, with `toml rewrite-envs`) provides it when it registers
-// its commands; both are registered whenever argv names `toml` (docs/ARCHITECTURE.md, "The root command").
+// its commands; both are registered whenever argv names `toml` (docs/ARCHITECTURE.md, "The root
+// command").
 #pragma once
 
 #include <functional>
