@@ -167,10 +167,13 @@ std::string Client::create_experiment(const std::string &name,
     // Names are unique per workspace: a second submit of one TOML meets the first one's name.
     static const std::regex name_taken("already (in use|exists)", std::regex::icase);
     if (std::regex_search(detail, name_taken)) {
-      error.add_context(fmt::format("an experiment named {} already exists in workspace {}: pass "
-                                    "--name NEW to submit this run under another name",
+      Error taken(k_exit_already_exists, error.what());
+      taken.add_context(fmt::format("an experiment named {} already exists in workspace {}: pass "
+                                    "--name NEW to submit this run under another name, or "
+                                    "--if-exists adopt to take that one as this submit's",
                                     name,
                                     workspace));
+      throw taken;
     }
     throw error;
   }

@@ -81,7 +81,7 @@ constexpr std::string_view k_controller_file = "controller.json";
 void read_claim_file(const std::string &name,
                      const std::string &content,
                      std::map<std::string, Claim> &claims,
-                     std::map<std::string, std::pair<std::string, double>> &children,
+                     std::map<std::string, Claim> &children,
                      std::vector<std::string> &unreadable) {
   const std::string file = name.substr(k_claims_prefix.size());
   const auto dot = file.find('.');
@@ -93,8 +93,14 @@ void read_claim_file(const std::string &name,
   try {
     const auto j = nlohmann::json::parse(content);
     if (rest == ".child.json") {
-      children[source] = {j.at("child_experiment").get<std::string>(),
-                          j.value("recorded_unix", 0.0)};
+      Claim &child = children[source];
+      child.child_experiment = j.at("child_experiment").get<std::string>();
+      child.child_unix = j.value("recorded_unix", 0.0);
+      if (const auto step = j.find("resume_step");
+          step != j.end() && step->is_number_integer()) {
+        child.child_resume_step = step->get<std::int64_t>();
+      }
+      child.child_from_start = j.value("from", std::string()) == "start";
       return;
     }
     Claim claim;
@@ -311,7 +317,7 @@ Ledger ledger_from_files(const std::vector<std::pair<std::string, std::string>> 
   std::map<std::int64_t, End> ends;
   std::map<std::int64_t, Recover> recovers;
   std::map<std::string, Claim> claims; // source -> newest generation
-  std::map<std::string, std::pair<std::string, double>> children;
+  std::map<std::string, Claim> children;
   for (const auto &[name, content] : files) {
     if (name.starts_with(k_claims_prefix)) {
       read_claim_file(name, content, claims, children, ledger.unreadable);
@@ -348,8 +354,10 @@ Ledger ledger_from_files(const std::vector<std::pair<std::string, std::string>> 
   }
   for (auto &[source, claim] : claims) {
     if (const auto it = children.find(source); it != children.end()) {
-      claim.child_experiment = it->second.first;
-      claim.child_unix = it->second.second;
+      claim.child_experiment = it->second.child_experiment;
+      claim.child_unix = it->second.child_unix;
+      claim.child_resume_step = it->second.child_resume_step;
+      claim.child_from_start = it->second.child_from_start;
     }
     ledger.claims.push_back(std::move(claim));
   }
@@ -499,16 +507,25 @@ Owner claim(const stdfs::path &path, const Owner &mine) {
 std::string ownership_refusal(const stdfs::path &path,
                               const stdfs::path &checkpoint_dir,
                               const Owner &owner,
-                              std::string_view run_id) {
+                              std::string_view run_id,
+                              bool v0_9) {
+  // The fix that works for the generation: a v0.9 run directory is named after the run, a
+  // v0.8.0 output dir only by output_dir (a TOML without one gets outputs/<run name>).
+  const std::string fix =
+      v0_9 ? "give this launch its own --name (a v0.9 run directory is named after the run)"
+           : fmt::format("give this launch its own output dir (--set output_dir={}-2, or "
+                         "--name when the TOML names no output_dir)",
+                         checkpoint_dir.filename().string());
   return fmt::format("{} belongs to run {} (experiment {}, since {}; {}): run {} must not resume "
-                     "from its checkpoints; give this launch its own --name (a v0.9 run gets its "
-                     "own run directory) or another output_dir",
+                     "from its checkpoints; {}, or pass --wandb-run-id {} to continue that run",
                      checkpoint_dir.string(),
                      owner.run_id,
                      owner.experiment.empty() ? "unknown" : owner.experiment,
                      owner.claimed_at.empty() ? "unknown" : owner.claimed_at,
                      path.string(),
-                     run_id);
+                     run_id,
+                     fix,
+                     owner.run_id);
 }
 
 std::int64_t append_start(const stdfs::path &dir, Start &start) {
@@ -559,12 +576,17 @@ bool write_claim(const stdfs::path &dir, const Claim &claim) {
 bool write_claim_child(const stdfs::path &dir,
                        const std::string &source_experiment,
                        const std::string &child_experiment,
-                       double unix_seconds) {
+                       double unix_seconds,
+                       const ChildStart &from) {
   OrderedJson j = OrderedJson::object();
   j["schema_version"] = k_schema_version;
   j["record"] = "claim_child";
   j["source_experiment"] = source_experiment;
   j["child_experiment"] = child_experiment;
+  j["resume_step"] = from.resume_step ? OrderedJson(*from.resume_step) : OrderedJson(nullptr);
+  j["from"] = from.from_start    ? OrderedJson("start")
+              : from.resume_step ? OrderedJson(fmt::format("step {}", *from.resume_step))
+                                 : OrderedJson(nullptr);
   j["recorded_at"] = utc_text(unix_seconds);
   j["recorded_unix"] = unix_seconds;
   return create_exclusive(dir / k_claims_dir / fmt::format("{}.child.json", source_experiment),

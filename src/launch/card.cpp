@@ -123,7 +123,9 @@ void multi_rl_layout(Card &card, const contract::ReplicaEnv &env) {
                               workers(mixed) - 1));
       }
       card.more(fmt::format(
-          "tool gateway on port {} ({} workers)", env.gateway_port, env.gateway_workers));
+          "tool gateway on port {} ({})",
+          env.gateway_port,
+          plural(env.gateway_workers, "worker", "workers")));
       next_worker += workers(mixed);
     } else {
       card.line(label,
@@ -386,15 +388,20 @@ std::string launch_card(const LaunchPlan &plan) {
   const auto &recovery = plan.recovery;
   if (recovery.is_object() && !recovery.empty()) {
     const auto beaker = recovery.value("beaker", OrderedJson::object());
-    card.line(
-        "recovery",
-        fmt::format(
-            "up to {} after preemption, {} after errors (--max-recoveries, "
-            "--max-restarts-on-errors)",
-            plural(recovery.value("max_recoveries", std::int64_t{0}), "recovery", "recoveries"),
-            plural(
-                recovery.value("max_restarts_on_errors", std::int64_t{0}), "restart", "restarts")));
     const std::string mode = recovery.value("mode", std::string());
+    // What the policy promises follows --recover: off promises nothing.
+    card.line("recovery",
+              mode == "off"
+                  ? std::string("off: nothing resubmits or restarts it (--recover off, or no "
+                                "budget)")
+                  : fmt::format("up to {} after preemption, {} after errors (--max-recoveries, "
+                                "--max-restarts-on-errors)",
+                                plural(recovery.value("max_recoveries", std::int64_t{0}),
+                                       "recovery",
+                                       "recoveries"),
+                                plural(recovery.value("max_restarts_on_errors", std::int64_t{0}),
+                                       "restart",
+                                       "restarts")));
     if (mode == "beaker" || mode.empty()) {
       card.more(fmt::format("Beaker restarts it: autoResume {}, allowedTaskRetries {}",
                             beaker.value("auto_resume", false) ? "on" : "off",
@@ -431,6 +438,14 @@ std::string launch_card(const LaunchPlan &plan) {
                       "`primebeaker rl resume RUN` by hand");
     }
   }
+  if (!plan.ownership.output_dir.empty()) {
+    card.line("output dir",
+              fmt::format("{}{}; claimed for W&B run {} at submit",
+                          plan.ownership.checkpoint_dir.string(),
+                          plan.ownership.defaulted ? " (outputs/<run name>: the TOML names none)"
+                                                   : "",
+                          plan.ownership.run_id));
+  }
   const auto secrets = secrets_of(task);
   if (!secrets.empty()) {
     std::string text;
@@ -441,18 +456,32 @@ std::string launch_card(const LaunchPlan &plan) {
   }
   const auto context = task.value("context", OrderedJson::object());
   const auto constraints = task.value("constraints", OrderedJson::object());
-  std::string where =
-      fmt::format("{}, priority {}", plan.workspace, context.value("priority", std::string("?")));
+  // A value nobody chose is marked, so that it is not mistaken for one's own default.
+  const auto built_in = [&](const char *flag) {
+    return std::find(plan.built_in.begin(), plan.built_in.end(), flag) != plan.built_in.end()
+               ? " (built-in)"
+               : "";
+  };
+  std::string where = fmt::format("{}{}, priority {}{}",
+                                  plan.workspace,
+                                  built_in("workspace"),
+                                  context.value("priority", std::string("?")),
+                                  built_in("priority"));
   const auto clusters = constraints.value("cluster", OrderedJson::array());
   if (!clusters.empty()) {
     std::string names;
     for (const auto &cluster : clusters) {
       names += (names.empty() ? "" : ", ") + cluster.get<std::string>();
     }
-    where += " on " + names;
+    where += " on " + names + built_in("cluster");
   }
   card.line("beaker", where);
-  std::string cost = fmt::format("{} GPU-hours per hour of run time", total_gpus);
+  if (!plan.built_in.empty()) {
+    card.more(fmt::format("built-in: --{} (`primebeaker config set KEY VALUE` sets yours)",
+                          text::join(plan.built_in, ", --")));
+  }
+  std::string cost =
+      fmt::format("{} per hour of run time", plural(total_gpus, "GPU-hour", "GPU-hours"));
   const auto min_runtime = context.value("minRuntime", OrderedJson());
   if (min_runtime.is_string() && !min_runtime.get<std::string>().empty() &&
       min_runtime.get<std::string>().front() != '0') {

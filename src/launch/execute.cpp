@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The effects of a launch plan, and the glue from options to a plan.
+#include "ownership.hpp"
 #include "paths.hpp"
 #include "plan_parts.hpp"
 
@@ -23,6 +24,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -72,6 +75,25 @@ std::filesystem::path resolve_real_path(const std::filesystem::path &absolute_pa
 
 namespace {
 
+// A launch's files are its own (docs/launch.md "Files a launch writes"): written atomically, and
+// one that holds something else is never replaced (only a pinned PRIMEBEAKER_LAUNCH_ID reused
+// for another launch of the same name can get there).
+void write_once(const std::filesystem::path &path, const std::string &content, LaunchEffects &effects) {
+  if (effects.files.exists(path)) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream held;
+    held << in.rdbuf();
+    if (in && held.str() == content) {
+      return;
+    }
+    throw failure(fmt::format("{} already holds another launch's file, which is never replaced; "
+                              "this launch id is in use (unset PRIMEBEAKER_LAUNCH_ID, or pin "
+                              "another)",
+                              path.string()));
+  }
+  effects.files.write_file_atomic(path, content);
+}
+
 // The controller of a submitted run: its spec (the run's id filled in) written and submitted.
 // A failure here does not undo the run; the receipt says what failed and the caller exits 1.
 OrderedJson
@@ -85,9 +107,9 @@ submit_controller(const LaunchPlan &plan, const OrderedJson &training_id, Launch
     if (!training_id.is_string()) {
       throw failure("beaker's output named no experiment id for the run to follow");
     }
-    effects.files.write_file_atomic(
-        controller.spec_path,
-        to_pretty_json(controller_spec_for(controller, training_id.get<std::string>())));
+    write_once(controller.spec_path,
+               to_pretty_json(controller_spec_for(controller, training_id.get<std::string>())),
+               effects);
     const std::string created = effects.beaker.create_experiment(
         controller.experiment_name, plan.workspace, controller.spec_path.string());
     const auto id = beaker::parse_created_experiment_id(created);
@@ -147,10 +169,10 @@ void write_spec(const LaunchPlan &plan, LaunchEffects &effects) {
   }
   // The overridden TOML first: the spec names it as CONFIG_PATH.
   if (!plan.config_copy_path.empty()) {
-    effects.files.write_file_atomic(plan.config_copy_path, plan.config_copy_text);
+    write_once(plan.config_copy_path, plan.config_copy_text, effects);
     spdlog::info("wrote {} (--set)", plan.config_copy_path.string());
   }
-  effects.files.write_file_atomic(plan.spec_path, plan.spec_text);
+  write_once(plan.spec_path, plan.spec_text, effects);
   spdlog::info("wrote {}", plan.spec_path.string());
 }
 
@@ -191,9 +213,59 @@ OrderedJson execute_preview(const LaunchPlan &plan, LaunchEffects &effects) {
   return plan.preview_json();
 }
 
+namespace {
+
+// The experiment of this plan's name in its workspace, when one exists (--if-exists adopt):
+// `beaker experiment get <you>/<name>`. nullopt when beaker does not find it.
+std::optional<OrderedJson> existing_experiment(const LaunchPlan &plan, beaker::Client &beaker) {
+  const auto who = beaker.run_checked({"account", "whoami", "--format", "json"}, "account whoami");
+  const auto parsed = OrderedJson::parse(who.out, nullptr, false);
+  const OrderedJson &me = parsed.is_array() && !parsed.empty() ? parsed.front() : parsed;
+  if (!me.is_object() || !me.contains("name") || !me["name"].is_string()) {
+    throw tool_error("beaker account whoami named nobody");
+  }
+  const auto got = beaker.run(
+      {"experiment", "get", me["name"].get<std::string>() + "/" + plan.experiment_name,
+       "--format", "json"});
+  if (!got.ok()) {
+    return std::nullopt;
+  }
+  auto found = OrderedJson::parse(got.out, nullptr, false);
+  if (found.is_array() && !found.empty()) {
+    found = found.front();
+  }
+  if (!found.is_object() || !found.contains("id") || !found["id"].is_string()) {
+    return std::nullopt;
+  }
+  return found;
+}
+
+// The receipt of an experiment adopted instead of created: nothing was staged, written or
+// submitted by this launch.
+OrderedJson adopted_receipt(const LaunchPlan &plan, const OrderedJson &experiment) {
+  OrderedJson receipt = plan.receipt_json("");
+  const std::string id = experiment["id"].get<std::string>();
+  receipt["experiment_id"] = id;
+  receipt["experiment_url"] = "https://beaker.org/ex/" + id;
+  receipt["spec_path"] = nullptr;
+  receipt["adopted"] = true;
+  std::cerr << fmt::format("primebeaker: {} already exists as {}; adopted it (--if-exists adopt), "
+                           "nothing submitted\n",
+                           plan.experiment_name,
+                           id);
+  return receipt;
+}
+
+} // namespace
+
 OrderedJson execute_submit(const LaunchPlan &plan, LaunchEffects &effects) {
   if (!plan.submit_refusal.empty()) {
     throw usage_error(plan.submit_refusal);
+  }
+  if (plan.if_exists == "adopt") {
+    if (const auto found = existing_experiment(plan, effects.beaker)) {
+      return adopted_receipt(plan, *found);
+    }
   }
   // Everything the controller needs is checked and staged before the run is submitted, so that
   // a run is never left without the recovery it was promised.
@@ -221,10 +293,27 @@ OrderedJson execute_submit(const LaunchPlan &plan, LaunchEffects &effects) {
         plan.controller->beaker_stage,
         staging::Tool{"beaker", plan.controller->beaker_cli, plan.controller->beaker_cli_sha256});
   }
-  write_spec(plan, effects);
-  const std::string out = effects.beaker.create_experiment(
-      plan.experiment_name, plan.workspace, plan.spec_path.string());
+  // The run's checkpoint directory is claimed before Beaker hears of it (docs/recovery.md "One
+  // run per output dir"), and given back when Beaker refuses the run.
+  const DirectoryClaim claimed = claim_directory(plan);
+  std::string out;
+  try {
+    write_spec(plan, effects);
+    out = effects.beaker.create_experiment(
+        plan.experiment_name, plan.workspace, plan.spec_path.string());
+  } catch (const Error &error) {
+    release_directory(claimed);
+    if (error.code() == beaker::k_exit_already_exists && plan.if_exists == "adopt") {
+      if (const auto found = existing_experiment(plan, effects.beaker)) {
+        return adopted_receipt(plan, *found); // created meanwhile by a racing rerun
+      }
+    }
+    throw;
+  }
   OrderedJson receipt = plan.receipt_json(out);
+  if (const auto id = receipt.value("experiment_id", OrderedJson()); id.is_string()) {
+    record_created(plan, id.get<std::string>());
+  }
   // `--format json` answers carry no "See progress at" text: a URL beaker's JSON gives wins over
   // the public one receipt_json falls back to.
   if (const auto created = beaker::parse_created_experiment(out); created && created->url) {
@@ -238,41 +327,6 @@ OrderedJson execute_submit(const LaunchPlan &plan, LaunchEffects &effects) {
 }
 
 namespace {
-
-// Where the mount is readable here, a launch over a checkpoint directory another run owns is
-// refused at preview already (the node refuses it at start in every case; docs/recovery.md "One
-// run per output dir").
-void refuse_another_runs_directory(const LaunchPlan &plan) {
-  std::map<std::string, std::string> env;
-  for (const auto &var : plan.spec["tasks"][0].value("envVars", OrderedJson::array())) {
-    if (var.contains("value") && var["value"].is_string()) {
-      env[var["name"].get<std::string>()] = var["value"].get<std::string>();
-    }
-  }
-  const auto run_id = env.find("WANDB_RUN_ID");
-  const auto output = env.find("OUTPUT_DIR");
-  if (run_id == env.end() || output == env.end()) {
-    return;
-  }
-  std::filesystem::path output_dir = output->second;
-  if (output_dir.is_relative()) {
-    output_dir = std::filesystem::path(env["WORKING_DIR"]) / output_dir;
-  }
-  const bool v0_9 = env["PRIME_RL_GENERATION"] == "v0.9";
-  const std::string run_dir = v0_9 ? env["PRIME_RL_RUN_DIR"] : std::string();
-  const auto path = checkpoints::ledger::owner_path(output_dir.lexically_normal(), run_dir);
-  std::optional<checkpoints::ledger::Owner> owner;
-  try {
-    owner = checkpoints::ledger::read_owner(path);
-  } catch (const Error &error) {
-    spdlog::warn("{}", error.what());
-    return;
-  }
-  if (owner && owner->run_id != run_id->second) {
-    throw input_error(checkpoints::ledger::ownership_refusal(
-        path, v0_9 ? output_dir / run_dir : output_dir, *owner, run_id->second));
-  }
-}
 
 // The dataset files an RL TOML's environments read are looked for here, at preview already,
 // where this machine sees the mount: a missing one is a TOML problem (exit 3); one it cannot
@@ -341,7 +395,9 @@ LaunchPlan plan_from_options(Program program, const LaunchOptions &options) {
                            "submit needs one");
     }
   }
-  refuse_another_runs_directory(plan);
+  if (plan.if_exists != "adopt") {
+    refuse_claimed_directory(plan); // with adopt, submit adopts a rerun first, then checks
+  }
   if (program == Program::rl) {
     refuse_missing_datasets(document, options, plan);
   }

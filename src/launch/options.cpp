@@ -111,6 +111,10 @@ const std::vector<FlagInfo> &flag_table() {
        Kind::list,
        "KEY=VALUE: set a TOML key in a copy of --toml (written beside the spec; your file is "
        "never changed), VALUE typed as `toml set` types it; repeatable"},
+      {"if-exists",
+       Kind::text,
+       "submit: when the workspace already has an experiment of this name, fail (exit 5) or "
+       "adopt it (print its receipt, submit nothing): a CI rerun is then safe [fail]"},
       {"write-spec", Kind::boolean, "preview: also write the spec file (--no-write-spec)"},
       {"stage",
        Kind::boolean,
@@ -269,6 +273,8 @@ std::string *text_field(LaunchOptions &o, const std::string &name) {
     return &o.wandb_project;
   if (name == "recover")
     return &o.recover;
+  if (name == "if-exists")
+    return &o.if_exists;
   if (name == "controller-token-secret")
     return &o.controller_token_secret;
   if (name == "controller-priority")

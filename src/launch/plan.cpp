@@ -2,13 +2,16 @@
 // make_plan: options + loaded inputs -> the Beaker spec and everything printed or run. Pure.
 // The seams: plan_flags.cpp (flags), plan_topology.cpp (TOML readers), here the container
 // env (contract::ReplicaEnv), the mount check and the experiment.
+#include "ownership.hpp"
 #include "paths.hpp"
 #include "plan_parts.hpp"
 
 #include <primebeaker/beaker/client.hpp>
 #include <primebeaker/beaker/spec.hpp>
+#include <primebeaker/checkpoints/ledger.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/random.hpp>
+#include <primebeaker/core/sha2.hpp>
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/environments/validate.hpp>
 #include <primebeaker/images/catalog.hpp>
@@ -223,12 +226,39 @@ contract::Kind kind_of(Program program, bool multi) {
 // Steps 2-3: the topology, read as the image's Prime-RL generation reads it, and the program the
 // TOML is written for. A TOML for the other program stops here; no deployment.type is Prime-RL's
 // single_node, an invalid one a problem read as single_node so the other keys are still checked.
-contract::Kind read_kind(const LaunchOptions &options,
-                         const LaunchInputs &inputs,
-                         primerl::Generation generation,
-                         primerl::Problems &problems) {
+// A per-component Prime-RL TOML (inference, orchestrator, trainer, env server, evals) is not an
+// rl or sft one: said in one line, as `toml check --prime-rl` reads it, before any rule of the
+// launch could suggest an edit that would change what the file means.
+void refuse_component_toml(const toml::Document &document, Program program) {
+  const auto has = [&](const char *key) { return document.root().find(key) != nullptr; };
+  if (has("trainer") || has("orchestrator") || (program == Program::sft && has("data"))) {
+    return;
+  }
+  const primerl::Reading best = primerl::read_prime_rl_file(document, std::nullopt, std::nullopt);
+  if (best.errors != 0 || best.root == primerl::ConfigRoot::rl ||
+      best.root == primerl::ConfigRoot::sft) {
+    return;
+  }
+  const auto own = primerl::read_prime_rl_file(
+      document,
+      program == Program::rl ? primerl::ConfigRoot::rl : primerl::ConfigRoot::sft,
+      best.prime_rl);
+  if (own.errors == 0) {
+    return;
+  }
+  throw input_error(fmt::format(
+      "{}: this is a Prime-RL {} {} config (as `primebeaker toml check --prime-rl` reads it), not "
+      "an {} one: primebeaker launches Prime-RL's rl and sft entry points; launch the rl or sft "
+      "TOML that runs this component",
+      document.source_name(),
+      best.prime_rl.version,
+      primerl::root_name(best.root),
+      program_name(program)));
+}
+
+contract::Kind read_kind(const LaunchInputs &inputs, primerl::Problems &problems) {
   const toml::Document &document = *inputs.document;
-  const bool v0_9 = generation == primerl::Generation::v0_9;
+  refuse_component_toml(document, inputs.program);
   // Prime-RL defaults the deployment to single_node, in both generations.
   const bool multi =
       document.root().find_path({"deployment", "type"}) != nullptr &&
@@ -245,9 +275,6 @@ contract::Kind read_kind(const LaunchOptions &options,
     throw input_error(fmt::format("{}: this looks like an SFT TOML ([data], no [orchestrator]); "
                                   "use `primebeaker sft`",
                                   document.source_name()));
-  }
-  if (multi && inputs.program == Program::rl && options.registry.empty() && !v0_9) {
-    throw usage_error("multi-node RL requires --registry=redis://...");
   }
   return kind_of(inputs.program, multi);
 }
@@ -298,6 +325,15 @@ contract::ReplicaEnv replica_env(const LaunchOptions &options,
   replica.wandb_shared_run_id = run_id;
   replica.rendezvous_dir = normalize_path(fmt::format(
       "{}/primebeaker/rendezvous/{}-{}", flags.scratch_dir, experiment_name, inputs.launch_id));
+  if (replica.kind == contract::Kind::multi_rl && read.generation != primerl::Generation::v0_9 &&
+      !replica.registry) {
+    // No --registry (nor config `registry`): a file registry on the shared mount, in the run's
+    // rendezvous dir, which every replica sees and which needs no server (docs/launch.md
+    // "Registry").
+    replica.registry = contract::parse_registry(
+        "file://" + replica.rendezvous_dir + "/registry", {flags.working_dir, flags.home_dir},
+        "--registry", true);
+  }
   if (replica.kind == contract::Kind::multi_rl && read.generation != primerl::Generation::v0_9) {
     replica.gateway_port = options.gateway_port;
     replica.gateway_workers = options.gateway_workers;
@@ -381,7 +417,7 @@ std::vector<std::string> launch_paths(const LaunchOptions &options, const Launch
       primerl::Problems ignored(*inputs.document); // make_plan reports them
       const auto generation = choose_launch_image(options, inputs).prime_rl.generation;
       const auto read = detail::read_topology(
-          *inputs.document, read_kind(options, inputs, generation, ignored), generation, ignored);
+          *inputs.document, read_kind(inputs, ignored), generation, ignored);
       for (const auto &path : read.paths) {
         paths.push_back(detail::in_container(flags.working_dir, path.value));
       }
@@ -501,11 +537,54 @@ LaunchPlan make_plan(const LaunchOptions &options, const LaunchInputs &inputs) {
 
 namespace {
 
+// Every run gets its own output dir (docs/launch.md "Output dir"): a v0.8.0-generation TOML that
+// names none would take Prime-RL's `outputs`, shared by every run launched from one working
+// dir, so the launch gives it `outputs/<run name>` in the copy the container reads. (v0.9 keeps
+// each run in <output_dir>/<run name> by itself; a relaunch of a run keeps the run's dir.)
+std::optional<std::string> default_output_dir(const LaunchOptions &options,
+                                              const LaunchInputs &inputs,
+                                              const std::vector<std::string> &set) {
+  const toml::Document &document = *inputs.document;
+  if (inputs.output_dir_as_written || document.root().find("output_dir") != nullptr ||
+      std::any_of(set.begin(), set.end(), [](const std::string &item) {
+        return item.starts_with("output_dir=");
+      })) {
+    return std::nullopt;
+  }
+  try {
+    if (choose_launch_image(options, inputs).prime_rl.generation == primerl::Generation::v0_9) {
+      return std::nullopt;
+    }
+  } catch (const Error &) {
+    return std::nullopt; // plan_document reports it
+  }
+  std::string name;
+  if (inputs.experiment_name) {
+    name = *inputs.experiment_name;
+  } else if (!options.name.empty()) {
+    name = options.name;
+  } else if (const toml::Value *wandb_name = document.root().find_path({"wandb", "name"});
+             wandb_name != nullptr && wandb_name->string() != nullptr &&
+             !wandb_name->string()->empty()) {
+    name = *wandb_name->string();
+  } else {
+    name = primerl::default_experiment_name(document);
+  }
+  if (!primerl::is_experiment_name(name)) {
+    return std::nullopt; // refused by plan_document, naming the key
+  }
+  return "outputs/" + name;
+}
+
 LaunchPlan make_plan_with_overrides(const LaunchOptions &options, const LaunchInputs &inputs) {
   if (inputs.document == nullptr) {
     throw failure("internal error: make_plan without a TOML document");
   }
-  const std::vector<std::string> set = with_wandb_project(options, *inputs.document);
+  std::vector<std::string> set = with_wandb_project(options, *inputs.document);
+  const auto output_dir = default_output_dir(options, inputs, set);
+  if (output_dir) {
+    set.push_back("output_dir=" + nlohmann::json(*output_dir).dump());
+  }
   if (set.empty()) {
     return plan_document(options, inputs);
   }
@@ -514,11 +593,17 @@ LaunchPlan make_plan_with_overrides(const LaunchOptions &options, const LaunchIn
   const auto overrides = parse_overrides(set);
   detail::ValidatedFlags flags;
   detail::check_basic_flags(options, flags);
+  // Named after the TOML, the launch and its own content: two TOMLs of one name launched with
+  // one pinned PRIMEBEAKER_LAUNCH_ID never share a copy (the container reads it hours later).
   const std::string stem = std::filesystem::path(inputs.config_path).stem().string();
-  const std::filesystem::path copy_path = normalize_path(fmt::format(
-      "{}/primebeaker/beaker_experiments/{}-{}.toml", flags.scratch_dir, stem, inputs.launch_id));
-  const auto copy =
-      toml::Document::parse(apply_overrides(*inputs.document, overrides), copy_path.string());
+  const std::string copy_text = apply_overrides(*inputs.document, overrides);
+  const std::filesystem::path copy_path = normalize_path(
+      fmt::format("{}/primebeaker/beaker_experiments/{}-{}-{}.toml",
+                  flags.scratch_dir,
+                  stem,
+                  inputs.launch_id,
+                  sha2::sha256_hex(copy_text).substr(0, 8)));
+  const auto copy = toml::Document::parse(copy_text, copy_path.string());
   LaunchInputs edited = inputs;
   edited.document = &copy;
   edited.config_path = copy_path;
@@ -531,7 +616,16 @@ LaunchPlan make_plan_with_overrides(const LaunchOptions &options, const LaunchIn
   plan.config_copy_path = copy_path;
   plan.config_copy_text = copy.text();
   for (const auto &o : overrides) {
-    plan.overrides.emplace_back(o.key, o.literal);
+    if (!(output_dir && o.key == "output_dir")) {
+      plan.overrides.emplace_back(o.key, o.literal);
+    }
+  }
+  if (output_dir) {
+    plan.ownership.defaulted = true;
+    plan.defaulted.push_back(fmt::format(
+        "output_dir = \"{}\" (Prime-RL's outputs plus the run name, so that no two runs share "
+        "checkpoints; --set output_dir=... to choose)",
+        *output_dir));
   }
   return plan;
 }
@@ -555,7 +649,7 @@ LaunchPlan plan_document(const LaunchOptions &options, const LaunchInputs &input
   const images::ImageChoice image = choose_launch_image(options, inputs);
   const primerl::Generation generation = image.prime_rl.generation;
   const bool v0_9 = generation == primerl::Generation::v0_9;
-  const contract::Kind kind = read_kind(options, inputs, generation, problems); // 2-3
+  const contract::Kind kind = read_kind(inputs, problems); // 2-3
   const bool multi = contract::is_multi_node(kind);
   detail::check_flags(options, program, multi, image, flags); // 4-9
   const detail::TopologyRead read =
@@ -669,16 +763,23 @@ LaunchPlan plan_document(const LaunchOptions &options, const LaunchInputs &input
   plan.experiment_name = experiment_name;
   plan.workspace = options.workspace;
   plan.launch_id = inputs.launch_id;
-  plan.spec_path = normalize_path(fmt::format("{}/primebeaker/beaker_experiments/{}{}.json",
+  // Per launch: a later launch (a rerun Beaker then refuses, a parallel job of the same name)
+  // never rewrites this one's spec (docs/launch.md "Files a launch writes").
+  plan.spec_path = normalize_path(fmt::format("{}/primebeaker/beaker_experiments/{}-{}.json",
                                               flags.scratch_dir,
                                               experiment_name,
-                                              multi ? "-" + inputs.launch_id : std::string()));
+                                              inputs.launch_id));
   plan.spec = beaker::to_json(experiment);
   plan.spec_text = to_pretty_json(plan.spec);
   plan.submit_command = beaker::experiment_create_argv(
       "beaker", experiment_name, options.workspace, plan.spec_path.string());
   plan.wandb_run = wandb_json(read.wandb, experiment_name, replica.wandb_run_id, entity);
   plan.write_spec = options.write_spec;
+  if (options.if_exists != "fail" && options.if_exists != "adopt") {
+    throw usage_error(
+        fmt::format("--if-exists must be fail or adopt, got '{}'", options.if_exists));
+  }
+  plan.if_exists = options.if_exists;
   plan.submit_refusal = flags.submit_refusal;
   plan.notes = std::move(notes);
   plan.prime_rl = image.prime_rl.version;
@@ -686,7 +787,20 @@ LaunchPlan plan_document(const LaunchOptions &options, const LaunchInputs &input
   plan.image_name = image.name;
   plan.stage_dir = stage_dir;
   plan.staged_program = staged_program;
+  plan.ownership.output_dir =
+      detail::in_container(flags.working_dir, replica.output_dir);
+  plan.ownership.v0_9 = v0_9;
+  plan.ownership.checkpoint_dir =
+      v0_9 ? plan.ownership.output_dir / replica.run_dir_name : plan.ownership.output_dir;
+  plan.ownership.owner_path = checkpoints::ledger::owner_path(
+      plan.ownership.output_dir, v0_9 ? replica.run_dir_name : std::string());
+  plan.ownership.run_id = replica.wandb_run_id;
+  plan.ownership.index_path =
+      launch_index_path(flags.scratch_dir, plan.ownership.checkpoint_dir);
+  plan.ownership.ledger_dir = checkpoints::ledger::directory(
+      plan.ownership.output_dir, checkpoints::ledger::run_key(replica.wandb_run_id));
   plan.recovery = detail::recovery_policy(options, program, multi);
+  plan.recovery["ledger"] = plan.ownership.ledger_dir.string();
   plan.recover_mode = plan.recovery.value("mode", std::string());
   plan.controller = detail::controller_plan(
       options, inputs, flags, plan.recover_mode, experiment_name, staged_program, inputs.launch_id);

@@ -286,7 +286,7 @@ OrderedJson recovery_policy(const LaunchOptions &options, Program program, bool 
   // multi-node run is resubmitted whole, by its controller or by a `follow --recover` the user
   // keeps running; true only for the latter.
   out["follow_recover"] = mode == "terminal";
-  out["ledger"] = "<output_dir>/primebeaker_recovery/ledger/<W&B run id>";
+  out["ledger"] = nullptr; // the plan fills in the run's real path
   return out;
 }
 

@@ -124,7 +124,8 @@ RecoveryOutcome start_recovery(const RecoveryRequest &request,
                                                   outcome.layout.is_v0_9() ? outcome.layout.run_dir
                                                                            : source.output_dir,
                                                   owner,
-                                                  request.run_id));
+                                                  request.run_id,
+                                                  outcome.layout.is_v0_9()));
     }
   }
   // The ledger stays under output_dir, outside a v0.9 run directory that `clean` deletes.

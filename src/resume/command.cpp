@@ -5,6 +5,7 @@
 #include "source.hpp"
 
 #include <primebeaker/beaker/client.hpp>
+#include <primebeaker/checkpoints/ledger.hpp>
 #include <primebeaker/checkpoints/topology.hpp>
 #include <primebeaker/core/command_tree.hpp>
 #include <primebeaker/core/env.hpp>
@@ -12,6 +13,7 @@
 #include <primebeaker/core/fs.hpp>
 #include <primebeaker/core/json.hpp>
 #include <primebeaker/primerl/config.hpp>
+#include <primebeaker/runs/recover.hpp>
 #include <primebeaker/runs/runs.hpp>
 #include <primebeaker/staging/stage.hpp>
 #include <primebeaker/toml/value.hpp>
@@ -19,6 +21,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <iostream>
 
 namespace pb::resume {
@@ -53,6 +56,8 @@ std::string source_reference(const std::string &from_experiment) {
   }
   return from_experiment;
 }
+
+void record_by_hand(const ResumePlan &plan, const OrderedJson &receipt);
 
 void run_resume(const ResumeOptions &options) {
   if (options.from_experiment.empty()) {
@@ -144,6 +149,9 @@ void run_resume(const ResumeOptions &options) {
     return;
   }
   const OrderedJson out = execute(plan, effects);
+  if (options.child_name.empty()) {
+    record_by_hand(plan, out); // a recovering actor records its own claim
+  }
   print_json(std::cout, out);
   if (out.contains("controller") && out["controller"].contains("error")) {
     throw failure(fmt::format("{} is submitted, but its recovery controller is not: {}; until one "
@@ -151,6 +159,43 @@ void run_resume(const ResumeOptions &options) {
                               out.value("child_experiment_id", std::string("the new experiment")),
                               out["controller"]["error"].get<std::string>(),
                               out.value("child_experiment_id", std::string("RUN"))));
+  }
+}
+
+// A resume by hand continues the run's chain like a recovery does (docs/runs.md "One chain"): a
+// claim of the source and its child in the run's ledger, so that `status`, `list`, `stop` and a
+// controller following the source all find the new experiment. Never fails the resume.
+void record_by_hand(const ResumePlan &plan, const OrderedJson &receipt) {
+  namespace ledger = checkpoints::ledger;
+  const auto child = receipt.value("child_experiment_id", OrderedJson());
+  const auto &dir = plan.launch.ownership.ledger_dir;
+  if (!child.is_string() || dir.empty()) {
+    return;
+  }
+  try {
+    const double now =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
+    ledger::Claim claim;
+    claim.source_experiment = plan.source_id;
+    claim.cause = std::string(ledger::k_resubmission);
+    claim.by = "rl resume by hand (" + runs::actor_identity(false) + ")";
+    claim.claimed_unix = now;
+    claim.attempt_id = plan.attempt_id;
+    claim.child_name = plan.experiment_name;
+    ledger::ChildStart from;
+    from.from_start = plan.from_start;
+    if (!plan.from_start) {
+      from.resume_step = plan.record.step;
+    }
+    if (ledger::write_claim(dir, claim)) {
+      ledger::write_claim_child(dir, plan.source_id, child.get<std::string>(), now, from);
+    }
+  } catch (const Error &error) {
+    spdlog::warn("the run's ledger does not record this resume ({}): `status {}` shows the "
+                 "source, not the new experiment",
+                 error.what(),
+                 plan.source_id);
   }
 }
 
@@ -166,6 +211,11 @@ void add_resume_options(cli::CommandTree &tree, cli::Command &app) {
   app.add_option(cli::flag("resume-step"),
                  options.resume_step,
                  "Resume from this step (it must be complete); default: the newest complete one");
+  app.add_flag(cli::flag("from-start-if-none"),
+               options.from_start_if_none,
+               "When the run has no complete checkpoint (preempted before its first), relaunch "
+               "it from the start in the same output dir with the same W&B run id instead of "
+               "refusing (what recovery does)");
   app.add_option(cli::flag("experiment-name"),
                  options.experiment_name,
                  "Base of the new experiment name (default: the source's name)");

@@ -292,6 +292,9 @@ std::vector<Refusal> refusals(const ResumePlan &plan, ResumeEffects &effects) {
 }
 
 void reverify_checkpoint(const ResumePlan &plan) {
+  if (plan.from_start) {
+    return; // no step was chosen: the node runtime decides at its start (docs/recovery.md)
+  }
   const auto listing = checkpoints::list_steps(plan.checkpoints, plan.step_name);
   const auto statuses = checkpoints::evaluate(listing);
   if (statuses.size() != 1 || !statuses.front().complete) {

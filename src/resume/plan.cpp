@@ -103,7 +103,9 @@ OrderedJson ResumePlan::resume_json() const {
   OrderedJson out = OrderedJson::object();
   out["source_experiment_id"] = source_id;
   out["source_experiment_name"] = source_name;
-  out["checkpoint"] = checkpoints::record_json(record);
+  // From the start: no checkpoint; "from" says so in words for whoever reads the receipt.
+  out["checkpoint"] = from_start ? OrderedJson(nullptr) : checkpoints::record_json(record);
+  out["from"] = from_start ? std::string("start") : "step " + std::to_string(record.step);
   out["source_config_path"] = source_config_path.string();
   out["generated_config_path"] = generated_config_path.string();
   out["manifest_path"] = manifest_path.string();
@@ -124,19 +126,24 @@ namespace {
 
 // v0.8.0: clean_output_dir = false, ckpt.resume_step = K (and the sub-config copies, which win
 // over the shared one in Prime-RL), wandb.name when [wandb] has none.
+// Without a step (from the start), every resume_step is removed instead: the node runtime then
+// starts fresh after moving any cut-off step aside (docs/recovery.md).
 std::string v0_8_resume_text(const toml::Document &config,
-                             std::int64_t step,
+                             const std::optional<std::int64_t> &step,
                              const std::string &experiment_name,
                              std::vector<std::string> &edited) {
   toml::Editor editor(config);
   editor.set("clean_output_dir", "false");
   edited.push_back("clean_output_dir");
-  editor.set("ckpt.resume_step", std::to_string(step));
-  edited.push_back("ckpt.resume_step");
   // A sub-config value wins over the shared one in Prime-RL, so it must say the same step.
-  for (const char *key : {"trainer.ckpt.resume_step", "orchestrator.ckpt.resume_step"}) {
-    if (config.root().find_path(text::split(key, '.')) != nullptr) {
-      editor.set(key, std::to_string(step));
+  for (const char *key :
+       {"ckpt.resume_step", "trainer.ckpt.resume_step", "orchestrator.ckpt.resume_step"}) {
+    const bool present = config.root().find_path(text::split(key, '.')) != nullptr;
+    if (step && (present || std::string_view(key) == "ckpt.resume_step")) {
+      editor.set(key, std::to_string(*step));
+      edited.push_back(key);
+    } else if (!step && present) {
+      editor.unset(key);
       edited.push_back(key);
     }
   }
@@ -152,7 +159,7 @@ std::string v0_8_resume_text(const toml::Document &config,
 // in step), and run.name = the source's run directory when the TOML names none: the child
 // launch would otherwise name a new run directory after its own experiment.
 std::string v0_9_resume_text(const toml::Document &config,
-                             std::int64_t step,
+                             const std::optional<std::int64_t> &step,
                              const primerl::RunLayout &layout,
                              std::vector<std::string> &edited) {
   const auto &keys = primerl::resume_keys(primerl::Generation::v0_9);
@@ -162,16 +169,25 @@ std::string v0_9_resume_text(const toml::Document &config,
   toml::Editor editor(config);
   editor.set(keys.clean, "false");
   edited.push_back(keys.clean);
-  editor.set(keys.step, std::to_string(step));
-  edited.push_back(keys.step);
+  if (step) {
+    editor.set(keys.step, std::to_string(*step));
+    edited.push_back(keys.step);
+  } else if (has(keys.step)) {
+    editor.unset(keys.step);
+    edited.push_back(keys.step);
+  }
   for (const auto &copy : keys.copies) {
-    if (has(copy.substr(0, copy.rfind('.')))) {
-      editor.set(copy, std::to_string(step));
+    if (step && has(copy.substr(0, copy.rfind('.')))) {
+      editor.set(copy, std::to_string(*step));
+      edited.push_back(copy);
+    } else if (!step && has(copy)) {
+      editor.unset(copy);
       edited.push_back(copy);
     }
   }
+  // resume.dir (a fork of another run's step) stays while the run has none of its own.
   for (const auto &key : keys.exclusive) {
-    if (has(key)) {
+    if (step && has(key)) {
       editor.unset(key);
       edited.push_back(key);
     }
@@ -209,17 +225,33 @@ ResumePlan make_plan(const ResumeOptions &options, const ResumeInputs &inputs) {
   }
 
   const auto statuses = checkpoints::evaluate(inputs.listing);
-  const checkpoints::StepStatus &selected =
-      checkpoints::require_step(statuses, options.resume_step);
-  const auto listed = std::find_if(
-      inputs.listing.steps.begin(),
-      inputs.listing.steps.end(),
-      [&](const checkpoints::StepListing &step) { return step.name == selected.name; });
   ResumePlan plan;
-  plan.record = checkpoints::make_record(*listed, checkpoints);
-  plan.step_name = selected.name;
-  const std::int64_t step = selected.step;
-  check_max_steps(config, step);
+  plan.from_start = options.from_start_if_none && !options.resume_step &&
+                    std::none_of(statuses.begin(), statuses.end(), [](const auto &status) {
+                      return status.complete;
+                    });
+  std::int64_t step = 0;
+  if (!plan.from_start) {
+    const checkpoints::StepStatus *chosen = nullptr;
+    try {
+      chosen = &checkpoints::require_step(statuses, options.resume_step);
+    } catch (Error &error) {
+      if (!options.resume_step) {
+        error.add_context("to relaunch the run from the start in the same output dir, pass "
+                          "--from-start-if-none");
+      }
+      throw;
+    }
+    const checkpoints::StepStatus &selected = *chosen;
+    const auto listed = std::find_if(
+        inputs.listing.steps.begin(),
+        inputs.listing.steps.end(),
+        [&](const checkpoints::StepListing &listing) { return listing.name == selected.name; });
+    plan.record = checkpoints::make_record(*listed, checkpoints);
+    plan.step_name = selected.name;
+    step = selected.step;
+    check_max_steps(config, step);
+  }
 
   std::string registry =
       options.overrides.was_given("registry") ? options.overrides.registry : std::string();
@@ -257,9 +289,11 @@ ResumePlan make_plan(const ResumeOptions &options, const ResumeInputs &inputs) {
   plan.not_inherited = source.not_inherited;
 
   // The resume TOML: the source text with only these keys changed; every other byte is kept.
+  const std::optional<std::int64_t> pinned =
+      plan.from_start ? std::nullopt : std::optional<std::int64_t>(step);
   plan.generated_config =
-      v0_9 ? v0_9_resume_text(config, step, layout, plan.edited_keys)
-           : v0_8_resume_text(config, step, plan.experiment_name, plan.edited_keys);
+      v0_9 ? v0_9_resume_text(config, pinned, layout, plan.edited_keys)
+           : v0_8_resume_text(config, pinned, plan.experiment_name, plan.edited_keys);
   // --set: applied to the resume TOML, never to a key the resume itself writes.
   const auto overrides = launch::parse_overrides(options.overrides.set);
   const auto resumed =
@@ -285,7 +319,8 @@ ResumePlan make_plan(const ResumeOptions &options, const ResumeInputs &inputs) {
     throw failure("internal error: resume config must preserve its output directory");
   }
   const toml::Value *resume_step = generated.root().find_path(text::split(keys.step, '.'));
-  if (resume_step == nullptr || resume_step->integer() != step) {
+  if (plan.from_start ? resume_step != nullptr
+                      : resume_step == nullptr || resume_step->integer() != step) {
     throw failure("internal error: resume config did not record the selected checkpoint");
   }
   if (v0_9 && primerl::run_dir_name(generated, "") != layout.run_dir.filename().string()) {
@@ -348,12 +383,15 @@ ResumePlan make_plan(const ResumeOptions &options, const ResumeInputs &inputs) {
     launch_options.env.push_back(name + "=" + value);
   }
   launch_options.env.push_back("PRIMEBEAKER_RESUME_PARENT_EXPERIMENT_ID=" + source.id);
-  launch_options.env.push_back("PRIMEBEAKER_RESUME_STEP=" + std::to_string(step));
+  launch_options.env.push_back("PRIMEBEAKER_RESUME_STEP=" +
+                               (plan.from_start ? std::string("start") : std::to_string(step)));
   for (const auto &[name, secret] : source.secrets) {
     launch_options.secrets.push_back(name + "=" + secret);
   }
-  launch_options.description = "PrimeBeaker whole-topology resume of " + source.id +
-                               " from common checkpoint step " + std::to_string(step);
+  launch_options.description =
+      "PrimeBeaker whole-topology resume of " + source.id +
+      (plan.from_start ? std::string(" from the start (it had no complete checkpoint)")
+                       : " from common checkpoint step " + std::to_string(step));
 
   launch::LaunchInputs launch_inputs;
   launch_inputs.program = launch::Program::rl;
@@ -363,6 +401,7 @@ ResumePlan make_plan(const ResumeOptions &options, const ResumeInputs &inputs) {
   launch_inputs.environment = inputs.environment;
   launch_inputs.launch_id = inputs.attempt_id;
   launch_inputs.experiment_name = plan.experiment_name;
+  launch_inputs.output_dir_as_written = true; // the run's own dir, checked above
   launch_inputs.beaker_cli = inputs.beaker_cli;
   launch_inputs.beaker_cli_sha256 = inputs.beaker_cli_sha256;
   launch::resolve_launch_paths(launch_options, launch_inputs, inputs.resolve);

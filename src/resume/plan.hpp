@@ -36,6 +36,10 @@ struct ResumeOptions {
   // run's recovery mode (the source's, or --recover) says so.
   std::string controller_name;
   bool dry_run = false;
+  // With no complete checkpoint at all (a run preempted before its first one), relaunch the run
+  // from the start in the same output dir with the same W&B run id instead of refusing: what a
+  // recovery does (docs/recovery.md "Recovery from any point"). Never with --resume-step.
+  bool from_start_if_none = false;
   bool inherit_managed_service = false; // off unless asked (docs/resume.md)
   // --image, --workspace, --cluster, --priority, --min-runtime-hours, --budget, --registry;
   // `given` says which were set (the rest come from the source).
@@ -69,8 +73,11 @@ struct ResumePlan {
   std::string source_name;
   std::vector<std::string> source_job_ids;
   checkpoints::CheckpointSource checkpoints;
-  std::string step_name; // the selected step's directory name
+  std::string step_name; // the selected step's directory name; empty: from the start
   checkpoints::CheckpointRecord record;
+  // No complete checkpoint existed and --from-start-if-none was given: the relaunch trains from
+  // the start (step_name empty, record unset).
+  bool from_start = false;
   std::filesystem::path source_config_path;
   std::filesystem::path generated_config_path;
   std::filesystem::path manifest_path;

@@ -255,6 +255,19 @@ RunTarget target_from_receipt(const OrderedJson &receipt, const std::string &whe
   if (submit->contains("wandb_run")) {
     target.wandb_url = string_at((*submit)["wandb_run"], "url");
   }
+  // submit: recovery.controller; rl resume: controller.
+  for (const OrderedJson *holder : {submit->contains("recovery") && (*submit)["recovery"].is_object()
+                                        ? &(*submit)["recovery"]
+                                        : nullptr,
+                                    submit}) {
+    if (holder != nullptr && holder->contains("controller") &&
+        (*holder)["controller"].is_object()) {
+      const auto &controller = (*holder)["controller"];
+      target.controller_experiment_id = string_at(controller, "experiment_id").value_or("");
+      target.controller_name = string_at(controller, "experiment_name").value_or("");
+      break;
+    }
+  }
   return target;
 }
 

@@ -4,6 +4,7 @@
 #include "timing.hpp"
 
 #include <primebeaker/beaker/client.hpp>
+#include <primebeaker/checkpoints/ledger.hpp>
 #include <primebeaker/config/config.hpp>
 #include <primebeaker/core/command_tree.hpp>
 #include <primebeaker/core/env.hpp>
@@ -21,6 +22,7 @@
 #include <cmath>
 #include <iostream>
 #include <map>
+#include <set>
 #include <sstream>
 
 namespace pb::runs {
@@ -42,6 +44,35 @@ Loaded load(const std::string &run_argument, BeakerCalls &beaker) {
   loaded.run = parse_run(
       single_experiment(beaker.get_experiment(loaded.target.reference), loaded.target.reference));
   return loaded;
+}
+
+// One chain, one truth (docs/runs.md "One chain"): a run that was recovered, restarted or
+// resumed lives on in its newest experiment, which replaces the one named in `loaded`. Returns
+// the chain's chain_json (null where the ledger is not visible here: then the named experiment
+// is all that is known). `say`: tell stderr when the newest is not the one named.
+OrderedJson to_newest(Loaded &loaded, BeakerCalls &beaker, bool say) {
+  const auto where = ledger_location(loaded.run);
+  std::error_code ec;
+  if (where.dir.empty() || !std::filesystem::is_directory(where.output_dir, ec)) {
+    return nullptr;
+  }
+  checkpoints::ledger::Ledger history;
+  try {
+    history = checkpoints::ledger::read(where.dir);
+  } catch (const Error &error) {
+    spdlog::warn("the run's ledger could not be read: {}", error.what());
+    return nullptr;
+  }
+  const Chain chain = run_chain(history, loaded.run.id);
+  if (chain.newest() != loaded.run.id) {
+    if (say) {
+      std::cerr << fmt::format("primebeaker: {} was resubmitted; its newest experiment is {}\n",
+                               loaded.run.id,
+                               chain.newest());
+    }
+    loaded.run = parse_run(single_experiment(beaker.get_experiment(chain.newest()), chain.newest()));
+  }
+  return chain_json(chain, history, recovery_budget(loaded.run, history));
 }
 
 // ---- status ----
@@ -105,8 +136,9 @@ void run_status(const StatusOptions &options) {
     sweep_status(*sweep, beaker, options.json);
     return;
   }
-  const auto loaded = load(options.run, beaker);
+  auto loaded = load(options.run, beaker);
   StatusExtras extras;
+  extras.chain = to_newest(loaded, beaker, !options.json);
   extras.registry = registry_readiness(loaded.run, std::chrono::system_clock::now());
   extras.checkpoint = newest_checkpoint(loaded.run);
   extras.recovery =
@@ -178,8 +210,17 @@ int run_follow(const FollowCommandOptions &options) {
     std::cerr << sweep_summary(*sweep, sweep_runs(*sweep, beaker)) << '\n';
     return worst;
   }
-  const auto target = resolve_target(options.run, beaker);
-  const int code = follow_run(target.reference, follow, beaker, std::cout, std::cerr);
+  std::string reference = resolve_target(options.run, beaker).reference;
+  if (!options.controller) {
+    // Follow the run where it lives now; a controller walks the claims itself.
+    Loaded loaded;
+    loaded.run = parse_run(single_experiment(beaker.get_experiment(reference), reference));
+    to_newest(loaded, beaker, true);
+    if (!loaded.run.id.empty()) {
+      reference = loaded.run.id;
+    }
+  }
+  const int code = follow_run(reference, follow, beaker, std::cout, std::cerr);
   if (options.controller) {
     // The controller's job is done once the run has ended, however it ended (controller.json
     // in the ledger says how); only its own interruption is not an end.
@@ -271,6 +312,7 @@ bool confirm(const std::string &question) {
 }
 
 OrderedJson stop_loaded(Loaded loaded, const StopOptions &options, BeakerCalls &beaker, bool ask);
+void finish_stop(const OrderedJson &out, const std::vector<const OrderedJson *> &runs);
 
 void run_stop(const StopOptions &options) {
   proc::SystemRunner runner;
@@ -293,31 +335,38 @@ void run_stop(const StopOptions &options) {
       stopped.push_back(stop_loaded(std::move(loaded), options, beaker, false));
     }
     out["variants"] = std::move(stopped);
-    print_json(std::cout, out);
+    std::vector<const OrderedJson *> each;
+    for (const auto &variant : out["variants"]) {
+      each.push_back(&variant);
+    }
+    finish_stop(out, each);
     return;
   }
-  print_json(std::cout, stop_loaded(load(options.run, beaker), options, beaker, !options.yes));
+  const OrderedJson out = stop_loaded(load(options.run, beaker), options, beaker, !options.yes);
+  finish_stop(out, {&out});
 }
 
 OrderedJson stop_loaded(Loaded loaded, const StopOptions &options, BeakerCalls &beaker, bool ask) {
   // A run that was resubmitted lives on in its newest experiment: that is what stop stops.
-  if (const auto where = ledger_location(loaded.run); !where.dir.empty()) {
-    try {
-      const auto newest = newest_in_chain(checkpoints::ledger::read(where.dir), loaded.run.id);
-      if (newest != loaded.run.id) {
-        std::cerr << fmt::format("primebeaker: {} was resubmitted; its newest experiment is {}\n",
-                                 loaded.run.id,
-                                 newest);
-        loaded.run = parse_run(single_experiment(beaker.get_experiment(newest), newest));
-      }
-    } catch (const Error &error) {
-      spdlog::warn("the run's ledger could not be read: {}", error.what());
-    }
-  }
+  to_newest(loaded, beaker, true);
   const auto &run = loaded.run;
   const std::string service =
       options.keep_services ? "" : service_experiment_id(run, loaded.target);
   const bool finished = run.outcome != Outcome::running;
+  // The recovery controller, by the id the ledger (controller.json, written by the controller
+  // itself) or the receipt holds; by name only when neither does.
+  std::string controller_name = loaded.target.controller_name;
+  if (const auto name = run.env.find("PRIMEBEAKER_CONTROLLER_NAME");
+      name != run.env.end() && !name->second.empty()) {
+    controller_name = name->second;
+  }
+  std::string controller_id = loaded.target.controller_experiment_id;
+  if (const auto where = ledger_location(run); !where.dir.empty()) {
+    if (const auto status = checkpoints::ledger::read_controller_status(where.dir);
+        status && !status->controller_experiment.empty()) {
+      controller_id = status->controller_experiment;
+    }
+  }
 
   std::string question =
       fmt::format("Stop experiment {} ({}; {})",
@@ -327,9 +376,9 @@ OrderedJson stop_loaded(Loaded loaded, const StopOptions &options, BeakerCalls &
   if (!service.empty()) {
     question += fmt::format(" and the service stack it owns, experiment {}", service);
   }
-  if (const auto name = run.env.find("PRIMEBEAKER_CONTROLLER_NAME");
-      name != run.env.end() && !name->second.empty()) {
-    question += fmt::format(" and its recovery controller {}", name->second);
+  if (!controller_name.empty() || !controller_id.empty()) {
+    question += fmt::format(" and its recovery controller {}",
+                            controller_id.empty() ? controller_name : controller_id);
   }
   question += "?";
   if (ask && !confirm(question)) {
@@ -337,44 +386,91 @@ OrderedJson stop_loaded(Loaded loaded, const StopOptions &options, BeakerCalls &
   }
   OrderedJson out = OrderedJson::object();
   out["experiment_id"] = run.id;
+  std::vector<std::string> failed;
+  // One line per experiment; a failure to stop one is reported and the others still stopped.
+  const auto stop = [&](const std::string &id, const std::string &what) {
+    try {
+      beaker.stop_experiment(id);
+      std::cerr << fmt::format("primebeaker: stopped {} ({})\n", id, what);
+      return true;
+    } catch (const Error &error) {
+      const std::string why = text::split(error.what(), '\n').front();
+      std::cerr << fmt::format("primebeaker: could not stop {} ({}): {}\n", id, what, why);
+      failed.push_back(fmt::format("{} ({})", id, what));
+      return false;
+    }
+  };
   if (finished) {
     std::cerr << fmt::format("primebeaker: experiment {} already {}; not stopping it\n",
                              run.id,
                              outcome_name(run.outcome));
     out["stopped"] = false;
   } else {
-    beaker.stop_experiment(run.id);
-    out["stopped"] = true;
+    out["stopped"] = stop(run.id, "the training run");
   }
   if (!service.empty()) {
-    beaker.stop_experiment(service);
     out["service_experiment_id"] = service;
-    out["service_stopped"] = true;
+    out["service_stopped"] = stop(service, "its service stack");
   }
   // The run's recovery controller: stopped too, so that it does not resubmit what was stopped
   // (it would not resubmit a canceled run, but it would a preempted one it is waiting on).
-  if (const auto name = run.env.find("PRIMEBEAKER_CONTROLLER_NAME");
-      name != run.env.end() && !name->second.empty()) {
-    const std::string author = !run.author.empty() ? run.author : beaker.whoami();
-    out["controller"] = name->second;
+  if (!controller_name.empty() || !controller_id.empty()) {
+    out["controller"] = controller_name;
     out["controller_stopped"] = false;
-    if (const auto found = beaker.find_experiment(author + "/" + name->second)) {
-      const RunView controller = parse_run(*found);
-      out["controller_experiment_id"] = controller.id;
-      if (controller.outcome == Outcome::running) {
-        beaker.stop_experiment(controller.id);
-        out["controller_stopped"] = true;
+    std::optional<RunView> controller;
+    try {
+      if (!controller_id.empty()) {
+        controller = parse_run(single_experiment(beaker.get_experiment(controller_id), controller_id));
+      } else {
+        const std::string author = !run.author.empty() ? run.author : beaker.whoami();
+        if (const auto found = beaker.find_experiment(author + "/" + controller_name)) {
+          controller = parse_run(*found);
+        } else {
+          std::cerr << fmt::format(
+              "primebeaker: its recovery controller {}/{} was not found\n", author, controller_name);
+        }
+      }
+    } catch (const Error &error) {
+      const std::string why = text::split(error.what(), '\n').front();
+      std::cerr << fmt::format("primebeaker: could not read its recovery controller {}: {}\n",
+                               controller_id.empty() ? controller_name : controller_id,
+                               why);
+      failed.push_back(fmt::format("{} (its recovery controller)",
+                                   controller_id.empty() ? controller_name : controller_id));
+    }
+    if (controller) {
+      if (controller->id.empty()) {
+        controller->id = controller_id;
+      }
+      out["controller_experiment_id"] = controller->id;
+      if (controller->outcome == Outcome::running) {
+        out["controller_stopped"] = stop(controller->id, "its recovery controller");
       } else {
         std::cerr << fmt::format("primebeaker: its recovery controller {} already {}\n",
-                                 controller.id,
-                                 outcome_name(controller.outcome));
+                                 controller->id,
+                                 outcome_name(controller->outcome));
       }
-    } else {
-      std::cerr << fmt::format(
-          "primebeaker: its recovery controller {}/{} was not found\n", author, name->second);
     }
   }
+  if (!failed.empty()) {
+    out["not_stopped"] = failed;
+  }
   return out;
+}
+
+// Prints what stop did, then fails (exit 4) when any experiment could not be stopped.
+void finish_stop(const OrderedJson &out, const std::vector<const OrderedJson *> &runs) {
+  print_json(std::cout, out);
+  std::vector<std::string> failed;
+  for (const auto *one : runs) {
+    for (const auto &item : one->value("not_stopped", OrderedJson::array())) {
+      failed.push_back(item.get<std::string>());
+    }
+  }
+  if (!failed.empty()) {
+    throw tool_error(fmt::format("could not stop {}; everything else named above was stopped",
+                                 text::join(failed, ", ")));
+  }
 }
 
 // ---- list ----
@@ -442,13 +538,38 @@ void run_list(const ListOptions &given) {
         has_jobs[i] ? std::move(runs[i])
                     : parse_run(single_experiment(beaker.get_experiment(runs[i].id), runs[i].id)));
   }
-  runs = std::move(shown);
+  // One row per run (docs/runs.md "One chain"): an experiment its run has moved on from is shown
+  // as the run's newest experiment, once.
+  std::vector<OrderedJson> chains;
+  std::set<std::string> listed;
+  runs.clear();
+  for (auto &run : shown) {
+    Loaded loaded;
+    loaded.run = std::move(run);
+    OrderedJson chain = to_newest(loaded, beaker, false);
+    if (!listed.insert(loaded.run.id).second) {
+      continue;
+    }
+    runs.push_back(std::move(loaded.run));
+    chains.push_back(std::move(chain));
+  }
   std::vector<OrderedJson> counts;
   std::vector<OrderedJson> controllers;
   for (const auto &run : runs) {
     counts.push_back(ledger_counts(run));        // a few small files per run, no checkpoint listing
     controllers.push_back(controller_view(run)); // and the controller's one status file
   }
+  // Recoveries used against the budget across the chain (claims in flight included), else
+  // what the ledger's starts count.
+  const auto recoveries_of = [&](std::size_t i) -> OrderedJson {
+    if (chains[i].is_object()) {
+      return chains[i]["recoveries"].get<std::int64_t>() +
+             chains[i]["restarts_on_errors"].get<std::int64_t>();
+    }
+    const OrderedJson &ledger = counts[i];
+    return ledger.is_object() && ledger.contains("recoveries") ? ledger["recoveries"]
+                                                                : OrderedJson(nullptr);
+  };
   if (options.json) {
     OrderedJson out = OrderedJson::array();
     for (const auto &run : runs) {
@@ -462,11 +583,13 @@ void run_list(const ListOptions &given) {
       row["replicas"] = run.replicas.size();
       row["restarts"] = beaker_restarts(run); // Beaker's extra jobs (docs/recovery.md)
       // The run's ledger (shared by the experiments that continue it): recoveries it counts.
-      const OrderedJson &ledger = counts[&run - runs.data()];
-      row["recoveries"] = ledger.is_object() && ledger.contains("recoveries")
-                              ? ledger["recoveries"]
-                              : OrderedJson(nullptr);
-      row["recovery"] = ledger;
+      const auto i = static_cast<std::size_t>(&run - runs.data());
+      row["current_experiment_id"] = run.id;
+      row["original_experiment_id"] =
+          chains[i].is_object() ? chains[i]["original_experiment_id"] : OrderedJson(run.id);
+      row["recoveries"] = recoveries_of(i);
+      row["chain"] = chains[i];
+      row["recovery"] = counts[i];
       row["controller"] = controllers[&run - runs.data()];
       row["url"] = "https://beaker.org/ex/" + run.id;
       out.push_back(std::move(row));
@@ -484,8 +607,9 @@ void run_list(const ListOptions &given) {
   rows.push_back(
       {"EXPERIMENT", "NAME", "AUTHOR", "CREATED", "RECOVERIES", "RECOVERED BY", "STATUS"});
   for (const auto &run : runs) {
-    const OrderedJson &ledger = counts[&run - runs.data()];
-    const OrderedJson &controller = controllers[&run - runs.data()];
+    const auto i = static_cast<std::size_t>(&run - runs.data());
+    const OrderedJson &controller = controllers[i];
+    const OrderedJson recoveries = recoveries_of(i);
     std::string recovered_by = "-";
     if (controller.is_object()) {
       recovered_by = controller.value("mode", std::string());
@@ -497,9 +621,8 @@ void run_list(const ListOptions &given) {
                     run.name,
                     run.author,
                     run.created ? format_time(*run.created).substr(0, 19) + "Z" : "-",
-                    ledger.is_object() && ledger.contains("recoveries")
-                        ? std::to_string(ledger["recoveries"].get<std::int64_t>())
-                        : "-",
+                    recoveries.is_number() ? std::to_string(recoveries.get<std::int64_t>())
+                                           : "-",
                     recovered_by,
                     run.outcome == Outcome::running
                         ? state_summary(run)

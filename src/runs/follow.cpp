@@ -213,6 +213,18 @@ int follow_one(const std::string &experiment_id,
   bool preempted = false;
   TimePoint preempted_at{};
   bool announced = false;
+  // --timeout holds in every wait: no sleep runs past the deadline.
+  const auto timed_out = [&] {
+    return options.timeout && clock.now() - started >= *options.timeout;
+  };
+  const auto nap = [&](std::chrono::milliseconds how_long) {
+    if (options.timeout) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          *options.timeout - (clock.now() - started));
+      how_long = std::clamp(left, std::chrono::milliseconds(0), how_long);
+    }
+    return how_long.count() == 0 || sleep(how_long);
+  };
 
   try {
     for (;;) {
@@ -289,7 +301,12 @@ int follow_one(const std::string &experiment_id,
           err << "primebeaker: preempted; waiting for Beaker to resume it\n";
         }
         if (clock.now() - preempted_at < options.resume_grace) {
-          if (!sleep(options.poll_interval)) {
+          if (timed_out()) {
+            say_detached(
+                err, id, "--timeout reached (preempted, waiting for Beaker to resume it)");
+            return k_exit_timed_out;
+          }
+          if (!nap(options.poll_interval)) {
             say_detached(err, id, "stopped following");
             return interrupted_exit(signal());
           }
@@ -305,11 +322,11 @@ int follow_one(const std::string &experiment_id,
         return exit_code_for(run.outcome);
       }
       preempted = false;
-      if (options.timeout && clock.now() - started >= *options.timeout) {
+      if (timed_out()) {
         say_detached(err, id, fmt::format("--timeout reached ({})", state_summary(run)).c_str());
         return k_exit_timed_out;
       }
-      if (!sleep(options.poll_interval)) {
+      if (!nap(options.poll_interval)) {
         say_detached(err, id, "stopped following");
         return interrupted_exit(signal());
       }
@@ -342,6 +359,24 @@ int follow_run(const std::string &experiment_id,
     return true;
   };
   const auto started = clock.now();
+  // --timeout counts across experiments and holds while recovery waits (backoff, another
+  // actor's claim, a controller's pause): a wait that would pass the deadline ends at it.
+  bool deadline_passed = false;
+  const std::function<bool(std::chrono::milliseconds)> wait_within_timeout =
+      [&](std::chrono::milliseconds how_long) {
+        if (options.timeout) {
+          const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+              *options.timeout - (clock.now() - started));
+          if (left <= how_long) {
+            if (left.count() > 0 && !sleep(left)) {
+              return false;
+            }
+            deadline_passed = signal() == 0;
+            return false;
+          }
+        }
+        return sleep(how_long);
+      };
   RecoverState state;
   std::string id = experiment_id;
   // The controller's record of what it does, in the ledger beside the claims (docs/recovery.md
@@ -396,8 +431,13 @@ int follow_run(const std::string &experiment_id,
     }
     // Beaker will not restart a multi-node topology together (docs/recovery.md): resubmit it.
     report(ended->id, "recovering");
-    const RecoverResult next =
-        recover_run(*ended, options.recover, state, beaker, clock, sleep, signal, err);
+    const RecoverResult next = recover_run(
+        *ended, options.recover, state, beaker, clock, wait_within_timeout, signal, err);
+    if (deadline_passed) {
+      say_detached(err, ended->id, "--timeout reached while recovering it");
+      report(ended->id, "ended");
+      return k_exit_timed_out;
+    }
     if (next.signal != 0) {
       say_detached(err, ended->id, "stopped following");
       return interrupted_exit(next.signal);
@@ -411,7 +451,11 @@ int follow_run(const std::string &experiment_id,
           "{}: `rl resume` failed for now; trying again in {}", ended->id, wait_text(pause));
       err << "primebeaker: " << state.last_action << '\n';
       report(ended->id, "waiting");
-      if (!sleep(pause)) {
+      if (!wait_within_timeout(pause)) {
+        if (deadline_passed) {
+          say_detached(err, ended->id, "--timeout reached while recovering it");
+          return k_exit_timed_out;
+        }
         say_detached(err, ended->id, "stopped following");
         return interrupted_exit(signal());
       }

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <map>
 #include <ostream>
 #include <random>
 #include <regex>
@@ -404,6 +405,107 @@ std::string newest_in_chain(const ledger::Ledger &history, std::string experimen
   return experiment_id;
 }
 
+Chain run_chain(const ledger::Ledger &history, const std::string &experiment_id) {
+  // child -> (source, claim) from the claims first, then the older followers' records.
+  std::map<std::string, std::pair<std::string, const ledger::Claim *>> parent;
+  for (const auto &claim : history.claims) {
+    if (!claim.child_experiment.empty()) {
+      parent.emplace(claim.child_experiment, std::make_pair(claim.source_experiment, &claim));
+    }
+  }
+  for (const auto &attempt : history.attempts) {
+    if (attempt.recover && !attempt.recover->child_experiment.empty()) {
+      parent.emplace(attempt.recover->child_experiment,
+                     std::make_pair(attempt.recover->source_experiment, nullptr));
+    }
+  }
+  std::string first = experiment_id;
+  std::set<std::string> seen = {first};
+  for (auto it = parent.find(first); it != parent.end(); it = parent.find(first)) {
+    if (!seen.insert(it->second.first).second) {
+      break; // a cycle in hand-edited records: stop where it closes
+    }
+    first = it->second.first;
+  }
+  const auto started_from = [&history](ChainLink &link) {
+    for (const auto &attempt : history.attempts) {
+      if (attempt.start.experiment_id == link.experiment_id && attempt.start.refused.empty()) {
+        link.resume_step = attempt.start.resume_step;
+        link.from_start = !attempt.start.resume_step;
+        link.known = true;
+        return; // its first start is where it began
+      }
+    }
+  };
+  Chain chain;
+  ChainLink origin;
+  origin.experiment_id = first;
+  chain.links.push_back(std::move(origin));
+  started_from(chain.links.back());
+  if (!chain.links.back().known) {
+    chain.links.back().from_start = true; // the first experiment of a run starts at the start
+    chain.links.back().known = true;
+  }
+  seen = {first};
+  for (;;) {
+    const std::string &at = chain.links.back().experiment_id;
+    ChainLink next;
+    if (const auto *claim = history.claim_of(at); claim && !claim->child_experiment.empty()) {
+      next.experiment_id = claim->child_experiment;
+      next.cause = claim->cause;
+      next.number = claim->number;
+      next.resume_step = claim->child_resume_step;
+      next.from_start = claim->child_from_start;
+      next.known = claim->child_resume_step || claim->child_from_start;
+    } else {
+      for (const auto &attempt : history.attempts) {
+        if (attempt.recover && attempt.recover->source_experiment == at &&
+            !attempt.recover->child_experiment.empty()) {
+          next.experiment_id = attempt.recover->child_experiment;
+          next.cause = attempt.recover->cause;
+        }
+      }
+    }
+    if (next.experiment_id.empty() || !seen.insert(next.experiment_id).second) {
+      break;
+    }
+    started_from(next); // what the runtime did wins over what the resubmitter planned
+    chain.links.push_back(std::move(next));
+  }
+  return chain;
+}
+
+OrderedJson chain_json(const Chain &chain,
+                       const ledger::Ledger &history,
+                       const RecoveryBudget &budget) {
+  OrderedJson out = OrderedJson::object();
+  out["original_experiment_id"] = chain.original();
+  out["current_experiment_id"] = chain.newest();
+  OrderedJson links = OrderedJson::array();
+  for (const auto &link : chain.links) {
+    OrderedJson row = OrderedJson::object();
+    row["experiment_id"] = link.experiment_id;
+    row["cause"] = link.cause.empty() ? OrderedJson(nullptr) : OrderedJson(link.cause);
+    row["recovery"] = link.number > 0 ? OrderedJson(link.number) : OrderedJson(nullptr);
+    row["from"] = !link.known        ? OrderedJson(nullptr)
+                  : link.resume_step ? OrderedJson(fmt::format("step {}", *link.resume_step))
+                                     : OrderedJson("start");
+    links.push_back(std::move(row));
+  }
+  out["experiments"] = std::move(links);
+  const RecoveriesUsed used = recoveries_used(history);
+  out["recoveries"] = used.preemptions;
+  out["max_recoveries"] = budget.max_recoveries;
+  out["restarts_on_errors"] = used.errors;
+  out["max_restarts_on_errors"] = budget.max_restarts_on_errors;
+  std::int64_t lost = 0;
+  for (const auto &attempt : history.attempts) {
+    lost += attempt.start.steps_lost;
+  }
+  out["steps_lost"] = lost;
+  return out;
+}
+
 std::optional<std::int64_t> recover_slot(const ledger::Ledger &history,
                                          const std::string &experiment_id) {
   const auto *last = history.last();
@@ -452,6 +554,7 @@ ResumeReceipt parse_resume_receipt(const std::string &stdout_text) {
         resume["checkpoint"].contains("step") && resume["checkpoint"]["step"].is_number_integer()) {
       receipt.step = resume["checkpoint"]["step"].get<std::int64_t>();
     }
+    receipt.from_start = resume.value("from", std::string()) == "start";
     if (resume.contains("attempt_id") && resume["attempt_id"].is_string()) {
       receipt.attempt_id = resume["attempt_id"].get<std::string>();
     }
@@ -731,7 +834,7 @@ private:
           break; // cannot tell whether it exists: never submit blindly
         }
         if (!existing.empty()) {
-          return record(claim, existing, std::nullopt);
+          return record(claim, existing, std::nullopt, false);
         }
       }
       proc::Command command;
@@ -746,6 +849,8 @@ private:
       command.argv.push_back(attempt == 1 ? claim.attempt_id : attempt_id(random_hex(8)));
       command.argv.emplace_back("--child-name");
       command.argv.push_back(claim.child_name);
+      // A run preempted before its first complete checkpoint starts again from the start.
+      command.argv.emplace_back("--from-start-if-none");
       if (const auto it = m_run.env.find("PRIMEBEAKER_CONTROLLER_NAME");
           it != m_run.env.end() && !it->second.empty()) {
         command.argv.emplace_back("--controller-name");
@@ -779,7 +884,7 @@ private:
           m_result.retry_later = true;
           break; // it may have submitted: the claim stays, a takeover finds it by name
         }
-        return record(claim, receipt.child_experiment_id, receipt.step);
+        return record(claim, receipt.child_experiment_id, receipt.step, receipt.from_start);
       }
       last_error = fmt::format(
           "`primebeaker rl resume {}` {}: {}", m_run.id, ran.status(), child_error(ran));
@@ -827,11 +932,15 @@ private:
 
   RecoverResult record(const ledger::Claim &claim,
                        const std::string &child,
-                       const std::optional<std::int64_t> &step) {
+                       const std::optional<std::int64_t> &step,
+                       bool from_start) {
     ++m_state.resubmissions;
     std::string recorded;
     try {
-      if (!ledger::write_claim_child(m_dir, m_run.id, child, now_unix())) {
+      ledger::ChildStart from;
+      from.resume_step = step;
+      from.from_start = from_start;
+      if (!ledger::write_claim_child(m_dir, m_run.id, child, now_unix(), from)) {
         reread();
         const auto *now = m_history.claim_of(m_run.id);
         if (now != nullptr && now->child_experiment != child) {
@@ -864,7 +973,9 @@ private:
     say(fmt::format("{} resubmitted as {}{} (recovery {} of {} {}; {}); following it",
                     m_run.id,
                     child,
-                    step ? fmt::format(" from step {}", *step) : std::string(),
+                    from_start ? std::string(" from the start (it had no complete checkpoint)")
+                    : step     ? fmt::format(" from step {}", *step)
+                               : std::string(),
                     claim.number,
                     error ? "--max-restarts-on-errors" : "--max-recoveries",
                     error ? budget.max_restarts_on_errors : budget.max_recoveries,

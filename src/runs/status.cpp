@@ -254,6 +254,32 @@ std::string recovery_line(const OrderedJson &r) {
 
 } // namespace
 
+std::string chain_line(const OrderedJson &chain) {
+  std::vector<std::string> parts;
+  for (const auto &link : chain["experiments"]) {
+    std::string part = link["experiment_id"].get<std::string>();
+    if (link["from"].is_string()) {
+      part += " (from " + link["from"].get<std::string>() + ")";
+    }
+    parts.push_back(std::move(part));
+  }
+  const auto recoveries = chain["recoveries"].get<std::int64_t>();
+  const auto restarts = chain["restarts_on_errors"].get<std::int64_t>();
+  std::string line = fmt::format("{}; {} of {} recover{} used",
+                                 text::join(parts, " -> "),
+                                 recoveries,
+                                 chain["max_recoveries"].get<std::int64_t>(),
+                                 chain["max_recoveries"].get<std::int64_t>() == 1 ? "y" : "ies");
+  if (restarts > 0) {
+    line += fmt::format(", {} of {} restarts on errors",
+                        restarts,
+                        chain["max_restarts_on_errors"].get<std::int64_t>());
+  }
+  const auto lost = chain["steps_lost"].get<std::int64_t>();
+  line += fmt::format("; {} step{} lost", lost, lost == 1 ? "" : "s");
+  return line;
+}
+
 std::optional<std::string> wandb_url(const RunView &run, const RunTarget &target) {
   if (target.wandb_url) {
     return target.wandb_url;
@@ -330,6 +356,10 @@ OrderedJson status_json(const RunView &run, const RunTarget &target, const Statu
   out["registry"] = extras.registry;
   out["checkpoint"] = extras.checkpoint;
   out["recovery"] = extras.recovery;
+  out["chain"] = extras.chain;
+  out["current_experiment_id"] = run.id;
+  out["recoveries"] =
+      extras.chain.is_object() ? extras.chain["recoveries"] : OrderedJson(nullptr);
   out["wandb_url"] = extras.wandb_url ? OrderedJson(*extras.wandb_url) : OrderedJson(nullptr);
   const auto service = service_experiment_id(run, target);
   out["service_experiment_id"] = service.empty() ? OrderedJson(nullptr) : OrderedJson(service);
@@ -380,6 +410,9 @@ std::string status_table(const RunView &run, const RunTarget &target, const Stat
                          extras.checkpoint["newest_complete_step"].get<std::int64_t>(),
                          extras.checkpoint["output_dir"].get<std::string>());
     }
+  }
+  if (extras.chain.is_object() && extras.chain["experiments"].size() > 1) {
+    out << fmt::format("chain       {}\n", chain_line(extras.chain));
   }
   if (extras.recovery.is_object()) {
     out << fmt::format("recovery    {}\n", recovery_line(extras.recovery));

@@ -15,6 +15,7 @@ struct StatusExtras {
   OrderedJson registry = nullptr;   // registry_readiness()
   OrderedJson checkpoint = nullptr; // newest_checkpoint()
   OrderedJson recovery = nullptr;   // recovery_history()
+  OrderedJson chain = nullptr;      // chain_json() when the ledger could be read
   std::optional<std::string> wandb_url;
 };
 
@@ -56,6 +57,9 @@ int beaker_restarts(const RunView &run);
 
 // The receipt's wandb_run.url, else one built from WANDB_RUN_ID and the TOML's [wandb].
 std::optional<std::string> wandb_url(const RunView &run, const RunTarget &target);
+
+// "A (from start) -> B (from step 20); 1 of 10 recoveries used; 3 steps lost". Pure.
+std::string chain_line(const OrderedJson &chain);
 
 OrderedJson replica_json(const Replica &replica);
 OrderedJson status_json(const RunView &run, const RunTarget &target, const StatusExtras &extras);

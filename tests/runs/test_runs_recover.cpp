@@ -1047,15 +1047,213 @@ TEST(RecoveryController, StopStopsTheRunAndItsControllerAndStatusShowsIt) {
   EXPECT_EQ(view["mode"], "controller");
   EXPECT_EQ(view["state"], "following");
 
+  h.beaker.on({"experiment", "get", k_child}, printed(controller));
   const auto stopped = h.run({"stop", k_source, "--yes"});
   ASSERT_EQ(stopped.exit_code, 0) << stopped.err;
   const auto stops = h.beaker.calls_matching({"experiment", "stop"});
   ASSERT_EQ(stops.size(), 2u);
   EXPECT_EQ(stops[0].argv.back(), k_source);
-  EXPECT_EQ(stops[1].argv.back(), k_child); // the controller, found by its name
+  EXPECT_EQ(stops[1].argv.back(), k_child); // the controller, by the id its status records
+  EXPECT_TRUE(h.beaker.calls_matching({"experiment", "get", "jdoe/search-recovery"}).empty());
   const auto receipt = nlohmann::json::parse(stopped.out);
   EXPECT_EQ(receipt["controller_experiment_id"], k_child);
   EXPECT_EQ(receipt["controller_stopped"], true);
+  // One line per experiment stopped.
+  EXPECT_NE(stopped.err.find(std::string("primebeaker: stopped ") + k_source +
+                             " (the training run)\n"),
+            std::string::npos)
+      << stopped.err;
+  EXPECT_NE(stopped.err.find(std::string("primebeaker: stopped ") + k_child +
+                             " (its recovery controller)\n"),
+            std::string::npos)
+      << stopped.err;
+}
+
+// ---- One chain, one truth (docs/runs.md "One chain") ----
+
+// A claim and its child as a recovering actor records them.
+void record_recovery(const fs::path &dir,
+                     const std::string &source,
+                     const std::string &child,
+                     std::int64_t number,
+                     double when,
+                     std::optional<std::int64_t> step) {
+  ledger::Claim claim;
+  claim.source_experiment = source;
+  claim.cause = "preemption";
+  claim.number = number;
+  claim.by = "controller 01CONTROLLER";
+  claim.claimed_unix = when;
+  claim.attempt_id = "abcdef12-recover" + std::to_string(number);
+  claim.child_name = "search-recover" + std::to_string(number) + "-abcdef12";
+  ASSERT_TRUE(ledger::write_claim(dir, claim));
+  ledger::ChildStart from;
+  from.resume_step = step;
+  from.from_start = !step;
+  ASSERT_TRUE(ledger::write_claim_child(dir, source, child, when + 1, from));
+}
+
+// After two recoveries, the receipt (which names the first experiment), an id and the list all
+// show the newest experiment and count both recoveries; stop stops the newest and the controller
+// by the ids the receipt and the ledger hold.
+TEST(RunsChain, StatusListAndStopFollowTheWholeChain) {
+  constexpr const char *k_newest = "01JZ8M3Q4T5V6W7X8Y9Z0CHLD2";
+  constexpr const char *k_controller = "01JZ8M3Q4T5V6W7X8Y9Z0CTRL1";
+  RecoverHarness h;
+  record_recovery(h.ledger_dir, k_source, k_child, 1, 1000, std::nullopt);
+  record_recovery(h.ledger_dir, k_child, k_newest, 2, 2000, 20);
+  auto with_controller = [&](OrderedJson run) {
+    auto &env = run["jobs"][0]["execution"]["spec"]["envVars"];
+    env.push_back({{"name", "PRIMEBEAKER_RECOVER"}, {"value", "controller"}});
+    env.push_back({{"name", "PRIMEBEAKER_CONTROLLER_NAME"}, {"value", "search-recovery"}});
+    return run;
+  };
+  auto source = with_controller(topology(k_source, h.weka, status_preempted(20), "10"));
+  auto child = with_controller(topology(k_child, h.weka, status_preempted(40), "10"));
+  auto newest = with_controller(topology(k_newest, h.weka, status_running(), "10"));
+  newest["created"] = stamp(45);
+  h.beaker.on({"experiment", "get", k_source}, printed(source));
+  h.beaker.on({"experiment", "get", k_child}, printed(child));
+  h.beaker.on({"experiment", "get", k_newest}, printed(newest));
+  const fs::path receipt = h.tmp.path() / "receipt.json";
+  pb::test::write_file(
+      receipt,
+      OrderedJson{{"experiment_name", "search"},
+                  {"experiment_id", k_source},
+                  {"recovery",
+                   {{"controller",
+                     {{"experiment_name", "search-recovery"}, {"experiment_id", k_controller}}}}}}
+          .dump());
+
+  for (const std::string run : {receipt.string(), std::string(k_source), std::string(k_child)}) {
+    const auto shown = h.run({"status", run, "--json"});
+    ASSERT_EQ(shown.exit_code, 0) << shown.err;
+    const auto view = nlohmann::json::parse(shown.out);
+    EXPECT_EQ(view["experiment_id"], k_newest) << run;
+    EXPECT_EQ(view["current_experiment_id"], k_newest);
+    EXPECT_EQ(view["recoveries"], 2);
+    EXPECT_EQ(view["chain"]["original_experiment_id"], k_source);
+    ASSERT_EQ(view["chain"]["experiments"].size(), 3u);
+    EXPECT_EQ(view["chain"]["experiments"][1]["from"], "start");
+    EXPECT_EQ(view["chain"]["experiments"][2]["from"], "step 20");
+    EXPECT_EQ(view["chain"]["max_recoveries"], 10);
+  }
+  const auto table = h.run({"status", receipt.string()});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find(std::string("chain       ") + k_source + " (from start) -> " + k_child +
+                           " (from start) -> " + k_newest +
+                           " (from step 20); 2 of 10 recoveries used"),
+            std::string::npos)
+      << table.out;
+
+  // list: one row for the run, its newest experiment, two recoveries.
+  h.beaker.on({"workspace", "experiments", "ai2/oe-agents"},
+              OrderedJson::array({newest, child, source}).dump());
+  const auto listed = h.run({"list", "--json"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  const auto rows = nlohmann::json::parse(listed.out);
+  ASSERT_EQ(rows.size(), 1u) << listed.out;
+  EXPECT_EQ(rows[0]["current_experiment_id"], k_newest);
+  EXPECT_EQ(rows[0]["original_experiment_id"], k_source);
+  EXPECT_EQ(rows[0]["recoveries"], 2);
+  const auto list_table = h.run({"list"});
+  EXPECT_NE(list_table.out.find(k_newest), std::string::npos) << list_table.out;
+  EXPECT_EQ(list_table.out.find(k_source), std::string::npos) << list_table.out;
+
+  // stop of the receipt: the newest experiment and the controller, each by its id; the
+  // controller's stop fails, the training run's stop is still reported, exit 4.
+  OrderedJson controller = topology(k_controller, h.weka, status_running(), "10");
+  h.beaker.on({"experiment", "get", k_controller}, printed(controller));
+  h.beaker.on({"experiment", "stop", k_newest}, "");
+  h.beaker.on({"experiment", "stop", k_controller}, "", 1, "Error: forbidden\n");
+  const auto stopped = h.run({"stop", receipt.string(), "--yes"});
+  EXPECT_EQ(stopped.exit_code, 4) << stopped.err;
+  const auto stops = h.beaker.calls_matching({"experiment", "stop"});
+  ASSERT_EQ(stops.size(), 2u);
+  EXPECT_EQ(stops[0].argv.back(), k_newest);
+  EXPECT_EQ(stops[1].argv.back(), k_controller);
+  EXPECT_TRUE(h.beaker.calls_matching({"experiment", "get", "jdoe/search-recovery"}).empty());
+  EXPECT_NE(stopped.err.find(std::string("primebeaker: stopped ") + k_newest +
+                             " (the training run)\n"),
+            std::string::npos)
+      << stopped.err;
+  EXPECT_NE(stopped.err.find(std::string("primebeaker: could not stop ") + k_controller +
+                             " (its recovery controller): "),
+            std::string::npos)
+      << stopped.err;
+  EXPECT_EQ(nlohmann::json::parse(stopped.out)["stopped"], true);
+}
+
+// A run preempted before its first complete checkpoint is resubmitted once, from the start, in
+// the same output dir with the same W&B run id; the ledger says "from the start".
+TEST(RunsFollowRecover, APreemptionBeforeTheFirstCheckpointIsResubmittedFromTheStart) {
+  RecoverHarness h;
+  fs::remove_all(h.weka / "out/checkpoints");
+  fs::remove_all(h.weka / "out/run_default");
+  const auto source = topology(k_source, h.weka, status_preempted(5), "3");
+  h.beaker.on({"experiment", "get", k_source}, printed(source));
+  h.beaker.on({"experiment", "get", k_child},
+              printed(topology(k_child, h.weka, status_exited(0, 50), "3")));
+  h.beaker.on({"job", "logs"}, "");
+  h.answer_resume(source);
+  const auto result =
+      h.run({"follow", k_source, "--recover", "--recover-backoff=0", "--poll-interval", "0.01"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  ASSERT_EQ(h.beaker.calls_matching({"experiment", "create"}).size(), 1u) << result.err;
+  EXPECT_NE(result.err.find(std::string(k_source) + " resubmitted as " + k_child +
+                            " from the start (it had no complete checkpoint) (recovery 1 of "
+                            "--max-recoveries 3"),
+            std::string::npos)
+      << result.err;
+  const auto spec = nlohmann::json::parse(h.beaker.kept_files().at(0));
+  std::string config_path;
+  for (const auto &var : spec["tasks"][0]["envVars"]) {
+    if (var["name"] == "CONFIG_PATH") {
+      config_path = var["value"];
+    }
+    if (var["name"] == "OUTPUT_DIR") {
+      EXPECT_EQ(var["value"], (h.weka / "out").string()); // the same output dir
+    }
+    if (var["name"] == "WANDB_RUN_ID") {
+      EXPECT_EQ(var["value"], k_run_id); // the same W&B run
+    }
+    if (var["name"] == "PRIMEBEAKER_RESUME_STEP") {
+      EXPECT_EQ(var["value"], "start");
+    }
+  }
+  const std::string resumed = pb::test::read_file(config_path);
+  EXPECT_EQ(resumed.find("resume_step"), std::string::npos) << resumed;
+  EXPECT_NE(resumed.find("clean_output_dir = false"), std::string::npos) << resumed;
+  const auto history = ledger::read(h.ledger_dir);
+  ASSERT_EQ(history.claims.size(), 1u);
+  EXPECT_EQ(history.claims[0].child_experiment, k_child);
+  EXPECT_TRUE(history.claims[0].child_from_start);
+  EXPECT_EQ(history.claims[0].number, 1); // counted against --max-recoveries
+  const auto raw =
+      nlohmann::json::parse(pb::test::read_file(h.ledger_dir / "claims" / (std::string(k_source) + ".child.json")));
+  EXPECT_EQ(raw["from"], "start");
+  EXPECT_TRUE(raw["resume_step"].is_null());
+  // By hand, the same run is refused with the flag that relaunches it.
+  const auto by_hand = h.run({"rl", "resume", k_source, "--dry-run"});
+  EXPECT_NE(by_hand.exit_code, 0);
+  EXPECT_NE(by_hand.err.find("--from-start-if-none"), std::string::npos) << by_hand.err;
+}
+
+// --timeout holds while recovery waits: a 60 s backoff does not keep `follow` past it.
+TEST(RunsFollowRecover, TimeoutHoldsWhileRecoveryWaits) {
+  RecoverHarness h;
+  const auto source = topology(k_source, h.weka, status_preempted(20), "3");
+  h.beaker.on({"experiment", "get", k_source}, printed(source));
+  h.beaker.on({"job", "logs"}, "");
+  const auto started = std::chrono::steady_clock::now();
+  const auto result = h.run({"follow", k_source, "--recover", "--recover-backoff", "60",
+                             "--poll-interval", "0.01", "--timeout", "2"});
+  const auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_EQ(result.exit_code, 13) << result.err;
+  EXPECT_LT(took, std::chrono::seconds(5));
+  EXPECT_NE(result.err.find("--timeout reached while recovering it"), std::string::npos)
+      << result.err;
+  EXPECT_TRUE(h.beaker.calls_matching({"experiment", "create"}).empty());
 }
 
 } // namespace

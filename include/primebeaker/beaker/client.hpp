@@ -46,6 +46,10 @@ std::optional<std::string> parse_created_experiment_id(std::string_view create_s
 void require_program(const std::string &program,
                      const std::map<std::string, std::string> &environment);
 
+// The exit code of a create Beaker refuses because the workspace already has an experiment of
+// that name (docs/cli.md "Exit status"; `--if-exists adopt` takes that experiment instead).
+inline constexpr int k_exit_already_exists = 5;
+
 class Client {
 public:
   // `program` as from program_from_environment(); the runner is borrowed.

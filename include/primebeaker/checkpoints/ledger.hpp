@@ -102,6 +102,10 @@ struct Claim {
   // From the `.child.json` record: the experiment submitted, empty while none is recorded.
   std::string child_experiment;
   double child_unix = 0;
+  // Where the child starts: a step, or the start (no complete checkpoint); both unset when the
+  // recorder did not know (a takeover that found the child by name).
+  std::optional<std::int64_t> child_resume_step;
+  bool child_from_start = false;
 };
 
 struct Attempt {
@@ -147,10 +151,15 @@ bool write_recover(const std::filesystem::path &dir, const Recover &recover);
 bool write_claim(const std::filesystem::path &dir, const Claim &claim);
 // Records the experiment a claim submitted (`claims/<source>.child.json`), exclusively: false
 // when one is recorded already.
+struct ChildStart {
+  std::optional<std::int64_t> resume_step;
+  bool from_start = false;
+};
 bool write_claim_child(const std::filesystem::path &dir,
                        const std::string &source_experiment,
                        const std::string &child_experiment,
-                       double unix_seconds);
+                       double unix_seconds,
+                       const ChildStart &from = {});
 
 // What the recovery controller last did (docs/recovery.md "The controller"):
 // `controller.json` beside the ledger's records, replaced atomically on every change.
@@ -196,7 +205,8 @@ Owner claim(const std::filesystem::path &path, const Owner &mine);
 std::string ownership_refusal(const std::filesystem::path &path,
                               const std::filesystem::path &checkpoint_dir,
                               const Owner &owner,
-                              std::string_view run_id);
+                              std::string_view run_id,
+                              bool v0_9 = false);
 
 // RFC 3339 UTC with milliseconds ("2026-05-01T12:00:00.250Z").
 std::string utc_text(double unix_seconds);

@@ -88,6 +88,9 @@ struct LaunchOptions {
   // KEY=VALUE overrides of the TOML (docs/launch.md "Overrides"), applied to a copy of it.
   std::vector<std::string> set;
   bool write_spec = false; // preview: also write the spec file
+  // submit, when the workspace already has an experiment of this name: "fail" (exit 5) or
+  // "adopt" (its receipt, nothing submitted).
+  std::string if_exists = "fail";
   // Run the binary staged on the mount (docs/staging.md); false: `primebeaker` from the image's
   // PATH, which then must be a runtime image (images/Dockerfile.runtime).
   bool stage = true;
@@ -158,6 +161,9 @@ struct LaunchInputs {
   std::map<std::string, std::string> environment; // the caller's environment snapshot
   std::string launch_id;                          // see choose_launch_id()
   std::optional<std::string> experiment_name;     // replaces wandb.name (rl resume)
+  // The TOML's output_dir is the run's, as written (rl resume: a relaunch of an existing run);
+  // otherwise a v0.8.0-generation TOML without one gets outputs/<run name>.
+  bool output_dir_as_written = false;
   // Real paths (symlinks followed) of the paths the mount check compares, keyed by the
   // absolute normalized path: filled by the glue (resolve_launch_paths) so make_plan stays
   // pure. A path missing here is taken as written.
@@ -225,6 +231,7 @@ struct LaunchPlan {
   proc::Argv submit_command; // {"beaker", "experiment", "create", "--name", ...}
   OrderedJson wandb_run;     // {run_id, project, entity, name, offline, url}
   bool write_spec = false;
+  std::string if_exists = "fail"; // LaunchOptions::if_exists, checked
   // Non-empty when submitting this plan must be refused (no runtime image for the workspace
   // and no --image): the one-line reason. Preview still renders the spec and warns.
   std::string submit_refusal;
@@ -246,6 +253,20 @@ struct LaunchPlan {
   // --no-stage (the spec runs `primebeaker` from the image).
   std::filesystem::path stage_dir;
   std::filesystem::path staged_program;
+  // Where the run's checkpoints live and who may write them (docs/recovery.md "One run per
+  // output dir"), as absolute paths in the container (the mount is at the same path here).
+  struct Ownership {
+    std::filesystem::path output_dir;     // <working dir>/<output_dir>
+    std::filesystem::path checkpoint_dir; // output_dir; v0.9: its run directory
+    std::filesystem::path owner_path;     // owner.json, or owner-<run dir>.json (v0.9)
+    std::filesystem::path ledger_dir;     // <output_dir>/primebeaker_recovery/ledger/<run key>
+    std::filesystem::path index_path;     // this user's launch index entry for checkpoint_dir
+    std::string run_id;                   // the W&B run id every start of the run carries
+    bool v0_9 = false;
+    // The output dir was not in the TOML: the launch gave it (v0.8.0: outputs/<run name>).
+    bool defaulted = false;
+  };
+  Ownership ownership;
   // The recovery policy as the receipt shows it (docs/recovery.md): {max_recoveries,
   // max_restarts_on_errors, beaker: {auto_resume, allowed_task_retries}, follow_recover}.
   OrderedJson recovery;

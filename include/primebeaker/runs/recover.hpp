@@ -105,6 +105,34 @@ std::string actor_identity(bool controller);
 // resubmission records (claims, then older followers' records) from it. Pure.
 std::string newest_in_chain(const checkpoints::ledger::Ledger &ledger, std::string experiment_id);
 
+// One run's whole chain of experiments (docs/runs.md "One chain"): the first, then each one a
+// recovery, a restart after an error or a resume submitted after the one before, as the
+// ledger's claims and recovery records tell. Pure.
+struct ChainLink {
+  std::string experiment_id;
+  std::string cause;       // "" for the first; ledger::k_preemption, k_error or k_resubmission
+  std::int64_t number = 0; // its recovery's number against the budget (0: not a recovery)
+  // Where it started: a step, or the start; `known` false when nothing recorded it.
+  std::optional<std::int64_t> resume_step;
+  bool from_start = false;
+  bool known = false;
+};
+struct Chain {
+  std::vector<ChainLink> links; // oldest first; never empty
+  const std::string &newest() const { return links.back().experiment_id; }
+  const std::string &original() const { return links.front().experiment_id; }
+};
+// The chain through `experiment_id`, whichever of its experiments that is.
+Chain run_chain(const checkpoints::ledger::Ledger &ledger, const std::string &experiment_id);
+
+// What `status` and `list` say of a chain: {original_experiment_id, current_experiment_id,
+// experiments: [{experiment_id, cause, recovery, from}], recoveries, max_recoveries,
+// restarts_on_errors, max_restarts_on_errors, steps_lost}. `from` is "step N", "start" or
+// null. Pure.
+OrderedJson chain_json(const Chain &chain,
+                       const checkpoints::ledger::Ledger &ledger,
+                       const RecoveryBudget &budget);
+
 // The ledger slot for this experiment's recovery record: the last attempt when it belongs to
 // `experiment_id` (or names none) and has no recovery record yet; nullopt otherwise. Pure.
 std::optional<std::int64_t> recover_slot(const checkpoints::ledger::Ledger &ledger,
@@ -123,6 +151,7 @@ std::chrono::milliseconds recovery_wait(const RecoverOptions &options, int k);
 struct ResumeReceipt {
   std::string child_experiment_id;
   std::optional<std::int64_t> step;
+  bool from_start = false; // the run had no complete checkpoint: relaunched from the start
   std::string attempt_id;
 };
 ResumeReceipt parse_resume_receipt(const std::string &stdout_text);

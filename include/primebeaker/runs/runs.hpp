@@ -260,6 +260,10 @@ struct RunTarget {
   std::optional<std::string> wandb_url;
   std::optional<std::string> experiment_url;
   std::string receipt; // the receipt file, when RUN was one
+  // The run's recovery controller as the receipt recorded it (recovery.controller), so that
+  // `stop` finds it by id; empty when none was submitted.
+  std::string controller_experiment_id;
+  std::string controller_name;
 };
 
 // True for a 26-character Beaker ULID (digits and upper-case letters). Pure.
