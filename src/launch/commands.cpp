@@ -225,6 +225,29 @@ void register_commands(pb::cli::CommandTree &tree) {
         }
         return result;
       });
+  // `toml set|unset` of a Prime-RL config (docs/toml.md "Edits of Prime-RL configs").
+  toml::provide_prime_rl_edit_check(
+      [](const toml::Document &before, const std::string &version) -> toml::EditCheck {
+        std::optional<primerl::PrimeRl> release;
+        if (!version.empty()) {
+          release = primerl::require_prime_rl(version, "--prime-rl");
+        }
+        auto reading = primerl::read_prime_rl_config(before, release);
+        if (!reading) {
+          return {};
+        }
+        return [reading = std::move(*reading)](const toml::Document &after) {
+          toml::ExtraCheckResult result;
+          for (const auto &found : primerl::introduced_problems(reading, after)) {
+            result.errors.push_back(found.message);
+          }
+          result.notes.push_back(fmt::format("{} reads as {}'s `{}` entrypoint",
+                                             after.source_name(),
+                                             primerl::display_name(reading.prime_rl),
+                                             primerl::root_name(reading.root)));
+          return result;
+        };
+      });
   tree.leaf(
       {"toml", "rewrite-envs"},
       "Write SRC to DST with legacy environment ids pointed at "

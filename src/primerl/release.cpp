@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <array>
 #include <filesystem>
+#include <set>
+#include <tuple>
 
 namespace pb::primerl {
 
@@ -152,6 +154,61 @@ Reading read_prime_rl_file(const toml::Document &document,
                                   releases.front().version));
   }
   return *best;
+}
+
+std::optional<Reading> read_prime_rl_config(const toml::Document &document,
+                                            std::optional<PrimeRl> prime_rl) {
+  const bool given = prime_rl.has_value();
+  Reading reading = read_prime_rl_file(document, std::nullopt, std::move(prime_rl));
+  if (given) {
+    return reading;
+  }
+  const schema::Schema &schema = schema_for(reading.prime_rl.schema);
+  const schema::Root *root = schema.find_root(root_name(reading.root));
+  const std::vector<toml::Member> *members = document.root().table();
+  if (root == nullptr || members == nullptr) {
+    return std::nullopt;
+  }
+  std::size_t known = 0;
+  bool known_table = false;
+  for (const auto &[key, value] : *members) {
+    if (schema.find_field(root->model, key) != nullptr) {
+      ++known;
+      known_table = known_table || value.table() != nullptr;
+    }
+  }
+  if (known * 2 <= members->size() || (known < 2 && !known_table)) {
+    return std::nullopt;
+  }
+  return reading;
+}
+
+std::vector<SchemaProblem> introduced_problems(const Reading &before_reading,
+                                               const toml::Document &after) {
+  // A problem without its "FILE:LINE:COL: " (the message starts with its location).
+  const auto what = [](const SchemaProblem &problem) {
+    return std::tuple(problem.kind, problem.key, problem.message.substr(problem.location.size()));
+  };
+  std::multiset<std::tuple<SchemaProblem::Kind, std::string, std::string>> before;
+  for (const SchemaProblem &problem : before_reading.problems) {
+    if (problem.severity == SchemaProblem::Severity::error) {
+      before.insert(what(problem));
+    }
+  }
+  SchemaCheckOptions options;
+  options.release = before_reading.prime_rl.schema;
+  std::vector<SchemaProblem> introduced;
+  for (SchemaProblem &problem : check_schema(after, before_reading.root, options)) {
+    if (problem.severity != SchemaProblem::Severity::error) {
+      continue;
+    }
+    if (const auto found = before.find(what(problem)); found != before.end()) {
+      before.erase(found); // there before the edit
+      continue;
+    }
+    introduced.push_back(std::move(problem));
+  }
+  return introduced;
 }
 
 } // namespace pb::primerl

@@ -17,6 +17,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <set>
 
 namespace pb::primerl {
 
@@ -232,13 +234,78 @@ std::optional<double> number_in_string(std::string_view text) {
   return value;
 }
 
+// A key path of the schema reachable through tables only (a field, a nested class, a union of
+// classes; not through arrays or dicts, so each path is one `toml set` can write), with its last
+// segment and depth.
+struct KeyPath {
+  std::string path;
+  std::string_view leaf;
+  int depth = 0;
+};
+
+void collect_key_paths(const schema::Schema &schema,
+                       std::uint16_t model,
+                       const std::string &prefix,
+                       int depth,
+                       std::vector<std::uint16_t> &open,
+                       std::vector<KeyPath> &out) {
+  constexpr int k_max_depth = 8;
+  open.push_back(model);
+  for (const schema::Field &field : schema.fields_of(model)) {
+    const std::string_view name = schema.str(field.name);
+    std::string path = child_path(prefix, name);
+    // The classes a table at this field may be: the field's class, or a union's.
+    std::vector<std::uint16_t> nested;
+    const std::function<void(std::uint16_t)> tables = [&](std::uint16_t type_id) {
+      const schema::Type &type = schema.types[type_id];
+      if (type.kind == Kind::model) {
+        nested.push_back(type.item);
+      } else if (type.kind == Kind::union_of) {
+        for (std::uint16_t i = 0; i < type.count; ++i) {
+          tables(schema.alternatives[type.first + i]);
+        }
+      }
+    };
+    tables(field.type);
+    out.push_back({path, name, depth});
+    if (depth + 1 >= k_max_depth) {
+      continue;
+    }
+    for (const std::uint16_t inner : nested) {
+      if (std::find(open.begin(), open.end(), inner) == open.end()) {
+        collect_key_paths(schema, inner, path, depth + 1, open, out);
+      }
+    }
+  }
+  open.pop_back();
+}
+
+// Every key path of `model` (docs/primerl-schema.md "What is checked": the suggestion searches
+// the whole schema), each once, shallowest first.
+std::vector<KeyPath> key_paths(const schema::Schema &schema, std::uint16_t model) {
+  std::vector<KeyPath> all;
+  std::vector<std::uint16_t> open;
+  collect_key_paths(schema, model, "", 0, open, all);
+  std::stable_sort(
+      all.begin(), all.end(), [](const auto &a, const auto &b) { return a.depth < b.depth; });
+  std::vector<KeyPath> out;
+  std::set<std::string> seen;
+  for (KeyPath &entry : all) {
+    if (seen.insert(entry.path).second) {
+      out.push_back(std::move(entry));
+    }
+  }
+  return out;
+}
+
 class Checker {
 public:
   Checker(const schema::Schema &schema,
+          std::uint16_t root,
           const Document &document,
           const SchemaCheckOptions &options,
           std::vector<Problem> &out)
-      : m_schema(schema), m_document(document), m_options(options), m_out(&out),
+      : m_schema(schema), m_root(root), m_document(document), m_options(options), m_out(&out),
         m_release(release_name(options.release)) {}
 
   void check_model(std::uint16_t model,
@@ -271,6 +338,8 @@ public:
 
 private:
   const schema::Schema &m_schema;
+  std::uint16_t m_root;             // the entrypoint's class
+  std::vector<KeyPath> m_key_paths; // of m_root, listed when a first unknown key needs them
   const Document &m_document;
   const SchemaCheckOptions &m_options;
   std::vector<Problem> *m_out;
@@ -419,6 +488,17 @@ private:
         fmt::format("unknown key {} ({} has no such key)", path, m_schema.str(cls.name));
     if (!suggestion.empty()) {
       text += fmt::format("; did you mean '{}'?", suggestion);
+    } else if (const auto elsewhere = keys_elsewhere(key); !elsewhere.empty()) {
+      // Not a near name of its table: the same (or a close) name at another table.
+      suggestion = elsewhere.front();
+      std::vector<std::string> quoted;
+      for (const auto &other : elsewhere) {
+        quoted.push_back("'" + other + "'");
+      }
+      const std::string last = quoted.back();
+      quoted.pop_back();
+      text += fmt::format(
+          "; did you mean {}{}?", quoted.empty() ? "" : text::join(quoted, ", ") + " or ", last);
     }
     if (v0_9) {
       // The newest schema compiled in: a key it does not know may be a newer release's.
@@ -427,6 +507,28 @@ private:
                           m_release);
     }
     error(Problem::Kind::unknown_key, path, key_position(value), text, std::move(suggestion));
+  }
+
+  // The full paths of the schema whose last segment is `key` or closest to it (one edit for
+  // names of up to four characters, two for longer ones), shallowest first, at most three.
+  std::vector<std::string> keys_elsewhere(std::string_view key) {
+    if (m_key_paths.empty()) {
+      m_key_paths = key_paths(m_schema, m_root);
+    }
+    const std::size_t allowed = key.size() <= 4 ? 1 : 2;
+    std::size_t best = allowed + 1;
+    std::vector<std::string> found;
+    for (const KeyPath &entry : m_key_paths) {
+      const std::size_t distance = text::edit_distance(key, entry.leaf);
+      if (distance < best) {
+        best = distance;
+        found.clear();
+      }
+      if (distance == best && found.size() < 3) {
+        found.push_back(entry.path);
+      }
+    }
+    return found;
   }
 
   // A v0.8.0 key that v0.9 moved: reported with where it went (each member of a table whose
@@ -1088,7 +1190,7 @@ check_schema(const Document &document, ConfigRoot root, const SchemaCheckOptions
   if (entry == nullptr) {
     return problems;
   }
-  Checker checker(schema, document, options, problems);
+  Checker checker(schema, entry->model, document, options, problems);
   checker.check_model(entry->model, document.root(), "");
   // Document order: problems by position (those without one, like a missing [trainer], last).
   std::stable_sort(problems.begin(), problems.end(), [](const auto &a, const auto &b) {

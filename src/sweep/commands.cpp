@@ -46,10 +46,18 @@ void run_sweep(launch::Program program, const SweepOptions &given) {
   if (!options.grid.empty() && options.zip) {
     throw usage_error("--zip pairs --set values; a --grid lists its variants itself");
   }
+  if (!options.base.wandb_run_id.empty()) {
+    throw usage_error("--wandb-run-id cannot be given to a sweep: each variant gets its own W&B "
+                      "run id (its own launch id), and one id would put every variant in one W&B "
+                      "run and one ledger");
+  }
   launch::apply_config(options.base, config::Settings::load());
-  const auto variants = options.grid.empty()
-                            ? combine(options.axes, options.zip)
-                            : parse_grid(fs::read_file(options.grid), options.grid);
+  Grid grid;
+  if (options.grid.empty()) {
+    grid.variants = combine(options.axes, options.zip);
+  } else {
+    grid = read_grid(fs::read_file(options.grid), options.grid);
+  }
   const auto document = toml::Document::load(options.base.toml);
   launch::LaunchInputs inputs;
   inputs.program = program;
@@ -65,7 +73,7 @@ void run_sweep(launch::Program program, const SweepOptions &given) {
   if (!options.dry_run) {
     launch::find_beaker_cli(inputs); // a multi-node variant's recovery controller stages it
   }
-  const SweepPlan plan = make_sweep_plan(options, variants, inputs);
+  const SweepPlan plan = make_sweep_plan(options, grid.variants, inputs, grid.origins);
   if (options.dry_run) {
     if (::isatty(STDERR_FILENO) == 1) {
       std::cerr << sweep_card(plan);

@@ -10,19 +10,29 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 namespace pb::sweep {
 namespace {
 
 // The id in `beaker group create --format json`'s answer (an array of groups, or one), else the
-// last word of its text.
+// last word of its text when that spells a Beaker id (26 upper-case letters and digits); "" when
+// there is none.
 std::string group_id(const std::string &out) {
   const auto parsed = OrderedJson::parse(out, nullptr, false);
-  const OrderedJson &group = parsed.is_array() && !parsed.empty() ? parsed.front() : parsed;
-  if (group.is_object() && group.contains("id") && group["id"].is_string()) {
-    return group["id"].get<std::string>();
+  if (!parsed.is_discarded()) {
+    const OrderedJson &group = parsed.is_array() && !parsed.empty() ? parsed.front() : parsed;
+    if (group.is_object() && group.contains("id") && group["id"].is_string()) {
+      return std::string(text::trim(group["id"].get<std::string>()));
+    }
+    return {};
   }
   const auto words = text::split(std::string(text::trim(out)), ' ');
-  return words.empty() ? std::string() : words.back();
+  const std::string last = words.empty() ? std::string() : words.back();
+  const bool id = last.size() == 26 && std::all_of(last.begin(), last.end(), [](char c) {
+                    return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+                  });
+  return id ? last : std::string();
 }
 
 } // namespace
@@ -37,6 +47,15 @@ SweepResult submit_sweep(const SweepPlan &plan, launch::LaunchEffects &effects) 
   const auto created = effects.beaker.run_checked(
       {"group", "create", "--workspace", workspace, "--format", "json", plan.name}, "group create");
   const std::string group = group_id(created.out);
+  if (group.empty()) {
+    // Nothing to add the variants to, and a receipt without a group id cannot be followed.
+    throw tool_error(fmt::format(
+        "beaker group create {} answered no group id ({}); no variant was submitted",
+        plan.name,
+        text::trim(created.out).empty()
+            ? std::string("it printed nothing")
+            : "it printed '" + std::string(text::trim(created.out)).substr(0, 200) + "'"));
+  }
   receipt["group"] = {{"name", plan.name}, {"id", group}, {"workspace", workspace}};
   receipt["gpus"] = plan.gpus;
   OrderedJson submitted = OrderedJson::array();

@@ -49,11 +49,26 @@ std::string toml_string(const std::string &text) {
   return nlohmann::json(text).dump();
 }
 
+// `line` with the "--set KEY=VALUE:" of a --grid's override (the launch module reports an
+// override's problems at its argument) replaced by the grid's "GRID:LINE:COL:" of its key.
+std::string at_origins(const std::string &line,
+                       const Overrides &overrides,
+                       const std::vector<std::string> &origins) {
+  for (std::size_t j = 0; j < overrides.size() && j < origins.size(); ++j) {
+    const std::string argument = "--set " + overrides[j].first + "=" + overrides[j].second + ":";
+    if (const auto at = line.find(argument); at != std::string::npos) {
+      return line.substr(0, at) + origins[j] + ":" + line.substr(at + argument.size());
+    }
+  }
+  return line;
+}
+
 } // namespace
 
 SweepPlan make_sweep_plan(const SweepOptions &options,
                           const std::vector<Overrides> &variants,
-                          const launch::LaunchInputs &inputs) {
+                          const launch::LaunchInputs &inputs,
+                          const std::vector<std::vector<std::string>> &origins) {
   if (variants.empty()) {
     throw usage_error("a sweep needs --set KEY=V1,V2,... (or --grid FILE)");
   }
@@ -73,7 +88,8 @@ SweepPlan make_sweep_plan(const SweepOptions &options,
   std::vector<std::string> problems;
   std::map<std::string, std::string> names;     // name -> variant, for duplicates
   std::map<std::string, std::string> run_homes; // output dir (and run dir) -> variant
-  for (const auto &overrides : variants) {
+  for (std::size_t index = 0; index < variants.size(); ++index) {
+    const Overrides &overrides = variants[index];
     Variant variant;
     variant.overrides = overrides;
     variant.name = variant_name(plan.base, overrides);
@@ -102,9 +118,12 @@ SweepPlan make_sweep_plan(const SweepOptions &options,
     try {
       variant.plan = launch::make_plan(o, own);
     } catch (const Error &error) {
-      problems.push_back(fmt::format("variant {}: {}", variant.name, error.what()));
+      const auto located = [&](const std::string &line) {
+        return index < origins.size() ? at_origins(line, overrides, origins[index]) : line;
+      };
+      problems.push_back(fmt::format("variant {}: {}", variant.name, located(error.what())));
       for (const auto &line : error.context()) {
-        problems.push_back("  " + line);
+        problems.push_back("  " + located(line));
       }
       continue;
     }

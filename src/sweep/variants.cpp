@@ -6,10 +6,12 @@
 #include <primebeaker/services/yaml_tree.hpp>
 #include <primebeaker/sweep/sweep.hpp>
 #include <primebeaker/toml/format.hpp>
+#include <primebeaker/toml/syntax.hpp>
 #include <primebeaker/toml/value.hpp>
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <functional>
 
 namespace pb::sweep {
@@ -133,10 +135,66 @@ std::string literal_of(const services::YamlNode &node, const services::YamlDocum
   }
 }
 
+// A TOML value as a TOML value literal on one line: strings quoted, other scalars as spelled.
+std::string literal_of(const toml::Value &value) {
+  if (const std::string *text = value.string()) {
+    return toml::quote_string(*text);
+  }
+  if (const auto *items = value.array()) {
+    std::vector<std::string> parts;
+    for (const auto &item : *items) {
+      parts.push_back(literal_of(item));
+    }
+    return "[" + text::join(parts, ", ") + "]";
+  }
+  if (const auto *members = value.table()) {
+    std::vector<std::string> parts;
+    for (const auto &[key, member] : *members) {
+      parts.push_back(toml::quote_key(key) + " = " + literal_of(member));
+    }
+    return "{ " + text::join(parts, ", ") + " }";
+  }
+  return value.raw();
+}
+
+// "SOURCE:LINE:COL" of the key that holds `value` in a TOML grid: the first segment of its
+// `key = value` (`trainer` of `trainer.optim.lr = 1e-5`), else the value's own place.
+std::string key_location(const toml::Document &document, const toml::Value &value) {
+  const toml::Position position = value.position();
+  if (position.line == 0) {
+    return document.location(value);
+  }
+  const std::string &text = document.text();
+  std::uint32_t line_start = 0;
+  for (std::uint32_t line = 1; line < position.line; ++line) {
+    line_start = static_cast<std::uint32_t>(text.find('\n', line_start) + 1);
+  }
+  const toml::syntax::Tree &tree = document.syntax();
+  std::uint32_t offset = line_start + position.column - 1;
+  if (position.line == 1) {
+    offset += tree.body_begin; // the parser does not count a BOM as a column
+  }
+  for (const auto &kv : tree.key_values) {
+    if (kv.value != toml::syntax::npos && kv.key_count > 0 &&
+        tree.values[kv.value].span.begin == offset) {
+      const std::uint32_t key = tree.key_segments[kv.key_first].begin;
+      const std::string_view before = std::string_view(text).substr(0, key);
+      const auto line = 1 + std::count(before.begin(), before.end(), '\n');
+      const auto newline = before.rfind('\n');
+      auto column = key - (newline == std::string_view::npos ? 0 : newline + 1) + 1;
+      if (line == 1) {
+        column -= tree.body_begin;
+      }
+      return fmt::format("{}:{}:{}", document.source_name(), line, column);
+    }
+  }
+  return document.location(value);
+}
+
 } // namespace
 
-std::vector<Overrides> parse_grid(const std::string &text, const std::string &source_name) {
-  std::vector<Overrides> out;
+Grid read_grid(const std::string &text, const std::string &source_name) {
+  Grid out;
   const bool is_toml = text::starts_with(
       std::string_view(source_name).substr(source_name.size() > 5 ? source_name.size() - 5 : 0),
       ".toml");
@@ -151,11 +209,13 @@ std::vector<Overrides> parse_grid(const std::string &text, const std::string &so
         throw input_error(document.location(table) + ": each variant is a [[variant]] table");
       }
       Overrides variant;
+      std::vector<std::string> origins;
       // Dotted keys inside a [[variant]] are nested tables: walk to the leaves, in order.
       const std::function<void(const std::string &, const toml::Value &)> walk =
           [&](const std::string &key, const toml::Value &value) {
             if (value.table() == nullptr) {
-              variant.emplace_back(key, std::string(text::trim(toml::to_value_text(value))));
+              variant.emplace_back(key, literal_of(value));
+              origins.push_back(key_location(document, value));
               return;
             }
             for (const auto &[child, child_value] : *value.table()) {
@@ -166,7 +226,8 @@ std::vector<Overrides> parse_grid(const std::string &text, const std::string &so
       if (variant.empty()) {
         throw input_error(document.location(table) + ": an empty variant");
       }
-      out.push_back(std::move(variant));
+      out.variants.push_back(std::move(variant));
+      out.origins.push_back(std::move(origins));
     }
     return out;
   }
@@ -181,15 +242,22 @@ std::vector<Overrides> parse_grid(const std::string &text, const std::string &so
                         ": each variant is a mapping of dotted TOML keys to values");
     }
     Overrides variant;
+    std::vector<std::string> origins;
     for (const auto &member : item.members) {
       variant.emplace_back(member.key, literal_of(member.value, document));
+      origins.push_back(document.location(member.key_mark));
     }
-    out.push_back(std::move(variant));
+    out.variants.push_back(std::move(variant));
+    out.origins.push_back(std::move(origins));
   }
-  if (out.empty()) {
+  if (out.variants.empty()) {
     throw input_error(source_name + ": the grid has no variants");
   }
   return out;
+}
+
+std::vector<Overrides> parse_grid(const std::string &text, const std::string &source_name) {
+  return read_grid(text, source_name).variants;
 }
 
 std::string variant_suffix(const Overrides &overrides) {

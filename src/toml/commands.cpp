@@ -40,6 +40,8 @@ struct EditOptions {
   std::string output;
   bool if_exists = false;
   bool prune = false;
+  std::string prime_rl; // --prime-rl VERSION: check the edit as that release's config
+  bool no_check = false;
 };
 
 struct CheckOptions {
@@ -51,6 +53,11 @@ struct CheckOptions {
 
 PrimeRlCheck &prime_rl_check() {
   static PrimeRlCheck check;
+  return check;
+}
+
+PrimeRlEditCheck &prime_rl_edit_check() {
+  static PrimeRlEditCheck check;
   return check;
 }
 
@@ -169,6 +176,55 @@ void emit(const EditOptions &o, const std::string &before, const std::string &af
   fs::write_file_atomic(target, after);
 }
 
+// Files this large are never read as Prime-RL configs (those are a few KB): the check would
+// build the typed values of every line and read them as each entrypoint, and the streamed edit of
+// a large file keeps its footprint of one parse (docs/toml.md "Footprint").
+constexpr std::size_t k_largest_checked = 1 << 20;
+
+// The schema check of the edit (docs/toml.md "Edits of Prime-RL configs"), or an empty function
+// when the file is no Prime-RL config or --no-check says not to check.
+EditCheck edit_check(const EditOptions &o, const Document &doc) {
+  if (o.no_check) {
+    if (!o.prime_rl.empty()) {
+      throw usage_error("--prime-rl VERSION checks the edit, --no-check does not: give one");
+    }
+    return {};
+  }
+  if (o.prime_rl.empty() && doc.text().size() >= k_largest_checked) {
+    return {};
+  }
+  if (!prime_rl_edit_check()) {
+    throw failure("internal error: no Prime-RL check was provided to `toml set|unset`");
+  }
+  return prime_rl_edit_check()(doc, o.prime_rl);
+}
+
+// Refuses an edit that introduces problems: one line each (FILE:LINE:COL of the edited text),
+// exit 3, nothing written.
+void refuse_introduced(const EditOptions &o,
+                       const std::string &verb,
+                       const EditCheck &check,
+                       const std::string &after,
+                       const std::string &source_name) {
+  ExtraCheckResult result = check(Document::parse(after, source_name));
+  for (const auto &note : result.notes) {
+    spdlog::info("{}", note);
+  }
+  if (result.errors.empty()) {
+    return;
+  }
+  Error error(ExitCode::bad_input, result.errors.front());
+  for (auto it = result.errors.begin() + 1; it != result.errors.end(); ++it) {
+    error.add_context(*it);
+  }
+  error.add_context(
+      fmt::format("{} {}: nothing written ({}; --no-check writes it anyway)",
+                  verb,
+                  o.key,
+                  result.notes.empty() ? "Prime-RL's schema refuses it" : result.notes.front()));
+  throw error;
+}
+
 void run_set(const EditOptions &o) {
   const bool has_value = !o.value.empty() || o.string;
   if (!o.value_file.empty() && !o.value.empty()) {
@@ -203,6 +259,16 @@ void run_set(const EditOptions &o) {
           "value '{}' is {}, not {} (--type)", value, type_name(parsed.type()), o.type));
     }
   }
+  const EditCheck check = edit_check(o, doc);
+  if (check) {
+    // A Prime-RL config: the edit in memory (a few KB), checked before anything is written.
+    const std::string source_name = doc.source_name();
+    std::string before = o.dry_run ? doc.text() : std::string();
+    const std::string after = set(std::move(doc), o.key, literal);
+    refuse_introduced(o, "set", check, after, source_name);
+    emit(o, before, after);
+    return;
+  }
   if (streams_to_file(o)) {
     set_file(std::move(doc), target_of(o), o.key, literal, [&o] { before_writing(o); });
     return;
@@ -217,6 +283,14 @@ void run_unset(const EditOptions &o) {
     reuse_freed_memory();
   }
   Document doc = Document::load(o.file);
+  if (const EditCheck check = edit_check(o, doc)) {
+    const std::string source_name = doc.source_name();
+    std::string before = o.dry_run ? doc.text() : std::string();
+    const std::string after = unset(std::move(doc), o.key, {o.if_exists, o.prune});
+    refuse_introduced(o, "unset", check, after, source_name);
+    emit(o, before, after);
+    return;
+  }
   if (streamed) {
     unset_file(
         std::move(doc), target_of(o), o.key, {o.if_exists, o.prune}, [&o] { before_writing(o); });
@@ -275,6 +349,10 @@ void provide_prime_rl_check(PrimeRlCheck check) {
   prime_rl_check() = std::move(check);
 }
 
+void provide_prime_rl_edit_check(PrimeRlEditCheck check) {
+  prime_rl_edit_check() = std::move(check);
+}
+
 bool looks_like_version(const std::string &word) {
   // v?N.N[.N][.devN]
   std::string_view rest = word;
@@ -306,6 +384,20 @@ bool looks_like_version(const std::string &word) {
 }
 
 namespace {
+
+// --prime-rl VERSION and --no-check of `toml set|unset`.
+void add_check_options(cli::Command &command, EditOptions &o) {
+  command
+      .add_option(cli::flag("prime-rl"),
+                  o.prime_rl,
+                  "check the edited file as this Prime-RL release's config (v0.7.1.dev83, "
+                  "v0.8.0, v0.8.1.dev67 = v0.9); without it, a file `toml check --prime-rl` "
+                  "reads as a Prime-RL config is checked as the release it reads as")
+      .type_name("VERSION");
+  command.add_flag(cli::flag("no-check"),
+                   o.no_check,
+                   "write the edit even if Prime-RL's schema refuses what it introduces");
+}
 
 void run_diff(const DiffOptions &o) {
   if (o.a == "-" && o.b == "-") {
@@ -366,6 +458,7 @@ void register_commands(cli::CommandTree &tree) {
   set_cmd.add_option(cli::flag("output", "-o"),
                      s.output,
                      "write the result here instead of in place ('-': stdout)");
+  add_check_options(set_cmd, s);
   set_cmd.callback([&s] { run_set(s); });
 
   auto &unset_cmd = tree.command({"toml", "unset"}, "Remove a key and the comments it owns");
@@ -378,6 +471,7 @@ void register_commands(cli::CommandTree &tree) {
   unset_cmd.add_option(cli::flag("output", "-o"),
                        u.output,
                        "write the result here instead of in place ('-': stdout)");
+  add_check_options(unset_cmd, u);
   unset_cmd.callback([&u] { run_unset(u); });
 
   auto &check_cmd = tree.command({"toml", "check"},

@@ -139,5 +139,17 @@ TEST_F(Overrides, BadArgumentsAreRefusedAtTheirFlag) {
   EXPECT_TRUE(m_beaker.calls().empty());
 }
 
+TEST_F(Overrides, AKeyAtTheWrongTableSuggestsItsFullPathElsewhere) {
+  // RLConfig has no `seed`; the schema has it under [inference] (and perhaps elsewhere).
+  const auto result = run({"rl", "preview", "--toml", "examples/rl/rl.toml", "--set", "seed=1"});
+  EXPECT_EQ(result.exit_code, 3) << result.err;
+  EXPECT_NE(result.err.find("--set seed=1: unknown key seed (RLConfig has no such key); did you "
+                            "mean "),
+            std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("'inference.seed'"), std::string::npos) << result.err;
+  EXPECT_TRUE(m_beaker.calls().empty());
+}
+
 } // namespace
 } // namespace pb::test

@@ -7,6 +7,7 @@
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/sweep/sweep.hpp>
 
+#include <algorithm>
 #include <set>
 
 using nlohmann::json;
@@ -212,6 +213,55 @@ TEST_F(Sweep, StopAndStatusOfASweepReceiptCoverEveryVariant) {
   ASSERT_EQ(listed.exit_code, 0) << listed.err;
   EXPECT_EQ(json::parse(listed.out).size(), 2u);
   EXPECT_TRUE(m_beaker.calls_matching({"workspace", "experiments"}).empty());
+}
+
+TEST_F(Sweep, AMistakeInAGridFileIsReportedAtTheGridsLineAndColumn) {
+  write("grid.yaml", "- trainer.optim.lr: 1.0e-5\n- trainer.optim.lrr: 2.0e-5\n");
+  const auto yaml = run(sweep({"--grid", "grid.yaml", "--dry-run"}));
+  EXPECT_EQ(yaml.exit_code, 3) << yaml.err;
+  EXPECT_NE(yaml.err.find(": grid.yaml:2:3: unknown key trainer.optim.lrr"), std::string::npos)
+      << yaml.err;
+  EXPECT_EQ(yaml.err.find("--set trainer.optim.lrr"), std::string::npos) << yaml.err;
+
+  write("grid.toml",
+        "[[variant]]\ntrainer.optim.lr = 1e-5\n\n[[variant]]\nmax_steps = 3\n"
+        "trainer.optim.lr = \"fast\"\n");
+  const auto toml = run(sweep({"--grid", "grid.toml", "--dry-run"}));
+  EXPECT_EQ(toml.exit_code, 3) << toml.err;
+  EXPECT_NE(toml.err.find(": grid.toml:6:1: trainer.optim.lr must be a number"), std::string::npos)
+      << toml.err;
+  EXPECT_EQ(toml.err.find("--set "), std::string::npos) << toml.err;
+  EXPECT_TRUE(m_beaker.calls().empty());
+}
+
+TEST_F(Sweep, OneWandbRunIdForEveryVariantIsRefused) {
+  beaker_creates();
+  const auto result =
+      run(sweep({"--set", "trainer.optim.lr=1e-5,2e-5", "--wandb-run-id", "shared", "--yes"}));
+  EXPECT_EQ(result.exit_code, 2) << result.err;
+  EXPECT_NE(result.err.find("--wandb-run-id"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("each variant gets its own W&B run id"), std::string::npos)
+      << result.err;
+  EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+  EXPECT_TRUE(m_beaker.calls().empty());
+}
+
+TEST_F(Sweep, AGroupCreateWithoutAnIdSubmitsNothing) {
+  for (const std::string answer : {"", "[]", "{\"name\": \"s\"}", "Error: no quota\n"}) {
+    m_beaker.clear();
+    m_beaker.on({"group", "create"}, answer);
+    m_beaker.on({"group", "add"}, "");
+    beaker_creates();
+    const auto result = run(sweep({"--set", "trainer.optim.lr=1e-5,2e-5", "--yes"}));
+    EXPECT_EQ(result.exit_code, 4) << answer << ": " << result.err;
+    EXPECT_NE(result.err.find("answered no group id"), std::string::npos) << result.err;
+    EXPECT_NE(result.err.find("no variant was submitted"), std::string::npos) << result.err;
+    EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+    EXPECT_TRUE(m_beaker.calls_matching({"experiment", "create"}).empty()) << answer;
+    EXPECT_TRUE(m_beaker.calls_matching({"group", "add"}).empty()) << answer;
+    EXPECT_EQ(result.out, "") << answer; // no receipt printed
+    EXPECT_FALSE(std::filesystem::exists(mount() / "primebeaker" / "sweeps")) << answer;
+  }
 }
 
 } // namespace

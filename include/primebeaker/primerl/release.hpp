@@ -52,4 +52,18 @@ Reading read_prime_rl_file(const toml::Document &document,
                            std::optional<ConfigRoot> root,
                            std::optional<PrimeRl> prime_rl);
 
+// How `toml set|unset` reads the file it edits (docs/toml.md "Edits of Prime-RL configs"):
+// as read_prime_rl_file reads it, when that reading knows more of the file's top-level keys than
+// not, and at least two of them or one that is a table; nullopt when the file is no Prime-RL
+// config. With `prime_rl` (--prime-rl VERSION), the file is read as that release whatever its
+// keys.
+std::optional<Reading> read_prime_rl_config(const toml::Document &document,
+                                            std::optional<PrimeRl> prime_rl);
+
+// The errors of `after` that `before` (read as `before_reading`) did not have: `after` is read
+// as the same release and entrypoint, and problems are compared by kind, key and message
+// (without their positions, which an edit moves). Document order.
+std::vector<SchemaProblem> introduced_problems(const Reading &before_reading,
+                                               const toml::Document &after);
+
 } // namespace pb::primerl

@@ -29,6 +29,15 @@ std::vector<Overrides> combine(const std::vector<std::string> &axes, bool zip);
 // file's line:column on anything else. Pure.
 std::vector<Overrides> parse_grid(const std::string &text, const std::string &source_name);
 
+// Where each override of each variant was written: "GRID:LINE:COL" of its key in the --grid file
+// (origins[i][j] for variants[i][j]).
+struct Grid {
+  std::vector<Overrides> variants;
+  std::vector<std::vector<std::string>> origins;
+};
+// parse_grid with the origins.
+Grid read_grid(const std::string &text, const std::string &source_name);
+
 // The variant's short, stable name part: "<last key segment>-<value>" per override joined by
 // "_", unsafe characters replaced; "lr-1e-5_kl-0.1".
 std::string variant_suffix(const Overrides &overrides);
@@ -63,10 +72,12 @@ struct SweepPlan {
 };
 
 // Every variant planned; all problems of all variants in one pb::Error (each line names its
-// variant), before anything is submitted. Pure.
+// variant, and the --set argument or, with `origins` (a --grid's), the GRID:LINE:COL that made
+// the problem), before anything is submitted. Pure.
 SweepPlan make_sweep_plan(const SweepOptions &options,
                           const std::vector<Overrides> &variants,
-                          const launch::LaunchInputs &inputs);
+                          const launch::LaunchInputs &inputs,
+                          const std::vector<std::vector<std::string>> &origins = {});
 
 // The sweep card: each variant, its overrides and GPUs, and the total. Pure.
 std::string sweep_card(const SweepPlan &plan);

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
-// `toml check --prime-rl`: checks of a module above toml. The toml module cannot know Prime-RL's
-// config schema (primerl sits above it), so the module that owns Prime-RL's launch rules and
-// also adds to the `toml` group (launch, with `toml rewrite-envs`) provides it when it registers
-// its commands; both are registered whenever argv names `toml` (docs/ARCHITECTURE.md, "The root
-// command").
+// `toml check --prime-rl` and the schema check of `toml set|unset`: checks of a module above
+// toml. The toml module cannot know Prime-RL's config schema (primerl sits above it), so the
+// module that owns Prime-RL's launch rules and also adds to the `toml` group (launch, with `toml
+// rewrite-envs`) provides them when it registers its commands; both are registered whenever argv
+// names `toml` (docs/ARCHITECTURE.md, "The root command").
 #pragma once
 
 #include <functional>
@@ -28,5 +28,15 @@ using PrimeRlCheck = std::function<ExtraCheckResult(
 bool looks_like_version(const std::string &word);
 
 void provide_prime_rl_check(PrimeRlCheck check);
+
+// `toml set|unset` on a Prime-RL config (docs/toml.md "Edits of Prime-RL configs"): given the
+// document before the edit and what --prime-rl VERSION says ("" to detect it), a check of the
+// edited document that returns the problems the edit introduces (`errors`, one line each; `notes`:
+// how the file was read), or an empty function when the file is no Prime-RL config.
+using EditCheck = std::function<ExtraCheckResult(const Document &after)>;
+using PrimeRlEditCheck =
+    std::function<EditCheck(const Document &before, const std::string &version)>;
+
+void provide_prime_rl_edit_check(PrimeRlEditCheck check);
 
 } // namespace pb::toml
