@@ -3,6 +3,7 @@
 // --ranks N) [--json] [--latest]`.
 #include <primebeaker/checkpoints/report.hpp>
 #include <primebeaker/checkpoints/topology.hpp>
+#include <primebeaker/config/config.hpp>
 #include <primebeaker/core/command_tree.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/json.hpp>
@@ -13,6 +14,7 @@
 
 #include <chrono>
 #include <iostream>
+#include <optional>
 
 namespace pb::checkpoints {
 
@@ -20,13 +22,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The default of `rl preview --working-dir` (docs/launch.md): where a relative output_dir lives.
-constexpr const char *k_default_working_dir = "/weka";
-
 struct ListOptions {
   std::string toml;
   std::string output_dir;
-  std::string working_dir = k_default_working_dir;
+  // --working-dir; nullopt: the launches' default (`config get working_dir`, docs/config.md).
+  std::optional<std::string> working_dir;
   std::string run; // v0.9: the run directory when the TOML names none
   int ranks = 0;
   bool json = false;
@@ -72,7 +72,21 @@ std::string run_dir_of(const toml::Document &document,
                     ": pass --run NAME");
 }
 
-// Where to look, from the flags: pure apart from reading the TOML the user named.
+// The working directory a launch of the TOML used: --working-dir, else the launches' own default
+// (PRIMEBEAKER_WORKING_DIR, the project or user file, the built-in /weka), with its origin.
+std::pair<std::string, std::string> working_dir_of(const ListOptions &options) {
+  if (options.working_dir) {
+    if (options.working_dir->empty()) {
+      throw usage_error("--working-dir cannot be empty");
+    }
+    return {*options.working_dir, "--working-dir"};
+  }
+  const auto settings = config::Settings::load();
+  const config::Setting *setting = settings.get("working_dir");
+  return {setting->text(), setting->origin};
+}
+
+// Where to look, from the flags: pure apart from reading the TOML the user named and the config.
 CheckpointSource resolve_source(const ListOptions &options, const fs::path &cwd) {
   if (options.toml.empty() == options.output_dir.empty()) {
     throw usage_error("checkpoints list needs exactly one of --toml FILE or --output-dir DIR");
@@ -82,18 +96,30 @@ CheckpointSource resolve_source(const ListOptions &options, const fs::path &cwd)
       throw usage_error(
           "--ranks goes with --output-dir; with --toml the rank count comes from the TOML");
     }
-    if (options.working_dir.empty()) {
-      throw usage_error("--working-dir cannot be empty");
-    }
+    const auto [working_dir_text, origin] = working_dir_of(options);
     // A relative output_dir is relative to the run's working directory, as for previews.
-    const fs::path working_dir = (cwd / options.working_dir).lexically_normal();
+    const fs::path working_dir = (cwd / working_dir_text).lexically_normal();
     const auto document = toml::Document::load(options.toml);
-    return source_from_toml(document, working_dir, run_dir_of(document, options, working_dir));
+    CheckpointSource source =
+        source_from_toml(document, working_dir, run_dir_of(document, options, working_dir));
+    spdlog::info("working dir {} (from {})", working_dir.string(), origin);
+    std::error_code ec;
+    if (!fs::exists(source.output_dir, ec)) {
+      // Not an error (a run may not have started), but not silent either: the place looked at
+      // and where it came from, in case the TOML was launched with another working dir.
+      spdlog::warn("{} does not exist (yet): output_dir of {} under the working dir {} (from {}; "
+                   "--working-dir or `primebeaker config set working_dir` to look elsewhere)",
+                   source.output_dir.string(),
+                   options.toml,
+                   working_dir.string(),
+                   origin);
+    }
+    return source;
   }
   if (!options.run.empty()) {
     throw usage_error("--run goes with --toml; give --output-dir the run directory itself");
   }
-  if (options.working_dir != k_default_working_dir) {
+  if (options.working_dir) {
     throw usage_error("--working-dir goes with --toml; --output-dir is a path on this machine");
   }
   if (options.ranks < 1) {
@@ -161,8 +187,7 @@ void register_commands(cli::CommandTree &tree) {
   list.add_option(cli::flag("working-dir"),
                   options.working_dir,
                   "With --toml: the run's --working-dir, which a relative output_dir is "
-                  "relative to, as for previews")
-      .capture_default_str();
+                  "relative to, as for previews [/weka; `config set working_dir`]");
   list.add_option(cli::flag("run"),
                   options.run,
                   "With a Prime-RL v0.9 --toml that sets neither run.dir nor run.name: the run "
@@ -180,7 +205,8 @@ void register_commands(cli::CommandTree &tree) {
                 "Read newest first and stop at the step a resume would use (a few directory "
                 "reads instead of the whole tree)");
   list.footer("Give either --toml FILE (the rank count and output_dir come from it; a relative "
-              "output_dir is under --working-dir) or --output-dir DIR --ranks N. A run that has "
+              "output_dir is under --working-dir, default `config get working_dir`) or "
+              "--output-dir DIR --ranks N. A run that has "
               "not written a checkpoint yet lists no steps (exit 0); an --output-dir that does "
               "not exist is an error (exit 3).");
   list.callback([&options] { run_list(options); });

@@ -3,6 +3,7 @@
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/primerl/config.hpp>
 #include <primebeaker/primerl/layout.hpp>
+#include <primebeaker/primerl/v0_9.hpp>
 
 namespace pb::checkpoints {
 
@@ -10,16 +11,18 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// What a launch reads from a v0.8.0 TOML, through primerl as previews read it
-// (docs/checkpoints.md): the trainer rank count and output_dir as written (required; exit 3
-// naming FILE:LINE:COL).
+// What a launch reads from a v0.8.0 TOML, through primerl's readers as previews read it
+// (docs/checkpoints.md): the trainer rank count and output_dir (Prime-RL's default when the TOML
+// names none; a problem is exit 3 naming FILE:LINE:COL).
 struct LaunchFacts {
   int ranks = 0;
   std::string output_dir;
 };
 
 LaunchFacts launch_facts(const toml::Document &document) {
-  if (primerl::read_deployment_type(document) == primerl::DeploymentType::multi_node) {
+  // As a launch reads it: no deployment.type is Prime-RL's default, single_node.
+  if (document.root().find_path({"deployment", "type"}) != nullptr &&
+      primerl::read_deployment_type(document) == primerl::DeploymentType::multi_node) {
     const auto rl = primerl::read_multi_node_rl(document);
     return {static_cast<int>(rl.trainer_gpus), rl.output_dir.value};
   }
@@ -27,16 +30,9 @@ LaunchFacts launch_facts(const toml::Document &document) {
   return {static_cast<int>(rl.num_train_gpus), rl.output_dir.value};
 }
 
-// v0.9's output_dir: RLConfig's default is "outputs".
+// v0.9's output_dir as a launch reads it (RLConfig's default is "outputs").
 std::string v0_9_output_dir(const toml::Document &document) {
-  const toml::Value *value = document.root().find("output_dir");
-  if (value == nullptr) {
-    return "outputs";
-  }
-  if (value->string() == nullptr || value->string()->empty()) {
-    throw input_error(document.location(*value) + ": output_dir must be a non-empty string");
-  }
-  return *value->string();
+  return primerl::v0_9::read_rl(document).output_dir.value;
 }
 
 } // namespace

@@ -6,11 +6,16 @@
 #include <primebeaker/core/fs.hpp>
 #include <primebeaker/core/spelling.hpp>
 #include <primebeaker/core/text.hpp>
+#include <primebeaker/primerl/release.hpp>
 #include <primebeaker/toml/value.hpp>
 
 #include <fmt/format.h>
 
+#include <pwd.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <system_error>
 
 namespace pb::config {
@@ -33,6 +38,13 @@ const std::vector<KeyInfo> &keys() {
        "high",
        "Beaker priority: normal, high or urgent"},
       {"budget", false, "PRIMEBEAKER_BUDGET", "budget", "", "Beaker budget account"},
+      {"prime_rl",
+       false,
+       "PRIMEBEAKER_PRIME_RL",
+       "prime-rl",
+       "",
+       "Prime-RL release whose cataloged image a launch without --image runs (v0.7.1.dev83, "
+       "v0.8.0, v0.9), as --prime-rl; default: the catalog's first that reads the TOML"},
       {"mount_path",
        false,
        "PRIMEBEAKER_MOUNT_PATH",
@@ -63,7 +75,8 @@ const std::vector<KeyInfo> &keys() {
        "PRIMEBEAKER_USER",
        "",
        "",
-       "Your name in derived paths (<mount_path>/<user>); default $USER"},
+       "Your name in derived paths (<mount_path>/<user>); default $USER, else $LOGNAME, else "
+       "the passwd entry of your uid"},
       {"shared_dir",
        false,
        "PRIMEBEAKER_SHARED_DIR",
@@ -316,6 +329,13 @@ void check_value(const KeyInfo &key,
       }
     } else if (name == "user" && (value.empty() || value.find('/') != std::string::npos)) {
       throw usage_error(fmt::format("{}: user must be a name without '/', got '{}'", where, value));
+    } else if (name == "prime_rl" && !primerl::find_prime_rl(value)) {
+      throw usage_error(
+          fmt::format("{}: prime_rl must be a Prime-RL release primebeaker reads ({}), "
+                      "got '{}'",
+                      where,
+                      primerl::known_prime_rl_versions(),
+                      value));
     } else if ((name == "clusters" || name == "controller.clusters") && !is_workspace(value)) {
       throw usage_error(
           fmt::format("{}: {} items must look like ACCOUNT/CLUSTER, got '{}'", where, name, value));
@@ -373,7 +393,25 @@ Sources read_sources(const Environment &environment, const stdfs::path &cwd) {
   } catch (const Error &) {
     // beaker's own file, unreadable here: its default workspace is simply not known.
   }
+  sources.passwd_user = passwd_user_name();
   return sources;
+}
+
+std::string passwd_user_name() {
+  long size = ::sysconf(_SC_GETPW_R_SIZE_MAX);
+  std::vector<char> buffer(size > 0 ? static_cast<std::size_t>(size) : 4096);
+  struct passwd entry {};
+  struct passwd *found = nullptr;
+  int error = 0;
+  while ((error = ::getpwuid_r(::geteuid(), &entry, buffer.data(), buffer.size(), &found)) ==
+             ERANGE &&
+         buffer.size() < (1U << 20)) {
+    buffer.resize(buffer.size() * 2);
+  }
+  if (error != 0 || found == nullptr || found->pw_name == nullptr) {
+    return {};
+  }
+  return found->pw_name;
 }
 
 Settings Settings::resolve(const Sources &sources) {
@@ -432,16 +470,31 @@ Settings Settings::resolve(const Sources &sources) {
     }
     add(std::move(setting));
   }
-  // Derived values: the user name from $USER, the shared dir from the mount and the user.
+  // Derived values: the user name from $USER, $LOGNAME or the passwd entry (a container or a CI
+  // job often sets neither variable), the shared dir from the mount and the user.
   if (settings.get("user") == nullptr) {
-    const auto user = sources.environment.find("USER");
-    if (user != sources.environment.end() && !user->second.empty() &&
-        user->second.find('/') == std::string::npos) {
+    const auto usable = [](const std::string &name) {
+      return !name.empty() && name.find('/') == std::string::npos;
+    };
+    std::string name, origin;
+    for (const char *variable : {"USER", "LOGNAME"}) {
+      const auto found = sources.environment.find(variable);
+      if (found != sources.environment.end() && usable(found->second)) {
+        name = found->second;
+        origin = std::string("env:") + variable;
+        break;
+      }
+    }
+    if (name.empty() && usable(sources.passwd_user)) {
+      name = sources.passwd_user;
+      origin = "passwd";
+    }
+    if (!name.empty()) {
       Setting setting;
       setting.key = find_key("user");
-      setting.values = {user->second};
+      setting.values = {std::move(name)};
       setting.level = Level::derived;
-      setting.origin = "env:USER";
+      setting.origin = std::move(origin);
       add(std::move(setting));
     }
   }

@@ -79,7 +79,12 @@ LoadOptions load_options(const YamlOptions &options,
   load.image = options.image;
   load.registry = options.registry;
   load.force = options.force;
-  load.shared_dir = config::Settings::load().text("shared_dir");
+  // The user's defaults (docs/config.md): shared_dir (from the user name), the mount and bucket.
+  const auto settings = config::Settings::load();
+  load.shared_dir = settings.text("shared_dir");
+  load.mount_path = settings.text("mount_path");
+  load.dataset = settings.text("dataset");
+  load.scratch_dir = settings.text("scratch_dir");
   if (options.local_mount) {
     load.local_mount = *options.local_mount;
   } else if (const auto it = env.find("PRIMEBEAKER_LOCAL_MOUNT");
@@ -101,18 +106,28 @@ std::vector<std::string> config_paths(const YamlOptions &options) {
   return paths;
 }
 
-// The evaluator runs this build staged under <mount_path>/primebeaker/bin (docs/staging.md),
-// unless --no-stage keeps the image's own `primebeaker`.
-void choose_worker(EvaluationRequest &request, bool no_stage) {
+// The evaluator runs this build staged under <scratch_dir>/primebeaker/bin, where launches and
+// `primebeaker stage` put it, when the configured scratch_dir is on the evaluator's mount; else
+// under <mount_path>/primebeaker/bin (docs/staging.md). --no-stage keeps the image's own
+// `primebeaker`.
+void choose_worker(EvaluationRequest &request, bool no_stage, const std::string &scratch_dir) {
+  if (no_stage) {
+    request.staged_worker.clear();
+    return;
+  }
+  const auto mount = std::filesystem::path(request.mount_path).lexically_normal();
+  const auto scratch = std::filesystem::path(scratch_dir).lexically_normal();
+  const auto below = scratch.lexically_relative(mount);
+  const bool on_mount = !scratch_dir.empty() && !below.empty() && *below.begin() != "..";
   request.staged_worker =
-      no_stage ? std::string()
-               : staging::staged_program(request.mount_path, staging::current()).string();
+      staging::staged_program(on_mount ? scratch.string() : request.mount_path, staging::current())
+          .string();
 }
 
 Loaded load_staged(const std::string &path, const LoadOptions &load, bool no_stage) {
   Loaded loaded = load_yaml(path, load);
   if (loaded.description) {
-    choose_worker(loaded.description->request, no_stage);
+    choose_worker(loaded.description->request, no_stage, load.scratch_dir);
   }
   return loaded;
 }
@@ -157,9 +172,18 @@ EvaluationRequest read_request(const std::string &value) {
     throw input_error(is_file ? fmt::format("{}: not valid JSON", value)
                               : "--request-json: neither an existing file nor valid JSON");
   }
+  // What the request leaves out, from the user's defaults (docs/config.md).
+  const auto settings = config::Settings::load();
+  if (json.is_object()) {
+    for (const char *key : {"mount_path", "dataset"}) {
+      if (!json.contains(key)) {
+        json[key] = settings.text(key);
+      }
+    }
+  }
   EvaluationRequest request = request_from_json(json, source);
   if (!request.services.contains("shared_dir")) {
-    if (auto shared = config::Settings::load().text("shared_dir"); !shared.empty()) {
+    if (auto shared = settings.text("shared_dir"); !shared.empty()) {
       request.services["shared_dir"] = std::move(shared); // the user's (docs/config.md)
     }
   }
@@ -232,7 +256,7 @@ void register_request_command(cli::CommandTree &tree, std::string_view name, boo
   command.callback([&options, submit] {
     Context context(options.python);
     auto request = read_request(options.request_json);
-    choose_worker(request, options.no_stage);
+    choose_worker(request, options.no_stage, config::Settings::load().text("scratch_dir"));
     print_json(std::cout,
                submit ? submit_request(request, context.effects)
                       : preview_request(request, context.effects));

@@ -158,6 +158,8 @@ Description load_description(const YamlDocument &document,
     }
     out.workflow = workflow->value.text;
   }
+  out.request.mount_path = options.mount_path;
+  out.request.dataset = options.dataset;
   const detail::Loader loader(document, yaml_path, options);
   if (out.workflow == "search-agent") {
     out.kind = Kind::search_agent;

@@ -1,14 +1,19 @@
 // SPDX-License-Identifier: MIT
 // The search-agent YAML kind: JTC's search worker, at the top level or under `search_agent:`,
-// validated in Python PrimeBeaker's order (paths under /weka, registry and judge rules).
+// validated in Python PrimeBeaker's order (paths under the mount, /weka unless configured;
+// registry and judge rules).
 #include "description_internal.hpp"
 
 namespace pb::evaluation::detail {
 namespace {
 
-bool under_weka(const std::string &path) {
+bool under_mount(const std::string &path, const std::string &mount_path) {
   const auto normal = stdfs::path(path).lexically_normal().string();
-  return normal == "/weka" || text::starts_with(normal, "/weka/");
+  auto mount = stdfs::path(mount_path).lexically_normal().string();
+  while (mount.size() > 1 && mount.back() == '/') {
+    mount.pop_back();
+  }
+  return normal == mount || text::starts_with(normal, mount == "/" ? mount : mount + "/");
 }
 
 } // namespace
@@ -83,12 +88,14 @@ void load_search_agent(const YamlDocument &document, const Loader &loader, Descr
         fmt::format("{}: {}model is required", document.location(payload_node->mark), prefix));
   }
 
-  // Validation, in Python PrimeBeaker's order.
+  // Validation, in Python PrimeBeaker's order; the mount is /weka unless configured.
+  const std::string &mount = loader.options().mount_path;
+  const auto under_weka = [&mount](const std::string &path) { return under_mount(path, mount); };
   if (!under_weka(dataset)) {
-    throw agent.error("dataset", "dataset must be under /weka");
+    throw agent.error("dataset", fmt::format("dataset must be under {}", mount));
   }
   if (!under_weka(run_dir)) {
-    throw agent.error("run_dir", "run_dir must be under /weka");
+    throw agent.error("run_dir", fmt::format("run_dir must be under {}", mount));
   }
   if (local_search_replicas > 0) {
     const std::pair<const char *, const std::optional<std::string> *> needed[] = {
@@ -96,7 +103,7 @@ void load_search_agent(const YamlDocument &document, const Loader &loader, Descr
         {"local_search_index_dir", &local_search_index}};
     for (const auto &[name, value] : needed) {
       if (!*value || !under_weka(**value)) {
-        throw agent.error(name, fmt::format("{} must be under /weka", name));
+        throw agent.error(name, fmt::format("{} must be under {}", name, mount));
       }
     }
     if (!local_search_model_path) {

@@ -42,7 +42,8 @@ void register_commands(pb::cli::CommandTree &tree) {
                       "The training TOML: the image whose Prime-RL reads it (docs/launch.md)");
   fallback.add_option(pb::cli::flag("prime-rl"),
                       options.prime_rl,
-                      "Only images that hold this Prime-RL version (e.g. v0.8.0)");
+                      "Only images that hold this Prime-RL version (e.g. v0.8.0; default: "
+                      "`config get prime_rl`)");
   fallback.add_option(pb::cli::flag("role"),
                       options.role,
                       "Catalog role (default: the role a launch takes its image from)");
@@ -50,8 +51,15 @@ void register_commands(pb::cli::CommandTree &tree) {
                     options.no_stage,
                     "The image of a launch with --no-stage (the primebeaker-runtime role)");
   fallback.callback([&options] {
+    const auto settings = config::Settings::load();
     if (options.workspace.empty()) {
-      options.workspace = config::Settings::load().text("workspace");
+      options.workspace = settings.text("workspace");
+    }
+    if (options.prime_rl.empty()) {
+      options.prime_rl = settings.text("prime_rl"); // as a launch without --image takes it
+      if (const auto *pinned = settings.get("prime_rl"); pinned != nullptr) {
+        spdlog::info("--prime-rl {} from {}", options.prime_rl, pinned->origin);
+      }
     }
     const Catalog catalog = Catalog::from_environment(env::snapshot());
     if (!options.toml.empty()) {

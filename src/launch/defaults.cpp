@@ -20,6 +20,11 @@ void apply_config(LaunchOptions &options, const config::Settings &settings) {
     if (setting == nullptr) {
       continue;
     }
+    // `prime_rl` pins the release whose cataloged image is chosen, as --prime-rl without
+    // --image does; with an --image, it is not what that image holds (docs/config.md).
+    if (flag == "prime-rl" && options.was_given("image")) {
+      continue;
+    }
     options.origins[flag] = setting->origin;
     if (setting->level == config::Level::built_in) {
       continue; // LaunchOptions' own defaults are the built-ins (tests hold them equal)

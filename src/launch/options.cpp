@@ -40,7 +40,8 @@ const std::vector<FlagInfo> &flag_table() {
       {"prime-rl",
        Kind::text,
        "The Prime-RL version an --image the catalog does not know holds (v0.7.1.dev83, v0.8.0, "
-       "v0.8.1.dev67 = v0.9); without --image, only cataloged images holding it"},
+       "v0.8.1.dev67 = v0.9); without --image, only cataloged images holding it [`config set "
+       "prime_rl`]"},
       {"workspace",
        Kind::text,
        "Beaker workspace (ACCOUNT/NAME) [ai2/oe-agents; `config set workspace`]"},

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The effects of a joint run: service stack first, then RL, with rollback; and the CLI.
 #include <primebeaker/beaker/client.hpp>
+#include <primebeaker/config/config.hpp>
 #include <primebeaker/core/command_tree.hpp>
 #include <primebeaker/core/env.hpp>
 #include <primebeaker/core/error.hpp>
@@ -169,6 +170,9 @@ void run_command(const RunCommandOptions &options, bool submit) {
       launch::apply_setting(config.rl, name, {value});
     }
   }
+  // What neither the flags nor the YAML's rl: say comes from the user's defaults, as for `rl
+  // preview` (docs/config.md), each with its origin.
+  launch::apply_config(config.rl, config::Settings::load());
 
   const auto rl_toml = toml::Document::load(config.rl.toml);
   RunInputs inputs;

@@ -1,17 +1,23 @@
 // SPDX-License-Identifier: MIT
 // `primebeaker stage`: what every launch does before submitting, on its own (docs/staging.md).
+#include <primebeaker/config/config.hpp>
 #include <primebeaker/core/command_tree.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/json.hpp>
 #include <primebeaker/staging/stage.hpp>
 
+#include <spdlog/spdlog.h>
+
 #include <iostream>
+#include <optional>
 
 namespace pb::staging {
 
 void register_commands(pb::cli::CommandTree &tree) {
   struct StageOptions {
-    std::string scratch_dir = "/weka";
+    // nullopt: the launches' own (`config get scratch_dir`: PRIMEBEAKER_SCRATCH_DIR, the
+    // project or user file, else /weka; docs/config.md), so this stages where they look.
+    std::optional<std::string> scratch_dir;
     bool dry_run = false;
   };
   tree.leaf({"stage"},
@@ -19,21 +25,29 @@ void register_commands(pb::cli::CommandTree &tree) {
             "every launch does, and print the program path",
             [&tree](cli::Command &command) {
               auto &options = tree.make_options<StageOptions>();
-              command
-                  .add_option(pb::cli::flag("scratch-dir"),
-                              options.scratch_dir,
-                              "Scratch root on the shared mount (as the launch flag)")
-                  .capture_default_str();
+              command.add_option(pb::cli::flag("scratch-dir"),
+                                 options.scratch_dir,
+                                 "Scratch root on the shared mount, as the launch flag [/weka; "
+                                 "`config set scratch_dir`]");
               command.add_flag(pb::cli::flag("dry-run"),
                                options.dry_run,
                                "Print where the stage is, write nothing");
               command.callback([&options] {
-                if (options.scratch_dir.empty() || options.scratch_dir.front() != '/') {
-                  throw usage_error("--scratch-dir must be an absolute path, got '" +
-                                    options.scratch_dir + "'");
+                std::string scratch_dir;
+                if (options.scratch_dir) {
+                  scratch_dir = *options.scratch_dir;
+                  if (scratch_dir.empty() || scratch_dir.front() != '/') {
+                    throw usage_error("--scratch-dir must be an absolute path, got '" +
+                                      scratch_dir + "'");
+                  }
+                } else {
+                  const auto settings = config::Settings::load();
+                  const config::Setting *setting = settings.get("scratch_dir");
+                  scratch_dir = setting->text(); // checked absolute when read
+                  spdlog::info("scratch dir {} (from {})", scratch_dir, setting->origin);
                 }
                 const Identity &identity = current();
-                const auto directory = stage_directory(options.scratch_dir, identity);
+                const auto directory = stage_directory(scratch_dir, identity);
                 std::string outcome = "planned";
                 if (!options.dry_run) {
                   RealStager stager;

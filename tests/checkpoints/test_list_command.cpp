@@ -305,6 +305,77 @@ TEST(CheckpointsList, ManyMissingShardsAreSummarisedInTheTable) {
       << result.out;
 }
 
+// --toml resolves output_dir as a launch does: under the configured working_dir (a flag still
+// wins, PRIMEBEAKER_WORKING_DIR beats the file), Prime-RL's default output_dir "outputs", and
+// Prime-RL's default single-node deployment when the TOML has no [deployment].
+TEST(CheckpointsList, ATomlIsLookedForUnderTheConfiguredWorkingDir) {
+  TempDir tmp;
+  const std::string mount = tmp.path().string();
+  pb::test::write_file(tmp / "xdg/primebeaker/config.toml",
+                       "working_dir = \"" + (tmp / "work").string() + "\"\nmount_path = \"" +
+                           mount + "\"\nscratch_dir = \"" + mount + "\"\nhome_dir = \"" + mount +
+                           "\"\n");
+  // No [deployment], no output_dir: the example RL TOML without both, which `rl preview` takes
+  // as Prime-RL's defaults (one trainer GPU, its default output_dir).
+  std::string text = pb::test::read_file(pb::test::source_dir() / "examples/rl/rl.toml");
+  const auto deployment = text.find("[deployment]");
+  text.erase(deployment, text.find("[model]") - deployment);
+  text.erase(text.find("output_dir = \"outputs/tiny-rl\"\n"),
+             std::string("output_dir = \"outputs/tiny-rl\"\n").size());
+  pb::test::write_file(tmp / "rl.toml", text);
+  pb::test::RunOptions options;
+  options.env["XDG_CONFIG_HOME"] = (tmp / "xdg").string();
+  const std::string toml = (tmp / "rl.toml").string();
+  // Where the launch puts its output: OUTPUT_DIR of the spec, under WORKING_DIR when relative.
+  const auto preview = run_primebeaker({"rl", "preview", "--toml", toml}, options);
+  ASSERT_EQ(preview.exit_code, 0) << preview.err;
+  std::string output_dir, working_dir;
+  const auto spec = nlohmann::json::parse(preview.out)["spec"];
+  for (const auto &entry : spec["tasks"][0]["envVars"]) {
+    if (entry["name"] == "OUTPUT_DIR") {
+      output_dir = entry["value"].get<std::string>();
+    } else if (entry["name"] == "WORKING_DIR") {
+      working_dir = entry["value"].get<std::string>();
+    }
+  }
+  EXPECT_EQ(working_dir, (tmp / "work").string());
+  ASSERT_FALSE(output_dir.empty()) << preview.out;
+  const fs::path launched =
+      (output_dir.front() == '/' ? fs::path(output_dir) : fs::path(working_dir) / output_dir)
+          .lexically_normal();
+  CheckpointTree tree(launched);
+  tree.complete_step("step_3", 1);
+  const auto result = run_primebeaker({"checkpoints", "list", "--toml", toml, "--json"}, options);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  auto json = nlohmann::json::parse(result.out);
+  EXPECT_EQ(json["output_dir"], launched.string());
+  EXPECT_EQ(json["expected_ranks"], 1);
+  EXPECT_EQ(json["selected_step"], 3);
+  const std::string below = launched.lexically_relative(tmp / "work").string();
+
+  // A flag beats the config; the variable beats the file.
+  const auto flagged = run_primebeaker(
+      {"checkpoints", "list", "--toml", toml, "--working-dir", (tmp / "other").string(), "--json"},
+      options);
+  ASSERT_EQ(flagged.exit_code, 0) << flagged.err;
+  EXPECT_EQ(nlohmann::json::parse(flagged.out)["output_dir"], (tmp / "other" / below).string());
+  EXPECT_TRUE(nlohmann::json::parse(flagged.out)["selected_step"].is_null());
+  // Nothing there: still exit 0, but said on stderr, naming the working dir's origin.
+  EXPECT_NE(flagged.err.find("does not exist"), std::string::npos) << flagged.err;
+  auto env_options = options;
+  env_options.env["PRIMEBEAKER_WORKING_DIR"] = (tmp / "env").string();
+  const auto from_env =
+      run_primebeaker({"checkpoints", "list", "--toml", toml, "--json"}, env_options);
+  ASSERT_EQ(from_env.exit_code, 0) << from_env.err;
+  EXPECT_EQ(nlohmann::json::parse(from_env.out)["output_dir"], (tmp / "env" / below).string());
+  EXPECT_NE(from_env.err.find("env:PRIMEBEAKER_WORKING_DIR"), std::string::npos) << from_env.err;
+
+  // An --output-dir listing never takes the configured working dir.
+  const auto direct = run_primebeaker(
+      {"checkpoints", "list", "--output-dir", launched.string(), "--ranks", "1"}, options);
+  EXPECT_EQ(direct.exit_code, 0) << direct.err;
+}
+
 TEST(CheckpointsList, UsageErrors) {
   TempDir tmp;
   const auto check =

@@ -76,7 +76,12 @@ TEST(CheckpointTopology, BadTomlsNameFileLineColumn) {
   const auto boolean = error_of(multi_node("2", "true", 2));
   EXPECT_NE(boolean.find("trainer.model.dp_replicate"), std::string::npos) << boolean;
   EXPECT_NE(error_of("[deployment]\ntype = \"cluster\"\n").find("t.toml:2:8:"), std::string::npos);
-  EXPECT_NE(error_of("x = 1\n").find("deployment.type"), std::string::npos);
+  // No [deployment] is Prime-RL's single-node default, as for a launch: read, not refused for
+  // deployment.type; what that launch needs ([orchestrator]) is still named.
+  EXPECT_EQ(error_of("x = 1\n").find("deployment.type"), std::string::npos);
+  EXPECT_NE(error_of("x = 1\n").find("orchestrator"), std::string::npos);
+  EXPECT_EQ(ranks_of("[orchestrator]\n"), 1);
+  EXPECT_EQ(ranks_of("[deployment]\nnum_train_gpus = 2\nnum_infer_gpus = 1\n[orchestrator]\n"), 2);
 }
 
 TEST(CheckpointTopology, CorpusExamples) {

@@ -4,7 +4,13 @@
 // name or path built into src/ or include/.
 #include "test_support.hpp"
 
+#include <primebeaker/config/config.hpp>
+
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <pwd.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <regex>
@@ -220,6 +226,110 @@ TEST_F(ConfigTest, TheConfiguredWandbProjectFillsOnlyATomlWithoutOne) {
   EXPECT_EQ(pb::test::read_file(work / "rl.toml"), unnamed); // the user's file is never changed
 }
 
+// prime_rl pins the Prime-RL release whose cataloged image a launch without --image runs: the
+// same v0.8.0 TOML gets the fork's image in ai2/oe-agents and prime-rl:v0.8.0 elsewhere, unless
+// the config names the release (docs/config.md).
+TEST_F(ConfigTest, PrimeRlPinsTheCatalogedImageInEveryWorkspace) {
+  pb::test::write_file(work / "rl.toml",
+                       pb::test::read_file(pb::test::source_dir() / "examples/rl/rl.toml"));
+  const auto image = [&](const std::string &workspace) {
+    const auto result = run({"images", "default", "--toml", "rl.toml", "--workspace", workspace},
+                            {{"PRIMEBEAKER_IMAGE_CATALOG", ""}});
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    return result.out;
+  };
+  const std::string fork = image("ai2/oe-agents");
+  EXPECT_NE(fork, image("ai2/elsewhere")) << "the catalog no longer differs by workspace";
+  EXPECT_EQ(image("ai2/elsewhere"), "ghcr.io/primeintellect-ai/prime-rl:v0.8.0\n");
+
+  const auto set = run({"config", "set", "prime_rl", "v0.8.0"});
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  EXPECT_EQ(image("ai2/oe-agents"), "ghcr.io/primeintellect-ai/prime-rl:v0.8.0\n");
+  EXPECT_EQ(image("ai2/elsewhere"), "ghcr.io/primeintellect-ai/prime-rl:v0.8.0\n");
+
+  // A launch takes it too, and says where it came from; --image still wins, without a conflict.
+  const std::string mount = tmp.path().string();
+  pb::test::write_file(user_file(),
+                       pb::test::read_file(user_file()) + "mount_path = \"" + mount +
+                           "\"\nworking_dir = \"" + mount + "\"\nscratch_dir = \"" + mount +
+                           "\"\nhome_dir = \"" + mount + "\"\n");
+  const auto preview =
+      run({"-v", "rl", "preview", "--toml", "rl.toml", "--workspace", "ai2/oe-agents"},
+          {{"PRIMEBEAKER_IMAGE_CATALOG", ""}});
+  ASSERT_EQ(preview.exit_code, 0) << preview.err;
+  const auto spec = nlohmann::json::parse(preview.out)["spec"];
+  EXPECT_EQ(spec["tasks"][0]["image"]["docker"], "ghcr.io/primeintellect-ai/prime-rl:v0.8.0")
+      << spec["tasks"][0]["image"];
+  EXPECT_NE(preview.err.find("--prime-rl from file:" + user_file().string()), std::string::npos)
+      << preview.err;
+  const auto given = run({"rl",
+                          "preview",
+                          "--toml",
+                          "rl.toml",
+                          "--image",
+                          "ghcr.io/primeintellect-ai/prime-rl:v0.8.1.dev67"},
+                         {{"PRIMEBEAKER_IMAGE_CATALOG", ""}});
+  EXPECT_NE(given.err.find("v0.9"), std::string::npos) << given.err; // its own Prime-RL decides
+  EXPECT_EQ(given.err.find("--prime-rl v0.8.0, but"), std::string::npos) << given.err;
+
+  // An unknown release is refused where it is written.
+  const auto bad = run({"config", "set", "prime_rl", "v0.5"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("prime_rl must be a Prime-RL release primebeaker reads"),
+            std::string::npos)
+      << bad.err;
+  const auto keys = run({"config", "keys"});
+  EXPECT_NE(keys.out.find("prime_rl "), std::string::npos) << keys.out;
+  EXPECT_NE(keys.out.find("PRIMEBEAKER_PRIME_RL"), std::string::npos) << keys.out;
+}
+
+// The user name: `user`, else $USER, else $LOGNAME, else the passwd entry of the uid.
+TEST_F(ConfigTest, TheUserNameFallsBackToLognameThenPasswd) {
+  const auto origin = [&](const std::map<std::string, std::string> &env) {
+    RunOptions options;
+    options.env = env;
+    options.env["HOME"] = home.string();
+    if (env.count("USER") == 0) {
+      options.unset_env = {"USER"}; // the test support sets one
+    }
+    options.cwd = work;
+    const auto got = run_primebeaker({"config", "get", "user", "--show-origin"}, options);
+    EXPECT_EQ(got.exit_code, 0) << got.err;
+    return got.out;
+  };
+  EXPECT_EQ(origin({{"USER", "ann"}, {"LOGNAME", "lee"}}), "env:USER\tann\n");
+  EXPECT_EQ(origin({{"LOGNAME", "lee"}}), "env:LOGNAME\tlee\n");
+  const struct passwd *entry = ::getpwuid(::geteuid());
+  if (entry == nullptr || entry->pw_name == nullptr) {
+    GTEST_SKIP() << "this uid has no passwd entry";
+  }
+  EXPECT_EQ(origin({}), std::string("passwd\t") + entry->pw_name + "\n");
+  EXPECT_EQ(origin({{"PRIMEBEAKER_USER", "pat"}, {"LOGNAME", "lee"}}),
+            "env:PRIMEBEAKER_USER\tpat\n");
+}
+
+// The same chain, pure: Settings::resolve over given sources; no name at all leaves `user` and
+// the derived shared_dir unset (the commands that need them then ask in one line).
+TEST(ConfigResolve, TheUserNameChainAndNoNameAtAll) {
+  pb::config::Sources sources;
+  sources.passwd_user = "svc";
+  EXPECT_EQ(pb::config::Settings::resolve(sources).user(), "svc");
+  EXPECT_EQ(pb::config::Settings::resolve(sources).get("user")->origin, "passwd");
+  EXPECT_EQ(pb::config::Settings::resolve(sources).text("shared_dir"), "/weka/svc");
+  sources.environment["LOGNAME"] = "lee";
+  EXPECT_EQ(pb::config::Settings::resolve(sources).user(), "lee");
+  sources.environment["USER"] = "ann";
+  EXPECT_EQ(pb::config::Settings::resolve(sources).user(), "ann");
+  sources.user_text = "user = \"cfg\"\n";
+  sources.files.user = "/home/x/.config/primebeaker/config.toml";
+  EXPECT_EQ(pb::config::Settings::resolve(sources).user(), "cfg");
+  pb::config::Sources none;
+  none.environment["USER"] = "a/b"; // not a name
+  const auto nameless = pb::config::Settings::resolve(none);
+  EXPECT_EQ(nameless.user(), "");
+  EXPECT_EQ(nameless.get("shared_dir"), nullptr);
+}
+
 // ---- editing ----
 
 TEST_F(ConfigTest, SetAndUnsetKeepEveryCommentAndLine) {
@@ -288,17 +398,28 @@ TEST_F(ConfigTest, BadKeysAndValuesAreOneLineAndChangeNothing) {
 
 // ---- derived defaults ----
 
-// Watcher and evaluation defaults come from the user's shared dir; with no name known, they ask
-// in one line.
-TEST_F(ConfigTest, TheWatcherAsksForANameItCannotDerive) {
+// Watcher and evaluation defaults come from the user's shared dir, <mount_path>/<user>: with
+// neither $USER nor $LOGNAME the name is the passwd entry's, and a configured mount moves it.
+TEST_F(ConfigTest, TheWatcherFindsItsRootsUnderTheConfiguredMount) {
+  pb::test::write_file(user_file(), "mount_path = \"/mnt/team\"\n");
   RunOptions options;
   options.env["HOME"] = home.string();
-  options.unset_env = {"USER"};
+  options.env["USER"] = "ann";
   options.cwd = work;
-  const auto asked = run_primebeaker({"watcher", "show", "some/model"}, options);
-  EXPECT_EQ(asked.exit_code, 2);
-  EXPECT_EQ(std::count(asked.err.begin(), asked.err.end(), '\n'), 1) << asked.err;
-  EXPECT_NE(asked.err.find("primebeaker config set user NAME"), std::string::npos) << asked.err;
+  const auto show = run_primebeaker(
+      {"watcher", "show", "some/model", "--database", (tmp / "w.sqlite3").string()}, options);
+  EXPECT_NE(show.err.find("/mnt/team/ann/jtc/some/model"), std::string::npos) << show.err;
+  options.unset_env = {"USER", "LOGNAME"};
+  options.env.erase("USER");
+  const struct passwd *entry = ::getpwuid(::geteuid());
+  if (entry == nullptr || entry->pw_name == nullptr) {
+    GTEST_SKIP() << "this uid has no passwd entry";
+  }
+  const auto nameless = run_primebeaker(
+      {"watcher", "show", "some/model", "--database", (tmp / "w.sqlite3").string()}, options);
+  EXPECT_NE(nameless.err.find("/mnt/team/" + std::string(entry->pw_name) + "/jtc/some/model"),
+            std::string::npos)
+      << nameless.err;
 }
 
 // ---- no person built in ----

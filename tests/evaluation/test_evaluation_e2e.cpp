@@ -10,7 +10,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <pwd.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <fstream>
@@ -194,9 +196,9 @@ TEST_F(EvaluationE2E, EveryCorpusYamlPreviewsInOneProcess) {
   EXPECT_EQ(tree_digest(m_dir.path()), before); // preview wrote nothing, not even snapshots
 }
 
-// services.shared_dir defaults to the user's shared dir (docs/config.md), never one person's;
-// with no name known, the preview asks for one in one line and runs nothing.
-TEST_F(EvaluationE2E, SharedDirIsTheUsersOrAskedFor) {
+// services.shared_dir defaults to the user's shared dir (docs/config.md), never one person's.
+// With neither $USER nor $LOGNAME (most containers and CI jobs), the name is the passwd entry's.
+TEST_F(EvaluationE2E, SharedDirIsTheUsersEvenWithoutUserOrLogname) {
   const std::vector<std::string> args = {"evaluation",
                                          "preview",
                                          (corpus_dir() / "glm_2b_rl_step_400.yaml").string(),
@@ -204,19 +206,58 @@ TEST_F(EvaluationE2E, SharedDirIsTheUsersOrAskedFor) {
                                          "beaker://01IMG",
                                          "--template-dir",
                                          template_dir()};
-  const auto asked = run(args, {{"USER", ""}});
-  EXPECT_EQ(asked.exit_code, 3) << asked.err;
-  EXPECT_EQ(std::count(asked.err.begin(), asked.err.end(), '\n'), 1) << asked.err;
-  EXPECT_NE(asked.err.find("services.shared_dir is not set and primebeaker does not know your "
-                           "name: set services.shared_dir, or run `primebeaker config set user "
-                           "NAME`"),
-            std::string::npos)
-      << asked.err;
-  EXPECT_TRUE(records().empty()); // nothing ran
+  const struct passwd *entry = ::getpwuid(::geteuid());
+  if (entry == nullptr || entry->pw_name == nullptr) {
+    GTEST_SKIP() << "this uid has no passwd entry";
+  }
+  const std::string name = entry->pw_name;
+  const auto nameless = run(args, {{"USER", ""}, {"LOGNAME", ""}});
+  ASSERT_EQ(nameless.exit_code, 0) << nameless.err;
+  EXPECT_EQ(json::parse(nameless.out)["coordination_root"],
+            "/weka/" + name + "/.literegistry-coop/jtceval-fake");
+  // $LOGNAME comes before the passwd entry, $USER before both.
+  const auto logname = run(args, {{"USER", ""}, {"LOGNAME", "lee"}});
+  ASSERT_EQ(logname.exit_code, 0) << logname.err;
+  EXPECT_EQ(json::parse(logname.out)["coordination_root"],
+            "/weka/lee/.literegistry-coop/jtceval-fake");
   const auto configured = run(args, {{"USER", ""}, {"PRIMEBEAKER_SHARED_DIR", "/weka/team/me"}});
   ASSERT_EQ(configured.exit_code, 0) << configured.err;
   EXPECT_EQ(json::parse(configured.out)["coordination_root"],
             "/weka/team/me/.literegistry-coop/jtceval-fake");
+}
+
+// The evaluator's mount, bucket and stage come from the user's config (docs/config.md): the
+// mount_path and dataset keys, the worker staged under scratch_dir when that is on the mount.
+TEST_F(EvaluationE2E, MountDatasetAndStageComeFromTheConfig) {
+  const auto yaml = m_dir / "cfg" / "mnt.yaml";
+  write_file(yaml,
+             std::regex_replace(read_file(corpus_dir() / "glm_2b_rl_step_400.yaml"),
+                                std::regex("/weka/"),
+                                "/mnt/team/"));
+  const std::vector<std::string> args = {"evaluation",
+                                         "preview",
+                                         yaml.string(),
+                                         "--image",
+                                         "beaker://01IMG",
+                                         "--template-dir",
+                                         template_dir()};
+  // Without the config, the YAML's run_dir is not under the built-in mount.
+  const auto refused = run(args, {{"XDG_CONFIG_HOME", (m_dir / "xdg").string()}});
+  EXPECT_EQ(refused.exit_code, 3) << refused.out;
+  EXPECT_NE(refused.err.find("must be under mounted path /weka"), std::string::npos) << refused.err;
+  write_file(m_dir / "xdg" / "primebeaker" / "config.toml",
+             "mount_path = \"/mnt/team\"\ndataset = \"team-bucket\"\n"
+             "scratch_dir = \"/mnt/team/scratch\"\n");
+  const auto result = run(args, {{"XDG_CONFIG_HOME", (m_dir / "xdg").string()}});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto preview = json::parse(result.out);
+  EXPECT_EQ(preview["coordination_root"], "/mnt/team/jdoe/.literegistry-coop/jtceval-fake");
+  const auto &spec = preview["evaluation_spec"];
+  EXPECT_EQ(spec["tasks"][0]["datasets"],
+            json::parse(R"([{"mountPath": "/mnt/team", "source": {"weka": "team-bucket"}}])"));
+  const auto stage = run_primebeaker({"stage", "--dry-run", "--scratch-dir", "/mnt/team/scratch"});
+  ASSERT_EQ(stage.exit_code, 0) << stage.err;
+  EXPECT_EQ(spec["tasks"][0]["command"][0], json::parse(stage.out)["program"]);
 }
 
 TEST_F(EvaluationE2E, StandardPreviewFieldByField) {

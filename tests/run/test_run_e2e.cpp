@@ -136,6 +136,37 @@ TEST_F(RunE2E, PreviewShowsBothLaunchesAndTouchesNothing) {
   EXPECT_EQ(tree_digest(m_dir.path()), before);
 }
 
+// What neither a flag nor the YAML's rl: says comes from the user's config, as for `rl preview`
+// (docs/config.md); the YAML beats the config and a flag beats the YAML.
+TEST_F(RunE2E, PreviewTakesTheConfiguredWorkingDir) {
+  const std::string yaml = read_file(m_dir / "weka" / "cfg" / "run.yaml");
+  const std::string line = "  working_dir: " + mount() + "/oe-adapt-default/primebeaker\n";
+  ASSERT_NE(yaml.find(line), std::string::npos);
+  std::string unset = yaml;
+  unset.erase(unset.find(line), line.size());
+  write_file(m_dir / "weka" / "cfg" / "run-nowd.yaml", unset);
+  write_file(m_dir / "xdg" / "primebeaker" / "config.toml",
+             "working_dir = \"" + mount() + "/configured\"\n");
+  const std::map<std::string, std::string> env = {{"XDG_CONFIG_HOME", (m_dir / "xdg").string()}};
+  const auto configured = run({"run", "preview", "--config", "weka/cfg/run-nowd.yaml"}, env);
+  ASSERT_EQ(configured.exit_code, 0) << configured.err;
+  EXPECT_TRUE(has_env(
+      json::parse(configured.out)["rl"]["spec"], "WORKING_DIR", "value", mount() + "/configured"))
+      << configured.out;
+  const auto from_yaml = run({"run", "preview", "--config", "weka/cfg/run.yaml"}, env);
+  ASSERT_EQ(from_yaml.exit_code, 0) << from_yaml.err;
+  EXPECT_TRUE(has_env(json::parse(from_yaml.out)["rl"]["spec"],
+                      "WORKING_DIR",
+                      "value",
+                      mount() + "/oe-adapt-default/primebeaker"));
+  const auto flagged = run(
+      {"run", "preview", "--config", "weka/cfg/run-nowd.yaml", "--working-dir", mount() + "/flag"},
+      env);
+  ASSERT_EQ(flagged.exit_code, 0) << flagged.err;
+  EXPECT_TRUE(
+      has_env(json::parse(flagged.out)["rl"]["spec"], "WORKING_DIR", "value", mount() + "/flag"));
+}
+
 TEST_F(RunE2E, WithoutACatalogedImageLaunchRefusesBeforeTheServices) {
   // A catalog whose Prime-RL image lives in another workspace only.
   TempDir elsewhere;

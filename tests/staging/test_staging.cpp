@@ -79,6 +79,37 @@ bool privileged_namespaces_available() {
   return ::geteuid() == 0 && run_tool({"unshare", "-m", "true"}).ok();
 }
 
+// `stage` without --scratch-dir stages where launches look: the scratch_dir of the user's config
+// (PRIMEBEAKER_SCRATCH_DIR, the project or user file, else /weka), as `rl preview` renders it.
+TEST(Staging, WithoutAFlagItStagesUnderTheConfiguredScratchDir) {
+  TempDir tmp;
+  const std::string mount = tmp.path().string();
+  const stdfs::path scratch = tmp.path() / "scratch";
+  write_file(tmp.path() / "xdg/primebeaker/config.toml",
+             "mount_path = \"" + mount + "\"\nworking_dir = \"" + mount + "\"\nhome_dir = \"" +
+                 mount + "\"\nscratch_dir = \"" + scratch.string() + "\"\n");
+  write_file(tmp.path() / "rl.toml", read_file(source_dir() / "examples/rl/rl.toml"));
+  RunOptions options;
+  options.env = {{"XDG_CONFIG_HOME", (tmp.path() / "xdg").string()}};
+  options.cwd = tmp.path();
+  const auto planned = stage_json(run_primebeaker({"stage", "--dry-run"}, options));
+  EXPECT_EQ(stdfs::path(planned["directory"].get<std::string>()).parent_path(),
+            scratch / "primebeaker" / "bin");
+  const auto preview = run_primebeaker({"rl", "preview", "--toml", "rl.toml"}, options);
+  ASSERT_EQ(preview.exit_code, 0) << preview.err;
+  EXPECT_EQ(OrderedJson::parse(preview.out)["spec"]["tasks"][0]["command"][0], planned["program"]);
+  // The variable beats the file, the flag beats both.
+  options.env["PRIMEBEAKER_SCRATCH_DIR"] = (tmp.path() / "env").string();
+  const auto from_env = stage_json(run_primebeaker({"stage", "--dry-run"}, options));
+  EXPECT_EQ(stdfs::path(from_env["directory"].get<std::string>()).parent_path(),
+            tmp.path() / "env" / "primebeaker" / "bin");
+  const auto flagged = stage_json(run_primebeaker(
+      {"stage", "--dry-run", "--scratch-dir", (tmp.path() / "flag").string()}, options));
+  EXPECT_EQ(stdfs::path(flagged["directory"].get<std::string>()).parent_path(),
+            tmp.path() / "flag" / "primebeaker" / "bin");
+  EXPECT_FALSE(stdfs::exists(scratch)) << "a dry run wrote";
+}
+
 TEST(Staging, PreviewNamesTheStageFromTheBuildIdWithoutWriting) {
   TempDir tmp;
   const auto before = tree_digest(tmp.path());

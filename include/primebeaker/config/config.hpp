@@ -61,8 +61,14 @@ struct Sources {
   std::optional<std::string> user_text;
   std::optional<std::string> project_text;
   std::optional<std::string> beaker_text;
+  // The login name of the passwd entry of the effective uid ("" when it has none): the user
+  // name's last fallback, after `user`, $USER and $LOGNAME (docs/config.md).
+  std::string passwd_user;
 };
 Sources read_sources(const Environment &environment, const std::filesystem::path &cwd);
+
+// The name of the passwd entry of the effective uid (getpwuid_r(geteuid())), "" when none.
+std::string passwd_user_name();
 
 class Settings {
 public:
@@ -75,6 +81,10 @@ public:
   // The effective setting of `key` (nullptr when it has no value at any level).
   const Setting *get(std::string_view key) const;
   std::string text(std::string_view key) const; // "" when unset
+  // Your name in derived paths: `user` (PRIMEBEAKER_USER, project or user file), else $USER,
+  // else $LOGNAME, else the passwd entry of the effective uid; "" when none is known. Every
+  // command that needs the user name takes it from here.
+  std::string user() const { return text("user"); }
   // The setting of `key` at one level only (a file's own entry), for `config list --user`.
   const Setting *at(std::string_view key, Level level) const;
   // Effective settings of every key that has a value, in keys() order.

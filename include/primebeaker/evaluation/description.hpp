@@ -54,6 +54,12 @@ struct LoadOptions {
   // The default of services.shared_dir (the config's shared_dir, docs/config.md); empty: a YAML
   // that does not set it is refused, naming what to set.
   std::string shared_dir;
+  // The Weka mount of the evaluator and its bucket (the config's mount_path and dataset).
+  std::string mount_path = "/weka";
+  std::string dataset = "oe-adapt-default";
+  // The launches' scratch_dir: the evaluator's primebeaker is staged under it when it is on
+  // mount_path (docs/staging.md). Not read by the loader.
+  std::string scratch_dir;
 };
 
 struct Description {
