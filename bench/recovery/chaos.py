@@ -10,8 +10,13 @@ again with a new job id, as Beaker's autoResume does; a terminal `follow --recov
 runs beside it and is killed too. The run ends succeeded after its last preemption, or preempted
 past its budget.
 
+About a third of the seeds are preempted before the run's first checkpoint: there is none when
+the first experiment ends, and the run is resubmitted from the start; the checkpoints appear once
+that new experiment runs.
+
 Checks, per seed: every preemption within the budget is resubmitted exactly once, none past it,
-never twice (the world refuses a taken name and counts it), and the controller exits by itself
+never twice (the world refuses a taken name and counts it), each from the newest complete step
+(from the start, said so in the ledger, when there was none), and the controller exits by itself
 once the run has ended. Prints one JSON summary; exit 1 when a check failed.
 
   python3 bench/recovery/chaos.py --binary build/dev/primebeaker --seeds 100
@@ -152,6 +157,17 @@ class World:
         return self.edit(lambda data: data)
 
 
+def ledger_dirs(out):
+    """Every run's attempt ledger under `out` (v0.8.0: <out>/primebeaker_recovery/ledger/<run>;
+    v0.9: the same under the run directory)."""
+    found = []
+    for root, dirs, _ in os.walk(out):
+        if os.path.basename(root) == "ledger" and "primebeaker_recovery" in root:
+            found += [os.path.join(root, d) for d in dirs]
+            dirs[:] = []
+    return found
+
+
 def kill_group(proc):
     if proc is not None and proc.poll() is None:
         try:
@@ -165,16 +181,21 @@ def run_seed(seed, binary, root, scratch, env_base, fakebin, timeout, generation
     rng = random.Random(seed)
     budget = rng.randint(1, 4)
     preemptions = rng.randint(1, budget + 1)  # one past the budget now and then
+    early = rng.random() < 0.35  # preempted before the first checkpoint
     work = os.path.join(root, f"seed-{seed}" + ("-anchor" if anchor else ""))
     out = os.path.join(work, "out")
     if generation == "v0.9":  # Prime-RL v0.9's run directory, no registry
-        checkpoints_v0_9(f"{out}/chaos-{seed}")
+        def save():
+            checkpoints_v0_9(f"{out}/chaos-{seed}")
         write(f"{work}/rl.toml", toml_v0_9(out, f"chaos-{seed}"))
         registry = []
     else:
-        checkpoints(out)
+        def save():
+            checkpoints(out)
         write(f"{work}/rl.toml", toml_text(out))
         registry = ["--registry", "redis://registry:6379"]
+    if not early:
+        save()
     world_path = os.path.join(work, "world.json")
     write(world_path, json.dumps({"experiments": {}, "log": [], "next": seed * 1000}))
     env = dict(env_base, FAKE_BEAKER_WORLD=world_path, PATH=fakebin + ":" + env_base["PATH"],
@@ -296,6 +317,12 @@ def run_seed(seed, binary, root, scratch, env_base, fakebin, timeout, generation
             e["state"], e["ended"] = "succeeded", now
             return ("succeeded", e["id"])
         changed = world.edit(step)
+        if early and injected and not os.path.isdir(out + "/checkpoints") and not os.path.isdir(
+                f"{out}/chaos-{seed}/checkpoints"):
+            # The run resubmitted from the start saves its steps once it runs.
+            e = current(world.read())
+            if e is not None and e["id"] != first:
+                save()
         if changed:
             if changed[0] == "preempted":
                 injected.append((changed[1], now))
@@ -315,7 +342,7 @@ def run_seed(seed, binary, root, scratch, env_base, fakebin, timeout, generation
     for e in trainings:
         if e["parent"]:
             children.setdefault(e["parent"], []).append(e)
-    recovered = duplicates = 0
+    recovered = duplicates = from_start = 0
     latencies = []
     problems = []
     for k, (eid, when) in enumerate(injected, start=1):
@@ -333,7 +360,18 @@ def run_seed(seed, binary, root, scratch, env_base, fakebin, timeout, generation
             env = {v["name"]: v.get("value") for v in kid["spec"]["tasks"][0]["envVars"]}
             with open(env["CONFIG_PATH"]) as f:
                 pinned = f.read()
-            if ("step = 20" if generation == "v0.9" else "resume_step = 20") not in pinned:
+            pins = ("step = 20" if generation == "v0.9" else "resume_step = 20") in pinned
+            if early and k == 1:  # no checkpoint yet: from the start, and the ledger says so
+                said = [json.load(open(os.path.join(d, "claims", f"{eid}.child.json")))
+                        for d in ledger_dirs(out)
+                        if os.path.exists(os.path.join(d, "claims", f"{eid}.child.json"))]
+                if pins:
+                    problems.append(f"{kid['id']} pins step 20, which did not exist yet")
+                elif not said or said[0].get("from") != "start":
+                    problems.append(f"the ledger does not say {kid['id']} started from the start")
+                else:
+                    from_start += 1
+            elif not pins:
                 problems.append(f"{kid['id']} does not resume from step 20")
     if duplicates:
         problems.append(f"{duplicates} duplicate resubmission(s)")
@@ -350,7 +388,8 @@ def run_seed(seed, binary, root, scratch, env_base, fakebin, timeout, generation
     polls = sum(1 for c in data["log"] if c["caller"] == "controller" and c["argv"][:2] == ["experiment", "get"])
     return {"seed": seed, "budget": budget, "injected": len(injected),
             "within_budget": min(len(injected), budget), "recovered": recovered,
-            "duplicates": duplicates, "name_refusals": refused, "controller_kills": kills,
+            "duplicates": duplicates, "name_refusals": refused, "early": early,
+            "from_start": from_start, "controller_kills": kills,
             "controller_starts": jobs, "terminal_followers": follower_runs,
             "controller_exit": controller_exit, "outcome": outcome,
             "latencies": latencies, "controller_gets": polls, "problems": problems,
@@ -402,6 +441,8 @@ def main():
         "within_budget": sum(r["within_budget"] for r in results),
         "recovered": sum(r["recovered"] for r in results),
         "duplicate_resubmissions": sum(r["duplicates"] for r in results),
+        "preempted_before_first_checkpoint": sum(r["early"] for r in results),
+        "resubmitted_from_the_start": sum(r["from_start"] for r in results),
         "name_refusals": sum(r["name_refusals"] for r in results),
         "controller_kills": sum(r["controller_kills"] for r in results),
         "terminal_followers": sum(r["terminal_followers"] for r in results),

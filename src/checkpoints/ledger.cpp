@@ -24,6 +24,7 @@ namespace pb::checkpoints::ledger {
 namespace {
 
 namespace stdfs = std::filesystem;
+using fs::create_exclusive;
 
 OrderedJson optional_int(const std::optional<std::int64_t> &value) {
   return value ? OrderedJson(*value) : OrderedJson(nullptr);
@@ -63,14 +64,6 @@ std::optional<std::pair<std::int64_t, std::string>> parse_name(std::string_view 
     return std::make_pair(n, std::string("recover"));
   }
   return std::nullopt;
-}
-
-void fsync_directory(const stdfs::path &dir) {
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd >= 0) {
-    ::fsync(fd);
-    ::close(fd);
-  }
 }
 
 constexpr std::string_view k_claims_dir = "claims";
@@ -415,52 +408,6 @@ Ledger read(const stdfs::path &dir) {
   return ledger_from_files(files);
 }
 
-bool create_exclusive(const stdfs::path &path, std::string_view content) {
-  const stdfs::path dir = path.parent_path();
-  std::error_code ec;
-  stdfs::create_directories(dir, ec);
-  if (ec) {
-    throw failure(fmt::format("cannot create {}: {}", dir.string(), ec.message()));
-  }
-  const stdfs::path tmp =
-      dir / fmt::format(".{}.{}.{}.tmp", path.filename().string(), ::getpid(), random::hex_id(8));
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    throw failure(fmt::format("cannot create {}: {}", tmp.string(), std::strerror(errno)));
-  }
-  std::size_t done = 0;
-  bool ok = true;
-  while (done < content.size()) {
-    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) {
-        continue;
-      }
-      ok = false;
-      break;
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  const int saved = errno;
-  ok = ok && ::fsync(fd) == 0;
-  ::close(fd);
-  if (!ok) {
-    ::unlink(tmp.c_str());
-    throw failure(fmt::format("cannot write {}: {}", tmp.string(), std::strerror(saved)));
-  }
-  const int linked = ::link(tmp.c_str(), path.c_str());
-  const int link_errno = errno;
-  ::unlink(tmp.c_str());
-  if (linked != 0) {
-    if (link_errno == EEXIST) {
-      return false;
-    }
-    throw failure(fmt::format("cannot create {}: {}", path.string(), std::strerror(link_errno)));
-  }
-  fsync_directory(dir);
-  return true;
-}
-
 stdfs::path owner_path(const stdfs::path &output_dir, std::string_view run_dir) {
   return output_dir / "primebeaker_recovery" /
          (run_dir.empty() ? std::string("owner.json")
@@ -478,6 +425,10 @@ std::optional<Owner> read_owner(const stdfs::path &path) {
     }
     throw;
   }
+  return parse_owner(text, path);
+}
+
+Owner parse_owner(std::string_view text, const stdfs::path &path) {
   const auto json = nlohmann::json::parse(text, nullptr, false);
   if (json.is_discarded() || !json.is_object() || !json.contains("run_id") ||
       !json["run_id"].is_string()) {
@@ -489,13 +440,17 @@ std::optional<Owner> read_owner(const stdfs::path &path) {
                string_or_empty(json, "claimed_at")};
 }
 
-Owner claim(const stdfs::path &path, const Owner &mine) {
+std::string owner_text(const Owner &owner) {
   OrderedJson json = OrderedJson::object();
   json["schema_version"] = k_schema_version;
-  json["run_id"] = mine.run_id;
-  json["experiment"] = mine.experiment;
-  json["claimed_at"] = mine.claimed_at;
-  if (create_exclusive(path, json.dump(2) + "\n")) {
+  json["run_id"] = owner.run_id;
+  json["experiment"] = owner.experiment;
+  json["claimed_at"] = owner.claimed_at;
+  return json.dump(2) + "\n";
+}
+
+Owner claim(const stdfs::path &path, const Owner &mine) {
+  if (create_exclusive(path, owner_text(mine))) {
     return mine;
   }
   if (auto owner = read_owner(path)) {
@@ -515,7 +470,7 @@ std::string ownership_refusal(const stdfs::path &path,
       v0_9 ? "give this launch its own --name (a v0.9 run directory is named after the run)"
            : fmt::format("give this launch its own output dir (--set output_dir={}-2, or "
                          "--name when the TOML names no output_dir)",
-                         checkpoint_dir.filename().string());
+                         checkpoint_dir.string());
   return fmt::format("{} belongs to run {} (experiment {}, since {}; {}): run {} must not resume "
                      "from its checkpoints; {}, or pass --wandb-run-id {} to continue that run",
                      checkpoint_dir.string(),

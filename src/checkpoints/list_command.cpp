@@ -7,6 +7,7 @@
 #include <primebeaker/core/command_tree.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/json.hpp>
+#include <primebeaker/primerl/config.hpp>
 #include <primebeaker/primerl/layout.hpp>
 #include <primebeaker/toml/value.hpp>
 
@@ -39,9 +40,9 @@ std::string run_dir_of(const toml::Document &document,
                        const ListOptions &options,
                        const fs::path &working_dir) {
   if (!is_v0_9(document)) {
-    if (!options.run.empty()) {
-      throw usage_error("--run names a Prime-RL v0.9 run directory; " + options.toml +
-                        " is not a v0.9 config");
+    if (!options.run.empty() && document.root().find("output_dir") != nullptr) {
+      throw usage_error("--run names the run a launch placed under outputs/; " + options.toml +
+                        " sets its own output_dir");
     }
     return "";
   }
@@ -102,6 +103,19 @@ CheckpointSource resolve_source(const ListOptions &options, const fs::path &cwd)
     const auto document = toml::Document::load(options.toml);
     CheckpointSource source =
         source_from_toml(document, working_dir, run_dir_of(document, options, working_dir));
+    if (!is_v0_9(document) && document.root().find("output_dir") == nullptr) {
+      // A launch gives a v0.8.0 TOML that names no output_dir its own outputs/<run name>
+      // (docs/launch.md, "Output dir"): look where that launch wrote, not at Prime-RL's shared
+      // default.
+      const std::string name = options.run.empty() ? primerl::launch_run_name(document, "")
+                                                   : options.run;
+      const std::string text = document.text();
+      const auto placed =
+          toml::Document::parse("output_dir = " + nlohmann::json("outputs/" + name).dump() +
+                                    "\n" + text,
+                                document.source_name());
+      source = source_from_toml(placed, working_dir, "");
+    }
     spdlog::info("working dir {} (from {})", working_dir.string(), origin);
     std::error_code ec;
     if (!fs::exists(source.output_dir, ec)) {
@@ -190,8 +204,10 @@ void register_commands(cli::CommandTree &tree) {
                   "relative to, as for previews [/weka; `config set working_dir`]");
   list.add_option(cli::flag("run"),
                   options.run,
-                  "With a Prime-RL v0.9 --toml that sets neither run.dir nor run.name: the run "
-                  "directory under output_dir (default: its only one)");
+                  "With a --toml whose run a launch named: for v0.9 without run.dir/run.name, "
+                  "the run directory under output_dir (default: its only one); for v0.8.0 "
+                  "without output_dir, the --name it was launched with (its outputs/NAME; "
+                  "default: wandb.name, else the file's folder and stem)");
   list.add_option(cli::flag("output-dir"),
                   options.output_dir,
                   "The run's output directory, instead of --toml; needs --ranks");

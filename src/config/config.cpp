@@ -45,6 +45,13 @@ const std::vector<KeyInfo> &keys() {
        "",
        "Prime-RL release whose cataloged image a launch without --image runs (v0.7.1.dev83, "
        "v0.8.0, v0.9), as --prime-rl; default: the catalog's first that reads the TOML"},
+      {"registry",
+       false,
+       "PRIMEBEAKER_REGISTRY",
+       "registry",
+       "",
+       "LiteRegistry of RL launches (redis://HOST:PORT or file://DIR), as --registry; default "
+       "for a v0.8.0 multi-node run: a file registry in its rendezvous dir on the mount"},
       {"mount_path",
        false,
        "PRIMEBEAKER_MOUNT_PATH",
@@ -336,6 +343,12 @@ void check_value(const KeyInfo &key,
                       where,
                       primerl::known_prime_rl_versions(),
                       value));
+    } else if (name == "registry" && !value.starts_with("redis://") &&
+               !value.starts_with("rediss://") && !value.starts_with("file://")) {
+      throw usage_error(fmt::format(
+          "{}: registry must be redis://HOST:PORT, rediss://HOST:PORT or file://DIR, got '{}'",
+          where,
+          value));
     } else if ((name == "clusters" || name == "controller.clusters") && !is_workspace(value)) {
       throw usage_error(
           fmt::format("{}: {} items must look like ACCOUNT/CLUSTER, got '{}'", where, name, value));

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/fs.hpp>
+#include <primebeaker/core/random.hpp>
 
 #include <fmt/format.h>
 
@@ -8,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <iostream>
@@ -220,6 +222,48 @@ void write_file_atomic(const std::filesystem::path &requested,
   writer.commit();
 }
 
+bool create_exclusive(const std::filesystem::path &path, std::string_view content) {
+  const std::filesystem::path dir = path.parent_path().empty() ? "." : path.parent_path();
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    throw failure(fmt::format("cannot create {}: {}", dir.string(), ec.message()));
+  }
+  const std::filesystem::path tmp =
+      dir / fmt::format(".{}.{}.{}.tmp", path.filename().string(), ::getpid(), random::hex_id(8));
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    throw write_error(tmp, "cannot create", errno);
+  }
+  try {
+    write_all(fd, content);
+    if (::fsync(fd) != 0) {
+      throw errno;
+    }
+  } catch (const int err) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw write_error(tmp, "write failed", err);
+  }
+  ::close(fd);
+  // link(2), unlike rename(2), never replaces: of two racing creators exactly one wins.
+  const int linked = ::link(tmp.c_str(), path.c_str());
+  const int link_errno = errno;
+  ::unlink(tmp.c_str());
+  if (linked != 0) {
+    if (link_errno == EEXIST) {
+      return false;
+    }
+    throw write_error(path, "cannot create", link_errno);
+  }
+  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd >= 0) {
+    ::fsync(dir_fd);
+    ::close(dir_fd);
+  }
+  return true;
+}
+
 std::string RealFileSystem::read_file(const std::filesystem::path &path) {
   return fs::read_file(path);
 }
@@ -234,4 +278,37 @@ bool RealFileSystem::exists(const std::filesystem::path &path) {
   return std::filesystem::exists(path, ec);
 }
 
+bool RealFileSystem::create_exclusive(const std::filesystem::path &path, std::string_view content) {
+  return fs::create_exclusive(path, content);
+}
+
+bool RealFileSystem::is_directory(const std::filesystem::path &path) {
+  std::error_code ec;
+  return std::filesystem::is_directory(path, ec);
+}
+
+std::vector<std::string> RealFileSystem::list_directory(const std::filesystem::path &path) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto &entry : std::filesystem::directory_iterator(path, ec)) {
+    names.push_back(entry.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+void RealFileSystem::remove(const std::filesystem::path &path) {
+  std::error_code ec;
+  std::filesystem::remove(path, ec);
+}
+
+void RealFileSystem::create_directories(const std::filesystem::path &path) {
+  std::error_code ec;
+  std::filesystem::create_directories(path, ec);
+  if (ec) {
+    throw failure(fmt::format("cannot create {}: {}", path.string(), ec.message()));
+  }
+}
+
 } // namespace pb::fs
+

@@ -329,7 +329,16 @@ std::string launch_card(const LaunchPlan &plan) {
     const bool relative = it->second.empty() || it->second.front() != '/';
     const std::string absolute = normalize_path(
         relative && working != env_map.end() ? working->second + "/" + it->second : it->second);
-    card.line("output", absolute);
+    card.line("output",
+              absolute + (plan.ownership.defaulted ? " (outputs/<run name>: the TOML names none)"
+                                                   : ""));
+    if (!plan.ownership.run_id.empty() && !plan.ownership.checkpoint_dir.empty()) {
+      // docs/launch.md "Output dir": one run per checkpoint directory.
+      card.more(fmt::format("claimed for W&B run {} at submit; another run's launch into {} is "
+                            "refused",
+                            plan.ownership.run_id,
+                            plan.ownership.checkpoint_dir.string()));
+    }
     if (env && env->generation == primerl::Generation::v0_9) {
       card.line("run dir",
                 fmt::format("{}/{} (Prime-RL v0.9{})",
@@ -381,6 +390,12 @@ std::string launch_card(const LaunchPlan &plan) {
       }
       text += "; waits for " + services;
     }
+    if (plan.topology == Topology::multi_node && text.starts_with("file://") &&
+        env && !env->rendezvous_dir.empty() &&
+        text.find(env->rendezvous_dir) != std::string::npos) {
+      text += " (a file registry on the mount, in the run's rendezvous dir: no server; "
+              "--registry or `primebeaker config set registry URL` for another)";
+    }
     card.line("registry", text);
   } else if (plan.program == Program::rl) {
     card.line("registry", "none");
@@ -392,8 +407,10 @@ std::string launch_card(const LaunchPlan &plan) {
     // What the policy promises follows --recover: off promises nothing.
     card.line("recovery",
               mode == "off"
-                  ? std::string("off: nothing resubmits or restarts it (--recover off, or no "
-                                "budget)")
+                  ? std::string(plan.program == Program::sft
+                                    ? "off: nothing resubmits or restarts it"
+                                    : "off: nothing resubmits or restarts it (--recover off, or "
+                                      "no budget)")
                   : fmt::format("up to {} after preemption, {} after errors (--max-recoveries, "
                                 "--max-restarts-on-errors)",
                                 plural(recovery.value("max_recoveries", std::int64_t{0}),
@@ -437,14 +454,6 @@ std::string launch_card(const LaunchPlan &plan) {
                     : "nobody resubmits it after a preemption (--recover off, or no budget); "
                       "`primebeaker rl resume RUN` by hand");
     }
-  }
-  if (!plan.ownership.output_dir.empty()) {
-    card.line("output dir",
-              fmt::format("{}{}; claimed for W&B run {} at submit",
-                          plan.ownership.checkpoint_dir.string(),
-                          plan.ownership.defaulted ? " (outputs/<run name>: the TOML names none)"
-                                                   : "",
-                          plan.ownership.run_id));
   }
   const auto secrets = secrets_of(task);
   if (!secrets.empty()) {

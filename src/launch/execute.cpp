@@ -80,11 +80,8 @@ namespace {
 // for another launch of the same name can get there).
 void write_once(const std::filesystem::path &path, const std::string &content, LaunchEffects &effects) {
   if (effects.files.exists(path)) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream held;
-    held << in.rdbuf();
-    if (in && held.str() == content) {
-      return;
+    if (effects.files.read_file(path) == content) {
+      return; // this launch wrote it already
     }
     throw failure(fmt::format("{} already holds another launch's file, which is never replaced; "
                               "this launch id is in use (unset PRIMEBEAKER_LAUNCH_ID, or pin "
@@ -159,16 +156,15 @@ void add_scratch_hint(Error &error, const LaunchPlan &plan, const std::filesyste
 }
 
 void write_spec(const LaunchPlan &plan, LaunchEffects &effects) {
-  std::error_code ec;
-  std::filesystem::create_directories(plan.spec_path.parent_path(), ec);
-  if (ec) {
-    Error error = failure(
-        fmt::format("cannot create {}: {}", plan.spec_path.parent_path().string(), ec.message()));
+  try {
+    effects.files.create_directories(plan.spec_path.parent_path());
+  } catch (Error &error) {
     add_scratch_hint(error, plan, plan.spec_path.parent_path());
-    throw error;
+    throw;
   }
   // The overridden TOML first: the spec names it as CONFIG_PATH.
   if (!plan.config_copy_path.empty()) {
+    effects.files.create_directories(plan.config_copy_path.parent_path());
     write_once(plan.config_copy_path, plan.config_copy_text, effects);
     spdlog::info("wrote {} (--set)", plan.config_copy_path.string());
   }
@@ -293,16 +289,17 @@ OrderedJson execute_submit(const LaunchPlan &plan, LaunchEffects &effects) {
         plan.controller->beaker_stage,
         staging::Tool{"beaker", plan.controller->beaker_cli, plan.controller->beaker_cli_sha256});
   }
-  // The run's checkpoint directory is claimed before Beaker hears of it (docs/recovery.md "One
-  // run per output dir"), and given back when Beaker refuses the run.
-  const DirectoryClaim claimed = claim_directory(plan);
+  // The spec first: a scratch dir it cannot be written in stops the submit before anything is
+  // claimed. Then the run's checkpoint directory is claimed before Beaker hears of it
+  // (docs/recovery.md "One run per output dir"), and given back when Beaker refuses the run.
+  write_spec(plan, effects);
+  const DirectoryClaim claimed = claim_directory(plan, effects.files);
   std::string out;
   try {
-    write_spec(plan, effects);
     out = effects.beaker.create_experiment(
         plan.experiment_name, plan.workspace, plan.spec_path.string());
   } catch (const Error &error) {
-    release_directory(claimed);
+    release_directory(claimed, effects.files);
     if (error.code() == beaker::k_exit_already_exists && plan.if_exists == "adopt") {
       if (const auto found = existing_experiment(plan, effects.beaker)) {
         return adopted_receipt(plan, *found); // created meanwhile by a racing rerun
@@ -312,7 +309,7 @@ OrderedJson execute_submit(const LaunchPlan &plan, LaunchEffects &effects) {
   }
   OrderedJson receipt = plan.receipt_json(out);
   if (const auto id = receipt.value("experiment_id", OrderedJson()); id.is_string()) {
-    record_created(plan, id.get<std::string>());
+    record_created(plan, id.get<std::string>(), effects.files);
   }
   // `--format json` answers carry no "See progress at" text: a URL beaker's JSON gives wins over
   // the public one receipt_json falls back to.
@@ -396,7 +393,8 @@ LaunchPlan plan_from_options(Program program, const LaunchOptions &options) {
     }
   }
   if (plan.if_exists != "adopt") {
-    refuse_claimed_directory(plan); // with adopt, submit adopts a rerun first, then checks
+    fs::RealFileSystem files;
+    refuse_claimed_directory(plan, files); // with adopt, submit adopts a rerun first, then checks
   }
   if (program == Program::rl) {
     refuse_missing_datasets(document, options, plan);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "ownership.hpp"
+#include "paths.hpp"
 
 #include <primebeaker/checkpoints/ledger.hpp>
 #include <primebeaker/core/fs.hpp>
@@ -11,9 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
-#include <fstream>
 #include <optional>
-#include <sstream>
 
 namespace pb::launch {
 
@@ -29,14 +28,17 @@ double now_unix() {
 
 // The index entry of a directory, nullopt when none (or unreadable: a warning, never a refusal
 // of its own).
-std::optional<OrderedJson> read_index(const stdfs::path &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+std::optional<OrderedJson> read_index(fs::FileSystem &files, const stdfs::path &path) {
+  std::string text;
+  try {
+    if (!files.exists(path)) {
+      return std::nullopt;
+    }
+    text = files.read_file(path);
+  } catch (const Error &) {
     return std::nullopt;
   }
-  std::stringstream text;
-  text << in.rdbuf();
-  auto parsed = OrderedJson::parse(text.str(), nullptr, false);
+  auto parsed = OrderedJson::parse(text, nullptr, false);
   if (parsed.is_discarded() || !parsed.is_object() || !parsed.contains("run_id") ||
       !parsed["run_id"].is_string()) {
     spdlog::warn("{}: not a launch index entry; ignored", path.string());
@@ -71,25 +73,25 @@ OrderedJson index_entry(const LaunchPlan &plan, const std::string &experiment_id
 // A v0.8.0 output dir holds one run's checkpoints, so another run's ledger there claims it too
 // (runs started before owner files existed have only that). v0.9 runs share an output dir, each
 // in its own run directory, so their ledgers say nothing of ownership.
-std::optional<ledger::Owner> other_ledger(const LaunchPlan &plan, stdfs::path &where) {
+std::optional<ledger::Owner> other_ledger(fs::FileSystem &files,
+                                         const LaunchPlan &plan,
+                                         stdfs::path &where) {
   if (plan.ownership.v0_9) {
     return std::nullopt;
   }
   const stdfs::path root = plan.ownership.ledger_dir.parent_path();
   const std::string mine = ledger::run_key(plan.ownership.run_id);
-  std::error_code ec;
-  for (const auto &entry : stdfs::directory_iterator(root, ec)) {
-    const std::string key = entry.path().filename().string();
-    if (key != mine && entry.is_directory(ec) && !stdfs::is_empty(entry.path(), ec)) {
-      where = entry.path();
+  for (const auto &key : files.list_directory(root)) {
+    if (key != mine && files.is_directory(root / key) && !files.list_directory(root / key).empty()) {
+      where = root / key;
       return ledger::Owner{key, "", ""};
     }
   }
   return std::nullopt;
 }
 
-void refuse_by_index(const LaunchPlan &plan, const stdfs::path &path) {
-  const auto entry = read_index(path);
+void refuse_by_index(fs::FileSystem &files, const LaunchPlan &plan, const stdfs::path &path) {
+  const auto entry = read_index(files, path);
   if (!entry || (*entry)["run_id"].get<std::string>() == plan.ownership.run_id) {
     return;
   }
@@ -109,14 +111,16 @@ stdfs::path launch_index_path(const stdfs::path &scratch_dir, const stdfs::path 
   return scratch_dir / "primebeaker" / "launch_index" / (key + ".json");
 }
 
-void refuse_claimed_directory(const LaunchPlan &plan) {
+void refuse_claimed_directory(const LaunchPlan &plan, fs::FileSystem &files) {
   const auto &own = plan.ownership;
   if (own.run_id.empty() || own.checkpoint_dir.empty()) {
     return;
   }
   std::optional<ledger::Owner> owner;
   try {
-    owner = ledger::read_owner(own.owner_path);
+    if (files.exists(own.owner_path)) {
+      owner = ledger::parse_owner(files.read_file(own.owner_path), own.owner_path);
+    }
   } catch (const Error &error) {
     spdlog::warn("{}", error.what()); // an unreadable owner file: the node refuses it at start
   }
@@ -124,16 +128,16 @@ void refuse_claimed_directory(const LaunchPlan &plan) {
     refuse(plan, own.owner_path, *owner);
   }
   stdfs::path where;
-  if (const auto other = other_ledger(plan, where)) {
+  if (const auto other = other_ledger(files, plan, where)) {
     refuse(plan, where, *other);
   }
   if (!own.index_path.empty()) {
-    refuse_by_index(plan, own.index_path);
+    refuse_by_index(files, plan, own.index_path);
   }
 }
 
-DirectoryClaim claim_directory(const LaunchPlan &plan) {
-  refuse_claimed_directory(plan);
+DirectoryClaim claim_directory(const LaunchPlan &plan, fs::FileSystem &files) {
+  refuse_claimed_directory(plan, files);
   DirectoryClaim claimed;
   const auto &own = plan.ownership;
   if (own.run_id.empty() || own.checkpoint_dir.empty()) {
@@ -142,66 +146,65 @@ DirectoryClaim claim_directory(const LaunchPlan &plan) {
   // The index first: it is ours (under the scratch dir), so a race with another submit of this
   // user is settled by its exclusive create.
   if (!own.index_path.empty()) {
-    std::error_code ec;
-    stdfs::create_directories(own.index_path.parent_path(), ec);
-    if (!ec) {
-      if (ledger::create_exclusive(own.index_path, index_entry(plan, "").dump(2) + "\n")) {
+    try {
+      if (files.create_exclusive(own.index_path, index_entry(plan, "").dump(2) + "\n")) {
         claimed.index = own.index_path;
       } else {
-        refuse_by_index(plan, own.index_path); // another run won; ours passes
+        refuse_by_index(files, plan, own.index_path); // another run won; ours passes
       }
-    } else {
-      spdlog::warn("the launch index {} cannot be written ({}); only the owner file guards {}",
-                   own.index_path.parent_path().string(),
-                   ec.message(),
+    } catch (const Error &error) {
+      if (error.code() == static_cast<int>(ExitCode::bad_input)) {
+        throw; // the refusal
+      }
+      spdlog::warn("the launch index cannot be written ({}); only the owner file guards {}",
+                   error.what(),
                    own.checkpoint_dir.string());
     }
   }
-  // The owner file, where the mount is writable from here (the node claims it at its first
-  // start otherwise). Created only under an output dir whose parent exists: the mount is there.
-  std::error_code ec;
-  if (!stdfs::exists(own.owner_path, ec) && stdfs::is_directory(own.output_dir.parent_path(), ec)) {
-    stdfs::create_directories(own.owner_path.parent_path(), ec);
-    if (!ec) {
-      const ledger::Owner mine{own.run_id, plan.experiment_name, ledger::utc_text(now_unix())};
-      std::optional<ledger::Owner> owner;
-      try {
-        owner = ledger::claim(own.owner_path, mine);
-      } catch (const Error &error) {
-        spdlog::warn("{}", error.what());
-      }
-      if (owner && owner->run_id != own.run_id) {
-        release_directory(claimed);
-        refuse(plan, own.owner_path, *owner);
-      }
-      if (owner && owner->claimed_at == mine.claimed_at && owner->experiment == mine.experiment) {
-        claimed.owner = own.owner_path;
-      }
+  // The owner file, where the mount is here and writable (the node claims it at its first start
+  // otherwise): a submit from a machine without the mount creates nothing in its place.
+  const bool on_mount = !own.mount.empty() && files.is_directory(own.mount) &&
+                        path_is_under(own.output_dir.string(), own.mount.string());
+  if (on_mount && !files.exists(own.owner_path)) {
+    const ledger::Owner mine{own.run_id, plan.experiment_name, ledger::utc_text(now_unix())};
+    std::optional<ledger::Owner> owner;
+    try {
+      owner = files.create_exclusive(own.owner_path, ledger::owner_text(mine))
+                  ? mine
+                  : ledger::parse_owner(files.read_file(own.owner_path), own.owner_path);
+    } catch (const Error &error) {
+      spdlog::warn("{}", error.what()); // not writable from here: the node claims it at start
+    }
+    if (owner && owner->run_id != own.run_id) {
+      release_directory(claimed, files);
+      refuse(plan, own.owner_path, *owner);
+    }
+    if (owner && owner->claimed_at == mine.claimed_at && owner->experiment == mine.experiment) {
+      claimed.owner = own.owner_path;
     }
   }
   return claimed;
 }
 
-void release_directory(const DirectoryClaim &claim) {
-  std::error_code ec;
+void release_directory(const DirectoryClaim &claim, fs::FileSystem &files) {
   for (const auto &path : {claim.owner, claim.index}) {
     if (!path.empty()) {
-      stdfs::remove(path, ec);
+      files.remove(path);
     }
   }
 }
 
-void record_created(const LaunchPlan &plan, const std::string &experiment_id) {
+void record_created(const LaunchPlan &plan, const std::string &experiment_id, fs::FileSystem &files) {
   const auto &path = plan.ownership.index_path;
   if (path.empty() || plan.ownership.run_id.empty()) {
     return;
   }
-  const auto entry = read_index(path);
+  const auto entry = read_index(files, path);
   if (entry && (*entry)["run_id"].get<std::string>() != plan.ownership.run_id) {
     return; // not ours
   }
   try {
-    fs::write_file_atomic(path, index_entry(plan, experiment_id).dump(2) + "\n");
+    files.write_file_atomic(path, index_entry(plan, experiment_id).dump(2) + "\n");
   } catch (const Error &error) {
     spdlog::warn("the launch index entry {} could not be completed: {}", path.string(), error.what());
   }

@@ -3,6 +3,7 @@
 // per output dir"): who already claims a launch's directory, and the claim a submit makes.
 #pragma once
 
+#include <primebeaker/core/fs.hpp>
 #include <primebeaker/launch/launch.hpp>
 
 #include <filesystem>
@@ -20,7 +21,7 @@ std::filesystem::path launch_index_path(const std::filesystem::path &scratch_dir
 // whose checkpoint directory another run claims: its owner file, a v0.8.0 ledger of another run
 // in the same output dir, or this user's launch index. The run's own restarts, resumes and
 // recoveries (the same W&B run id) pass. Reads only.
-void refuse_claimed_directory(const LaunchPlan &plan);
+void refuse_claimed_directory(const LaunchPlan &plan, fs::FileSystem &files);
 
 // What a submit claimed, so that a create Beaker refuses can give it back.
 struct DirectoryClaim {
@@ -28,12 +29,14 @@ struct DirectoryClaim {
   std::filesystem::path index; // created by this submit
 };
 // Claims plan.ownership's directory for the run, before `beaker experiment create`: the owner
-// file (exclusively, where the output dir can be created from here) and the index entry.
+// file (exclusively, where the mount is here) and the index entry, all through `files`.
 // Refuses as refuse_claimed_directory does when another run won the race.
-DirectoryClaim claim_directory(const LaunchPlan &plan);
+DirectoryClaim claim_directory(const LaunchPlan &plan, fs::FileSystem &files);
 // Gives back what `claim` created (the run was never created).
-void release_directory(const DirectoryClaim &claim);
+void release_directory(const DirectoryClaim &claim, fs::FileSystem &files);
 // The index entry completed with the experiment's id once Beaker created it.
-void record_created(const LaunchPlan &plan, const std::string &experiment_id);
+void record_created(const LaunchPlan &plan,
+                    const std::string &experiment_id,
+                    fs::FileSystem &files);
 
 } // namespace pb::launch

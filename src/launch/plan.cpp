@@ -558,18 +558,8 @@ std::optional<std::string> default_output_dir(const LaunchOptions &options,
   } catch (const Error &) {
     return std::nullopt; // plan_document reports it
   }
-  std::string name;
-  if (inputs.experiment_name) {
-    name = *inputs.experiment_name;
-  } else if (!options.name.empty()) {
-    name = options.name;
-  } else if (const toml::Value *wandb_name = document.root().find_path({"wandb", "name"});
-             wandb_name != nullptr && wandb_name->string() != nullptr &&
-             !wandb_name->string()->empty()) {
-    name = *wandb_name->string();
-  } else {
-    name = primerl::default_experiment_name(document);
-  }
+  const std::string name =
+      primerl::launch_run_name(document, inputs.experiment_name.value_or(options.name));
   if (!primerl::is_experiment_name(name)) {
     return std::nullopt; // refused by plan_document, naming the key
   }
@@ -580,6 +570,7 @@ LaunchPlan make_plan_with_overrides(const LaunchOptions &options, const LaunchIn
   if (inputs.document == nullptr) {
     throw failure("internal error: make_plan without a TOML document");
   }
+  refuse_component_toml(*inputs.document, inputs.program); // named as the user wrote it
   std::vector<std::string> set = with_wandb_project(options, *inputs.document);
   const auto output_dir = default_output_dir(options, inputs, set);
   if (output_dir) {
@@ -590,20 +581,32 @@ LaunchPlan make_plan_with_overrides(const LaunchOptions &options, const LaunchIn
   }
   // The overrides go into a copy beside the spec files, named after the TOML and the launch;
   // the plan is made from the copy, as the container will read it.
-  const auto overrides = parse_overrides(set);
+  auto overrides = parse_overrides(set);
+  for (auto &o : overrides) {
+    if (output_dir && o.key == "output_dir") {
+      o.shown = fmt::format("the launch's default output_dir = \"{}\"", *output_dir);
+    } else if (o.key.ends_with(".project") &&
+               std::find(options.set.begin(), options.set.end(), o.argument) == options.set.end()) {
+      o.shown = fmt::format("--wandb-project {}", options.wandb_project);
+    }
+  }
   detail::ValidatedFlags flags;
   detail::check_basic_flags(options, flags);
-  // Named after the TOML, the launch and its own content: two TOMLs of one name launched with
-  // one pinned PRIMEBEAKER_LAUNCH_ID never share a copy (the container reads it hours later).
-  const std::string stem = std::filesystem::path(inputs.config_path).stem().string();
+  // In a directory named after the launch and the copy's content, so that two TOMLs of one name
+  // launched with one pinned PRIMEBEAKER_LAUNCH_ID never share a copy (the container reads it
+  // hours later); under the TOML's own folder and file name, so that a reader of the spec knows
+  // which TOML it came from (docs/launch.md "Overrides").
   const std::string copy_text = apply_overrides(*inputs.document, overrides);
+  const std::filesystem::path source(inputs.document->source_name());
   const std::filesystem::path copy_path = normalize_path(
-      fmt::format("{}/primebeaker/beaker_experiments/{}-{}-{}.toml",
+      fmt::format("{}/primebeaker/beaker_experiments/{}-{}/{}",
                   flags.scratch_dir,
-                  stem,
                   inputs.launch_id,
-                  sha2::sha256_hex(copy_text).substr(0, 8)));
-  const auto copy = toml::Document::parse(copy_text, copy_path.string());
+                  sha2::sha256_hex(copy_text).substr(0, 8),
+                  (source.parent_path().filename() / source.filename()).string()));
+  // Read under the user's file name: the run is named from it as from the file itself, and its
+  // problems name it (their lines mapped back by at_override_arguments).
+  const auto copy = toml::Document::parse(copy_text, inputs.document->source_name());
   LaunchInputs edited = inputs;
   edited.document = &copy;
   edited.config_path = copy_path;
@@ -790,6 +793,7 @@ LaunchPlan plan_document(const LaunchOptions &options, const LaunchInputs &input
   plan.ownership.output_dir =
       detail::in_container(flags.working_dir, replica.output_dir);
   plan.ownership.v0_9 = v0_9;
+  plan.ownership.mount = flags.mount;
   plan.ownership.checkpoint_dir =
       v0_9 ? plan.ownership.output_dir / replica.run_dir_name : plan.ownership.output_dir;
   plan.ownership.owner_path = checkpoints::ledger::owner_path(

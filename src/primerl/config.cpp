@@ -442,6 +442,17 @@ std::pair<PathKey, PathKey> read_sft_data_names(Reader &reader) {
 
 } // namespace
 
+std::string launch_run_name(const Document &document, const std::string &given) {
+  if (!given.empty()) {
+    return given;
+  }
+  if (const Value *name = document.root().find_path({"wandb", "name"});
+      name != nullptr && name->string() != nullptr && !name->string()->empty()) {
+    return *name->string();
+  }
+  return default_experiment_name(document);
+}
+
 std::string default_experiment_name(const Document &document) {
   const std::filesystem::path path(document.source_name());
   std::string name = path.stem().string();

@@ -215,9 +215,10 @@ int run_follow(const FollowCommandOptions &options) {
     // Follow the run where it lives now; a controller walks the claims itself.
     Loaded loaded;
     loaded.run = parse_run(single_experiment(beaker.get_experiment(reference), reference));
+    const std::string named = loaded.run.id;
     to_newest(loaded, beaker, true);
-    if (!loaded.run.id.empty()) {
-      reference = loaded.run.id;
+    if (!loaded.run.id.empty() && loaded.run.id != named) {
+      reference = loaded.run.id; // recovered: its newest experiment
     }
   }
   const int code = follow_run(reference, follow, beaker, std::cout, std::cerr);

@@ -84,7 +84,7 @@ protected:
   }
 
   std::string sft_spec_path() const {
-    return at("primebeaker/beaker_experiments/primebeaker-example-sft.json");
+    return at("primebeaker/beaker_experiments/primebeaker-example-sft-0123456789abcdef0123456789abcdef.json");
   }
 };
 

@@ -95,6 +95,8 @@ TEST(Corpus, PrimeRlTomlsPreviewOrNameEveryProblem) {
   const std::regex generation("^primebeaker: error: .*\\.toml: this is a Prime-RL "
                               "(v0\\.2-v0\\.4|v0\\.5|v0\\.6-v0\\.7|post-v0\\.8\\.0) config "
                               "\\(.+ at .+\\.toml:[0-9]+:[0-9]+\\).*");
+  const std::regex component("^primebeaker: error: .*\\.toml: this is a Prime-RL .+ "
+                             "(inference|trainer|orchestrator) config .*, not an (rl|sft) one: .*");
   const std::regex summary("^primebeaker: error: .*\\.toml: ([0-9]+) problems .*");
   const std::regex problem("^(primebeaker: error: |  ).*\\.toml(:[0-9]+:[0-9]+)?: .*"
                            "(\\[[a-z_.]+\\]|[a-z_]+\\.[a-z_.]+|output_dir|mounted path).*");
@@ -110,7 +112,7 @@ TEST(Corpus, PrimeRlTomlsPreviewOrNameEveryProblem) {
     EXPECT_EQ(result.out, "") << name;
     std::vector<std::string> lines = lines_of(result.err);
     ASSERT_FALSE(lines.empty()) << name;
-    if (std::regex_match(lines[0], generation)) {
+    if (std::regex_match(lines[0], generation) || std::regex_match(lines[0], component)) {
       EXPECT_EQ(lines.size(), 1u) << name << ": " << result.err;
       continue;
     }

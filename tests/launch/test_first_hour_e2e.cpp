@@ -138,14 +138,21 @@ TEST_F(FirstHour, NoStageRunsTheImagesBinaryOnTheRuntimeImage) {
 TEST_F(FirstHour, AnExplicitImageIsUsedAsGiven) {
   beaker_creates();
   for (const std::string image : {"beaker://01PRIMERLBASE", "ghcr.io/me/prime-rl:dev"}) {
-    const auto result = run_builtin_catalog({"sft",
-                                             "submit",
-                                             "--toml",
-                                             "examples/sft/sft.toml",
-                                             "--image",
-                                             image,
-                                             "--prime-rl",
-                                             "v0.7.1.dev83"});
+    // Two launches of one run, each with its own id: a launch's spec file is written once.
+    const auto result = run({"sft",
+                             "submit",
+                             "--toml",
+                             "examples/sft/sft.toml",
+                             "--image",
+                             image,
+                             "--prime-rl",
+                             "v0.7.1.dev83",
+                             "--wandb-run-id",
+                             "first-hour"},
+                            true,
+                            {{"PRIMEBEAKER_IMAGE_CATALOG", ""},
+                             {"PRIMEBEAKER_LAUNCH_ID", image.starts_with("beaker") ? "11111111111111111111111111111111"
+                                                                        : "22222222222222222222222222222222"}});
     ASSERT_EQ(result.exit_code, 0) << result.err;
     EXPECT_TRUE(std::regex_match(result.err, staged_line())) << result.err;
     const auto spec =
@@ -165,10 +172,13 @@ TEST_F(FirstHour, EachPrimeRlV080ExamplePreviewsWithPrimeRlsDefaultsNamed) {
       {"v0.8.0-examples-basic-reverse-text-rl.toml",
        {"defaulted  no [deployment]: one node, deployment.num_train_gpus = 1, num_infer_gpus = 1 "
         "(Prime-RL's default)",
-        "defaulted  output_dir = \"outputs\" (Prime-RL's default)"}},
+        "defaulted  output_dir = \"outputs/reverse-text\" (Prime-RL's outputs plus the run name, "
+        "so that no two runs share checkpoints; --set output_dir=... to choose)"}},
       {"v0.8.0-examples-basic-reverse-text-sft.toml",
        {"defaulted  no [deployment]: one node, deployment.num_gpus = 1 (Prime-RL's default)",
-        "defaulted  output_dir = \"outputs\" (Prime-RL's default)",
+        "defaulted  output_dir = \"outputs/v0.8.0-examples-basic-reverse-text-sft\" (Prime-RL's "
+        "outputs plus the run name, so that no two runs share checkpoints; --set output_dir=... to "
+        "choose)",
         "defaulted  no [wandb]: no W&B run (Prime-RL's default); the experiment is named "
         "'v0.8.0-examples-basic-reverse-text-sft' (--name to choose)",
         "W&B        off (the TOML has no W&B table)"}},

@@ -6,6 +6,8 @@
 
 #include <primebeaker/toml/value.hpp>
 
+#include <regex>
+
 using nlohmann::json;
 
 namespace pb::test {
@@ -62,10 +64,16 @@ TEST_F(Overrides, NestedKeysArraysAndInlineTablesGoIntoACopyAndTheUserFileStaysB
   const std::string copy_path = receipt["overrides"]["config_path"];
   const auto spec = json::parse(read_file(receipt["spec_path"].get<std::string>()));
   EXPECT_EQ(env_value(spec, "CONFIG_PATH"), copy_path);
-  // Beside the spec, named after the TOML and the launch.
-  EXPECT_EQ(std::filesystem::path(copy_path).parent_path(),
+  // Beside the spec, in a folder of the launch and the copy's content, under the TOML's own
+  // folder and file name (docs/launch.md "Overrides").
+  const std::filesystem::path copy_file(copy_path);
+  EXPECT_EQ(copy_file.parent_path().parent_path().parent_path(),
             std::filesystem::path(receipt["spec_path"].get<std::string>()).parent_path());
-  EXPECT_TRUE(std::filesystem::path(copy_path).filename().string().rfind("rl-", 0) == 0);
+  EXPECT_TRUE(std::regex_match(copy_file.parent_path().parent_path().filename().string(),
+                               std::regex("0123456789abcdef0123456789abcdef-[0-9a-f]{8}")))
+      << copy_path;
+  EXPECT_EQ(copy_file.parent_path().filename(), "rl");
+  EXPECT_EQ(copy_file.filename(), "rl.toml");
   const auto copy = toml::Document::load(copy_path);
   EXPECT_EQ(copy.root().find_path({"trainer", "optim", "lr"})->floating(), 1e-5);
   EXPECT_EQ(*copy.root().find_path({"wandb", "name"})->string(), "lr-1e-5");

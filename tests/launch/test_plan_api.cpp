@@ -40,7 +40,17 @@ public:
     writes.emplace_back(path.string(), std::string(content));
   }
   bool exists(const std::filesystem::path &) override { return false; }
+  bool create_exclusive(const std::filesystem::path &path, std::string_view content) override {
+    exclusive.emplace_back(path.string(), std::string(content));
+    return true;
+  }
+  bool is_directory(const std::filesystem::path &) override { return true; }
+  std::vector<std::string> list_directory(const std::filesystem::path &) override { return {}; }
+  void remove(const std::filesystem::path &path) override { removed.push_back(path.string()); }
+  void create_directories(const std::filesystem::path &) override {}
   std::vector<std::pair<std::string, std::string>> writes;
+  std::vector<std::pair<std::string, std::string>> exclusive; // claims: the index, the owner
+  std::vector<std::string> removed;
 };
 
 class RecordingRunner final : public proc::Runner {
@@ -158,9 +168,19 @@ TEST(PlanApi, ResumeStyleOverridesAndExtraEnv) {
   EXPECT_EQ(stager.stages[0].directory, plan.stage_dir);
   EXPECT_EQ(stager.stages[0].effects_before, 0u) << "staged after writing the spec or submitting";
   EXPECT_EQ(receipt["staged_program"], plan.staged_program.string());
-  ASSERT_EQ(files.writes.size(), 1u);
+  // The spec, then this user's launch index entry completed with the experiment's id.
+  ASSERT_EQ(files.writes.size(), 2u);
   EXPECT_EQ(files.writes[0].first, plan.spec_path.string());
   EXPECT_EQ(files.writes[0].second, plan.spec_text);
+  EXPECT_EQ(files.writes[1].first, plan.ownership.index_path.string());
+  EXPECT_EQ(OrderedJson::parse(files.writes[1].second)["experiment_id"], "01NEW");
+  // The directory claimed through the same effects before beaker heard of the run: the index
+  // entry, then the owner file on the mount (docs/recovery.md "One run per output dir").
+  ASSERT_EQ(files.exclusive.size(), 2u);
+  EXPECT_EQ(files.exclusive[0].first, plan.ownership.index_path.string());
+  EXPECT_EQ(files.exclusive[1].first, plan.ownership.owner_path.string());
+  EXPECT_EQ(OrderedJson::parse(files.exclusive[1].second)["run_id"], "shared");
+  EXPECT_TRUE(files.removed.empty());
   ASSERT_EQ(runner.calls.size(), 1u);
   EXPECT_EQ(runner.calls[0], plan.submit_command);
   EXPECT_EQ(receipt["stdout"], "Experiment 01NEW submitted.\n");
@@ -236,8 +256,9 @@ TEST(PlanApi, AMultiNodeRunGetsARecoveryControllerStagedCheckedAndSubmittedAfter
   EXPECT_EQ(stager.tools[0].local, "/usr/local/bin/beaker");
   EXPECT_EQ(runner.calls[1], plan.submit_command);
   EXPECT_EQ(runner.calls[2][4], controller.experiment_name);
-  ASSERT_EQ(files.writes.size(), 2u);
-  const auto submitted = OrderedJson::parse(files.writes[1].second);
+  ASSERT_EQ(files.writes.size(), 3u); // the run's spec, its index entry, the controller's spec
+  EXPECT_EQ(files.writes[2].first, controller.spec_path.string());
+  const auto submitted = OrderedJson::parse(files.writes[2].second);
   EXPECT_EQ(submitted["tasks"][0]["command"][2], "01NEW"); // the run it follows
   EXPECT_EQ(receipt["recovery"]["mode"], "controller");
   EXPECT_EQ(receipt["recovery"]["follow_recover"], false);

@@ -121,7 +121,17 @@ TEST_F(Submit, StagingSaysOneLineWithoutVerbose) {
   const auto again = run({"sft", "submit", "--toml", "examples/sft/sft.toml"});
   ASSERT_EQ(again.exit_code, 0) << again.err;
   EXPECT_TRUE(std::regex_match(again.err, staged_line("reused"))) << again.err;
-  const auto unstaged = run({"sft", "submit", "--toml", "examples/sft/sft.toml", "--no-stage"});
+  // Another launch (a spec of its own: per-launch files are written once, docs/launch.md).
+  // The same run (its W&B run id), which owns its output dir.
+  const auto unstaged = run({"sft",
+                             "submit",
+                             "--toml",
+                             "examples/sft/sft.toml",
+                             "--no-stage",
+                             "--wandb-run-id",
+                             "0123456789abcdef0123456789abcdef"},
+                            true,
+                            {{"PRIMEBEAKER_LAUNCH_ID", "fedcba9876543210fedcba9876543210"}});
   ASSERT_EQ(unstaged.exit_code, 0) << unstaged.err;
   EXPECT_EQ(unstaged.err, "");
 }
@@ -133,7 +143,7 @@ TEST_F(Submit, SingleNodeSftSubmit) {
   const auto receipt = json::parse(result.out);
   EXPECT_FALSE(receipt.contains("launch_id"));
   EXPECT_EQ(receipt["spec_path"],
-            at("primebeaker/beaker_experiments/primebeaker-example-sft.json"));
+            at("primebeaker/beaker_experiments/primebeaker-example-sft-0123456789abcdef0123456789abcdef.json"));
   EXPECT_EQ(m_beaker.calls_matching({"experiment", "create"}).size(), 1u);
 }
 
@@ -205,7 +215,7 @@ TEST_F(Submit, NameRenamesTheExperimentAndReceiptsCarryIdUrlAndSpecPath) {
   EXPECT_EQ(receipt["experiment_name"], "tiny-sft-retry2");
   EXPECT_EQ(receipt["experiment_id"], "01NAMED000000000000000000");
   EXPECT_EQ(receipt["experiment_url"], "https://beaker.example/ex/01NAMED000000000000000000");
-  EXPECT_EQ(receipt["spec_path"], at("primebeaker/beaker_experiments/tiny-sft-retry2.json"));
+  EXPECT_EQ(receipt["spec_path"], at("primebeaker/beaker_experiments/tiny-sft-retry2-0123456789abcdef0123456789abcdef.json"));
   std::vector<std::string> keys;
   for (const auto &[key, value] : receipt.items()) {
     keys.push_back(key);
@@ -294,7 +304,7 @@ TEST_F(Submit, BeakerFailingExits4WithItsStderrAndNoReceipt) {
   EXPECT_EQ(m_beaker.calls().size(), 1u);
   // The spec was written first (submit always writes it).
   EXPECT_TRUE(std::filesystem::exists(
-      mount() / "primebeaker/beaker_experiments/primebeaker-example-rl.json"));
+      mount() / "primebeaker/beaker_experiments/primebeaker-example-rl-0123456789abcdef0123456789abcdef.json"));
 }
 
 // Beaker refuses a name its workspace already holds (a second submit of the same TOML): the
@@ -306,14 +316,15 @@ TEST_F(Submit, ANameAlreadyInUseGetsAHintToPassName) {
     m_beaker.clear();
     m_beaker.on({"experiment", "create"}, "", 1, said);
     const auto result = run({"rl", "submit", "--toml", "examples/rl/rl.toml"});
-    EXPECT_EQ(result.exit_code, 4) << result.err;
+    EXPECT_EQ(result.exit_code, 5) << result.err; // the name is taken (docs/cli.md)
     EXPECT_EQ(result.out, "");
     EXPECT_NE(result.err.find("primebeaker: error: beaker could not create experiment "
                               "primebeaker-example-rl (exit code 1): " +
                               said.substr(0, said.size() - 1) +
                               "\n  an experiment named primebeaker-example-rl already exists in "
                               "workspace ai2/oe-agents: pass --name NEW to submit this run under "
-                              "another name\n"),
+                              "another name, or --if-exists adopt to take that one as this "
+                              "submit's\n"),
               std::string::npos)
         << result.err;
   }
@@ -448,7 +459,7 @@ TEST_F(Submit, WriteSpecIsRefusedBeforeAnythingHappens) {
   const auto submitted = run({"sft", "submit", "--toml", "examples/sft/sft.toml"});
   ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
   EXPECT_TRUE(
-      std::filesystem::exists(at("primebeaker/beaker_experiments/primebeaker-example-sft.json")));
+      std::filesystem::exists(at("primebeaker/beaker_experiments/primebeaker-example-sft-0123456789abcdef0123456789abcdef.json")));
   EXPECT_EQ(m_beaker.calls_matching({"experiment", "create"}).size(), 1u);
 }
 

@@ -173,9 +173,11 @@ TEST_F(Validation, Flags) {
     args.insert(args.end(), c.args.begin(), c.args.end());
     expect_error(args, c.exit_code, c.message, c.name);
   }
-  expect_error({"rl", "preview", "--toml", "examples/multinode-rl/rl.toml"},
+  // Without --registry a multi-node run gets a file registry on the mount (docs/launch.md
+  // "Registry"); a registry it cannot use is refused by name.
+  expect_error({"rl", "preview", "--toml", "examples/multinode-rl/rl.toml", "--registry", "ftp://x"},
                2,
-               "multi-node RL requires --registry=redis://...",
+               "--registry: invalid registry URI ftp://x: unsupported scheme 'ftp'",
                "registry");
   expect_error({"rl", "preview", "--toml", "missing.toml"}, 3, "missing.toml", "missing file");
   // The TOML itself must be under the mount.

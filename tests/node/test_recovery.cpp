@@ -6,6 +6,7 @@
 // The node module's private recovery glue, run here on real v0.9 directory trees.
 #include "../../src/node/recovery.hpp"
 
+#include <primebeaker/core/fs.hpp>
 #include <primebeaker/checkpoints/ledger.hpp>
 #include <primebeaker/checkpoints/recovery.hpp>
 #include <primebeaker/toml/value.hpp>
@@ -324,7 +325,7 @@ TEST(RecoveryLedger, StartsAreAppendedExclusivelyAndNeverRewritten) {
   std::sort(numbers.begin(), numbers.end());
   EXPECT_EQ(numbers, (std::vector<std::int64_t>{1, 2, 3, 4, 5, 6, 7, 8}));
   const std::string first = pb::test::read_file(dir / "1.json");
-  EXPECT_FALSE(ledger::create_exclusive(dir / "1.json", "other"));
+  EXPECT_FALSE(pb::fs::create_exclusive(dir / "1.json", "other"));
   EXPECT_EQ(pb::test::read_file(dir / "1.json"), first);
   EXPECT_TRUE(ledger::write_end(dir, {3, 9.0, 143, 143, "terminated"}));
   EXPECT_FALSE(ledger::write_end(dir, {3, 10.0, 0, 0, ""}));

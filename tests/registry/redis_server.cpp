@@ -87,7 +87,11 @@ RedisServer::RedisServer(std::vector<std::string> extra_args, int port)
     for (int i = 0; i < 1000; ++i) { // up to 10 s for the pid file and the first PONG
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
       if (m_pid == 0 && std::filesystem::exists(pid_file)) {
-        m_pid = std::stoi(read_file(pid_file));
+        // redis writes the file after creating it: an empty or partial one is read again.
+        const std::string text = read_file(pid_file);
+        if (!text.empty() && text.back() == '\n') {
+          m_pid = std::stoi(text);
+        }
       }
       if (m_pid != 0) {
         // The answer must come from our process: if our bind lost a race, someone else's

@@ -1125,7 +1125,7 @@ TEST(RunsChain, StatusListAndStopFollowTheWholeChain) {
                      {{"experiment_name", "search-recovery"}, {"experiment_id", k_controller}}}}}}
           .dump());
 
-  for (const std::string run : {receipt.string(), std::string(k_source), std::string(k_child)}) {
+  for (const std::string &run : {receipt.string(), std::string(k_source), std::string(k_child)}) {
     const auto shown = h.run({"status", run, "--json"});
     ASSERT_EQ(shown.exit_code, 0) << shown.err;
     const auto view = nlohmann::json::parse(shown.out);

@@ -177,10 +177,6 @@ void write_controller_status(const std::filesystem::path &dir, const ControllerS
 std::optional<ControllerStatus> read_controller_status(const std::filesystem::path &dir);
 OrderedJson to_json(const ControllerStatus &status);
 
-// Creates `path` with `content` exclusively and atomically (temporary sibling, fsync, link, the
-// directory fsynced); false when `path` exists. Throws pb::Error (exit 1) on other failures.
-bool create_exclusive(const std::filesystem::path &path, std::string_view content);
-
 // Who owns a run's checkpoints (docs/recovery.md "One run per output dir"): the first start of
 // a launch claims the directory its checkpoints live in (v0.8.0: output_dir; v0.9: its run
 // directory) for its W&B run id, so that no other run resumes from them.
@@ -197,6 +193,10 @@ std::filesystem::path owner_path(const std::filesystem::path &output_dir,
 // The owner recorded at `path`, or nullopt when none is. Throws pb::Error exit 3 naming the
 // file when it cannot be read as one.
 std::optional<Owner> read_owner(const std::filesystem::path &path);
+// The owner a file's text records (`path` names it in the error read_owner throws).
+Owner parse_owner(std::string_view text, const std::filesystem::path &path);
+// The text of an owner file recording `owner`.
+std::string owner_text(const Owner &owner);
 // Claims `path` for `mine` unless already claimed (exclusive create: of two racing starts one
 // wins); returns the owner, `mine` or the earlier one.
 Owner claim(const std::filesystem::path &path, const Owner &mine);

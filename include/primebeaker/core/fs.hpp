@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace pb::fs {
 
@@ -54,6 +55,12 @@ private:
   int m_fd = -1;
 };
 
+// Creates `path` (its parents too) holding `content`, only if it does not exist: written to a
+// temporary sibling, fsynced, then linked into place, so that no reader sees it half-written and
+// of two racing creators exactly one wins. False when `path` existed; pb::Error (exit 1) naming
+// the path on any other failure.
+bool create_exclusive(const std::filesystem::path &path, std::string_view content);
+
 // The filesystem effects commands use, behind an interface so that tests can record them.
 class FileSystem {
 public:
@@ -61,6 +68,15 @@ public:
   virtual std::string read_file(const std::filesystem::path &path) = 0;
   virtual void write_file_atomic(const std::filesystem::path &path, std::string_view content) = 0;
   virtual bool exists(const std::filesystem::path &path) = 0;
+  // create_exclusive() above.
+  virtual bool create_exclusive(const std::filesystem::path &path, std::string_view content) = 0;
+  virtual bool is_directory(const std::filesystem::path &path) = 0;
+  // The names in a directory, sorted; none when it is missing or unreadable.
+  virtual std::vector<std::string> list_directory(const std::filesystem::path &path) = 0;
+  // Removes a file; one already gone is no error.
+  virtual void remove(const std::filesystem::path &path) = 0;
+  // A directory and its parents; pb::Error (exit 1) "cannot create DIR: reason" when it cannot.
+  virtual void create_directories(const std::filesystem::path &path) = 0;
 };
 
 // The real thing.
@@ -69,6 +85,11 @@ public:
   std::string read_file(const std::filesystem::path &path) override;
   void write_file_atomic(const std::filesystem::path &path, std::string_view content) override;
   bool exists(const std::filesystem::path &path) override;
+  bool create_exclusive(const std::filesystem::path &path, std::string_view content) override;
+  bool is_directory(const std::filesystem::path &path) override;
+  std::vector<std::string> list_directory(const std::filesystem::path &path) override;
+  void remove(const std::filesystem::path &path) override;
+  void create_directories(const std::filesystem::path &path) override;
 };
 
 } // namespace pb::fs

@@ -261,6 +261,7 @@ struct LaunchPlan {
     std::filesystem::path owner_path;     // owner.json, or owner-<run dir>.json (v0.9)
     std::filesystem::path ledger_dir;     // <output_dir>/primebeaker_recovery/ledger/<run key>
     std::filesystem::path index_path;     // this user's launch index entry for checkpoint_dir
+    std::filesystem::path mount;          // the shared mount output_dir lives under
     std::string run_id;                   // the W&B run id every start of the run carries
     bool v0_9 = false;
     // The output dir was not in the TOML: the launch gave it (v0.8.0: outputs/<run name>).

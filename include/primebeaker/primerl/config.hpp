@@ -120,6 +120,10 @@ void require_supported_generation(const toml::Document &document, Problems &prob
 // Stable: the same file gives the same name, so a resume finds the run again.
 std::string default_experiment_name(const toml::Document &document);
 
+// The run name a launch gives the TOML: `given` (--name) when not empty, else wandb.name, else
+// default_experiment_name. A v0.8.0 TOML without output_dir is placed in outputs/<this>.
+std::string launch_run_name(const toml::Document &document, const std::string &given);
+
 enum class DeploymentType { single_node, multi_node };
 
 // deployment.type: missing table/key or non-string -> "training TOML needs deployment.type";
