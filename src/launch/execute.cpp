@@ -24,8 +24,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <iostream>
 #include <map>
 #include <optional>
