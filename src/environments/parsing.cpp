@@ -2,6 +2,7 @@
 // Tool-call, verdict and pipeline parsing (docs/environments.md "Tool calls", "Verdicts").
 // Regular expressions of Python PrimeBeaker are written out as scanners with the same matching
 // order (non-greedy, first match), which is both exact and fast.
+#include <primebeaker/core/json.hpp>
 #include <primebeaker/environments/parsing.hpp>
 #include <primebeaker/environments/python.hpp>
 
@@ -100,22 +101,6 @@ J coerce_arguments(const J *arguments) {
     return J{{"raw", raw}};
   }
   return J{{"raw", *arguments}};
-}
-
-bool truthy(const J &v) {
-  if (v.is_null()) {
-    return false;
-  }
-  if (v.is_boolean()) {
-    return v.get<bool>();
-  }
-  if (v.is_number()) {
-    return v.get<double>() != 0.0;
-  }
-  if (v.is_string()) {
-    return !v.get_ref<const std::string &>().empty();
-  }
-  return !v.empty();
 }
 
 std::optional<J> first_json_value(std::string_view text) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Tool schemas, result rendering, error observations and templates (docs/environments.md).
 #include <primebeaker/core/error.hpp>
+#include <primebeaker/core/json.hpp>
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/environments/parsing.hpp>
 #include <primebeaker/environments/python.hpp>
@@ -36,20 +37,7 @@ std::string text_field(const J &output, const char *key) {
 }
 
 bool truthy_field(const J &output, const char *key) {
-  if (!output.is_object() || !output.contains(key)) {
-    return false;
-  }
-  const J &v = output.at(key);
-  if (v.is_boolean()) {
-    return v.get<bool>();
-  }
-  if (v.is_number()) {
-    return v.get<double>() != 0;
-  }
-  if (v.is_string()) {
-    return !v.get_ref<const std::string &>().empty();
-  }
-  return (v.is_array() || v.is_object()) && !v.empty();
+  return output.is_object() && output.contains(key) && truthy(output.at(key));
 }
 
 } // namespace

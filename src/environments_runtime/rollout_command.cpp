@@ -3,6 +3,7 @@
 // endpoint and the tool services, driven through the same engine serve uses, in Verifiers'
 // order (docs/environments-runtime.md "environments rollout"). For debugging without Prime-RL.
 #include <primebeaker/core/error.hpp>
+#include <primebeaker/core/json.hpp>
 #include <primebeaker/environments/python.hpp>
 #include <primebeaker/environments/render.hpp>
 #include <primebeaker/environments_runtime/engine.hpp>
@@ -121,10 +122,6 @@ void merge_state(J &state, const J &reply) {
       state[key] = value;
     }
   }
-}
-
-bool truthy(const J &value) {
-  return !value.is_null() && value != J(false) && value != J(0) && value != J("");
 }
 
 } // namespace

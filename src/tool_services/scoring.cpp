@@ -2,6 +2,7 @@
 // Scoring through the judge and reward-model services (docs/tool-services.md "Scoring with
 // services"). The rules live in environments/scoring.cpp; this file only makes the call.
 #include <primebeaker/core/error.hpp>
+#include <primebeaker/core/json.hpp>
 #include <primebeaker/core/sha2.hpp>
 #include <primebeaker/environments/python.hpp>
 #include <primebeaker/environments/random.hpp>
@@ -126,23 +127,6 @@ using J = OrderedJson;
 const J &field(const J &object, const char *key) {
   static const J null_value;
   return object.is_object() && object.contains(key) ? object.at(key) : null_value;
-}
-
-// Python truthiness of a JSON value: what `a or b` skips.
-bool truthy(const J &value) {
-  if (value.is_null()) {
-    return false;
-  }
-  if (value.is_boolean()) {
-    return value.get<bool>();
-  }
-  if (value.is_number()) {
-    return value.get<double>() != 0;
-  }
-  if (value.is_string() || value.is_array() || value.is_object()) {
-    return !value.empty();
-  }
-  return true;
 }
 
 std::string non_blank_string(const J &value) {

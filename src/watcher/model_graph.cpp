@@ -3,6 +3,7 @@
 // sources, evaluations and benchmarks) in one transaction, and counting what a model has.
 #include "indexer_internal.hpp"
 
+#include <primebeaker/core/json.hpp>
 #include <primebeaker/registry/records.hpp>
 
 namespace pb::watcher::detail {
@@ -22,22 +23,6 @@ std::optional<std::int64_t> integer(const json &value) {
     return value.get<std::int64_t>();
   }
   return std::nullopt;
-}
-
-bool truthy(const json &value) {
-  if (value.is_null()) {
-    return false;
-  }
-  if (value.is_boolean()) {
-    return value.get<bool>();
-  }
-  if (value.is_number()) {
-    return value.get<double>() != 0;
-  }
-  if (value.is_string() || value.is_array() || value.is_object()) {
-    return !value.empty() && !(value.is_string() && value.get_ref<const std::string &>().empty());
-  }
-  return true;
 }
 
 // Python's `raw.get(a) or raw.get(b) or ...`: the first truthy value, or null.

@@ -196,6 +196,32 @@ TEST(ScoreWithServices, RubricHubShadowJudgeAuditsAgreementWithoutChangingTheRew
   EXPECT_EQ(result.metrics["shadow_judge_error"], 1.0);
 }
 
+// Python's `state.get("trajectory_id") or ... or example_id`: an empty id is falsy, so it
+// falls through to the next one.
+TEST(ScoreWithServices, RubricHubShadowJudgeSkipsAnEmptyTrajectoryId) {
+  FakeService primary;
+  rubric_judge(primary);
+  const std::string answer = py::dumps(rubric_answer(), {.sort_keys = true, .compact = true});
+  const J args = {{"judge_model_path", "judge/llm"},
+                  {"judge_server_url", primary.url("/judge")},
+                  {"shadow_judge_model_path", "shadow/llm"},
+                  {"shadow_judge_sample_rate", 0.0}}; // not sampled: the audit names the id
+  J record = rollout(J::array({assistant("Apples are red.")}), answer);
+  record["state"]["trajectory_id"] = "";
+  record["trajectory_id"] = "";
+  record["example_id"] = "ex-3";
+  ServiceScore result = scored("rubrichub-judge", args, record);
+  const J audit = result.info_update["jtc_rubrichub_shadow_judge"];
+  EXPECT_EQ(audit["status"], "not_sampled");
+  EXPECT_EQ(audit["trajectory_id"], "ex-3");
+
+  // An empty example_id too: the sha256 of the output.
+  record["example_id"] = "";
+  result = scored("rubrichub-judge", args, record);
+  EXPECT_EQ(result.info_update["jtc_rubrichub_shadow_judge"]["trajectory_id"],
+            sha2::sha256_hex("Apples are red."));
+}
+
 TEST(ScoreWithServices, RubricHubWeighsTheJudgmentsOfTheSampledCriteria) {
   FakeService service;
   rubric_judge(service);

@@ -15,4 +15,11 @@ using OrderedJson = nlohmann::ordered_json;
 std::string to_pretty_json(const OrderedJson &value);
 void print_json(std::ostream &out, const OrderedJson &value);
 
+// Python's truthiness of a JSON value, what `a or b` and `if value:` test: null is false, a bool
+// is itself, a number is false only when zero (NaN is true), a string, array or object is false
+// only when empty. The one definition for every module: nlohmann's empty() is false for every
+// string, so testing it alone takes "" for true.
+bool truthy(const nlohmann::json &value);
+bool truthy(const OrderedJson &value);
+
 } // namespace pb
