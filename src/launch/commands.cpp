@@ -10,7 +10,7 @@
 #include <primebeaker/core/json.hpp>
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/launch/launch.hpp>
-#include <primebeaker/launch/rewrite_envs.hpp>
+#include <primebeaker/primerl/rewrite_envs.hpp>
 #include <primebeaker/primerl/config.hpp>
 #include <primebeaker/primerl/release.hpp>
 #include <primebeaker/primerl/schema.hpp>
@@ -259,8 +259,8 @@ void register_commands(pb::cli::CommandTree &tree) {
             .required();
         command.callback([&rewrite] {
           const auto document = toml::Document::load(rewrite.source);
-          const auto rewrites = plan_environment_rewrites(document);
-          const std::string text = rewrite_environment_ids(document);
+          const auto rewrites = primerl::plan_environment_rewrites(document);
+          const std::string text = primerl::rewrite_environment_ids(document);
           for (const auto &item : rewrites) {
             spdlog::info("{}: {} -> {}", item.location, item.from, item.to);
           }

@@ -10,7 +10,7 @@
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/fs.hpp>
 #include <primebeaker/core/text.hpp>
-#include <primebeaker/launch/rewrite_envs.hpp>
+#include <primebeaker/primerl/rewrite_envs.hpp>
 #include <primebeaker/toml/value.hpp>
 
 #include <fmt/format.h>
@@ -428,7 +428,7 @@ void write_runtime_toml(const step::WriteRuntimeToml &s,
   const auto document = toml::Document::load(s.config_path);
   const auto source =
       s.rewrite_environment_ids
-          ? toml::Document::parse(launch::rewrite_environment_ids(document), s.path.string())
+          ? toml::Document::parse(primerl::rewrite_environment_ids(document), s.path.string())
           : toml::Document::parse(document.text(), s.path.string());
   const std::string text = s.generation == primerl::Generation::v0_9
                                ? v0_9_runtime_toml(source, decision, s.run_name)

@@ -2,7 +2,7 @@
 #include "launch_fixture.hpp"
 
 #include <primebeaker/core/error.hpp>
-#include <primebeaker/launch/rewrite_envs.hpp>
+#include <primebeaker/primerl/rewrite_envs.hpp>
 #include <primebeaker/toml/value.hpp>
 
 namespace pb::test {
@@ -30,12 +30,12 @@ legacy.id = "primebeaker.environments.jtc_tool_label_env"
 
 TEST(RewriteEnvs, RewritesOnlyBundledIdsAndKeepsEveryOtherByte) {
   const auto document = toml::Document::parse(k_source, "src.toml");
-  const auto rewrites = launch::plan_environment_rewrites(document);
+  const auto rewrites = primerl::plan_environment_rewrites(document);
   ASSERT_EQ(rewrites.size(), 2u);
   EXPECT_EQ(rewrites[0].from, "old.pkg.jtc_label_env");
   EXPECT_EQ(rewrites[0].to, "primebeaker.environments.jtc_label_env");
   EXPECT_EQ(rewrites[1].to, "primebeaker.environments.podman_terminal_env");
-  const std::string result = launch::rewrite_environment_ids(document);
+  const std::string result = primerl::rewrite_environment_ids(document);
   std::string expected = k_source;
   expected.replace(
       expected.find("'old.pkg.jtc_label_env'"), 23, "\"primebeaker.environments.jtc_label_env\"");
@@ -48,7 +48,7 @@ TEST(RewriteEnvs, RewritesOnlyBundledIdsAndKeepsEveryOtherByte) {
 TEST(RewriteEnvs, NeedsAnOrchestratorTable) {
   const auto document = toml::Document::parse("[trainer]\nx = 1\n", "no-orch.toml");
   try {
-    launch::rewrite_environment_ids(document);
+    primerl::rewrite_environment_ids(document);
     FAIL() << "expected an error";
   } catch (const Error &error) {
     EXPECT_EQ(error.code(), 3);
@@ -67,7 +67,7 @@ TEST(RewriteEnvs, CommandWritesDestinationAndLeavesSource) {
   const std::string written = read_file(tmp / "dst.toml");
   EXPECT_NE(written.find("id = \"primebeaker.environments.jtc_label_env\""), std::string::npos);
   EXPECT_NE(written.find("# trailing comment"), std::string::npos);
-  EXPECT_EQ(written, launch::rewrite_environment_ids(toml::Document::parse(k_source, "x")));
+  EXPECT_EQ(written, primerl::rewrite_environment_ids(toml::Document::parse(k_source, "x")));
 
   const auto bad = run_primebeaker(
       {"toml", "rewrite-envs", (tmp / "none.toml").string(), (tmp / "out.toml").string()});
@@ -83,7 +83,7 @@ TEST(RewriteEnvs, CorpusFilesRewriteToValidTomlWithSameKeys) {
       continue;
     }
     const auto document = toml::Document::load(entry.path());
-    const std::string text = launch::rewrite_environment_ids(document);
+    const std::string text = primerl::rewrite_environment_ids(document);
     // Already-namespaced ids need no change: the file comes back byte for byte.
     EXPECT_EQ(text, document.text()) << entry.path();
   }

@@ -2,7 +2,7 @@
 // The environment-path rewrite through the lossless TOML engine: only the rewritten string
 // literals change, so comments and layout survive (docs/launch.md).
 #include <primebeaker/core/error.hpp>
-#include <primebeaker/launch/rewrite_envs.hpp>
+#include <primebeaker/primerl/rewrite_envs.hpp>
 #include <primebeaker/primerl/environments.hpp>
 #include <primebeaker/toml/edit.hpp>
 #include <primebeaker/toml/value.hpp>
@@ -11,7 +11,7 @@
 
 #include <algorithm>
 
-namespace pb::launch {
+namespace pb::primerl {
 
 using toml::Type;
 using toml::Value;
@@ -22,7 +22,7 @@ std::vector<EnvironmentRewrite> plan_environment_rewrites(const toml::Document &
     throw input_error(
         fmt::format("{}: RL TOML needs an [orchestrator] table", document.source_name()));
   }
-  const auto &modules = primerl::bundled_environment_modules();
+  const auto &modules = bundled_environment_modules();
   std::vector<EnvironmentRewrite> rewrites;
   for (const char *split : {"train", "eval"}) {
     for (const char *collection : {"source", "env"}) {
@@ -71,4 +71,4 @@ std::string rewrite_environment_ids(const toml::Document &document) {
   return editor.text();
 }
 
-} // namespace pb::launch
+} // namespace pb::primerl

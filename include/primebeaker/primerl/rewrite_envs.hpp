@@ -12,7 +12,7 @@ namespace pb::toml {
 class Document;
 }
 
-namespace pb::launch {
+namespace pb::primerl {
 
 struct EnvironmentRewrite {
   std::vector<std::string> key; // e.g. {"orchestrator","train","source","0","legacy","id"}
@@ -30,4 +30,4 @@ std::vector<EnvironmentRewrite> plan_environment_rewrites(const toml::Document &
 // otherwise). Pure.
 std::string rewrite_environment_ids(const toml::Document &document);
 
-} // namespace pb::launch
+} // namespace pb::primerl
