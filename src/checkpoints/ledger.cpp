@@ -93,7 +93,10 @@ void read_claim_file(const std::string &name,
           step != j.end() && step->is_number_integer()) {
         child.child_resume_step = step->get<std::int64_t>();
       }
-      child.child_from_start = j.value("from", std::string()) == "start";
+      // `from` is null when the child's start is unknown (a controller that took a claim over
+      // after `rl resume` died before its receipt): still a readable child record.
+      const auto from = j.find("from");
+      child.child_from_start = from != j.end() && from->is_string() && *from == "start";
       return;
     }
     Claim claim;

@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: MIT
 // The launch card (docs/launch.md "The launch card"): what a launch will hold and run, in a few
-// lines a person reads before GPUs are spent. Pure: everything comes from the plan and the replica
-// contract its spec carries.
+// lines a person reads before GPUs are spent. Pure: everything comes from the plan's values (its
+// experiment and the replica contract), never from the JSON rendered from them.
 #include "paths.hpp"
 #include "plan_parts.hpp"
 
 #include <primebeaker/contract/replica_env.hpp>
-#include <primebeaker/core/error.hpp>
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/launch/launch.hpp>
 #include <primebeaker/primerl/v0_9.hpp>
@@ -15,7 +14,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,43 +32,29 @@ std::string plural(std::int64_t count, const std::string &one, const std::string
   return fmt::format("{} {}", count, count == 1 ? one : many);
 }
 
-std::string image_text(const OrderedJson &image) {
-  if (image.contains("beaker") && image["beaker"].is_string()) {
-    return "beaker://" + image["beaker"].get<std::string>();
-  }
-  if (image.contains("docker") && image["docker"].is_string()) {
-    return image["docker"].get<std::string>();
-  }
-  return image.dump();
+std::string image_text(const beaker::Image &image) {
+  return image.kind == beaker::Image::Kind::beaker ? "beaker://" + image.ref : image.ref;
 }
 
-// The value entries of a task's envVars (secrets are names of secrets, not values).
-contract::EnvMap env_of(const OrderedJson &task) {
+// The plain values of a task's environment (secrets are names of secrets, not values).
+contract::EnvMap env_of(const beaker::Task &task) {
   contract::EnvMap env;
-  for (const auto &item : task.value("envVars", OrderedJson::array())) {
-    if (item.contains("name") && item.contains("value") && item["value"].is_string()) {
-      env[item["name"].get<std::string>()] = item["value"].get<std::string>();
+  for (const auto &var : task.env_vars) {
+    if (!var.is_secret) {
+      env[var.name] = var.value;
     }
   }
   return env;
 }
 
-std::vector<std::string> secrets_of(const OrderedJson &task) {
+std::vector<std::string> secrets_of(const beaker::Task &task) {
   std::vector<std::string> names;
-  for (const auto &item : task.value("envVars", OrderedJson::array())) {
-    if (item.contains("name") && item.contains("secret")) {
-      names.push_back(item["name"].get<std::string>() + "=" + item["secret"].get<std::string>());
+  for (const auto &var : task.env_vars) {
+    if (var.is_secret) {
+      names.push_back(var.name + "=" + var.secret);
     }
   }
   return names;
-}
-
-contract::Kind kind_of(const LaunchPlan &plan) {
-  const bool multi = plan.topology == Topology::multi_node;
-  if (plan.program == Program::sft) {
-    return multi ? contract::Kind::multi_sft : contract::Kind::single_sft;
-  }
-  return multi ? contract::Kind::multi_rl : contract::Kind::single_rl;
 }
 
 class Card {
@@ -225,38 +209,24 @@ std::string launch_card(const LaunchPlan &plan) {
                         plan.experiment_name,
                         multi ? fmt::format(" (launch {})", plan.launch_id) : ""));
 
-  const auto tasks = plan.spec.value("tasks", OrderedJson::array());
+  const auto &tasks = plan.experiment.tasks;
   if (tasks.empty()) {
     card.line("tasks", "none (nothing would run)");
     return card.text();
   }
-  const OrderedJson &task = tasks.front();
-  std::int64_t total_gpus = 0;
-  for (const auto &each : tasks) {
-    total_gpus += each.value("replicas", std::int64_t{1}) *
-                  each.value("resources", OrderedJson::object()).value("gpuCount", std::int64_t{0});
-  }
-  const auto replicas = task.value("replicas", std::int64_t{1});
-  const auto per_replica =
-      task.value("resources", OrderedJson::object()).value("gpuCount", std::int64_t{0});
-
+  const beaker::Task &task = tasks.front();
+  const std::int64_t total_gpus = plan.gpus();
+  const std::int64_t replicas = task.replication ? task.replication->replicas : 1;
+  const std::int64_t per_replica = task.gpu_count;
   const contract::EnvMap env_map = env_of(task);
-  std::optional<contract::ReplicaEnv> env;
-  std::string contract_problem;
-  try {
-    env = contract::ReplicaEnv::from_env(kind_of(plan), env_map);
-  } catch (const Error &error) {
-    contract_problem = error.what();
-  }
+  const contract::ReplicaEnv *env = &plan.replica;
 
   card.line("nodes",
             fmt::format("{} x {} = {}",
                         plural(replicas, "replica", "replicas"),
                         plural(per_replica, "GPU", "GPUs"),
                         plural(total_gpus, "GPU", "GPUs")));
-  if (!env) {
-    card.line("contract", "unreadable: " + contract_problem);
-  } else if (plan.program == Program::rl && multi && env->generation == primerl::Generation::v0_9) {
+  if (plan.program == Program::rl && multi && env->generation == primerl::Generation::v0_9) {
     multi_rl_layout_v0_9(card, *env);
   } else if (plan.program == Program::rl && multi) {
     multi_rl_layout(card, *env);
@@ -278,14 +248,14 @@ std::string launch_card(const LaunchPlan &plan) {
               "under `primebeaker node single rl`");
   }
 
-  card.line("image", image_text(task.value("image", OrderedJson::object())));
+  card.line("image", image_text(task.image));
   if (!plan.prime_rl.empty()) {
     // Which Prime-RL reads the TOML: the image's, as the catalog or --prime-rl says.
     card.line(
         "Prime-RL",
         fmt::format("{}{} ({})",
                     plan.prime_rl,
-                    env && env->generation == primerl::Generation::v0_9 ? ", v0.9 generation" : "",
+                    env->generation == primerl::Generation::v0_9 ? ", v0.9 generation" : "",
                     plan.image_name));
   }
   for (const auto &taken : plan.defaulted) {
@@ -339,7 +309,7 @@ std::string launch_card(const LaunchPlan &plan) {
                             plan.ownership.run_id,
                             plan.ownership.checkpoint_dir.string()));
     }
-    if (env && env->generation == primerl::Generation::v0_9) {
+    if (env->generation == primerl::Generation::v0_9) {
       card.line("run dir",
                 fmt::format("{}/{} (Prime-RL v0.9{})",
                             absolute,
@@ -356,7 +326,7 @@ std::string launch_card(const LaunchPlan &plan) {
     card.line("resume",
               fmt::format("the newest complete checkpoint under the output dir, decided at every "
                           "start (none: fresh; {} honoured on the first)",
-                          env && env->generation == primerl::Generation::v0_9
+                          env->generation == primerl::Generation::v0_9
                               ? "[resume] step"
                               : "ckpt.resume_step"));
   }
@@ -383,7 +353,7 @@ std::string launch_card(const LaunchPlan &plan) {
   }
   if (const auto it = env_map.find("REGISTRY"); it != env_map.end()) {
     std::string text = it->second;
-    if (env && !env->required_services.empty()) {
+    if (!env->required_services.empty()) {
       std::string services;
       for (const auto &[name, count] : env->required_services) {
         services += fmt::format("{}{} x{}", services.empty() ? "" : ", ", name, count);
@@ -391,7 +361,7 @@ std::string launch_card(const LaunchPlan &plan) {
       text += "; waits for " + services;
     }
     if (plan.topology == Topology::multi_node && text.starts_with("file://") &&
-        env && !env->rendezvous_dir.empty() &&
+        !env->rendezvous_dir.empty() &&
         text.find(env->rendezvous_dir) != std::string::npos) {
       text += " (a file registry on the mount, in the run's rendezvous dir: no server; "
               "--registry or `primebeaker config set registry URL` for another)";
@@ -403,7 +373,7 @@ std::string launch_card(const LaunchPlan &plan) {
   const auto &recovery = plan.recovery;
   if (recovery.is_object() && !recovery.empty()) {
     const auto beaker = recovery.value("beaker", OrderedJson::object());
-    const std::string mode = recovery.value("mode", std::string());
+    const std::string &mode = plan.recover_mode;
     // What the policy promises follows --recover: off promises nothing.
     card.line("recovery",
               mode == "off"
@@ -425,15 +395,14 @@ std::string launch_card(const LaunchPlan &plan) {
                             beaker.value("allowed_task_retries", std::int64_t{0})));
     } else if (mode == "controller" && plan.controller) {
       const auto &controller = *plan.controller;
-      const auto &controller_task = controller.spec["tasks"][0];
+      const beaker::Task &controller_task = controller.experiment.tasks.front();
       card.more(fmt::format(
           "resubmitted by its controller {} on Beaker ({}, 1 CPU, {}, "
           "priority {}; polls every {}s)",
           controller.experiment_name,
           controller.image,
-          text::join(controller_task["constraints"].value("cluster", std::vector<std::string>{}),
-                     ", "),
-          controller_task["context"].value("priority", std::string()),
+          text::join(controller_task.clusters, ", "),
+          controller_task.context.priority,
           detail::k_controller_poll.count()));
       card.more(fmt::format("its Beaker token: workspace secret {} (`beaker secret write {} "
                             "--workspace {}` if missing; submit checks)",
@@ -463,8 +432,6 @@ std::string launch_card(const LaunchPlan &plan) {
     }
     card.line("secrets", text);
   }
-  const auto context = task.value("context", OrderedJson::object());
-  const auto constraints = task.value("constraints", OrderedJson::object());
   // A value nobody chose is marked, so that it is not mistaken for one's own default.
   const auto built_in = [&](const char *flag) {
     return std::find(plan.built_in.begin(), plan.built_in.end(), flag) != plan.built_in.end()
@@ -474,15 +441,10 @@ std::string launch_card(const LaunchPlan &plan) {
   std::string where = fmt::format("{}{}, priority {}{}",
                                   plan.workspace,
                                   built_in("workspace"),
-                                  context.value("priority", std::string("?")),
+                                  task.context.priority,
                                   built_in("priority"));
-  const auto clusters = constraints.value("cluster", OrderedJson::array());
-  if (!clusters.empty()) {
-    std::string names;
-    for (const auto &cluster : clusters) {
-      names += (names.empty() ? "" : ", ") + cluster.get<std::string>();
-    }
-    where += " on " + names + built_in("cluster");
+  if (!task.clusters.empty()) {
+    where += " on " + text::join(task.clusters, ", ") + built_in("cluster");
   }
   card.line("beaker", where);
   if (!plan.built_in.empty()) {
@@ -491,10 +453,9 @@ std::string launch_card(const LaunchPlan &plan) {
   }
   std::string cost =
       fmt::format("{} per hour of run time", plural(total_gpus, "GPU-hour", "GPU-hours"));
-  const auto min_runtime = context.value("minRuntime", OrderedJson());
-  if (min_runtime.is_string() && !min_runtime.get<std::string>().empty() &&
-      min_runtime.get<std::string>().front() != '0') {
-    cost += fmt::format(" (held at least {})", min_runtime.get<std::string>());
+  const std::string &min_runtime = task.context.min_runtime;
+  if (!min_runtime.empty() && min_runtime.front() != '0') {
+    cost += fmt::format(" (held at least {})", min_runtime);
   }
   card.line("cost", cost);
   card.line("spec", plan.spec_path.string());

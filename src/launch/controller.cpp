@@ -137,6 +137,7 @@ std::optional<ControllerPlan> controller_plan(const LaunchOptions &options,
                       text::join(found, "; "));
   }
   plan.spec = beaker::to_json(experiment);
+  plan.experiment = std::move(experiment);
   return plan;
 }
 

@@ -179,17 +179,15 @@ void log_decisions(const LaunchPlan &plan) {
     spdlog::info("built-in defaults (no flag, PRIMEBEAKER_* or config file sets them): --{}",
                  text::join(plan.built_in, ", --"));
   }
-  for (const auto &task : plan.spec.value("tasks", OrderedJson::array())) {
-    const auto replicas = task.value("replicas", 1);
-    const auto &resources = task.value("resources", OrderedJson::object());
+  for (const auto &task : plan.experiment.tasks) {
     spdlog::info("{} {}: task {} x{} replica(s), {} GPU(s) each, image {}",
                  program_name(plan.program),
                  plan.topology == Topology::multi_node ? "multi-node" : "single-node",
-                 task.value("name", std::string()),
-                 replicas,
-                 resources.value("gpuCount", 0),
-                 task.value("image", OrderedJson::object()).dump());
-    spdlog::info("runs: {}", task.value("command", OrderedJson::array()).dump());
+                 task.name,
+                 task.replication ? task.replication->replicas : 1,
+                 task.gpu_count,
+                 task.image.ref);
+    spdlog::info("runs: {}", proc::argv_to_json(task.command));
   }
   if (!plan.stage_dir.empty()) {
     spdlog::info("stage: {} (submit creates or verifies it)", plan.stage_dir.string());

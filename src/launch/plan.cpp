@@ -141,6 +141,14 @@ std::string random_hex_id() {
   return random::hex_id();
 }
 
+std::int64_t LaunchPlan::gpus() const {
+  std::int64_t total = 0;
+  for (const auto &task : experiment.tasks) {
+    total += (task.replication ? task.replication->replicas : 1) * task.gpu_count;
+  }
+  return total;
+}
+
 OrderedJson LaunchPlan::preview_json() const {
   OrderedJson out = OrderedJson::object();
   out["experiment_name"] = experiment_name;
@@ -774,6 +782,8 @@ LaunchPlan plan_document(const LaunchOptions &options, const LaunchInputs &input
                                               inputs.launch_id));
   plan.spec = beaker::to_json(experiment);
   plan.spec_text = to_pretty_json(plan.spec);
+  plan.experiment = std::move(experiment);
+  plan.replica = replica;
   plan.submit_command = beaker::experiment_create_argv(
       "beaker", experiment_name, options.workspace, plan.spec_path.string());
   plan.wandb_run = wandb_json(read.wandb, experiment_name, replica.wandb_run_id, entity);
@@ -805,7 +815,7 @@ LaunchPlan plan_document(const LaunchOptions &options, const LaunchInputs &input
       plan.ownership.output_dir, checkpoints::ledger::run_key(replica.wandb_run_id));
   plan.recovery = detail::recovery_policy(options, program, multi);
   plan.recovery["ledger"] = plan.ownership.ledger_dir.string();
-  plan.recover_mode = plan.recovery.value("mode", std::string());
+  plan.recover_mode = detail::recover_mode(options, program, multi);
   plan.controller = detail::controller_plan(
       options, inputs, flags, plan.recover_mode, experiment_name, staged_program, inputs.launch_id);
   if (plan.controller) {
@@ -838,6 +848,13 @@ OrderedJson with_value(OrderedJson json, std::string_view placeholder, const std
 }
 
 LaunchPlan with_value(LaunchPlan plan, std::string_view placeholder, const std::string &value) {
+  for (auto &task : plan.experiment.tasks) {
+    for (auto &var : task.env_vars) {
+      if (!var.is_secret) {
+        var.value = with_value(OrderedJson(var.value), placeholder, value).get<std::string>();
+      }
+    }
+  }
   plan.spec = with_value(std::move(plan.spec), placeholder, value);
   plan.spec_text = to_pretty_json(plan.spec);
   if (plan.controller) {

@@ -77,28 +77,24 @@ std::vector<std::pair<std::string, std::string>> earlier_children(const ResumePl
   return children;
 }
 
-std::vector<std::string> collect_spec_secrets(const OrderedJson &spec) {
+// The workspace secrets and Beaker images the planned experiment names.
+std::vector<std::string> secrets_named(const beaker::Experiment &experiment) {
   std::set<std::string> names;
-  for (const auto &task : spec.value("tasks", OrderedJson::array())) {
-    for (const auto &var : task.value("envVars", OrderedJson::array())) {
-      if (var.contains("secret") && var["secret"].is_string()) {
-        names.insert(var["secret"].get<std::string>());
+  for (const auto &task : experiment.tasks) {
+    for (const auto &var : task.env_vars) {
+      if (var.is_secret) {
+        names.insert(var.secret);
       }
     }
   }
   return {names.begin(), names.end()};
 }
 
-std::vector<std::string> collect_spec_images(const OrderedJson &spec) {
+std::vector<std::string> beaker_images_named(const beaker::Experiment &experiment) {
   std::set<std::string> names;
-  for (const auto &task : spec.value("tasks", OrderedJson::array())) {
-    if (task.contains("image") && task["image"].contains("beaker") &&
-        task["image"]["beaker"].is_string()) {
-      std::string image = task["image"]["beaker"].get<std::string>();
-      if (text::starts_with(image, "beaker://")) {
-        image = image.substr(9);
-      }
-      names.insert(image);
+  for (const auto &task : experiment.tasks) {
+    if (task.image.kind == beaker::Image::Kind::beaker) {
+      names.insert(task.image.ref);
     }
   }
   return {names.begin(), names.end()};
@@ -124,7 +120,7 @@ std::optional<std::string> workspace_problem(const ResumePlan &plan, beaker::Cli
     }
   }
   std::vector<std::string> missing_secrets;
-  for (const auto &name : collect_spec_secrets(plan.launch.spec)) {
+  for (const auto &name : secrets_named(plan.launch.experiment)) {
     if (available.count(name) == 0) {
       missing_secrets.push_back(name);
     }
@@ -132,7 +128,7 @@ std::optional<std::string> workspace_problem(const ResumePlan &plan, beaker::Cli
   std::vector<std::string> missing_images;
   std::vector<std::string> outside_images;
   std::vector<std::string> uncommitted_images;
-  for (const auto &image : collect_spec_images(plan.launch.spec)) {
+  for (const auto &image : beaker_images_named(plan.launch.experiment)) {
     const auto got = beaker.run({"image", "get", image, "--format", "json"});
     auto parsed = got.ok() ? OrderedJson::parse(got.out, nullptr, false) : OrderedJson();
     if (parsed.is_array()) {

@@ -334,6 +334,25 @@ std::optional<std::string> derive_registry(const services::LauncherConfig &servi
   return std::nullopt;
 }
 
+void share_placement_with_services(RunConfig &config) {
+  const auto share = [&](const char *name, const std::string &value) {
+    if (value.empty() || config.service.find(name) != nullptr) {
+      return;
+    }
+    services::ConfigField field;
+    field.name = name;
+    field.value = value;
+    // In a run YAML, "given" means the YAML's rl: said it (or a flag, for the path flags).
+    const auto origin = config.rl.origins.find(name);
+    field.origin = config.rl.was_given(name) || origin == config.rl.origins.end()
+                       ? fmt::format("rl.{} of {}", name, config.config_path.filename().string())
+                       : fmt::format("the {} default ({})", name, origin->second);
+    config.service.fields.push_back(std::move(field));
+  };
+  share("workspace", config.rl.workspace);
+  share("budget", config.rl.budget);
+}
+
 launch::LaunchOptions rl_options_with_lifecycle(const RunConfig &config,
                                                 const toml::Document &rl_toml,
                                                 const std::string &service_experiment_id) {

@@ -173,6 +173,7 @@ void run_command(const RunCommandOptions &options, bool submit) {
   // What neither the flags nor the YAML's rl: say comes from the user's defaults, as for `rl
   // preview` (docs/config.md), each with its origin.
   launch::apply_config(config.rl, config::Settings::load());
+  share_placement_with_services(config);
 
   const auto rl_toml = toml::Document::load(config.rl.toml);
   RunInputs inputs;

@@ -16,26 +16,6 @@
 namespace pb::sweep {
 namespace {
 
-std::string env_value(const OrderedJson &spec, const std::string &name) {
-  for (const auto &task : spec.value("tasks", OrderedJson::array())) {
-    for (const auto &var : task.value("envVars", OrderedJson::array())) {
-      if (var.value("name", std::string()) == name && var.contains("value")) {
-        return var["value"].get<std::string>();
-      }
-    }
-  }
-  return {};
-}
-
-std::int64_t gpus_of(const launch::LaunchPlan &plan) {
-  std::int64_t gpus = 0;
-  for (const auto &task : plan.spec.value("tasks", OrderedJson::array())) {
-    gpus += task.value("replicas", std::int64_t{1}) *
-            task.value("resources", OrderedJson::object()).value("gpuCount", std::int64_t{0});
-  }
-  return gpus;
-}
-
 bool sets(const Overrides &overrides, const std::string &key) {
   for (const auto &[k, v] : overrides) {
     if (k == key) {
@@ -77,7 +57,7 @@ SweepPlan make_sweep_plan(const SweepOptions &options,
   SweepPlan plan;
   plan.base = base.experiment_name;
   plan.name = options.group.empty() ? base.experiment_name + "-sweep" : options.group;
-  const bool v0_9 = env_value(base.spec, "PRIME_RL_GENERATION") == "v0.9";
+  const bool v0_9 = base.v0_9();
   plan.generation = v0_9 ? "v0.9" : "v0.8.0";
   std::string output_dir = "outputs"; // Prime-RL's default
   if (const toml::Value *given = inputs.document->root().find("output_dir");
@@ -134,15 +114,15 @@ SweepPlan make_sweep_plan(const SweepOptions &options,
                                      variant.name,
                                      variant.plan.experiment_name));
     }
-    const std::string home = env_value(variant.plan.spec, "OUTPUT_DIR") + "|" +
-                             env_value(variant.plan.spec, "PRIME_RL_RUN_DIR");
+    // v0.9 runs of one output dir are apart when their run directories are.
+    const std::string home = variant.plan.ownership.checkpoint_dir.string();
     if (const auto [it, fresh] = run_homes.emplace(home, variant.name); !fresh) {
       problems.push_back(fmt::format("variants {} and {} would share the output dir {}",
                                      it->second,
                                      variant.name,
-                                     env_value(variant.plan.spec, "OUTPUT_DIR")));
+                                     variant.plan.ownership.checkpoint_dir.string()));
     }
-    plan.gpus += gpus_of(variant.plan);
+    plan.gpus += variant.plan.gpus();
     plan.variants.push_back(std::move(variant));
   }
   if (!problems.empty()) {
@@ -186,11 +166,7 @@ std::string sweep_card(const SweepPlan &plan) {
     for (const auto &[key, literal] : variant.overrides) {
       set.push_back(key + " = " + literal);
     }
-    std::int64_t gpus = 0;
-    for (const auto &task : variant.plan.spec.value("tasks", OrderedJson::array())) {
-      gpus += task.value("replicas", std::int64_t{1}) *
-              task.value("resources", OrderedJson::object()).value("gpuCount", std::int64_t{0});
-    }
+    const std::int64_t gpus = variant.plan.gpus();
     out += fmt::format(
         "  {}  {} GPUs  {}\n", variant.plan.experiment_name, gpus, text::join(set, ", "));
   }

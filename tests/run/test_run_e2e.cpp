@@ -167,6 +167,34 @@ TEST_F(RunE2E, PreviewTakesTheConfiguredWorkingDir) {
       has_env(json::parse(flagged.out)["rl"]["spec"], "WORKING_DIR", "value", mount() + "/flag"));
 }
 
+// A joint run lives in one workspace: with `config set workspace` and a YAML that names none,
+// both the services and the RL run go there, not to LiteRegistry's own default.
+TEST_F(RunE2E, PreviewTakesTheConfiguredWorkspaceForBothLaunches) {
+  std::string yaml = read_file(m_dir / "weka" / "cfg" / "run.yaml");
+  const std::string line = "  workspace: ai2/oe-agents\n";
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_NE(yaml.find(line), std::string::npos);
+    yaml.erase(yaml.find(line), line.size());
+  }
+  write_file(m_dir / "weka" / "cfg" / "run-nows.yaml", yaml);
+  write_file(m_dir / "xdg" / "primebeaker" / "config.toml",
+             "workspace = \"ai2/my-team\"\nbudget = \"ai2/my-budget\"\n");
+  const std::map<std::string, std::string> env = {{"XDG_CONFIG_HOME", (m_dir / "xdg").string()}};
+  const auto result = run({"run", "preview", "--config", "weka/cfg/run-nows.yaml"}, env);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto out = json::parse(result.out);
+  EXPECT_EQ(out["service"]["config"]["workspace"], "ai2/my-team") << result.out;
+  const auto submit = out["rl"]["submit_command"].get<std::vector<std::string>>();
+  EXPECT_NE(std::find(submit.begin(), submit.end(), "ai2/my-team"), submit.end()) << result.out;
+  // The YAML's own budget: for the services still wins over the configured one.
+  EXPECT_EQ(out["service"]["config"]["budget"], "ai2/oe-omai");
+  EXPECT_EQ(out["rl"]["spec"]["budget"], "ai2/my-budget");
+  // Without the config, LiteRegistry's default would have been the RL default as well.
+  const auto unconfigured = run({"run", "preview", "--config", "weka/cfg/run-nows.yaml"});
+  ASSERT_EQ(unconfigured.exit_code, 0) << unconfigured.err;
+  EXPECT_EQ(json::parse(unconfigured.out)["service"]["config"]["workspace"], "ai2/oe-agents");
+}
+
 TEST_F(RunE2E, WithoutACatalogedImageLaunchRefusesBeforeTheServices) {
   // A catalog whose Prime-RL image lives in another workspace only.
   TempDir elsewhere;

@@ -1093,6 +1093,32 @@ void record_recovery(const fs::path &dir,
   ASSERT_TRUE(ledger::write_claim_child(dir, source, child, when + 1, from));
 }
 
+// A controller that took a claim over after `rl resume` died before its receipt records the child
+// without knowing where it starts (`"from": null`): that record is read, not set aside.
+TEST(RunsChain, AChildWhoseStartIsUnknownIsStillRead) {
+  RecoverHarness h;
+  ledger::Claim claim;
+  claim.source_experiment = k_source;
+  claim.cause = "preemption";
+  claim.number = 1;
+  claim.by = "controller 01CONTROLLER";
+  claim.claimed_unix = 1000;
+  claim.attempt_id = "abcdef12-recover1";
+  claim.child_name = "search-recover1-abcdef12";
+  ASSERT_TRUE(ledger::write_claim(h.ledger_dir, claim));
+  ASSERT_TRUE(ledger::write_claim_child(h.ledger_dir, k_source, k_child, 1001, {}));
+  const auto raw = nlohmann::json::parse(
+      pb::test::read_file(h.ledger_dir / "claims" / (std::string(k_source) + ".child.json")));
+  ASSERT_TRUE(raw["from"].is_null());
+  const auto history = ledger::read(h.ledger_dir);
+  EXPECT_TRUE(history.unreadable.empty()) << history.unreadable.front();
+  const auto *read = history.claim_of(k_source);
+  ASSERT_NE(read, nullptr);
+  EXPECT_EQ(read->child_experiment, k_child);
+  EXPECT_FALSE(read->child_resume_step.has_value());
+  EXPECT_FALSE(read->child_from_start);
+}
+
 // After two recoveries, the receipt (which names the first experiment), an id and the list all
 // show the newest experiment and count both recoveries; stop stops the newest and the controller
 // by the ids the receipt and the ledger hold.

@@ -5,6 +5,8 @@
 // preview|submit, `rl resume` (multi-node RL relaunch) and `run` (RL after services).
 #pragma once
 
+#include <primebeaker/beaker/spec.hpp>
+#include <primebeaker/contract/replica_env.hpp>
 #include <primebeaker/core/json.hpp>
 #include <primebeaker/core/process.hpp>
 
@@ -185,8 +187,9 @@ struct LaunchInputs {
 struct ControllerPlan {
   std::string experiment_name; // "<training name>-recovery"
   std::filesystem::path spec_path;
-  // Its spec; the training experiment's id, known only once it is created, is written as
-  // k_training_id_placeholder.
+  // Its experiment and spec; the training experiment's id, known only once it is created, is
+  // written as k_training_id_placeholder.
+  beaker::Experiment experiment;
   OrderedJson spec;
   std::string token_secret;
   std::string image;                // the catalog's controller image
@@ -226,7 +229,11 @@ struct LaunchPlan {
   std::string workspace;
   std::string launch_id; // shown in the output for multi-node only
   std::filesystem::path spec_path;
-  OrderedJson spec;          // the Beaker spec (docs/launch.md)
+  // What was decided, as values: the experiment and what each of its replicas is told. Code
+  // that needs a decision reads these, never the JSON rendered from them.
+  beaker::Experiment experiment;
+  contract::ReplicaEnv replica;
+  OrderedJson spec;          // the Beaker spec (docs/launch.md): beaker::to_json(experiment)
   std::string spec_text;     // the spec file's bytes (JSON, 2-space indent, trailing newline)
   proc::Argv submit_command; // {"beaker", "experiment", "create", "--name", ...}
   OrderedJson wandb_run;     // {run_id, project, entity, name, offline, url}
@@ -279,6 +286,10 @@ struct LaunchPlan {
   std::filesystem::path config_copy_path;
   std::string config_copy_text;
   std::vector<std::pair<std::string, std::string>> overrides; // key, value literal
+
+  // GPUs the experiment asks for: replicas x GPUs of every task.
+  std::int64_t gpus() const;
+  bool v0_9() const { return replica.generation == primerl::Generation::v0_9; }
 
   // The preview object of docs/launch.md (experiment_name, [launch_id], spec_path, spec,
   // submit_command, wandb_run).

@@ -54,6 +54,11 @@ RunConfig load_run_config(const services::YamlDocument &document,
 // (unless already head+...), else nothing. Pure.
 std::optional<std::string> derive_registry(const services::LauncherConfig &service);
 
+// A joint run lives in one workspace under one budget: a service: that names neither takes the
+// RL side's, as resolved from the YAML's rl:, then the user's config (docs/run.md), instead of
+// LiteRegistry's own defaults. Call after launch::apply_config(config.rl, ...). Pure.
+void share_placement_with_services(RunConfig &config);
+
 // The RL options with trainer-owned cleanup injected: PRIMEBEAKER_MANAGED_SERVICE_EXPERIMENT_ID
 // and the BEAKER_TOKEN secret when the lifecycle asks for it, after checking that the TOML is
 // multi-node and that the YAML does not set either itself. Throws pb::Error exit 3. Pure.
