@@ -126,7 +126,8 @@ void run_validate(const ValidateOptions &o) {
   const std::filesystem::path cwd = std::filesystem::current_path();
   DatasetRoots roots;
   roots.working_dir = o.working_dir.empty() ? cwd : (cwd / o.working_dir).lexically_normal();
-  for (auto &problem : check_dataset_files(document, roots)) {
+  fs::RealFileSystem files;
+  for (auto &problem : check_dataset_files(document, roots, files)) {
     problems.push_back(std::move(problem));
   }
   size_t errors = 0;

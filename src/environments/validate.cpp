@@ -519,7 +519,8 @@ std::vector<DatasetFile> dataset_files(const toml::Document &document) {
 }
 
 std::vector<Problem> check_dataset_files(const toml::Document &document,
-                                         const DatasetRoots &roots) {
+                                         const DatasetRoots &roots,
+                                         fs::FileSystem &files) {
   namespace stdfs = std::filesystem;
   std::vector<Problem> problems;
   stdfs::path mount = roots.mount.lexically_normal();
@@ -544,11 +545,10 @@ std::vector<Problem> check_dataset_files(const toml::Document &document,
     // Checked where this machine sees the filesystem the file would be on: its directory is
     // here, or (below a mount other than "/") the directory right under the mount it sits in
     // (/weka/<bucket>). Else the mount is not here, or only partly: a note, not a refusal.
-    std::error_code ec;
-    const bool directory_here = stdfs::is_directory(path.parent_path(), ec);
+    const bool directory_here = files.is_directory(path.parent_path());
     const bool bucket_here = mount != mount.root_path() &&
                              std::distance(below.begin(), below.end()) > 1 &&
-                             stdfs::is_directory(mount / *below.begin(), ec);
+                             files.is_directory(mount / *below.begin());
     if (!directory_here && !bucket_here) {
       problems.push_back({false,
                           file.key_path,
@@ -559,7 +559,7 @@ std::vector<Problem> check_dataset_files(const toml::Document &document,
                                       path.parent_path().string())});
       continue;
     }
-    if (!stdfs::exists(path, ec)) {
+    if (!files.exists(path)) {
       problems.push_back({true,
                           file.key_path,
                           file.position,

@@ -24,29 +24,12 @@
 
 #include <unistd.h>
 
-#include <cctype>
 #include <iostream>
 #include <string>
 
 namespace pb::launch {
 
 namespace {
-
-// The question `submit` asks on a terminal, after the card: y/yes (any case) submits.
-bool confirm_submit(const LaunchPlan &plan) {
-  std::cerr << fmt::format("Submit {} to Beaker ({})? [y/N] ", plan.experiment_name, plan.workspace)
-            << std::flush;
-  std::string answer;
-  if (!std::getline(std::cin, answer)) {
-    std::cerr << "\n";
-    return false;
-  }
-  std::string word(text::trim(answer));
-  for (char &c : word) {
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  }
-  return word == "y" || word == "yes";
-}
 
 // A create that succeeded but names no experiment leaves the run unfollowable: an error naming
 // what beaker printed and where the spec is, instead of a receipt with a null id.
@@ -122,14 +105,10 @@ void add_launch_command(pb::cli::CommandTree &tree, Program program, bool submit
           const std::string beaker_program = beaker::program_from_environment(environment);
           if (submit) {
             beaker::require_program(beaker_program, environment);
-            const bool ask = !yes && ::isatty(STDIN_FILENO) == 1;
-            if (ask || ::isatty(STDERR_FILENO) == 1) {
-              std::cerr << launch_card(plan);
-            }
-            if (ask && !confirm_submit(plan)) {
-              throw failure("not submitted: the answer was not yes (nothing was staged, written or "
-                            "run; --yes submits without asking)");
-            }
+            confirm_submit(
+                launch_card(plan),
+                fmt::format("Submit {} to Beaker ({})?", plan.experiment_name, plan.workspace),
+                yes);
           } else if (!card_only && ::isatty(STDERR_FILENO) == 1) {
             std::cerr << launch_card(plan);
           }

@@ -22,6 +22,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <iostream>
@@ -170,33 +171,31 @@ void write_spec(const LaunchPlan &plan, LaunchEffects &effects) {
   spdlog::info("wrote {}", plan.spec_path.string());
 }
 
-// What -v shows of a plan: what was decided, in a few lines (docs/launch.md).
-void log_decisions(const LaunchPlan &plan) {
-  for (const auto &[flag, origin] : plan.from_config) {
-    spdlog::info("--{} from {} (docs/config.md)", flag, origin);
-  }
-  if (!plan.built_in.empty()) {
-    spdlog::info("built-in defaults (no flag, PRIMEBEAKER_* or config file sets them): --{}",
-                 text::join(plan.built_in, ", --"));
-  }
-  for (const auto &task : plan.experiment.tasks) {
-    spdlog::info("{} {}: task {} x{} replica(s), {} GPU(s) each, image {}",
-                 program_name(plan.program),
-                 plan.topology == Topology::multi_node ? "multi-node" : "single-node",
-                 task.name,
-                 task.replication ? task.replication->replicas : 1,
-                 task.gpu_count,
-                 task.image.ref);
-    spdlog::info("runs: {}", proc::argv_to_json(task.command));
-  }
-  if (!plan.stage_dir.empty()) {
-    spdlog::info("stage: {} (submit creates or verifies it)", plan.stage_dir.string());
-  }
-  spdlog::info("spec: {}{}", plan.spec_path.string(), plan.write_spec ? "" : " (not written)");
-  spdlog::debug("submit command: {}", proc::argv_to_json(plan.submit_command));
-}
-
 } // namespace
+
+void confirm_submit(const std::string &card, const std::string &question, bool yes) {
+  const bool ask = !yes && ::isatty(STDIN_FILENO) == 1;
+  if (ask || ::isatty(STDERR_FILENO) == 1) {
+    std::cerr << card;
+  }
+  if (!ask) {
+    return;
+  }
+  std::cerr << question << " [y/N] " << std::flush;
+  std::string answer;
+  if (!std::getline(std::cin, answer)) {
+    std::cerr << "\n";
+    answer.clear();
+  }
+  std::string word(text::trim(answer));
+  for (char &c : word) {
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  if (word != "y" && word != "yes") {
+    throw failure("not submitted: the answer was not yes (nothing was staged, written or run; "
+                  "--yes submits without asking)");
+  }
+}
 
 OrderedJson execute_preview(const LaunchPlan &plan, LaunchEffects &effects) {
   if (plan.write_spec) {
@@ -317,86 +316,6 @@ OrderedJson execute_submit(const LaunchPlan &plan, LaunchEffects &effects) {
         submit_controller(plan, receipt.value("experiment_id", OrderedJson()), effects);
   }
   return receipt;
-}
-
-namespace {
-
-// The dataset files an RL TOML's environments read are looked for here, at preview already,
-// where this machine sees the mount: a missing one is a TOML problem (exit 3); one it cannot
-// see is a note (docs/environments.md "Dataset files").
-void refuse_missing_datasets(const toml::Document &document,
-                             const LaunchOptions &options,
-                             LaunchPlan &plan) {
-  primerl::Problems problems(document);
-  for (const auto &problem :
-       environments::check_dataset_files(document, {options.working_dir, options.mount_path})) {
-    std::string where = document.source_name();
-    if (problem.position.line != 0) {
-      where += fmt::format(":{}:{}", problem.position.line, problem.position.column);
-    }
-    const std::string line = fmt::format("{}: {}: {}", where, problem.key_path, problem.message);
-    if (problem.error) {
-      problems.add(line);
-    } else {
-      plan.notes.push_back(line);
-    }
-  }
-  problems.throw_if_any();
-}
-
-} // namespace
-
-void find_beaker_cli(LaunchInputs &inputs) {
-  const auto path = inputs.environment.find("PATH");
-  if (const auto found =
-          proc::find_executable(beaker::program_from_environment(inputs.environment),
-                                path == inputs.environment.end() ? "" : path->second)) {
-    inputs.beaker_cli = *found;
-    inputs.beaker_cli_sha256 = staging::file_sha256(*found);
-  }
-}
-
-LaunchPlan plan_from_options(Program program, const LaunchOptions &options) {
-  if (options.toml.empty()) {
-    throw usage_error("--toml is required");
-  }
-  const auto document = toml::Document::load(options.toml);
-  spdlog::info("read {} ({} bytes)", options.toml.string(), document.text().size());
-  const auto generation = primerl::detect_generation(document);
-  spdlog::info("its keys are of the Prime-RL {} generation{}; the image decides which Prime-RL "
-               "reads it",
-               primerl::generation_name(generation.generation),
-               generation.evidence.empty() ? "" : " (from " + generation.evidence + ")");
-  LaunchInputs inputs;
-  inputs.program = program;
-  inputs.document = &document;
-  inputs.cwd = std::filesystem::current_path();
-  inputs.config_path = options.toml.is_absolute() ? options.toml : inputs.cwd / options.toml;
-  inputs.environment = env::snapshot();
-  inputs.launch_id = choose_launch_id(inputs.environment, random_hex_id());
-  const images::Catalog catalog = images::Catalog::from_environment(inputs.environment);
-  inputs.catalog = &catalog;
-  resolve_launch_paths(options, inputs);
-  LaunchPlan plan = make_plan(options, inputs);
-  if (plan.controller) {
-    // Only a launch with a controller stages the beaker CLI: find and hash it, plan again.
-    find_beaker_cli(inputs);
-    if (!inputs.beaker_cli.empty()) {
-      plan = make_plan(options, inputs);
-    } else {
-      plan.notes.push_back("no beaker CLI found here to stage for the recovery controller; "
-                           "submit needs one");
-    }
-  }
-  if (plan.if_exists != "adopt") {
-    fs::RealFileSystem files;
-    refuse_claimed_directory(plan, files); // with adopt, submit adopts a rerun first, then checks
-  }
-  if (program == Program::rl) {
-    refuse_missing_datasets(document, options, plan);
-  }
-  log_decisions(plan);
-  return plan;
 }
 
 } // namespace pb::launch

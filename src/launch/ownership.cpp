@@ -60,14 +60,14 @@ OrderedJson index_entry(const LaunchPlan &plan, const std::string &experiment_id
   return j;
 }
 
-[[noreturn]] void refuse(const LaunchPlan &plan,
-                         const stdfs::path &source,
-                         const ledger::Owner &owner) {
-  throw input_error(ledger::ownership_refusal(source,
-                                              plan.ownership.checkpoint_dir,
-                                              owner,
-                                              plan.ownership.run_id,
-                                              plan.ownership.v0_9));
+std::string refusal(const LaunchPlan &plan,
+                    const stdfs::path &source,
+                    const ledger::Owner &owner) {
+  return ledger::ownership_refusal(source,
+                                   plan.ownership.checkpoint_dir,
+                                   owner,
+                                   plan.ownership.run_id,
+                                   plan.ownership.v0_9);
 }
 
 // A v0.8.0 output dir holds one run's checkpoints, so another run's ledger there claims it too
@@ -90,18 +90,21 @@ std::optional<ledger::Owner> other_ledger(fs::FileSystem &files,
   return std::nullopt;
 }
 
-void refuse_by_index(fs::FileSystem &files, const LaunchPlan &plan, const stdfs::path &path) {
+std::optional<std::string> index_problem(fs::FileSystem &files,
+                                         const LaunchPlan &plan,
+                                         const stdfs::path &path) {
   const auto entry = read_index(files, path);
   if (!entry || (*entry)["run_id"].get<std::string>() == plan.ownership.run_id) {
-    return;
+    return std::nullopt;
   }
   const auto &j = *entry;
   const std::string id = j.value("experiment_id", OrderedJson()).is_string()
                              ? j["experiment_id"].get<std::string>()
                              : j.value("experiment_name", std::string());
-  refuse(plan,
-         path,
-         ledger::Owner{j["run_id"].get<std::string>(), id, j.value("submitted_at", std::string())});
+  return refusal(
+      plan,
+      path,
+      ledger::Owner{j["run_id"].get<std::string>(), id, j.value("submitted_at", std::string())});
 }
 
 } // namespace
@@ -111,10 +114,11 @@ stdfs::path launch_index_path(const stdfs::path &scratch_dir, const stdfs::path 
   return scratch_dir / "primebeaker" / "launch_index" / (key + ".json");
 }
 
-void refuse_claimed_directory(const LaunchPlan &plan, fs::FileSystem &files) {
+std::optional<std::string> claimed_directory_problem(const LaunchPlan &plan,
+                                                     fs::FileSystem &files) {
   const auto &own = plan.ownership;
   if (own.run_id.empty() || own.checkpoint_dir.empty()) {
-    return;
+    return std::nullopt;
   }
   std::optional<ledger::Owner> owner;
   try {
@@ -125,14 +129,21 @@ void refuse_claimed_directory(const LaunchPlan &plan, fs::FileSystem &files) {
     spdlog::warn("{}", error.what()); // an unreadable owner file: the node refuses it at start
   }
   if (owner && owner->run_id != own.run_id) {
-    refuse(plan, own.owner_path, *owner);
+    return refusal(plan, own.owner_path, *owner);
   }
   stdfs::path where;
   if (const auto other = other_ledger(files, plan, where)) {
-    refuse(plan, where, *other);
+    return refusal(plan, where, *other);
   }
   if (!own.index_path.empty()) {
-    refuse_by_index(files, plan, own.index_path);
+    return index_problem(files, plan, own.index_path);
+  }
+  return std::nullopt;
+}
+
+void refuse_claimed_directory(const LaunchPlan &plan, fs::FileSystem &files) {
+  if (const auto problem = claimed_directory_problem(plan, files)) {
+    throw input_error(*problem);
   }
 }
 
@@ -150,7 +161,10 @@ DirectoryClaim claim_directory(const LaunchPlan &plan, fs::FileSystem &files) {
       if (files.create_exclusive(own.index_path, index_entry(plan, "").dump(2) + "\n")) {
         claimed.index = own.index_path;
       } else {
-        refuse_by_index(files, plan, own.index_path); // another run won; ours passes
+        // Taken: by another run, refused; by this run (a rerun), passed.
+        if (const auto problem = index_problem(files, plan, own.index_path)) {
+          throw input_error(*problem);
+        }
       }
     } catch (const Error &error) {
       if (error.code() == static_cast<int>(ExitCode::bad_input)) {
@@ -177,7 +191,7 @@ DirectoryClaim claim_directory(const LaunchPlan &plan, fs::FileSystem &files) {
     }
     if (owner && owner->run_id != own.run_id) {
       release_directory(claimed, files);
-      refuse(plan, own.owner_path, *owner);
+      throw input_error(refusal(plan, own.owner_path, *owner));
     }
     if (owner && owner->claimed_at == mine.claimed_at && owner->experiment == mine.experiment) {
       claimed.owner = own.owner_path;

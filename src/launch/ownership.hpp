@@ -7,6 +7,7 @@
 #include <primebeaker/launch/launch.hpp>
 
 #include <filesystem>
+#include <optional>
 #include <string>
 
 namespace pb::launch {
@@ -22,6 +23,10 @@ std::filesystem::path launch_index_path(const std::filesystem::path &scratch_dir
 // in the same output dir, or this user's launch index. The run's own restarts, resumes and
 // recoveries (the same W&B run id) pass. Reads only.
 void refuse_claimed_directory(const LaunchPlan &plan, fs::FileSystem &files);
+// The same refusal as one problem line, for planning to collect; nullopt when the directory is
+// free or this run's own.
+std::optional<std::string> claimed_directory_problem(const LaunchPlan &plan,
+                                                     fs::FileSystem &files);
 
 // What a submit claimed, so that a create Beaker refuses can give it back.
 struct DirectoryClaim {

@@ -645,6 +645,38 @@ LaunchPlan make_plan_with_overrides(const LaunchOptions &options, const LaunchIn
 
 namespace {
 
+// The checks that read this machine (docs/launch.md "Checks"), every problem in one message:
+// another run's claim on the checkpoint directory (not with --if-exists adopt, whose submit
+// adopts a rerun before it checks), and the dataset files an RL TOML's environments name,
+// looked for where this machine sees the mount (one it cannot see is a note).
+void check_on_this_machine(const LaunchOptions &options,
+                           const toml::Document &document,
+                           fs::FileSystem &files,
+                           LaunchPlan &plan) {
+  primerl::Problems problems(document);
+  if (plan.if_exists != "adopt") {
+    if (auto claimed = claimed_directory_problem(plan, files)) {
+      problems.add(std::move(*claimed));
+    }
+  }
+  if (plan.program == Program::rl) {
+    for (const auto &problem : environments::check_dataset_files(
+             document, {options.working_dir, options.mount_path}, files)) {
+      std::string where = document.source_name();
+      if (problem.position.line != 0) {
+        where += fmt::format(":{}:{}", problem.position.line, problem.position.column);
+      }
+      std::string line = fmt::format("{}: {}: {}", where, problem.key_path, problem.message);
+      if (problem.error) {
+        problems.add(std::move(line));
+      } else {
+        plan.notes.push_back(std::move(line));
+      }
+    }
+  }
+  problems.throw_if_any();
+}
+
 LaunchPlan plan_document(const LaunchOptions &options, const LaunchInputs &inputs) {
   if (inputs.document == nullptr) {
     throw failure("internal error: make_plan without a TOML document");
@@ -824,6 +856,9 @@ LaunchPlan plan_document(const LaunchOptions &options, const LaunchInputs &input
   } else if (!options.controller_name.empty()) {
     plan.recovery["controller"] = {{"experiment_name", options.controller_name},
                                    {"already_running", true}};
+  }
+  if (inputs.files != nullptr) {
+    check_on_this_machine(options, document, *inputs.files, plan);
   }
   return plan;
 }

@@ -175,19 +175,10 @@ void run_command(const RunCommandOptions &options, bool submit) {
   launch::apply_config(config.rl, config::Settings::load());
   share_placement_with_services(config);
 
-  const auto rl_toml = toml::Document::load(config.rl.toml);
+  const launch::Gathered gathered = launch::gather(launch::Program::rl, config.rl);
   RunInputs inputs;
-  inputs.rl_toml = &rl_toml;
-  inputs.launch.program = launch::Program::rl;
-  inputs.launch.document = &rl_toml;
-  inputs.launch.config_path = config.rl.toml;
-  inputs.launch.cwd = std::filesystem::current_path();
-  inputs.launch.environment = env;
-  inputs.launch.launch_id = launch::choose_launch_id(env, launch::random_hex_id());
-  const images::Catalog catalog = images::Catalog::from_environment(env);
-  inputs.launch.catalog = &catalog;
-  launch::resolve_launch_paths(config.rl, inputs.launch);
-  launch::find_beaker_cli(inputs.launch); // for the RL run's recovery controller
+  inputs.rl_toml = gathered.document.get();
+  inputs.launch = gathered.inputs;
 
   proc::SystemRunner runner;
   services::LiteRegistry literegistry(runner, services::resolve_python(options.python, env));

@@ -58,21 +58,8 @@ void run_sweep(launch::Program program, const SweepOptions &given) {
   } else {
     grid = read_grid(fs::read_file(options.grid), options.grid);
   }
-  const auto document = toml::Document::load(options.base.toml);
-  launch::LaunchInputs inputs;
-  inputs.program = program;
-  inputs.document = &document;
-  inputs.cwd = std::filesystem::current_path();
-  inputs.config_path =
-      options.base.toml.is_absolute() ? options.base.toml : inputs.cwd / options.base.toml;
-  inputs.environment = env::snapshot();
-  inputs.launch_id = launch::choose_launch_id(inputs.environment, launch::random_hex_id());
-  const images::Catalog catalog = images::Catalog::from_environment(inputs.environment);
-  inputs.catalog = &catalog;
-  launch::resolve_launch_paths(options.base, inputs);
-  if (!options.dry_run) {
-    launch::find_beaker_cli(inputs); // a multi-node variant's recovery controller stages it
-  }
+  const launch::Gathered gathered = launch::gather(program, options.base);
+  const launch::LaunchInputs &inputs = gathered.inputs;
   const SweepPlan plan = make_sweep_plan(options, grid.variants, inputs, grid.origins);
   if (options.dry_run) {
     if (::isatty(STDERR_FILENO) == 1) {
@@ -83,20 +70,10 @@ void run_sweep(launch::Program program, const SweepOptions &given) {
   }
   const std::string beaker_program = beaker::program_from_environment(inputs.environment);
   beaker::require_program(beaker_program, inputs.environment);
-  const bool ask = !options.yes && ::isatty(STDIN_FILENO) == 1;
-  if (ask || ::isatty(STDERR_FILENO) == 1) {
-    std::cerr << sweep_card(plan);
-  }
-  if (ask) {
-    std::cerr << fmt::format(
-        "Submit these {} experiments ({} GPUs)? [y/N] ", plan.variants.size(), plan.gpus);
-    std::string answer;
-    std::getline(std::cin, answer);
-    if (answer != "y" && answer != "Y" && answer != "yes" && answer != "YES") {
-      throw failure("not submitted: the answer was not yes (nothing was staged, written or run; "
-                    "--yes submits without asking)");
-    }
-  }
+  launch::confirm_submit(
+      sweep_card(plan),
+      fmt::format("Submit these {} experiments ({} GPUs)?", plan.variants.size(), plan.gpus),
+      options.yes);
   proc::SystemRunner runner;
   fs::RealFileSystem files;
   beaker::Client client(runner, beaker_program);

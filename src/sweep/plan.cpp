@@ -53,7 +53,10 @@ SweepPlan make_sweep_plan(const SweepOptions &options,
     throw usage_error("a sweep needs --set KEY=V1,V2,... (or --grid FILE)");
   }
   // The base as it is: the name, generation and output dir the variants derive theirs from.
-  const launch::LaunchPlan base = launch::make_plan(options.base, inputs);
+  // Not checked against this machine: only the variants launch.
+  launch::LaunchInputs base_inputs = inputs;
+  base_inputs.files = nullptr;
+  const launch::LaunchPlan base = launch::make_plan(options.base, base_inputs);
   SweepPlan plan;
   plan.base = base.experiment_name;
   plan.name = options.group.empty() ? base.experiment_name + "-sweep" : options.group;

@@ -495,6 +495,59 @@ TEST_F(ResumeE2E, AResumeWhileAnEarlierResumeIsRunningIsRefused) {
 
 // The receipt `rl submit` printed, kept as a file, names the run to resume, as it does for
 // status, follow, logs and stop (docs/runs.md): beaker is asked for the experiment it holds.
+// `rl resume` plans through the launch pipeline `rl preview` uses: of the same TOML, placed as
+// its source was, the same topology (replicas, GPUs, what each runs, the replica contract's
+// layout: a mixed trainer node and an inference node).
+TEST_F(ResumeE2E, ADryRunOfAReceiptRendersTheTopologyRlPreviewRendersOfTheSameToml) {
+  const fs::path receipt = tmp.path() / "receipt.json";
+  pb::test::write_file(receipt, R"({"experiment_name": "parent", "experiment_id": "01PARENT"})");
+  source_id = receipt.string();
+  const auto resumed = resume({"--dry-run"});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  const auto resumed_task = ordered_json::parse(resumed.out)["resume"]["launch"]["spec"]["tasks"][0];
+
+  pb::test::RunOptions options;
+  options.path_prepend = {fake.bin()};
+  options.env["PRIMEBEAKER_LAUNCH_ID"] = "unitattempt";
+  const auto previewed = pb::test::run_primebeaker(
+      {"rl", "preview", "--toml", toml_path().string(), "--image",
+       "beaker://jdoe/prime-rl-v0.8.0", "--prime-rl", "v0.8.0", "--mount-path", weka.string(),
+       "--working-dir",
+       weka.string(), "--scratch-dir", (weka / "scratch").string(), "--home-dir", weka.string(),
+       "--registry", "redis://registry:6379", "--recover", "terminal", "--cluster", "ai2/jupiter"},
+      options);
+  ASSERT_EQ(previewed.exit_code, 0) << previewed.err;
+  const auto preview_task = ordered_json::parse(previewed.out)["spec"]["tasks"][0];
+
+  EXPECT_EQ(resumed_task["replicas"], 2);
+  EXPECT_EQ(resumed_task["replicas"], preview_task["replicas"]);
+  EXPECT_EQ(resumed_task["resources"], preview_task["resources"]);
+  EXPECT_EQ(resumed_task["command"], preview_task["command"]);
+  EXPECT_EQ(resumed_task["image"], preview_task["image"]);
+  const auto env_of = [](const ordered_json &task) {
+    std::map<std::string, std::string> env;
+    for (const auto &var : task["envVars"]) {
+      if (var.contains("value")) {
+        env[var["name"].get<std::string>()] = var["value"].get<std::string>();
+      }
+    }
+    return env;
+  };
+  const auto resumed_env = env_of(resumed_task);
+  const auto preview_env = env_of(preview_task);
+  for (const char *name : {"TOTAL_NODES",
+                           "GPUS_PER_NODE",
+                           "TOTAL_INFER_RANKS",
+                           "TRAINER_GPU_COUNT",
+                           "MIXED_INFER_GPU_COUNT",
+                           "OUTPUT_DIR",
+                           "REGISTRY"}) {
+    ASSERT_TRUE(preview_env.count(name)) << name;
+    EXPECT_EQ(resumed_env.count(name) ? resumed_env.at(name) : "(unset)", preview_env.at(name))
+        << name;
+  }
+}
+
 TEST_F(ResumeE2E, AReceiptFileWrittenBySubmitResumesItsExperiment) {
   const fs::path receipt = tmp.path() / "receipt.json";
   pb::test::write_file(receipt, R"({

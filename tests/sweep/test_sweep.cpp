@@ -147,6 +147,88 @@ TEST_F(Sweep, OneInvalidVariantRefusesTheWholeSweepBeforeAnyBeakerCall) {
   EXPECT_TRUE(m_beaker.calls().empty());
 }
 
+// The message of a refused launch without its "primebeaker: error: " and with this launch's
+// run id made neutral (a sweep's variants each have their own).
+std::string refusal_of(const std::string &err) {
+  const std::string prefix = "primebeaker: error: ";
+  std::string line = err.substr(0, err.find('\n'));
+  if (line.rfind(prefix, 0) == 0) {
+    line = line.substr(prefix.size());
+  }
+  if (const auto end = line.find(" must not resume"); end != std::string::npos) {
+    const auto start = line.rfind("run ", end);
+    line.replace(start, end - start, "run THIS");
+  }
+  return line;
+}
+
+// Every variant is checked as `rl preview` checks a launch, at --dry-run already: one into an
+// output dir another run owns, and one whose dataset file is missing, each refused in rl
+// preview's own words, all in one message, with nothing submitted.
+TEST_F(Sweep, EveryVariantIsCheckedAsRlPreviewChecksALaunch) {
+  beaker_creates();
+  const std::vector<std::string> taken = {"--set", "output_dir=\"outputs/taken\""};
+  auto first_args = std::vector<std::string>{"rl", "submit", "--toml", "examples/rl/rl.toml"};
+  first_args.insert(first_args.end(), taken.begin(), taken.end());
+  const auto first = run(first_args, true, {{"PRIMEBEAKER_LAUNCH_ID", "first"}});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const std::string first_run = json::parse(first.out)["wandb_run"]["run_id"];
+
+  auto preview_args = std::vector<std::string>{"rl", "preview", "--toml", "examples/rl/rl.toml"};
+  preview_args.insert(preview_args.end(), taken.begin(), taken.end());
+  const auto preview = run(preview_args, true, {{"PRIMEBEAKER_LAUNCH_ID", "second"}});
+  ASSERT_EQ(preview.exit_code, 3) << preview.err;
+  const std::string owned = refusal_of(preview.err);
+  ASSERT_NE(owned.find("belongs to run " + first_run), std::string::npos) << owned;
+
+  const auto calls_before = m_beaker.calls().size();
+  const auto swept = run(sweep({"--set", "output_dir=\"outputs/taken\",\"outputs/free\"",
+                                "--dry-run"}),
+                         true,
+                         {{"PRIMEBEAKER_LAUNCH_ID", "sweep"}});
+  EXPECT_EQ(swept.exit_code, 3) << swept.err;
+  EXPECT_EQ(swept.out, "");
+  const std::string refused_variant = "variant primebeaker-example-rl-output_dir-outputs-taken: ";
+  const auto at = swept.err.find(refused_variant);
+  ASSERT_NE(at, std::string::npos) << swept.err;
+  EXPECT_EQ(refusal_of(swept.err.substr(at + refused_variant.size())), owned);
+  EXPECT_EQ(swept.err.find("outputs-free:"), std::string::npos) << swept.err; // that one is fine
+
+  // A dataset file that is not there: every variant refused, at the TOML's line as rl preview.
+  write("case.toml",
+        replace_once(example_text("examples/rl/rl.toml"),
+                     "\"examples/rl/data/train.jsonl\"",
+                     "\"examples/rl/data/trian.jsonl\""));
+  const auto missing = run({"rl", "preview", "--toml", "case.toml"});
+  ASSERT_EQ(missing.exit_code, 3) << missing.err;
+  const std::string no_file = refusal_of(missing.err);
+  ASSERT_NE(no_file.find("case.toml:42:11: orchestrator.train.source[0].legacy.args.dataset: no "
+                         "such file"),
+            std::string::npos)
+      << no_file;
+  const auto swept_missing =
+      run({"rl", "sweep", "--toml", "case.toml", "--set", "max_steps=10,20", "--dry-run"});
+  EXPECT_EQ(swept_missing.exit_code, 3) << swept_missing.err;
+  for (const char *steps : {"10", "20"}) {
+    EXPECT_NE(swept_missing.err.find(std::string("-max_steps-") + steps + ": " + no_file),
+              std::string::npos)
+        << swept_missing.err;
+  }
+  EXPECT_EQ(m_beaker.calls().size(), calls_before);
+}
+
+// Two variants that would write one checkpoint directory are refused together.
+TEST_F(Sweep, TwoVariantsIntoOneOutputDirAreRefused) {
+  write("grid.yaml",
+        "- output_dir: outputs/same\n  max_steps: 10\n"
+        "- output_dir: outputs/same\n  max_steps: 20\n");
+  const auto result = run(sweep({"--grid", "grid.yaml", "--dry-run"}));
+  EXPECT_EQ(result.exit_code, 3) << result.err;
+  EXPECT_NE(result.err.find("would share the output dir "), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("/outputs/same\n"), std::string::npos) << result.err;
+  EXPECT_EQ(result.out, "");
+}
+
 TEST_F(Sweep, SubmitsOneGroupAndAHalfSubmittedSweepSaysWhichVariantsRun) {
   m_beaker.on({"group", "create"}, R"([{"id": "01GROUP000000000000000000A", "name": "s"}])");
   m_beaker.on({"group", "add"}, "");

@@ -4,6 +4,7 @@
 // check_dataset_files(), which looks for the dataset files the arguments name.
 #pragma once
 
+#include <primebeaker/core/fs.hpp>
 #include <primebeaker/core/json.hpp>
 #include <primebeaker/environments/catalog.hpp>
 #include <primebeaker/toml/value.hpp>
@@ -59,7 +60,9 @@ struct DatasetRoots {
 // "/", the directory right under the mount it sits in); a file this machine cannot see, or one
 // outside the mount, is a warning (error = false) saying it was not checked. Reads the
 // filesystem.
-std::vector<Problem> check_dataset_files(const toml::Document &document, const DatasetRoots &roots);
+std::vector<Problem> check_dataset_files(const toml::Document &document,
+                                         const DatasetRoots &roots,
+                                         fs::FileSystem &files);
 
 // TOML value -> JSON (integers stay integers, floats floats, dates as their spelling).
 OrderedJson toml_to_json(const toml::Value &value);

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -179,6 +180,11 @@ struct LaunchInputs {
   // found and hashed by the glue; empty when there is none here (preview says so).
   std::filesystem::path beaker_cli;
   std::string beaker_cli_sha256;
+  // What the plan may read of this machine to check it (read only): who claims its checkpoint
+  // directory, whether the dataset files its environments name exist. Every front end that
+  // launches passes one, so all of them refuse alike (docs/launch.md "Checks"); nullptr checks
+  // nothing there (a sweep's base, unit tests of the rendering).
+  fs::FileSystem *files = nullptr;
 };
 
 // The recovery controller of a multi-node run (docs/recovery.md "The controller"): one small
@@ -337,9 +343,26 @@ OrderedJson execute_preview(const LaunchPlan &plan, LaunchEffects &effects);
 // its stderr.
 OrderedJson execute_submit(const LaunchPlan &plan, LaunchEffects &effects);
 
-// The CLI glue: loads the TOML named by options.toml, snapshots the environment and cwd, picks
-// the launch id, resolves the real paths, then make_plan(). For callers that start from options
-// only (run, tests).
+// What a launch read from this machine (docs/launch.md "The pipeline"): `inputs` points into
+// the TOML, catalog and filesystem held here.
+struct Gathered {
+  std::shared_ptr<const toml::Document> document;
+  std::shared_ptr<const images::Catalog> catalog;
+  std::shared_ptr<fs::FileSystem> files;
+  LaunchInputs inputs;
+};
+// Step one of every launch: reads the TOML named by options.toml, snapshots the environment and
+// cwd, picks the launch id, reads the image catalog, resolves the real paths, finds and hashes
+// the beaker CLI when a recovery controller may stage it, and gives the plan this machine's
+// filesystem to check against. Throws pb::Error for a missing or unreadable TOML.
+Gathered gather(Program program, const LaunchOptions &options);
+
+// Before a submit, the one question every launching command asks: shows `card` on a terminal
+// (stderr) and, unless `yes` or stdin is no terminal, asks `question` [y/N]. Only y or yes (any
+// case) goes on; anything else refuses with pb::Error exit 1 saying nothing was done.
+void confirm_submit(const std::string &card, const std::string &question, bool yes);
+
+// gather() then make_plan(): what `sft|rl preview|submit` run (and tests).
 LaunchPlan plan_from_options(Program program, const LaunchOptions &options);
 
 } // namespace pb::launch
