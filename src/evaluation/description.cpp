@@ -47,7 +47,7 @@ OrderedJson optional_json(const std::optional<std::int64_t> &value) {
 OrderedJson rest_json(const Mapping &fields) {
   OrderedJson out = OrderedJson::object();
   for (const auto *item : fields.rest()) {
-    out[item->key] = services::to_json(item->value);
+    out[item->key] = yaml::to_json(item->value);
   }
   return out;
 }
@@ -59,7 +59,7 @@ Placement read_placement(Mapping &top) {
                                          "services must be a mapping of LiteRegistry "
                                          "BaseDeploymentConfig fields")) {
     for (const auto &item : services->members) {
-      placement.services[item.key] = services::to_json(item.value);
+      placement.services[item.key] = yaml::to_json(item.value);
       placement.origins[item.key] = top.document().location(item.key_mark);
     }
   }
@@ -118,8 +118,8 @@ std::vector<std::string_view> known_fields(std::initializer_list<std::string_vie
 
 namespace {
 
-using services::YamlDocument;
-using services::YamlNode;
+using yaml::YamlDocument;
+using yaml::YamlNode;
 namespace stdfs = std::filesystem;
 
 } // namespace

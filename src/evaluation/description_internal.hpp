@@ -29,9 +29,9 @@
 
 namespace pb::evaluation::detail {
 
-using services::YamlDocument;
-using services::YamlMember;
-using services::YamlNode;
+using yaml::YamlDocument;
+using yaml::YamlMember;
+using yaml::YamlNode;
 namespace stdfs = std::filesystem;
 
 enum class Bound : std::uint8_t { any, non_negative, positive };
@@ -66,7 +66,7 @@ public:
     return error(
         key,
         fmt::format(
-            "{} must be {} (got {})", name(key), expected, services::describe_kind(value.kind)));
+            "{} must be {} (got {})", name(key), expected, yaml::describe_kind(value.kind)));
   }
 
   std::optional<std::string> opt_string(std::string_view key) {

@@ -37,7 +37,7 @@ void load_rejection_sampling(const YamlDocument &document, const Loader &loader,
   request.run_dir = output_dir->value.text;
   request.experiment_name = basename_or(output_dir->value.text, "rejection-sampling");
   out.workload_variable = "JTCEVAL_REJECTION_SAMPLING_JSON";
-  out.workload = services::to_json(block->value);
+  out.workload = yaml::to_json(block->value);
   out.snapshot_root = output_dir->value.text;
   out.templates.push_back(loader.resolve(template_node->value, "/prompt_chat_template_path"));
 }

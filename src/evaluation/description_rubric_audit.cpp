@@ -144,7 +144,7 @@ void load_rubric_audit(const YamlDocument &document, const Loader &loader, Descr
                                   std::pair{"inference", inference},
                                   std::pair{"outputs", outputs}}) {
     if (node != nullptr) {
-      out.workload[key] = services::to_json(*node);
+      out.workload[key] = yaml::to_json(*node);
     }
   }
   out.snapshot_root = audit_dir->value.text;

@@ -46,7 +46,7 @@ void load_workflow(const YamlDocument &document, const Loader &loader, Descripti
 
   OrderedJson args = OrderedJson::object();
   if (arguments != nullptr && arguments->value.is_mapping()) {
-    args = services::to_json(arguments->value);
+    args = yaml::to_json(arguments->value);
     for (const auto &item : arguments->value.members) {
       if (ends_with(item.key, "template_path") && item.value.is_string()) {
         out.templates.push_back(

@@ -306,7 +306,7 @@ Loaded load_yaml(const std::string &path_text, const LoadOptions &options) {
   Loaded loaded;
   loaded.source = path_text;
   const auto text = fs::read_file(path_text);
-  const auto document = services::parse_yaml(text, path_text);
+  const auto document = yaml::parse_yaml(text, path_text);
   std::error_code ec;
   auto absolute = stdfs::absolute(path_text, ec).lexically_normal();
   if (document.root.is_mapping()) {

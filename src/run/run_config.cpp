@@ -16,9 +16,9 @@
 namespace pb::run {
 namespace {
 
-using services::YamlDocument;
-using services::YamlMember;
-using services::YamlNode;
+using yaml::YamlDocument;
+using yaml::YamlMember;
+using yaml::YamlNode;
 
 const std::set<std::string> &list_settings() {
   static const std::set<std::string> names = {"cluster", "env", "secret", "required-service"};
@@ -68,7 +68,7 @@ public:
   RunYamlReader(const YamlDocument &document, const std::map<std::string, std::string> &env)
       : m_doc(document), m_env(env) {}
 
-  [[noreturn]] void fail(services::YamlMark mark, const std::string &message) const {
+  [[noreturn]] void fail(yaml::YamlMark mark, const std::string &message) const {
     throw input_error(fmt::format("{}: {}", m_doc.location(mark), message));
   }
 
@@ -81,7 +81,7 @@ public:
     if (!member->value.is_mapping()) {
       fail(member->value.mark,
            fmt::format(
-               "{} must be a mapping, not {}", key, services::describe_kind(member->value.kind)));
+               "{} must be a mapping, not {}", key, yaml::describe_kind(member->value.kind)));
     }
     return *member;
   }
@@ -125,7 +125,7 @@ public:
       fail(value.mark,
            fmt::format("rl.{} must be a mapping of NAME: value, not {}",
                        member.key,
-                       services::describe_kind(value.kind)));
+                       yaml::describe_kind(value.kind)));
     }
     for (const auto &entry : value.members) {
       if (!is_scalar(entry.value)) {
@@ -207,7 +207,7 @@ public:
         fail(member.value.mark,
              fmt::format("rl.{} must be a single value, not {}",
                          key,
-                         services::describe_kind(member.value.kind)));
+                         yaml::describe_kind(member.value.kind)));
       }
       apply(config.rl, member, setting, {scalar_text(member.value)});
     }
@@ -234,7 +234,7 @@ public:
     if (!lifecycle->value.is_mapping()) {
       fail(lifecycle->value.mark,
            fmt::format("lifecycle must be a mapping, not {}",
-                       services::describe_kind(lifecycle->value.kind)));
+                       yaml::describe_kind(lifecycle->value.kind)));
     }
     for (const auto &member : lifecycle->value.members) {
       if (member.key == "cleanup_service_on_training_exit") {
@@ -275,7 +275,7 @@ RunConfig load_run_config(const YamlDocument &document,
                 fmt::format("a run YAML must be a mapping with schema: {}, service:, rl: and an "
                             "optional lifecycle:, not {}",
                             k_run_schema,
-                            services::describe_kind(root.kind)));
+                            yaml::describe_kind(root.kind)));
   }
   for (const auto &member : root.members) {
     static const std::vector<std::string> top = {
@@ -300,8 +300,8 @@ RunConfig load_run_config(const YamlDocument &document,
   reader.require_mapping(root, "rl");
 
   // $VAR expansion of the whole document; in a run YAML any '$' left over is an error.
-  const YamlNode expanded = services::expand_environment(
-      document, root, env, services::UnresolvedRule::any_dollar, "run YAML");
+  const YamlNode expanded = yaml::expand_environment(
+      document, root, env, yaml::UnresolvedRule::any_dollar, "run YAML");
 
   RunConfig config;
   config.config_path = yaml_path;

@@ -156,7 +156,7 @@ void run_command(const RunCommandOptions &options, bool submit) {
   const std::filesystem::path yaml_path =
       text::expand_user(options.config_path, home != env.end() ? home->second : std::string());
   const auto text = fs::read_file(yaml_path);
-  const auto document = services::parse_yaml(text, options.config_path);
+  const auto document = yaml::parse_yaml(text, options.config_path);
   std::error_code ec;
   auto absolute = std::filesystem::weakly_canonical(std::filesystem::absolute(yaml_path), ec);
   RunConfig config = load_run_config(document, ec ? yaml_path : absolute, env);

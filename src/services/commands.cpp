@@ -126,7 +126,7 @@ void register_yaml_command(cli::CommandTree &tree,
     }
     const auto env = env::snapshot();
     const auto text = fs::read_file(expand_user(options.config_path, env));
-    const auto document = parse_yaml(text, options.config_path);
+    const auto document = yaml::parse_yaml(text, options.config_path);
     const auto config = load_services_yaml(stack, document, env);
     proc::SystemRunner runner;
     LiteRegistry launcher(runner, resolve_python(options.python, env));

@@ -116,16 +116,16 @@ FlagConfig config_from_flags(Stack stack, const std::vector<std::string> &args) 
 }
 
 LauncherConfig config_from_mapping(Stack stack,
-                                   const YamlDocument &document,
-                                   const YamlNode &mapping,
+                                   const yaml::YamlDocument &document,
+                                   const yaml::YamlNode &mapping,
                                    std::string_view path_prefix) {
   LauncherConfig config;
   config.stack = stack;
   config.source = ConfigSource::file;
-  const YamlMember *alias = mapping.find("service_cluster");
-  const YamlMember *clusters = mapping.find("service_clusters");
+  const yaml::YamlMember *alias = mapping.find("service_cluster");
+  const yaml::YamlMember *clusters = mapping.find("service_clusters");
   if (alias != nullptr && clusters != nullptr) {
-    const YamlMember *later = alias->key_mark.line > clusters->key_mark.line ? alias : clusters;
+    const yaml::YamlMember *later = alias->key_mark.line > clusters->key_mark.line ? alias : clusters;
     throw input_error(fmt::format("{}: {}: supply only service_cluster or service_clusters",
                                   document.location(later->key_mark),
                                   path_prefix));
@@ -141,7 +141,7 @@ LauncherConfig config_from_mapping(Stack stack,
                                       "not {} (use service_clusters for a list)",
                                       document.location(member.value.mark),
                                       field.path,
-                                      describe_kind(member.value.kind)));
+                                      yaml::describe_kind(member.value.kind)));
       }
       field.name = "service_clusters";
       field.value = OrderedJson::array();
@@ -150,7 +150,7 @@ LauncherConfig config_from_mapping(Stack stack,
       }
       field.as_tuple = true;
     } else {
-      field.value = to_json(member.value);
+      field.value = yaml::to_json(member.value);
     }
     config.fields.push_back(std::move(field));
   }
@@ -158,17 +158,17 @@ LauncherConfig config_from_mapping(Stack stack,
 }
 
 LauncherConfig load_services_yaml(Stack stack,
-                                  const YamlDocument &document,
+                                  const yaml::YamlDocument &document,
                                   const std::map<std::string, std::string> &env) {
-  const YamlNode &root = document.root;
+  const yaml::YamlNode &root = document.root;
   if (!root.is_mapping()) {
     throw input_error(fmt::format("{}: a services YAML must be a mapping with schema: {} and "
                                   "services:, not {}",
                                   document.location(root.mark),
                                   k_services_schema,
-                                  describe_kind(root.kind)));
+                                  yaml::describe_kind(root.kind)));
   }
-  const YamlMember *schema = root.find("schema");
+  const yaml::YamlMember *schema = root.find("schema");
   if (schema == nullptr) {
     throw input_error(
         fmt::format("{}: missing schema: {}", document.source_name, k_services_schema));
@@ -187,7 +187,7 @@ LauncherConfig load_services_yaml(Stack stack,
                                     member.key));
     }
   }
-  const YamlMember *services = root.find("services");
+  const yaml::YamlMember *services = root.find("services");
   if (services == nullptr) {
     throw input_error(fmt::format("{}: missing services: (the LiteRegistry config fields)",
                                   document.source_name));
@@ -196,10 +196,10 @@ LauncherConfig load_services_yaml(Stack stack,
     throw input_error(fmt::format("{}: services must be a mapping of LiteRegistry config "
                                   "fields, not {}",
                                   document.location(services->value.mark),
-                                  describe_kind(services->value.kind)));
+                                  yaml::describe_kind(services->value.kind)));
   }
-  const YamlNode expanded = expand_environment(
-      document, services->value, env, UnresolvedRule::variable_syntax, "services YAML");
+  const yaml::YamlNode expanded = yaml::expand_environment(
+      document, services->value, env, yaml::UnresolvedRule::variable_syntax, "services YAML");
   return config_from_mapping(stack, document, expanded, "services");
 }
 

@@ -3,7 +3,7 @@
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/sha2.hpp>
 #include <primebeaker/core/text.hpp>
-#include <primebeaker/services/yaml_tree.hpp>
+#include <primebeaker/yaml/tree.hpp>
 #include <primebeaker/sweep/sweep.hpp>
 #include <primebeaker/toml/format.hpp>
 #include <primebeaker/toml/syntax.hpp>
@@ -104,8 +104,8 @@ std::vector<Overrides> combine(const std::vector<std::string> &axes, bool zip) {
 namespace {
 
 // A YAML scalar or collection as a TOML value literal.
-std::string literal_of(const services::YamlNode &node, const services::YamlDocument &document) {
-  using Kind = services::YamlNode::Kind;
+std::string literal_of(const yaml::YamlNode &node, const yaml::YamlDocument &document) {
+  using Kind = yaml::YamlNode::Kind;
   switch (node.kind) {
   case Kind::boolean:
     return node.boolean ? "true" : "false";
@@ -231,8 +231,8 @@ Grid read_grid(const std::string &text, const std::string &source_name) {
     }
     return out;
   }
-  const auto document = services::parse_yaml(text, source_name);
-  if (document.root.kind != services::YamlNode::Kind::sequence) {
+  const auto document = yaml::parse_yaml(text, source_name);
+  if (document.root.kind != yaml::YamlNode::Kind::sequence) {
     throw input_error(document.location(document.root.mark) +
                       ": a YAML grid is a list of mappings (- KEY: VALUE ...)");
   }

@@ -157,4 +157,29 @@ TEST(Architecture, TheModuleTableSaysWhatTheBuildDeclares) {
   }
 }
 
+// The Rules section's first rule: the shared layers it lists never depend on a command module
+// (one that is not itself a shared layer), directly or through another shared layer.
+TEST(Architecture, SharedLayersNeverDependOnCommandModules) {
+  const std::string doc = read(pb::test::source_dir() / "docs" / "ARCHITECTURE.md");
+  const auto rule = doc.find("- Shared layers (");
+  ASSERT_NE(rule, std::string::npos) << "docs/ARCHITECTURE.md lost its shared-layers rule";
+  const std::string listed = doc.substr(rule, doc.find(')', rule) - rule);
+  static const std::regex name("`([a-z_]+)`");
+  Modules shared;
+  for (std::sregex_iterator it(listed.begin(), listed.end(), name), end; it != end; ++it) {
+    shared.insert((*it)[1]);
+  }
+  ASSERT_GE(shared.size(), 5u) << listed;
+  const auto names = module_names();
+  for (const auto &layer : shared) {
+    ASSERT_NE(std::find(names.begin(), names.end(), layer), names.end())
+        << "the rule names " << layer << ", which src/ does not have";
+    for (const auto &dependency : declared(layer)) {
+      EXPECT_TRUE(shared.count(dependency) != 0)
+          << "shared layer " << layer << " depends on " << dependency
+          << ", which is not a shared layer (src/" << layer << "/CMakeLists.txt)";
+    }
+  }
+}
+
 } // namespace

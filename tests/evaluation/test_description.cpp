@@ -31,7 +31,7 @@ protected:
   Description load(const std::string &yaml, const std::string &name = "eval.yaml") {
     const auto path = m_dir / "cfg" / name;
     write_file(path, yaml);
-    return load_description(services::parse_yaml(yaml, "cfg/" + name), path, m_options);
+    return load_description(yaml::parse_yaml(yaml, "cfg/" + name), path, m_options);
   }
 
   // A standard YAML with `evaluation_extra` appended to its evaluation block.

@@ -31,7 +31,7 @@ Failure failure_of(const std::function<void()> &body) {
 const std::string k_head = "schema: primebeaker.run/v1\n";
 
 RunConfig load(const std::string &text, const std::map<std::string, std::string> &env = {}) {
-  const auto document = services::parse_yaml(text, "run.yaml");
+  const auto document = yaml::parse_yaml(text, "run.yaml");
   return load_run_config(document, "/cfg/dir/run.yaml", env);
 }
 
@@ -264,7 +264,7 @@ TEST(RunConfig, ShippedExampleLoadsAsDocumented) {
       std::filesystem::path(PB_EXAMPLES_DIR) / "search-agent-webterminal" / "run.yaml";
   std::ifstream in(path);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const auto config = load_run_config(services::parse_yaml(text, path.string()), path, {});
+  const auto config = load_run_config(yaml::parse_yaml(text, path.string()), path, {});
   EXPECT_TRUE(config.rl.registry.starts_with("head+sqlite:///")) << config.rl.registry;
   EXPECT_EQ(config.rl.required_services,
             (std::vector<std::string>{"terminal=32", "localsearch:bc-rl-v1=32", "judge=1"}));

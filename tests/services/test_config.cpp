@@ -76,8 +76,8 @@ TEST(ConfigFromFlags, Errors) {
   EXPECT_EQ(f.message, "--service-cluster needs a comma-separated list of clusters");
 }
 
-YamlDocument doc(const std::string &text) {
-  return parse_yaml(text, "s.yaml");
+yaml::YamlDocument doc(const std::string &text) {
+  return yaml::parse_yaml(text, "s.yaml");
 }
 
 TEST(ServicesYaml, KeepsTypesListsAndPositions) {

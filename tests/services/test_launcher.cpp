@@ -39,7 +39,7 @@ Error error_of(ScriptedRunner &runner, const LauncherConfig &config) {
 
 LauncherConfig yaml_config() {
   const auto document =
-      parse_yaml("schema: primebeaker.services/v1\nservices:\n  budget: x\n", "s.yaml");
+      yaml::parse_yaml("schema: primebeaker.services/v1\nservices:\n  budget: x\n", "s.yaml");
   return load_services_yaml(Stack::base, document, {});
 }
 

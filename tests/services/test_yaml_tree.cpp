@@ -2,13 +2,13 @@
 #include "test_support.hpp"
 
 #include <primebeaker/core/error.hpp>
-#include <primebeaker/services/yaml_tree.hpp>
+#include <primebeaker/yaml/tree.hpp>
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-namespace pb::services {
+namespace pb::yaml {
 namespace {
 
 std::string error_of(const std::function<void()> &body) {
@@ -115,4 +115,4 @@ TEST(YamlTree, KeysAreNotExpanded) {
 }
 
 } // namespace
-} // namespace pb::services
+} // namespace pb::yaml

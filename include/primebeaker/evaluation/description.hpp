@@ -5,7 +5,7 @@
 #pragma once
 
 #include <primebeaker/evaluation/request.hpp>
-#include <primebeaker/services/yaml_tree.hpp>
+#include <primebeaker/yaml/tree.hpp>
 
 #include <cstdint>
 #include <filesystem>
@@ -86,7 +86,7 @@ struct Description {
 // JTC's packaged resources with path == nullopt). Any workflow name that is not built in loads
 // as a generic registered workflow; whether JTC knows it is checked later. Throws pb::Error
 // (exit 3).
-Description load_description(const services::YamlDocument &document,
+Description load_description(const yaml::YamlDocument &document,
                              const std::filesystem::path &yaml_path,
                              const LoadOptions &options);
 

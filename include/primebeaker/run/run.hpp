@@ -7,7 +7,7 @@
 #include <primebeaker/core/json.hpp>
 #include <primebeaker/launch/launch.hpp>
 #include <primebeaker/services/launcher.hpp>
-#include <primebeaker/services/yaml_tree.hpp>
+#include <primebeaker/yaml/tree.hpp>
 
 #include <filesystem>
 #include <map>
@@ -46,7 +46,7 @@ struct RunConfig {
 // Checks and converts a parsed run YAML (schema, keys, $VAR expansion, rl aliases, rl.toml
 // relative to the YAML's directory, registry derivation). `yaml_path` is absolute. Every error
 // names the file and line:column (pb::Error exit 3). Pure.
-RunConfig load_run_config(const services::YamlDocument &document,
+RunConfig load_run_config(const yaml::YamlDocument &document,
                           const std::filesystem::path &yaml_path,
                           const std::map<std::string, std::string> &env);
 

@@ -4,7 +4,7 @@
 #pragma once
 
 #include <primebeaker/services/launcher.hpp>
-#include <primebeaker/services/yaml_tree.hpp>
+#include <primebeaker/yaml/tree.hpp>
 
 #include <map>
 #include <optional>
@@ -30,14 +30,14 @@ FlagConfig config_from_flags(Stack stack, const std::vector<std::string> &args);
 // remembering its file:line:col and dotted path; applies the service_cluster alias.
 // Throws pb::Error (exit 3) at the location of a bad alias.
 LauncherConfig config_from_mapping(Stack stack,
-                                   const YamlDocument &document,
-                                   const YamlNode &mapping,
+                                   const yaml::YamlDocument &document,
+                                   const yaml::YamlNode &mapping,
                                    std::string_view path_prefix);
 
 // A whole primebeaker.services/v1 document: schema checked, only `schema` and `services` keys,
 // environment expanded (a leftover $NAME or ${...} is an error). Throws pb::Error (exit 3).
 LauncherConfig load_services_yaml(Stack stack,
-                                  const YamlDocument &document,
+                                  const yaml::YamlDocument &document,
                                   const std::map<std::string, std::string> &env);
 
 // "a, b,,c" -> {"a", "b", "c"}: the service_cluster alias.

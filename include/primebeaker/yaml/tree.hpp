@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-namespace pb::services {
+namespace pb::yaml {
 
 // 1-based line and column of a node in its file; {0, 0} when unknown.
 struct YamlMark {
@@ -81,4 +81,4 @@ YamlNode expand_environment(const YamlDocument &document,
 // "a plain string" / "an integer" ... for type error messages.
 std::string_view describe_kind(YamlNode::Kind kind);
 
-} // namespace pb::services
+} // namespace pb::yaml

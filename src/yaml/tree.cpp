@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
-// The only file that includes yaml-cpp: it turns yaml-cpp nodes into YamlNode values and every
-// yaml-cpp exception into a pb::Error with a file:line:column.
+// The strict YAML tree: yaml-cpp nodes turned into YamlNode values and every yaml-cpp exception
+// into a pb::Error with a file:line:column. Besides this file only the watcher's catalog reads
+// yaml-cpp itself (docs/ARCHITECTURE.md "Rules").
 #include <primebeaker/core/error.hpp>
-#include <primebeaker/services/yaml_tree.hpp>
+#include <primebeaker/yaml/tree.hpp>
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -13,7 +14,7 @@
 #include <regex>
 #include <set>
 
-namespace pb::services {
+namespace pb::yaml {
 namespace {
 
 YamlMark mark_of(const YAML::Mark &mark) {
@@ -370,4 +371,4 @@ std::string_view describe_kind(YamlNode::Kind kind) {
   return "a value";
 }
 
-} // namespace pb::services
+} // namespace pb::yaml
