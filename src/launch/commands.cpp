@@ -115,7 +115,8 @@ void add_launch_command(pb::cli::CommandTree &tree, Program program, bool submit
           proc::SystemRunner runner;
           fs::RealFileSystem files;
           beaker::Client client(runner, beaker_program);
-          staging::RealStager stager;
+          staging::RealStager stager(options.verify_stage ? staging::Verify::full
+                                                          : staging::Verify::cached);
           LaunchEffects effects{files, client, stager};
           const OrderedJson result =
               submit ? execute_submit(plan, effects) : execute_preview(plan, effects);

@@ -121,6 +121,10 @@ const std::vector<FlagInfo> &flag_table() {
        Kind::boolean,
        "Run this binary staged under <scratch-dir>/primebeaker/bin on the Prime-RL image "
        "[on]; --no-stage runs `primebeaker` from --image (a runtime image)"},
+      {"verify-stage",
+       Kind::boolean,
+       "submit: hash every file of a stage that is already there, not only those changed since "
+       "this machine last verified them [off]"},
   };
   return table;
 }
@@ -346,7 +350,9 @@ void apply_setting(LaunchOptions &options,
     return;
   }
   case Kind::boolean:
-    (name == "stage" ? options.stage : options.write_spec) = parse_boolean(name, values.front());
+    (name == "stage"          ? options.stage
+     : name == "verify-stage" ? options.verify_stage
+                              : options.write_spec) = parse_boolean(name, values.front());
     return;
   case Kind::list: {
     auto items = list_items(name, values);

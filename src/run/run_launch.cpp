@@ -187,7 +187,8 @@ void run_command(const RunCommandOptions &options, bool submit) {
   literegistry.use_beaker(beaker_program, path != env.end() ? path->second : "/usr/bin:/bin");
   fs::RealFileSystem files;
   beaker::Client beaker(runner, beaker_program);
-  staging::RealStager stager;
+  staging::RealStager stager(config.rl.verify_stage ? staging::Verify::full
+                                                    : staging::Verify::cached);
   launch::LaunchEffects launch_effects{files, beaker, stager};
   RunEffects effects{literegistry, launch_effects, beaker};
   const RunPlan plan = plan_run(config, inputs);

@@ -19,6 +19,7 @@ void register_commands(pb::cli::CommandTree &tree) {
     // project or user file, else /weka; docs/config.md), so this stages where they look.
     std::optional<std::string> scratch_dir;
     bool dry_run = false;
+    bool verify_stage = false;
   };
   tree.leaf({"stage"},
             "Copy this binary with its loader and libraries to <scratch>/primebeaker/bin, as "
@@ -32,6 +33,10 @@ void register_commands(pb::cli::CommandTree &tree) {
               command.add_flag(pb::cli::flag("dry-run"),
                                options.dry_run,
                                "Print where the stage is, write nothing");
+              command.add_flag(pb::cli::flag("verify-stage"),
+                               options.verify_stage,
+                               "On a stage already there, hash every file, not only those "
+                               "changed since this machine last verified them");
               command.callback([&options] {
                 std::string scratch_dir;
                 if (options.scratch_dir) {
@@ -50,7 +55,7 @@ void register_commands(pb::cli::CommandTree &tree) {
                 const auto directory = stage_directory(scratch_dir, identity);
                 std::string outcome = "planned";
                 if (!options.dry_run) {
-                  RealStager stager;
+                  RealStager stager(options.verify_stage ? Verify::full : Verify::cached);
                   outcome =
                       stager.stage(directory).outcome == Outcome::created ? "created" : "reused";
                 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Building a stage atomically, and checking one that is already there (docs/staging.md).
 #include "copy.hpp"
+#include "hash_cache.hpp"
 #include "python_files.hpp"
 
 #include <primebeaker/core/error.hpp>
@@ -120,7 +121,9 @@ std::uintmax_t build_into(const stdfs::path &temp, const Contents &contents) {
 
 } // namespace
 
-void verify(const stdfs::path &directory, const stdfs::path &program) {
+void verify(const stdfs::path &directory, const stdfs::path &program, Verify how) {
+  detail::HashCache cache(how == Verify::cached ? detail::HashCache::default_file()
+                                                : stdfs::path());
   const stdfs::path manifest_path = directory / k_manifest;
   std::error_code ec;
   if (!stdfs::exists(manifest_path, ec)) {
@@ -132,7 +135,7 @@ void verify(const stdfs::path &directory, const stdfs::path &program) {
   const auto manifest =
       detail::parse_manifest(fs::read_file(manifest_path, 1), manifest_path.string());
   for (const auto &[relative, expected] : manifest) {
-    const auto actual = detail::hash_file(directory / relative).hex;
+    const auto actual = cache.sha256(directory / relative);
     if (actual != expected) {
       throw failure(fmt::format("stage {} is damaged: {} has sha256 {}, its {} says {}; remove "
                                 "the stage and submit again",
@@ -144,7 +147,7 @@ void verify(const stdfs::path &directory, const stdfs::path &program) {
     }
   }
   const auto staged = manifest.find(std::string(k_program));
-  const std::string ours = detail::hash_file(program).hex;
+  const std::string ours = cache.sha256(program);
   if (staged == manifest.end() || staged->second != ours) {
     throw failure(fmt::format("stage {} holds another program than this primebeaker (sha256 {}) "
                               "under the same build id; it is never overwritten: remove it, or "
@@ -152,6 +155,9 @@ void verify(const stdfs::path &directory, const stdfs::path &program) {
                               directory.string(),
                               ours));
   }
+  cache.save(); // only what was verified: a refused stage leaves the cache as it was
+  spdlog::debug("verified {}: {} of {} files hashed", directory.string(), cache.hashed(),
+                manifest.size() + 1);
 }
 
 Staged RealStager::stage(const stdfs::path &directory) {
@@ -163,7 +169,7 @@ Staged RealStager::stage(const stdfs::path &directory) {
   Staged staged{directory, directory / k_wrapper, Outcome::reused};
   std::error_code ec;
   if (stdfs::exists(directory, ec)) {
-    verify(directory, contents.program);
+    verify(directory, contents.program, m_verify);
     spdlog::info("reusing the stage {}", directory.string());
     staged.seconds = elapsed();
     return staged;
@@ -224,18 +230,31 @@ std::filesystem::path staged_tool(std::string_view scratch_dir, const Tool &tool
   return tool_directory(scratch_dir, tool) / tool.name;
 }
 
-std::string file_sha256(const std::filesystem::path &path) {
-  return detail::hash_file(path).hex;
+std::string file_sha256(const std::filesystem::path &path, Verify how) {
+  if (how == Verify::full) {
+    return detail::hash_file(path).hex;
+  }
+  detail::HashCache cache(detail::HashCache::default_file());
+  return cache.sha256(path);
 }
 
 Staged Stager::stage_tool(const stdfs::path &directory, const Tool &tool) {
   Staged staged{directory, directory / tool.name, Outcome::reused};
+  detail::HashCache cache(m_verify == Verify::cached ? detail::HashCache::default_file()
+                                                     : stdfs::path());
+  // The local file as planned: a launch plans with the hash it remembers, checked here.
+  if (const auto local = cache.sha256(tool.local); local != tool.sha256) {
+    throw failure(fmt::format("{} changed since the launch was planned (sha256 {}, planned {})",
+                              tool.local.string(),
+                              local,
+                              tool.sha256));
+  }
   const auto check = [&] {
     const auto manifest_path = directory / k_manifest;
     const auto manifest =
         detail::parse_manifest(fs::read_file(manifest_path, 1), manifest_path.string());
     const auto entry = manifest.find(tool.name);
-    const auto actual = detail::hash_file(directory / tool.name).hex;
+    const auto actual = cache.sha256(directory / tool.name);
     if (entry == manifest.end() || entry->second != tool.sha256 || actual != tool.sha256) {
       throw failure(fmt::format("{} does not hold {} with sha256 {} (it is never overwritten): "
                                 "remove it and submit again",
@@ -247,6 +266,7 @@ Staged Stager::stage_tool(const stdfs::path &directory, const Tool &tool) {
   std::error_code ec;
   if (stdfs::exists(directory, ec)) {
     check();
+    cache.save();
     return staged;
   }
   const stdfs::path parent = directory.parent_path();
@@ -276,10 +296,12 @@ Staged Stager::stage_tool(const stdfs::path &directory, const Tool &tool) {
   sync_directory(temp.path());
   if (!rename_no_replace(temp.path(), directory)) {
     check(); // staged meanwhile by another submit
+    cache.save();
     return staged;
   }
   temp.keep();
   sync_directory(parent);
+  cache.save();
   spdlog::info("staged {} at {}", tool.name, directory.string());
   staged.outcome = Outcome::created;
   return staged;

@@ -77,7 +77,8 @@ void run_sweep(launch::Program program, const SweepOptions &given) {
   proc::SystemRunner runner;
   fs::RealFileSystem files;
   beaker::Client client(runner, beaker_program);
-  staging::RealStager stager;
+  staging::RealStager stager(options.base.verify_stage ? staging::Verify::full
+                                                       : staging::Verify::cached);
   launch::LaunchEffects effects{files, client, stager};
   const auto result = submit_sweep(plan, effects);
   print_json(std::cout, result.receipt);

@@ -2,15 +2,19 @@
 // Staging (docs/staging.md) through the real binary: what a stage holds, that it runs in a root
 // with no library of this machine, reuse, races, damaged and foreign stages, a second build
 // beside the first, and the failures that must leave nothing behind.
+#include "../../src/staging/hash_cache.hpp"
 #include "test_support.hpp"
 
 #include <primebeaker/core/json.hpp>
 #include <primebeaker/core/process.hpp>
+#include <primebeaker/core/sha2.hpp>
 #include <primebeaker/staging/stage.hpp>
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
+#include <utime.h>
 
 #include <fstream>
 #include <thread>
@@ -196,6 +200,93 @@ TEST(Staging, AStageIsReusedWithoutARewrite) {
   EXPECT_EQ(second["directory"], first["directory"]);
   EXPECT_EQ(stamp(dir / "libexec" / "primebeaker"), program);
   EXPECT_EQ(stamp(dir / "SHA256SUMS"), manifest);
+}
+
+// How many files a reuse hashed, from `-vv`'s "verified DIR: N of M files hashed".
+std::string hashed_of(const RunResult &result) {
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  const auto at = result.err.find(": ", result.err.find("verified "));
+  const auto end = result.err.find(" files hashed", at);
+  return at == std::string::npos || end == std::string::npos
+             ? result.err
+             : result.err.substr(at + 2, end - at - 2);
+}
+
+// A reuse hashes only what changed since this machine last verified it (docs/staging.md
+// "Reuse"); --verify-stage hashes everything; a file damaged after a remembered verification is
+// still refused (its ctime moved).
+TEST(Staging, AReuseHashesOnlyWhatChangedSinceItWasLastVerified) {
+  TempDir tmp;
+  RunOptions options;
+  options.env["XDG_CACHE_HOME"] = (tmp.path() / "cache").string();
+  const auto args = [&](std::vector<std::string> more) {
+    std::vector<std::string> argv = {"-vv", "stage", "--scratch-dir", (tmp.path() / "s").string()};
+    argv.insert(argv.end(), more.begin(), more.end());
+    return argv;
+  };
+  const stdfs::path dir =
+      stage_json(run_primebeaker(args({}), options))["directory"].get<std::string>();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100)); // past the racy second
+  const auto first = hashed_of(run_primebeaker(args({}), options));
+  const std::string all = first.substr(first.find(" of ") + 4);
+  EXPECT_EQ(first, all + " of " + all) << "nothing was remembered yet";
+  EXPECT_TRUE(stdfs::exists(tmp.path() / "cache/primebeaker/verified-sha256.json"));
+  EXPECT_EQ(hashed_of(run_primebeaker(args({}), options)), "0 of " + all);
+  EXPECT_EQ(hashed_of(run_primebeaker(args({"--verify-stage"}), options)), all + " of " + all);
+
+  // Damaged after a remembered verification, with its mtime put back: refused all the same.
+  const auto library = dir / "lib" / "libc.so.6";
+  struct stat before {};
+  ASSERT_EQ(::stat(library.c_str(), &before), 0);
+  {
+    std::fstream file(library, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(4096);
+    file.put('\x5b');
+  }
+  const struct utimbuf times {before.st_atime, before.st_mtime};
+  ASSERT_EQ(::utime(library.c_str(), &times), 0);
+  const auto refused = run_primebeaker(args({}), options);
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(refused.err.find(" is damaged: lib/libc.so.6 has sha256"), std::string::npos)
+      << refused.err;
+}
+
+TEST(StagingHashCache, RemembersSettledFilesByTheirStateOnly) {
+  TempDir tmp;
+  const stdfs::path cache_file = tmp.path() / "cache.json";
+  const stdfs::path settled = tmp.path() / "settled";
+  write_file(settled, "one");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  const stdfs::path fresh = tmp.path() / "fresh";
+  write_file(fresh, "new");
+  {
+    staging::detail::HashCache cache(cache_file);
+    EXPECT_EQ(cache.sha256(settled), sha2::sha256_hex("one"));
+    EXPECT_EQ(cache.sha256(fresh), sha2::sha256_hex("new"));
+    EXPECT_EQ(cache.hashed(), 2u);
+    cache.save();
+  }
+  {
+    staging::detail::HashCache cache(cache_file);
+    EXPECT_EQ(cache.sha256(settled), sha2::sha256_hex("one"));
+    EXPECT_EQ(cache.hashed(), 0u) << "a settled file is remembered";
+    EXPECT_EQ(cache.sha256(fresh), sha2::sha256_hex("new"));
+    EXPECT_EQ(cache.hashed(), 1u) << "a file changed in the second before hashing is not";
+  }
+  // The same size and mtime, other bytes: its ctime tells.
+  struct stat before {};
+  ASSERT_EQ(::stat(settled.c_str(), &before), 0);
+  write_file(settled, "two");
+  const struct utimbuf times {before.st_atime, before.st_mtime};
+  ASSERT_EQ(::utime(settled.c_str(), &times), 0);
+  staging::detail::HashCache cache(cache_file);
+  EXPECT_EQ(cache.sha256(settled), sha2::sha256_hex("two"));
+  EXPECT_EQ(cache.hashed(), 1u);
+  // A damaged cache file is an empty cache, not an error.
+  write_file(cache_file, "{not json");
+  staging::detail::HashCache damaged(cache_file);
+  EXPECT_EQ(damaged.sha256(settled), sha2::sha256_hex("two"));
+  EXPECT_EQ(damaged.hashed(), 1u);
 }
 
 TEST(Staging, ConcurrentStagingsLeaveOneCompleteStage) {

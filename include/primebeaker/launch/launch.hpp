@@ -97,6 +97,7 @@ struct LaunchOptions {
   // Run the binary staged on the mount (docs/staging.md); false: `primebeaker` from the image's
   // PATH, which then must be a runtime image (images/Dockerfile.runtime).
   bool stage = true;
+  bool verify_stage = false; // submit: hash a reused stage in full (docs/staging.md "Reuse")
   // The recovery policy (docs/recovery.md): preemptions recovered automatically (0 = off) and
   // restarts after errors, enforced by the runtime from the attempt ledger.
   std::int64_t max_recoveries = 10;

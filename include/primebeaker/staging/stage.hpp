@@ -13,6 +13,12 @@
 
 namespace pb::staging {
 
+// How a stage (or staged tool) that is already there is checked (docs/staging.md "Reuse"):
+// `cached` hashes only the files whose state (device, inode, size, mtime, ctime) changed since
+// this machine last verified them, as git's index does, and remembers the rest in
+// ~/.cache/primebeaker; `full` hashes every file and remembers nothing.
+enum class Verify { cached, full };
+
 // Which build a stage holds.
 struct Identity {
   std::string version;  // PB_VERSION
@@ -84,12 +90,14 @@ struct Tool {
 };
 std::filesystem::path tool_directory(std::string_view scratch_dir, const Tool &tool);
 std::filesystem::path staged_tool(std::string_view scratch_dir, const Tool &tool);
-// The SHA-256 of `path` (read in pieces). Throws pb::Error (exit 1) naming it.
-std::string file_sha256(const std::filesystem::path &path);
+// The SHA-256 of `path` (read in pieces). Throws pb::Error (exit 1) naming it. `cached`: the one
+// this machine remembers for the file's unchanged state, if any (nothing is written).
+std::string file_sha256(const std::filesystem::path &path, Verify how = Verify::full);
 
 // The effect behind launches, so that tests can record it.
 class Stager {
 public:
+  explicit Stager(Verify verify = Verify::cached) : m_verify(verify) {}
   virtual ~Stager() = default;
   // Makes `directory` a complete stage of this binary, or checks the one there. Throws
   // pb::Error (exit 1) with one line naming the directory and the reason.
@@ -97,6 +105,9 @@ public:
   // Makes `directory` (tool_directory()) a stage of `tool`, or checks the one there: the same
   // guarantees as stage(). The default is the real thing.
   virtual Staged stage_tool(const std::filesystem::path &directory, const Tool &tool);
+
+protected:
+  Verify m_verify;
 };
 
 // The real thing: a stage present is verified against its manifest and this binary (a mismatch
@@ -106,12 +117,15 @@ public:
 // stage verified. A failure removes the temporary directory.
 class RealStager final : public Stager {
 public:
+  using Stager::Stager;
   Staged stage(const std::filesystem::path &directory) override;
 };
 
 // Checks a stage against its manifest (every file present with its SHA-256) and that its
 // program is byte for byte `program` (hashed). Throws pb::Error (exit 1) naming the first
 // mismatch.
-void verify(const std::filesystem::path &directory, const std::filesystem::path &program);
+void verify(const std::filesystem::path &directory,
+            const std::filesystem::path &program,
+            Verify how = Verify::full);
 
 } // namespace pb::staging
