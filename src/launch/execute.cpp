@@ -5,7 +5,7 @@
 #include "plan_parts.hpp"
 
 #include <primebeaker/beaker/client.hpp>
-#include <primebeaker/checkpoints/ledger.hpp>
+#include <primebeaker/recovery/ledger.hpp>
 #include <primebeaker/core/env.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/fs.hpp>

@@ -2,7 +2,7 @@
 #include "ownership.hpp"
 #include "paths.hpp"
 
-#include <primebeaker/checkpoints/ledger.hpp>
+#include <primebeaker/recovery/ledger.hpp>
 #include <primebeaker/core/fs.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/json.hpp>
@@ -18,7 +18,7 @@ namespace pb::launch {
 
 namespace {
 
-namespace ledger = checkpoints::ledger;
+namespace ledger = recovery::ledger;
 namespace stdfs = std::filesystem;
 
 double now_unix() {

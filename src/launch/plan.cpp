@@ -8,7 +8,7 @@
 
 #include <primebeaker/beaker/client.hpp>
 #include <primebeaker/beaker/spec.hpp>
-#include <primebeaker/checkpoints/ledger.hpp>
+#include <primebeaker/recovery/ledger.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/random.hpp>
 #include <primebeaker/core/sha2.hpp>
@@ -838,13 +838,13 @@ LaunchPlan plan_document(const LaunchOptions &options, const LaunchInputs &input
   plan.ownership.mount = flags.mount;
   plan.ownership.checkpoint_dir =
       v0_9 ? plan.ownership.output_dir / replica.run_dir_name : plan.ownership.output_dir;
-  plan.ownership.owner_path = checkpoints::ledger::owner_path(
+  plan.ownership.owner_path = recovery::ledger::owner_path(
       plan.ownership.output_dir, v0_9 ? replica.run_dir_name : std::string());
   plan.ownership.run_id = replica.wandb_run_id;
   plan.ownership.index_path =
       launch_index_path(flags.scratch_dir, plan.ownership.checkpoint_dir);
-  plan.ownership.ledger_dir = checkpoints::ledger::directory(
-      plan.ownership.output_dir, checkpoints::ledger::run_key(replica.wandb_run_id));
+  plan.ownership.ledger_dir = recovery::ledger::directory(
+      plan.ownership.output_dir, recovery::ledger::run_key(replica.wandb_run_id));
   plan.recovery = detail::recovery_policy(options, program, multi);
   plan.recovery["ledger"] = plan.ownership.ledger_dir.string();
   plan.recover_mode = detail::recover_mode(options, program, multi);

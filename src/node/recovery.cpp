@@ -17,8 +17,8 @@ namespace pb::node {
 namespace {
 
 namespace fs = std::filesystem;
-namespace rec = checkpoints::recovery;
-namespace ledger = checkpoints::ledger;
+namespace rec = recovery;
+namespace ledger = recovery::ledger;
 
 double now_unix() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -79,7 +79,7 @@ nlohmann::json RecoveryOutcome::helper_request() const {
     j["step"] = *decision.resume_step;
   }
   if (layout.is_v0_9()) {
-    // The v0.9 edit differs for a fresh start (checkpoints::recovery::resume_toml).
+    // The v0.9 edit differs for a fresh start (recovery::resume_toml).
     j["generation"] = "v0.9";
     j["keeps_fork"] = decision.keeps_fork;
   }

@@ -6,7 +6,7 @@
 // the end record.
 #pragma once
 
-#include <primebeaker/checkpoints/recovery.hpp>
+#include <primebeaker/recovery/decision.hpp>
 #include <primebeaker/node/replica_plan.hpp>
 #include <primebeaker/primerl/layout.hpp>
 
@@ -28,7 +28,7 @@ struct RecoveryOutcome {
   std::filesystem::path ledger_dir;
   primerl::RunLayout layout;
   std::int64_t attempt = 0;
-  checkpoints::recovery::Decision decision;
+  recovery::Decision decision;
   // What replica 0 publishes as recovery.json for the others (attempt, cause, resume step,
   // refusal), and what the config helper gets ({"step": K or null, "keep_output": bool}).
   nlohmann::json published() const;
@@ -41,11 +41,11 @@ RecoveryOutcome start_recovery(const RecoveryRequest &request,
                                const std::function<void(const std::string &)> &note);
 
 // The TOML Prime-RL v0.9 reads on this start (the source is never edited): the decided resume
-// point as checkpoints::recovery::resume_toml writes it, and `run_name` as run.name when the TOML
+// point as recovery::resume_toml writes it, and `run_name` as run.name when the TOML
 // names no run (the launch's name, so the run directory is found again). Single-node writes it
 // for `rl`/`sft`, multi-node for the config helper.
 std::string v0_9_runtime_toml(const toml::Document &document,
-                              const checkpoints::recovery::Decision &decision,
+                              const recovery::Decision &decision,
                               const std::string &run_name);
 
 // The end record of the attempt (no-op when nothing was appended). Never throws.

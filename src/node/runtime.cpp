@@ -424,7 +424,7 @@ void decide_recovery(Replica &r, const step::DecideResume &s) {
 
 // The runtime TOML of step::WriteRuntimeToml: the source is never edited.
 void write_runtime_toml(const step::WriteRuntimeToml &s,
-                        const checkpoints::recovery::Decision &decision) {
+                        const recovery::Decision &decision) {
   const auto document = toml::Document::load(s.config_path);
   const auto source =
       s.rewrite_environment_ids
@@ -432,7 +432,7 @@ void write_runtime_toml(const step::WriteRuntimeToml &s,
           : toml::Document::parse(document.text(), s.path.string());
   const std::string text = s.generation == primerl::Generation::v0_9
                                ? v0_9_runtime_toml(source, decision, s.run_name)
-                               : checkpoints::recovery::resume_toml(source, decision);
+                               : recovery::resume_toml(source, decision);
   std::error_code ec;
   std::filesystem::create_directories(s.path.parent_path(), ec);
   fs::write_file_atomic(s.path, text);

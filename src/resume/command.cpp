@@ -5,7 +5,7 @@
 #include "source.hpp"
 
 #include <primebeaker/beaker/client.hpp>
-#include <primebeaker/checkpoints/ledger.hpp>
+#include <primebeaker/recovery/ledger.hpp>
 #include <primebeaker/checkpoints/topology.hpp>
 #include <primebeaker/core/command_tree.hpp>
 #include <primebeaker/core/env.hpp>
@@ -166,7 +166,7 @@ void run_resume(const ResumeOptions &options) {
 // claim of the source and its child in the run's ledger, so that `status`, `list`, `stop` and a
 // controller following the source all find the new experiment. Never fails the resume.
 void record_by_hand(const ResumePlan &plan, const OrderedJson &receipt) {
-  namespace ledger = checkpoints::ledger;
+  namespace ledger = recovery::ledger;
   const auto child = receipt.value("child_experiment_id", OrderedJson());
   const auto &dir = plan.launch.ownership.ledger_dir;
   if (!child.is_string() || dir.empty()) {

@@ -4,7 +4,7 @@
 #include "timing.hpp"
 
 #include <primebeaker/beaker/client.hpp>
-#include <primebeaker/checkpoints/ledger.hpp>
+#include <primebeaker/recovery/ledger.hpp>
 #include <primebeaker/config/config.hpp>
 #include <primebeaker/core/command_tree.hpp>
 #include <primebeaker/core/env.hpp>
@@ -56,9 +56,9 @@ OrderedJson to_newest(Loaded &loaded, BeakerCalls &beaker, bool say) {
   if (where.dir.empty() || !std::filesystem::is_directory(where.output_dir, ec)) {
     return nullptr;
   }
-  checkpoints::ledger::Ledger history;
+  recovery::ledger::Ledger history;
   try {
-    history = checkpoints::ledger::read(where.dir);
+    history = recovery::ledger::read(where.dir);
   } catch (const Error &error) {
     spdlog::warn("the run's ledger could not be read: {}", error.what());
     return nullptr;
@@ -363,7 +363,7 @@ OrderedJson stop_loaded(Loaded loaded, const StopOptions &options, BeakerCalls &
   }
   std::string controller_id = loaded.target.controller_experiment_id;
   if (const auto where = ledger_location(run); !where.dir.empty()) {
-    if (const auto status = checkpoints::ledger::read_controller_status(where.dir);
+    if (const auto status = recovery::ledger::read_controller_status(where.dir);
         status && !status->controller_experiment.empty()) {
       controller_id = status->controller_experiment;
     }

@@ -7,7 +7,7 @@
 #include "timing.hpp"
 
 #include <primebeaker/beaker/client.hpp>
-#include <primebeaker/checkpoints/ledger.hpp>
+#include <primebeaker/recovery/ledger.hpp>
 #include <primebeaker/core/env.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/signals.hpp>
@@ -27,7 +27,7 @@
 
 namespace pb::runs {
 
-namespace ledger = checkpoints::ledger;
+namespace ledger = recovery::ledger;
 
 std::size_t take_new_lines(const std::string &log,
                            std::size_t already,

@@ -24,7 +24,7 @@
 
 namespace pb::runs {
 
-namespace ledger = checkpoints::ledger;
+namespace ledger = recovery::ledger;
 namespace stdfs = std::filesystem;
 
 namespace {

@@ -3,7 +3,7 @@
 // (registry readiness, newest complete checkpoint, W&B URL), docs/runs.md "status".
 #include "status.hpp"
 
-#include <primebeaker/checkpoints/ledger.hpp>
+#include <primebeaker/recovery/ledger.hpp>
 #include <primebeaker/checkpoints/scan.hpp>
 #include <primebeaker/checkpoints/topology.hpp>
 #include <primebeaker/core/error.hpp>
@@ -175,10 +175,10 @@ OrderedJson recovery_history(const RunView &run, const OrderedJson &checkpoint, 
     if (!run_id || !checkpoint.is_object() || !checkpoint.contains("output_dir")) {
       return nullptr;
     }
-    where.dir = checkpoints::ledger::directory(checkpoint["output_dir"].get<std::string>(),
-                                               checkpoints::ledger::run_key(*run_id));
+    where.dir = recovery::ledger::directory(checkpoint["output_dir"].get<std::string>(),
+                                               recovery::ledger::run_key(*run_id));
   }
-  namespace ledger = checkpoints::ledger;
+  namespace ledger = recovery::ledger;
   const auto &dir = where.dir;
   OrderedJson out = OrderedJson::object();
   out["ledger"] = dir.string();

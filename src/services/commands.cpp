@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // `primebeaker services ...`: delegation to LiteRegistry's launchers and `images install`.
-#include "images.hpp"
+#include "service_images.hpp"
 
 #include <primebeaker/beaker/client.hpp>
 #include <primebeaker/core/command_tree.hpp>
@@ -10,7 +10,7 @@
 #include <primebeaker/core/json.hpp>
 #include <primebeaker/core/process.hpp>
 #include <primebeaker/core/text.hpp>
-#include <primebeaker/services/config.hpp>
+#include <primebeaker/services/launcher_config.hpp>
 #include <primebeaker/services/launcher.hpp>
 
 #include <fmt/format.h>

@@ -7,8 +7,8 @@
 #include "../../src/node/recovery.hpp"
 
 #include <primebeaker/core/fs.hpp>
-#include <primebeaker/checkpoints/ledger.hpp>
-#include <primebeaker/checkpoints/recovery.hpp>
+#include <primebeaker/recovery/ledger.hpp>
+#include <primebeaker/recovery/decision.hpp>
 #include <primebeaker/toml/value.hpp>
 
 #include <gtest/gtest.h>
@@ -18,8 +18,8 @@
 namespace {
 
 namespace fs = std::filesystem;
-namespace ledger = pb::checkpoints::ledger;
-namespace rec = pb::checkpoints::recovery;
+namespace ledger = pb::recovery::ledger;
+namespace rec = pb::recovery;
 using pb::checkpoints::StepStatus;
 
 StepStatus step(std::int64_t n, bool complete) {

@@ -6,7 +6,7 @@
 #include "fixtures.hpp"
 #include "test_support.hpp"
 
-#include <primebeaker/checkpoints/ledger.hpp>
+#include <primebeaker/recovery/ledger.hpp>
 #include <primebeaker/runs/recover.hpp>
 #include <primebeaker/runs/runs.hpp>
 
@@ -24,7 +24,7 @@
 namespace {
 
 namespace fs = std::filesystem;
-namespace ledger = pb::checkpoints::ledger;
+namespace ledger = pb::recovery::ledger;
 using namespace pb::test::runs;
 using pb::OrderedJson;
 using pb::test::FakeAnswer;

@@ -3,7 +3,7 @@
 #include "test_support.hpp"
 
 #include <primebeaker/core/error.hpp>
-#include <primebeaker/services/config.hpp>
+#include <primebeaker/services/launcher_config.hpp>
 #include <primebeaker/services/launcher.hpp>
 
 #include <gtest/gtest.h>

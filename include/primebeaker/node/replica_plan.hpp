@@ -10,7 +10,7 @@
 // substitutes them, and never builds an argv of its own.
 #pragma once
 
-#include <primebeaker/checkpoints/recovery.hpp>
+#include <primebeaker/recovery/decision.hpp>
 #include <primebeaker/core/process.hpp>
 #include <primebeaker/node/env.hpp>
 #include <primebeaker/node/peers.hpp>
@@ -83,7 +83,7 @@ struct RecoveryRequest {
   std::string launch_key;    // LAUNCH_ID, or BEAKER_EXPERIMENT_ID for single-node
   std::string job_id;        // BEAKER_JOB_ID or "manual"
   std::string experiment_id; // BEAKER_EXPERIMENT_ID
-  checkpoints::recovery::Policy policy;
+  recovery::Policy policy;
 };
 // The request of a replica's start: the one place its fields are copied from the contract.
 RecoveryRequest

@@ -7,7 +7,7 @@
 // budget, the verdict) is here for tests; follow_run() in runs.hpp drives it.
 #pragma once
 
-#include <primebeaker/checkpoints/ledger.hpp>
+#include <primebeaker/recovery/ledger.hpp>
 #include <primebeaker/core/json.hpp>
 #include <primebeaker/runs/runs.hpp>
 
@@ -53,7 +53,7 @@ struct RecoveryBudget {
   std::int64_t max_restarts_on_errors = 0;
   std::string from = "default";
 };
-RecoveryBudget recovery_budget(const RunView &run, const checkpoints::ledger::Ledger &ledger);
+RecoveryBudget recovery_budget(const RunView &run, const recovery::ledger::Ledger &ledger);
 
 // Recoveries the ledger already counts, as the runtime counts them: starts caused by a
 // preemption / an error (refused ones not), plus every resubmission (a claim, or an older
@@ -63,7 +63,7 @@ struct RecoveriesUsed {
   std::int64_t preemptions = 0;
   std::int64_t errors = 0;
 };
-RecoveriesUsed recoveries_used(const checkpoints::ledger::Ledger &ledger);
+RecoveriesUsed recoveries_used(const recovery::ledger::Ledger &ledger);
 
 // Whether and how to resubmit a run that ended. Pure.
 struct RecoveryVerdict {
@@ -103,7 +103,7 @@ std::string actor_identity(bool controller);
 
 // The newest experiment of the run `experiment_id` belongs to, following the ledger's
 // resubmission records (claims, then older followers' records) from it. Pure.
-std::string newest_in_chain(const checkpoints::ledger::Ledger &ledger, std::string experiment_id);
+std::string newest_in_chain(const recovery::ledger::Ledger &ledger, std::string experiment_id);
 
 // One run's whole chain of experiments (docs/runs.md "One chain"): the first, then each one a
 // recovery, a restart after an error or a resume submitted after the one before, as the
@@ -123,24 +123,24 @@ struct Chain {
   const std::string &original() const { return links.front().experiment_id; }
 };
 // The chain through `experiment_id`, whichever of its experiments that is.
-Chain run_chain(const checkpoints::ledger::Ledger &ledger, const std::string &experiment_id);
+Chain run_chain(const recovery::ledger::Ledger &ledger, const std::string &experiment_id);
 
 // What `status` and `list` say of a chain: {original_experiment_id, current_experiment_id,
 // experiments: [{experiment_id, cause, recovery, from}], recoveries, max_recoveries,
 // restarts_on_errors, max_restarts_on_errors, steps_lost}. `from` is "step N", "start" or
 // null. Pure.
 OrderedJson chain_json(const Chain &chain,
-                       const checkpoints::ledger::Ledger &ledger,
+                       const recovery::ledger::Ledger &ledger,
                        const RecoveryBudget &budget);
 
 // The ledger slot for this experiment's recovery record: the last attempt when it belongs to
 // `experiment_id` (or names none) and has no recovery record yet; nullopt otherwise. Pure.
-std::optional<std::int64_t> recover_slot(const checkpoints::ledger::Ledger &ledger,
+std::optional<std::int64_t> recover_slot(const recovery::ledger::Ledger &ledger,
                                          const std::string &experiment_id);
 
 // The child a recovery record of the last attempt already names for `experiment_id` (another
 // follower resubmitted it): its id, else empty. Pure.
-std::string already_resubmitted(const checkpoints::ledger::Ledger &ledger,
+std::string already_resubmitted(const recovery::ledger::Ledger &ledger,
                                 const std::string &experiment_id);
 
 // The wait before the k-th resubmission of this follow (k from 0): backoff * 2^k, capped. Pure.

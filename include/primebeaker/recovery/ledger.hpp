@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-namespace pb::checkpoints::ledger {
+namespace pb::recovery::ledger {
 
 inline constexpr int k_schema_version = 1;
 
@@ -228,4 +228,4 @@ struct Summary {
 Summary summarize(const Ledger &ledger, double now_unix);
 OrderedJson to_json(const Summary &summary);
 
-} // namespace pb::checkpoints::ledger
+} // namespace pb::recovery::ledger

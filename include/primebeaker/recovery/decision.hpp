@@ -6,7 +6,7 @@
 // decide() is pure; gather(), set_aside() and remove_stale_state() are the only I/O.
 #pragma once
 
-#include <primebeaker/checkpoints/ledger.hpp>
+#include <primebeaker/recovery/ledger.hpp>
 #include <primebeaker/checkpoints/scan.hpp>
 #include <primebeaker/primerl/layout.hpp>
 
@@ -21,7 +21,13 @@ namespace pb::toml {
 class Document;
 }
 
-namespace pb::checkpoints::recovery {
+namespace pb::recovery {
+
+// The checkpoint rule it decides with (docs/checkpoints.md).
+using checkpoints::CheckpointSource;
+using checkpoints::StepListing;
+using checkpoints::StepStatus;
+using checkpoints::TreeListing;
 
 // The launch's recovery policy (--max-recoveries, --max-restarts-on-errors).
 struct Policy {
@@ -134,4 +140,4 @@ std::vector<std::string> remove_stale_state(const primerl::RunLayout &layout, st
 // the TOML sets it and keep_output. Everything else byte for byte. Pure.
 std::string resume_toml(const toml::Document &document, const Decision &decision);
 
-} // namespace pb::checkpoints::recovery
+} // namespace pb::recovery

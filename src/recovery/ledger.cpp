@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The attempt ledger (docs/recovery.md): records, JSON, exclusive-create writes, the summary.
-#include <primebeaker/checkpoints/ledger.hpp>
+#include <primebeaker/recovery/ledger.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/fs.hpp>
 #include <primebeaker/core/random.hpp>
@@ -19,7 +19,7 @@
 #include <ctime>
 #include <map>
 
-namespace pb::checkpoints::ledger {
+namespace pb::recovery::ledger {
 
 namespace {
 
@@ -638,4 +638,4 @@ OrderedJson to_json(const Summary &s) {
   return j;
 }
 
-} // namespace pb::checkpoints::ledger
+} // namespace pb::recovery::ledger

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The resume decision of every start (docs/recovery.md): pure decide(), and its few effects.
-#include <primebeaker/checkpoints/recovery.hpp>
+#include <primebeaker/recovery/decision.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/primerl/config.hpp>
@@ -15,7 +15,11 @@
 #include <cerrno>
 #include <cstring>
 
-namespace pb::checkpoints::recovery {
+namespace pb::recovery {
+
+using checkpoints::EntryKind;
+using checkpoints::FileState;
+using checkpoints::parse_step_name;
 
 namespace {
 
@@ -535,4 +539,4 @@ std::string resume_toml(const toml::Document &document, const Decision &decision
   return editor.text();
 }
 
-} // namespace pb::checkpoints::recovery
+} // namespace pb::recovery

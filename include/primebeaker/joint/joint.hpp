@@ -22,7 +22,7 @@ namespace pb::beaker {
 class Client;
 }
 
-namespace pb::run {
+namespace pb::joint {
 
 inline constexpr std::string_view k_run_schema = "primebeaker.run/v1";
 inline constexpr std::string_view k_managed_id_env = contract::var::managed_service_experiment_id;
@@ -107,4 +107,4 @@ OrderedJson run_preview(const RunPlan &plan, RunEffects &effects);
 // fails too). Returns {"service_experiment_id", "service", "rl"}.
 OrderedJson run_launch(const RunPlan &plan, RunEffects &effects);
 
-} // namespace pb::run
+} // namespace pb::joint

@@ -2,7 +2,7 @@
 // The claim of a checkpoint directory by one run (docs/recovery.md "One run per output dir").
 #include "test_support.hpp"
 
-#include <primebeaker/checkpoints/ledger.hpp>
+#include <primebeaker/recovery/ledger.hpp>
 #include <primebeaker/core/error.hpp>
 
 #include <gtest/gtest.h>
@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-namespace pb::checkpoints::ledger {
+namespace pb::recovery::ledger {
 namespace {
 
 TEST(Owner, TheFirstClaimWinsAndIsReadBack) {
@@ -66,4 +66,4 @@ TEST(Owner, AnUnreadableRecordIsNamed) {
 }
 
 } // namespace
-} // namespace pb::checkpoints::ledger
+} // namespace pb::recovery::ledger

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/text.hpp>
-#include <primebeaker/services/config.hpp>
+#include <primebeaker/services/launcher_config.hpp>
 
 #include <fmt/format.h>
 

@@ -4,8 +4,8 @@
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/spelling.hpp>
 #include <primebeaker/core/text.hpp>
-#include <primebeaker/run/run.hpp>
-#include <primebeaker/services/config.hpp>
+#include <primebeaker/joint/joint.hpp>
+#include <primebeaker/services/launcher_config.hpp>
 #include <primebeaker/toml/value.hpp>
 
 #include <fmt/format.h>
@@ -13,7 +13,7 @@
 #include <algorithm>
 #include <set>
 
-namespace pb::run {
+namespace pb::joint {
 namespace {
 
 using yaml::YamlDocument;
@@ -449,4 +449,4 @@ std::vector<std::string> receipt_experiment_ids(const OrderedJson &receipt) {
   return unique;
 }
 
-} // namespace pb::run
+} // namespace pb::joint

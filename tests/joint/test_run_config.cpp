@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <primebeaker/core/error.hpp>
-#include <primebeaker/run/run.hpp>
+#include <primebeaker/joint/joint.hpp>
 #include <primebeaker/toml/value.hpp>
 
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 #include <fstream>
 #include <functional>
 
-namespace pb::run {
+namespace pb::joint {
 namespace {
 
 struct Failure {
@@ -278,4 +278,4 @@ TEST(RunConfig, ShippedExampleLoadsAsDocumented) {
 }
 
 } // namespace
-} // namespace pb::run
+} // namespace pb::joint

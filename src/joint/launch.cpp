@@ -10,7 +10,7 @@
 #include <primebeaker/core/spelling.hpp>
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/images/catalog.hpp>
-#include <primebeaker/run/run.hpp>
+#include <primebeaker/joint/joint.hpp>
 #include <primebeaker/staging/stage.hpp>
 #include <primebeaker/toml/value.hpp>
 
@@ -20,7 +20,7 @@
 #include <csignal>
 #include <iostream>
 
-namespace pb::run {
+namespace pb::joint {
 namespace {
 
 std::string service_name(const OrderedJson &receipt) {
@@ -222,4 +222,4 @@ void register_commands(cli::CommandTree &tree) {
   register_run_command(tree, "launch", true);
 }
 
-} // namespace pb::run
+} // namespace pb::joint

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "images.hpp"
+#include "service_images.hpp"
 
 #include <primebeaker/beaker/client.hpp>
 #include <primebeaker/core/env.hpp>
