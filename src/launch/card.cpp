@@ -197,57 +197,46 @@ void multi_sft_layout(Card &card, const contract::ReplicaEnv &env) {
                   plural(env.gpus_per_node, "rank", "ranks")));
 }
 
-} // namespace
-
-std::string launch_card(const LaunchPlan &plan) {
-  Card card;
+// How many nodes, and what each GPU of each replica does.
+void topology_lines(Card &card, const LaunchPlan &plan) {
+  const beaker::Task &task = plan.experiment.tasks.front();
+  const contract::ReplicaEnv &env = plan.replica;
   const bool multi = plan.topology == Topology::multi_node;
-  const std::string program = plan.program == Program::sft ? "SFT" : "RL";
-  card.head(fmt::format("{} {}: {}{}",
-                        multi ? "multi-node" : "single-node",
-                        program,
-                        plan.experiment_name,
-                        multi ? fmt::format(" (launch {})", plan.launch_id) : ""));
-
-  const auto &tasks = plan.experiment.tasks;
-  if (tasks.empty()) {
-    card.line("tasks", "none (nothing would run)");
-    return card.text();
-  }
-  const beaker::Task &task = tasks.front();
   const std::int64_t total_gpus = plan.gpus();
   const std::int64_t replicas = task.replication ? task.replication->replicas : 1;
   const std::int64_t per_replica = task.gpu_count;
-  const contract::EnvMap env_map = env_of(task);
-  const contract::ReplicaEnv *env = &plan.replica;
-
   card.line("nodes",
             fmt::format("{} x {} = {}",
                         plural(replicas, "replica", "replicas"),
                         plural(per_replica, "GPU", "GPUs"),
                         plural(total_gpus, "GPU", "GPUs")));
-  if (plan.program == Program::rl && multi && env->generation == primerl::Generation::v0_9) {
-    multi_rl_layout_v0_9(card, *env);
+  if (plan.program == Program::rl && multi && env.generation == primerl::Generation::v0_9) {
+    multi_rl_layout_v0_9(card, env);
   } else if (plan.program == Program::rl && multi) {
-    multi_rl_layout(card, *env);
+    multi_rl_layout(card, env);
   } else if (multi) {
-    multi_sft_layout(card, *env);
+    multi_sft_layout(card, env);
   } else if (plan.program == Program::sft) {
     card.line("replica 0",
               fmt::format("{} trainer ({})",
-                          gpu_range(0, env->num_gpus),
-                          plural(env->num_gpus, "rank", "ranks")));
+                          gpu_range(0, env.num_gpus),
+                          plural(env.num_gpus, "rank", "ranks")));
     card.line("processes", "Prime-RL's `sft` (torchrun) under `primebeaker node single sft`");
   } else {
     card.line("replica 0",
               fmt::format("{}: trainer and inference as the TOML's deployment.num_train_gpus / "
                           "num_infer_gpus split them",
-                          gpu_range(0, env->num_gpus)));
+                          gpu_range(0, env.num_gpus)));
     card.line("processes",
               "Prime-RL's `rl` (trainer, orchestrator, inference server on Prime-RL's ports) "
               "under `primebeaker node single rl`");
   }
+}
 
+// What runs and where its settings came from: image, Prime-RL, defaults, overrides.
+void image_lines(Card &card, const LaunchPlan &plan) {
+  const beaker::Task &task = plan.experiment.tasks.front();
+  const contract::ReplicaEnv &env = plan.replica;
   card.line("image", image_text(task.image));
   if (!plan.prime_rl.empty()) {
     // Which Prime-RL reads the TOML: the image's, as the catalog or --prime-rl says.
@@ -255,7 +244,7 @@ std::string launch_card(const LaunchPlan &plan) {
         "Prime-RL",
         fmt::format("{}{} ({})",
                     plan.prime_rl,
-                    env->generation == primerl::Generation::v0_9 ? ", v0.9 generation" : "",
+                    env.generation == primerl::Generation::v0_9 ? ", v0.9 generation" : "",
                     plan.image_name));
   }
   for (const auto &taken : plan.defaulted) {
@@ -290,6 +279,12 @@ std::string launch_card(const LaunchPlan &plan) {
                 plan.config_copy_path.string() + " (a copy with the overrides; submit writes it)");
     }
   }
+}
+
+// The program, where the run writes and what it resumes from.
+void output_lines(Card &card, const LaunchPlan &plan) {
+  const contract::EnvMap env_map = env_of(plan.experiment.tasks.front());
+  const contract::ReplicaEnv &env = plan.replica;
   card.line("program",
             plan.staged_program.empty()
                 ? std::string("primebeaker from the image's PATH (--no-stage)")
@@ -309,12 +304,12 @@ std::string launch_card(const LaunchPlan &plan) {
                             plan.ownership.run_id,
                             plan.ownership.checkpoint_dir.string()));
     }
-    if (env->generation == primerl::Generation::v0_9) {
+    if (env.generation == primerl::Generation::v0_9) {
       card.line("run dir",
                 fmt::format("{}/{} (Prime-RL v0.9{})",
                             absolute,
-                            env->run_dir_name,
-                            env->run_name.empty() ? "" : "; run.name set by the launch"));
+                            env.run_dir_name,
+                            env.run_name.empty() ? "" : "; run.name set by the launch"));
     }
   }
   if (const auto step = env_map.find("PRIMEBEAKER_RESUME_STEP"); step != env_map.end()) {
@@ -326,10 +321,16 @@ std::string launch_card(const LaunchPlan &plan) {
     card.line("resume",
               fmt::format("the newest complete checkpoint under the output dir, decided at every "
                           "start (none: fresh; {} honoured on the first)",
-                          env->generation == primerl::Generation::v0_9
+                          env.generation == primerl::Generation::v0_9
                               ? "[resume] step"
                               : "ckpt.resume_step"));
   }
+}
+
+// Its W&B run and the registry it finds services in.
+void wandb_and_registry_lines(Card &card, const LaunchPlan &plan) {
+  const contract::EnvMap env_map = env_of(plan.experiment.tasks.front());
+  const contract::ReplicaEnv &env = plan.replica;
   const auto &wandb = plan.wandb_run;
   if (wandb.is_object() && !wandb.empty()) {
     std::string text = fmt::format("run {}", wandb.value("run_id", std::string("?")));
@@ -353,16 +354,16 @@ std::string launch_card(const LaunchPlan &plan) {
   }
   if (const auto it = env_map.find("REGISTRY"); it != env_map.end()) {
     std::string text = it->second;
-    if (!env->required_services.empty()) {
+    if (!env.required_services.empty()) {
       std::string services;
-      for (const auto &[name, count] : env->required_services) {
+      for (const auto &[name, count] : env.required_services) {
         services += fmt::format("{}{} x{}", services.empty() ? "" : ", ", name, count);
       }
       text += "; waits for " + services;
     }
     if (plan.topology == Topology::multi_node && text.starts_with("file://") &&
-        !env->rendezvous_dir.empty() &&
-        text.find(env->rendezvous_dir) != std::string::npos) {
+        !env.rendezvous_dir.empty() &&
+        text.find(env.rendezvous_dir) != std::string::npos) {
       text += " (a file registry on the mount, in the run's rendezvous dir: no server; "
               "--registry or `primebeaker config set registry URL` for another)";
     }
@@ -370,6 +371,10 @@ std::string launch_card(const LaunchPlan &plan) {
   } else if (plan.program == Program::rl) {
     card.line("registry", "none");
   }
+}
+
+// Who recovers it from a preemption or a failure, within which budget.
+void recovery_lines(Card &card, const LaunchPlan &plan) {
   const auto &recovery = plan.recovery;
   if (recovery.is_object() && !recovery.empty()) {
     const auto beaker = recovery.value("beaker", OrderedJson::object());
@@ -424,6 +429,12 @@ std::string launch_card(const LaunchPlan &plan) {
                       "`primebeaker rl resume RUN` by hand");
     }
   }
+}
+
+// Its secrets, where Beaker places it, and what an hour of it costs.
+void placement_lines(Card &card, const LaunchPlan &plan) {
+  const beaker::Task &task = plan.experiment.tasks.front();
+  const std::int64_t total_gpus = plan.gpus();
   const auto secrets = secrets_of(task);
   if (!secrets.empty()) {
     std::string text;
@@ -459,6 +470,28 @@ std::string launch_card(const LaunchPlan &plan) {
   }
   card.line("cost", cost);
   card.line("spec", plan.spec_path.string());
+}
+
+} // namespace
+
+std::string launch_card(const LaunchPlan &plan) {
+  Card card;
+  const bool multi = plan.topology == Topology::multi_node;
+  card.head(fmt::format("{} {}: {}{}",
+                        multi ? "multi-node" : "single-node",
+                        plan.program == Program::sft ? "SFT" : "RL",
+                        plan.experiment_name,
+                        multi ? fmt::format(" (launch {})", plan.launch_id) : ""));
+  if (plan.experiment.tasks.empty()) {
+    card.line("tasks", "none (nothing would run)");
+    return card.text();
+  }
+  topology_lines(card, plan);
+  image_lines(card, plan);
+  output_lines(card, plan);
+  wandb_and_registry_lines(card, plan);
+  recovery_lines(card, plan);
+  placement_lines(card, plan);
   return card.text();
 }
 

@@ -199,33 +199,15 @@ std::string v0_9_resume_text(const toml::Document &config,
   return editor.text();
 }
 
-} // namespace
-
-ResumePlan make_plan(const ResumeOptions &options, const ResumeInputs &inputs) {
-  const SourceExperiment &source = inputs.source;
-  const toml::Document &config = *inputs.config;
+// Which step the relaunch starts from: the one asked for, else the newest complete one, else
+// (with --from-start-if-none, when none is complete) the start. Returns the step (0: the start)
+// and fills the plan's from_start, record and step_name.
+std::int64_t choose_start(const ResumeOptions &options,
+                          const ResumeInputs &inputs,
+                          const toml::Document &config,
+                          ResumePlan &plan) {
   const checkpoints::CheckpointSource &checkpoints = inputs.listing.source;
-  const bool v0_9 = checkpoints::is_v0_9(
-      config, source.v0_9 ? primerl::Generation::v0_9 : primerl::Generation::undetermined);
-  const auto expected_layout = v0_9 ? checkpoints::Layout::v0_9 : checkpoints::Layout::v0_8_0;
-  if (checkpoints.layout != expected_layout) {
-    throw input_error(config.source_name() + ": a Prime-RL " +
-                      std::string(checkpoints::layout_name(expected_layout)) +
-                      " config, but its checkpoints were listed in the " +
-                      std::string(checkpoints::layout_name(checkpoints.layout)) + " layout");
-  }
-  // Paths of the run (the glue resolves the layout; a v0.8.0 one follows from output_dir).
-  const primerl::RunLayout layout =
-      inputs.layout.output_dir.empty()
-          ? primerl::run_layout(primerl::Generation::v0_8, checkpoints.output_dir, "", {})
-          : inputs.layout;
-  if (inputs.resolved_config_output_dir != inputs.resolved_source_output_dir) {
-    throw failure("config output_dir " + inputs.resolved_config_output_dir.string() +
-                  " does not match source " + inputs.resolved_source_output_dir.string());
-  }
-
   const auto statuses = checkpoints::evaluate(inputs.listing);
-  ResumePlan plan;
   plan.from_start = options.from_start_if_none && !options.resume_step &&
                     std::none_of(statuses.begin(), statuses.end(), [](const auto &status) {
                       return status.complete;
@@ -253,18 +235,133 @@ ResumePlan make_plan(const ResumeOptions &options, const ResumeInputs &inputs) {
     check_max_steps(config, step);
   }
 
+  return step;
+}
+
+// The registry of the relaunch: --registry, else the source's. A v0.9 relaunch wires Prime-RL's
+// own placement, so only a v0.8.0 one needs one.
+std::string choose_registry(const ResumeOptions &options,
+                            const SourceExperiment &source,
+                            bool v0_9) {
   std::string registry =
       options.overrides.was_given("registry") ? options.overrides.registry : std::string();
   if (registry.empty() && source.registry) {
     registry = *source.registry;
   }
-  // A v0.9 relaunch wires Prime-RL's own placement: nothing of LiteRegistry runs in it.
   if (registry.empty() && !v0_9) {
     throw failure(
         "the source experiment recorded no external LiteRegistry endpoint (REGISTRY); deploy one "
         "with `primebeaker services launch` and pass --registry URI");
   }
 
+  return registry;
+}
+
+// The launch options of the relaunch: the source's settings (on purpose: a relaunch of the same
+// run, not a new launch with the user's defaults; docs/resume.md), each replaced by its flag
+// when one is given.
+launch::LaunchOptions relaunch_options(const ResumeOptions &options,
+                                       const SourceExperiment &source,
+                                       const ResumePlan &plan,
+                                       const std::string &registry,
+                                       bool v0_9,
+                                       std::int64_t step,
+                                       const std::string &random_run_id) {
+  const launch::LaunchOptions &given = options.overrides;
+  launch::LaunchOptions launch_options;
+  launch_options.toml = plan.generated_config_path;
+  launch_options.image = given.was_given("image") ? given.image : source.image;
+  // The Prime-RL the source's image holds, as its launch recorded it. A source from before
+  // PRIME_RL_VERSION ran what every launch then ran: the cataloged fork (v0.7.1.dev83) for the
+  // v0.8.0 generation, Prime-RL v0.8.1.dev67 for v0.9 (docs/resume.md).
+  if (given.was_given("prime-rl")) {
+    launch_options.prime_rl = given.prime_rl;
+  } else if (!given.was_given("image")) {
+    launch_options.prime_rl = !source.prime_rl_version.empty() ? source.prime_rl_version
+                              : v0_9                           ? "v0.8.1.dev67"
+                                                               : "v0.7.1.dev83";
+  }
+  launch_options.workspace = given.was_given("workspace") ? given.workspace : source.workspace;
+  launch_options.clusters = given.was_given("cluster") ? given.clusters : source.clusters;
+  launch_options.priority =
+      given.was_given("priority") && !given.priority.empty() ? given.priority : source.priority;
+  launch_options.min_runtime_hours =
+      given.was_given("min-runtime-hours") ? given.min_runtime_hours : source.min_runtime_hours;
+  launch_options.budget = given.was_given("budget") ? given.budget : std::string();
+  launch_options.registry = registry;
+  launch_options.mount_path = source.mount_path;
+  launch_options.dataset = source.dataset;
+  launch_options.working_dir = source.working_dir;
+  launch_options.scratch_dir = source.scratch_dir;
+  launch_options.home_dir = source.home_dir;
+  launch_options.gateway_port = source.gateway_port;
+  launch_options.gateway_workers = source.gateway_workers;
+  launch_options.rendezvous_timeout_seconds = source.rendezvous_timeout_seconds;
+  launch_options.max_recoveries =
+      given.was_given("max-recoveries") ? given.max_recoveries : source.max_recoveries;
+  launch_options.max_restarts_on_errors = given.was_given("max-restarts-on-errors")
+                                              ? given.max_restarts_on_errors
+                                              : source.max_restarts_on_errors;
+  // Who recovers the new experiment: as the source said (a source from before the choice gets
+  // the default, a controller), unless --recover says otherwise.
+  launch_options.recover = given.was_given("recover") ? given.recover : source.recover;
+  launch_options.controller_token_secret = given.controller_token_secret;
+  launch_options.controller_priority = given.controller_priority;
+  launch_options.controller_budget = given.controller_budget;
+  launch_options.controller_clusters = given.controller_clusters;
+  launch_options.controller_name = options.controller_name;
+  for (const auto &[name, count] : source.required_services) {
+    launch_options.required_services.push_back(name + "=" + std::to_string(count));
+  }
+  launch_options.setup_command = source.setup_command;
+  launch_options.wandb_secret = source.wandb_secret.value_or("");
+  launch_options.hf_secret = source.hf_secret.value_or("");
+  launch_options.wandb_run_id = source.wandb_run_id.value_or(random_run_id);
+  for (const auto &[name, value] : source.env) {
+    launch_options.env.push_back(name + "=" + value);
+  }
+  launch_options.env.push_back("PRIMEBEAKER_RESUME_PARENT_EXPERIMENT_ID=" + source.id);
+  launch_options.env.push_back("PRIMEBEAKER_RESUME_STEP=" +
+                               (plan.from_start ? std::string("start") : std::to_string(step)));
+  for (const auto &[name, secret] : source.secrets) {
+    launch_options.secrets.push_back(name + "=" + secret);
+  }
+  launch_options.description =
+      "PrimeBeaker whole-topology resume of " + source.id +
+      (plan.from_start ? std::string(" from the start (it had no complete checkpoint)")
+                       : " from common checkpoint step " + std::to_string(step));
+
+  return launch_options;
+}
+
+} // namespace
+
+ResumePlan make_plan(const ResumeOptions &options, const ResumeInputs &inputs) {
+  const SourceExperiment &source = inputs.source;
+  const toml::Document &config = *inputs.config;
+  const checkpoints::CheckpointSource &checkpoints = inputs.listing.source;
+  const bool v0_9 = checkpoints::is_v0_9(
+      config, source.v0_9 ? primerl::Generation::v0_9 : primerl::Generation::undetermined);
+  const auto expected_layout = v0_9 ? checkpoints::Layout::v0_9 : checkpoints::Layout::v0_8_0;
+  if (checkpoints.layout != expected_layout) {
+    throw input_error(config.source_name() + ": a Prime-RL " +
+                      std::string(checkpoints::layout_name(expected_layout)) +
+                      " config, but its checkpoints were listed in the " +
+                      std::string(checkpoints::layout_name(checkpoints.layout)) + " layout");
+  }
+  // Paths of the run (the glue resolves the layout; a v0.8.0 one follows from output_dir).
+  const primerl::RunLayout layout =
+      inputs.layout.output_dir.empty()
+          ? primerl::run_layout(primerl::Generation::v0_8, checkpoints.output_dir, "", {})
+          : inputs.layout;
+  if (inputs.resolved_config_output_dir != inputs.resolved_source_output_dir) {
+    throw failure("config output_dir " + inputs.resolved_config_output_dir.string() +
+                  " does not match source " + inputs.resolved_source_output_dir.string());
+  }
+
+  ResumePlan plan;
+  const std::int64_t step = choose_start(options, inputs, config, plan);
+  const std::string registry = choose_registry(options, source, v0_9);
   plan.source_id = source.id;
   plan.source_name = source.name;
   plan.source_job_ids = source.job_ids;
@@ -329,70 +426,8 @@ ResumePlan make_plan(const ResumeOptions &options, const ResumeInputs &inputs) {
   }
 
   // The launch: the ordinary multi-node RL launcher, fed from the source plus overrides.
-  const launch::LaunchOptions &given = options.overrides;
-  launch::LaunchOptions launch_options;
-  launch_options.toml = plan.generated_config_path;
-  launch_options.image = given.was_given("image") ? given.image : source.image;
-  // The Prime-RL the source's image holds, as its launch recorded it. A source from before
-  // PRIME_RL_VERSION ran what every launch then ran: the cataloged fork (v0.7.1.dev83) for the
-  // v0.8.0 generation, Prime-RL v0.8.1.dev67 for v0.9 (docs/resume.md).
-  if (given.was_given("prime-rl")) {
-    launch_options.prime_rl = given.prime_rl;
-  } else if (!given.was_given("image")) {
-    launch_options.prime_rl = !source.prime_rl_version.empty() ? source.prime_rl_version
-                              : v0_9                           ? "v0.8.1.dev67"
-                                                               : "v0.7.1.dev83";
-  }
-  launch_options.workspace = given.was_given("workspace") ? given.workspace : source.workspace;
-  launch_options.clusters = given.was_given("cluster") ? given.clusters : source.clusters;
-  launch_options.priority =
-      given.was_given("priority") && !given.priority.empty() ? given.priority : source.priority;
-  launch_options.min_runtime_hours =
-      given.was_given("min-runtime-hours") ? given.min_runtime_hours : source.min_runtime_hours;
-  launch_options.budget = given.was_given("budget") ? given.budget : std::string();
-  launch_options.registry = registry;
-  launch_options.mount_path = source.mount_path;
-  launch_options.dataset = source.dataset;
-  launch_options.working_dir = source.working_dir;
-  launch_options.scratch_dir = source.scratch_dir;
-  launch_options.home_dir = source.home_dir;
-  launch_options.gateway_port = source.gateway_port;
-  launch_options.gateway_workers = source.gateway_workers;
-  launch_options.rendezvous_timeout_seconds = source.rendezvous_timeout_seconds;
-  launch_options.max_recoveries =
-      given.was_given("max-recoveries") ? given.max_recoveries : source.max_recoveries;
-  launch_options.max_restarts_on_errors = given.was_given("max-restarts-on-errors")
-                                              ? given.max_restarts_on_errors
-                                              : source.max_restarts_on_errors;
-  // Who recovers the new experiment: as the source said (a source from before the choice gets
-  // the default, a controller), unless --recover says otherwise.
-  launch_options.recover = given.was_given("recover") ? given.recover : source.recover;
-  launch_options.controller_token_secret = given.controller_token_secret;
-  launch_options.controller_priority = given.controller_priority;
-  launch_options.controller_budget = given.controller_budget;
-  launch_options.controller_clusters = given.controller_clusters;
-  launch_options.controller_name = options.controller_name;
-  for (const auto &[name, count] : source.required_services) {
-    launch_options.required_services.push_back(name + "=" + std::to_string(count));
-  }
-  launch_options.setup_command = source.setup_command;
-  launch_options.wandb_secret = source.wandb_secret.value_or("");
-  launch_options.hf_secret = source.hf_secret.value_or("");
-  launch_options.wandb_run_id = source.wandb_run_id.value_or(inputs.random_run_id);
-  for (const auto &[name, value] : source.env) {
-    launch_options.env.push_back(name + "=" + value);
-  }
-  launch_options.env.push_back("PRIMEBEAKER_RESUME_PARENT_EXPERIMENT_ID=" + source.id);
-  launch_options.env.push_back("PRIMEBEAKER_RESUME_STEP=" +
-                               (plan.from_start ? std::string("start") : std::to_string(step)));
-  for (const auto &[name, secret] : source.secrets) {
-    launch_options.secrets.push_back(name + "=" + secret);
-  }
-  launch_options.description =
-      "PrimeBeaker whole-topology resume of " + source.id +
-      (plan.from_start ? std::string(" from the start (it had no complete checkpoint)")
-                       : " from common checkpoint step " + std::to_string(step));
-
+  const launch::LaunchOptions launch_options = relaunch_options(
+      options, source, plan, registry, v0_9, step, inputs.random_run_id);
   launch::LaunchInputs launch_inputs;
   launch_inputs.program = launch::Program::rl;
   launch_inputs.document = &generated;

@@ -581,14 +581,35 @@ public:
         m_actor(options.actor.empty() ? actor_identity(options.controller) : options.actor),
         m_by_hand(fmt::format("resume by hand: primebeaker rl resume {}", run.id)) {}
 
+  // One recovery, step by step: find the run's ledger; settle a claim already there (or follow a
+  // resubmission already recorded); judge the budget and wait; claim; submit.
   RecoverResult run() {
+    if (!open_ledger()) {
+      return m_result;
+    }
+    if (const auto *claim = m_history.claim_of(m_run.id)) {
+      return settle(*claim);
+    }
+    if (follows_earlier_resubmission() || !judge() || !wait(m_wait) || !reread()) {
+      return m_result;
+    }
+    // Another actor may have claimed it while we waited.
+    if (const auto *claim = m_history.claim_of(m_run.id)) {
+      return settle(*claim);
+    }
+    return claim_and_submit();
+  }
+
+private:
+  // Finds and reads the run's ledger; false (having said why) when it cannot be used from here.
+  bool open_ledger() {
     const auto where = ledger_location(m_run);
     if (where.dir.empty()) {
       say(fmt::format("not resubmitting {}: its ledger cannot be found ({}); {}",
                       m_run.id,
                       where.error,
                       m_by_hand));
-      return m_result;
+      return false;
     }
     std::error_code ec;
     if (!stdfs::is_directory(where.output_dir, ec)) {
@@ -597,29 +618,36 @@ public:
                       m_run.id,
                       where.output_dir.string(),
                       m_by_hand));
-      return m_result;
+      return false;
     }
     m_dir = where.dir;
     m_state.ledger_dir = m_dir;
     if (!reread()) {
-      return m_result;
+      return false;
     }
     if (!m_history.unreadable.empty()) {
       say(fmt::format("warning: ledger files that could not be read are not counted: {} (in {})",
                       text::join(m_history.unreadable, ", "),
                       m_dir.string()));
     }
-    if (const auto *claim = m_history.claim_of(m_run.id)) {
-      return settle(*claim);
-    }
+    return true;
+  }
+
+  // True when the ledger already records a resubmission of this experiment: that one is followed.
+  bool follows_earlier_resubmission() {
     if (const auto child = already_resubmitted(m_history, m_run.id); !child.empty()) {
       say(fmt::format("{} was already resubmitted as {} (ledger {}); following it",
                       m_run.id,
                       child,
                       m_dir.string()));
       m_result.child = child;
-      return m_result;
+      return true;
     }
+    return false;
+  }
+
+  // Whether the budget allows this recovery (said either way), and how long to wait first.
+  bool judge() {
     const auto budget = recovery_budget(m_run, m_history);
     m_verdict = judge_recovery(m_run, budget, recoveries_used(m_history));
     if (!m_verdict.resubmit) {
@@ -629,7 +657,7 @@ public:
                       m_verdict.refusal,
                       m_by_hand));
       m_result.not_recoverable = m_verdict.certain;
-      return m_result;
+      return false;
     }
     m_wait = recovery_wait(m_options, m_state.resubmissions);
     say(fmt::format("{} {}: recovery {} of {} {} {}: primebeaker rl resume {}",
@@ -640,16 +668,11 @@ public:
                     m_verdict.budget,
                     m_wait.count() == 0 ? std::string("now") : "in " + wait_text(m_wait),
                     m_run.id));
-    if (!wait(m_wait)) {
-      return m_result;
-    }
-    // Another actor may have claimed it while we waited.
-    if (!reread()) {
-      return m_result;
-    }
-    if (const auto *claim = m_history.claim_of(m_run.id)) {
-      return settle(*claim);
-    }
+    return true;
+  }
+
+  // Claims the recovery in the ledger and submits it, or settles the claim another actor won.
+  RecoverResult claim_and_submit() {
     ledger::Claim mine;
     mine.source_experiment = m_run.id;
     mine.generation = 1;
@@ -679,7 +702,6 @@ public:
     return submit(mine, false);
   }
 
-private:
   void say(const std::string &line) {
     m_err << "primebeaker: " << line << '\n';
     m_err.flush();
