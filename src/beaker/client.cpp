@@ -6,7 +6,10 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cctype>
 #include <regex>
+#include <thread>
 
 namespace pb::beaker {
 
@@ -115,8 +118,42 @@ void require_program(const std::string &program,
   }
 }
 
-Client::Client(proc::Runner &runner, std::string program)
-    : m_runner(runner), m_program(std::move(program)) {}
+bool is_transient_failure(std::string_view stderr_text) {
+  std::string text(stderr_text);
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) {
+    return static_cast<char>(std::tolower(c));
+  });
+  for (const std::string_view marker : {"timeout",
+                                        "timed out",
+                                        "deadline exceeded",
+                                        "connection refused",
+                                        "connection reset",
+                                        "broken pipe",
+                                        "eof",
+                                        "temporarily unavailable",
+                                        "temporary failure",
+                                        "try again",
+                                        "too many requests",
+                                        "429",
+                                        "500 internal server error",
+                                        "502",
+                                        "503",
+                                        "504",
+                                        "bad gateway",
+                                        "service unavailable",
+                                        "no such host",
+                                        "network is unreachable",
+                                        "tls handshake"}) {
+    if (text.find(marker) != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
+Client::Client(proc::Runner &runner, std::string program, Timing timing, RetryPolicy retry)
+    : m_runner(runner), m_program(std::move(program)), m_timing(std::move(timing)),
+      m_retry(retry) {}
 
 proc::Result Client::run(const proc::Argv &args) {
   proc::Command command;
@@ -132,20 +169,52 @@ proc::Result Client::run(const proc::Argv &args) {
 }
 
 proc::Result Client::run_checked(const proc::Argv &args, const std::string &what) {
-  auto result = run(args);
-  if (!result.ok()) {
+  auto delay = m_retry.first_delay;
+  for (int attempt = 1;; ++attempt) {
+    const proc::Result result = run(args);
+    if (result.ok()) {
+      return result;
+    }
     std::string detail(text::trim(result.err));
     if (detail.empty()) {
       detail = std::string(text::trim(result.out));
     }
-    throw tool_error(fmt::format("{} {} failed ({}){}{}",
-                                 m_program,
-                                 what,
-                                 result.status(),
-                                 detail.empty() ? "" : ": ",
-                                 detail));
+    const bool interrupted = m_timing.interrupted && m_timing.interrupted() != 0;
+    const bool transient = result.timed_out || is_transient_failure(detail);
+    if (interrupted || !transient || attempt >= m_retry.attempts) {
+      Error error = tool_error(fmt::format("{} {} failed ({}){}{}",
+                                           m_program,
+                                           what,
+                                           result.status(),
+                                           detail.empty() ? "" : ": ",
+                                           detail));
+      if (transient && !interrupted && attempt > 1) {
+        error.add_context(fmt::format("gave up after {} attempts", attempt));
+      }
+      throw error;
+    }
+    spdlog::warn("{} {} failed ({}), retrying in {} ms: {}",
+                 m_program,
+                 what,
+                 result.status(),
+                 delay.count(),
+                 detail);
+    const bool slept =
+        m_timing.sleep ? m_timing.sleep(delay) : (std::this_thread::sleep_for(delay), true);
+    if (!slept) {
+      throw tool_error(fmt::format("{} {} interrupted while retrying", m_program, what));
+    }
+    delay = std::min(delay * 2, m_retry.max_delay);
   }
-  return result;
+}
+
+OrderedJson Client::run_json(const proc::Argv &args, const std::string &what) {
+  const auto result = run_checked(args, what);
+  auto parsed = OrderedJson::parse(result.out, nullptr, false);
+  if (parsed.is_discarded()) {
+    throw tool_error(fmt::format("{} {} printed something that is not JSON", m_program, what));
+  }
+  return parsed;
 }
 
 std::string Client::create_experiment(const std::string &name,
@@ -204,6 +273,63 @@ OrderedJson Client::get_experiment(const std::string &id) {
 
 void Client::stop_experiment(const std::string &id) {
   run_checked({"experiment", "stop", id}, "experiment stop " + id);
+}
+
+std::optional<OrderedJson> Client::find_experiment(const std::string &reference) {
+  OrderedJson got;
+  try {
+    got = get_experiment(reference);
+  } catch (const Error &error) {
+    std::string message = error.what();
+    std::transform(message.begin(), message.end(), message.begin(), [](unsigned char c) {
+      return static_cast<char>(std::tolower(c));
+    });
+    if (message.find("not found") != std::string::npos ||
+        message.find("does not exist") != std::string::npos) {
+      return std::nullopt;
+    }
+    throw;
+  }
+  if (got.empty()) {
+    return std::nullopt;
+  }
+  return OrderedJson(got.front());
+}
+
+std::string Client::job_logs(const std::string &job_id) {
+  return run_checked({"job", "logs", job_id}, "job logs " + job_id).out;
+}
+
+// `beaker <kind> experiments <of> --format json` as a list (one object is wrapped).
+OrderedJson Client::experiments_of(const std::string &kind, const std::string &of) {
+  const std::string what = kind + " experiments " + of;
+  auto got = run_json({kind, "experiments", of, "--format", "json"}, what);
+  if (got.is_object()) {
+    OrderedJson wrapped = OrderedJson::array();
+    wrapped.push_back(std::move(got));
+    return wrapped;
+  }
+  if (!got.is_array()) {
+    throw tool_error(fmt::format("{} {} printed JSON that is not a list", m_program, what));
+  }
+  return got;
+}
+
+OrderedJson Client::group_experiments(const std::string &group) {
+  return experiments_of("group", group);
+}
+
+OrderedJson Client::workspace_experiments(const std::string &ws) {
+  return experiments_of("workspace", ws);
+}
+
+std::string Client::whoami() {
+  const auto got = run_json({"account", "whoami", "--format", "json"}, "account whoami");
+  const OrderedJson &account = got.is_array() && !got.empty() ? got.front() : got;
+  if (account.is_object() && account.contains("name") && account["name"].is_string()) {
+    return account["name"].get<std::string>();
+  }
+  throw tool_error(fmt::format("{} account whoami printed no account name", m_program));
 }
 
 } // namespace pb::beaker

@@ -310,5 +310,13 @@ void RealFileSystem::create_directories(const std::filesystem::path &path) {
   }
 }
 
+void RealFileSystem::rename(const std::filesystem::path &from, const std::filesystem::path &to) {
+  std::error_code ec;
+  std::filesystem::rename(from, to, ec);
+  if (ec) {
+    throw failure(fmt::format("cannot move {} to {}: {}", from.string(), to.string(), ec.message()));
+  }
+}
+
 } // namespace pb::fs
 

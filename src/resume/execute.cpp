@@ -181,33 +181,19 @@ void refuse_existing(const stdfs::path &path) {
   }
 }
 
-void create_parent(const stdfs::path &path) {
-  std::error_code ec;
-  stdfs::create_directories(path.parent_path(), ec);
-  if (ec) {
-    throw failure("cannot create " + path.parent_path().string() + ": " + ec.message());
-  }
-}
-
 // Moves <out>/run_default/broadcasts aside (never deletes it); nullopt when there is none.
-std::optional<stdfs::path> archive_broadcasts(const ResumePlan &plan) {
-  std::error_code ec;
-  const auto status = stdfs::symlink_status(plan.broadcasts_dir, ec);
-  if (!stdfs::exists(status)) {
+std::optional<stdfs::path> archive_broadcasts(const ResumePlan &plan, fs::FileSystem &files) {
+  if (!files.exists(plan.broadcasts_dir)) {
     return std::nullopt;
   }
-  if (!stdfs::is_directory(status)) {
+  if (!files.is_directory(plan.broadcasts_dir)) {
     throw failure("Prime-RL broadcast state is not a directory: " + plan.broadcasts_dir.string());
   }
-  if (stdfs::exists(stdfs::symlink_status(plan.broadcast_archive, ec))) {
+  if (files.exists(plan.broadcast_archive)) {
     throw failure("refusing to overwrite broadcast archive: " + plan.broadcast_archive.string());
   }
-  create_parent(plan.broadcast_archive);
-  stdfs::rename(plan.broadcasts_dir, plan.broadcast_archive, ec);
-  if (ec) {
-    throw failure("cannot move " + plan.broadcasts_dir.string() + " to " +
-                  plan.broadcast_archive.string() + ": " + ec.message());
-  }
+  files.create_directories(plan.broadcast_archive.parent_path());
+  files.rename(plan.broadcasts_dir, plan.broadcast_archive);
   spdlog::info("moved {} to {}", plan.broadcasts_dir.string(), plan.broadcast_archive.string());
   return plan.broadcast_archive;
 }
@@ -331,12 +317,12 @@ OrderedJson execute(const ResumePlan &plan, ResumeEffects &effects) {
 
   // The resume TOML first: it is inert until submitted, and from here on every failure leaves
   // a manifest saying how far the attempt got.
-  create_parent(plan.generated_config_path);
+  effects.files.create_directories(plan.generated_config_path.parent_path());
   effects.files.write_file_atomic(plan.generated_config_path, plan.generated_config);
   spdlog::info("wrote {}", plan.generated_config_path.string());
 
   const auto write_manifest = [&](const OrderedJson &manifest) {
-    create_parent(plan.manifest_path);
+    effects.files.create_directories(plan.manifest_path.parent_path());
     refuse_existing(plan.manifest_path);
     effects.files.write_file_atomic(plan.manifest_path, to_pretty_json(manifest));
   };
@@ -344,7 +330,7 @@ OrderedJson execute(const ResumePlan &plan, ResumeEffects &effects) {
   std::string beaker_stdout;
   OrderedJson controller;
   try {
-    archive = archive_broadcasts(plan);
+    archive = archive_broadcasts(plan, effects.files);
     launch::LaunchEffects launch_effects{effects.files, effects.beaker, effects.stager};
     const OrderedJson receipt = launch::execute_submit(plan.launch, launch_effects);
     beaker_stdout = receipt.value("stdout", "");

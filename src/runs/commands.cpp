@@ -29,8 +29,11 @@ namespace pb::runs {
 
 namespace {
 
-BeakerCalls make_beaker(proc::Runner &runner, Timing timing = {}) {
-  return BeakerCalls(runner, beaker::program_from_environment(env::snapshot()), std::move(timing));
+beaker::Client make_beaker(proc::Runner &runner, Timing timing = {}) {
+  return beaker::Client(runner,
+                        beaker::program_from_environment(env::snapshot()),
+                        std::move(timing),
+                        beaker::RetryPolicy::for_reads());
 }
 
 struct Loaded {
@@ -38,7 +41,7 @@ struct Loaded {
   RunView run;
 };
 
-Loaded load(const std::string &run_argument, BeakerCalls &beaker) {
+Loaded load(const std::string &run_argument, beaker::Client &beaker) {
   Loaded loaded;
   loaded.target = resolve_target(run_argument, beaker);
   loaded.run = parse_run(
@@ -50,7 +53,7 @@ Loaded load(const std::string &run_argument, BeakerCalls &beaker) {
 // resumed lives on in its newest experiment, which replaces the one named in `loaded`. Returns
 // the chain's chain_json (null where the ledger is not visible here: then the named experiment
 // is all that is known). `say`: tell stderr when the newest is not the one named.
-OrderedJson to_newest(Loaded &loaded, BeakerCalls &beaker, bool say) {
+OrderedJson to_newest(Loaded &loaded, beaker::Client &beaker, bool say) {
   const auto where = ledger_location(loaded.run);
   std::error_code ec;
   if (where.dir.empty() || !std::filesystem::is_directory(where.output_dir, ec)) {
@@ -83,7 +86,7 @@ struct StatusOptions {
 };
 
 // The runs of a sweep and a one-line summary of their outcomes ("2 running, 1 succeeded").
-std::vector<RunView> sweep_runs(const SweepTargets &sweep, BeakerCalls &beaker) {
+std::vector<RunView> sweep_runs(const SweepTargets &sweep, beaker::Client &beaker) {
   std::vector<RunView> runs;
   for (const auto &target : sweep.variants) {
     runs.push_back(
@@ -104,7 +107,7 @@ std::string sweep_summary(const SweepTargets &sweep, const std::vector<RunView> 
   return fmt::format("sweep {}: {} variants: {}", sweep.name, runs.size(), text::join(parts, ", "));
 }
 
-void sweep_status(const SweepTargets &sweep, BeakerCalls &beaker, bool json) {
+void sweep_status(const SweepTargets &sweep, beaker::Client &beaker, bool json) {
   const auto runs = sweep_runs(sweep, beaker);
   if (json) {
     OrderedJson out = OrderedJson::object();
@@ -312,7 +315,7 @@ bool confirm(const std::string &question) {
          trimmed == "Yes";
 }
 
-OrderedJson stop_loaded(Loaded loaded, const StopOptions &options, BeakerCalls &beaker, bool ask);
+OrderedJson stop_loaded(Loaded loaded, const StopOptions &options, beaker::Client &beaker, bool ask);
 void finish_stop(const OrderedJson &out, const std::vector<const OrderedJson *> &runs);
 
 void run_stop(const StopOptions &options) {
@@ -347,7 +350,7 @@ void run_stop(const StopOptions &options) {
   finish_stop(out, {&out});
 }
 
-OrderedJson stop_loaded(Loaded loaded, const StopOptions &options, BeakerCalls &beaker, bool ask) {
+OrderedJson stop_loaded(Loaded loaded, const StopOptions &options, beaker::Client &beaker, bool ask) {
   // A run that was resubmitted lives on in its newest experiment: that is what stop stops.
   to_newest(loaded, beaker, true);
   const auto &run = loaded.run;

@@ -187,7 +187,7 @@ namespace {
 // (counted from `started`) or a signal arrives.
 int follow_one(const std::string &experiment_id,
                const FollowOptions &options,
-               BeakerCalls &beaker,
+               beaker::Client &beaker,
                std::ostream &out,
                std::ostream &err,
                TimePoint started,
@@ -344,7 +344,7 @@ int follow_one(const std::string &experiment_id,
 
 int follow_run(const std::string &experiment_id,
                const FollowOptions &options,
-               BeakerCalls &beaker,
+               beaker::Client &beaker,
                std::ostream &out,
                std::ostream &err) {
   Timing &timing = beaker.timing();
@@ -491,10 +491,10 @@ int follow(const std::string &experiment_id,
            proc::Runner &runner,
            std::ostream &out) {
   const signals::Scope guard;
-  BeakerCalls beaker(runner,
-                     beaker::program_from_environment(env::snapshot()),
-                     interruptible_timing(),
-                     options.retry);
+  beaker::Client beaker(runner,
+                        beaker::program_from_environment(env::snapshot()),
+                        interruptible_timing(),
+                        options.retry);
   return follow_run(experiment_id, options, beaker, out, std::cerr);
 }
 

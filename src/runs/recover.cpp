@@ -571,7 +571,7 @@ public:
   Recovery(const RunView &run,
            const RecoverOptions &options,
            RecoverState &state,
-           BeakerCalls &beaker,
+           beaker::Client &beaker,
            Clock &clock,
            const std::function<bool(std::chrono::milliseconds)> &sleep,
            const std::function<int()> &signal,
@@ -1009,7 +1009,7 @@ private:
   const RunView &m_run;
   const RecoverOptions &m_options;
   RecoverState &m_state;
-  BeakerCalls &m_beaker;
+  beaker::Client &m_beaker;
   Clock &m_clock;
   const std::function<bool(std::chrono::milliseconds)> &m_sleep;
   const std::function<int()> &m_signal;
@@ -1029,7 +1029,7 @@ private:
 RecoverResult recover_run(const RunView &run,
                           const RecoverOptions &options,
                           RecoverState &state,
-                          BeakerCalls &beaker,
+                          beaker::Client &beaker,
                           Clock &clock,
                           const std::function<bool(std::chrono::milliseconds)> &sleep,
                           const std::function<int()> &signal,

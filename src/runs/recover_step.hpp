@@ -37,7 +37,7 @@ std::string wait_text(std::chrono::milliseconds wait);
 RecoverResult recover_run(const RunView &run,
                           const RecoverOptions &options,
                           RecoverState &state,
-                          BeakerCalls &beaker,
+                          beaker::Client &beaker,
                           Clock &clock,
                           const std::function<bool(std::chrono::milliseconds)> &sleep,
                           const std::function<int()> &signal,

@@ -111,8 +111,7 @@ SweepResult submit_sweep(const SweepPlan &plan, launch::LaunchEffects &effects) 
   const auto path = spec_dir.parent_path() / "sweeps" / (plan.name + ".json");
   receipt["receipt_path"] = path.string();
   try {
-    std::error_code ec;
-    std::filesystem::create_directories(path.parent_path(), ec);
+    effects.files.create_directories(path.parent_path());
     effects.files.write_file_atomic(path, receipt.dump(2) + "\n");
   } catch (const Error &error) {
     spdlog::warn("the sweep's receipt could not be written to {}: {}", path.string(), error.what());

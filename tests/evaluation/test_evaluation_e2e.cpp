@@ -671,11 +671,14 @@ TEST_F(EvaluationE2E, RequestPreviewOfTheDocumentedExample) {
 TEST_F(EvaluationE2E, RequestSubmitRollsBackToo) {
   const std::string request = R"({"module": "jtc.eval.worker", "image": "docker.io/eval:1",
     "run_dir": "/weka/evals/example", "services": {"terminal_replicas": 1}})";
-  const auto ok = run({"evaluation", "request-submit", "--request-json", request});
+  // --no-stage: the request's mount is /weka, which a test must never write on this machine.
+  const auto ok =
+      run({"evaluation", "request-submit", "--request-json", request, "--no-stage"});
   ASSERT_EQ(ok.exit_code, 0) << ok.err;
   EXPECT_EQ(json::parse(ok.out)["evaluation_experiment_id"], "01EVAL");
   evaluator_fails = true;
-  const auto failed = run({"evaluation", "request-submit", "--request-json", request});
+  const auto failed =
+      run({"evaluation", "request-submit", "--request-json", request, "--no-stage"});
   EXPECT_EQ(failed.exit_code, 4);
   EXPECT_EQ(beaker_calls().back(), (std::vector<std::string>{"experiment", "stop", "01SERVICE"}));
 }

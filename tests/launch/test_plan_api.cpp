@@ -48,6 +48,10 @@ public:
   std::vector<std::string> list_directory(const std::filesystem::path &) override { return {}; }
   void remove(const std::filesystem::path &path) override { removed.push_back(path.string()); }
   void create_directories(const std::filesystem::path &) override {}
+  void rename(const std::filesystem::path &from, const std::filesystem::path &to) override {
+    renamed.push_back(from.string() + " -> " + to.string());
+  }
+  std::vector<std::string> renamed;
   std::vector<std::pair<std::string, std::string>> writes;
   std::vector<std::pair<std::string, std::string>> exclusive; // claims: the index, the owner
   std::vector<std::string> removed;

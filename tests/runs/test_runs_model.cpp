@@ -282,7 +282,7 @@ TEST(RunsBeakerCalls, TransientFailuresBackOffThenSucceed) {
     slept.push_back(d);
     return true;
   };
-  BeakerCalls beaker(runner, "beaker", timing);
+  pb::beaker::Client beaker(runner, "beaker", timing, pb::beaker::RetryPolicy::for_reads());
   const auto got = beaker.get_experiment(k_experiment);
   EXPECT_EQ(parse_run(single_experiment(got, "x")).replicas.size(), 4u);
   EXPECT_EQ(slept,
@@ -303,7 +303,7 @@ TEST(RunsBeakerCalls, PermanentFailureIsNotRetriedAndTransientGivesUp) {
     ++sleeps;
     return true;
   };
-  BeakerCalls beaker(runner, "beaker", timing);
+  pb::beaker::Client beaker(runner, "beaker", timing, pb::beaker::RetryPolicy::for_reads());
   EXPECT_PB_ERROR(beaker.get_experiment("nope"), pb::ExitCode::tool_failed, "not found");
   EXPECT_EQ(sleeps, 0);
 
@@ -344,7 +344,7 @@ TEST(RunsFollowLoop, TimeoutUsesTheInjectedClockAndNeverStops) {
   }
   FakeClock clock;
   const Timing timing = fake_timing(clock);
-  BeakerCalls beaker(runner, "beaker", timing);
+  pb::beaker::Client beaker(runner, "beaker", timing, pb::beaker::RetryPolicy::for_reads());
   FollowOptions options;
   options.timeout = std::chrono::minutes(5);
   options.poll_interval = std::chrono::seconds(60);
@@ -386,7 +386,7 @@ TEST(RunsFollowLoop, KeepsFollowingThroughAnAutoResumedPreemption) {
                     answer(0, "after 1\nafter 2\n")};
   FakeClock clock;
   const Timing timing = fake_timing(clock);
-  BeakerCalls beaker(runner, "beaker", timing);
+  pb::beaker::Client beaker(runner, "beaker", timing, pb::beaker::RetryPolicy::for_reads());
   FollowOptions options;
   options.poll_interval = std::chrono::seconds(30);
   std::ostringstream out, err;
@@ -407,7 +407,7 @@ TEST(RunsFollowLoop, PreemptionWithoutAutoResumeEndsTheFollow) {
                     answer(0, "")};
   Timing timing;
   timing.sleep = [](std::chrono::milliseconds) { return true; };
-  BeakerCalls beaker(runner, "beaker", timing);
+  pb::beaker::Client beaker(runner, "beaker", timing, pb::beaker::RetryPolicy::for_reads());
   std::ostringstream out, err;
   EXPECT_EQ(follow_run(k_experiment, FollowOptions{}, beaker, out, err), k_exit_preempted);
   EXPECT_NE(err.str().find("experiment " + std::string(k_experiment) + " preempted: trainer:0"),

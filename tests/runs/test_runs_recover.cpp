@@ -706,7 +706,7 @@ TEST(RunsRecoverLoop, BacksOffDoublesRecordsAndCountsTheChildsStart) {
     }
     return true;
   };
-  pb::runs::BeakerCalls beaker(runner, "beaker", timing);
+  pb::beaker::Client beaker(runner, "beaker", timing, pb::beaker::RetryPolicy::for_reads());
   pb::runs::FollowOptions options;
   options.poll_interval = std::chrono::seconds(1);
   options.recover.enabled = true;
@@ -769,7 +769,7 @@ TEST(RunsRecoverLoop, AnotherFollowerAlreadyResubmittedItSoItIsFollowedNotResubm
     clock.t += d;
     return true;
   };
-  pb::runs::BeakerCalls beaker(runner, "beaker", timing);
+  pb::beaker::Client beaker(runner, "beaker", timing, pb::beaker::RetryPolicy::for_reads());
   pb::runs::FollowOptions options;
   options.recover.enabled = true;
   options.recover.program = {"pb-self"};
@@ -813,7 +813,7 @@ TEST(RunsRecoverLoop, CtrlCDuringASuccessfulResubmissionRecordsItAndSaysHowToFol
     return true;
   };
   timing.interrupted = [&] { return signal; };
-  pb::runs::BeakerCalls beaker(runner, "beaker", timing);
+  pb::beaker::Client beaker(runner, "beaker", timing, pb::beaker::RetryPolicy::for_reads());
   pb::runs::FollowOptions options;
   options.recover.enabled = true;
   options.recover.program = {"pb-self"};
@@ -874,7 +874,7 @@ struct ControllerScene {
   }
 
   int follow() {
-    pb::runs::BeakerCalls beaker(runner, "beaker", timing);
+    pb::beaker::Client beaker(runner, "beaker", timing, pb::beaker::RetryPolicy::for_reads());
     return pb::runs::follow_run("E1", options, beaker, logs, err);
   }
 };

@@ -77,6 +77,9 @@ public:
   virtual void remove(const std::filesystem::path &path) = 0;
   // A directory and its parents; pb::Error (exit 1) "cannot create DIR: reason" when it cannot.
   virtual void create_directories(const std::filesystem::path &path) = 0;
+  // Moves a file or directory to a path that does not exist; pb::Error (exit 1) "cannot move A
+  // to B: reason" when it cannot.
+  virtual void rename(const std::filesystem::path &from, const std::filesystem::path &to) = 0;
 };
 
 // The real thing.
@@ -90,6 +93,7 @@ public:
   std::vector<std::string> list_directory(const std::filesystem::path &path) override;
   void remove(const std::filesystem::path &path) override;
   void create_directories(const std::filesystem::path &path) override;
+  void rename(const std::filesystem::path &from, const std::filesystem::path &to) override;
 };
 
 } // namespace pb::fs

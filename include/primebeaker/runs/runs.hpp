@@ -5,6 +5,7 @@
 // follow loop behind `primebeaker follow` and `submit --follow`.
 #pragma once
 
+#include <primebeaker/beaker/client.hpp>
 #include <primebeaker/core/clock.hpp>
 #include <primebeaker/core/json.hpp>
 #include <primebeaker/core/process.hpp>
@@ -123,58 +124,13 @@ bool is_primebeaker_launch(const OrderedJson &experiment);
 // "2 running, 1 pending" (states in a fixed order). Pure.
 std::string state_summary(const RunView &run);
 
-// ---- Talking to beaker, with backoff ----
+// ---- Talking to beaker ----
 
-// How waits happen: the clock and the sleep are injectable so tests never sleep. `sleep`
-// returns false when it was interrupted (Ctrl-C). `interrupted` gives the signal that asked
-// us to stop (SIGINT, SIGTERM), 0 for none.
-struct Timing {
-  Clock *clock = nullptr;                               // nullptr: the system clock
-  std::function<bool(std::chrono::milliseconds)> sleep; // empty: std::this_thread::sleep_for
-  std::function<int()> interrupted;                     // empty: never
-};
-
-struct RetryPolicy {
-  int attempts = 6;                            // calls in all, for transient failures
-  std::chrono::milliseconds first_delay{1000}; // doubled after each failure
-  std::chrono::milliseconds max_delay{30000};
-};
-
-// True when beaker's error text looks transient (timeouts, connection refused/reset, EOF,
-// HTTP 429/500/502/503/504, "try again"). Pure.
-bool is_transient_failure(std::string_view stderr_text);
-
-// The `beaker` calls this module makes, each retried with backoff while it fails transiently.
-// A permanent failure (or the last transient one) throws pb::Error exit 4 naming the call.
-class BeakerCalls {
-public:
-  BeakerCalls(proc::Runner &runner, std::string program, Timing timing, RetryPolicy retry = {});
-
-  OrderedJson get_experiment(const std::string &id); // experiment get ID --format json
-  // The experiment `reference` (an id or author/name) names, nullopt when beaker says there is
-  // none ("not found"); other failures throw as get_experiment does.
-  std::optional<OrderedJson> find_experiment(const std::string &reference);
-  std::string job_logs(const std::string &job_id); // job logs JOBID
-  void stop_experiment(const std::string &id);     // experiment stop ID
-  OrderedJson
-  workspace_experiments(const std::string &ws);            // workspace experiments WS --format json
-  std::string whoami();                                    // account whoami --format json -> name
-  OrderedJson group_experiments(const std::string &group); // group experiments G --format json
-
-  Timing &timing() { return m_timing; }
-  proc::Runner &runner() { return m_runner; } // `follow --recover` runs `rl resume` through it
-  const std::string &program() const { return m_program; }
-
-private:
-  proc::Result call(const proc::Argv &args, const std::string &what);
-  OrderedJson call_json(const proc::Argv &args, const std::string &what);
-  OrderedJson experiments_of(const std::string &kind, const std::string &of);
-
-  proc::Runner &m_runner;
-  std::string m_program;
-  Timing m_timing;
-  RetryPolicy m_retry;
-};
+// Through the one beaker::Client (docs/runs.md "Transient failures"): this module's calls are
+// tried again with beaker::RetryPolicy::for_reads() while they fail transiently, and the follow
+// loop waits by the client's Timing.
+using beaker::is_transient_failure;
+using beaker::Timing;
 
 // ---- Following ----
 
@@ -207,7 +163,7 @@ struct FollowOptions {
   // After a preemption of a task Beaker resumes by itself (context.autoResume), how long to
   // wait for its new job before calling the run preempted.
   std::chrono::milliseconds resume_grace{600000};
-  RetryPolicy retry;
+  beaker::RetryPolicy retry = beaker::RetryPolicy::for_reads();
   RecoverOptions recover;
   bool logs = true; // false: states only (the recovery controller saves its beaker calls)
 };
@@ -220,7 +176,7 @@ struct FollowOptions {
 // last experiment followed (--timeout counts from the start, across experiments).
 int follow_run(const std::string &experiment_id,
                const FollowOptions &options,
-               BeakerCalls &beaker,
+               beaker::Client &beaker,
                std::ostream &out,
                std::ostream &err);
 
@@ -282,7 +238,7 @@ std::optional<RunTarget> receipt_target(const std::string &run);
 
 // RUN as given: an existing file is a receipt; an experiment id is used as is; "author/name"
 // as is; a bare name becomes "<you>/<name>" (`beaker account whoami`).
-RunTarget resolve_target(const std::string &run, BeakerCalls &beaker);
+RunTarget resolve_target(const std::string &run, beaker::Client &beaker);
 
 // A sweep (docs/sweep.md) as RUN: its receipt file (`"sweep"` and `"variants"`, each a launch
 // receipt), or `group:<name or id>` (`beaker group experiments`). Its name and one target per
@@ -291,6 +247,6 @@ struct SweepTargets {
   std::string name;
   std::vector<RunTarget> variants;
 };
-std::optional<SweepTargets> resolve_sweep(const std::string &run, BeakerCalls &beaker);
+std::optional<SweepTargets> resolve_sweep(const std::string &run, beaker::Client &beaker);
 
 } // namespace pb::runs
