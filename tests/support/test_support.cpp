@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -116,6 +117,12 @@ RunResult run_primebeaker(const std::vector<std::string> &args, const RunOptions
                      {"HOME", std::filesystem::temp_directory_path().string()},
                      // A login's name: derived defaults (docs/config.md) use it.
                      {"USER", "jdoe"}};
+  // The sanitizer leg's settings (.ci/run) reach the binary as they reach the test process.
+  for (const char *name : {"ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS"}) {
+    if (const char *value = std::getenv(name); value != nullptr) {
+      command.env_set[name] = value;
+    }
+  }
   for (const auto &[name, value] : options.env) {
     command.env_set[name] = value;
   }
