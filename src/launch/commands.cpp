@@ -10,9 +10,9 @@
 #include <primebeaker/core/json.hpp>
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/launch/launch.hpp>
-#include <primebeaker/primerl/rewrite_envs.hpp>
 #include <primebeaker/primerl/config.hpp>
 #include <primebeaker/primerl/release.hpp>
+#include <primebeaker/primerl/rewrite_envs.hpp>
 #include <primebeaker/primerl/schema.hpp>
 #include <primebeaker/runs/runs.hpp>
 #include <primebeaker/staging/stage.hpp>

@@ -5,7 +5,6 @@
 #include "plan_parts.hpp"
 
 #include <primebeaker/beaker/client.hpp>
-#include <primebeaker/recovery/ledger.hpp>
 #include <primebeaker/core/env.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/fs.hpp>
@@ -14,6 +13,7 @@
 #include <primebeaker/images/catalog.hpp>
 #include <primebeaker/launch/launch.hpp>
 #include <primebeaker/primerl/config.hpp>
+#include <primebeaker/recovery/ledger.hpp>
 #include <primebeaker/staging/stage.hpp>
 #include <primebeaker/toml/value.hpp>
 

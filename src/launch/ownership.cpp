@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: MIT
 #include "ownership.hpp"
+
 #include "paths.hpp"
 
-#include <primebeaker/recovery/ledger.hpp>
-#include <primebeaker/core/fs.hpp>
 #include <primebeaker/core/error.hpp>
+#include <primebeaker/core/fs.hpp>
 #include <primebeaker/core/json.hpp>
 #include <primebeaker/core/sha2.hpp>
+#include <primebeaker/recovery/ledger.hpp>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>

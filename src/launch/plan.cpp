@@ -8,7 +8,6 @@
 
 #include <primebeaker/beaker/client.hpp>
 #include <primebeaker/beaker/spec.hpp>
-#include <primebeaker/recovery/ledger.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/random.hpp>
 #include <primebeaker/core/sha2.hpp>
@@ -19,6 +18,7 @@
 #include <primebeaker/primerl/config.hpp>
 #include <primebeaker/primerl/release.hpp>
 #include <primebeaker/primerl/schema.hpp>
+#include <primebeaker/recovery/ledger.hpp>
 #include <primebeaker/staging/stage.hpp>
 #include <primebeaker/toml/value.hpp>
 

@@ -6,9 +6,9 @@
 // the end record.
 #pragma once
 
-#include <primebeaker/recovery/decision.hpp>
 #include <primebeaker/node/replica_plan.hpp>
 #include <primebeaker/primerl/layout.hpp>
+#include <primebeaker/recovery/decision.hpp>
 
 #include <nlohmann/json.hpp>
 

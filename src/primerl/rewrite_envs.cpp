@@ -2,8 +2,8 @@
 // The environment-path rewrite through the lossless TOML engine: only the rewritten string
 // literals change, so comments and layout survive (docs/launch.md).
 #include <primebeaker/core/error.hpp>
-#include <primebeaker/primerl/rewrite_envs.hpp>
 #include <primebeaker/primerl/environments.hpp>
+#include <primebeaker/primerl/rewrite_envs.hpp>
 #include <primebeaker/toml/edit.hpp>
 #include <primebeaker/toml/value.hpp>
 

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // The resume decision of every start (docs/recovery.md): pure decide(), and its few effects.
-#include <primebeaker/recovery/decision.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/primerl/config.hpp>
+#include <primebeaker/recovery/decision.hpp>
 #include <primebeaker/toml/edit.hpp>
 #include <primebeaker/toml/value.hpp>
 

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 // The attempt ledger (docs/recovery.md): records, JSON, exclusive-create writes, the summary.
-#include <primebeaker/recovery/ledger.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/fs.hpp>
 #include <primebeaker/core/random.hpp>
 #include <primebeaker/core/text.hpp>
+#include <primebeaker/recovery/ledger.hpp>
 
 #include <fmt/format.h>
 

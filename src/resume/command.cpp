@@ -5,7 +5,6 @@
 #include "source.hpp"
 
 #include <primebeaker/beaker/client.hpp>
-#include <primebeaker/recovery/ledger.hpp>
 #include <primebeaker/checkpoints/topology.hpp>
 #include <primebeaker/core/command_tree.hpp>
 #include <primebeaker/core/env.hpp>
@@ -13,6 +12,7 @@
 #include <primebeaker/core/fs.hpp>
 #include <primebeaker/core/json.hpp>
 #include <primebeaker/primerl/config.hpp>
+#include <primebeaker/recovery/ledger.hpp>
 #include <primebeaker/runs/recover.hpp>
 #include <primebeaker/runs/runs.hpp>
 #include <primebeaker/staging/stage.hpp>

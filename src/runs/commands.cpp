@@ -4,7 +4,6 @@
 #include "timing.hpp"
 
 #include <primebeaker/beaker/client.hpp>
-#include <primebeaker/recovery/ledger.hpp>
 #include <primebeaker/config/config.hpp>
 #include <primebeaker/core/command_tree.hpp>
 #include <primebeaker/core/env.hpp>
@@ -12,6 +11,7 @@
 #include <primebeaker/core/json.hpp>
 #include <primebeaker/core/signals.hpp>
 #include <primebeaker/core/text.hpp>
+#include <primebeaker/recovery/ledger.hpp>
 #include <primebeaker/runs/recover.hpp>
 #include <primebeaker/runs/runs.hpp>
 

@@ -7,11 +7,11 @@
 #include "timing.hpp"
 
 #include <primebeaker/beaker/client.hpp>
-#include <primebeaker/recovery/ledger.hpp>
 #include <primebeaker/core/env.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/signals.hpp>
 #include <primebeaker/core/text.hpp>
+#include <primebeaker/recovery/ledger.hpp>
 #include <primebeaker/runs/recover.hpp>
 #include <primebeaker/runs/runs.hpp>
 

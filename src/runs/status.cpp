@@ -3,11 +3,11 @@
 // (registry readiness, newest complete checkpoint, W&B URL), docs/runs.md "status".
 #include "status.hpp"
 
-#include <primebeaker/recovery/ledger.hpp>
 #include <primebeaker/checkpoints/scan.hpp>
 #include <primebeaker/checkpoints/topology.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/text.hpp>
+#include <primebeaker/recovery/ledger.hpp>
 #include <primebeaker/registry/registry.hpp>
 #include <primebeaker/registry/wait.hpp>
 #include <primebeaker/runs/recover.hpp>

@@ -10,8 +10,8 @@
 #include <primebeaker/core/json.hpp>
 #include <primebeaker/core/process.hpp>
 #include <primebeaker/core/text.hpp>
-#include <primebeaker/services/launcher_config.hpp>
 #include <primebeaker/services/launcher.hpp>
+#include <primebeaker/services/launcher_config.hpp>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>

@@ -3,11 +3,11 @@
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/sha2.hpp>
 #include <primebeaker/core/text.hpp>
-#include <primebeaker/yaml/tree.hpp>
 #include <primebeaker/sweep/sweep.hpp>
 #include <primebeaker/toml/format.hpp>
 #include <primebeaker/toml/syntax.hpp>
 #include <primebeaker/toml/value.hpp>
+#include <primebeaker/yaml/tree.hpp>
 
 #include <fmt/format.h>
 

@@ -7,8 +7,8 @@
 #include "../../src/node/recovery.hpp"
 
 #include <primebeaker/core/fs.hpp>
-#include <primebeaker/recovery/ledger.hpp>
 #include <primebeaker/recovery/decision.hpp>
+#include <primebeaker/recovery/ledger.hpp>
 #include <primebeaker/toml/value.hpp>
 
 #include <gtest/gtest.h>

@@ -2,8 +2,8 @@
 // The claim of a checkpoint directory by one run (docs/recovery.md "One run per output dir").
 #include "test_support.hpp"
 
-#include <primebeaker/recovery/ledger.hpp>
 #include <primebeaker/core/error.hpp>
+#include <primebeaker/recovery/ledger.hpp>
 
 #include <gtest/gtest.h>
 

@@ -3,8 +3,8 @@
 #include "test_support.hpp"
 
 #include <primebeaker/core/error.hpp>
-#include <primebeaker/services/launcher_config.hpp>
 #include <primebeaker/services/launcher.hpp>
+#include <primebeaker/services/launcher_config.hpp>
 
 #include <gtest/gtest.h>
 

@@ -10,10 +10,10 @@
 // substitutes them, and never builds an argv of its own.
 #pragma once
 
-#include <primebeaker/recovery/decision.hpp>
 #include <primebeaker/core/process.hpp>
 #include <primebeaker/node/env.hpp>
 #include <primebeaker/node/peers.hpp>
+#include <primebeaker/recovery/decision.hpp>
 
 #include <filesystem>
 #include <optional>

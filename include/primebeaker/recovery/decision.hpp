@@ -6,9 +6,9 @@
 // decide() is pure; gather(), set_aside() and remove_stale_state() are the only I/O.
 #pragma once
 
-#include <primebeaker/recovery/ledger.hpp>
 #include <primebeaker/checkpoints/scan.hpp>
 #include <primebeaker/primerl/layout.hpp>
+#include <primebeaker/recovery/ledger.hpp>
 
 #include <cstdint>
 #include <filesystem>

@@ -7,8 +7,8 @@
 // budget, the verdict) is here for tests; follow_run() in runs.hpp drives it.
 #pragma once
 
-#include <primebeaker/recovery/ledger.hpp>
 #include <primebeaker/core/json.hpp>
+#include <primebeaker/recovery/ledger.hpp>
 #include <primebeaker/runs/runs.hpp>
 
 #include <cstdint>
