@@ -15,9 +15,10 @@ bool stderr_is_terminal() {
 }
 
 void init(int verbosity) {
-  auto logger = spdlog::stderr_color_st("primebeaker");
+  // Thread-safe sinks: a sweep submits its variants from several threads (docs/sweep.md).
+  auto logger = spdlog::stderr_color_mt("primebeaker");
   const bool colour = stderr_is_terminal() && std::getenv("NO_COLOR") == nullptr;
-  if (auto *sink = dynamic_cast<spdlog::sinks::stderr_color_sink_st *>(logger->sinks()[0].get())) {
+  if (auto *sink = dynamic_cast<spdlog::sinks::stderr_color_sink_mt *>(logger->sinks()[0].get())) {
     sink->set_color_mode(colour ? spdlog::color_mode::automatic : spdlog::color_mode::never);
   }
   logger->set_pattern("primebeaker: %^%l%$: %v");

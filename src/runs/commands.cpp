@@ -7,6 +7,7 @@
 #include <primebeaker/config/config.hpp>
 #include <primebeaker/core/command_tree.hpp>
 #include <primebeaker/core/env.hpp>
+#include <primebeaker/core/concurrent.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/json.hpp>
 #include <primebeaker/core/signals.hpp>
@@ -86,12 +87,16 @@ struct StatusOptions {
 };
 
 // The runs of a sweep and a one-line summary of their outcomes ("2 running, 1 succeeded").
+// The variants are asked for at most k_sweep_queries at a time (docs/sweep.md "Concurrency").
+constexpr std::size_t k_sweep_queries = 8;
+
 std::vector<RunView> sweep_runs(const SweepTargets &sweep, beaker::Client &beaker) {
-  std::vector<RunView> runs;
-  for (const auto &target : sweep.variants) {
-    runs.push_back(
-        parse_run(single_experiment(beaker.get_experiment(target.reference), target.reference)));
-  }
+  std::vector<RunView> runs(sweep.variants.size());
+  concurrent::for_each_index(sweep.variants.size(), k_sweep_queries, [&](std::size_t i) {
+    const auto &target = sweep.variants[i];
+    runs[i] =
+        parse_run(single_experiment(beaker.get_experiment(target.reference), target.reference));
+  });
   return runs;
 }
 

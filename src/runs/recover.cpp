@@ -830,13 +830,29 @@ private:
 
   // The experiment created under the claim's name, when one was (by a claimant that died before
   // recording it).
-  std::string created_under(const ledger::Claim &claim) {
+  // What a takeover learns of an experiment created under the claim's name: its id, and where
+  // it starts, from the PRIMEBEAKER_RESUME_STEP its `rl resume` gave it ("start" or a step).
+  struct Created {
+    std::string id; // empty: none was created
+    std::optional<std::int64_t> step;
+    bool from_start = false;
+  };
+  Created created_under(const ledger::Claim &claim) {
     const std::string author = !m_run.author.empty() ? m_run.author : m_beaker.whoami();
     const auto found = m_beaker.find_experiment(author + "/" + claim.child_name);
     if (!found) {
       return {};
     }
-    return found->value("id", std::string());
+    Created created;
+    created.id = found->value("id", std::string());
+    const RunView child = parse_run(*found);
+    if (const auto it = child.env.find("PRIMEBEAKER_RESUME_STEP"); it != child.env.end()) {
+      created.from_start = it->second == "start";
+      if (const auto step = text::parse_integer(it->second); step && !created.from_start) {
+        created.step = *step;
+      }
+    }
+    return created;
   }
 
   RecoverResult submit(const ledger::Claim &claim, bool takeover) {
@@ -847,7 +863,7 @@ private:
     const int tries = std::max(1, m_options.resume_tries);
     for (int attempt = 1; attempt <= tries; ++attempt) {
       if (takeover || attempt > 1) {
-        std::string existing;
+        Created existing;
         try {
           existing = created_under(claim);
         } catch (const Error &error) {
@@ -855,8 +871,8 @@ private:
           m_result.retry_later = true;
           break; // cannot tell whether it exists: never submit blindly
         }
-        if (!existing.empty()) {
-          return record(claim, existing, std::nullopt, false);
+        if (!existing.id.empty()) {
+          return record(claim, existing.id, existing.step, existing.from_start);
         }
       }
       proc::Command command;

@@ -40,6 +40,10 @@ void run_sweep(launch::Program program, const SweepOptions &given) {
   if (options.base.toml.empty()) {
     throw usage_error("--toml BASE is required");
   }
+  if (options.parallel < 1 || options.parallel > 64) {
+    throw usage_error(
+        fmt::format("--parallel takes 1 to 64 variants at a time, got {}", options.parallel));
+  }
   if (options.axes.empty() == options.grid.empty()) {
     throw usage_error("a sweep takes --set KEY=V1,V2,... (one or more) or --grid FILE, not both");
   }
@@ -80,7 +84,7 @@ void run_sweep(launch::Program program, const SweepOptions &given) {
   staging::RealStager stager(options.base.verify_stage ? staging::Verify::full
                                                        : staging::Verify::cached);
   launch::LaunchEffects effects{files, client, stager};
-  const auto result = submit_sweep(plan, effects);
+  const auto result = submit_sweep(plan, effects, options.parallel);
   print_json(std::cout, result.receipt);
   if (result.failure) {
     throw *result.failure; // the receipt above says which variants run
@@ -117,6 +121,11 @@ void add_sweep_command(cli::CommandTree &tree, launch::Program program) {
                          options.dry_run,
                          "Plan and check every variant, print them as JSON; submit nothing");
         command.add_flag("--yes", options.yes, "Submit without asking on a terminal");
+        command
+            .add_option("--parallel",
+                        options.parallel,
+                        "Variants submitted at a time (each a few `beaker` calls) [8]")
+            .type_name("N");
         command.callback([&options, program] { run_sweep(program, options); });
       });
 }

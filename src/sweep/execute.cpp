@@ -2,15 +2,21 @@
 // Submitting a sweep: one Beaker group, each variant submitted by the launch module and added to
 // it, one receipt that always says which variants were submitted (sweep.hpp).
 #include <primebeaker/beaker/client.hpp>
+#include <primebeaker/core/concurrent.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/fs.hpp>
 #include <primebeaker/core/text.hpp>
+#include <primebeaker/staging/stage.hpp>
 #include <primebeaker/sweep/sweep.hpp>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <iostream>
+#include <mutex>
+#include <optional>
+#include <vector>
 
 namespace pb::sweep {
 namespace {
@@ -37,7 +43,7 @@ std::string group_id(const std::string &out) {
 
 } // namespace
 
-SweepResult submit_sweep(const SweepPlan &plan, launch::LaunchEffects &effects) {
+SweepResult submit_sweep(const SweepPlan &plan, launch::LaunchEffects &effects, int parallel) {
   SweepResult result;
   OrderedJson &receipt = result.receipt;
   receipt["sweep"] = plan.name;
@@ -58,63 +64,98 @@ SweepResult submit_sweep(const SweepPlan &plan, launch::LaunchEffects &effects) 
   }
   receipt["group"] = {{"name", plan.name}, {"id", group}, {"workspace", workspace}};
   receipt["gpus"] = plan.gpus;
-  OrderedJson submitted = OrderedJson::array();
-  OrderedJson not_submitted = OrderedJson::array();
-  for (const auto &variant : plan.variants) {
-    if (result.failure) {
-      not_submitted.push_back(variant.plan.experiment_name);
-      continue;
-    }
-    OrderedJson each;
-    try {
-      each = launch::execute_submit(variant.plan, effects);
-    } catch (const Error &error) {
-      result.failure = Error(error.code(),
-                             fmt::format("variant {} of the sweep {} was not submitted: {}",
-                                         variant.plan.experiment_name,
-                                         plan.name,
-                                         error.what()),
-                             error.context());
-      not_submitted.push_back(variant.plan.experiment_name);
-      continue;
-    }
-    OrderedJson set = OrderedJson::object();
-    for (const auto &[key, literal] : variant.overrides) {
-      set[key] = literal;
-    }
-    each["variant"] = set;
-    const auto id = each.value("experiment_id", OrderedJson());
-    if (id.is_string() && !group.empty()) {
-      const auto added = effects.beaker.run({"group", "add", group, id.get<std::string>()});
-      if (!added.ok()) {
-        each["group_error"] = std::string(text::trim(added.err.empty() ? added.out : added.err));
-        spdlog::warn("{} was submitted but not added to the group {}: {}",
-                     id.get<std::string>(),
-                     plan.name,
-                     each["group_error"].get<std::string>());
+  // Beside the specs, for `status|stop|list` later; rewritten as each create returns.
+  const auto spec_dir = plan.variants.front().plan.spec_path.parent_path();
+  const auto path = spec_dir.parent_path() / "sweeps" / (plan.name + ".json");
+  receipt["receipt_path"] = path.string();
+
+  // Every variant runs the same stage: made or checked once, said once.
+  const launch::LaunchPlan &first = plan.variants.front().plan;
+  if (!first.stage_dir.empty()) {
+    const staging::Staged staged = effects.stager.stage(first.stage_dir);
+    std::cerr << "primebeaker: " << staging::summary(staged, staging::current()) << '\n';
+  }
+
+  std::mutex mutex; // guards what follows, the receipt file and the first failure
+  std::vector<std::optional<OrderedJson>> rows(plan.variants.size());
+  bool stopped = false;
+  const auto write_receipt = [&] {
+    OrderedJson written = receipt;
+    OrderedJson submitted = OrderedJson::array();
+    OrderedJson not_submitted = OrderedJson::array();
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      if (rows[i]) {
+        submitted.push_back(*rows[i]);
+      } else {
+        not_submitted.push_back(plan.variants[i].plan.experiment_name);
       }
     }
-    submitted.push_back(std::move(each));
-  }
-  receipt["complete"] = !result.failure.has_value();
-  receipt["variants"] = std::move(submitted);
-  receipt["not_submitted"] = std::move(not_submitted);
+    written["complete"] = !result.failure.has_value() && not_submitted.empty();
+    written["variants"] = std::move(submitted);
+    written["not_submitted"] = std::move(not_submitted);
+    try {
+      effects.files.create_directories(path.parent_path());
+      effects.files.write_file_atomic(path, written.dump(2) + "\n");
+    } catch (const Error &error) {
+      spdlog::warn("the sweep's receipt could not be written to {}: {}", path.string(), error.what());
+    }
+    return written;
+  };
+  concurrent::for_each_index(
+      plan.variants.size(), static_cast<std::size_t>(std::max(parallel, 1)), [&](std::size_t i) {
+        const Variant &variant = plan.variants[i];
+        {
+          const std::lock_guard<std::mutex> lock(mutex);
+          if (stopped) {
+            return; // after a failure, nothing more is started
+          }
+        }
+        launch::LaunchPlan staged = variant.plan;
+        staged.stage_dir.clear(); // staged above, for all of them
+        OrderedJson each;
+        try {
+          each = launch::execute_submit(staged, effects);
+        } catch (const Error &error) {
+          const std::lock_guard<std::mutex> lock(mutex);
+          if (!result.failure) {
+            result.failure = Error(error.code(),
+                                   fmt::format("variant {} of the sweep {} was not submitted: {}",
+                                               variant.plan.experiment_name,
+                                               plan.name,
+                                               error.what()),
+                                   error.context());
+          }
+          stopped = true;
+          return;
+        }
+        OrderedJson set = OrderedJson::object();
+        for (const auto &[key, literal] : variant.overrides) {
+          set[key] = literal;
+        }
+        each["variant"] = set;
+        const auto id = each.value("experiment_id", OrderedJson());
+        if (id.is_string()) {
+          const auto added = effects.beaker.run({"group", "add", group, id.get<std::string>()});
+          if (!added.ok()) {
+            each["group_error"] =
+                std::string(text::trim(added.err.empty() ? added.out : added.err));
+            spdlog::warn("{} was submitted but not added to the group {}: {}",
+                         id.get<std::string>(),
+                         plan.name,
+                         each["group_error"].get<std::string>());
+          }
+        }
+        const std::lock_guard<std::mutex> lock(mutex);
+        rows[i] = std::move(each);
+        write_receipt();
+      });
+  receipt = write_receipt();
   if (result.failure) {
     result.failure->add_context(
         fmt::format("{} of {} variants were submitted (the receipt lists them); not submitted: {}",
                     receipt["variants"].size(),
                     plan.variants.size(),
                     text::join(receipt["not_submitted"].get<std::vector<std::string>>(), ", ")));
-  }
-  // Beside the specs, for `status|stop|list` later.
-  const auto spec_dir = plan.variants.front().plan.spec_path.parent_path();
-  const auto path = spec_dir.parent_path() / "sweeps" / (plan.name + ".json");
-  receipt["receipt_path"] = path.string();
-  try {
-    effects.files.create_directories(path.parent_path());
-    effects.files.write_file_atomic(path, receipt.dump(2) + "\n");
-  } catch (const Error &error) {
-    spdlog::warn("the sweep's receipt could not be written to {}: {}", path.string(), error.what());
   }
   return result;
 }

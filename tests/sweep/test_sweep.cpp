@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <set>
+#include <sstream>
 
 using nlohmann::json;
 
@@ -235,7 +236,9 @@ TEST_F(Sweep, SubmitsOneGroupAndAHalfSubmittedSweepSaysWhichVariantsRun) {
   FakeAnswer created{k_created_stdout};
   FakeAnswer refused{"", 1, "Error: quota exceeded\n"};
   m_beaker.on_sequence({"experiment", "create"}, {created, created, refused});
-  const auto result = run(sweep({"--set", "trainer.optim.lr=1e-5,2e-5,3e-5,4e-5", "--yes"}));
+  // One at a time, so that the third create is the third variant's.
+  const auto result = run(
+      sweep({"--set", "trainer.optim.lr=1e-5,2e-5,3e-5,4e-5", "--yes", "--parallel", "1"}));
   EXPECT_EQ(result.exit_code, 4) << result.err;
   EXPECT_NE(result.err.find("variant primebeaker-example-rl-lr-3e-5 of the sweep "
                             "primebeaker-example-rl-sweep was not submitted"),
@@ -255,6 +258,58 @@ TEST_F(Sweep, SubmitsOneGroupAndAHalfSubmittedSweepSaysWhichVariantsRun) {
   EXPECT_EQ(m_beaker.calls_matching({"group", "create"}).front().argv.back(),
             "primebeaker-example-rl-sweep");
   EXPECT_TRUE(std::filesystem::exists(receipt["receipt_path"].get<std::string>()));
+}
+
+// Variants are submitted --parallel at a time: against a `beaker` whose creates take 0.4 s, the
+// creates of a 6-variant sweep overlap, never more than 3 at once, and the receipt (on disk as in
+// the output) names every one.
+TEST_F(Sweep, VariantsAreSubmittedConcurrentlyAtMostParallelAtATime) {
+  const auto log = m_tmp.path() / "creates.log";
+  const auto slow = m_tmp.path() / "slow-beaker";
+  pb::test::write_file(slow,
+             "#!/bin/bash\n"
+             "case \"$1 $2\" in\n"
+             "  'group create') echo '[{\"id\": \"01GROUP000000000000000000B\"}]' ;;\n"
+             "  'experiment create')\n"
+             "    echo \"start $(date +%s%N)\" >> " + log.string() + "\n"
+             "    sleep 0.4\n"
+             "    echo \"end $(date +%s%N)\" >> " + log.string() + "\n"
+             "    echo \"[{\\\"id\\\": \\\"01X$4\\\", \\\"name\\\": \\\"$4\\\"}]\" ;;\n"
+             "  *) ;;\n"
+             "esac\n");
+  std::filesystem::permissions(slow, std::filesystem::perms::owner_all);
+  const auto result =
+      run(sweep({"--set", "max_steps=1,2,3,4,5,6", "--yes", "--parallel", "3"}),
+          true,
+          {{"PRIMEBEAKER_BEAKER", slow.string()}});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto receipt = json::parse(result.out);
+  EXPECT_EQ(receipt["complete"], true);
+  ASSERT_EQ(receipt["variants"].size(), 6u);
+  EXPECT_EQ(json::parse(pb::test::read_file(receipt["receipt_path"].get<std::string>())), receipt);
+  // The most creates running at once, from their start and end times.
+  std::vector<std::pair<long long, int>> events;
+  std::istringstream lines(pb::test::read_file(log));
+  for (std::string word, time; lines >> word >> time;) {
+    events.emplace_back(std::stoll(time), word == "start" ? 1 : -1);
+  }
+  ASSERT_EQ(events.size(), 12u);
+  std::sort(events.begin(), events.end());
+  int running = 0, most = 0;
+  for (const auto &[time, step] : events) {
+    running += step;
+    most = std::max(most, running);
+  }
+  EXPECT_GE(most, 2) << "no two creates overlapped";
+  EXPECT_LE(most, 3);
+  // The stage was checked once, and said once.
+  EXPECT_LE(std::count(result.err.begin(), result.err.end(), '\n'), 2) << result.err;
+  const auto said = result.err.find("primebeaker: staged primebeaker");
+  ASSERT_NE(said, std::string::npos) << result.err;
+  EXPECT_EQ(result.err.find("primebeaker: staged primebeaker", said + 1), std::string::npos);
+  // --parallel takes 1 to 64.
+  const auto refused = run(sweep({"--set", "max_steps=1,2", "--yes", "--parallel", "0"}));
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
 }
 
 TEST_F(Sweep, StopAndStatusOfASweepReceiptCoverEveryVariant) {

@@ -54,6 +54,7 @@ struct SweepOptions {
   bool dry_run = false;
   bool yes = false;
   std::string group; // the Beaker group's name; default: the base name + "-sweep"
+  int parallel = 8;  // at most this many variants submitted (beaker calls) at a time
 };
 
 struct Variant {
@@ -89,6 +90,8 @@ struct SweepResult {
   OrderedJson receipt;
   std::optional<Error> failure;
 };
-SweepResult submit_sweep(const SweepPlan &plan, launch::LaunchEffects &effects);
+// Submits the variants `parallel` at a time (each: stage check, spec, claim, create, group add);
+// the receipt file is rewritten as each create returns, so it always names what was submitted.
+SweepResult submit_sweep(const SweepPlan &plan, launch::LaunchEffects &effects, int parallel = 8);
 
 } // namespace pb::sweep
