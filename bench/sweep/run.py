@@ -71,7 +71,14 @@ def main():
         for size in [int(s) for s in args.sizes.split(",")]:
             for parallel in (1, 8):
                 values = ",".join(str(i) for i in range(1, size + 1))
-                argv = [binary, "rl", "sweep", "--toml", "rl/rl.toml", "--set",
+                # Each leg its own output dirs: a second leg into the first's is refused.
+                toml = os.path.join(mount, "rl", f"rl-{size}-{parallel}.toml")
+                with open(os.path.join(mount, "rl", "rl.toml")) as f:
+                    text = f.read()
+                with open(toml, "w") as f:
+                    f.write(text.replace('output_dir = "outputs/tiny-rl"',
+                                         f'output_dir = "outputs/{size}-{parallel}"'))
+                argv = [binary, "rl", "sweep", "--toml", toml, "--set",
                         f"max_steps={values}", "--yes", "--parallel", str(parallel),
                         "--group", f"bench-{size}-{parallel}"] + paths
                 run_env = dict(env, PRIMEBEAKER_LAUNCH_ID=f"bench{size}p{parallel}")

@@ -510,10 +510,14 @@ void run_list(const ListOptions &given) {
       throw input_error(fmt::format(
           "--sweep {}: not a sweep receipt (docs/sweep.md) nor group:NAME", options.sweep));
     }
+    std::vector<OrderedJson> found(sweep->variants.size());
+    concurrent::for_each_index(found.size(), k_sweep_queries, [&](std::size_t i) {
+      const auto &target = sweep->variants[i];
+      found[i] = single_experiment(beaker.get_experiment(target.reference), target.reference);
+    });
     experiments = OrderedJson::array();
-    for (const auto &target : sweep->variants) {
-      experiments.push_back(
-          single_experiment(beaker.get_experiment(target.reference), target.reference));
+    for (auto &experiment : found) {
+      experiments.push_back(std::move(experiment));
     }
   } else {
     experiments = beaker.workspace_experiments(options.workspace);
