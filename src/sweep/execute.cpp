@@ -49,7 +49,14 @@ SweepResult submit_sweep(const SweepPlan &plan, launch::LaunchEffects &effects, 
   receipt["sweep"] = plan.name;
   receipt["base"] = plan.base;
   const std::string &workspace = plan.variants.front().plan.workspace;
-  // The group first: a sweep whose group cannot be made submits nothing.
+  // Every variant runs the same stage: made or checked once, said once, before anything is
+  // created (a mount that refuses it leaves no empty group behind).
+  const launch::LaunchPlan &first = plan.variants.front().plan;
+  if (!first.stage_dir.empty()) {
+    const staging::Staged staged = effects.stager.stage(first.stage_dir);
+    std::cerr << "primebeaker: " << staging::summary(staged, staging::current()) << '\n';
+  }
+  // Then the group: a sweep whose group cannot be made submits nothing.
   const auto created = effects.beaker.run_checked(
       {"group", "create", "--workspace", workspace, "--format", "json", plan.name}, "group create");
   const std::string group = group_id(created.out);
@@ -68,13 +75,6 @@ SweepResult submit_sweep(const SweepPlan &plan, launch::LaunchEffects &effects, 
   const auto spec_dir = plan.variants.front().plan.spec_path.parent_path();
   const auto path = spec_dir.parent_path() / "sweeps" / (plan.name + ".json");
   receipt["receipt_path"] = path.string();
-
-  // Every variant runs the same stage: made or checked once, said once.
-  const launch::LaunchPlan &first = plan.variants.front().plan;
-  if (!first.stage_dir.empty()) {
-    const staging::Staged staged = effects.stager.stage(first.stage_dir);
-    std::cerr << "primebeaker: " << staging::summary(staged, staging::current()) << '\n';
-  }
 
   std::mutex mutex; // guards what follows, the receipt file and the first failure
   std::vector<std::optional<OrderedJson>> rows(plan.variants.size());

@@ -393,7 +393,9 @@ TEST_F(Sweep, AGroupCreateWithoutAnIdSubmitsNothing) {
     EXPECT_EQ(result.exit_code, 4) << answer << ": " << result.err;
     EXPECT_NE(result.err.find("answered no group id"), std::string::npos) << result.err;
     EXPECT_NE(result.err.find("no variant was submitted"), std::string::npos) << result.err;
-    EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+    // The stage line (the stage is checked before anything is created), then the one error.
+    EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 2) << result.err;
+    EXPECT_EQ(result.err.rfind("primebeaker: staged primebeaker", 0), 0u) << result.err;
     EXPECT_TRUE(m_beaker.calls_matching({"experiment", "create"}).empty()) << answer;
     EXPECT_TRUE(m_beaker.calls_matching({"group", "add"}).empty()) << answer;
     EXPECT_EQ(result.out, "") << answer; // no receipt printed
