@@ -270,7 +270,7 @@ pb::proc::Result answer(int code, std::string out, std::string err = {}) {
   return result;
 }
 
-TEST(RunsBeakerCalls, TransientFailuresBackOffThenSucceed) {
+TEST(BeakerClientRetries, TransientFailuresBackOffThenSucceed) {
   ScriptedRunner runner;
   runner.answers = {answer(1, "", "Get \"https://beaker.org/api\": dial tcp: connection refused"),
                     answer(1, "", "503 Service Unavailable"),
@@ -294,7 +294,7 @@ TEST(RunsBeakerCalls, TransientFailuresBackOffThenSucceed) {
             (pb::proc::Argv{"beaker", "experiment", "get", k_experiment, "--format", "json"}));
 }
 
-TEST(RunsBeakerCalls, PermanentFailureIsNotRetriedAndTransientGivesUp) {
+TEST(BeakerClientRetries, PermanentFailureIsNotRetriedAndTransientGivesUp) {
   ScriptedRunner runner;
   runner.answers = {answer(1, "", "experiment \"nope\" not found")};
   Timing timing;
