@@ -152,8 +152,8 @@ bool is_transient_failure(std::string_view stderr_text) {
 }
 
 Client::Client(proc::Runner &runner, std::string program, Timing timing, RetryPolicy retry)
-    : m_runner(runner), m_program(std::move(program)), m_timing(std::move(timing)),
-      m_retry(retry) {}
+    : m_runner(runner), m_program(std::move(program)), m_timing(std::move(timing)), m_retry(retry) {
+}
 
 proc::Result Client::run(const proc::Argv &args) {
   proc::Command command;

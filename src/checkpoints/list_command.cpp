@@ -107,13 +107,12 @@ CheckpointSource resolve_source(const ListOptions &options, const fs::path &cwd)
       // A launch gives a v0.8.0 TOML that names no output_dir its own outputs/<run name>
       // (docs/launch.md, "Output dir"): look where that launch wrote, not at Prime-RL's shared
       // default.
-      const std::string name = options.run.empty() ? primerl::launch_run_name(document, "")
-                                                   : options.run;
+      const std::string name =
+          options.run.empty() ? primerl::launch_run_name(document, "") : options.run;
       const std::string text = document.text();
-      const auto placed =
-          toml::Document::parse("output_dir = " + nlohmann::json("outputs/" + name).dump() +
-                                    "\n" + text,
-                                document.source_name());
+      const auto placed = toml::Document::parse(
+          "output_dir = " + nlohmann::json("outputs/" + name).dump() + "\n" + text,
+          document.source_name());
       source = source_from_toml(placed, working_dir, "");
     }
     spdlog::info("working dir {} (from {})", working_dir.string(), origin);

@@ -314,9 +314,9 @@ void RealFileSystem::rename(const std::filesystem::path &from, const std::filesy
   std::error_code ec;
   std::filesystem::rename(from, to, ec);
   if (ec) {
-    throw failure(fmt::format("cannot move {} to {}: {}", from.string(), to.string(), ec.message()));
+    throw failure(
+        fmt::format("cannot move {} to {}: {}", from.string(), to.string(), ec.message()));
   }
 }
 
 } // namespace pb::fs
-

@@ -9,10 +9,8 @@
 #include <primebeaker/core/signals.hpp>
 #include <primebeaker/core/spelling.hpp>
 #include <primebeaker/core/text.hpp>
-#include <primebeaker/images/catalog.hpp>
 #include <primebeaker/joint/joint.hpp>
 #include <primebeaker/staging/stage.hpp>
-#include <primebeaker/toml/value.hpp>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>

@@ -300,8 +300,8 @@ RunConfig load_run_config(const YamlDocument &document,
   reader.require_mapping(root, "rl");
 
   // $VAR expansion of the whole document; in a run YAML any '$' left over is an error.
-  const YamlNode expanded = yaml::expand_environment(
-      document, root, env, yaml::UnresolvedRule::any_dollar, "run YAML");
+  const YamlNode expanded =
+      yaml::expand_environment(document, root, env, yaml::UnresolvedRule::any_dollar, "run YAML");
 
   RunConfig config;
   config.config_path = yaml_path;

@@ -106,10 +106,9 @@ void multi_rl_layout(Card &card, const contract::ReplicaEnv &env) {
                               plural(workers(mixed), "inference server", "inference servers"),
                               workers(mixed) - 1));
       }
-      card.more(fmt::format(
-          "tool gateway on port {} ({})",
-          env.gateway_port,
-          plural(env.gateway_workers, "worker", "workers")));
+      card.more(fmt::format("tool gateway on port {} ({})",
+                            env.gateway_port,
+                            plural(env.gateway_workers, "worker", "workers")));
       next_worker += workers(mixed);
     } else {
       card.line(label,
@@ -240,12 +239,11 @@ void image_lines(Card &card, const LaunchPlan &plan) {
   card.line("image", image_text(task.image));
   if (!plan.prime_rl.empty()) {
     // Which Prime-RL reads the TOML: the image's, as the catalog or --prime-rl says.
-    card.line(
-        "Prime-RL",
-        fmt::format("{}{} ({})",
-                    plan.prime_rl,
-                    env.generation == primerl::Generation::v0_9 ? ", v0.9 generation" : "",
-                    plan.image_name));
+    card.line("Prime-RL",
+              fmt::format("{}{} ({})",
+                          plan.prime_rl,
+                          env.generation == primerl::Generation::v0_9 ? ", v0.9 generation" : "",
+                          plan.image_name));
   }
   for (const auto &taken : plan.defaulted) {
     card.line("defaulted", taken);
@@ -295,8 +293,8 @@ void output_lines(Card &card, const LaunchPlan &plan) {
     const std::string absolute = normalize_path(
         relative && working != env_map.end() ? working->second + "/" + it->second : it->second);
     card.line("output",
-              absolute + (plan.ownership.defaulted ? " (outputs/<run name>: the TOML names none)"
-                                                   : ""));
+              absolute +
+                  (plan.ownership.defaulted ? " (outputs/<run name>: the TOML names none)" : ""));
     if (!plan.ownership.run_id.empty() && !plan.ownership.checkpoint_dir.empty()) {
       // docs/launch.md "Output dir": one run per checkpoint directory.
       card.more(fmt::format("claimed for W&B run {} at submit; another run's launch into {} is "
@@ -321,9 +319,8 @@ void output_lines(Card &card, const LaunchPlan &plan) {
     card.line("resume",
               fmt::format("the newest complete checkpoint under the output dir, decided at every "
                           "start (none: fresh; {} honoured on the first)",
-                          env.generation == primerl::Generation::v0_9
-                              ? "[resume] step"
-                              : "ckpt.resume_step"));
+                          env.generation == primerl::Generation::v0_9 ? "[resume] step"
+                                                                      : "ckpt.resume_step"));
   }
 }
 
@@ -362,8 +359,7 @@ void wandb_and_registry_lines(Card &card, const LaunchPlan &plan) {
       text += "; waits for " + services;
     }
     if (plan.topology == Topology::multi_node && text.starts_with("file://") &&
-        !env.rendezvous_dir.empty() &&
-        text.find(env.rendezvous_dir) != std::string::npos) {
+        !env.rendezvous_dir.empty() && text.find(env.rendezvous_dir) != std::string::npos) {
       text += " (a file registry on the mount, in the run's rendezvous dir: no server; "
               "--registry or `primebeaker config set registry URL` for another)";
     }
@@ -401,14 +397,13 @@ void recovery_lines(Card &card, const LaunchPlan &plan) {
     } else if (mode == "controller" && plan.controller) {
       const auto &controller = *plan.controller;
       const beaker::Task &controller_task = controller.experiment.tasks.front();
-      card.more(fmt::format(
-          "resubmitted by its controller {} on Beaker ({}, 1 CPU, {}, "
-          "priority {}; polls every {}s)",
-          controller.experiment_name,
-          controller.image,
-          text::join(controller_task.clusters, ", "),
-          controller_task.context.priority,
-          detail::k_controller_poll.count()));
+      card.more(fmt::format("resubmitted by its controller {} on Beaker ({}, 1 CPU, {}, "
+                            "priority {}; polls every {}s)",
+                            controller.experiment_name,
+                            controller.image,
+                            text::join(controller_task.clusters, ", "),
+                            controller_task.context.priority,
+                            detail::k_controller_poll.count()));
       card.more(fmt::format("its Beaker token: workspace secret {} (`beaker secret write {} "
                             "--workspace {}` if missing; submit checks)",
                             controller.token_secret,

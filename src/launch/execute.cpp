@@ -5,17 +5,11 @@
 #include "plan_parts.hpp"
 
 #include <primebeaker/beaker/client.hpp>
-#include <primebeaker/core/env.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/fs.hpp>
 #include <primebeaker/core/text.hpp>
-#include <primebeaker/environments/validate.hpp>
-#include <primebeaker/images/catalog.hpp>
 #include <primebeaker/launch/launch.hpp>
-#include <primebeaker/primerl/config.hpp>
-#include <primebeaker/recovery/ledger.hpp>
 #include <primebeaker/staging/stage.hpp>
-#include <primebeaker/toml/value.hpp>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -26,7 +20,6 @@
 #include <cerrno>
 #include <cstring>
 #include <iostream>
-#include <map>
 #include <optional>
 #include <system_error>
 
@@ -77,7 +70,9 @@ namespace {
 // A launch's files are its own (docs/launch.md "Files a launch writes"): written atomically, and
 // one that holds something else is never replaced (only a pinned PRIMEBEAKER_LAUNCH_ID reused
 // for another launch of the same name can get there).
-void write_once(const std::filesystem::path &path, const std::string &content, LaunchEffects &effects) {
+void write_once(const std::filesystem::path &path,
+                const std::string &content,
+                LaunchEffects &effects) {
   if (effects.files.exists(path)) {
     if (effects.files.read_file(path) == content) {
       return; // this launch wrote it already
@@ -215,9 +210,11 @@ std::optional<OrderedJson> existing_experiment(const LaunchPlan &plan, beaker::C
   if (!me.is_object() || !me.contains("name") || !me["name"].is_string()) {
     throw tool_error("beaker account whoami named nobody");
   }
-  const auto got = beaker.run(
-      {"experiment", "get", me["name"].get<std::string>() + "/" + plan.experiment_name,
-       "--format", "json"});
+  const auto got = beaker.run({"experiment",
+                               "get",
+                               me["name"].get<std::string>() + "/" + plan.experiment_name,
+                               "--format",
+                               "json"});
   if (!got.ok()) {
     return std::nullopt;
   }

@@ -25,7 +25,8 @@ namespace {
 // Whether the launch may get a recovery controller, which stages the beaker CLI (found and
 // hashed here, ~0.1 s for a 40 MB binary, so not for launches that cannot have one): multi-node
 // RL, as the TOML or an override of deployment.type may say, unless --recover says otherwise.
-bool may_have_controller(Program program, const LaunchOptions &options,
+bool may_have_controller(Program program,
+                         const LaunchOptions &options,
                          const toml::Document &document) {
   if (program != Program::rl || options.recover == "off" || options.recover == "terminal") {
     return false;

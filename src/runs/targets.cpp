@@ -81,10 +81,10 @@ RunTarget target_from_receipt(const OrderedJson &receipt, const std::string &whe
     target.wandb_url = string_at((*submit)["wandb_run"], "url");
   }
   // submit: recovery.controller; rl resume: controller.
-  for (const OrderedJson *holder : {submit->contains("recovery") && (*submit)["recovery"].is_object()
-                                        ? &(*submit)["recovery"]
-                                        : nullptr,
-                                    submit}) {
+  for (const OrderedJson *holder :
+       {submit->contains("recovery") && (*submit)["recovery"].is_object() ? &(*submit)["recovery"]
+                                                                          : nullptr,
+        submit}) {
     if (holder != nullptr && holder->contains("controller") &&
         (*holder)["controller"].is_object()) {
       const auto &controller = (*holder)["controller"];

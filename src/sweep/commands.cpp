@@ -3,14 +3,11 @@
 #include <primebeaker/beaker/client.hpp>
 #include <primebeaker/config/config.hpp>
 #include <primebeaker/core/command_tree.hpp>
-#include <primebeaker/core/env.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/fs.hpp>
 #include <primebeaker/core/json.hpp>
-#include <primebeaker/images/catalog.hpp>
 #include <primebeaker/staging/stage.hpp>
 #include <primebeaker/sweep/sweep.hpp>
-#include <primebeaker/toml/value.hpp>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>

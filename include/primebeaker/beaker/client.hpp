@@ -70,8 +70,9 @@ struct RetryPolicy {
   std::chrono::milliseconds max_delay{30000};
   // What `status`, `follow`, `stop` and the recovery controller use (docs/runs.md "Transient
   // failures"): 6 attempts, 1 s doubling to at most 30 s.
-  static RetryPolicy for_reads() { return RetryPolicy{6, std::chrono::milliseconds(1000),
-                                                      std::chrono::milliseconds(30000)}; }
+  static RetryPolicy for_reads() {
+    return RetryPolicy{6, std::chrono::milliseconds(1000), std::chrono::milliseconds(30000)};
+  }
 };
 
 // True when beaker's error text looks transient (timeouts, connection refused/reset, EOF,
@@ -82,10 +83,7 @@ bool is_transient_failure(std::string_view stderr_text);
 class Client {
 public:
   // `program` as from program_from_environment(); the runner is borrowed.
-  Client(proc::Runner &runner,
-         std::string program,
-         Timing timing = {},
-         RetryPolicy retry = {});
+  Client(proc::Runner &runner, std::string program, Timing timing = {}, RetryPolicy retry = {});
 
   // Runs `beaker experiment create ...` once (never retried); returns its stdout. A missing
   // program or a non-zero exit throws pb::Error exit 4 whose message holds beaker's stderr (or

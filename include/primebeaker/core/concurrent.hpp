@@ -16,8 +16,7 @@ namespace pb::concurrent {
 // Calls fn(i) for every i in [0, count) on at most `workers` threads (this one included), each
 // index once. The first exception stops handing out indices; it is rethrown once every call that
 // started has returned.
-template <typename Fn>
-void for_each_index(std::size_t count, std::size_t workers, const Fn &fn) {
+template <typename Fn> void for_each_index(std::size_t count, std::size_t workers, const Fn &fn) {
   workers = std::clamp<std::size_t>(workers, 1, std::max<std::size_t>(count, 1));
   if (workers == 1) {
     for (std::size_t i = 0; i < count; ++i) {
