@@ -938,6 +938,23 @@ private:
         m_result.retry_later = true;
         break;
       }
+      if (ran.exit_code == beaker::k_exit_already_exists) {
+        // The child's name is the claim's own, so only an earlier claimant of this claim made
+        // it: one whose lease ran out while its `rl resume` was still submitting. That
+        // experiment is the resubmission; follow it.
+        try {
+          if (const Created existing = created_under(claim); !existing.id.empty()) {
+            say(fmt::format("{}: {} was created meanwhile by an earlier claimant; taking it",
+                            m_run.id,
+                            claim.child_name));
+            return record(claim, existing.id, existing.step, existing.from_start);
+          }
+        } catch (const Error &error) {
+          last_error = error.what();
+        }
+        m_result.retry_later = true; // not visible yet: a later takeover finds it by name
+        break;
+      }
       if (ran.exit_code != static_cast<int>(ExitCode::retry_later) && ran.exit_code != 4) {
         say(fmt::format("not resubmitting {} ({}): `rl resume` refused for a reason no retry "
                         "mends; {}",

@@ -953,6 +953,38 @@ TEST(RunsRecoverLoop, AControllerTakesItsClaimOverWhenRlResumeDiesOrPrintsNoRece
   }
 }
 
+// Two claimants of one claim: the first's lease ran out while its `rl resume` was still
+// submitting, so this one's create of the claim's name meets the first one's experiment. That
+// experiment is the resubmission (the chaos harness, seed 7 under ASan): taken, not given up.
+TEST(RunsRecoverLoop, ATakeoverWhoseCreateMeetsTheEarlierClaimantsChildTakesThatChild) {
+  int tries = 0;
+  ControllerScene *scene_ptr = nullptr;
+  ControllerScene scene([&](const pb::proc::Argv &argv) {
+    ++tries;
+    const auto name = std::find(argv.begin(), argv.end(), "--child-name");
+    EXPECT_NE(name, argv.end());
+    // The earlier claimant's create lands just before ours.
+    scene_ptr->runner.experiments["jdoe/" + *(name + 1)] = {
+        scene_ptr->view("E2", status_exited(0, 30))};
+    pb::proc::Result result;
+    result.exit_code = pb::beaker::k_exit_already_exists;
+    result.err = "primebeaker: error: beaker could not create experiment " + *(name + 1) +
+                 " (exit code 1): experiment name is already in use\n";
+    return result;
+  });
+  scene_ptr = &scene;
+  const auto &err = scene.err;
+  EXPECT_EQ(scene.follow(), 0) << err.str();
+  EXPECT_EQ(tries, 1) << err.str();
+  EXPECT_NE(err.str().find("was created meanwhile by an earlier claimant; taking it"),
+            std::string::npos)
+      << err.str();
+  EXPECT_EQ(err.str().find("no retry mends"), std::string::npos) << err.str();
+  const auto history = ledger::read(scene.dir);
+  ASSERT_EQ(history.claims.size(), 1u);
+  EXPECT_EQ(history.claims[0].child_experiment, "E2");
+}
+
 // ---- The recovery controller under chaos (bench/recovery/chaos.py, docs/recovery.md) ----
 
 // A few seeds of the harness: the real `rl submit` against a fake beaker world that preempts
