@@ -24,7 +24,7 @@ LaunchFacts launch_facts(const toml::Document &document) {
   if (document.root().find_path({"deployment", "type"}) != nullptr &&
       primerl::read_deployment_type(document) == primerl::DeploymentType::multi_node) {
     const auto rl = primerl::read_multi_node_rl(document);
-    return {static_cast<int>(rl.trainer_gpus), rl.output_dir.value};
+    return {static_cast<int>(rl.trainer_ranks()), rl.output_dir.value};
   }
   const auto rl = primerl::read_single_node_rl(document);
   return {static_cast<int>(rl.num_train_gpus), rl.output_dir.value};

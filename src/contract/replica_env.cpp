@@ -177,12 +177,28 @@ primerl::Generation generation_of(const EnvMap &env) {
                                 *text));
 }
 
-std::vector<std::string> required_names(Kind kind, primerl::Generation generation) {
+bool prime_rl_placement_of(const EnvMap &env) {
+  const auto text = non_empty(env, var::placement);
+  if (!text) {
+    return false;
+  }
+  if (*text == "prime-rl") {
+    return true;
+  }
+  throw usage_error(fmt::format(
+      "invalid {}: '{}' (this primebeaker places \"prime-rl\")", var::placement, *text));
+}
+
+std::vector<std::string>
+required_names(Kind kind, primerl::Generation generation, bool prime_rl_placement) {
   const std::vector<std::string> files = {
       var::config_path, var::output_dir, var::working_dir, var::scratch};
-  if (generation == primerl::Generation::v0_9) {
+  const bool v0_9 = generation == primerl::Generation::v0_9;
+  if (v0_9 || (prime_rl_placement && kind == Kind::multi_rl)) {
     std::vector<std::string> names = files;
-    names.emplace_back(var::run_dir_name);
+    if (v0_9) {
+      names.emplace_back(var::run_dir_name);
+    }
     if (is_multi_node(kind)) {
       names.insert(names.end(),
                    {var::total_nodes,
@@ -256,12 +272,34 @@ void ReplicaEnv::check() const {
   check_range(var::rendezvous_timeout_seconds, rendezvous_timeout_seconds, k_timeout_range);
   check_range(var::total_nodes, total_nodes, k_nodes_range);
   check_range(var::gpus_per_node, gpus_per_node, k_gpus_range);
-  if (generation == primerl::Generation::v0_9) {
+  if (prime_rl_topology()) {
     check_range(var::num_train_nodes, num_train_nodes, k_nodes_range);
     if (kind == Kind::multi_rl) {
       check_range(var::num_infer_nodes, num_infer_nodes, {0, primerl::k_max_nodes});
       check_range(var::inference_tp, inference_tp, k_gpus_range);
       check_range(var::orchestrator_replica, orchestrator_replica, {0, total_nodes - 1});
+      if (expert_parallel || disaggregated) {
+        check_range(var::nodes_per_infer_replica, nodes_per_infer_replica, k_nodes_range);
+      }
+      if (disaggregated) {
+        check_range(var::nodes_per_prefill_replica,
+                    disaggregated->prefill_nodes_per_replica,
+                    k_nodes_range);
+        check_range(var::num_prefill_replicas, disaggregated->num_prefill_replicas, k_nodes_range);
+        check_range(
+            var::nodes_per_decode_replica, disaggregated->decode_nodes_per_replica, k_nodes_range);
+        check_range(var::num_decode_replicas, disaggregated->num_decode_replicas, k_nodes_range);
+        if (disaggregated->nodes() != nodes_per_infer_replica ||
+            num_infer_nodes % nodes_per_infer_replica != 0) {
+          throw usage_error(fmt::format(
+              "{} ({}) must be the prefill and decode nodes of a replica ({}) and divide {} ({})",
+              var::nodes_per_infer_replica,
+              nodes_per_infer_replica,
+              disaggregated->nodes(),
+              var::num_infer_nodes,
+              num_infer_nodes));
+        }
+      }
     }
     if (num_train_nodes + num_infer_nodes != total_nodes) {
       throw usage_error(fmt::format("{} ({}) must be {} + {} ({} + {})",
@@ -354,13 +392,31 @@ EnvMap ReplicaEnv::to_env() const {
   env[var::wandb_shared_run_id] = wandb_shared_run_id;
   env[var::total_nodes] = std::to_string(total_nodes);
   env[var::gpus_per_node] = std::to_string(gpus_per_node);
-  if (v0_9) {
+  if (prime_rl_topology()) {
     env[var::num_train_nodes] = std::to_string(num_train_nodes);
     if (kind == Kind::multi_rl) {
+      if (!v0_9) {
+        env[var::placement] = "prime-rl";
+      }
       env[var::num_infer_nodes] = std::to_string(num_infer_nodes);
       env[var::inference_tp] = std::to_string(inference_tp);
       env[var::orchestrator_replica] = std::to_string(orchestrator_replica);
       env[var::env_servers] = encode_string_list(env_servers);
+      if (expert_parallel) {
+        env[var::expert_parallel] = "1";
+      }
+      if (expert_parallel || disaggregated) {
+        env[var::nodes_per_infer_replica] = std::to_string(nodes_per_infer_replica);
+      }
+      if (disaggregated) {
+        env[var::inference_deployment] = "disaggregated";
+        env[var::nodes_per_prefill_replica] =
+            std::to_string(disaggregated->prefill_nodes_per_replica);
+        env[var::num_prefill_replicas] = std::to_string(disaggregated->num_prefill_replicas);
+        env[var::nodes_per_decode_replica] =
+            std::to_string(disaggregated->decode_nodes_per_replica);
+        env[var::num_decode_replicas] = std::to_string(disaggregated->num_decode_replicas);
+      }
       if (registry) {
         env[var::registry] = registry->text;
       }
@@ -382,10 +438,12 @@ EnvMap ReplicaEnv::to_env() const {
 
 ReplicaEnv ReplicaEnv::from_env(Kind kind, const EnvMap &env) {
   const primerl::Generation generation = generation_of(env);
-  require_set(env, required_names(kind, generation));
+  const bool placed = kind == Kind::multi_rl && prime_rl_placement_of(env);
+  require_set(env, required_names(kind, generation, placed));
   ReplicaEnv out;
   out.kind = kind;
   out.generation = generation;
+  out.prime_rl_placement = placed && generation != primerl::Generation::v0_9;
   out.prime_rl_version = string_or_empty(env, var::prime_rl_version);
   if (generation == primerl::Generation::v0_9) {
     out.run_dir_name = env.at(var::run_dir_name);
@@ -427,7 +485,7 @@ ReplicaEnv ReplicaEnv::from_env(Kind kind, const EnvMap &env) {
   out.rendezvous_dir = env.at(var::rendezvous_dir);
   out.rendezvous_timeout_seconds =
       integer_var(env, var::rendezvous_timeout_seconds, k_timeout_range);
-  if (generation == primerl::Generation::v0_9) {
+  if (out.prime_rl_topology()) {
     out.num_train_nodes = integer_var(env, var::num_train_nodes, k_nodes_range);
     if (kind == Kind::multi_rl) {
       out.num_infer_nodes = integer_var(env, var::num_infer_nodes, {0, primerl::k_max_nodes});
@@ -435,6 +493,32 @@ ReplicaEnv ReplicaEnv::from_env(Kind kind, const EnvMap &env) {
       out.orchestrator_replica =
           integer_var(env, var::orchestrator_replica, {0, primerl::k_max_nodes});
       out.env_servers = decode_string_list(env.at(var::env_servers), var::env_servers);
+      out.expert_parallel = non_empty(env, var::expert_parallel).value_or("") == "1";
+      if (const auto deployment = non_empty(env, var::inference_deployment)) {
+        if (*deployment != "disaggregated") {
+          throw usage_error(fmt::format("invalid {}: '{}' (this primebeaker places "
+                                        "\"disaggregated\")",
+                                        var::inference_deployment,
+                                        *deployment));
+        }
+        require_set(env,
+                    {var::nodes_per_prefill_replica,
+                     var::num_prefill_replicas,
+                     var::nodes_per_decode_replica,
+                     var::num_decode_replicas});
+        primerl::Disaggregated d;
+        d.prefill_nodes_per_replica =
+            integer_var(env, var::nodes_per_prefill_replica, k_nodes_range);
+        d.num_prefill_replicas = integer_var(env, var::num_prefill_replicas, k_nodes_range);
+        d.decode_nodes_per_replica = integer_var(env, var::nodes_per_decode_replica, k_nodes_range);
+        d.num_decode_replicas = integer_var(env, var::num_decode_replicas, k_nodes_range);
+        out.disaggregated = d;
+      }
+      if (out.expert_parallel || out.disaggregated) {
+        require_set(env, {var::nodes_per_infer_replica});
+        out.nodes_per_infer_replica =
+            integer_var(env, var::nodes_per_infer_replica, k_nodes_range);
+      }
       if (const auto text = non_empty(env, var::registry)) {
         out.registry = parse_registry(*text, replica_context(out), var::registry, false);
       }
@@ -474,7 +558,15 @@ bool is_launcher_owned(std::string_view name, Kind kind) {
   if (full.to_env().count(std::string(name)) > 0) {
     return true;
   }
-  // The names only a Prime-RL v0.9 launch writes.
+  // The names only Prime-RL's placement writes (v0.8.0, then v0.9).
+  full.prime_rl_placement = full.expert_parallel = true;
+  full.num_train_nodes = full.total_nodes;
+  full.disaggregated = primerl::Disaggregated{};
+  full.nodes_per_infer_replica = full.disaggregated->nodes();
+  if (full.to_env().count(std::string(name)) > 0) {
+    return true;
+  }
+  full.prime_rl_placement = false;
   full.generation = primerl::Generation::v0_9;
   full.run_dir_name = full.run_name = "run";
   full.num_train_nodes = full.total_nodes;

@@ -2,6 +2,7 @@
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/fs.hpp>
 #include <primebeaker/images/catalog.hpp>
+#include <primebeaker/primerl/pieces.hpp>
 
 #include <fmt/format.h>
 
@@ -45,6 +46,20 @@ Catalog Catalog::parse(std::string_view json_text, const std::string &source) {
           fmt::format("image catalog {}: role {} has no 'locations' array", source, name));
     }
     role.prime_rl = body.value("prime_rl", std::string());
+    if (const auto holds = body.find("holds"); holds != body.end()) {
+      if (!holds->is_array()) {
+        throw input_error(
+            fmt::format("image catalog {}: role {}'s 'holds' must be an array", source, name));
+      }
+      role.holds.emplace();
+      for (const auto &piece : *holds) {
+        if (!piece.is_string()) {
+          throw input_error(fmt::format(
+              "image catalog {}: role {}'s 'holds' must hold piece names", source, name));
+        }
+        role.holds->push_back(piece.get<std::string>());
+      }
+    }
     for (const auto &item : *locations) {
       const std::string where = fmt::format("{} role {}", source, name);
       Location location;
@@ -84,6 +99,10 @@ Catalog Catalog::parse(std::string_view json_text, const std::string &source) {
     catalog.role(name);
   }
   return catalog;
+}
+
+const std::vector<std::string> &Role::pieces() const {
+  return holds ? *holds : primerl::published_image_pieces();
 }
 
 const Catalog &Catalog::builtin() {

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include <primebeaker/core/error.hpp>
+#include <primebeaker/core/text.hpp>
 #include <primebeaker/images/catalog.hpp>
 #include <primebeaker/images/choose.hpp>
+#include <primebeaker/primerl/pieces.hpp>
 #include <primebeaker/toml/value.hpp>
 
 #include <fmt/format.h>
@@ -74,8 +76,16 @@ ImageChoice from_flag(const Catalog &catalog,
     }
     choice.name = request.image;
     choice.prime_rl = *flagged;
+    choice.holds = request.holds.value_or(primerl::published_image_pieces());
     choice.why = "--image, holding the Prime-RL that --prime-rl names";
     return choice;
+  }
+  if (request.holds) {
+    throw usage_error(fmt::format("--image-holds declares the pieces of an image the catalog does "
+                                  "not know; the catalog says --image {} holds [{}]: drop "
+                                  "--image-holds",
+                                  request.image,
+                                  text::join(found.role->pieces(), ", ")));
   }
   choice.prime_rl = cataloged_prime_rl(*found.role);
   if (flagged && flagged->version != choice.prime_rl.version) {
@@ -89,8 +99,20 @@ ImageChoice from_flag(const Catalog &catalog,
   choice.reference = found.location->reference();
   choice.name = found.location->name;
   choice.role = found.role->name;
+  choice.holds = found.role->pieces();
   choice.why = fmt::format("--image (the catalog's role {})", found.role->name);
   return choice;
+}
+
+// The first needed piece `holds` lacks, or nullptr.
+const primerl::NeededPiece *missing_piece(const std::vector<std::string> &holds,
+                                          const std::vector<primerl::NeededPiece> &needed) {
+  for (const auto &piece : needed) {
+    if (std::find(holds.begin(), holds.end(), piece.piece) == holds.end()) {
+      return &piece;
+    }
+  }
+  return nullptr;
 }
 
 } // namespace
@@ -100,6 +122,22 @@ ImageChoice choose_image(const Catalog &catalog,
                          const toml::Document &document,
                          primerl::ConfigRoot root) {
   const primerl::GenerationInfo keys = primerl::detect_generation(document);
+  const std::vector<primerl::NeededPiece> needed =
+      root == primerl::ConfigRoot::rl ? primerl::pieces_needed(document)
+                                      : std::vector<primerl::NeededPiece>();
+  if (request.holds && request.image.empty()) {
+    throw usage_error("--image-holds declares the pieces of an --image the catalog does not know: "
+                      "pass that --image (the catalog says what its own images hold)");
+  }
+  if (request.holds) {
+    for (const auto &piece : *request.holds) {
+      const auto &known = primerl::known_pieces();
+      if (std::find(known.begin(), known.end(), piece) == known.end()) {
+        throw usage_error(fmt::format(
+            "--image-holds: unknown piece '{}' (one of {})", piece, text::join(known, ", ")));
+      }
+    }
+  }
   const bool keyed =
       keys.generation == primerl::Generation::v0_8 || keys.generation == primerl::Generation::v0_9;
   std::optional<primerl::PrimeRl> flagged;
@@ -134,6 +172,21 @@ ImageChoice choose_image(const Catalog &catalog,
     if (narrowed.empty()) {
       narrowed = pool; // --prime-rl of the other generation: refused below, by name
     }
+    // Then the images lacking the fewest pieces the shape needs: all of them when one holds
+    // every piece; else the refusal below names what the closest one lacks.
+    const auto lacking = [&](const Candidate &c) {
+      const auto &holds = c.role->pieces();
+      return std::count_if(needed.begin(), needed.end(), [&](const auto &piece) {
+        return std::find(holds.begin(), holds.end(), piece.piece) == holds.end();
+      });
+    };
+    if (!narrowed.empty()) {
+      const auto fewest = lacking(*std::min_element(
+          narrowed.begin(), narrowed.end(), [&](const auto &a, const auto &b) {
+            return lacking(a) < lacking(b);
+          }));
+      std::erase_if(narrowed, [&](const Candidate &c) { return lacking(c) > fewest; });
+    }
     // The first usable image whose Prime-RL reads the TOML; else the first that would read it
     // but has no location for the workspace (submit refuses, naming it); else the first usable.
     const Candidate *picked = nullptr;
@@ -160,6 +213,7 @@ ImageChoice choose_image(const Catalog &catalog,
     }
     choice.role = picked->role->name;
     choice.prime_rl = picked->prime_rl;
+    choice.holds = picked->role->pieces();
     if (picked->location == nullptr) {
       choice.missing = fmt::format("no {} image ({}) is cataloged for workspace '{}'",
                                    primerl::display_name(picked->prime_rl),
@@ -185,6 +239,18 @@ ImageChoice choose_image(const Catalog &catalog,
                                   choice.name,
                                   primerl::display_name(choice.prime_rl),
                                   image_for(catalog, request, keys.generation)));
+  }
+  if (const primerl::NeededPiece *lacking = missing_piece(choice.holds, needed)) {
+    throw input_error(fmt::format("{}: {} needs {}, which image {} does not hold (it holds {}): "
+                                  "{}; pass --image with one that does, or --image-holds for an "
+                                  "uncataloged one",
+                                  document.source_name(),
+                                  lacking->why,
+                                  lacking->piece,
+                                  choice.name,
+                                  choice.holds.empty() ? std::string("none of them")
+                                                       : text::join(choice.holds, ", "),
+                                  primerl::how_to_get(lacking->piece)));
   }
   return choice;
 }

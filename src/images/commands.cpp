@@ -69,7 +69,7 @@ void register_commands(pb::cli::CommandTree &tree) {
                        document.root().find("data") != nullptr;
       const ImageChoice choice =
           choose_image(catalog,
-                       {"", options.prime_rl, options.workspace, !options.no_stage},
+                       {"", options.prime_rl, options.workspace, !options.no_stage, {}},
                        document,
                        sft ? primerl::ConfigRoot::sft : primerl::ConfigRoot::rl);
       if (!choice.missing.empty()) {

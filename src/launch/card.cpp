@@ -125,9 +125,16 @@ void multi_rl_layout(Card &card, const contract::ReplicaEnv &env) {
   card.line("ports", "router port and BACKEND_PORT: Prime-RL's, resolved on replica 0 at start");
 }
 
-// Prime-RL v0.9's own placement (multi_node_rl.sbatch.j2): inference nodes first, trainer
-// nodes after; ports are Prime-RL's fixed ones (docs/launch.md "Prime-RL v0.9").
-void multi_rl_layout_v0_9(Card &card, const contract::ReplicaEnv &env) {
+// Prime-RL's own placement (multi_node_rl.sbatch.j2; v0.9, and v0.8.0 where the mixed layout
+// cannot place the TOML): inference nodes first, trainer nodes after; ports are Prime-RL's fixed
+// ones (docs/launch.md "Placements").
+void multi_rl_layout_prime_rl(Card &card, const contract::ReplicaEnv &env) {
+  const bool v0_9 = env.generation == primerl::Generation::v0_9;
+  if (!v0_9) {
+    card.line("placement",
+              "Prime-RL's placement (its own multi_node_rl.sbatch.j2): the mixed layout cannot "
+              "place this TOML as written (docs/launch.md \"Placements\")");
+  }
   const std::int64_t infer = env.num_infer_nodes;
   const std::int64_t per_node = env.gpus_per_node;
   const std::int64_t tp = env.inference_tp;
@@ -139,6 +146,12 @@ void multi_rl_layout_v0_9(Card &card, const contract::ReplicaEnv &env) {
                           plural(infer * engines, "engine", "engines"),
                           plural(infer * per_node, "GPU", "GPUs"),
                           tp));
+    if (env.expert_parallel) {
+      card.more(fmt::format("expert parallel: each replica of {} is one DP group of {} (one "
+                            "engine per DP rank, rooted on its first node)",
+                            plural(env.nodes_per_infer_replica, "node", "nodes"),
+                            plural(env.nodes_per_infer_replica * engines, "rank", "ranks")));
+    }
   }
   card.line("trainer",
             fmt::format("{} on replicas {}-{} (torchrun, rendezvous on replica {} port {})",
@@ -149,7 +162,21 @@ void multi_rl_layout_v0_9(Card &card, const contract::ReplicaEnv &env) {
                         primerl::v0_9::k_rendezvous_port));
   for (std::int64_t rank = 0; rank < env.total_nodes; ++rank) {
     const std::string label = fmt::format("replica {}", rank);
-    if (rank < infer) {
+    if (rank < infer && env.disaggregated) {
+      const std::int64_t per_replica = std::max<std::int64_t>(1, env.nodes_per_infer_replica);
+      const auto place = env.disaggregated->place(rank % per_replica);
+      card.line(label,
+                fmt::format("{} {}: {} on {} ports +0..{} (instance of {} rooted on replica {}, "
+                            "NIXL side channels 5600+){}",
+                            gpu_range(0, per_node),
+                            place.prefill ? "prefill" : "decode",
+                            plural(engines, "engine", "engines"),
+                            place.prefill ? "PREFILL_PORT" : "DECODE_PORT",
+                            engines - 1,
+                            plural(place.instance_nodes, "node", "nodes"),
+                            rank / per_replica * per_replica + place.head,
+                            rank == 0 ? ", vllm-router (prefill/decode) on the router port" : ""));
+    } else if (rank < infer) {
       card.line(label,
                 fmt::format("{} inference: {} on backend ports +0..{}{}",
                             gpu_range(0, per_node),
@@ -166,7 +193,9 @@ void multi_rl_layout_v0_9(Card &card, const contract::ReplicaEnv &env) {
     }
     if (rank == env.orchestrator_replica && infer > 0) {
       const auto servers = static_cast<std::int64_t>(env.env_servers.size());
-      card.more(fmt::format("orchestrator (ZMQ rollouts on {} and {}){}",
+      // v0.9's ZMQ transport binds in the orchestrator, v0.8.0's on trainer rank 0.
+      card.more(fmt::format("orchestrator (ZMQ rollouts {} {} and {}){}",
+                            v0_9 ? "on" : "to the first trainer node,",
                             primerl::v0_9::k_zmq_transport_port,
                             primerl::v0_9::k_zmq_transport_port + 1,
                             servers == 0 ? std::string()
@@ -209,8 +238,8 @@ void topology_lines(Card &card, const LaunchPlan &plan) {
                         plural(replicas, "replica", "replicas"),
                         plural(per_replica, "GPU", "GPUs"),
                         plural(total_gpus, "GPU", "GPUs")));
-  if (plan.program == Program::rl && multi && env.generation == primerl::Generation::v0_9) {
-    multi_rl_layout_v0_9(card, env);
+  if (plan.program == Program::rl && multi && env.prime_rl_topology()) {
+    multi_rl_layout_prime_rl(card, env);
   } else if (plan.program == Program::rl && multi) {
     multi_rl_layout(card, env);
   } else if (multi) {
@@ -244,6 +273,9 @@ void image_lines(Card &card, const LaunchPlan &plan) {
                           plan.prime_rl,
                           env.generation == primerl::Generation::v0_9 ? ", v0.9 generation" : "",
                           plan.image_name));
+  }
+  for (const auto &requirement : plan.host_requirements) {
+    card.line("hosts", requirement);
   }
   for (const auto &taken : plan.defaulted) {
     card.line("defaulted", taken);

@@ -42,6 +42,11 @@ const std::vector<FlagInfo> &flag_table() {
        "The Prime-RL version an --image the catalog does not know holds (v0.7.1.dev83, v0.8.0, "
        "v0.8.1.dev67 = v0.9); without --image, only cataloged images holding it [`config set "
        "prime_rl`]"},
+      {"image-holds",
+       Kind::list,
+       "The pieces an --image the catalog does not know holds, for the shapes that need them: "
+       "vllm-router, deepep, nixl, llm-d, mooncake [vllm-router,deepep,nixl: what Prime-RL's "
+       "published images hold]"},
       {"workspace",
        Kind::text,
        "Beaker workspace (ACCOUNT/NAME) [ai2/oe-agents; `config set workspace`]"},
@@ -172,7 +177,7 @@ bool is_list_item(const std::string &flag_name, std::string_view piece) {
   if (trimmed.empty()) {
     return false;
   }
-  if (flag_name == "cluster" || flag_name == "controller-cluster") {
+  if (flag_name == "cluster" || flag_name == "controller-cluster" || flag_name == "image-holds") {
     return true;
   }
   const auto eq = trimmed.find('=');
@@ -357,6 +362,7 @@ void apply_setting(LaunchOptions &options,
   case Kind::list: {
     auto items = list_items(name, values);
     auto &target = name == "cluster"              ? options.clusters
+                   : name == "image-holds"        ? options.image_holds
                    : name == "controller-cluster" ? options.controller_clusters
                    : name == "env"                ? options.env
                    : name == "secret"             ? options.secrets

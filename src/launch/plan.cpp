@@ -7,6 +7,7 @@
 #include "plan_parts.hpp"
 
 #include <primebeaker/beaker/client.hpp>
+#include <primebeaker/primerl/pieces.hpp>
 #include <primebeaker/beaker/spec.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/random.hpp>
@@ -333,7 +334,7 @@ contract::ReplicaEnv replica_env(const LaunchOptions &options,
   replica.wandb_shared_run_id = run_id;
   replica.rendezvous_dir = normalize_path(fmt::format(
       "{}/primebeaker/rendezvous/{}-{}", flags.scratch_dir, experiment_name, inputs.launch_id));
-  if (replica.kind == contract::Kind::multi_rl && read.generation != primerl::Generation::v0_9 &&
+  if (replica.kind == contract::Kind::multi_rl && !replica.prime_rl_topology() &&
       !replica.registry) {
     // No --registry (nor config `registry`): a file registry on the shared mount, in the run's
     // rendezvous dir, which every replica sees and which needs no server (docs/launch.md
@@ -342,7 +343,7 @@ contract::ReplicaEnv replica_env(const LaunchOptions &options,
         "file://" + replica.rendezvous_dir + "/registry", {flags.working_dir, flags.home_dir},
         "--registry", true);
   }
-  if (replica.kind == contract::Kind::multi_rl && read.generation != primerl::Generation::v0_9) {
+  if (replica.kind == contract::Kind::multi_rl && !replica.prime_rl_topology()) {
     replica.gateway_port = options.gateway_port;
     replica.gateway_workers = options.gateway_workers;
     replica.required_services = flags.required_services;
@@ -405,8 +406,13 @@ images::ImageChoice choose_launch_image(const LaunchOptions &options, const Laun
   primerl::require_supported_generation(*inputs.document);
   const images::Catalog &catalog =
       inputs.catalog != nullptr ? *inputs.catalog : images::Catalog::builtin();
+  images::ImageRequest request{
+      options.image, options.prime_rl, options.workspace, options.stage, std::nullopt};
+  if (options.was_given("image-holds")) {
+    request.holds = options.image_holds;
+  }
   return images::choose_image(catalog,
-                              {options.image, options.prime_rl, options.workspace, options.stage},
+                              request,
                               *inputs.document,
                               inputs.program == Program::sft ? primerl::ConfigRoot::sft
                                                              : primerl::ConfigRoot::rl);
@@ -830,6 +836,11 @@ LaunchPlan plan_document(const LaunchOptions &options, const LaunchInputs &input
   plan.prime_rl = image.prime_rl.version;
   plan.defaulted = problems.defaults();
   plan.image_name = image.name;
+  if (primerl::needs_deepep_across_nodes(document)) {
+    plan.host_requirements.push_back(
+        "DeepEP across nodes needs the hosts' IBGDA driver options (NVSHMEM), which a container "
+        "cannot set: run on InfiniBand clusters whose nodes provide them");
+  }
   plan.stage_dir = stage_dir;
   plan.staged_program = staged_program;
   plan.ownership.output_dir =

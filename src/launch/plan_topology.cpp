@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace pb::launch::detail {
 
 namespace {
@@ -47,6 +49,26 @@ TopologyRead shared_fields(const toml::Document &document,
 } // namespace
 
 namespace {
+
+// Expert parallelism in Prime-RL's placement: the replica's engines form one DP group when it
+// spans more than one engine (group DP = nodes x gpus_per_node / tp); otherwise the flag only
+// shards experts inside each engine and the replicas need not know.
+// A disaggregated replica's prefill and decode instances are DP groups of their own (docs/node.md).
+void inference_shape_fields(bool expert_parallel,
+                            std::int64_t nodes_per_replica,
+                            const std::optional<primerl::Disaggregated> &disaggregated,
+                            contract::ReplicaEnv &replica) {
+  const std::int64_t group_dp =
+      nodes_per_replica * replica.gpus_per_node / std::max<std::int64_t>(1, replica.inference_tp);
+  if (expert_parallel && group_dp > 1 && !disaggregated) {
+    replica.expert_parallel = true;
+    replica.nodes_per_infer_replica = nodes_per_replica;
+  }
+  if (disaggregated) {
+    replica.disaggregated = disaggregated;
+    replica.nodes_per_infer_replica = nodes_per_replica;
+  }
+}
 
 // Prime-RL v0.9: one reader per entrypoint; the placement is Prime-RL's own
 // (multi_node_rl.sbatch.j2): inference nodes first, then trainer nodes.
@@ -96,6 +118,7 @@ TopologyRead read_topology_v0_9(const toml::Document &document,
   for (const auto &source : rl.sources) {
     read.replica.env_servers.push_back(source.split + "/" + source.name);
   }
+  inference_shape_fields(rl.expert_parallel, rl.num_infer_nodes, rl.disaggregated, read.replica);
   return read;
 }
 
@@ -132,9 +155,26 @@ TopologyRead read_topology(const toml::Document &document,
     break;
   }
   const auto rl = primerl::read_multi_node_rl(document, problems);
-  TopologyRead read = shared_fields(document, rl, "prime-rl-multinode", "multi-node RL");
+  TopologyRead read =
+      shared_fields(document,
+                    rl,
+                    "prime-rl-multinode",
+                    rl.prime_rl_placement ? "multi-node RL (Prime-RL's placement)" : "multi-node RL");
   read.gpu_count = read.replica.gpus_per_node = rl.gpus_per_node;
   read.replicas = read.replica.total_nodes = rl.total_nodes;
+  if (rl.prime_rl_placement) {
+    // As Prime-RL's multi_node_rl.sbatch.j2 places it (docs/launch.md "Placements").
+    read.replica.prime_rl_placement = true;
+    read.replica.num_train_nodes = rl.num_train_nodes;
+    read.replica.num_infer_nodes = rl.total_infer_nodes();
+    read.replica.inference_tp = rl.tensor_parallel;
+    read.replica.orchestrator_replica = rl.orchestrator_replica();
+    for (const auto &source : rl.sources) {
+      read.replica.env_servers.push_back(source.split + "/" + source.name);
+    }
+    inference_shape_fields(rl.expert_parallel, rl.num_infer_nodes, rl.disaggregated, read.replica);
+    return read;
+  }
   read.replica.total_infer_ranks = rl.total_infer_ranks;
   read.replica.trainer_gpu_count = rl.trainer_gpus;
   read.replica.mixed_infer_gpu_count = rl.mixed_infer_gpus;

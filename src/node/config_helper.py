@@ -131,6 +131,84 @@ def prepare_rl(request):
     }
 
 
+def vllm_overrides_fragment(overrides):
+    """Per-role vLLM overrides as the tail of a JSON object (", \"key\": value, ..."), appended to
+    each engine's rank overrides as Prime-RL's template appends them."""
+    return "".join(f", {json.dumps(str(key))}: {json.dumps(value)}" for key, value in overrides.items())
+
+
+def disaggregated_values(inference, inference_env):
+    """What the prefill and decode engines of a disaggregated deployment read: their ports, their
+    per-role vLLM overrides and environment (the inference one, then the role's)."""
+    deployment = getattr(inference, "deployment", None) if inference is not None else None
+    if deployment is None or getattr(deployment, "type", None) != "disaggregated":
+        return {}, {}
+    runtime = {
+        "PREFILL_PORT": int(deployment.prefill_port),
+        "DECODE_PORT": int(deployment.decode_port),
+        "PREFILL_VLLM_EXTRA": vllm_overrides_fragment(deployment.prefill_vllm_overrides),
+        "DECODE_VLLM_EXTRA": vllm_overrides_fragment(deployment.decode_vllm_overrides),
+    }
+    envs = {
+        "prefill_env": strings({**inference_env, **deployment.prefill_env_vars}),
+        "decode_env": strings({**inference_env, **deployment.decode_env_vars}),
+    }
+    return runtime, envs
+
+
+def prepare_rl_prime_rl(request):
+    """v0.8.0 multi-node RL in Prime-RL's own placement: its config validators derive what its
+    SLURM launcher relies on (dp and api_server_count per node, the NCCL world size of every
+    inference GPU, num_train_workers), and its sub-configs are written as Prime-RL writes them."""
+    from prime_rl.configs.rl import RLConfig
+    from prime_rl.entrypoints.rl import write_subconfigs
+    from prime_rl.utils.process import (
+        DEFAULT_COMMON_ENV_VARS,
+        DEFAULT_INFERENCE_ENV_VARS,
+        DEFAULT_TRAINER_ENV_VARS,
+    )
+
+    raw = load(request["config"])
+    rewrite_environment_namespace(raw, set(request["environment_modules"]))
+    apply_resume(raw, request.get("resume"))
+    # Prime-RL's multi-node validator asks for SLURM; here primebeaker is the launcher.
+    raw.setdefault("slurm", {})
+    config = RLConfig.model_validate(raw)
+    config_dir = Path(request["config_dir"])
+    config_dir.mkdir(parents=True, exist_ok=True)
+    write_subconfigs(config, config_dir)
+    inference = config.inference
+    common = {**DEFAULT_COMMON_ENV_VARS, **config.env_vars,
+              "ORCHESTRATOR_OUTPUT_DIR": str(config.orchestrator.output_dir)}
+    runtime = {
+        "TRAINER_RANKS_FILTER": ",".join(str(rank) for rank in config.trainer.log.ranks_filter),
+        "USE_NCCL_BROADCAST": int(config.weight_broadcast is not None
+                                  and config.weight_broadcast.type == "nccl"),
+        "USE_ZMQ_TRANSPORT": int(config.rollout_transport is not None
+                                 and config.rollout_transport.type == "zmq"),
+    }
+    if inference is not None:
+        router = inference.router
+        runtime.update({
+            "ROUTER_PORT": int(inference.server.port),
+            "ROUTER_POLICY": str(getattr(router, "policy", "consistent_hash")),
+            "BACKEND_PORT": int(inference.backend_port),
+            "INFERENCE_TP": int(inference.parallel.tp),
+            "INFERENCE_DP_RPC_PORT": int(inference.data_parallel_rpc_port),
+        })
+    inference_env = {**common, **DEFAULT_INFERENCE_ENV_VARS,
+                     **(inference.env_vars if inference is not None else {})}
+    pd_runtime, pd_envs = disaggregated_values(inference, inference_env)
+    runtime.update(pd_runtime)
+    return {
+        "trainer_env": strings({**common, **DEFAULT_TRAINER_ENV_VARS, **config.trainer.env_vars}),
+        "orchestrator_env": strings({**common, **config.orchestrator.env_vars}),
+        "inference_env": strings(inference_env),
+        **pd_envs,
+        "runtime": runtime,
+    }
+
+
 def prepare_sft(request):
     from prime_rl.configs.sft import SFTConfig
     from prime_rl.entrypoints.sft import write_config
@@ -187,12 +265,17 @@ def prepare_rl_v0_9(request):
             "ROUTER_POLICY": str(getattr(router, "policy", "consistent_hash")),
             "BACKEND_PORT": int(inference.backend_port),
             "INFERENCE_TP": int(inference.vllm.tensor_parallel_size),
+            "INFERENCE_DP_RPC_PORT": int(getattr(inference.vllm, "data_parallel_rpc_port", 13345)),
         })
+    inference_env = {**common, **DEFAULT_INFERENCE_ENV_VARS,
+                     **(inference.env_vars if inference is not None else {})}
+    pd_runtime, pd_envs = disaggregated_values(inference, inference_env)
+    runtime.update(pd_runtime)
     return {
         "trainer_env": strings({**common, **DEFAULT_TRAINER_ENV_VARS, **config.trainer.env_vars}),
         "orchestrator_env": strings({**common, **config.orchestrator.env_vars}),
-        "inference_env": strings({**common, **DEFAULT_INFERENCE_ENV_VARS,
-                                  **(inference.env_vars if inference is not None else {})}),
+        "inference_env": strings(inference_env),
+        **pd_envs,
         "runtime": runtime,
     }
 
@@ -216,7 +299,8 @@ def prepare_sft_v0_9(request):
     }
 
 
-PREPARE = {"rl": prepare_rl, "sft": prepare_sft, "rl_v0_9": prepare_rl_v0_9, "sft_v0_9": prepare_sft_v0_9}
+PREPARE = {"rl": prepare_rl, "sft": prepare_sft, "rl_prime_rl": prepare_rl_prime_rl,
+           "rl_v0_9": prepare_rl_v0_9, "sft_v0_9": prepare_sft_v0_9}
 
 
 def write_result(path, value):

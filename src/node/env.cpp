@@ -103,7 +103,10 @@ void fill_replica(const EnvMap &env, const contract::ReplicaEnv &replica, Common
 
 // The contract of `kind` and the replica rank Beaker sets, all missing names listed at once.
 contract::ReplicaEnv read_contract(contract::Kind kind, const EnvMap &env) {
-  auto names = contract::required_names(kind, contract::generation_of(env));
+  auto names = contract::required_names(kind,
+                                        contract::generation_of(env),
+                                        kind == contract::Kind::multi_rl &&
+                                            contract::prime_rl_placement_of(env));
   names.emplace_back(contract::var::replica_rank);
   contract::require_set(env, names);
   return contract::ReplicaEnv::from_env(kind, env);
@@ -155,12 +158,16 @@ RlEnv parse_rl_env(const EnvMap &env) {
                                   contract::var::beaker_token,
                                   contract::var::managed_service_experiment_id));
   }
-  if (replica.generation == primerl::Generation::v0_9) {
+  if (replica.prime_rl_topology()) {
+    out.prime_rl_placement = true;
     out.num_train_nodes = static_cast<int>(replica.num_train_nodes);
     out.num_infer_nodes = static_cast<int>(replica.num_infer_nodes);
     out.inference_tp = static_cast<int>(replica.inference_tp);
     out.orchestrator_replica = static_cast<int>(replica.orchestrator_replica);
     out.env_servers = replica.env_servers;
+    out.expert_parallel = replica.expert_parallel;
+    out.nodes_per_infer_replica = static_cast<int>(replica.nodes_per_infer_replica);
+    out.disaggregated = replica.disaggregated;
     return out;
   }
   out.registry = replica.registry->text;

@@ -156,12 +156,19 @@ struct JsonStep {
     return {{"step", "start"}, {"process", process_json(s.process)}};
   }
   nlohmann::json operator()(const step::StartInferenceServers &s) const {
-    return {
+    nlohmann::json j = {
         {"step", "start_inference_servers"},
         {"gpus", {{"start", s.slice.start}, {"count", s.slice.count}}},
-        {"per_server", "${runtime.INFERENCE_TP} GPUs, ${port} = ${runtime.BACKEND_PORT} + ${k}"},
+        {"per_server", "${runtime.INFERENCE_TP} GPUs, ${port} = ${" + s.port_fact + "} + ${k}"},
         {"dirs", s.dirs},
         {"process", process_json(s.each)}};
+    if (!s.files.empty()) {
+      j["files"] = nlohmann::json::object();
+      for (const auto &[path, content] : s.files) {
+        j["files"][path] = content;
+      }
+    }
+    return j;
   }
   nlohmann::json operator()(const step::Pause &s) const {
     return {{"step", "pause"}, {"seconds", s.seconds}};
@@ -335,10 +342,14 @@ struct TextStep {
   void operator()(const step::StartInferenceServers &s) const {
     out += fmt::format("start one inference server per ${{runtime.INFERENCE_TP}} GPUs of {} "
                        "(server ${{k}}: ${{gpus}} its block, ${{port}} = "
-                       "${{runtime.BACKEND_PORT}} + ${{k}})\n",
-                       gpu_range(s.slice));
+                       "${{{}}} + ${{k}})\n",
+                       gpu_range(s.slice),
+                       s.port_fact);
     for (const auto &d : s.dirs) {
       out += "       dir:  " + d + "\n";
+    }
+    for (const auto &[path, content] : s.files) {
+      out += "       file: " + path + " = " + content + "\n";
     }
     process_text(out, s.each);
   }

@@ -267,26 +267,187 @@ EnvMap v0_9_run_env(const CommonEnv &env) {
           {"WANDB_SHARED_MODE", "1"}};
 }
 
-// Prime-RL v0.9 multi-node RL, wired as its multi_node_rl.sbatch.j2 wires a SLURM job
-// (docs/node.md "Prime-RL v0.9"): replicas [0, I) run inference (vLLM engines, one per
-// INFERENCE_TP GPUs, with vllm-router on replica 0), replicas [I, I+T) the trainer (one torchrun
-// per node, rendezvous on replica I port 29500); the orchestrator and one env server per source
-// run on replica I, or on I-1 with deployment.orchestrator_on_inference.
-ReplicaPlan plan_rl_v0_9(const RlEnv &env, const PlanInputs &inputs) {
+// What differs between the generations in Prime-RL's own placement (its multi_node_rl.sbatch.j2
+// at v0.8.0 and at 559b4477).
+struct GenerationWiring {
+  bool v0_9 = false;
+  std::string label;     // "Prime-RL v0.9"
+  std::string extension; // of the sub-configs Prime-RL writes: ".json" (v0.9), ".toml"
+  // "one DP rank, one API server" in the generation's spelling, for an engine of a group of `dp`
+  proc::Argv engine_flags(const std::string &dp) const {
+    if (v0_9) {
+      return {"--vllm.data-parallel-size",
+              dp,
+              "--vllm.data-parallel-size-local",
+              "1",
+              "--vllm.api-server-count",
+              "1"};
+    }
+    return {"--parallel.dp", dp, "--data-parallel-size-local", "1", "--api-server-count", "1"};
+  }
+};
+
+// Engines that are ranks of one DP group of `group_dp` (expert parallelism across nodes, a
+// disaggregated instance): the group size and RPC port for all, and per engine `overrides`, a JSON
+// object with its rank and the group head's address (${k} facts), as Prime-RL's
+// _launch_rank.sh.j2 passes them: v0.8.0 with --vllm-extra, v0.9 through a `--vllm @ file`.
+void dp_group_engines(const GenerationWiring &generation,
+                      int group_dp,
+                      const std::string &overrides,
+                      step::StartInferenceServers &servers) {
+  auto &argv = servers.each.argv;
+  const auto flags = generation.engine_flags(std::to_string(group_dp));
+  argv.erase(argv.end() - static_cast<std::ptrdiff_t>(flags.size()), argv.end());
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  if (generation.v0_9) {
+    const std::string file = servers.dirs.back() + "/vllm-overrides.json";
+    argv.insert(argv.end(),
+                {"--vllm.data-parallel-rpc-port", "${runtime.INFERENCE_DP_RPC_PORT}", "--vllm", "@", file});
+    servers.files.emplace_back(file, overrides);
+  } else {
+    argv.insert(argv.end(),
+                {"--data-parallel-rpc-port", "${runtime.INFERENCE_DP_RPC_PORT}", "--vllm-extra",
+                 overrides});
+  }
+}
+
+std::string rank_overrides(int head, int start_rank, const std::string &more = "") {
+  return fmt::format(R"({{"data_parallel_address": "${{host.{}}}", "data_parallel_rank": {}{}}})",
+                     head,
+                     start_rank == 0 ? std::string("${k}") : fmt::format("${{k+{}}}", start_rank),
+                     more);
+}
+
+// Expert parallelism across nodes (docs/node.md "Expert parallelism"): every engine of an
+// inference replica is one rank of a DP group rooted on the replica's first node.
+void expert_parallel_engines(const RlEnv &env,
+                             const GenerationWiring &generation,
+                             step::StartInferenceServers &servers) {
+  const int engines = env.gpus_per_node / std::max(1, env.inference_tp);
+  const int per_replica = std::max(1, env.nodes_per_infer_replica);
+  const int head = env.rank / per_replica * per_replica;
+  dp_group_engines(
+      generation, per_replica * engines, rank_overrides(head, (env.rank - head) * engines), servers);
+}
+
+// The role of inference node `rank` in a disaggregated replica, as Prime-RL's template derives
+// it: the first prefill_nodes() nodes of each replica are prefill instances of
+// prefill_nodes_per_replica nodes, the rest decode instances; each instance is a DP group rooted
+// on its first node.
+struct PdRole {
+  bool prefill = true;
+  int head = 0;       // the node rooting this node's instance
+  int group_dp = 1;   // DP ranks of the instance
+  int start_rank = 0; // this node's first rank in it
+};
+PdRole pd_role(const RlEnv &env, int rank, int engines) {
+  const int per_replica = std::max(1, env.nodes_per_infer_replica);
+  const int base = rank / per_replica * per_replica;
+  const auto place = env.disaggregated->place(rank % per_replica);
+  PdRole role;
+  role.prefill = place.prefill;
+  role.head = base + static_cast<int>(place.head);
+  role.group_dp = static_cast<int>(place.instance_nodes) * engines;
+  role.start_rank = static_cast<int>(place.index) * engines;
+  return role;
+}
+
+// Every engine's URL in Prime-RL's order (per replica: its prefill nodes' engines, then its
+// decode nodes'), as "--prefill"/"--decode" and the URL.
+std::vector<std::pair<std::string, std::string>> pd_endpoints(const RlEnv &env, int engines) {
+  std::vector<std::pair<std::string, std::string>> out;
+  // Node order already is Prime-RL's: replica by replica, prefill nodes first within each.
+  for (int node = 0; node < env.num_infer_nodes; ++node) {
+    const bool prefill = pd_role(env, node, engines).prefill;
+    for (int k = 0; k < engines; ++k) {
+      out.emplace_back(prefill ? "--prefill" : "--decode",
+                       fmt::format("http://${{host.{}}}:${{runtime.{}{}}}",
+                                   node,
+                                   prefill ? "PREFILL_PORT" : "DECODE_PORT",
+                                   k == 0 ? std::string() : fmt::format("+{}", k)));
+    }
+  }
+  return out;
+}
+
+// vllm-router in prefill/decode mode on inference node 0, over every engine.
+step::Start pd_router_step(const RlEnv &env, const Paths &paths, int engines) {
+  step::Start router = router_step(paths);
+  auto &argv = router.process.argv;
+  argv.resize(argv.size() - 2); // --worker-urls ${workers...}
+  argv.insert(argv.end(), {"--log-level", "debug", "--vllm-pd-disaggregation"});
+  for (const auto &[flag, url] : pd_endpoints(env, engines)) {
+    argv.push_back(flag);
+    argv.push_back(url);
+  }
+  return router;
+}
+
+// The engines of a prefill or decode node (Prime-RL's multi_node_rl.sbatch.j2, disaggregated
+// branch): ranks of their instance's DP group on the role's port, each with its NIXL side channel
+// (5600 + k) on this host over the RDMA ports UCX can open; prefill with DeepEP's
+// high-throughput all2all, decode with its low-latency one and decode-only CUDA graphs, plus the
+// TOML's per-role overrides and environment (the config helper's ${runtime.*_VLLM_EXTRA}).
+void disaggregated_engines(const PdRole &role,
+                           const PlanInputs &inputs,
+                           const GenerationWiring &generation,
+                           step::StartInferenceServers &servers) {
+  const std::string more =
+      role.prefill ? R"(, "all2all_backend": "deepep_high_throughput"${runtime.PREFILL_VLLM_EXTRA})"
+                   : R"(, "all2all_backend": "deepep_low_latency", "compilation_config": )"
+                     R"({"cudagraph_mode": "FULL_DECODE_ONLY"}${runtime.DECODE_VLLM_EXTRA})";
+  dp_group_engines(
+      generation, role.group_dp, rank_overrides(role.head, role.start_rank, more), servers);
+  servers.port_fact = role.prefill ? "runtime.PREFILL_PORT" : "runtime.DECODE_PORT";
+  auto &p = servers.each;
+  p.component_env = role.prefill ? "prefill" : "decode";
+  p.env["VLLM_NIXL_SIDE_CHANNEL_HOST"] = inputs.address;
+  p.env["VLLM_NIXL_SIDE_CHANNEL_PORT"] = "${k+5600}";
+  if (!is_set(inputs.env, "UCX_NET_DEVICES")) {
+    // Prime-RL pins decode nodes to the first HCA port; prefill nodes use every active one.
+    p.env["UCX_NET_DEVICES"] =
+        role.prefill ? inputs.rdma_ports.value_or("all") : std::string("mlx5_0:1");
+  }
+}
+
+// Multi-node RL in Prime-RL's own placement, wired as its multi_node_rl.sbatch.j2 wires a SLURM
+// job (docs/node.md "Prime-RL's placement"), for v0.9 and for v0.8.0 TOMLs the mixed layout
+// cannot place: replicas [0, I) run inference (vLLM engines, one per INFERENCE_TP GPUs, with
+// vllm-router on replica 0), replicas [I, I+T) the trainer (one torchrun per node, rendezvous
+// on replica I port 29500); the orchestrator and one env server per source run on replica I, or
+// on I-1 with deployment.orchestrator_on_inference.
+ReplicaPlan plan_rl_prime_rl(const RlEnv &env, const PlanInputs &inputs) {
+  const GenerationWiring generation =
+      env.v0_9() ? GenerationWiring{true, "Prime-RL v0.9", ".json"}
+                 : GenerationWiring{false, "Prime-RL v0.8.0, Prime-RL's placement", ".toml"};
   const Paths paths = rl_paths(env);
   const int infer_nodes = env.num_infer_nodes;
   const bool inference = env.rank < infer_nodes;
   const bool orchestrator = env.rank == env.orchestrator_replica && infer_nodes > 0;
   const std::string master = fmt::format("${{host.{}}}", infer_nodes);
   const std::string orchestrator_host = fmt::format("${{host.{}}}", env.orchestrator_replica);
+  // v0.9's ZMQ transport binds in the orchestrator; v0.8.0's on trainer rank 0 (5555, and
+  // 5556/5557 for the other trainer nodes), so both sides address the first trainer host.
+  const std::string transport_host = generation.v0_9 ? orchestrator_host : master;
   const int engines = env.inference_tp > 0 ? env.gpus_per_node / env.inference_tp : 0;
-  ReplicaPlan plan = rl_plan(env, paths, inference ? "inference" : "trainer");
-  plan.summary = fmt::format("rank={} role={}{} GPUs={} host={} (Prime-RL v0.9)",
+  const auto config = [&](const std::string &name) {
+    return paths.config_dir / (name + generation.extension);
+  };
+  const std::optional<PdRole> pd =
+      inference && env.disaggregated ? std::optional(pd_role(env, env.rank, engines)) : std::nullopt;
+  ReplicaPlan plan = rl_plan(env,
+                             paths,
+                             !inference ? "trainer"
+                             : pd       ? (pd->prefill ? "prefill" : "decode")
+                                        : "inference");
+  plan.publishes_complete = !inference;
+  plan.summary = fmt::format("rank={} role={}{} GPUs={} host={} ({})",
                              env.rank,
                              plan.role,
                              orchestrator ? "+orchestrator" : "",
                              gpu_range(Slice{0, env.gpus_per_node}),
-                             inputs.address);
+                             inputs.address,
+                             generation.label);
   std::vector<fs::path> dirs = {
       paths.config_dir, paths.logs / "inference", paths.logs / "trainer", env.run_dir()};
   if (orchestrator) {
@@ -334,11 +495,14 @@ ReplicaPlan plan_rl_v0_9(const RlEnv &env, const PlanInputs &inputs) {
     plan.steps.push_back(
         step::WaitFor{fmt::format("layout.{}", n), fmt::format("layout.{}", n), timeout});
   }
-  EnvMap identity = v0_9_run_env(env);
+  // The run identity: v0.9's PRL_RUN_ID; v0.8.0's shared W&B run (WANDB_SHARED_RUN_ID is the
+  // contract's, set on every replica).
+  EnvMap identity =
+      generation.v0_9 ? v0_9_run_env(env) : EnvMap{{"WANDB_SHARED_MODE", "1"}};
   identity["MASTER_ADDR"] = master;
   identity["MASTER_PORT"] = std::to_string(primerl::v0_9::k_rendezvous_port);
   plan.steps.push_back(step::SetEnv{identity});
-  {
+  if (generation.v0_9) {
     const fs::path runtime_toml = paths.local_tmp / "prime-rl.toml";
     if (env.rank == 0) {
       plan.steps.push_back(v0_9_runtime_toml_step(env, runtime_toml));
@@ -352,29 +516,44 @@ ReplicaPlan plan_rl_v0_9(const RlEnv &env, const PlanInputs &inputs) {
                                         paths.local_tmp,
                                         env.config_path,
                                         {"trainer", "orchestrator", "inference"}));
+  } else {
+    // The helper applies the resume decision and rewrites legacy environment ids (v0.8.0).
+    const nlohmann::json request = {
+        {"kind", "rl_prime_rl"},
+        {"config", env.config_path.string()},
+        {"config_dir", paths.config_dir.string()},
+        {"environment_modules", primerl::bundled_environment_modules()}};
+    plan.steps.push_back(resolve_config(env.rank == 0,
+                                        request,
+                                        paths.local_tmp,
+                                        env.config_path,
+                                        {"trainer", "orchestrator", "inference"}));
   }
   network_hints(plan, inputs);
-  if (infer_nodes > 0) {
+  // A disaggregated deployment's endpoints are known from the plan alone (each node's role and
+  // port); the others are bound from every inference replica's published layout.
+  if (infer_nodes > 0 && !env.disaggregated) {
     plan.steps.push_back(step::BindWorkers{env.total_nodes, infer_nodes * engines});
   }
 
   if (inference && env.rank == 0) {
-    plan.steps.push_back(router_step(paths));
+    plan.steps.push_back(env.disaggregated ? pd_router_step(env, paths, engines)
+                                           : router_step(paths));
   }
   if (inference) {
-    // v0.9 spells the engine flags as [inference.vllm] keys (#3202).
-    plan.steps.push_back(inference_servers_step(plan,
-                                                inputs,
-                                                env.rank,
-                                                Slice{0, env.gpus_per_node},
-                                                paths,
-                                                paths.config_dir / "inference.json",
-                                                {"--vllm.data-parallel-size",
-                                                 "1",
-                                                 "--vllm.data-parallel-size-local",
-                                                 "1",
-                                                 "--vllm.api-server-count",
-                                                 "1"}));
+    auto servers = inference_servers_step(plan,
+                                          inputs,
+                                          env.rank,
+                                          Slice{0, env.gpus_per_node},
+                                          paths,
+                                          config("inference"),
+                                          generation.engine_flags("1"));
+    if (pd) {
+      disaggregated_engines(*pd, inputs, generation, servers);
+    } else if (env.expert_parallel) {
+      expert_parallel_engines(env, generation, servers);
+    }
+    plan.steps.push_back(std::move(servers));
   } else {
     const int node = env.rank - infer_nodes;
     step::Start trainer = torchrun_step(
@@ -386,15 +565,20 @@ ReplicaPlan plan_rl_v0_9(const RlEnv &env, const PlanInputs &inputs) {
           "--rdzv-id=job_" + env.launch_id},
          paths.logs / "trainer",
          "prime_rl.trainer.rl.train",
-         paths.config_dir / "trainer.json",
+         config("trainer"),
          paths.logs / "trainer" / fmt::format("node_{}.log", node)});
     auto &p = trainer.process;
-    p.when = {{"runtime.USE_ZMQ_TRANSPORT", {"--rollout_transport.host", orchestrator_host}}};
+    p.when = {{"runtime.USE_ZMQ_TRANSPORT", {"--rollout_transport.host", transport_host}}};
     p.env = {{"WANDB_SHARED_LABEL", "trainer"}};
     p.gpus = gpu_list(0, env.gpus_per_node);
     if (node == 0) {
       p.ports = {std::to_string(primerl::v0_9::k_rendezvous_port),
                  std::to_string(primerl::v0_9::k_nccl_broadcast_port)};
+      if (!generation.v0_9) {
+        for (int port = 0; port < 3; ++port) {
+          p.ports.push_back(std::to_string(primerl::v0_9::k_zmq_transport_port + port));
+        }
+      }
     }
     plan.steps.push_back(std::move(trainer));
   }
@@ -408,19 +592,30 @@ ReplicaPlan plan_rl_v0_9(const RlEnv &env, const PlanInputs &inputs) {
       step::Start start;
       auto &p = start.process;
       p.name = "env server " + server;
-      p.argv = {"env-server", "@", (paths.config_dir / "envs" / (server + ".json")).string()};
+      p.argv = {"env-server", "@", (paths.config_dir / "envs" / (server + generation.extension)).string()};
       p.component_env = "orchestrator";
       p.ports = {std::to_string(primerl::v0_9::k_env_server_base_port + index++)};
       p.log = {LogSpec::Mode::truncate, paths.logs / "envs" / (server + ".log"), false};
       plan.steps.push_back(std::move(start));
     }
     step::Start start = orchestrator_step(paths,
-                                          paths.config_dir / "orchestrator.json",
+                                          config("orchestrator"),
                                           "http://${host.0}:${runtime.ROUTER_PORT}/v1",
                                           master,
-                                          orchestrator_host);
-    start.process.ports = {std::to_string(primerl::v0_9::k_zmq_transport_port),
-                           std::to_string(primerl::v0_9::k_zmq_transport_port + 1)};
+                                          transport_host);
+    if (env.disaggregated) {
+      // Its admin URLs are every engine's, prefill then decode per replica (Prime-RL's
+      // inference_metrics_roles follow that order).
+      auto &argv = start.process.argv;
+      argv.pop_back(); // ${admin_urls...}
+      for (const auto &[flag, url] : pd_endpoints(env, engines)) {
+        argv.push_back(url + "/v1");
+      }
+    }
+    if (generation.v0_9) {
+      start.process.ports = {std::to_string(primerl::v0_9::k_zmq_transport_port),
+                             std::to_string(primerl::v0_9::k_zmq_transport_port + 1)};
+    }
     plan.steps.push_back(std::move(start));
     awaited.emplace_back("orchestrator");
   }
@@ -591,8 +786,8 @@ recovery_request(const CommonEnv &env, std::string replica, int trainer_ranks, b
 }
 
 ReplicaPlan plan_rl(const RlEnv &env, const PlanInputs &inputs) {
-  if (env.v0_9()) {
-    return plan_rl_v0_9(env, inputs);
+  if (env.prime_rl_placement) {
+    return plan_rl_prime_rl(env, inputs);
   }
   const RlPlacement place = place_rl(env);
   const Paths paths = rl_paths(env);

@@ -539,7 +539,8 @@ public:
     for (const auto &[k, v] : runtime_env_values(result["runtime"])) {
       m_facts["runtime." + k] = v;
     }
-    for (const char *component : {"trainer", "orchestrator", "inference"}) {
+    // prefill/decode: a disaggregated deployment's per-role inference environment.
+    for (const char *component : {"trainer", "orchestrator", "inference", "prefill", "decode"}) {
       m_component_env[component] =
           json_env(result.value(std::string(component) + "_env", nlohmann::json::object()));
     }
@@ -579,7 +580,7 @@ public:
   }
 
   void operator()(const step::StartInferenceServers &s) {
-    const int base = number("runtime.BACKEND_PORT");
+    const int base = number(s.port_fact);
     const auto blocks = tp_blocks(s.slice, number("runtime.INFERENCE_TP"));
     for (size_t k = 0; k < blocks.size(); ++k) {
       EnvMap local = {{"k", std::to_string(k)},
@@ -590,6 +591,9 @@ public:
         dirs.emplace_back(substitute(d, with(local)));
       }
       make_dirs(dirs);
+      for (const auto &[path, content] : s.files) {
+        fs::write_file_atomic(substitute(path, with(local)), substitute(content, with(local)));
+      }
       m_r.supervisor.start(
           substitute(s.each.name, with(local)), spec(s.each, local), options(s.each.log, local));
     }
@@ -727,6 +731,7 @@ PlanInputs machine_inputs(const EnvMap &process_env, const Tuning &tuning) {
   inputs.self = self_executable();
   inputs.address = local_address(tuning);
   inputs.infiniband_hcas = infiniband_hcas();
+  inputs.rdma_ports = rdma_ports();
   inputs.socket_ifname = interface_of(inputs.address);
   return inputs;
 }

@@ -432,6 +432,39 @@ std::optional<std::string> infiniband_hcas() {
   return text::join(hcas, ",");
 }
 
+std::optional<std::string> rdma_ports() {
+  const std::filesystem::path root = "/sys/class/infiniband";
+  std::error_code ec;
+  if (!std::filesystem::is_directory(root, ec)) {
+    return std::nullopt;
+  }
+  const auto first_line = [](const std::filesystem::path &path) {
+    std::string line;
+    std::ifstream in(path);
+    std::getline(in, line);
+    return std::string(text::trim(line));
+  };
+  // InfiniBand ports first, RoCE (Ethernet link layer) when there are none, as Prime-RL's
+  // template enumerates them for UCX; "all" would also pick devices UCX cannot open.
+  for (const char *layer : {"InfiniBand", "Ethernet"}) {
+    std::vector<std::string> ports;
+    for (const auto &hca : std::filesystem::directory_iterator(root, ec)) {
+      std::error_code port_ec;
+      for (const auto &port : std::filesystem::directory_iterator(hca.path() / "ports", port_ec)) {
+        if (first_line(port.path() / "link_layer") == layer &&
+            first_line(port.path() / "state").find("ACTIVE") != std::string::npos) {
+          ports.push_back(hca.path().filename().string() + ":" + port.path().filename().string());
+        }
+      }
+    }
+    if (!ports.empty()) {
+      std::sort(ports.begin(), ports.end());
+      return text::join(ports, ",");
+    }
+  }
+  return std::nullopt;
+}
+
 std::string strip_rank_prefix(const std::string &line) {
   // "[default0]:text" -> "text"
   if (line.empty() || line[0] != '[') {

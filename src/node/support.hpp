@@ -109,6 +109,9 @@ std::string local_address(const Tuning &tuning);
 std::optional<std::string> interface_of(const std::string &address);
 // Comma list of InfiniBand HCAs from /sys/class/infiniband (for NCCL_IB_HCA), if any.
 std::optional<std::string> infiniband_hcas();
+// The active RDMA ports for UCX (NIXL's KV transfer): "mlx5_0:1,mlx5_1:1", InfiniBand ones, else
+// RoCE ones; nullopt without any (then UCX's "all").
+std::optional<std::string> rdma_ports();
 
 // Strips a leading "[<letters><digits>]:" (torchrun's rank prefix) from a log line.
 std::string strip_rank_prefix(const std::string &line);

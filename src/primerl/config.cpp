@@ -597,6 +597,155 @@ MultiNodeSft read_multi_node_sft(const Document &document, Problems &problems) {
   return sft;
 }
 
+namespace {
+
+// Whether the mixed layout cannot place this TOML as written while Prime-RL's own placement can:
+// several trainer nodes or inference replicas, expert parallelism, or a trainer node whose
+// inference slice tp does not divide (the trainer then takes its whole node, as in Prime-RL).
+// Values are peeked, not judged: the placement's reader reports what is wrong with them.
+bool needs_prime_rl_placement(const Reader &reader, std::int64_t gpus_per_node) {
+  const auto peek = [&](std::string_view key, std::int64_t fallback) {
+    const auto value = reader.integer_as_written(key);
+    return value && *value >= 1 ? *value : fallback;
+  };
+  if (peek("deployment.num_train_nodes", 1) > 1 || peek("deployment.num_infer_replicas", 1) > 1) {
+    return true;
+  }
+  if (const Value *type = reader.find("inference.deployment.type");
+      type != nullptr && type->string() && *type->string() == "disaggregated") {
+    return true;
+  }
+  if (const Value *ep = reader.find("inference.enable_expert_parallel");
+      ep != nullptr && ep->boolean().value_or(false)) {
+    return true;
+  }
+  const auto cp = peek("trainer.model.cp", 1);
+  const auto trainer = cp * peek("trainer.model.dp_replicate", 1);
+  const auto tp = peek("inference.parallel.tp", 1);
+  const auto mixed = gpus_per_node - trainer;
+  return trainer < gpus_per_node && mixed % tp != 0 && gpus_per_node % tp == 0 &&
+         gpus_per_node % cp == 0;
+}
+
+// Prime-RL's own multi-node placement of a v0.8.0 TOML, read with Prime-RL's defaults
+// (RLConfig.auto_setup_infer_nodes): each trainer node takes all its GPUs; the inference GPUs are
+// gpus_per_node / tp engines per node, whose dp and api_server_count Prime-RL derives itself.
+void read_prime_rl_placement(Reader &reader,
+                             const Document &document,
+                             Problems &problems,
+                             MultiNodeRl &rl) {
+  rl.prime_rl_placement = true;
+  rl.num_infer_replicas = reader.count("deployment.num_infer_replicas", k_max_nodes, 1, 1);
+  const bool has_inference = reader.find("inference") != nullptr;
+  std::int64_t inferred = has_inference ? 1 : 0;
+  if (reader.optional_string("inference.deployment.type").value_or("") == "multi_node") {
+    inferred = reader.integer_as_written("inference.deployment.num_nodes").value_or(1);
+  }
+  rl.disaggregated = detail::read_disaggregated(reader);
+  if (rl.disaggregated) {
+    inferred = rl.disaggregated->nodes();
+  }
+  rl.num_infer_nodes = inferred;
+  if (const Value *nodes = reader.find("deployment.num_infer_nodes")) {
+    // 0 is Prime-RL's "no inference" (fake data), so not positive().
+    const auto number = nodes->integer();
+    if (!number || *number < 0 || *number > k_max_nodes) {
+      reader.wrong(*nodes,
+                   "deployment.num_infer_nodes",
+                   fmt::format("an integer from 0 to {}", k_max_nodes),
+                   std::to_string(inferred));
+    } else {
+      rl.num_infer_nodes = *number;
+    }
+    if (rl.disaggregated && rl.num_infer_nodes != inferred) {
+      reader.rule(nodes,
+                  fmt::format("deployment.num_infer_nodes ({}) must equal the disaggregated "
+                              "inference nodes per replica ({} prefill + {} decode)",
+                              rl.num_infer_nodes,
+                              rl.disaggregated->prefill_nodes(),
+                              rl.disaggregated->decode_nodes()));
+    }
+  }
+  rl.orchestrator_on_inference =
+      reader.boolean("deployment.orchestrator_on_inference", false, false);
+  rl.tensor_parallel = reader.count("inference.parallel.tp", k_max_gpus_per_node, 1, 1);
+  rl.expert_parallel = reader.boolean("inference.enable_expert_parallel", false, false);
+  rl.total_nodes = rl.total_infer_nodes() + rl.num_train_nodes;
+  rl.trainer_gpus = rl.gpus_per_node;
+  if (rl.total_nodes > k_max_nodes && !reader.bad({"deployment.num_train_nodes"})) {
+    reader.rule(reader.find("deployment.num_train_nodes"),
+                fmt::format("{} nodes in all is more than primebeaker launches ({})",
+                            rl.total_nodes,
+                            k_max_nodes));
+  }
+  if (rl.num_infer_nodes > 0 && !has_inference) {
+    problems.add_missing_table(
+        "inference",
+        fmt::format("{}: multi-node RL with inference nodes needs an [inference] table",
+                    document.source_name()));
+  }
+  if (has_inference && rl.gpus_per_node % rl.tensor_parallel != 0 &&
+      !reader.bad({"inference.parallel.tp", "deployment.gpus_per_node"})) {
+    reader.rule("inference.parallel.tp",
+                fmt::format("deployment.gpus_per_node ({}) must be a multiple of "
+                            "inference.parallel.tp ({}): each inference node runs gpus_per_node / "
+                            "tp engines",
+                            rl.gpus_per_node,
+                            rl.tensor_parallel),
+                std::to_string(rl.gpus_per_node));
+  }
+  // Expert parallelism across nodes makes one DP group of every engine of a replica; Prime-RL
+  // checks its size against the GPUs in its config validator, checked here before the nodes.
+  const std::int64_t group_dp =
+      rl.num_infer_nodes * rl.gpus_per_node / std::max<std::int64_t>(1, rl.tensor_parallel);
+  if (rl.expert_parallel && group_dp > 1 && !rl.disaggregated) {
+    const auto dp = reader.integer_as_written("inference.parallel.dp").value_or(1);
+    if (dp * rl.tensor_parallel != rl.num_infer_nodes * rl.gpus_per_node) {
+      reader.rule(reader.find("inference.parallel.dp") ? reader.find("inference.parallel.dp")
+                                                       : reader.find("inference"),
+                  fmt::format("expert parallelism across {} inference nodes needs "
+                              "inference.parallel.dp x tp = the replica's {} GPUs, got {} x {}",
+                              rl.num_infer_nodes,
+                              rl.num_infer_nodes * rl.gpus_per_node,
+                              dp,
+                              rl.tensor_parallel));
+    }
+  }
+  rl.total_infer_gpus = rl.total_infer_nodes() * rl.gpus_per_node;
+  rl.total_infer_ranks = rl.total_infer_gpus / std::max<std::int64_t>(1, rl.tensor_parallel);
+  if (const auto router = reader.optional_string("inference.router.type");
+      router && *router != "vllm-router") {
+    reader.rule(reader.find("inference.router.type"),
+                fmt::format("multi-node inference.router.type = \"{}\" is not placed by "
+                            "primebeaker yet (it places engines behind vllm-router); use "
+                            "\"vllm-router\"",
+                            *router));
+  }
+  rl.sources = read_env_sources(document);
+}
+
+} // namespace
+
+namespace detail {
+
+std::optional<Disaggregated> read_disaggregated(Reader &reader) {
+  if (reader.optional_string("inference.deployment.type").value_or("") != "disaggregated") {
+    return std::nullopt;
+  }
+  Disaggregated d;
+  d.prefill_nodes_per_replica =
+      reader.count("inference.deployment.prefill_nodes_per_replica", k_max_nodes, 1, 1);
+  d.decode_nodes_per_replica =
+      reader.count("inference.deployment.decode_nodes_per_replica", k_max_nodes, 1, 1);
+  d.num_prefill_replicas =
+      reader.count("inference.deployment.num_prefill_replicas", k_max_nodes, 1, 1);
+  d.num_decode_replicas =
+      reader.count("inference.deployment.num_decode_replicas", k_max_nodes, 1, 1);
+  return d;
+}
+
+} // namespace detail
+
 MultiNodeRl read_multi_node_rl(const Document &document, Problems &problems) {
   Reader reader(document, "multi-node RL", problems);
   // [trainer.model], [inference] and [inference.parallel] keys all have defaults; the rank
@@ -608,48 +757,30 @@ MultiNodeRl read_multi_node_rl(const Document &document, Problems &problems) {
   rl.wandb = read_wandb(reader);
   rl.gpus_per_node = reader.count("deployment.gpus_per_node", k_max_gpus_per_node, 8, 8);
   rl.num_train_nodes = reader.positive("deployment.num_train_nodes", 1);
-  if (rl.num_train_nodes > 1) {
-    // Prime-RL v0.8.0 spreads several trainer nodes with SLURM, which Beaker has not; the v0.8.0
-    // placement here is Python PrimeBeaker's, one trainer node. The experiment is not changed to
-    // fit.
-    reader.rule(reader.find("deployment.num_train_nodes"),
-                fmt::format("deployment.num_train_nodes = {}: primebeaker places Prime-RL "
-                            "v0.8.0's multi-node RL on one trainer node beside the inference "
-                            "nodes; several trainer nodes (torchrun across them) are placed for "
-                            "the Prime-RL v0.9 generation only",
-                            rl.num_train_nodes));
-    return rl;
-  }
-  // Checked in the container by Python PrimeBeaker (it renders dense engines whatever the type);
-  // failing here saves a multi-node allocation. Refused, not rewritten: another inference
-  // deployment would be another experiment.
+  // Refused, not rewritten: another inference deployment would be another experiment.
   if (const Value *deployment = reader.find("inference.deployment.type")) {
     const std::string *type = deployment->string();
     if (type == nullptr) {
       reader.wrong(*deployment, "inference.deployment.type", "a string", toml_string("multi_node"));
-    } else if (*type != "single_node" && *type != "multi_node") {
+    } else if (*type != "single_node" && *type != "multi_node" && *type != "disaggregated") {
       reader.rule(deployment,
-                  fmt::format("inference.deployment.type '{}' is not placed by primebeaker under "
-                              "Prime-RL v0.8.0: it places dense inference engines (single_node "
-                              "or multi_node) on the inference nodes itself",
+                  fmt::format("inference.deployment.type '{}' is not one Prime-RL v0.8.0 knows "
+                              "(single_node, multi_node or disaggregated)",
                               *type));
       return rl;
     }
   }
+  if (needs_prime_rl_placement(reader, rl.gpus_per_node)) {
+    read_prime_rl_placement(reader, document, problems, rl);
+    return rl;
+  }
   // One node is the trainer's, so at most k_max_nodes - 1 inference nodes fit the replicas.
   rl.num_infer_nodes = reader.count("deployment.num_infer_nodes", k_max_nodes - 1, 1);
-  const auto replicas = reader.positive("deployment.num_infer_replicas", 1, 1);
+  reader.positive("deployment.num_infer_replicas", 1, 1); // > 1: Prime-RL's placement
   const auto cp = reader.count("trainer.model.cp", k_max_gpus_per_node, 1, 1);
   const auto dp_replicate = reader.count("trainer.model.dp_replicate", k_max_gpus_per_node, 1, 1);
   rl.tensor_parallel = reader.count("inference.parallel.tp", k_max_gpus_per_node, 1, 1);
 
-  if (replicas != 1 && !reader.bad({"deployment.num_infer_replicas"})) {
-    reader.rule("deployment.num_infer_replicas",
-                fmt::format("heterogeneous Beaker RL requires deployment.num_infer_replicas = 1, "
-                            "got {}",
-                            replicas),
-                "1");
-  }
   rl.trainer_gpus = cp * dp_replicate;
   const bool trainer_fits = rl.trainer_gpus <= rl.gpus_per_node;
   if (!trainer_fits) {
@@ -662,29 +793,11 @@ MultiNodeRl read_multi_node_rl(const Document &document, Problems &problems) {
                             rl.gpus_per_node));
   }
   rl.mixed_infer_gpus = rl.trainer_gpus < rl.gpus_per_node ? rl.gpus_per_node - rl.trainer_gpus : 0;
-  bool mixed = rl.mixed_infer_gpus > 0;
+  const bool mixed = rl.mixed_infer_gpus > 0;
   const bool divisible = rl.gpus_per_node % rl.tensor_parallel == 0 &&
                          (!mixed || rl.mixed_infer_gpus % rl.tensor_parallel == 0);
-  bool layout_ok = divisible;
-  if (!divisible && mixed && rl.gpus_per_node % rl.tensor_parallel == 0 &&
-      rl.gpus_per_node % cp == 0 && trainer_fits) {
-    // Only the mixed node's slice is off: giving the trainer the whole node fixes it, and the
-    // accounting below goes on with that layout so its suggestions fit it.
-    reader.rule("trainer.model.dp_replicate",
-                fmt::format("each inference-bearing GPU slice must be divisible by "
-                            "inference.parallel.tp ({}): the trainer node's {} inference GPUs "
-                            "(gpus_per_node {} - trainer.model.cp x dp_replicate {}) are not; "
-                            "give the trainer the whole node or change tp",
-                            rl.tensor_parallel,
-                            rl.mixed_infer_gpus,
-                            rl.gpus_per_node,
-                            rl.trainer_gpus),
-                std::to_string(rl.gpus_per_node / cp));
-    rl.trainer_gpus = rl.gpus_per_node;
-    rl.mixed_infer_gpus = 0;
-    mixed = false;
-    layout_ok = true;
-  } else if (!divisible) {
+  const bool layout_ok = divisible;
+  if (!divisible) {
     reader.rule(reader.find("inference.parallel.tp"),
                 fmt::format("each inference-bearing GPU slice must be divisible by "
                             "inference.parallel.tp ({}): gpus_per_node {}, mixed-node inference "
@@ -734,14 +847,6 @@ MultiNodeRl read_multi_node_rl(const Document &document, Problems &problems) {
   }
   rl.total_nodes = mixed ? rl.num_infer_nodes : 1 + rl.num_infer_nodes;
 
-  // Checked in the container by Python PrimeBeaker; failing here saves a multi-node allocation.
-  if (const Value *ep = reader.find("inference.enable_expert_parallel");
-      ep && ep->boolean().value_or(false)) {
-    reader.rule("inference.enable_expert_parallel",
-                "heterogeneous Beaker RL currently supports dense inference "
-                "(inference.enable_expert_parallel must be false)",
-                "false");
-  }
   if (const Value *router = reader.find("inference.router");
       router && router->string() && *router->string() == "None") {
     reader.rule(router, "multi-node RL requires inference with a router (inference.router)");
@@ -769,6 +874,40 @@ MultiNodeRl read_multi_node_rl(const Document &document, Problems &problems) {
       });
   rl.local_search_model_paths.assign(paths.begin(), paths.end());
   return rl;
+}
+
+std::vector<EnvSource> read_env_sources(const Document &document) {
+  std::vector<EnvSource> sources;
+  for (const char *split : {"train", "eval"}) {
+    const Value *entries = document.root().find_path({"orchestrator", split, "source"});
+    if (entries == nullptr || !entries->is(Type::array)) {
+      continue;
+    }
+    for (const auto &entry : *entries->array()) {
+      if (!entry.is(Type::table)) {
+        continue;
+      }
+      auto text = [&](std::initializer_list<std::string> path) -> std::string {
+        const Value *value = entry.find_path(std::vector<std::string>(path));
+        return value && value->string() ? *value->string() : std::string();
+      };
+      if (!text({"serve", "address"}).empty()) {
+        continue; // externally managed: no env server here
+      }
+      EnvSource source;
+      source.split = split;
+      source.taskset_id = text({"env", "taskset", "id"});
+      source.name = text({"name"});
+      if (source.name.empty()) {
+        source.name = text({"env", "id"});
+      }
+      if (source.name.empty()) {
+        source.name = source.taskset_id;
+      }
+      sources.push_back(std::move(source));
+    }
+  }
+  return sources;
 }
 
 Wandb read_wandb(const Document &document) {

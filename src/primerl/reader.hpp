@@ -272,4 +272,8 @@ inline void require_type(Reader &reader, std::string_view expected) {
   }
 }
 
+// [inference.deployment] of type "disaggregated" (both generations), or nullopt for another type;
+// counts read with Prime-RL's defaults (1 each).
+std::optional<Disaggregated> read_disaggregated(Reader &reader);
+
 } // namespace pb::primerl::detail

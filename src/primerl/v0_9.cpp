@@ -65,29 +65,21 @@ std::int64_t infer_nodes(Reader &reader, std::int64_t fallback) {
   return *number;
 }
 
-// Multi-node shapes whose engines primebeaker does not place yet (it places Prime-RL's dense
-// engines: one per tensor-parallel group, behind vllm-router): refused at preview rather than
-// started with the wrong wiring.
+// Multi-node shapes whose engines primebeaker does not place yet (it places Prime-RL's dense and
+// expert-parallel engines behind vllm-router): refused at preview rather than started with the
+// wrong wiring.
 void refuse_unplaced_inference(Reader &reader) {
   const auto refuse = [&](const char *key, const std::string &value, const char *fix) {
     reader.rule(reader.find(key),
-                fmt::format("multi-node {} = {} is not placed by primebeaker yet (it places dense "
-                            "engines behind vllm-router); {}",
+                fmt::format("multi-node {} = {} is not placed by primebeaker yet (it places dense, "
+                            "expert-parallel and disaggregated engines behind vllm-router); {}",
                             key,
                             value,
                             fix));
   };
-  if (const auto type = reader.optional_string("inference.deployment.type");
-      type && *type == "disaggregated") {
-    refuse("inference.deployment.type", "\"disaggregated\"", "use \"multi_node\" inference");
-  }
   if (const auto router = reader.optional_string("inference.router.type");
       router && *router != "vllm-router") {
     refuse("inference.router.type", "\"" + *router + "\"", "use \"vllm-router\"");
-  }
-  if (const Value *ep = reader.find("inference.vllm.enable_expert_parallel");
-      ep != nullptr && ep->boolean().value_or(false)) {
-    refuse("inference.vllm.enable_expert_parallel", "true", "run expert parallelism within a node");
   }
 }
 
@@ -98,38 +90,6 @@ DeploymentType read_type(Reader &reader, const Document &document, Problems &pro
     return DeploymentType::single_node;
   }
   return read_deployment_type(document, problems, DeploymentType::single_node);
-}
-
-void read_sources(const Document &document, std::vector<Source> &sources) {
-  for (const char *split : {"train", "eval"}) {
-    const Value *entries = document.root().find_path({"orchestrator", split, "source"});
-    if (entries == nullptr || !entries->is(Type::array)) {
-      continue;
-    }
-    for (const auto &entry : *entries->array()) {
-      if (!entry.is(Type::table)) {
-        continue;
-      }
-      auto text = [&](std::initializer_list<std::string> path) -> std::string {
-        const Value *value = entry.find_path(std::vector<std::string>(path));
-        return value && value->string() ? *value->string() : std::string();
-      };
-      if (!text({"serve", "address"}).empty()) {
-        continue; // externally managed: no env server here
-      }
-      Source source;
-      source.split = split;
-      source.taskset_id = text({"env", "taskset", "id"});
-      source.name = text({"name"});
-      if (source.name.empty()) {
-        source.name = text({"env", "id"});
-      }
-      if (source.name.empty()) {
-        source.name = source.taskset_id;
-      }
-      sources.push_back(std::move(source));
-    }
-  }
 }
 
 } // namespace
@@ -182,9 +142,12 @@ Rl read_rl(const Document &document, Problems &problems) {
     rl.num_train_nodes = reader.count("deployment.num_train_nodes", k_max_nodes, 1);
     // Unset: one node per inference replica, or inference.deployment.num_nodes (rl.py's
     // auto_setup_infer_nodes).
+    rl.disaggregated = detail::read_disaggregated(reader);
     const std::int64_t inferred =
         !rl.has_inference ? 0
-                          : reader.integer_as_written("inference.deployment.num_nodes").value_or(1);
+        : rl.disaggregated
+            ? rl.disaggregated->nodes()
+            : reader.integer_as_written("inference.deployment.num_nodes").value_or(1);
     rl.num_infer_nodes = infer_nodes(reader, inferred);
     rl.num_infer_replicas = reader.count("deployment.num_infer_replicas", k_max_nodes, 1, 1);
     rl.orchestrator_on_inference =
@@ -212,10 +175,11 @@ Rl read_rl(const Document &document, Problems &problems) {
                               rl.tensor_parallel),
                   std::to_string(rl.gpus_per_node));
     }
+    rl.expert_parallel = reader.boolean("inference.vllm.enable_expert_parallel", false, false);
     refuse_unplaced_inference(reader);
   }
   // No source is Prime-RL's business (train.source defaults to an empty list).
-  read_sources(document, rl.sources);
+  rl.sources = read_env_sources(document);
   return rl;
 }
 

@@ -238,8 +238,8 @@ std::int64_t choose_start(const ResumeOptions &options,
   return step;
 }
 
-// The registry of the relaunch: --registry, else the source's. A v0.9 relaunch wires Prime-RL's
-// own placement, so only a v0.8.0 one needs one.
+// The registry of the relaunch: --registry, else the source's. A run in Prime-RL's own placement
+// (v0.9, or v0.8.0 with PRIME_RL_PLACEMENT) needs none; only the mixed layout does.
 std::string choose_registry(const ResumeOptions &options,
                             const SourceExperiment &source,
                             bool v0_9) {
@@ -248,7 +248,7 @@ std::string choose_registry(const ResumeOptions &options,
   if (registry.empty() && source.registry) {
     registry = *source.registry;
   }
-  if (registry.empty() && !v0_9) {
+  if (registry.empty() && !v0_9 && !source.prime_rl_placement) {
     throw failure(
         "the source experiment recorded no external LiteRegistry endpoint (REGISTRY); deploy one "
         "with `primebeaker services launch` and pass --registry URI");

@@ -214,6 +214,7 @@ parse_source(const std::string &id, const OrderedJson &payload, bool keep_manage
   source.recover = plain_or(contract::var::recover, "");
   source.controller_name = plain_or(contract::var::controller_name, "");
   source.v0_9 = plain_or(contract::var::prime_rl_generation, "") == "v0.9";
+  source.prime_rl_placement = plain_or(contract::var::placement, "") == "prime-rl";
   source.working_dir = plain_or(contract::var::working_dir, "/weka");
   source.scratch_dir = plain_or(contract::var::scratch, "/weka");
   source.home_dir = plain_or(contract::var::home, "/weka");

@@ -27,6 +27,8 @@ struct SourceExperiment {
   std::string recover;         // PRIMEBEAKER_RECOVER: who resubmits it (empty: older specs)
   std::string controller_name; // PRIMEBEAKER_CONTROLLER_NAME
   bool v0_9 = false;
+  // A v0.8.0 run placed as Prime-RL places it (PRIME_RL_PLACEMENT): no registry needed.
+  bool prime_rl_placement = false;
   std::vector<std::string> clusters;
   std::string priority;
   std::int64_t min_runtime_hours = 0;

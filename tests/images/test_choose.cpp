@@ -33,7 +33,7 @@ ImageChoice choose(const std::string &text,
                    const std::string &workspace = "ai2/oe-agents") {
   const auto document = toml::Document::parse(text, "t.toml");
   return choose_image(
-      Catalog::builtin(), {image, prime_rl, workspace, true}, document, primerl::ConfigRoot::rl);
+      Catalog::builtin(), {image, prime_rl, workspace, true, {}}, document, primerl::ConfigRoot::rl);
 }
 
 Error error_of(const std::function<void()> &run) {

@@ -67,21 +67,23 @@ name = "run"
 
 TEST(ReplicaRefusals, UnsupportedInferenceDeploymentsNameTheKey) {
   EXPECT_PB_ERROR(
-      plan(std::string(k_multinode_rl) + "[inference.deployment]\ntype = \"disaggregated\"\n",
+      plan(std::string(k_multinode_rl) + "[inference.deployment]\ntype = \"prefill_only\"\n",
            with_registry("redis://r:1")),
       3,
-      "/weka/rl.toml:17:8: inference.deployment.type 'disaggregated' is not placed by primebeaker "
-      "under Prime-RL v0.8.0");
+      "/weka/rl.toml:17:8: inference.deployment.type 'prefill_only' is not one Prime-RL v0.8.0 "
+      "knows");
   EXPECT_PB_ERROR(plan(std::string(k_multinode_rl) + "[inference.deployment]\ntype = 3\n",
                        with_registry("redis://r:1")),
                   3,
                   "inference.deployment.type must be a string");
-  EXPECT_PB_ERROR(plan(replace_once(k_multinode_rl,
-                                    "[inference]\n",
-                                    "[inference]\nenable_expert_parallel = true\n"),
-                       with_registry("redis://r:1")),
-                  3,
-                  "inference.enable_expert_parallel must be false");
+  // Disaggregated and expert-parallel inference take Prime-RL's placement.
+  for (const auto &shape :
+       {replace_once(k_multinode_rl, "num_infer_nodes = 1", "num_infer_nodes = 2") +
+            "[inference.deployment]\ntype = \"disaggregated\"\n",
+        replace_once(k_multinode_rl, "[inference]\n", "[inference]\nenable_expert_parallel = true\n")}) {
+    const auto placed = plan(shape, with_registry("redis://r:1"));
+    EXPECT_NE(placed.spec_text.find("\"PRIME_RL_PLACEMENT\""), std::string::npos) << shape;
+  }
   EXPECT_NO_THROW(
       plan(std::string(k_multinode_rl) + "[inference.deployment]\ntype = \"multi_node\"\n",
            with_registry("redis://r:1")));

@@ -143,16 +143,37 @@ TEST(PrimeRlV09, PlacementKeysAreReadAsPrimeRlReadsThem) {
   env = env_of(json::parse(result.out));
   EXPECT_EQ(env.at("NUM_INFER_NODES"), "1");
   EXPECT_EQ(env.at("TOTAL_NODES"), "3");
-  // Shapes whose engines primebeaker does not place are refused at their key, not mis-wired.
+  // Expert parallelism is placed (docs/launch.md "Placements"): with tp 8 on 8 GPUs and one
+  // node per inference replica each engine is its own group, so nothing more is passed; with
+  // tp 4 on two nodes the replica's four engines form one DP group.
   std::string ep = read_file(corpus("examples-advanced-qwen3-30b-a3b-swe"));
   ep.replace(ep.find("tensor_parallel_size = 8"),
              24,
              "tensor_parallel_size = 8\nenable_expert_parallel = true");
+  std::string one_node = ep;
+  one_node.replace(one_node.find("num_infer_nodes = 2"), 19, "num_infer_nodes = 1\nnum_infer_replicas = 2");
+  write_file(dir.path() / "ep.toml", one_node + "\n[run]\nname = \"swe\"\n");
+  result = preview("rl", dir.path() / "ep.toml");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(env_of(json::parse(result.out)).count("INFERENCE_ENABLE_EXPERT_PARALLEL"), 0u);
+  ep.replace(ep.find("tensor_parallel_size = 8"), 24, "tensor_parallel_size = 4");
   write_file(dir.path() / "ep.toml", ep + "\n[run]\nname = \"swe\"\n");
   result = preview("rl", dir.path() / "ep.toml");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  env = env_of(json::parse(result.out));
+  EXPECT_EQ(env.at("INFERENCE_ENABLE_EXPERT_PARALLEL"), "1");
+  EXPECT_EQ(env.at("NODES_PER_INFER_REPLICA"), "2");
+  // A router primebeaker does not place is refused at its key, not mis-wired.
+  write_file(dir.path() / "llmd.toml",
+             read_file(corpus("examples-advanced-qwen3-30b-a3b-swe")) +
+                 "\n[run]\nname = \"swe\"\n\n[inference.router]\ntype = \"llm-d\"\n");
+  result = preview("rl",
+                   dir.path() / "llmd.toml",
+                   {"--image", "beaker://team/llmd", "--prime-rl", "v0.8.1.dev67", "--image-holds",
+                    "vllm-router,llm-d"});
   EXPECT_EQ(result.exit_code, 3);
-  EXPECT_NE(result.err.find("ep.toml:80:26: multi-node inference.vllm.enable_expert_parallel = "
-                            "true is not placed by primebeaker yet"),
+  EXPECT_NE(result.err.find("multi-node inference.router.type = \"llm-d\" is not placed by "
+                            "primebeaker yet"),
             std::string::npos)
       << result.err;
   // TP that does not divide a node is one line at its key.

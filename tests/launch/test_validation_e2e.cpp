@@ -287,15 +287,6 @@ TEST_F(Validation, MultiNodeRlAccounting) {
   const std::string rl = example_text("examples/multinode-rl/rl.toml");
   const std::vector<std::string> registry = {"--registry", "redis://r:1"};
   expect_toml_error("rl",
-                    replace_line(rl, "num_train_nodes = 1", "num_train_nodes = 2"),
-                    "deployment.num_train_nodes = 2: primebeaker places Prime-RL v0.8.0's "
-                    "multi-node RL on one trainer node",
-                    registry);
-  expect_toml_error("rl",
-                    replace_line(rl, "num_infer_replicas = 1", "num_infer_replicas = 2"),
-                    "heterogeneous Beaker RL requires deployment.num_infer_replicas = 1",
-                    registry);
-  expect_toml_error("rl",
                     replace_line(rl, "dp_replicate = 2", "dp_replicate = 8"),
                     "trainer GPU count trainer.model.cp x dp_replicate = 16 exceeds "
                     "deployment.gpus_per_node (8)",
@@ -329,11 +320,14 @@ TEST_F(Validation, MultiNodeRlAccounting) {
                                  "local_search_model_path = \"\""),
                     "local_search_model_path must be a non-empty string",
                     registry);
+  // Expert parallelism takes Prime-RL's placement, whose config validator wants one DP group
+  // of every inference GPU of the replica (2 nodes x 8 GPUs / tp 2 = dp 8).
   expect_toml_error("rl",
                     replace_line(rl,
                                  "api_server_count = 6",
                                  "api_server_count = 6\nenable_expert_parallel = true"),
-                    "heterogeneous Beaker RL currently supports dense inference",
+                    "expert parallelism across 2 inference nodes needs inference.parallel.dp x tp "
+                    "= the replica's 16 GPUs, got 6 x 2",
                     registry);
   expect_toml_error(
       "rl",
@@ -358,6 +352,28 @@ protected:
   }
 };
 
+// What the mixed layout cannot place takes Prime-RL's own placement instead of a refusal
+// (docs/launch.md "Placements"): several trainer nodes, several inference replicas, expert
+// parallelism, disaggregated inference.
+TEST_F(Validation, WhatTheMixedLayoutCannotPlaceTakesPrimeRlsPlacement) {
+  const std::string rl = example_text("examples/multinode-rl/rl.toml");
+  const std::vector<std::string> cases = {
+      replace_line(rl, "num_train_nodes = 1", "num_train_nodes = 2"),
+      replace_line(rl, "num_infer_replicas = 1", "num_infer_replicas = 2"),
+      replace_line(replace_line(rl, "dp = 6", "dp = 8"),
+                   "api_server_count = 6",
+                   "api_server_count = 6\nenable_expert_parallel = true"),
+      rl + "\n[inference.deployment]\ntype = \"disaggregated\"\n",
+  };
+  for (const auto &to : cases) {
+    write("case.toml", to);
+    const auto result = run({"rl", "preview", "--toml", "case.toml", "--registry", "redis://r:1"});
+    EXPECT_EQ(result.exit_code, 0) << to << "\n" << result.err;
+    EXPECT_NE(result.out.find("\"PRIME_RL_PLACEMENT\""), std::string::npos) << to;
+    EXPECT_NE(result.out.find("multi-node RL (Prime-RL's placement)"), std::string::npos) << to;
+  }
+}
+
 TEST_F(ValidationSmoke, FlagTomlAndReplicaRefusalsThroughTheBinary) {
   expect_error({"rl", "preview"}, 2, "--toml is required");
   expect_error(
@@ -377,10 +393,21 @@ TEST_F(ValidationSmoke, FlagTomlAndReplicaRefusalsThroughTheBinary) {
       "supported by this build");
   write("case.toml",
         example_text("examples/multinode-rl/rl.toml") +
-            "\n[inference.deployment]\ntype = \"disaggregated\"\n");
+            "\n[inference.deployment]\ntype = \"prefill_only\"\n");
   expect_error({"rl", "preview", "--toml", "case.toml", "--registry", "redis://r:1"},
                3,
-               "inference.deployment.type 'disaggregated' is not placed by primebeaker");
+               "inference.deployment.type 'prefill_only' is not one Prime-RL v0.8.0 knows");
+  // A router primebeaker does not place: one line at its key.
+  write("case.toml",
+        replace_line(example_text("examples/multinode-rl/rl.toml"),
+                     "num_train_nodes = 1",
+                     "num_train_nodes = 2") +
+            "\n[inference.router]\ntype = \"llm-d\"\n");
+  expect_error({"rl", "preview", "--toml", "case.toml", "--image-holds", "vllm-router,llm-d",
+                "--image", "beaker://team/llmd", "--prime-rl", "v0.8.0", "--registry",
+                "redis://r:1"},
+               3,
+               "inference.router.type = \"llm-d\" is not placed by primebeaker yet");
 }
 
 // A YAML file given as --toml is named as YAML in one line (not "expected '=' after the key"),

@@ -4,9 +4,11 @@
 // tests/node/golden/ (PB_UPDATE_GOLDEN=1 rewrites them). A dry-run changes nothing on disk.
 #include "test_support.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <regex>
 
 namespace {
@@ -48,7 +50,8 @@ protected:
 
   // The envVars `<program> preview` renders for the example (values only: secrets are names).
   std::map<std::string, std::string> rendered_env(const std::string &program,
-                                                  const std::string &toml) const {
+                                                  const std::string &toml,
+                                                  const std::string &prime_rl = "") const {
     pb::test::RunOptions options;
     options.cwd = m_root.path();
     options.env = {{"PRIMEBEAKER_LAUNCH_ID", "0123456789abcdef0123456789abcdef"}};
@@ -75,6 +78,9 @@ protected:
     const bool v0_9 = toml.rfind("v09/", 0) == 0;
     if (v0_9) {
       args.back() = "v0.9";
+    }
+    if (!prime_rl.empty()) {
+      args.back() = prime_rl;
     }
     if (program == "rl") {
       args.insert(args.end(), {"--registry", "redis://registry:6379"});
@@ -112,8 +118,10 @@ protected:
   }
 
   // Every replica's plan, one after the other.
-  std::string all_replicas(const std::string &command, const std::string &toml) {
-    const auto env = rendered_env(command, toml);
+  std::string all_replicas(const std::string &command,
+                           const std::string &toml,
+                           const std::string &prime_rl = "") {
+    const auto env = rendered_env(command, toml, prime_rl);
     const int replicas = std::stoi(env.at("TOTAL_NODES"));
     std::string out;
     for (int rank = 0; rank < replicas; ++rank) {
@@ -247,6 +255,197 @@ TEST_F(PlanSnapshot, PrimeRlV09MultiNodeSft) {
             std::string::npos)
       << out;
   EXPECT_NE(out.find("PRL_RUN_ID=run1"), std::string::npos) << out;
+}
+
+// ---- Prime-RL's own placement of every shape it ships (docs/node.md "Prime-RL's placement") ----
+// Each fact asserted below is a line of Prime-RL's multi_node_rl.sbatch.j2 at the TOML's release:
+// inference nodes first (vllm-router on the first), one torchrun per trainer node with
+// --nnodes/--node-rank and the rendezvous on the first trainer host port 29500, orchestrator and
+// env servers on the first trainer node with that host for the weight broadcast.
+
+fs::path prime_rl_example(const std::string &release, const std::string &path) {
+  return pb::test::shared_dir() / "corpus" / "prime-rl-repo" / release / "examples" / path;
+}
+
+// The plans of every replica of one example, split per replica.
+struct Replicas {
+  std::map<std::string, std::string> env;
+  std::vector<std::string> plans;
+  bool has(int rank, const std::string &text) const {
+    return plans.at(rank).find(text) != std::string::npos;
+  }
+};
+
+class PrimeRlPlacement : public PlanSnapshot {
+protected:
+  Replicas place(const std::string &release,
+                 const std::string &example,
+                 const std::string &prime_rl,
+                 const std::string &golden,
+                 const std::function<std::string(std::string)> &edit = {}) {
+    const std::string name = "placed/" + release + "/" + example;
+    const std::string text = read_file(prime_rl_example(release, example));
+    write_file(m_root / name, edit ? edit(text) : text);
+    Replicas r;
+    r.env = rendered_env("rl", name, prime_rl);
+    const int replicas = std::stoi(r.env.at("TOTAL_NODES"));
+    std::string all;
+    for (int rank = 0; rank < replicas; ++rank) {
+      r.plans.push_back(dry_run({"node", "rl", "--dry-run"}, r.env, rank));
+      all += "=== replica " + std::to_string(rank) + "\n" + r.plans.back();
+    }
+    if (!golden.empty()) {
+      expect_golden(golden, all);
+    }
+    return r;
+  }
+};
+
+// Prime-RL v0.8.0 with several trainer nodes: qwen3-30b-a3b/math, 2 inference + 2 trainer nodes.
+TEST_F(PrimeRlPlacement, V080SeveralTrainerNodes) {
+  const auto r = place("v0.8.0",
+                       "advanced/qwen3-30b-a3b/math.toml",
+                       "v0.8.0",
+                       "v0.8.0-qwen3-30b-a3b-math-multinode-rl.txt");
+  const std::string out = r.env.at("OUTPUT_DIR");
+  EXPECT_EQ(r.env.at("PRIME_RL_PLACEMENT"), "prime-rl");
+  EXPECT_EQ(r.env.at("TOTAL_NODES"), "4");
+  EXPECT_EQ(r.env.at("NUM_INFER_NODES"), "2");
+  EXPECT_EQ(r.env.at("NUM_TRAIN_NODES"), "2");
+  EXPECT_EQ(r.env.at("ORCHESTRATOR_REPLICA"), "2");
+  EXPECT_EQ(r.env.count("GATEWAY_PORT"), 0u); // no LiteRegistry gateway in Prime-RL's placement
+  // Inference: replicas 0-1, the router on 0 only, v0.8.0's engine flags over its TOML configs.
+  EXPECT_TRUE(r.has(0, "vllm-router --policy"));
+  EXPECT_FALSE(r.has(1, "vllm-router --policy"));
+  for (int rank : {0, 1}) {
+    EXPECT_TRUE(r.has(rank, "inference @ " + out + "/configs/inference.toml")) << r.plans[rank];
+    EXPECT_TRUE(r.has(rank, "--parallel.dp 1 --data-parallel-size-local 1 --api-server-count 1"))
+        << r.plans[rank];
+    EXPECT_FALSE(r.has(rank, "torchrun"));
+    EXPECT_FALSE(r.has(rank, "orchestrator @"));
+  }
+  // Trainer: one torchrun per node, node ranks 0 and 1, rendezvous on the first trainer host.
+  for (int rank : {2, 3}) {
+    EXPECT_TRUE(r.has(rank, "--nnodes=2")) << r.plans[rank];
+    EXPECT_TRUE(r.has(rank, "--nproc-per-node=8"));
+    EXPECT_TRUE(r.has(rank, fmt::format("--node-rank={}", rank - 2)));
+    EXPECT_TRUE(r.has(rank, "--rdzv-endpoint=${host.2}:29500"));
+    EXPECT_TRUE(r.has(rank, "prime_rl.trainer.rl.train @ " + out + "/configs/trainer.toml"));
+    EXPECT_TRUE(r.has(rank, "MASTER_ADDR=${host.2}"));
+    EXPECT_TRUE(r.has(rank, "WANDB_SHARED_MODE=1"));
+    // v0.8.0's ZMQ transport binds on trainer rank 0: the trainer addresses that host.
+    EXPECT_TRUE(r.has(rank, "--rollout_transport.host ${host.2}"));
+  }
+  // Orchestrator and both env servers on the first trainer node, addressing it.
+  EXPECT_TRUE(r.has(2, "orchestrator @ " + out + "/configs/orchestrator.toml"));
+  EXPECT_TRUE(r.has(2, "--weight_broadcast.host ${host.2}"));
+  EXPECT_TRUE(r.has(2, "env-server @ " + out + "/configs/envs/train/math.toml"));
+  EXPECT_TRUE(r.has(2, "env-server @ " + out + "/configs/envs/eval/aime2025.toml"));
+  EXPECT_FALSE(r.has(3, "orchestrator @"));
+  // The config helper resolves it the Prime-RL way, on replica 0 only.
+  EXPECT_TRUE(r.has(0, "\"kind\":\"rl_prime_rl\"")) << r.plans[0];
+}
+
+// intellect-3.1/rl: 12 inference nodes, then 4 trainer nodes.
+TEST_F(PrimeRlPlacement, V080Intellect31) {
+  const auto r = place(
+      "v0.8.0", "advanced/intellect-3.1/rl.toml", "v0.8.0", "v0.8.0-intellect-3.1-multinode-rl.txt");
+  const std::string out = r.env.at("OUTPUT_DIR");
+  ASSERT_EQ(r.plans.size(), 16u);
+  EXPECT_TRUE(r.has(0, "vllm-router --policy"));
+  for (int rank = 0; rank < 12; ++rank) {
+    EXPECT_TRUE(r.has(rank, "inference @ " + out + "/configs/inference.toml")) << rank;
+    EXPECT_FALSE(r.has(rank, "torchrun")) << rank;
+  }
+  for (int rank = 12; rank < 16; ++rank) {
+    EXPECT_TRUE(r.has(rank, "--nnodes=4")) << rank;
+    EXPECT_TRUE(r.has(rank, fmt::format("--node-rank={}", rank - 12))) << rank;
+    EXPECT_TRUE(r.has(rank, "--rdzv-endpoint=${host.12}:29500")) << rank;
+  }
+  EXPECT_TRUE(r.has(12, "orchestrator @"));
+  for (int rank = 13; rank < 16; ++rank) {
+    EXPECT_FALSE(r.has(rank, "orchestrator @")) << rank;
+  }
+}
+
+// tool.toml (1 + 1, tp 4, trainer cp 2): the mixed layout could not share the trainer node with
+// tp-4 engines; Prime-RL gives the trainer its whole node and runs two tp-4 engines on the other.
+TEST_F(PrimeRlPlacement, V080ToolTomlTrainerTakesItsWholeNode) {
+  const auto r = place("v0.8.0",
+                       "advanced/qwen3-30b-a3b/tool.toml",
+                       "v0.8.0",
+                       "v0.8.0-qwen3-30b-a3b-tool-multinode-rl.txt");
+  const std::string out = r.env.at("OUTPUT_DIR");
+  EXPECT_EQ(r.env.at("PRIME_RL_PLACEMENT"), "prime-rl");
+  EXPECT_EQ(r.env.at("INFERENCE_TP"), "4");
+  ASSERT_EQ(r.plans.size(), 2u);
+  EXPECT_TRUE(r.has(0, "inference @ " + out + "/configs/inference.toml"));
+  EXPECT_TRUE(r.has(0, "list the inference workers of the 2 nodes")) << r.plans[0];
+  EXPECT_TRUE(r.has(0, "expect 2)")) << r.plans[0]; // two tp-4 engines, none on the trainer
+  EXPECT_TRUE(r.has(1, "--nnodes=1"));
+  EXPECT_TRUE(r.has(1, "--nproc-per-node=8"));
+  EXPECT_TRUE(r.has(1, "orchestrator @"));
+}
+
+// main nemotron-3-super/swe: expert parallelism with tp 8, so each replica's DP group is one
+// engine: the plain engine, the flag in its config (group DP 1).
+TEST_F(PrimeRlPlacement, V09ExpertParallelInsideOneEngine) {
+  const auto r = place("main-559b4477",
+                       "advanced/nemotron-3-super/swe.toml",
+                       "v0.9",
+                       "v0.9-nemotron-3-super-swe-multinode-rl.txt",
+                       [](std::string text) { return text + "\n[run]\nname = \"nemotron\"\n"; });
+  EXPECT_EQ(r.env.count("INFERENCE_ENABLE_EXPERT_PARALLEL"), 0u);
+  ASSERT_EQ(r.plans.size(), 8u);
+  for (int rank = 0; rank < 4; ++rank) {
+    EXPECT_TRUE(r.has(rank, "--vllm.data-parallel-size 1 --vllm.data-parallel-size-local 1"))
+        << r.plans[rank];
+    EXPECT_FALSE(r.has(rank, "data_parallel_rank"));
+  }
+  for (int rank = 4; rank < 8; ++rank) {
+    EXPECT_TRUE(r.has(rank, "--rdzv-endpoint=${host.4}:29500")) << rank;
+  }
+}
+
+// Expert parallelism across nodes (group DP > 1): one engine per DP rank of the replica's group,
+// each given its global rank and the group head's address, as Prime-RL's template does.
+TEST_F(PrimeRlPlacement, ExpertParallelAcrossNodesRunsOneEnginePerDpRank) {
+  const auto replace = [](std::string text, const std::string &from, const std::string &to) {
+    const auto at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return at == std::string::npos ? text : text.replace(at, from.size(), to);
+  };
+  // v0.8.0: 2 inference nodes of tp-4 engines form one group of 4 DP ranks.
+  const auto v08 = place("v0.8.0", "advanced/qwen3-30b-a3b/math.toml", "v0.8.0", "", [&](auto text) {
+    return replace(text,
+                   "[inference.parallel]\ntp = 8",
+                   "[inference]\nenable_expert_parallel = true\n\n[inference.parallel]\ntp = 4\n"
+                   "dp = 4");
+  });
+  EXPECT_EQ(v08.env.at("INFERENCE_ENABLE_EXPERT_PARALLEL"), "1");
+  EXPECT_EQ(v08.env.at("NODES_PER_INFER_REPLICA"), "2");
+  for (int rank : {0, 1}) {
+    EXPECT_TRUE(v08.has(rank, "--parallel.dp 4 --data-parallel-size-local 1 --api-server-count 1 "
+                              "--data-parallel-rpc-port ${runtime.INFERENCE_DP_RPC_PORT}"))
+        << v08.plans[rank];
+    EXPECT_TRUE(v08.has(rank, "\"data_parallel_address\": \"${host.0}\"")) << v08.plans[rank];
+  }
+  // Global DP rank = rank in the replica x engines per node + the engine's index.
+  EXPECT_TRUE(v08.has(0, "\"data_parallel_rank\": ${k}}")) << v08.plans[0];
+  EXPECT_TRUE(v08.has(1, "\"data_parallel_rank\": ${k+2}}")) << v08.plans[1];
+
+  // v0.9 spells the group size as vLLM keys and passes the rank through a file of overrides.
+  const auto v09 = place("main-559b4477", "advanced/qwen3-30b-a3b/swe.toml", "v0.9", "", [&](auto text) {
+    return replace(text, "tensor_parallel_size = 8", "tensor_parallel_size = 4\nenable_expert_parallel = true") +
+           "\n[run]\nname = \"ep\"\n";
+  });
+  EXPECT_EQ(v09.env.at("INFERENCE_ENABLE_EXPERT_PARALLEL"), "1");
+  EXPECT_TRUE(v09.has(1, "--vllm.data-parallel-size 4 --vllm.data-parallel-size-local 1"))
+      << v09.plans[1];
+  EXPECT_TRUE(v09.has(1, "--vllm @ ")) << v09.plans[1];
+  EXPECT_TRUE(v09.has(1, "vllm-overrides.json = {\"data_parallel_address\": \"${host.0}\", "
+                         "\"data_parallel_rank\": ${k+2}}"))
+      << v09.plans[1];
 }
 
 TEST_F(PlanSnapshot, DryRunRefusesABadContractLikeTheRuntime) {

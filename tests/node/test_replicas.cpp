@@ -71,6 +71,7 @@ class RLConfig:
             raise ValueError("1 validation error for RLConfig\nmodel.name\n  Field required")
         inference = raw.get("inference", {})
         parallel = inference.get("parallel", {})
+        deployment = inference.get("deployment", {})
         ckpt = raw.get("ckpt")
         run = raw.get("run", {})
         return NS(
@@ -86,12 +87,23 @@ class RLConfig:
                 vllm=NS(tensor_parallel_size=inference.get("vllm", {}).get("tensor_parallel_size", 1)),
                 backend_port=inference.get("backend_port", 8100),
                 env_vars=inference.get("env_vars", {}),
+                data_parallel_rpc_port=29600,
+                deployment=NS(
+                    type=deployment.get("type", "single_node"),
+                    prefill_port=deployment.get("prefill_port", 8100),
+                    decode_port=deployment.get("decode_port", 8200),
+                    prefill_vllm_overrides=deployment.get("prefill_vllm_overrides", {}),
+                    decode_vllm_overrides=deployment.get("decode_vllm_overrides", {}),
+                    prefill_env_vars=deployment.get("prefill_env_vars", {}),
+                    decode_env_vars=deployment.get("decode_env_vars", {}),
+                ),
             ),
             weight_broadcast=NS(type=raw.get("weight_broadcast", {}).get("type", "filesystem")),
             rollout_transport=NS(type=raw.get("rollout_transport", {}).get("type", "filesystem")),
             trainer=NS(env_vars=raw.get("trainer", {}).get("env_vars", {}), log=NS(ranks_filter=[0]),
                        weight_broadcast=NS(inference_world_size=None, host=None)),
             orchestrator=NS(env_vars=raw.get("orchestrator", {}).get("env_vars", {}),
+                            output_dir=Path(raw["output_dir"]) / "run_default",
                             weight_broadcast=NS(inference_world_size=None)),
         )
 )PY";
@@ -435,6 +447,9 @@ std::vector<std::string> strings_after(const std::vector<std::string> &argv,
                                        const std::string &flag) {
   std::vector<std::string> out;
   auto it = std::find(argv.begin(), argv.end(), flag);
+  if (it == argv.end()) {
+    return out;
+  }
   for (++it; it < argv.end() && it->rfind("--", 0) != 0; ++it) {
     out.push_back(*it);
   }
@@ -526,6 +541,144 @@ TEST(NodeRlV09, PrimeRlPlacementRunsAndResumesFromTheRunDirectory) {
   ASSERT_EQ(calls("env-server").size(), 1u);
   EXPECT_EQ(calls("env-server")[0].argv,
             (pb::proc::Argv{"env-server", "@", (run / "configs/envs/train/label.json").string()}));
+  expect_no_survivors(cluster);
+}
+
+// Prime-RL v0.8.0 in Prime-RL's own placement (docs/node.md "Prime-RL's placement"): 3 replicas
+// of 4 GPUs, replica 0 inference (two tp-2 engines with v0.8.0's flags, vllm-router), replicas
+// 1-2 one torchrun each across both, the orchestrator and the env server on replica 1, over the
+// TOML sub-configs Prime-RL v0.8.0 writes under OUTPUT_DIR/configs.
+TEST(NodeRlPrimeRlPlacement, V080SeveralTrainerNodesRunAsPrimeRlRunsThem) {
+  Cluster cluster("rl", 3);
+  const fs::path out = cluster.root() / "out";
+  write_file(cluster.root() / "config.toml",
+             "output_dir = \"" + out.string() +
+                 "\"\n\n[deployment]\ntype = \"multi_node\"\nnum_train_nodes = 2\n"
+                 "num_infer_nodes = 1\n\n[inference.parallel]\ntp = 2\n\n[orchestrator]\n\n"
+                 "[[orchestrator.train.source]]\nname = \"label\"\n");
+  auto &extra = cluster.extra_env();
+  extra["PRIME_RL_PLACEMENT"] = "prime-rl";
+  extra["NUM_TRAIN_NODES"] = "2";
+  extra["NUM_INFER_NODES"] = "1";
+  extra["INFERENCE_TP"] = "2";
+  extra["ORCHESTRATOR_REPLICA"] = "1";
+  extra["ENV_SERVERS_JSON"] = R"(["train/label"])";
+  cluster.start_all();
+  ASSERT_EQ(cluster.wait_all(), (std::vector<int>{0, 0, 0})) << cluster.diagnostics();
+  EXPECT_TRUE(fs::exists(out / "configs/trainer.toml"));
+
+  const auto calls = [&](const std::string &program) { return cluster.fakes().calls(program); };
+  ASSERT_EQ(calls("inference").size(), 2u);
+  for (const auto &call : calls("inference")) {
+    EXPECT_EQ(call.env.at("BEAKER_REPLICA_RANK"), "0");
+    EXPECT_EQ(call.argv.at(2), (out / "configs/inference.toml").string());
+    EXPECT_EQ(strings_after(call.argv, "--parallel.dp"), (std::vector<std::string>{"1"}));
+    EXPECT_EQ(strings_after(call.argv, "--api-server-count"), (std::vector<std::string>{"1"}));
+  }
+  ASSERT_EQ(calls("vllm-router").size(), 1u);
+  const auto torchruns = calls("torchrun");
+  ASSERT_EQ(torchruns.size(), 2u);
+  std::set<std::string> node_ranks;
+  for (const auto &call : torchruns) {
+    node_ranks.insert(call.env.at("BEAKER_REPLICA_RANK") + ":" +
+                      *std::find_if(call.argv.begin(), call.argv.end(), [](auto &a) {
+                        return a.rfind("--node-rank=", 0) == 0;
+                      }));
+    EXPECT_NE(std::find(call.argv.begin(), call.argv.end(), "--nnodes=2"), call.argv.end());
+    EXPECT_NE(std::find(call.argv.begin(), call.argv.end(), "--rdzv-endpoint=127.0.0.1:29500"),
+              call.argv.end());
+    EXPECT_EQ(call.argv.back(), (out / "configs/trainer.toml").string());
+    EXPECT_EQ(call.env.at("WANDB_SHARED_MODE"), "1");
+    EXPECT_EQ(call.env.at("MASTER_ADDR"), "127.0.0.1");
+    EXPECT_EQ(call.env.count("PRL_RUN_ID"), 0u); // v0.9's name, not v0.8.0's
+  }
+  EXPECT_EQ(node_ranks, (std::set<std::string>{"1:--node-rank=0", "2:--node-rank=1"}));
+  ASSERT_EQ(calls("orchestrator").size(), 1u);
+  EXPECT_EQ(calls("orchestrator")[0].env.at("BEAKER_REPLICA_RANK"), "1");
+  EXPECT_EQ(calls("orchestrator")[0].env.at("ORCHESTRATOR_OUTPUT_DIR"),
+            (out / "run_default").string());
+  ASSERT_EQ(calls("env-server").size(), 1u);
+  EXPECT_EQ(calls("env-server")[0].argv,
+            (pb::proc::Argv{"env-server", "@", (out / "configs/envs/train/label.toml").string()}));
+  // Nothing of the mixed layout: no gateway, no registry barrier.
+  EXPECT_FALSE(fs::exists(out / "literegistry-gateway.log"));
+  expect_no_survivors(cluster);
+}
+
+// Disaggregated prefill/decode (docs/node.md): replica 0 a prefill instance, replica 1 a decode
+// one (two tp-2 engines each), replica 2 the trainer. vllm-router on replica 0 in PD mode over
+// every engine, prefill first; each engine a rank of its instance's DP group with its NIXL side
+// channel; the decode role's own environment.
+TEST(NodeRlPrimeRlPlacement, DisaggregatedPrefillAndDecodeAreWiredAsPrimeRlWiresThem) {
+  Cluster cluster("rl", 3);
+  const fs::path out = cluster.root() / "out";
+  write_file(cluster.root() / "config.toml",
+             "output_dir = \"" + out.string() +
+                 "\"\n\n[run]\nname = \"pd\"\n\n[deployment]\ntype = \"multi_node\"\n"
+                 "num_train_nodes = 1\n\n[inference.deployment]\ntype = \"disaggregated\"\n"
+                 "decode_env_vars = { DECODE_ONLY = \"yes\" }\n\n[inference.vllm]\n"
+                 "tensor_parallel_size = 2\n\n[orchestrator]\n");
+  auto &extra = cluster.extra_env();
+  extra["PRIME_RL_GENERATION"] = "v0.9";
+  extra["PRIME_RL_RUN_DIR"] = "pd";
+  extra["NUM_TRAIN_NODES"] = "1";
+  extra["NUM_INFER_NODES"] = "2";
+  extra["INFERENCE_TP"] = "2";
+  extra["ORCHESTRATOR_REPLICA"] = "2";
+  extra["ENV_SERVERS_JSON"] = "[]";
+  extra["INFERENCE_DEPLOYMENT"] = "disaggregated";
+  extra["NODES_PER_INFER_REPLICA"] = "2";
+  extra["NODES_PER_PREFILL_REPLICA"] = "1";
+  extra["NUM_PREFILL_REPLICAS"] = "1";
+  extra["NODES_PER_DECODE_REPLICA"] = "1";
+  extra["NUM_DECODE_REPLICAS"] = "1";
+  extra["UCX_NET_DEVICES"] = "mlx5_9:1"; // the machine's RDMA ports are not the test's
+  cluster.start_all();
+  ASSERT_EQ(cluster.wait_all(), (std::vector<int>{0, 0, 0})) << cluster.diagnostics();
+
+  const auto calls = [&](const std::string &program) { return cluster.fakes().calls(program); };
+  ASSERT_EQ(calls("vllm-router").size(), 1u);
+  const auto router = calls("vllm-router")[0].argv;
+  EXPECT_NE(std::find(router.begin(), router.end(), "--vllm-pd-disaggregation"), router.end());
+  std::vector<std::string> workers;
+  for (size_t i = 0; i + 1 < router.size(); ++i) {
+    if (router[i] == "--prefill" || router[i] == "--decode") {
+      workers.push_back(router[i] + " " + router[i + 1]);
+    }
+  }
+  EXPECT_EQ(workers,
+            (std::vector<std::string>{"--prefill http://127.0.0.1:8100",
+                                      "--prefill http://127.0.0.1:8101",
+                                      "--decode http://127.0.0.1:8200",
+                                      "--decode http://127.0.0.1:8201"}));
+  ASSERT_EQ(calls("inference").size(), 4u);
+  std::map<std::string, nlohmann::json> by_port;
+  for (const auto &call : calls("inference")) {
+    const auto ports = strings_after(call.argv, "--server.port");
+    ASSERT_EQ(ports.size(), 1u);
+    const std::string port = ports[0];
+    const bool prefill = call.env.at("BEAKER_REPLICA_RANK") == "0";
+    EXPECT_EQ(port.substr(0, 3), prefill ? "810" : "820") << port;
+    EXPECT_EQ(strings_after(call.argv, "--vllm.data-parallel-size"),
+              (std::vector<std::string>{"2"}));
+    EXPECT_EQ(call.env.at("VLLM_NIXL_SIDE_CHANNEL_PORT"), port.back() == '0' ? "5600" : "5601");
+    EXPECT_EQ(call.env.at("VLLM_NIXL_SIDE_CHANNEL_HOST"), "127.0.0.1");
+    EXPECT_EQ(call.env.count("DECODE_ONLY"), prefill ? 0u : 1u);
+    by_port[port] = nlohmann::json::parse(read_file(call.argv.back()));
+  }
+  EXPECT_EQ(by_port["8100"]["data_parallel_rank"], 0);
+  EXPECT_EQ(by_port["8101"]["data_parallel_rank"], 1);
+  EXPECT_EQ(by_port["8101"]["all2all_backend"], "deepep_high_throughput");
+  EXPECT_EQ(by_port["8201"]["data_parallel_rank"], 1);
+  EXPECT_EQ(by_port["8201"]["all2all_backend"], "deepep_low_latency");
+  EXPECT_EQ(by_port["8201"]["compilation_config"]["cudagraph_mode"], "FULL_DECODE_ONLY");
+  EXPECT_EQ(by_port["8200"]["data_parallel_address"], "127.0.0.1");
+  ASSERT_EQ(calls("orchestrator").size(), 1u);
+  EXPECT_EQ(strings_after(calls("orchestrator")[0].argv, "--model.client.admin-base-url"),
+            (std::vector<std::string>{"http://127.0.0.1:8100/v1",
+                                      "http://127.0.0.1:8101/v1",
+                                      "http://127.0.0.1:8200/v1",
+                                      "http://127.0.0.1:8201/v1"}));
   expect_no_survivors(cluster);
 }
 

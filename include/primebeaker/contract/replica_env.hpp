@@ -59,6 +59,19 @@ inline constexpr const char *num_infer_nodes = "NUM_INFER_NODES";
 inline constexpr const char *inference_tp = "INFERENCE_TP";
 inline constexpr const char *orchestrator_replica = "ORCHESTRATOR_REPLICA";
 inline constexpr const char *env_servers = "ENV_SERVERS_JSON";
+// Prime-RL v0.8.0 multi-node RL placed as Prime-RL places it ("prime-rl"; absent = the mixed
+// layout): the v0.9 topology names above then describe it (docs/contract.md "Placements").
+inline constexpr const char *placement = "PRIME_RL_PLACEMENT";
+// Expert parallelism across the nodes of an inference replica: one DP group per replica, one
+// engine per DP rank (Prime-RL's INFERENCE_ENABLE_EXPERT_PARALLEL, NODES_PER_INFER_REPLICA).
+inline constexpr const char *expert_parallel = "INFERENCE_ENABLE_EXPERT_PARALLEL";
+inline constexpr const char *nodes_per_infer_replica = "NODES_PER_INFER_REPLICA";
+// Disaggregated prefill/decode inference (INFERENCE_DEPLOYMENT=disaggregated): Prime-RL's names.
+inline constexpr const char *inference_deployment = "INFERENCE_DEPLOYMENT";
+inline constexpr const char *nodes_per_prefill_replica = "NODES_PER_PREFILL_REPLICA";
+inline constexpr const char *num_prefill_replicas = "NUM_PREFILL_REPLICAS";
+inline constexpr const char *nodes_per_decode_replica = "NODES_PER_DECODE_REPLICA";
+inline constexpr const char *num_decode_replicas = "NUM_DECODE_REPLICAS";
 // The recovery policy (docs/recovery.md): every launch writes both; older specs lack them and
 // read as the defaults.
 inline constexpr const char *max_recoveries = "PRIMEBEAKER_MAX_RECOVERIES";
@@ -176,6 +189,18 @@ struct ReplicaEnv {
   std::int64_t inference_tp = 1;
   std::int64_t orchestrator_replica = 0;
   std::vector<std::string> env_servers;
+  // v0.8.0 multi-node RL in Prime-RL's placement (the topology names above, no registry).
+  bool prime_rl_placement = false;
+  // Both generations, Prime-RL's placement: expert parallelism and the nodes of one inference
+  // replica (written only with expert parallelism).
+  bool expert_parallel = false;
+  std::int64_t nodes_per_infer_replica = 0; // with expert parallelism or disaggregated
+  // Disaggregated prefill/decode inference replicas (Prime-RL's placement).
+  std::optional<primerl::Disaggregated> disaggregated;
+  // Whether the topology is Prime-RL's (inference replicas first, then trainer replicas).
+  bool prime_rl_topology() const {
+    return generation == primerl::Generation::v0_9 || prime_rl_placement;
+  }
 
   // Every launch: the recovery policy the runtime enforces from the attempt ledger.
   std::int64_t max_recoveries = k_default_max_recoveries;
@@ -200,7 +225,11 @@ struct ReplicaEnv {
 
 // The names a replica of `kind` cannot start without, in the order messages list them.
 std::vector<std::string> required_names(Kind kind,
-                                        primerl::Generation generation = primerl::Generation::v0_8);
+                                        primerl::Generation generation = primerl::Generation::v0_8,
+                                        bool prime_rl_placement = false);
+
+// PRIME_RL_PLACEMENT of `env`: true for "prime-rl", false when unset; others throw exit 2.
+bool prime_rl_placement_of(const EnvMap &env);
 
 // PRIME_RL_GENERATION of `env`: v0_8 when unset; "v0.9" is v0_9; others throw exit 2.
 primerl::Generation generation_of(const EnvMap &env);

@@ -46,6 +46,11 @@ struct Role {
   // The Prime-RL version the role's images hold, as Prime-RL tags it ("v0.8.0"): which Prime-RL
   // reads a TOML launched on them (primerl/release.hpp). "" when not known.
   std::string prime_rl;
+  // The pieces beyond Prime-RL its images hold ("vllm-router", "deepep", "nixl", "llm-d",
+  // "mooncake"): which deployment shapes may launch on them (primerl/pieces.hpp). Unset (a
+  // catalog that predates it): what Prime-RL's published images hold.
+  std::optional<std::vector<std::string>> holds;
+  const std::vector<std::string> &pieces() const;
 
   bool operator==(const Role &) const = default;
 };

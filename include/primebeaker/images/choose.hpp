@@ -9,6 +9,9 @@
 //   Prime-RL's schema accepts the TOML, else the first of them.
 // - Then the TOML's keys confirm it: a TOML of the other generation is refused in one line that
 //   names the image, its Prime-RL and the image to use.
+// - And its shape: an image that lacks a piece the shape needs (primerl/pieces.hpp) is refused
+//   in one line naming the piece and how Prime-RL builds an image with it; without --image the
+//   first candidate holding every piece is preferred.
 #pragma once
 
 #include <primebeaker/primerl/release.hpp>
@@ -16,6 +19,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace pb::toml {
 class Document;
@@ -30,6 +34,9 @@ struct ImageRequest {
   std::string prime_rl;  // --prime-rl, or ""
   std::string workspace; // --workspace
   bool staged = true;    // false: --no-stage (the runtime role)
+  // --image-holds: the pieces an uncataloged --image holds; unset: what Prime-RL's published
+  // images hold (primerl/pieces.hpp).
+  std::optional<std::vector<std::string>> holds;
 };
 
 struct ImageChoice {
@@ -38,6 +45,7 @@ struct ImageChoice {
   std::string name;      // the catalog's name, or the reference itself
   std::string role;      // the catalog role, or "" for an uncataloged --image
   primerl::PrimeRl prime_rl;
+  std::vector<std::string> holds; // the pieces it holds (catalog, --image-holds, or Prime-RL's)
   std::string why;     // how the image was chosen, for -v and the card
   std::string missing; // non-empty: no cataloged image for the workspace (submit is refused)
 };

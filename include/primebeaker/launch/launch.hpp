@@ -61,6 +61,9 @@ struct LaunchOptions {
   // The Prime-RL version --image holds when the catalog does not know it; without --image, only
   // cataloged images holding it (images/choose.hpp). Empty: the catalog says.
   std::string prime_rl;
+  // --image-holds: the pieces an uncataloged --image holds (primerl/pieces.hpp); given or not is
+  // was_given("image-holds").
+  std::vector<std::string> image_holds;
   std::string workspace = "ai2/oe-agents";
   std::vector<std::string> clusters; // empty: {"ai2/holmes"}
   std::string priority = "high";
@@ -256,6 +259,9 @@ struct LaunchPlan {
   // name: the card's "Prime-RL v0.8.0 (ghcr.io/...)" line (images/choose.hpp).
   std::string prime_rl;
   std::string image_name;
+  // What the shape needs of the hosts that a container cannot set (DeepEP across nodes), said on
+  // the card with the clusters to ask for; never a value that changes the experiment.
+  std::vector<std::string> host_requirements;
   // Keys the TOML leaves to Prime-RL's defaults that the launch also reads: "output_dir =
   // \"outputs\" (Prime-RL's default)"; shown on the card and with -v.
   std::vector<std::string> defaulted;

@@ -79,12 +79,19 @@ struct RlEnv : CommonEnv {
   std::map<std::string, int> required_services; // decoded
   std::vector<std::string> local_search_model_paths;
   std::optional<std::string> managed_service_experiment_id;
-  // v0.9: Prime-RL's placement (inference replicas first, then trainer replicas).
+  // Prime-RL's placement (v0.9, and v0.8.0 with PRIME_RL_PLACEMENT): inference replicas first,
+  // then trainer replicas.
+  bool prime_rl_placement = false;
   int num_train_nodes = 0;
-  int num_infer_nodes = 0;
+  int num_infer_nodes = 0; // in all
   int inference_tp = 1;
   int orchestrator_replica = 0;
   std::vector<std::string> env_servers; // "train/<name>"
+  // Expert parallelism across the nodes of each inference replica: one engine per DP rank.
+  bool expert_parallel = false;
+  int nodes_per_infer_replica = 0;
+  // Disaggregated prefill/decode inference replicas (roles per node, docs/node.md).
+  std::optional<primerl::Disaggregated> disaggregated;
 };
 
 // `node single sft|rl`: one container, Prime-RL's own launcher supervised.

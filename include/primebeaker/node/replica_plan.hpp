@@ -211,7 +211,11 @@ struct Start {
 struct StartInferenceServers {
   Slice slice;
   ProcessSpec each;
+  // The fact holding the first server's port; server k listens on it + k.
+  std::string port_fact = "runtime.BACKEND_PORT";
   std::vector<std::string> dirs;
+  // (path, content) written before each server starts, both with its ${k} facts.
+  std::vector<std::pair<std::string, std::string>> files;
 };
 // A supervised sleep.
 struct Pause {
@@ -282,6 +286,7 @@ struct PlanInputs {
   std::string address;                        // the address this node publishes (local_address())
   std::optional<std::string> infiniband_hcas; // NCCL_IB_HCA hint
   std::optional<std::string> socket_ifname;   // GLOO_SOCKET_IFNAME hint
+  std::optional<std::string> rdma_ports;      // UCX_NET_DEVICES for NIXL (disaggregated)
 };
 
 // The plan of one replica of `node rl` / `node sft`. Pure: throws pb::Error exit 2 on a

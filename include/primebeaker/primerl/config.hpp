@@ -178,14 +178,79 @@ struct MultiNodeSft {
   std::int64_t gpus_per_node = 8;
 };
 
-// The heterogeneous multi-node RL layout (docs/launch.md): replica 0 runs the trainer on
-// trainer_gpus GPUs and, when mixed_infer_gpus > 0, inference on the rest of its node.
+// inference.deployment.type = "disaggregated" (Prime-RL's DisaggregatedInferenceDeploymentConfig,
+// both generations): every inference replica is num_prefill_replicas prefill instances of
+// prefill_nodes_per_replica nodes, then num_decode_replicas decode instances of
+// decode_nodes_per_replica nodes.
+struct Disaggregated {
+  std::int64_t prefill_nodes_per_replica = 1;
+  std::int64_t decode_nodes_per_replica = 1;
+  std::int64_t num_prefill_replicas = 1;
+  std::int64_t num_decode_replicas = 1;
+  std::int64_t prefill_nodes() const { return prefill_nodes_per_replica * num_prefill_replicas; }
+  std::int64_t decode_nodes() const { return decode_nodes_per_replica * num_decode_replicas; }
+  std::int64_t nodes() const { return prefill_nodes() + decode_nodes(); }
+  // Where the node `in_replica` (its index within its inference replica) stands, as Prime-RL's
+  // template derives it: prefill if among the first prefill_nodes(), else decode; its instance's
+  // first node (within the replica) and its own index within the instance.
+  struct Place {
+    bool prefill = true;
+    std::int64_t head = 0;
+    std::int64_t index = 0;
+    std::int64_t instance_nodes = 1;
+  };
+  Place place(std::int64_t in_replica) const {
+    Place p;
+    p.prefill = in_replica < prefill_nodes();
+    p.instance_nodes = p.prefill ? prefill_nodes_per_replica : decode_nodes_per_replica;
+    const std::int64_t in_role = p.prefill ? in_replica : in_replica - prefill_nodes();
+    p.head = (p.prefill ? 0 : prefill_nodes()) + in_role / p.instance_nodes * p.instance_nodes;
+    p.index = in_role % p.instance_nodes;
+    return p;
+  }
+  bool operator==(const Disaggregated &) const = default;
+};
+
+// One environment source the launcher runs an env server for beside the orchestrator
+// (orchestrator.<split>.source entries without serve.address; both generations).
+struct EnvSource {
+  std::string split; // "train" or "eval"
+  std::string name;  // resolved: name, else env.id, else env.taskset.id
+  std::string taskset_id;
+};
+std::vector<EnvSource> read_env_sources(const toml::Document &document);
+
+// Prime-RL v0.8.0 multi-node RL comes in two placements (docs/launch.md "Placements"): Python
+// PrimeBeaker's mixed layout (one trainer node that may also run inference engines, LiteRegistry
+// gateway), kept for every TOML it places; and Prime-RL's own (its multi_node_rl.sbatch.j2:
+// inference nodes first, torchrun across the trainer nodes, orchestrator and env servers on the
+// first trainer node), for the TOMLs the mixed layout cannot place as written. In the mixed
+// layout replica 0 runs the trainer on trainer_gpus GPUs and, when mixed_infer_gpus > 0,
+// inference on the rest of its node.
 struct MultiNodeRl {
   PathKey output_dir;
   Wandb wandb;
   std::int64_t gpus_per_node = 8;
   std::int64_t num_train_nodes = 1;
-  std::int64_t num_infer_nodes = 1;
+  std::int64_t num_infer_nodes = 1; // mixed: in all; Prime-RL's placement: per replica
+  bool prime_rl_placement = false;
+  // Prime-RL's placement only.
+  std::int64_t num_infer_replicas = 1;
+  bool orchestrator_on_inference = false;
+  bool expert_parallel = false; // inference.enable_expert_parallel
+  std::optional<Disaggregated> disaggregated;
+  std::vector<EnvSource> sources;
+  std::int64_t total_infer_nodes() const {
+    return prime_rl_placement ? num_infer_nodes * num_infer_replicas : num_infer_nodes;
+  }
+  std::int64_t orchestrator_replica() const {
+    return orchestrator_on_inference && total_infer_nodes() > 0 ? total_infer_nodes() - 1
+                                                                : total_infer_nodes();
+  }
+  // One trainer rank per GPU of every trainer node, or the mixed layout's trainer slice.
+  std::int64_t trainer_ranks() const {
+    return prime_rl_placement ? num_train_nodes * gpus_per_node : trainer_gpus;
+  }
   std::int64_t trainer_gpus = 0;     // trainer.model.cp x trainer.model.dp_replicate
   std::int64_t mixed_infer_gpus = 0; // inference GPUs on replica 0
   std::int64_t total_infer_gpus = 0;

@@ -22,12 +22,7 @@ inline constexpr int k_zmq_transport_port = 5555; // READY on +1
 inline constexpr int k_dp_rpc_port = 13345;
 inline constexpr int k_env_server_base_port = 5000;
 
-// One environment source the launcher runs an env server for (serve.address unset).
-struct Source {
-  std::string split; // "train" or "eval"
-  std::string name;  // resolved: name, else env.id, else env.taskset.id
-  std::string taskset_id;
-};
+using Source = EnvSource;
 
 // The run identity: the run directory is output_dir / run.dir (default run.name). A TOML
 // without either gets a random name from Prime-RL, which no resume could find again, so the
@@ -54,6 +49,8 @@ struct Rl {
   bool orchestrator_on_inference = false;
   bool has_inference = false;
   std::int64_t tensor_parallel = 1; // inference.vllm.tensor_parallel_size
+  bool expert_parallel = false;     // inference.vllm.enable_expert_parallel
+  std::optional<Disaggregated> disaggregated;
   std::int64_t router_port = 8000;  // inference.server.port
   std::int64_t backend_port = 8100; // inference.backend_port
   std::vector<Source> sources;
