@@ -128,7 +128,9 @@ void multi_rl_layout(Card &card, const contract::ReplicaEnv &env) {
 // Prime-RL's own placement (multi_node_rl.sbatch.j2; v0.9, and v0.8.0 where the mixed layout
 // cannot place the TOML): inference nodes first, trainer nodes after; ports are Prime-RL's fixed
 // ones (docs/launch.md "Placements").
-void multi_rl_layout_prime_rl(Card &card, const contract::ReplicaEnv &env) {
+void multi_rl_layout_prime_rl(Card &card,
+                              const contract::ReplicaEnv &env,
+                              std::int64_t weight_broadcast_port) {
   const bool v0_9 = env.generation == primerl::Generation::v0_9;
   if (!v0_9) {
     card.line("placement",
@@ -206,7 +208,7 @@ void multi_rl_layout_prime_rl(Card &card, const contract::ReplicaEnv &env) {
   }
   card.line("ports",
             fmt::format("NCCL weight broadcast {} on replica {}, vLLM DP RPC {}",
-                        primerl::v0_9::k_nccl_broadcast_port,
+                        weight_broadcast_port,
                         infer,
                         primerl::v0_9::k_dp_rpc_port));
 }
@@ -239,7 +241,7 @@ void topology_lines(Card &card, const LaunchPlan &plan) {
                         plural(per_replica, "GPU", "GPUs"),
                         plural(total_gpus, "GPU", "GPUs")));
   if (plan.program == Program::rl && multi && env.prime_rl_topology()) {
-    multi_rl_layout_prime_rl(card, env);
+    multi_rl_layout_prime_rl(card, env, plan.weight_broadcast_port);
   } else if (plan.program == Program::rl && multi) {
     multi_rl_layout(card, env);
   } else if (multi) {

@@ -836,6 +836,7 @@ LaunchPlan plan_document(const LaunchOptions &options, const LaunchInputs &input
   plan.prime_rl = image.prime_rl.version;
   plan.defaulted = problems.defaults();
   plan.image_name = image.name;
+  plan.weight_broadcast_port = read.weight_broadcast_port;
   if (primerl::needs_deepep_across_nodes(document)) {
     plan.host_requirements.push_back(
         "DeepEP across nodes needs the hosts' IBGDA driver options (NVSHMEM), which a container "

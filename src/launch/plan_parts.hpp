@@ -68,6 +68,7 @@ struct TopologyRead {
   std::string task_name;
   std::string description_kind; // "SFT", "multi-node RL", ...
   std::int64_t gpu_count = 0;   // per task (single node) or per replica (multi node)
+  std::int64_t weight_broadcast_port = 29501; // Prime-RL's placement: weight_broadcast.port
   std::int64_t replicas = 0;    // multi node only
   contract::ReplicaEnv replica; // the topology's fields (counts, local search paths)
   primerl::Generation generation = primerl::Generation::v0_8;

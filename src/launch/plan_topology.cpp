@@ -115,6 +115,7 @@ TopologyRead read_topology_v0_9(const toml::Document &document,
   read.replica.num_infer_nodes = rl.total_infer_nodes();
   read.replica.inference_tp = rl.tensor_parallel;
   read.replica.orchestrator_replica = rl.orchestrator_replica();
+  read.weight_broadcast_port = rl.weight_broadcast_port;
   for (const auto &source : rl.sources) {
     read.replica.env_servers.push_back(source.split + "/" + source.name);
   }
@@ -169,6 +170,7 @@ TopologyRead read_topology(const toml::Document &document,
     read.replica.num_infer_nodes = rl.total_infer_nodes();
     read.replica.inference_tp = rl.tensor_parallel;
     read.replica.orchestrator_replica = rl.orchestrator_replica();
+    read.weight_broadcast_port = rl.weight_broadcast_port;
     for (const auto &source : rl.sources) {
       read.replica.env_servers.push_back(source.split + "/" + source.name);
     }

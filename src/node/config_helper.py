@@ -186,6 +186,7 @@ def prepare_rl_prime_rl(request):
                                   and config.weight_broadcast.type == "nccl"),
         "USE_ZMQ_TRANSPORT": int(config.rollout_transport is not None
                                  and config.rollout_transport.type == "zmq"),
+        "WEIGHT_BROADCAST_PORT": int(getattr(config.weight_broadcast, "port", 29501)),
     }
     if inference is not None:
         router = inference.router
@@ -258,6 +259,7 @@ def prepare_rl_v0_9(request):
         "TRAINER_RANKS_FILTER": ",".join(str(rank) for rank in config.trainer.log.ranks_filter),
         "USE_NCCL_BROADCAST": int(config.weight_broadcast.type == "nccl"),
         "USE_ZMQ_TRANSPORT": int(config.rollout_transport.type == "zmq"),
+        "WEIGHT_BROADCAST_PORT": int(getattr(config.weight_broadcast, "port", 29501)),
     }
     if inference is not None:
         runtime.update({

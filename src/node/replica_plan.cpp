@@ -572,8 +572,9 @@ ReplicaPlan plan_rl_prime_rl(const RlEnv &env, const PlanInputs &inputs) {
     p.env = {{"WANDB_SHARED_LABEL", "trainer"}};
     p.gpus = gpu_list(0, env.gpus_per_node);
     if (node == 0) {
+      // The NCCL broadcast listens on weight_broadcast.port (29501 by default; glm-5.2: 29502).
       p.ports = {std::to_string(primerl::v0_9::k_rendezvous_port),
-                 std::to_string(primerl::v0_9::k_nccl_broadcast_port)};
+                 "${runtime.WEIGHT_BROADCAST_PORT}"};
       if (!generation.v0_9) {
         for (int port = 0; port < 3; ++port) {
           p.ports.push_back(std::to_string(primerl::v0_9::k_zmq_transport_port + port));

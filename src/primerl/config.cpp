@@ -721,6 +721,7 @@ void read_prime_rl_placement(Reader &reader,
                             "\"vllm-router\"",
                             *router));
   }
+  rl.weight_broadcast_port = reader.count("weight_broadcast.port", 65535, 29501, 29501);
   rl.sources = read_env_sources(document);
 }
 

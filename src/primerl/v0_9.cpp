@@ -176,6 +176,7 @@ Rl read_rl(const Document &document, Problems &problems) {
                   std::to_string(rl.gpus_per_node));
     }
     rl.expert_parallel = reader.boolean("inference.vllm.enable_expert_parallel", false, false);
+    rl.weight_broadcast_port = reader.count("weight_broadcast.port", 65535, 29501, 29501);
     refuse_unplaced_inference(reader);
   }
   // No source is Prime-RL's business (train.source defaults to an empty list).

@@ -188,6 +188,30 @@ TEST(PrimeRlV09, PlacementKeysAreReadAsPrimeRlReadsThem) {
       << result.err;
 }
 
+// The card of a disaggregated run (docs/launch.md "Placements"): each replica's role, its
+// instance and ports, the router, the TOML's weight-broadcast port, what the hosts must provide.
+TEST(PrimeRlV09, TheCardShowsEachDisaggregatedRole) {
+  TempDir dir;
+  write_file(dir.path() / "glm.toml",
+             read_file(shared_dir() / "corpus" / "prime-rl-repo" / "main-559b4477" / "examples" /
+                       "advanced" / "glm-5.2" / "swe.toml") +
+                 "\n[run]\nname = \"glm\"\n");
+  const auto result = preview("rl", dir.path() / "glm.toml", {"--card"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  for (const char *line :
+       {"  replica 0  GPUs 0-7 prefill: 8 engines on PREFILL_PORT ports +0..7 (instance of 4 nodes "
+        "rooted on replica 0, NIXL side channels 5600+), vllm-router (prefill/decode) on the "
+        "router port\n",
+        "  replica 5  GPUs 0-7 decode: 8 engines on DECODE_PORT ports +0..7 (instance of 4 nodes "
+        "rooted on replica 4, NIXL side channels 5600+)\n",
+        "  replica 8  GPUs 0-7 prefill: 8 engines on PREFILL_PORT ports +0..7 (instance of 4 nodes "
+        "rooted on replica 8, NIXL side channels 5600+)\n",
+        "  ports      NCCL weight broadcast 29502 on replica 16, vLLM DP RPC 13345\n",
+        "  hosts      DeepEP across nodes needs the hosts' IBGDA driver options (NVSHMEM)"}) {
+    EXPECT_NE(result.out.find(line), std::string::npos) << line << "\n" << result.out;
+  }
+}
+
 // A bundled environment's arguments in a v0.9 taskset are checked at preview, as v0.8.0's
 // legacy ones are (docs/environments.md).
 TEST(PrimeRlV09, BundledTasksetArgumentsAreCheckedAtPreview) {

@@ -409,6 +409,74 @@ TEST_F(PrimeRlPlacement, V09ExpertParallelInsideOneEngine) {
 
 // Expert parallelism across nodes (group DP > 1): one engine per DP rank of the replica's group,
 // each given its global rank and the group head's address, as Prime-RL's template does.
+// main glm-5.2/swe: 2 inference replicas of 4 prefill + 4 decode nodes (tp 1: 8 engines a node,
+// instances of 32 DP ranks), then 16 trainer nodes. The golden holds the replicas whose roles
+// differ: the first prefill node (and the PD router), a prefill node inside its instance, the
+// first and a later decode node, the second replica's first prefill node, the first and the last
+// trainer node.
+TEST_F(PrimeRlPlacement, V09DisaggregatedGlm52) {
+  const auto r = place("main-559b4477",
+                       "advanced/glm-5.2/swe.toml",
+                       "v0.9",
+                       "",
+                       [](std::string text) { return text + "\n[run]\nname = \"glm\"\n"; });
+  ASSERT_EQ(r.plans.size(), 32u);
+  EXPECT_EQ(r.env.at("INFERENCE_DEPLOYMENT"), "disaggregated");
+  EXPECT_EQ(r.env.at("NODES_PER_INFER_REPLICA"), "8");
+  EXPECT_EQ(r.env.at("NODES_PER_PREFILL_REPLICA"), "4");
+  EXPECT_EQ(r.env.at("NODES_PER_DECODE_REPLICA"), "4");
+  std::string golden;
+  for (int rank : {0, 1, 4, 5, 8, 16, 31}) {
+    golden += "=== replica " + std::to_string(rank) + "\n" + r.plans[rank];
+  }
+  expect_golden("v0.9-glm-5.2-swe-disaggregated-rl.txt", golden);
+  // Roles: each replica's first 4 nodes prefill, the next 4 decode.
+  for (int rank = 0; rank < 16; ++rank) {
+    const bool prefill = rank % 8 < 4;
+    EXPECT_TRUE(r.has(rank, prefill ? "role=prefill" : "role=decode")) << rank;
+    EXPECT_TRUE(r.has(rank, prefill ? "${port} = ${runtime.PREFILL_PORT} + ${k}"
+                                    : "${port} = ${runtime.DECODE_PORT} + ${k}"))
+        << rank;
+    EXPECT_TRUE(r.has(rank, "--vllm.data-parallel-size 32")) << rank; // 4 nodes x 8 engines
+    EXPECT_TRUE(r.has(rank, "VLLM_NIXL_SIDE_CHANNEL_PORT='${k+5600}'")) << r.plans[rank];
+    // The instance head and this node's first rank in it.
+    const int head = rank / 4 * 4;
+    const int start = rank % 4 * 8;
+    EXPECT_TRUE(r.has(rank,
+                      fmt::format("\"data_parallel_address\": \"${{host.{}}}\", "
+                                  "\"data_parallel_rank\": {}",
+                                  head,
+                                  start == 0 ? std::string("${k}") : fmt::format("${{k+{}}}", start))))
+        << rank;
+    EXPECT_TRUE(r.has(rank, prefill ? "\"all2all_backend\": \"deepep_high_throughput\""
+                                    : "\"all2all_backend\": \"deepep_low_latency\", "
+                                      "\"compilation_config\": {\"cudagraph_mode\": "
+                                      "\"FULL_DECODE_ONLY\"}"))
+        << rank;
+  }
+  // One router, on inference node 0, in PD mode: replica 0's prefill engines, its decode ones,
+  // then replica 1's, as Prime-RL's template lists them.
+  EXPECT_TRUE(r.has(0, "--vllm-pd-disaggregation --prefill http://${host.0}:${runtime.PREFILL_PORT} "
+                       "--prefill http://${host.0}:${runtime.PREFILL_PORT+1}"));
+  EXPECT_TRUE(r.has(0, "--prefill http://${host.3}:${runtime.PREFILL_PORT+7} --decode "
+                       "http://${host.4}:${runtime.DECODE_PORT} "));
+  EXPECT_TRUE(r.has(0, "--decode http://${host.7}:${runtime.DECODE_PORT+7} --prefill "
+                       "http://${host.8}:${runtime.PREFILL_PORT} "));
+  for (int rank = 1; rank < 32; ++rank) {
+    EXPECT_FALSE(r.has(rank, "vllm-router --policy")) << rank;
+  }
+  // No worker binding: the endpoints are known from the plan alone.
+  EXPECT_FALSE(r.has(0, "list the inference workers"));
+  // Trainer: 16 nodes from replica 16, orchestrator there with every engine's admin URL.
+  for (int rank = 16; rank < 32; ++rank) {
+    EXPECT_TRUE(r.has(rank, "--nnodes=16 --nproc-per-node=8")) << rank;
+    EXPECT_TRUE(r.has(rank, "--rdzv-endpoint=${host.16}:29500")) << rank;
+  }
+  EXPECT_TRUE(r.has(16, "--model.client.admin-base-url http://${host.0}:${runtime.PREFILL_PORT}/v1"));
+  EXPECT_TRUE(r.has(16, "http://${host.15}:${runtime.DECODE_PORT+7}/v1\n"));
+  EXPECT_TRUE(r.has(16, "ports: 29500 ${runtime.WEIGHT_BROADCAST_PORT}"));
+}
+
 TEST_F(PrimeRlPlacement, ExpertParallelAcrossNodesRunsOneEnginePerDpRank) {
   const auto replace = [](std::string text, const std::string &from, const std::string &to) {
     const auto at = text.find(from);

@@ -262,6 +262,8 @@ struct LaunchPlan {
   // What the shape needs of the hosts that a container cannot set (DeepEP across nodes), said on
   // the card with the clusters to ask for; never a value that changes the experiment.
   std::vector<std::string> host_requirements;
+  // Prime-RL's placement: the port its NCCL weight broadcast listens on (weight_broadcast.port).
+  std::int64_t weight_broadcast_port = 29501;
   // Keys the TOML leaves to Prime-RL's defaults that the launch also reads: "output_dir =
   // \"outputs\" (Prime-RL's default)"; shown on the card and with -v.
   std::vector<std::string> defaulted;

@@ -239,6 +239,7 @@ struct MultiNodeRl {
   bool orchestrator_on_inference = false;
   bool expert_parallel = false; // inference.enable_expert_parallel
   std::optional<Disaggregated> disaggregated;
+  std::int64_t weight_broadcast_port = 29501; // weight_broadcast.port
   std::vector<EnvSource> sources;
   std::int64_t total_infer_nodes() const {
     return prime_rl_placement ? num_infer_nodes * num_infer_replicas : num_infer_nodes;
