@@ -300,6 +300,11 @@ std::string Client::job_logs(const std::string &job_id) {
   return run_checked({"job", "logs", job_id}, "job logs " + job_id).out;
 }
 
+OrderedJson Client::cluster_jobs(const std::string &cluster) {
+  return run_json({"job", "list", "--cluster", cluster, "--format", "json"},
+                  "job list --cluster " + cluster);
+}
+
 // `beaker <kind> experiments <of> --format json` as a list (one object is wrapped).
 OrderedJson Client::experiments_of(const std::string &kind, const std::string &of) {
   const std::string what = kind + " experiments " + of;

@@ -16,6 +16,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
+#include <cstdlib>
 #include <system_error>
 
 namespace pb::config {
@@ -133,13 +135,31 @@ const std::vector<KeyInfo> &keys() {
        "controller-priority",
        "normal",
        "Priority of the recovery controller"},
+      {"price.*",
+       false,
+       "",
+       "",
+       "",
+       "$ per GPU-hour of a GPU type (price.H100) or a cluster (price.ai2/jupiter), for the "
+       "cost of `status`, `list` and `cost`; none built in: Beaker publishes no prices"},
   };
   return table;
+}
+
+bool is_pattern(const KeyInfo &key) {
+  return key.key.ends_with(".*");
 }
 
 const KeyInfo *find_key(std::string_view key) {
   for (const auto &info : keys()) {
     if (info.key == key) {
+      return &info;
+    }
+  }
+  for (const auto &info : keys()) {
+    const auto prefix = info.key.substr(0, info.key.size() - 1); // "price."
+    if (is_pattern(info) && key.size() > prefix.size() && key.starts_with(prefix) &&
+        key.find_first_of(" \t\"") == std::string_view::npos) {
       return &info;
     }
   }
@@ -226,7 +246,14 @@ read_file_layer(const std::string &text, const stdfs::path &path, Level level) {
       setting.key = info;
       setting.level = level;
       setting.origin = fmt::format("file:{}:{}", path.string(), value.position().line);
-      if (info->list) {
+      if (is_pattern(*info)) {
+        setting.name = key;
+      }
+      if (is_pattern(*info) && value.integer()) {
+        setting.values.push_back(std::to_string(*value.integer())); // price.H100 = 3
+      } else if (is_pattern(*info) && value.floating()) {
+        setting.values.push_back(value.raw()); // price.H100 = 2.5
+      } else if (info->list) {
         const auto *items = value.array();
         if (items == nullptr) {
           throw input_error(fmt::format(
@@ -349,6 +376,15 @@ void check_value(const KeyInfo &key,
           "{}: registry must be redis://HOST:PORT, rediss://HOST:PORT or file://DIR, got '{}'",
           where,
           value));
+    } else if (name == "price.*") {
+      // $ per GPU-hour: a plain non-negative number (docs/config.md "Prices").
+      char *end = nullptr;
+      const double price = std::strtod(value.c_str(), &end);
+      if (value.empty() || end != value.c_str() + value.size() || !std::isfinite(price) ||
+          price < 0) {
+        throw usage_error(fmt::format(
+            "{}: a price is $ per GPU-hour, a number like 2.5, got '{}'", where, value));
+      }
     } else if ((name == "clusters" || name == "controller.clusters") && !is_workspace(value)) {
       throw usage_error(
           fmt::format("{}: {} items must look like ACCOUNT/CLUSTER, got '{}'", where, name, value));
@@ -431,7 +467,7 @@ Settings Settings::resolve(const Sources &sources) {
   Settings settings;
   settings.m_files = sources.files;
   const auto add = [&](Setting setting) {
-    settings.m_layers[std::string(setting.key->key)].push_back(std::move(setting));
+    settings.m_layers[std::string(setting.key_name())].push_back(std::move(setting));
   };
   for (const auto &info : keys()) {
     if (!info.built_in.empty()) {
@@ -559,7 +595,22 @@ const Setting *Settings::at(std::string_view key, Level level) const {
 std::vector<const Setting *> Settings::effective() const {
   std::vector<const Setting *> out;
   for (const auto &info : keys()) {
-    if (const auto *setting = get(info.key)) {
+    if (is_pattern(info)) {
+      const auto named = matching(info);
+      out.insert(out.end(), named.begin(), named.end());
+    } else if (const auto *setting = get(info.key)) {
+      out.push_back(setting);
+    }
+  }
+  return out;
+}
+
+std::vector<const Setting *> Settings::matching(const KeyInfo &pattern) const {
+  std::vector<const Setting *> out;
+  const auto prefix = pattern.key.substr(0, pattern.key.size() - 1);
+  for (auto it = m_layers.lower_bound(prefix); it != m_layers.end() && it->first.starts_with(prefix);
+       ++it) {
+    if (const auto *setting = get(it->first); setting != nullptr && setting->key == &pattern) {
       out.push_back(setting);
     }
   }

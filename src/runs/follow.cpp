@@ -12,6 +12,7 @@
 #include <primebeaker/core/signals.hpp>
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/recovery/ledger.hpp>
+#include <primebeaker/runs/queue.hpp>
 #include <primebeaker/runs/recover.hpp>
 #include <primebeaker/runs/runs.hpp>
 
@@ -213,6 +214,10 @@ int follow_one(const std::string &experiment_id,
   bool preempted = false;
   TimePoint preempted_at{};
   bool announced = false;
+  // A queued run's place (docs/runs.md "Queue position"): asked at most once a minute, said
+  // when it changes.
+  std::optional<TimePoint> queue_asked;
+  std::string queue_said;
   // --timeout holds in every wait: no sleep runs past the deadline.
   const auto timed_out = [&] {
     return options.timeout && clock.now() - started >= *options.timeout;
@@ -268,6 +273,19 @@ int follow_one(const std::string &experiment_id,
         if (shown[replica.label()] != state) {
           err << fmt::format("[{}] {}\n", replica.label(), state);
           shown[replica.label()] = state;
+        }
+      }
+      if (!options.logs || !is_queued(run)) {
+        queue_asked.reset(); // the controller and a sweep's follow spend no calls on it
+      } else if (!queue_asked || clock.now() - *queue_asked >= std::chrono::minutes(1)) {
+        queue_asked = clock.now();
+        if (const auto queue = current_queue(run, beaker, clock.now())) {
+          auto unchanged = *queue;
+          unchanged.waited_seconds = 0;
+          if (const auto key = queue_line(unchanged); key != queue_said) {
+            err << fmt::format("primebeaker: {}\n", queue_line(*queue));
+            queue_said = key;
+          }
         }
       }
       err.flush();
