@@ -337,4 +337,12 @@ std::string Client::whoami() {
   throw tool_error(fmt::format("{} account whoami printed no account name", m_program));
 }
 
+OrderedJson Client::list_clusters(const std::string &account) {
+  return run_json({"cluster", "list", account, "--format", "json"}, "cluster list " + account);
+}
+
+OrderedJson Client::get_cluster(const std::string &name) {
+  return run_json({"cluster", "get", name, "--format", "json"}, "cluster get " + name);
+}
+
 } // namespace pb::beaker

@@ -32,7 +32,13 @@ const std::vector<KeyInfo> &keys() {
        "workspace",
        "ai2/oe-agents",
        "Beaker workspace (ACCOUNT/NAME) of launches, `list` and `images default`"},
-      {"clusters", true, "PRIMEBEAKER_CLUSTERS", "cluster", "ai2/holmes", "Beaker clusters"},
+      {"clusters",
+       true,
+       "PRIMEBEAKER_CLUSTERS",
+       "cluster",
+       "ai2/holmes",
+       "Beaker clusters (ACCOUNT/NAME, globs such as ai2/* for `clusters` and auto); \"auto\": "
+       "launches choose among them (docs/clusters.md)"},
       {"priority",
        false,
        "PRIMEBEAKER_PRIORITY",
@@ -255,11 +261,15 @@ read_file_layer(const std::string &text, const stdfs::path &path, Level level) {
         setting.values.push_back(value.raw()); // price.H100 = 2.5
       } else if (info->list) {
         const auto *items = value.array();
-        if (items == nullptr) {
+        if (items == nullptr && key == "clusters" && value.string() != nullptr &&
+            *value.string() == "auto") {
+          setting.values.push_back("auto"); // clusters = "auto" (docs/clusters.md)
+        } else if (items == nullptr) {
           throw input_error(fmt::format(
               "{}: {} must be an array of strings, like [\"ai2/a\", \"ai2/b\"]", where, key));
         }
-        for (const auto &item : *items) {
+        static const std::vector<toml::Value> none;
+        for (const auto &item : items != nullptr ? *items : none) {
           if (item.string() == nullptr) {
             throw input_error(
                 fmt::format("{}: {} must be an array of strings", document.location(item), key));
@@ -385,7 +395,8 @@ void check_value(const KeyInfo &key,
         throw usage_error(fmt::format(
             "{}: a price is $ per GPU-hour, a number like 2.5, got '{}'", where, value));
       }
-    } else if ((name == "clusters" || name == "controller.clusters") && !is_workspace(value)) {
+    } else if ((name == "clusters" || name == "controller.clusters") && !is_workspace(value) &&
+               !(name == "clusters" && value == "auto")) {
       throw usage_error(
           fmt::format("{}: {} items must look like ACCOUNT/CLUSTER, got '{}'", where, name, value));
     }

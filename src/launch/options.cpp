@@ -47,7 +47,12 @@ const std::vector<FlagInfo> &flag_table() {
        "Beaker workspace (ACCOUNT/NAME) [ai2/oe-agents; `config set workspace`]"},
       {"cluster",
        Kind::list,
-       "Beaker cluster; repeat for several [ai2/holmes; `config set clusters`]"},
+       "Beaker cluster; repeat for several; auto: the configured cluster with room now and the "
+       "shortest queue (docs/clusters.md) [ai2/holmes; `config set clusters`]"},
+      {"require-free",
+       Kind::boolean,
+       "With --cluster auto: refuse when the run fits on no cluster now, instead of queueing "
+       "where the queue is shortest [off]"},
       {"priority", Kind::text, "normal, high or urgent [high; `config set priority`]"},
       {"min-runtime-hours", Kind::integer, "Minimum runtime in hours, >= 0 [0]"},
       {"mount-path",
@@ -352,6 +357,7 @@ void apply_setting(LaunchOptions &options,
   case Kind::boolean:
     (name == "stage"          ? options.stage
      : name == "verify-stage" ? options.verify_stage
+     : name == "require-free" ? options.require_free
                               : options.write_spec) = parse_boolean(name, values.front());
     return;
   case Kind::list: {

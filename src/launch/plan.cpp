@@ -5,6 +5,7 @@
 #include "ownership.hpp"
 #include "paths.hpp"
 #include "plan_parts.hpp"
+#include "placement.hpp"
 
 #include <primebeaker/beaker/client.hpp>
 #include <primebeaker/beaker/spec.hpp>
@@ -739,6 +740,9 @@ LaunchPlan plan_document(const LaunchOptions &options, const LaunchInputs &input
       replica_env(options, inputs, flags, read, experiment_name, entity, config_path);
   replica.prime_rl_version = image.prime_rl.version;
 
+  // --cluster auto: the cluster is chosen from gather's snapshot (docs/clusters.md).
+  auto placement =
+      detail::place_run(options, inputs, read.replicas, read.gpu_count, flags.clusters);
   check_clusters(flags.clusters); // 11
   std::vector<CheckedPath> checked = {{"--toml", config_path, false}};
   checked.insert(checked.end(), read.paths.begin(), read.paths.end());
@@ -857,6 +861,7 @@ LaunchPlan plan_document(const LaunchOptions &options, const LaunchInputs &input
     plan.recovery["controller"] = {{"experiment_name", options.controller_name},
                                    {"already_running", true}};
   }
+  plan.placement = std::move(placement);
   if (inputs.files != nullptr) {
     check_on_this_machine(options, document, *inputs.files, plan);
   }

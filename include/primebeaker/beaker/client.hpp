@@ -109,6 +109,10 @@ public:
   OrderedJson workspace_experiments(const std::string &ws); // workspace experiments WS, a list
   OrderedJson group_experiments(const std::string &group);  // group experiments G, a list
   std::string whoami();                                     // account whoami -> the name
+  // `beaker cluster list ACCOUNT --format json` and `beaker cluster get NAME --format json`:
+  // Beaker's answers as printed (pb::clusters reads them; docs/clusters.md).
+  OrderedJson list_clusters(const std::string &account);
+  OrderedJson get_cluster(const std::string &name);
 
   // Any other call: runs `program args...` once and returns the result; a program that cannot
   // be started throws pb::Error exit 4.
