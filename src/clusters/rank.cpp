@@ -36,11 +36,11 @@ Candidate assess(const Cluster &cluster, const Need &need) {
                         need.nodes);
     return c;
   }
-  c.can_host = true;
   if (!cluster.has_occupancy) {
-    c.why = "beaker gave no occupancy for it, " + queue;
+    c.why = "beaker gave no occupancy for it"; // nothing to rank it by: never chosen
     return c;
   }
+  c.can_host = true;
   c.fits_now = c.free_nodes >= need.nodes;
   c.why = fmt::format("{} {} with {} GPUs free, {} needed; {}",
                       c.fits_now ? "fits now:" : "does not fit now:",
@@ -82,6 +82,10 @@ Placement rank(const Snapshot &snapshot, const Need &need) {
                                       need.gpus_per_node);
   if (placement.ranking.empty() || !placement.ranking.front().can_host) {
     placement.reason = fmt::format("no cluster looked at can host {}", run);
+    if (!placement.ranking.empty()) {
+      placement.reason += fmt::format(
+          " ({}: {})", placement.ranking.front().cluster, placement.ranking.front().why);
+    }
     return placement;
   }
   const Candidate &best = placement.ranking.front();

@@ -171,6 +171,21 @@ TEST(ClusterRanking, ClustersWhoseNodesAreTooSmallAreNeverChosen) {
   EXPECT_EQ(p.chosen, "");
   EXPECT_NE(p.reason.find("no cluster"), std::string::npos) << p.reason;
   EXPECT_NE(p.ranking[0].why.find("its nodes have 4 GPUs"), std::string::npos);
+  EXPECT_EQ(p.ranking[1].why,
+            "beaker could not describe it: beaker cluster get ai2/broken failed (exit 1): not "
+            "found");
+}
+
+TEST(ClusterRanking, AClusterWithoutOccupancyIsNeverChosen) {
+  Snapshot s;
+  Cluster unknown = world("ai2/unknown", 4, 4, 0);
+  unknown.has_occupancy = false;
+  s.clusters = {unknown};
+  const Placement p = rank(s, {1, 8});
+  EXPECT_EQ(p.chosen, "");
+  EXPECT_EQ(p.reason,
+            "no cluster looked at can host 1 node x 8 GPUs (ai2/unknown: beaker gave no "
+            "occupancy for it)");
 }
 
 TEST(ClusterRanking, TheReceiptJsonRecordsTheSnapshot) {

@@ -228,6 +228,26 @@ TEST_F(Clusters, RequireFreeWithoutAutoAndGlobsWithoutAutoAreRefused) {
   EXPECT_TRUE(m_beaker.calls().empty()); // neither looked at a cluster
 }
 
+TEST_F(Clusters, AClusterBeakerWillNotDescribeIsShownAndNeverChosen) {
+  m_beaker.clear();
+  m_beaker.on({"cluster", "get", "ai2/mars"}, cluster_answer("ai2/mars", 4, 0, 30));
+  m_beaker.on({"cluster", "get", "ai2/venus"}, "", 1, "Error: cluster ai2/venus not found\n");
+  const auto listed = run({"clusters", "--json"},
+                          false,
+                          {{"PRIMEBEAKER_CLUSTERS", "ai2/mars,ai2/venus"}});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  const json rows = json::parse(listed.out);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_NE(rows[1]["error"].get<std::string>().find("not found"), std::string::npos) << rows[1];
+  EXPECT_EQ(m_beaker.calls_matching({"cluster", "get", "ai2/venus"}).size(), 1u); // not retried
+
+  const auto placed = run({"rl", "preview", "--toml", "examples/rl/rl.toml", "--cluster", "auto"},
+                          true,
+                          {{"PRIMEBEAKER_CLUSTERS", "ai2/mars,ai2/venus"}});
+  ASSERT_EQ(placed.exit_code, 0) << placed.err;
+  EXPECT_EQ(constraint(placed), json::array({"ai2/mars"})); // full, but the only one known
+}
+
 TEST_F(Clusters, PreviewWithoutAutoCallsNoBeaker) {
   const auto result =
       launch({"rl", "preview", "--toml", "examples/rl/rl.toml", "--cluster", "ai2/jupiter"});
