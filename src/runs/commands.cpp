@@ -25,6 +25,7 @@
 #include <cmath>
 #include <iostream>
 #include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
 
@@ -133,8 +134,7 @@ private:
     }
     std::string type;
     try {
-      const auto got =
-          m_beaker.run_json({"cluster", "get", cluster, "--format", "json"}, "cluster get " + cluster);
+      const auto got = m_beaker.get_cluster(cluster);
       const OrderedJson &one = got.is_array() && !got.empty() ? got.front() : got;
       if (one.is_object() && one.contains("nodeShape") && one["nodeShape"].is_object()) {
         type = one["nodeShape"].value("gpuType", std::string());
@@ -447,7 +447,11 @@ bool confirm(const std::string &question) {
          trimmed == "Yes";
 }
 
-OrderedJson stop_loaded(Loaded loaded, const StopOptions &options, beaker::Client &beaker, bool ask);
+OrderedJson stop_loaded(Loaded loaded,
+                        const StopOptions &options,
+                        beaker::Client &beaker,
+                        bool ask,
+                        std::ostream &err);
 void finish_stop(const OrderedJson &out, const std::vector<const OrderedJson *> &runs);
 
 void run_stop(const StopOptions &options) {
@@ -462,13 +466,33 @@ void run_stop(const StopOptions &options) {
     }
     OrderedJson out = OrderedJson::object();
     out["sweep"] = sweep->name;
+    // Each variant read and stopped on its own, k_sweep_queries at a time (docs/sweep.md
+    // "Concurrency"); its lines are printed together once it is done. A variant that cannot be
+    // read is reported and the others are still stopped.
+    std::vector<OrderedJson> each_out(sweep->variants.size());
+    std::mutex print;
+    concurrent::for_each_index(sweep->variants.size(), k_sweep_queries, [&](std::size_t i) {
+      const auto &target = sweep->variants[i];
+      std::ostringstream err;
+      try {
+        Loaded loaded;
+        loaded.target = target;
+        loaded.run = parse_run(
+            single_experiment(beaker.get_experiment(target.reference), target.reference));
+        each_out[i] = stop_loaded(std::move(loaded), options, beaker, false, err);
+      } catch (const Error &error) {
+        const std::string why = text::split(error.what(), '\n').front();
+        err << fmt::format("primebeaker: could not read {}: {}\n", target.reference, why);
+        each_out[i] = {{"experiment_id", target.reference},
+                       {"stopped", false},
+                       {"not_stopped", {target.reference + " (could not be read)"}}};
+      }
+      const std::lock_guard<std::mutex> lock(print);
+      std::cerr << err.str() << std::flush;
+    });
     OrderedJson stopped = OrderedJson::array();
-    for (const auto &target : sweep->variants) {
-      Loaded loaded;
-      loaded.target = target;
-      loaded.run =
-          parse_run(single_experiment(beaker.get_experiment(target.reference), target.reference));
-      stopped.push_back(stop_loaded(std::move(loaded), options, beaker, false));
+    for (auto &one : each_out) {
+      stopped.push_back(std::move(one));
     }
     out["variants"] = std::move(stopped);
     std::vector<const OrderedJson *> each;
@@ -478,13 +502,23 @@ void run_stop(const StopOptions &options) {
     finish_stop(out, each);
     return;
   }
-  const OrderedJson out = stop_loaded(load(options.run, beaker), options, beaker, !options.yes);
+  const OrderedJson out =
+      stop_loaded(load(options.run, beaker), options, beaker, !options.yes, std::cerr);
   finish_stop(out, {&out});
 }
 
-OrderedJson stop_loaded(Loaded loaded, const StopOptions &options, beaker::Client &beaker, bool ask) {
+OrderedJson stop_loaded(Loaded loaded,
+                        const StopOptions &options,
+                        beaker::Client &beaker,
+                        bool ask,
+                        std::ostream &err) {
   // A run that was resubmitted lives on in its newest experiment: that is what stop stops.
-  to_newest(loaded, beaker, true);
+  const std::string named = loaded.run.id;
+  to_newest(loaded, beaker, false);
+  if (loaded.run.id != named) {
+    err << fmt::format(
+        "primebeaker: {} was resubmitted; its newest experiment is {}\n", named, loaded.run.id);
+  }
   const auto &run = loaded.run;
   const std::string service =
       options.keep_services ? "" : service_experiment_id(run, loaded.target);
@@ -527,17 +561,17 @@ OrderedJson stop_loaded(Loaded loaded, const StopOptions &options, beaker::Clien
   const auto stop = [&](const std::string &id, const std::string &what) {
     try {
       beaker.stop_experiment(id);
-      std::cerr << fmt::format("primebeaker: stopped {} ({})\n", id, what);
+      err << fmt::format("primebeaker: stopped {} ({})\n", id, what);
       return true;
     } catch (const Error &error) {
       const std::string why = text::split(error.what(), '\n').front();
-      std::cerr << fmt::format("primebeaker: could not stop {} ({}): {}\n", id, what, why);
+      err << fmt::format("primebeaker: could not stop {} ({}): {}\n", id, what, why);
       failed.push_back(fmt::format("{} ({})", id, what));
       return false;
     }
   };
   if (finished) {
-    std::cerr << fmt::format("primebeaker: experiment {} already {}; not stopping it\n",
+    err << fmt::format("primebeaker: experiment {} already {}; not stopping it\n",
                              run.id,
                              outcome_name(run.outcome));
     out["stopped"] = false;
@@ -562,13 +596,13 @@ OrderedJson stop_loaded(Loaded loaded, const StopOptions &options, beaker::Clien
         if (const auto found = beaker.find_experiment(author + "/" + controller_name)) {
           controller = parse_run(*found);
         } else {
-          std::cerr << fmt::format(
+          err << fmt::format(
               "primebeaker: its recovery controller {}/{} was not found\n", author, controller_name);
         }
       }
     } catch (const Error &error) {
       const std::string why = text::split(error.what(), '\n').front();
-      std::cerr << fmt::format("primebeaker: could not read its recovery controller {}: {}\n",
+      err << fmt::format("primebeaker: could not read its recovery controller {}: {}\n",
                                controller_id.empty() ? controller_name : controller_id,
                                why);
       failed.push_back(fmt::format("{} (its recovery controller)",
@@ -582,7 +616,7 @@ OrderedJson stop_loaded(Loaded loaded, const StopOptions &options, beaker::Clien
       if (controller->outcome == Outcome::running) {
         out["controller_stopped"] = stop(controller->id, "its recovery controller");
       } else {
-        std::cerr << fmt::format("primebeaker: its recovery controller {} already {}\n",
+        err << fmt::format("primebeaker: its recovery controller {} already {}\n",
                                  controller->id,
                                  outcome_name(controller->outcome));
       }
@@ -784,8 +818,8 @@ void run_list(const ListOptions &given) {
                   "CREATED",
                   "RECOVERIES",
                   "RECOVERED BY",
-                  "GPU-H",
-                  "STATUS"});
+                  "STATUS",
+                  "GPU-H"});
   for (const auto &run : runs) {
     const auto i = static_cast<std::size_t>(&run - runs.data());
     const OrderedJson &controller = controllers[i];
@@ -804,10 +838,10 @@ void run_list(const ListOptions &given) {
                     recoveries.is_number() ? std::to_string(recoveries.get<std::int64_t>())
                                            : "-",
                     recovered_by,
-                    usage_cell(usages[i]),
                     run.outcome == Outcome::running
                         ? state_summary(run)
-                        : fmt::format("{} ({})", outcome_name(run.outcome), state_summary(run))});
+                        : fmt::format("{} ({})", outcome_name(run.outcome), state_summary(run)),
+                    usage_cell(usages[i])});
   }
   std::cout << render_table(rows);
 }

@@ -10,6 +10,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <sstream>
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -21,6 +24,14 @@ constexpr const char *k_source = "01JZ8M3Q4T5V6W7X8Y9Z0SRCE1";
 constexpr const char *k_child = "01JZ8M3Q4T5V6W7X8Y9Z0CHLD1";
 constexpr const char *k_other = "01JZ8M3Q4T5V6W7X8Y9Z0OTHR1";
 constexpr const char *k_run_id = "usage-run";
+
+// A 26-character experiment id per variant.
+std::string fmt_id(int i) {
+  std::string id = "01SWEEPVARIANT000000000000";
+  id[id.size() - 2] = static_cast<char>('A' + i / 10);
+  id[id.size() - 1] = static_cast<char>('0' + i % 10);
+  return id;
+}
 
 // A finished (or preempted) job status with every time given.
 OrderedJson ran(const std::string &created,
@@ -176,6 +187,33 @@ TEST(RunsUsageE2E, StatusCarriesTheWholeChainsGpuHoursLossQueueAndCost) {
   EXPECT_EQ(nlohmann::json::parse(unpriced.out)["gpu_hours"], 20.8);
 }
 
+// `config set|get|list|unset` of price keys, a cluster's quoted in the file (docs/config.md
+// "Prices").
+TEST(RunsUsageE2E, PriceKeysAreSetReadAndRefusedByName) {
+  UsageHarness h;
+  h.price("");
+  EXPECT_EQ(h.run({"config", "set", "price.H100", "4.5"}).exit_code, 0);
+  const auto set = h.run({"config", "set", "price.ai2/jupiter", "3"});
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  EXPECT_NE(pb::test::read_file(h.config).find("\"ai2/jupiter\" = 3"), std::string::npos)
+      << pb::test::read_file(h.config);
+  EXPECT_EQ(h.run({"config", "get", "price.ai2/jupiter"}).out, "3\n");
+  EXPECT_EQ(h.run({"config", "get", "price.H100"}).out, "4.5\n");
+  const auto listed = h.run({"config", "list"});
+  EXPECT_NE(listed.out.find("price.H100=4.5\n"), std::string::npos) << listed.out;
+  EXPECT_NE(listed.out.find("price.ai2/jupiter=3\n"), std::string::npos) << listed.out;
+  const auto refused = h.run({"config", "set", "price.H100", "cheap"});
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("a price is $ per GPU-hour"), std::string::npos) << refused.err;
+  EXPECT_EQ(h.run({"config", "unset", "price.ai2/jupiter"}).exit_code, 0);
+  EXPECT_EQ(h.run({"config", "get", "price.ai2/jupiter"}).exit_code, 1);
+  // What status prices with: H100 once `beaker cluster get` names the type.
+  h.beaker.on({"cluster", "get", "ai2/jupiter"},
+              R"([{"fullName": "ai2/jupiter", "nodeShape": {"gpuType": "H100"}}])");
+  EXPECT_EQ(nlohmann::json::parse(h.run({"status", k_child, "--json"}).out)["cost_usd"],
+            93.6); // 20.8 x 4.5
+}
+
 TEST(RunsUsageE2E, ListAndCostSumPerRunAndInAll) {
   UsageHarness h;
   h.beaker.on({"workspace", "experiments", "ai2/oe-agents"},
@@ -270,6 +308,70 @@ TEST(RunsQueueE2E, StatusAndFollowSayWhereAQueuedRunStands) {
   // Asked once a minute at most, said once while it does not change.
   EXPECT_EQ(followed.err.find(said, first + 1), std::string::npos) << followed.err;
   EXPECT_EQ(h.beaker.calls_matching({"job", "list"}).size(), 3u); // status x2, follow x1
+}
+
+// `stop` of a sweep reads and stops its variants 8 at a time (docs/sweep.md "Concurrency"):
+// against a `beaker` whose stops take 0.3 s, the stops of 12 variants overlap, never more than 8
+// at once; a variant that cannot be read is reported and every other one is still stopped.
+TEST(RunsStopSweep, VariantsAreStoppedConcurrentlyAtMostEightAtATime) {
+  pb::test::TempDir tmp;
+  const auto log = tmp.path() / "stops.log";
+  const auto slow = tmp.path() / "slow-beaker";
+  pb::test::write_file(
+      slow,
+      "#!/bin/bash\n"
+      "case \"$1 $2\" in\n"
+      "  'experiment get')\n"
+      "    if [ \"$3\" = 01BADBADBADBADBADBADBADBAD ]; then echo 'Error: not found' >&2; exit 1; fi\n"
+      "    echo \"[{\\\"id\\\": \\\"$3\\\", \\\"name\\\": \\\"v\\\", \\\"author\\\": {\\\"name\\\": "
+      "\\\"jdoe\\\"}, \\\"jobs\\\": [{\\\"id\\\": \\\"J$3\\\", \\\"status\\\": {\\\"created\\\": "
+      "\\\"2026-08-10T10:00:00Z\\\", \\\"started\\\": \\\"2026-08-10T10:01:00Z\\\"}, "
+      "\\\"execution\\\": {\\\"task\\\": \\\"T\\\", \\\"replicaRank\\\": 0, \\\"spec\\\": {}}}]}]\" ;;\n"
+      "  'experiment stop')\n"
+      "    echo \"start $(date +%s%N)\" >> " + log.string() + "\n"
+      "    sleep 0.3\n"
+      "    echo \"end $(date +%s%N)\" >> " + log.string() + "\n"
+      "    ;;\n"
+      "  *) exit 1 ;;\n"
+      "esac\n");
+  std::filesystem::permissions(slow, std::filesystem::perms::owner_all);
+  OrderedJson variants = OrderedJson::array();
+  for (int i = 0; i < 12; ++i) {
+    variants.push_back({{"experiment_id", fmt_id(i)}});
+  }
+  variants.push_back({{"experiment_id", "01BADBADBADBADBADBADBADBAD"}});
+  const auto receipt = tmp.path() / "sweep.json";
+  pb::test::write_file(receipt, OrderedJson{{"sweep", "s"}, {"variants", variants}}.dump());
+  pb::test::RunOptions options;
+  options.cwd = tmp.path();
+  options.env["PRIMEBEAKER_BEAKER"] = slow.string();
+  const auto result = pb::test::run_primebeaker({"stop", receipt.string(), "--yes"}, options);
+  EXPECT_EQ(result.exit_code, 4) << result.err; // the unreadable variant is named
+  EXPECT_NE(result.err.find("could not read 01BADBADBADBADBADBADBADBAD"), std::string::npos)
+      << result.err;
+  const auto out = nlohmann::json::parse(result.out);
+  ASSERT_EQ(out["variants"].size(), 13u);
+  for (int i = 0; i < 12; ++i) {
+    EXPECT_EQ(out["variants"][i]["experiment_id"], fmt_id(i)); // in the receipt's order
+    EXPECT_EQ(out["variants"][i]["stopped"], true);
+    EXPECT_NE(result.err.find("primebeaker: stopped " + fmt_id(i) + " (the training run)\n"),
+              std::string::npos)
+        << result.err;
+  }
+  std::vector<std::pair<long long, int>> events;
+  std::istringstream lines(pb::test::read_file(log));
+  for (std::string word, time; lines >> word >> time;) {
+    events.emplace_back(std::stoll(time), word == "start" ? 1 : -1);
+  }
+  ASSERT_EQ(events.size(), 24u);
+  std::sort(events.begin(), events.end());
+  int running = 0, most = 0;
+  for (const auto &[time, step] : events) {
+    running += step;
+    most = std::max(most, running);
+  }
+  EXPECT_GE(most, 2) << "no two stops overlapped";
+  EXPECT_LE(most, 8);
 }
 
 } // namespace
