@@ -142,7 +142,10 @@ void run_set(const Options &o) {
   const std::string where = toml_path(key, o.key);
   edit_file(path,
             [&](const toml::Document &document) { return toml::set(document, where, literal); });
-  spdlog::info("{} = {} in {}", where, literal, path.string());
+  spdlog::info("{} = {} in {}",
+               where,
+               key.key == "notify.webhook" ? std::string("(set; docs/notify.md)") : literal,
+               path.string());
 }
 
 void run_unset(const Options &o) {
@@ -186,7 +189,7 @@ void run_list(const Options &o) {
     OrderedJson out = OrderedJson::object();
     for (const auto *setting : shown) {
       OrderedJson value =
-          setting->key->list ? OrderedJson(setting->values) : OrderedJson(setting->text());
+          setting->key->list ? OrderedJson(setting->values) : OrderedJson(setting->display());
       out[std::string(setting->key_name())] = {
           {"value", value}, {"origin", setting->origin}, {"level", level_name(setting->level)}};
     }

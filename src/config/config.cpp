@@ -141,6 +141,19 @@ const std::vector<KeyInfo> &keys() {
        "controller-priority",
        "normal",
        "Priority of the recovery controller"},
+      {"notify.webhook",
+       false,
+       "PRIMEBEAKER_NOTIFY",
+       "notify",
+       "",
+       "Webhook told of a run's transitions (docs/notify.md): secret:NAME (a workspace secret "
+       "holding the URL; safest) or an http(s) URL; never printed, shown as scheme and host"},
+      {"notify.events",
+       true,
+       "PRIMEBEAKER_NOTIFY_EVENTS",
+       "notify-event",
+       "preempted,resubmitted,failed,succeeded,stopped,budget_spent",
+       "The transitions the webhook is told of"},
       {"price.*",
        false,
        "",
@@ -341,7 +354,25 @@ const std::string &Setting::text() const {
   return values.empty() ? empty : values.front();
 }
 
+// The webhook URL is a credential (docs/notify.md): shown as its scheme and host only.
+static std::string redacted_webhook(std::string_view value) {
+  if (value.starts_with("secret:")) {
+    return std::string(value);
+  }
+  const auto scheme = value.find("://");
+  if (scheme == std::string_view::npos) {
+    return "(set)";
+  }
+  auto host = value.substr(scheme + 3);
+  host = host.substr(0, host.find_first_of("/?#"));
+  host = host.substr(host.rfind('@') == std::string_view::npos ? 0 : host.rfind('@') + 1);
+  return host.empty() ? "(set)" : fmt::format("{}://{}/…", value.substr(0, scheme), host);
+}
+
 std::string Setting::display() const {
+  if (key != nullptr && key->key == "notify.webhook" && !values.empty()) {
+    return redacted_webhook(values.front());
+  }
   return text::join(values, ",");
 }
 
@@ -386,6 +417,10 @@ void check_value(const KeyInfo &key,
           "{}: registry must be redis://HOST:PORT, rediss://HOST:PORT or file://DIR, got '{}'",
           where,
           value));
+    } else if (name == "notify.webhook" && !value.empty() && !value.starts_with("secret:") &&
+               !value.starts_with("https://") && !value.starts_with("http://")) {
+      // Never echoes the value: it may be the credential itself.
+      throw usage_error(fmt::format("{}: notify.webhook is secret:NAME or an http(s) URL", where));
     } else if (name == "price.*") {
       // $ per GPU-hour: a plain non-negative number (docs/config.md "Prices").
       char *end = nullptr;

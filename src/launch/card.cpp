@@ -424,6 +424,9 @@ void recovery_lines(Card &card, const LaunchPlan &plan) {
                     : "nobody resubmits it after a preemption (--recover off, or no budget); "
                       "`primebeaker rl resume RUN` by hand");
     }
+    if (recovery.contains("notify") && recovery["notify"].is_string()) {
+      card.line("notify", recovery["notify"].get<std::string>()); // redacted (docs/notify.md)
+    }
   }
 }
 

@@ -113,6 +113,15 @@ const std::vector<FlagInfo> &flag_table() {
        "Cluster of the recovery controller; repeat for several (default: the run's clusters)"},
       {"controller-priority", Kind::text, "Priority of the recovery controller [normal]"},
       {"controller-budget", Kind::text, "Budget of the recovery controller (default: --budget)"},
+      {"notify",
+       Kind::text,
+       "Webhook told of preemptions, resubmissions and the end (docs/notify.md): secret:NAME "
+       "(a workspace secret holding the URL) or an http(s) URL; never printed [`config set "
+       "notify.webhook`]"},
+      {"notify-event",
+       Kind::list,
+       "An event the webhook is told of; repeatable [preempted, resubmitted, failed, succeeded, "
+       "stopped, budget_spent]"},
       {"set",
        Kind::list,
        "KEY=VALUE: set a TOML key in a copy of --toml (written beside the spec; your file is "
@@ -291,6 +300,8 @@ std::string *text_field(LaunchOptions &o, const std::string &name) {
     return &o.controller_priority;
   if (name == "controller-budget")
     return &o.controller_budget;
+  if (name == "notify")
+    return &o.notify;
   return nullptr;
 }
 
@@ -367,6 +378,7 @@ void apply_setting(LaunchOptions &options,
                    : name == "env"                ? options.env
                    : name == "secret"             ? options.secrets
                    : name == "set"                ? options.set
+                   : name == "notify-event"       ? options.notify_events
                                                   : options.required_services;
     target.insert(target.end(), items.begin(), items.end());
     return;

@@ -2,12 +2,14 @@
 // Webhook notifications (docs/notify.md): the target and its env vars, the payload, redaction,
 // the ledger claim and the bounded background post over registry's libcurl client.
 #include <primebeaker/core/error.hpp>
+#include <primebeaker/core/fs.hpp>
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/notify/notify.hpp>
 #include <primebeaker/recovery/ledger.hpp>
 #include <primebeaker/registry/http.hpp>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -306,6 +308,57 @@ bool post(const std::string &url,
   return false;
 }
 
+namespace {
+
+// The claim of generation `g` (1: `<subject>.<event>.json`), and the record of its outcome.
+std::filesystem::path claim_path(const std::filesystem::path &dir,
+                                 const std::string &stem,
+                                 int generation) {
+  return dir / "notify" /
+         (generation == 1 ? stem + ".json" : fmt::format("{}.{}.json", stem, generation));
+}
+
+// Whether this actor may post: it wins the first claim, or takes over a claim that has no
+// outcome recorded and is its own from before a restart (killed between claim and post) or
+// older than `lease`; of racing takers one wins the next generation (docs/notify.md).
+bool claim(const std::filesystem::path &dir,
+           const std::string &subject,
+           const std::string &event,
+           const std::string &by,
+           std::chrono::seconds lease) {
+  const double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const std::string stem = subject + "." + event;
+  if (recovery::ledger::write_notification_claim(dir, subject, event, by, now)) {
+    return true;
+  }
+  std::error_code ec;
+  if (std::filesystem::exists(dir / "notify" / (stem + ".done"), ec)) {
+    return false;
+  }
+  int generation = 1;
+  while (std::filesystem::exists(claim_path(dir, stem, generation + 1), ec)) {
+    ++generation;
+  }
+  const auto text = fs::read_file(claim_path(dir, stem, generation), 1);
+  const auto held = nlohmann::json::parse(text, nullptr, false);
+  if (!held.is_object()) {
+    return false;
+  }
+  const bool mine = held.value("by", std::string()) == by;
+  const double age = now - held.value("claimed_unix", now);
+  if (!mine && age < static_cast<double>(lease.count())) {
+    return false;
+  }
+  OrderedJson j = nlohmann::ordered_json::parse(text);
+  j["by"] = by;
+  j["claimed_unix"] = now;
+  j["taken_over"] = held.value("by", std::string());
+  return fs::create_exclusive(claim_path(dir, stem, generation + 1), j.dump(2) + "\n");
+}
+
+} // namespace
+
 bool announce(const Settings &settings,
               const std::filesystem::path &ledger_dir,
               const std::string &subject,
@@ -316,26 +369,25 @@ bool announce(const Settings &settings,
     return false;
   }
   try {
-    if (!ledger_dir.empty()) {
-      const double now = std::chrono::duration<double>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count();
-      if (!recovery::ledger::write_notification_claim(ledger_dir, subject, event.event, by, now)) {
-        spdlog::debug("notification {} of {}: claimed by another actor", event.event, subject);
-        return false;
-      }
+    if (!ledger_dir.empty() && !claim(ledger_dir, subject, event.event, by, delivery.lease)) {
+      spdlog::debug("notification {} of {}: claimed by another actor", event.event, subject);
+      return false;
     }
     auto body = std::make_shared<std::string>(payload(event).dump());
     auto url = std::make_shared<std::string>(settings.url);
     const std::string what = fmt::format("{} of {}", event.event, subject);
+    const std::filesystem::path done =
+        ledger_dir.empty() ? std::filesystem::path()
+                           : ledger_dir / "notify" / (subject + "." + event.event + ".done");
     {
       std::lock_guard<std::mutex> lock(in_flight().mutex);
       ++in_flight().count;
     }
     // Detached: a webhook that hangs must not hold a recovery or a run (docs/notify.md).
-    std::thread([body, url, what, delivery] {
+    std::thread([body, url, what, delivery, done] {
       std::string why;
-      if (post(*url, *body, delivery, &why)) {
+      const bool sent = post(*url, *body, delivery, &why);
+      if (sent) {
         spdlog::info("notified {} ({})", what, redact_url(*url));
       } else {
         spdlog::warn("notification {} to {} failed after {} tries: {}",
@@ -343,6 +395,12 @@ bool announce(const Settings &settings,
                      redact_url(*url),
                      delivery.tries,
                      why);
+      }
+      try {
+        if (!done.empty()) { // settled either way: nobody takes the claim over
+          fs::create_exclusive(done, sent ? "sent\n" : "failed: " + why + "\n");
+        }
+      } catch (const std::exception &) {
       }
       std::lock_guard<std::mutex> lock(in_flight().mutex);
       --in_flight().count;

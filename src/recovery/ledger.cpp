@@ -563,6 +563,7 @@ bool write_notification_claim(const stdfs::path &dir,
   j["event"] = event;
   j["by"] = by;
   j["claimed_at"] = utc_text(unix_seconds);
+  j["claimed_unix"] = unix_seconds;
   // Its own folder: read() walks claims/ for resubmissions and must not see these.
   return create_exclusive(dir / "notify" / fmt::format("{}.{}.json", subject, event),
                           j.dump(2) + "\n");

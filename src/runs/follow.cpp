@@ -5,6 +5,7 @@
 
 #include "recover_step.hpp"
 #include "timing.hpp"
+#include "notify_hook.hpp"
 
 #include <primebeaker/beaker/client.hpp>
 #include <primebeaker/core/env.hpp>
@@ -396,6 +397,7 @@ int follow_run(const std::string &experiment_id,
         return sleep(how_long);
       };
   RecoverState state;
+  RunNotifier notifier(options.recover); // docs/notify.md
   std::string id = experiment_id;
   // The controller's record of what it does, in the ledger beside the claims (docs/recovery.md
   // "The controller"); a terminal follower keeps none.
@@ -438,6 +440,9 @@ int follow_run(const std::string &experiment_id,
   for (;;) {
     std::optional<RunView> ended;
     const int code = follow_one(id, options, beaker, out, err, started, ended, on_first_view);
+    if (ended && options.recover.enabled) {
+      notifier.ended(*ended);
+    }
     if (!options.recover.enabled || !ended ||
         (ended->outcome != Outcome::preempted && ended->outcome != Outcome::failed)) {
       if (ended) {
@@ -451,6 +456,7 @@ int follow_run(const std::string &experiment_id,
     report(ended->id, "recovering");
     const RecoverResult next = recover_run(
         *ended, options.recover, state, beaker, clock, wait_within_timeout, signal, err);
+    notifier.recovered(*ended, next);
     if (deadline_passed) {
       say_detached(err, ended->id, "--timeout reached while recovering it");
       report(ended->id, "ended");

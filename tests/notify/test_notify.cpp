@@ -172,6 +172,38 @@ TEST(NotifyPost, TwoActorsClaimingOneTransitionPostOnce) {
   EXPECT_TRUE(pb::recovery::ledger::read(tmp.path()).claims.empty());
 }
 
+// A controller killed between its claim and its post (docs/notify.md "Exactly one post"): after
+// its restart it takes its own claim over; another actor waits for the lease.
+TEST(NotifyPost, AClaimWithoutAnOutcomeIsTakenOverByItsOwnerOrAfterTheLease) {
+  namespace ledger = pb::recovery::ledger;
+  pb::test::HttpSink sink;
+  Settings settings;
+  settings.url = sink.url();
+  {
+    pb::test::TempDir old;
+    ASSERT_TRUE(ledger::write_notification_claim(old.path(), "01JSRC", "preempted", "C", 1.0e9));
+    EXPECT_TRUE(announce(settings, old.path(), "01JSRC", preempted(), "B"))
+        << "not B's, but its lease (60 s) ran out long ago";
+    EXPECT_EQ(drain(std::chrono::seconds(10)), 0);
+    EXPECT_EQ(sink.wait_for(1, 5), 1u);
+  }
+  pb::test::TempDir tmp;
+  ASSERT_TRUE(ledger::write_notification_claim(tmp.path(), "01JSRC", "preempted", "C", 4.0e9));
+  EXPECT_FALSE(announce(settings, tmp.path(), "01JSRC", preempted(), "B")); // fresh, not B's
+  EXPECT_TRUE(announce(settings, tmp.path(), "01JSRC", preempted(), "C")); // C restarted
+  EXPECT_EQ(drain(std::chrono::seconds(10)), 0);
+  EXPECT_EQ(sink.wait_for(2, 5), 2u);
+  EXPECT_TRUE(std::filesystem::exists(tmp.path() / "notify" / "01JSRC.preempted.2.json"));
+  EXPECT_EQ(pb::fs::read_file(tmp.path() / "notify" / "01JSRC.preempted.done"), "sent\n");
+  // Settled: nobody posts it again, not even its owner after another restart.
+  EXPECT_FALSE(announce(settings, tmp.path(), "01JSRC", preempted(), "C"));
+  Delivery soon;
+  soon.lease = std::chrono::seconds(0);
+  EXPECT_FALSE(announce(settings, tmp.path(), "01JSRC", preempted(), "B", soon));
+  EXPECT_EQ(drain(std::chrono::seconds(10)), 0);
+  EXPECT_EQ(sink.bodies().size(), 2u);
+}
+
 TEST(NotifyPost, AnEventNotAskedForIsNeitherClaimedNorPosted) {
   pb::test::TempDir tmp;
   Settings settings;

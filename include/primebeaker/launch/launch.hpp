@@ -119,6 +119,9 @@ struct LaunchOptions {
   std::string controller_name;
   // With --cluster auto: refuse when the run fits on no cluster now (docs/clusters.md).
   bool require_free = false;
+  // The webhook (docs/notify.md): "secret:NAME" or a URL (never printed), and its events.
+  std::string notify;
+  std::vector<std::string> notify_events;
 
   // Kebab names of the flags that were given (filled by the CLI registration and by
   // apply_setting), for callers whose defaults come from elsewhere (rl resume).

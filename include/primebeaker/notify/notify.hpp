@@ -101,11 +101,14 @@ struct Delivery {
   int tries = 4;
   std::chrono::milliseconds timeout{3000};
   std::chrono::milliseconds backoff{500};
+  // Another actor's claim with no outcome recorded is taken over after this (its poster died
+  // between claim and post); this actor's own claim from before a restart at once.
+  std::chrono::seconds lease{60};
 };
 
 // Claims the transition in the run's ledger (`<ledger>/notify/<subject>.<event>.json`, created
 // exclusively: of two actors one wins) and, when this actor won, posts `event` in the background
-// (a detached thread; retried, then logged). `subject` is the experiment id, with the attempt
+// (a detached thread; retried, then logged), then records `<subject>.<event>.done`. `subject` is the experiment id, with the attempt
 // for a single-node restart. An empty `ledger_dir` posts unclaimed. Never throws; never waits
 // for the network. Returns whether a post was started.
 bool announce(const Settings &settings,
