@@ -223,8 +223,9 @@ EXTERNAL_NAMES = {
     "pydantic.AfterValidator": "AfterValidator",
     "pydantic.functional_validators.AfterValidator": "AfterValidator",
     "pydantic.BeforeValidator": "BeforeValidator",
-    "pydantic.WrapValidator": "BeforeValidator",
-    "pydantic.PlainValidator": "BeforeValidator",
+    "pydantic.functional_validators.BeforeValidator": "BeforeValidator",
+    "pydantic.WrapValidator": "WrapValidator",
+    "pydantic.PlainValidator": "PlainValidator",
     "pydantic.ConfigDict": "ConfigDict",
     "pydantic.AliasChoices": "AliasChoices",
     "pydantic.model_validator": "model_validator",
@@ -336,11 +337,12 @@ class Module:
     aliases: dict = field(default_factory=dict)  # name -> ast.expr (module-level assignment)
     imports: dict = field(default_factory=dict)  # name -> ("from", module, name) | ("module", m)
     is_package: bool = False
+    functions: dict = field(default_factory=dict)  # name -> ast.FunctionDef (module level)
 
 
 @dataclass(frozen=True)
 class Ref:
-    kind: str  # "class", "alias", "module", "external", "builtin"
+    kind: str  # "class", "alias", "function", "module", "external", "builtin"
     module: str = ""
     name: str = ""
 
@@ -369,6 +371,8 @@ class Resolver:
         for node in tree.body:
             if isinstance(node, ast.ClassDef):
                 mod.classes[node.name] = node
+            elif isinstance(node, ast.FunctionDef):
+                mod.functions[node.name] = node
             elif isinstance(node, ast.Assign) and len(node.targets) == 1:
                 target = node.targets[0]
                 if isinstance(target, ast.Name):
@@ -403,6 +407,8 @@ class Resolver:
             return Ref("class", module, name)
         if name in mod.aliases:
             return Ref("alias", module, name)
+        if name in mod.functions:
+            return Ref("function", module, name)
         if name in mod.imports:
             entry = mod.imports[name]
             if entry[0] == "module":
@@ -451,6 +457,7 @@ class TypeDesc:
     discriminator: str = ""
     literals: list = field(default_factory=list)  # (kind, text)
     why: str = ""  # for `any`: why it is not typed
+    note: str = ""  # a before-validator's normalisation, for the generated header (not in key)
 
     def key(self) -> tuple:
         return (
@@ -472,7 +479,8 @@ class Meta:
     discriminator: str = ""
     aliases: list = field(default_factory=list)
     after_validators: list = field(default_factory=list)
-    before_validator: bool = False
+    # (kind, argument) of each BeforeValidator / WrapValidator / PlainValidator read
+    input_validators: list = field(default_factory=list)
 
 
 def literal_of(value: ast.expr) -> tuple[str, str]:
@@ -494,6 +502,113 @@ def literal_of(value: ast.expr) -> tuple[str, str]:
     raise ExtractError(f"unsupported Literal value {ast.unparse(value)}")
 
 
+NORMALISED_RESULTS = {"none": "None", "table": "{}", "identity": "itself", "refuse": "refused"}
+
+
+def read_normaliser(fn) -> "tuple[list, str] | str":
+    """The literal cases of a BeforeValidator's function (a def or a lambda): ([(input,
+    result)], rest), inputs "true" / "false" (tests `v is True`, `v is False`), results "none"
+    (`return None`), "table" (`return {}` or `dict()`), "identity" (`return v`), "refuse"
+    (`raise`); rest, what every other value gets ("identity" or "refuse"). A string says
+    what could not be read."""
+    args = fn.args
+    params = [a.arg for a in args.posonlyargs + args.args]
+    if not params:
+        return "it takes no value"
+    param = params[0]
+
+    def test_of(test: ast.expr) -> Optional[str]:
+        if (isinstance(test, ast.Compare) and len(test.ops) == 1
+                and isinstance(test.ops[0], ast.Is) and isinstance(test.left, ast.Name)
+                and test.left.id == param and isinstance(test.comparators[0], ast.Constant)
+                and test.comparators[0].value in (True, False)
+                and isinstance(test.comparators[0].value, bool)):
+            return "true" if test.comparators[0].value else "false"
+        return None
+
+    def result_of(value: Optional[ast.expr]) -> Optional[str]:
+        if value is None or isinstance(value, ast.Constant) and value.value is None:
+            return "none"
+        if isinstance(value, ast.Dict) and not value.keys:
+            return "table"
+        if (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
+                and value.func.id == "dict" and not value.args and not value.keywords):
+            return "table"
+        if isinstance(value, ast.Name) and value.id == param:
+            return "identity"
+        return None
+
+    cases: list = []
+
+    def add(test: ast.expr, result: Optional[str], node: ast.AST) -> Optional[str]:
+        value = test_of(test)
+        if value is None:
+            return f"the test `{ast.unparse(test)}` is not `v is True` or `v is False`"
+        if result is None:
+            return f"the result `{ast.unparse(node)}` is not None, {{}} or the value"
+        if all(v != value for v, _ in cases):  # the first test of a value wins
+            cases.append((value, result))
+        return None
+
+    if isinstance(fn, ast.Lambda):
+        body = fn.body
+        while isinstance(body, ast.IfExp):
+            why = add(body.test, result_of(body.body), body.body)
+            if why:
+                return why
+            body = body.orelse
+        rest = result_of(body)
+        if rest != "identity":
+            return f"the other values get `{ast.unparse(body)}`, not themselves"
+        return cases, rest
+
+    todo = list(fn.body)
+    if todo and isinstance(todo[0], ast.Expr) and isinstance(todo[0].value, ast.Constant):
+        todo.pop(0)  # the docstring
+    while todo:
+        node = todo.pop(0)
+        if isinstance(node, ast.If):
+            if len(node.body) != 1:
+                return f"the branch `{ast.unparse(node.test)}` does more than return"
+            branch = node.body[0]
+            if isinstance(branch, ast.Raise):
+                result = "refuse"
+            elif isinstance(branch, ast.Return):
+                result = result_of(branch.value)
+            else:
+                return f"the branch `{ast.unparse(node.test)}` does more than return"
+            why = add(node.test, result, branch)
+            if why:
+                return why
+            todo = list(node.orelse) + todo  # the branch always leaves: else == after
+            continue
+        if isinstance(node, ast.Raise):
+            return cases, "refuse"
+        if isinstance(node, ast.Return):
+            rest = result_of(node.value)
+            if rest != "identity":
+                return f"the other values get `{ast.unparse(node)}`, not themselves"
+            return cases, rest
+        return f"the statement `{ast.unparse(node).splitlines()[0]}` is not a literal case"
+    return "the other values get None, not themselves"
+
+
+def admits_none(t: TypeDesc) -> bool:
+    if t.kind in ("none", "any"):
+        return True
+    if t.kind == "literal":
+        return any(kind == "none" for kind, _ in t.literals)
+    return t.kind == "union" and any(admits_none(a) for a in t.alternatives)
+
+
+def accepts_booleans(t: TypeDesc) -> bool:
+    if t.kind in ("boolean", "any"):
+        return True
+    if t.kind == "literal":
+        return any(kind == "boolean" for kind, _ in t.literals)
+    return t.kind == "union" and any(accepts_booleans(a) for a in t.alternatives)
+
+
 def number_of(value: ast.expr) -> Optional[float]:
     try:
         return float(ast.literal_eval(value))
@@ -513,6 +628,9 @@ class Extractor:
         self.type_narrowed = False  # --type-narrowed
         self.narrowed: dict[str, tuple[str, str]] = {}  # class -> (declared base, why)
         self.all_classes: Optional[list] = None
+        self.context = ""  # Class.field being read, for warnings
+        self.warned: set = set()
+        self.building: set = set()  # classes being read for a normalisation (against cycles)
 
     # -- annotations ----------------------------------------------------------------------
 
@@ -581,13 +699,16 @@ class Extractor:
         args = list(expr.slice.elts) if isinstance(expr.slice, ast.Tuple) else [expr.slice]
         if head == "Annotated":
             inner = self.convert(module, args[0], meta)
+            start = len(meta.input_validators)
             for extra in args[1:]:
                 self.read_metadata(module, extra, meta)
-            if meta.before_validator:
-                return TypeDesc("any", why="a before-validator rewrites it")
+            validators = meta.input_validators[start:]
+            del meta.input_validators[start:]
             if meta.discriminator and inner.kind == "union":
                 inner.discriminator = meta.discriminator
                 meta.discriminator = ""
+            if validators:
+                return self.normalised(module, inner, validators)
             return inner
         if head == "Optional":
             return self.union([self.convert(module, args[0], meta), TypeDesc("none")])
@@ -638,7 +759,8 @@ class Extractor:
         # Literal | Literal -> one Literal
         lits = [a for a in alts if a.kind == "literal"]
         if len(lits) > 1:
-            merged = TypeDesc("literal", literals=[v for a in lits for v in a.literals])
+            merged = TypeDesc("literal", literals=[v for a in lits for v in a.literals],
+                              note="; ".join(a.note for a in lits if a.note))
             alts = [a for a in alts if a.kind != "literal"] + [merged]
         unique = []
         for a in alts:
@@ -647,6 +769,106 @@ class Extractor:
         if len(unique) == 1:
             return unique[0]
         return TypeDesc("union", alternatives=unique)
+
+    # -- before-validator normalisations (docs/primerl-schema.md, "Before-validators") ------
+
+    def warn(self, text: str) -> None:
+        line = f"extract_schema.py: warning: {self.context or '?'}: {text}; accepted untyped"
+        if line not in self.warned:
+            self.warned.add(line)
+            print(line, file=sys.stderr)
+
+    def normalised(self, module: str, inner: TypeDesc, validators: list) -> TypeDesc:
+        """`inner` behind a BeforeValidator: each `if v is True/False: return ...` case of its
+        function whose result `inner` accepts adds that TOML boolean as an exact literal; other
+        values reach `inner` as written. A validator not read this way leaves the value
+        untyped, with a warning: never a guess."""
+        fallback = TypeDesc("any", why="a before-validator rewrites it")
+        if len(validators) != 1 or validators[0][0] != "BeforeValidator":
+            kinds = ", ".join(k for k, _ in validators)
+            self.warn(f"{kinds} is not read: only one BeforeValidator's literal cases are")
+            return fallback
+        arg = validators[0][1]
+        shown = "a lambda" if isinstance(arg, ast.Lambda) else ast.unparse(arg) if arg else "?"
+        fn = None
+        if isinstance(arg, ast.Lambda):
+            fn = arg
+        elif isinstance(arg, (ast.Name, ast.Attribute)):
+            ref = self.resolver.resolve_expr(module, arg)
+            if ref.kind == "function":
+                fn = self.resolver.module(ref.module).functions[ref.name]
+        if fn is None:
+            self.warn(f"BeforeValidator({shown}): its function is not in the sources read")
+            return fallback
+        read = read_normaliser(fn)
+        if isinstance(read, str):
+            self.warn(f"BeforeValidator({shown}) is not understood: {read}")
+            return fallback
+        cases, rest = read
+        accepted = []
+        shown_cases = []
+        for value, result in cases:
+            if result == "identity":
+                if rest != "identity":
+                    self.warn(f"BeforeValidator({shown}) is not understood: "
+                              f"{value} is passed on but other values are refused")
+                    return fallback
+                continue
+            ok: Optional[bool] = False
+            if result == "none":
+                ok = admits_none(inner)
+            elif result == "table":
+                ok = self.accepts_empty_table(inner)
+            if ok is None:
+                self.warn(f"BeforeValidator({shown}): whether {result} is valid is not known")
+                return fallback
+            if not ok and accepts_booleans(inner):
+                self.warn(f"BeforeValidator({shown}) is not understood: {value} is refused "
+                          "but the declared type takes booleans")
+                return fallback
+            if ok:
+                accepted.append(("boolean", value))
+            shown_cases.append(f"{value} -> {NORMALISED_RESULTS[result]}"
+                               + ("" if ok else " (refused)"))
+        if rest == "refuse" and not accepted:
+            self.warn(f"BeforeValidator({shown}) is not understood: it refuses every value")
+            return fallback
+        shown_cases.append("the rest as declared" if rest == "identity" else "the rest refused")
+        literal = TypeDesc("literal", literals=accepted,
+                           note=f"{shown}: " + ", ".join(shown_cases))
+        if rest == "refuse":
+            return literal
+        if not accepted:
+            return inner
+        return self.union([literal, inner])
+
+    def accepts_empty_table(self, t: TypeDesc) -> Optional[bool]:
+        """Whether `t` takes `{}` (a class with no required field); None when not known."""
+        if t.kind in ("any", "dict"):
+            return True
+        if t.kind == "model":
+            if t.model in self.building:
+                return None
+            # Read the class on the side: what reading it records is recorded again, in
+            # order, when the walk reaches it.
+            saved = (list(self.validators), list(self.rewrites), list(self.pending),
+                     dict(self.narrowed), dict(self.built), self.context)
+            self.building.add(t.model)
+            try:
+                record = self._build_class(t.model)
+            finally:
+                self.building.discard(t.model)
+                (self.validators, self.rewrites, self.pending, self.narrowed, self.built,
+                 self.context) = saved
+            return not any(f["required"] for f in record["fields"])
+        if t.kind == "union":
+            if t.discriminator:
+                return None
+            verdicts = [self.accepts_empty_table(a) for a in t.alternatives]
+            if True in verdicts:
+                return True
+            return None if None in verdicts else False
+        return False
 
     def read_metadata(self, module: str, expr: ast.expr, meta: Meta) -> None:
         if not isinstance(expr, ast.Call):
@@ -657,8 +879,8 @@ class Extractor:
             self.field_call(module, expr, meta)
         elif what == "AfterValidator":
             meta.after_validators.append(ast.unparse(expr.args[0]) if expr.args else "?")
-        elif what == "BeforeValidator":
-            meta.before_validator = True
+        elif what in ("BeforeValidator", "WrapValidator", "PlainValidator"):
+            meta.input_validators.append((what, expr.args[0] if expr.args else None))
 
     def field_call(self, module: str, call: ast.Call, meta: Meta) -> dict:
         """Reads Field(...) into `meta`; returns the default: {"default": expr | None,
@@ -792,6 +1014,7 @@ class Extractor:
                 extra = "unknown"  # a base this script does not read may add fields
         for node in cls.body:
             if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                self.context = f"{name}.{node.target.id}"
                 f = self.build_field(module, node)
                 if f is not None:
                     fields[f["name"]] = f  # an override keeps the base's position
@@ -807,6 +1030,7 @@ class Extractor:
                         extra = self.extra_word(sub.value) or extra
             elif isinstance(node, ast.FunctionDef):
                 self.read_validator(key, node, fields)
+            self.context = ""
         record = {
             "key": key,
             "name": name,
@@ -927,6 +1151,7 @@ class Extractor:
                         name = node.target.id
                         declared = base_fields[name]["type"]
                         saved = list(self.pending)
+                        self.context = f"{sub.name}.{name}"
                         redeclared = self.convert(sub_module, node.annotation, Meta())
                         self.pending = saved
                         if redeclared.key() == declared.key():
@@ -1340,6 +1565,26 @@ def untyped_fields(extractor: Extractor) -> list[str]:
     return lines
 
 
+def normalised_fields(extractor: Extractor) -> list[str]:
+    """Class.field: what its BeforeValidator maps, for every field read with one."""
+
+    def notes(t: TypeDesc) -> list[str]:
+        out = [t.note] if t.note else []
+        if t.item:
+            out.extend(notes(t.item))
+        for a in t.alternatives:
+            out.extend(notes(a))
+        return out
+
+    lines = []
+    for key in extractor.order:
+        rec = extractor.classes[key]
+        for f in rec["fields"]:
+            for note in dict.fromkeys(notes(f["type"])):
+                lines.append(f"{rec['name']}.{f['name']}: {note}")
+    return lines
+
+
 def symbol_for(tag: str) -> str:
     return "prime_rl_" + re.sub(r"[^0-9A-Za-z]+", "_", tag).strip("_")
 
@@ -1478,8 +1723,14 @@ def main(argv: list[str]) -> int:
         ]
         text = emitter.emit(header, symbol, label)
         untyped = untyped_fields(extractor)
+        normalised = normalised_fields(extractor)
+        insert = []
         if untyped:
             insert = ["// Accepted untyped:"] + [f"//   {w}" for w in untyped]
+        if normalised:
+            insert += ["// Normalised by a BeforeValidator (the booleans it maps take exactly "
+                       "those):"] + [f"//   {w}" for w in normalised]
+        if insert:
             lines = text.split("\n")
             at = lines.index("#include <primebeaker/primerl/schema.hpp>")
             text = "\n".join(lines[:at] + insert + lines[at:])

@@ -20,6 +20,12 @@ never twice (the world refuses a taken name and counts it), each from the newest
 once the run has ended. Prints one JSON summary; exit 1 when a check failed.
 
   python3 bench/recovery/chaos.py --binary build/dev/primebeaker --seeds 100
+
+--notify-sink record: the run is launched with `--notify` pointing at a local HTTP sink, and each
+seed checks the posts (docs/notify.md): one `preempted` per preemption, one `resubmitted` naming
+both experiments per resubmission, one `budget_spent` past the budget, one `succeeded`, never two.
+--notify-sink hang: the sink accepts and never answers (a webhook that is down), to measure that
+it delays no recovery (compare preempted_to_created_seconds with and without).
 """
 import argparse
 import json
@@ -32,9 +38,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sink_mode = None  # --notify-sink
 POLL = 0.05  # the controller's poll here; on Beaker it is 30 s (k_controller_poll)
 # Chaos rates as mean seconds between events (a hazard per second, so a loaded machine that runs
 # the loop slowly gets the same chaos per second of wall time, not less).
@@ -136,6 +145,75 @@ def checkpoints(out):
         write(f"{out}/run_default/checkpoints/step_{step}/orchestrator/progress.pt", "progress")
 
 
+class Sink:
+    """A local webhook: `record` keeps every POSTed JSON object by URL path; `hang` listens and
+    never accepts, as a webhook that is down."""
+
+    def __init__(self, mode):
+        import socket
+        self.posts = {}
+        self.lock = threading.Lock()
+        if mode == "hang":
+            self.sock = socket.socket()
+            self.sock.bind(("127.0.0.1", 0))
+            self.sock.listen(1024)
+            self.port = self.sock.getsockname()[1]
+            return
+        sink = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                with sink.lock:
+                    sink.posts.setdefault(self.path, []).append(json.loads(body))
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def url(self, seed):
+        return f"http://127.0.0.1:{self.port}/hook/{seed}"
+
+    def of(self, seed):
+        with self.lock:
+            return list(self.posts.get(f"/hook/{seed}", []))
+
+
+def check_posts(posts, injected, children, budget, outcome):
+    """What the webhook must have been told, exactly once each."""
+    problems = []
+    seen = {}
+    for p in posts:
+        key = (p["event"], p["experiment_id"])
+        seen[key] = seen.get(key, 0) + 1
+    expected = {}
+    for k, (eid, _) in enumerate(injected, start=1):
+        expected[("preempted", eid)] = None
+        kids = children.get(eid, [])
+        if k <= budget and len(kids) == 1:
+            expected[("resubmitted", kids[0]["id"])] = eid
+        elif k > budget:
+            expected[("budget_spent", eid)] = None
+    for key, count in seen.items():
+        if count > 1:
+            problems.append(f"{count} posts of {key[0]} for {key[1]}")
+    for key, previous in expected.items():
+        if seen.get(key, 0) == 0:
+            problems.append(f"no {key[0]} post for {key[1]}")
+        elif previous is not None:
+            got = [p for p in posts if (p["event"], p["experiment_id"]) == key][0]
+            if got["previous_experiment_id"] != previous:
+                problems.append(f"the {key[0]} post of {key[1]} names {got['previous_experiment_id']}, not {previous}")
+    if outcome == "succeeded" and not any(p["event"] == "succeeded" for p in posts):
+        problems.append("no succeeded post")
+    return problems
+
+
 class World:
     def __init__(self, path):
         self.path = path
@@ -177,7 +255,8 @@ def kill_group(proc):
         proc.wait()
 
 
-def run_seed(seed, binary, root, scratch, env_base, fakebin, timeout, generation, anchor=False):
+def run_seed(seed, binary, root, scratch, env_base, fakebin, timeout, generation, anchor=False,
+             sink=None):
     rng = random.Random(seed)
     budget = rng.randint(1, 4)
     preemptions = rng.randint(1, budget + 1)  # one past the budget now and then
@@ -204,7 +283,7 @@ def run_seed(seed, binary, root, scratch, env_base, fakebin, timeout, generation
         [binary, "rl", "submit", "--toml", f"{work}/rl.toml", "--yes", "--name", f"chaos-{seed}",
          *registry, "--max-recoveries", str(budget),
          "--mount-path", root, "--working-dir", work, "--scratch-dir", scratch,
-         "--home-dir", work],
+         "--home-dir", work, *(["--notify", sink.url(seed)] if sink else [])],
         env=env, capture_output=True, text=True, timeout=120)
     if submitted.returncode != 0:
         raise SystemExit(f"seed {seed}: rl submit failed: {submitted.stderr}")
@@ -235,6 +314,7 @@ def run_seed(seed, binary, root, scratch, env_base, fakebin, timeout, generation
     controller_exit = None
     outcome = None
     log_out = open(os.path.join(work, "controller.log"), "w")
+    forced_kill = False
 
     def current(data):
         running = [e for e in data["experiments"].values()
@@ -283,6 +363,14 @@ def run_seed(seed, binary, root, scratch, env_base, fakebin, timeout, generation
                 break
         if not anchor and outcome is not None and controller_exit is not None:
             break
+        # With the sink: the controller killed once right after the first post, mid-recovery.
+        if (not anchor and proc is not None and sink is not None and sink_mode == "record"
+                and not forced_kill and sink.of(seed)):
+            forced_kill = True
+            kill_group(proc)
+            proc = None
+            kills += 1
+            restart_at = now + 0.1
         # Chaos: the controller killed outright, restarted a moment later.
         if not anchor and proc is not None and chance(KILL_CONTROLLER_MEAN):
             kill_group(proc)
@@ -375,6 +463,11 @@ def run_seed(seed, binary, root, scratch, env_base, fakebin, timeout, generation
                 problems.append(f"{kid['id']} does not resume from step 20")
     if duplicates:
         problems.append(f"{duplicates} duplicate resubmission(s)")
+    posts = []
+    if sink is not None and sink_mode == "record":
+        time.sleep(0.5)  # the last post is in flight when the controller ends
+        posts = sink.of(seed)
+        problems += check_posts(posts, injected, children, budget, outcome)
     if controller_exit != 0:
         problems.append(f"the controller did not end by itself (exit {controller_exit})")
     elif outcome is None and not anchor:
@@ -393,6 +486,8 @@ def run_seed(seed, binary, root, scratch, env_base, fakebin, timeout, generation
             "controller_starts": jobs, "terminal_followers": follower_runs,
             "controller_exit": controller_exit, "outcome": outcome,
             "latencies": latencies, "controller_gets": polls, "problems": problems,
+            "posts": [{k: p[k] for k in ("event", "experiment_id", "previous_experiment_id")}
+                      for p in posts],
             "seconds": round(time.time() - started, 2)}
 
 
@@ -410,6 +505,9 @@ def main():
                              "the ratio of recoveries")
     parser.add_argument("--generation", choices=("v0.8.0", "v0.9"), default="v0.8.0",
                         help="the Prime-RL generation of the run's TOML")
+    parser.add_argument("--notify-sink", choices=("record", "hang"),
+                        help="launch with --notify to a local sink that records and checks the "
+                             "posts, or that hangs (a webhook that is down)")
     args = parser.parse_args()
     binary = os.path.abspath(args.binary)
     root = tempfile.mkdtemp(prefix="pb-chaos-")
@@ -423,10 +521,13 @@ def main():
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BEAKER_", "PRIMEBEAKER_"))}
     results = []
     anchors = []
+    global sink_mode
+    sink_mode = args.notify_sink
+    sink = Sink(args.notify_sink) if args.notify_sink else None
     try:
         for seed in range(args.first_seed, args.first_seed + args.seeds):
             results.append(run_seed(seed, binary, root, os.path.join(root, "scratch"), env,
-                                    fakebin, args.timeout, args.generation))
+                                    fakebin, args.timeout, args.generation, sink=sink))
             if args.anchor:
                 anchors.append(run_seed(seed, binary, root, os.path.join(root, "scratch"), env,
                                         fakebin, args.timeout, args.generation, anchor=True))
@@ -454,6 +555,8 @@ def main():
         "preempted_to_created_seconds": {
             "median": round(statistics.median(latencies), 3) if latencies else None,
             "max": round(max(latencies), 3) if latencies else None},
+        "notify_sink": args.notify_sink,
+        "notify_posts": sum(len(r["posts"]) for r in results),
         "problems": [f"seed {r['seed']}: {p}" for r in results for p in r["problems"]],
     }
     if anchors:

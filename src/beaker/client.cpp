@@ -300,6 +300,11 @@ std::string Client::job_logs(const std::string &job_id) {
   return run_checked({"job", "logs", job_id}, "job logs " + job_id).out;
 }
 
+OrderedJson Client::cluster_jobs(const std::string &cluster) {
+  return run_json({"job", "list", "--cluster", cluster, "--format", "json"},
+                  "job list --cluster " + cluster);
+}
+
 // `beaker <kind> experiments <of> --format json` as a list (one object is wrapped).
 OrderedJson Client::experiments_of(const std::string &kind, const std::string &of) {
   const std::string what = kind + " experiments " + of;
@@ -330,6 +335,14 @@ std::string Client::whoami() {
     return account["name"].get<std::string>();
   }
   throw tool_error(fmt::format("{} account whoami printed no account name", m_program));
+}
+
+OrderedJson Client::list_clusters(const std::string &account) {
+  return run_json({"cluster", "list", account, "--format", "json"}, "cluster list " + account);
+}
+
+OrderedJson Client::get_cluster(const std::string &name) {
+  return run_json({"cluster", "get", name, "--format", "json"}, "cluster get " + name);
 }
 
 } // namespace pb::beaker

@@ -14,6 +14,8 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cctype>
 #include <iostream>
 
 namespace pb::config {
@@ -86,14 +88,33 @@ void edit_file(const stdfs::path &path,
   fs::write_file_atomic(path, result);
 }
 
+// The key's name in files: a pattern key's own name ("price.H100"), else the table's.
+std::string_view name_of(const KeyInfo &key, const std::string &given) {
+  return is_pattern(key) ? std::string_view(given) : key.key;
+}
+
+// The TOML path of a key: a pattern's name is quoted where it is no bare key
+// (price."ai2/jupiter").
+std::string toml_path(const KeyInfo &key, const std::string &given) {
+  if (!is_pattern(key)) {
+    return std::string(key.key);
+  }
+  const auto prefix = key.key.substr(0, key.key.size() - 1);
+  const std::string rest = given.substr(prefix.size());
+  const bool bare = std::all_of(rest.begin(), rest.end(), [](unsigned char c) {
+    return std::isalnum(c) != 0 || c == '_' || c == '-';
+  });
+  return std::string(prefix) + (bare ? rest : nlohmann::json(rest).dump());
+}
+
 void run_get(const Options &o) {
   const KeyInfo &key = key_info(o.key);
   const Settings settings = Settings::load();
   const Setting *setting = nullptr;
   if (o.user || o.project) {
-    setting = settings.at(key.key, o.project ? Level::project : Level::user);
+    setting = settings.at(name_of(key, o.key), o.project ? Level::project : Level::user);
   } else {
-    setting = settings.get(key.key);
+    setting = settings.get(name_of(key, o.key));
   }
   if (setting == nullptr) {
     throw Error(ExitCode::failure, ""); // as `git config`: unset is exit 1, nothing printed
@@ -116,10 +137,15 @@ void run_set(const Options &o) {
   check_value(key, items, fmt::format("config set {}", o.key));
   // Every file must read cleanly before one is changed.
   const auto path = target_of(o, Settings::load().files());
-  const std::string literal = value_literal(key, items);
+  // A price is written as the number it is (checked above).
+  const std::string literal = is_pattern(key) ? items.front() : value_literal(key, items);
+  const std::string where = toml_path(key, o.key);
   edit_file(path,
-            [&](const toml::Document &document) { return toml::set(document, key.key, literal); });
-  spdlog::info("{} = {} in {}", key.key, literal, path.string());
+            [&](const toml::Document &document) { return toml::set(document, where, literal); });
+  spdlog::info("{} = {} in {}",
+               where,
+               key.key == "notify.webhook" ? std::string("(set; docs/notify.md)") : literal,
+               path.string());
 }
 
 void run_unset(const Options &o) {
@@ -127,12 +153,13 @@ void run_unset(const Options &o) {
   const auto path = target_of(o, Settings::load().files());
   std::error_code ec;
   if (!stdfs::exists(path, ec)) {
-    throw failure(fmt::format("{} is not set in {} (no such file)", key.key, path.string()));
+    throw failure(
+        fmt::format("{} is not set in {} (no such file)", name_of(key, o.key), path.string()));
   }
   edit_file(path, [&](const toml::Document &document) {
     toml::UnsetOptions options;
     options.prune = true;
-    return toml::unset(document, key.key, options);
+    return toml::unset(document, toml_path(key, o.key), options);
   });
 }
 
@@ -142,8 +169,17 @@ void run_list(const Options &o) {
   if (o.user || o.project) {
     const Level level = o.project ? Level::project : Level::user;
     for (const auto &info : keys()) {
-      if (const auto *setting = settings.at(info.key, level)) {
-        shown.push_back(setting);
+      std::vector<std::string_view> names = {info.key};
+      if (is_pattern(info)) {
+        names.clear();
+        for (const auto *named : settings.matching(info)) {
+          names.push_back(named->key_name());
+        }
+      }
+      for (const auto name : names) {
+        if (const auto *setting = settings.at(name, level)) {
+          shown.push_back(setting);
+        }
       }
     }
   } else {
@@ -153,8 +189,8 @@ void run_list(const Options &o) {
     OrderedJson out = OrderedJson::object();
     for (const auto *setting : shown) {
       OrderedJson value =
-          setting->key->list ? OrderedJson(setting->values) : OrderedJson(setting->text());
-      out[std::string(setting->key->key)] = {
+          setting->key->list ? OrderedJson(setting->values) : OrderedJson(setting->display());
+      out[std::string(setting->key_name())] = {
           {"value", value}, {"origin", setting->origin}, {"level", level_name(setting->level)}};
     }
     print_json(std::cout, out);
@@ -164,7 +200,7 @@ void run_list(const Options &o) {
     if (o.show_origin) {
       std::cout << setting->origin << '\t';
     }
-    std::cout << setting->key->key << '=' << setting->display() << '\n';
+    std::cout << setting->key_name() << '=' << setting->display() << '\n';
   }
 }
 

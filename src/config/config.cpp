@@ -16,6 +16,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
+#include <cstdlib>
 #include <system_error>
 
 namespace pb::config {
@@ -30,7 +32,13 @@ const std::vector<KeyInfo> &keys() {
        "workspace",
        "ai2/oe-agents",
        "Beaker workspace (ACCOUNT/NAME) of launches, `list` and `images default`"},
-      {"clusters", true, "PRIMEBEAKER_CLUSTERS", "cluster", "ai2/holmes", "Beaker clusters"},
+      {"clusters",
+       true,
+       "PRIMEBEAKER_CLUSTERS",
+       "cluster",
+       "ai2/holmes",
+       "Beaker clusters (ACCOUNT/NAME, globs such as ai2/* for `clusters` and auto); \"auto\": "
+       "launches choose among them (docs/clusters.md)"},
       {"priority",
        false,
        "PRIMEBEAKER_PRIORITY",
@@ -133,13 +141,44 @@ const std::vector<KeyInfo> &keys() {
        "controller-priority",
        "normal",
        "Priority of the recovery controller"},
+      {"notify.webhook",
+       false,
+       "PRIMEBEAKER_NOTIFY",
+       "notify",
+       "",
+       "Webhook told of a run's transitions (docs/notify.md): secret:NAME (a workspace secret "
+       "holding the URL; safest) or an http(s) URL; never printed, shown as scheme and host"},
+      {"notify.events",
+       true,
+       "PRIMEBEAKER_NOTIFY_EVENTS",
+       "notify-event",
+       "preempted,resubmitted,failed,succeeded,stopped,budget_spent",
+       "The transitions the webhook is told of"},
+      {"price.*",
+       false,
+       "",
+       "",
+       "",
+       "$ per GPU-hour of a GPU type (price.H100) or a cluster (price.ai2/jupiter), for the "
+       "cost of `status`, `list` and `cost`; none built in: Beaker publishes no prices"},
   };
   return table;
+}
+
+bool is_pattern(const KeyInfo &key) {
+  return key.key.ends_with(".*");
 }
 
 const KeyInfo *find_key(std::string_view key) {
   for (const auto &info : keys()) {
     if (info.key == key) {
+      return &info;
+    }
+  }
+  for (const auto &info : keys()) {
+    const auto prefix = info.key.substr(0, info.key.size() - 1); // "price."
+    if (is_pattern(info) && key.size() > prefix.size() && key.starts_with(prefix) &&
+        key.find_first_of(" \t\"") == std::string_view::npos) {
       return &info;
     }
   }
@@ -226,13 +265,24 @@ read_file_layer(const std::string &text, const stdfs::path &path, Level level) {
       setting.key = info;
       setting.level = level;
       setting.origin = fmt::format("file:{}:{}", path.string(), value.position().line);
-      if (info->list) {
+      if (is_pattern(*info)) {
+        setting.name = key;
+      }
+      if (is_pattern(*info) && value.integer()) {
+        setting.values.push_back(std::to_string(*value.integer())); // price.H100 = 3
+      } else if (is_pattern(*info) && value.floating()) {
+        setting.values.push_back(value.raw()); // price.H100 = 2.5
+      } else if (info->list) {
         const auto *items = value.array();
-        if (items == nullptr) {
+        if (items == nullptr && key == "clusters" && value.string() != nullptr &&
+            *value.string() == "auto") {
+          setting.values.push_back("auto"); // clusters = "auto" (docs/clusters.md)
+        } else if (items == nullptr) {
           throw input_error(fmt::format(
               "{}: {} must be an array of strings, like [\"ai2/a\", \"ai2/b\"]", where, key));
         }
-        for (const auto &item : *items) {
+        static const std::vector<toml::Value> none;
+        for (const auto &item : items != nullptr ? *items : none) {
           if (item.string() == nullptr) {
             throw input_error(
                 fmt::format("{}: {} must be an array of strings", document.location(item), key));
@@ -304,7 +354,25 @@ const std::string &Setting::text() const {
   return values.empty() ? empty : values.front();
 }
 
+// The webhook URL is a credential (docs/notify.md): shown as its scheme and host only.
+static std::string redacted_webhook(std::string_view value) {
+  if (value.starts_with("secret:")) {
+    return std::string(value);
+  }
+  const auto scheme = value.find("://");
+  if (scheme == std::string_view::npos) {
+    return "(set)";
+  }
+  auto host = value.substr(scheme + 3);
+  host = host.substr(0, host.find_first_of("/?#"));
+  host = host.substr(host.rfind('@') == std::string_view::npos ? 0 : host.rfind('@') + 1);
+  return host.empty() ? "(set)" : fmt::format("{}://{}/…", value.substr(0, scheme), host);
+}
+
 std::string Setting::display() const {
+  if (key != nullptr && key->key == "notify.webhook" && !values.empty()) {
+    return redacted_webhook(values.front());
+  }
   return text::join(values, ",");
 }
 
@@ -349,7 +417,21 @@ void check_value(const KeyInfo &key,
           "{}: registry must be redis://HOST:PORT, rediss://HOST:PORT or file://DIR, got '{}'",
           where,
           value));
-    } else if ((name == "clusters" || name == "controller.clusters") && !is_workspace(value)) {
+    } else if (name == "notify.webhook" && !value.empty() && !value.starts_with("secret:") &&
+               !value.starts_with("https://") && !value.starts_with("http://")) {
+      // Never echoes the value: it may be the credential itself.
+      throw usage_error(fmt::format("{}: notify.webhook is secret:NAME or an http(s) URL", where));
+    } else if (name == "price.*") {
+      // $ per GPU-hour: a plain non-negative number (docs/config.md "Prices").
+      char *end = nullptr;
+      const double price = std::strtod(value.c_str(), &end);
+      if (value.empty() || end != value.c_str() + value.size() || !std::isfinite(price) ||
+          price < 0) {
+        throw usage_error(fmt::format(
+            "{}: a price is $ per GPU-hour, a number like 2.5, got '{}'", where, value));
+      }
+    } else if ((name == "clusters" || name == "controller.clusters") && !is_workspace(value) &&
+               !(name == "clusters" && value == "auto")) {
       throw usage_error(
           fmt::format("{}: {} items must look like ACCOUNT/CLUSTER, got '{}'", where, name, value));
     }
@@ -431,7 +513,7 @@ Settings Settings::resolve(const Sources &sources) {
   Settings settings;
   settings.m_files = sources.files;
   const auto add = [&](Setting setting) {
-    settings.m_layers[std::string(setting.key->key)].push_back(std::move(setting));
+    settings.m_layers[std::string(setting.key_name())].push_back(std::move(setting));
   };
   for (const auto &info : keys()) {
     if (!info.built_in.empty()) {
@@ -559,7 +641,22 @@ const Setting *Settings::at(std::string_view key, Level level) const {
 std::vector<const Setting *> Settings::effective() const {
   std::vector<const Setting *> out;
   for (const auto &info : keys()) {
-    if (const auto *setting = get(info.key)) {
+    if (is_pattern(info)) {
+      const auto named = matching(info);
+      out.insert(out.end(), named.begin(), named.end());
+    } else if (const auto *setting = get(info.key)) {
+      out.push_back(setting);
+    }
+  }
+  return out;
+}
+
+std::vector<const Setting *> Settings::matching(const KeyInfo &pattern) const {
+  std::vector<const Setting *> out;
+  const auto prefix = pattern.key.substr(0, pattern.key.size() - 1);
+  for (auto it = m_layers.lower_bound(prefix); it != m_layers.end() && it->first.starts_with(prefix);
+       ++it) {
+    if (const auto *setting = get(it->first); setting != nullptr && setting->key == &pattern) {
       out.push_back(setting);
     }
   }

@@ -5,6 +5,7 @@
 #include "paths.hpp"
 #include "plan_parts.hpp"
 
+#include <primebeaker/clusters/clusters.hpp>
 #include <primebeaker/contract/replica_env.hpp>
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/launch/launch.hpp>
@@ -457,10 +458,31 @@ void recovery_lines(Card &card, const LaunchPlan &plan) {
                     : "nobody resubmits it after a preemption (--recover off, or no budget); "
                       "`primebeaker rl resume RUN` by hand");
     }
+    if (recovery.contains("notify") && recovery["notify"].is_string()) {
+      card.line("notify", recovery["notify"].get<std::string>()); // redacted (docs/notify.md)
+    }
   }
 }
 
 // Its secrets, where Beaker places it, and what an hour of it costs.
+// --cluster auto: the choice, the ranking and why, and the beaker calls it took (docs/clusters.md).
+void cluster_lines(Card &card, const clusters::Placement &placement) {
+  card.line("cluster", fmt::format("auto: {}", placement.reason));
+  std::size_t width = 0;
+  for (const auto &candidate : placement.ranking) {
+    width = std::max(width, candidate.cluster.size());
+  }
+  for (std::size_t i = 0; i < placement.ranking.size(); ++i) {
+    const auto &candidate = placement.ranking[i];
+    card.more(fmt::format("{}. {:<{}}  {}", i + 1, candidate.cluster, width, candidate.why));
+  }
+  card.more(fmt::format("as of {}: this preview called beaker {} time{} for it ({})",
+                        placement.snapshot.taken_at,
+                        placement.snapshot.calls.size(),
+                        placement.snapshot.calls.size() == 1 ? "" : "s",
+                        text::join(placement.snapshot.calls, "; ")));
+}
+
 void placement_lines(Card &card, const LaunchPlan &plan) {
   const beaker::Task &task = plan.experiment.tasks.front();
   const std::int64_t total_gpus = plan.gpus();
@@ -487,6 +509,9 @@ void placement_lines(Card &card, const LaunchPlan &plan) {
     where += " on " + text::join(task.clusters, ", ") + built_in("cluster");
   }
   card.line("beaker", where);
+  if (plan.placement) {
+    cluster_lines(card, *plan.placement);
+  }
   if (!plan.built_in.empty()) {
     card.more(fmt::format("built-in: --{} (`primebeaker config set KEY VALUE` sets yours)",
                           text::join(plan.built_in, ", --")));

@@ -12,11 +12,13 @@
 #include <primebeaker/core/spelling.hpp>
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/images/catalog.hpp>
+#include <primebeaker/notify/notify.hpp>
 #include <primebeaker/staging/stage.hpp>
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
 #include <set>
 
 namespace pb::launch::detail {
@@ -117,6 +119,10 @@ std::optional<ControllerPlan> controller_plan(const LaunchOptions &options,
       beaker::EnvVar::plain("PRIMEBEAKER_BEAKER", staged_beaker),
       beaker::EnvVar::from_secret("BEAKER_TOKEN", options.controller_token_secret),
   };
+  // It posts the run's transitions (docs/notify.md): the run's webhook, as the run has it.
+  std::ranges::copy(notify::container_env(notify::parse_target(
+                        options.notify, options.notify_events, "--notify")),
+                    std::back_inserter(task.env_vars));
   task.datasets = {{flags.mount, options.dataset}};
   task.result_path = "/tmp/beaker-result";
   task.cpu_count = 1;

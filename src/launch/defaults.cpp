@@ -14,6 +14,16 @@ void apply_config(LaunchOptions &options, const config::Settings &settings) {
     const std::string flag(key.flag);
     if (options.was_given(flag)) {
       options.origins[flag] = "flag --" + flag;
+      // `--cluster auto` alone ranks the configured clusters (docs/clusters.md).
+      if (const config::Setting *setting = settings.get(key.key);
+          flag == "cluster" && options.clusters == std::vector<std::string>{"auto"} &&
+          setting != nullptr && setting->level != config::Level::built_in) {
+        for (const auto &value : setting->values) {
+          if (value != "auto") {
+            options.clusters.push_back(value);
+          }
+        }
+      }
       continue;
     }
     const config::Setting *setting = settings.get(key.key);

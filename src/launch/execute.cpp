@@ -5,6 +5,7 @@
 #include "plan_parts.hpp"
 
 #include <primebeaker/beaker/client.hpp>
+#include <primebeaker/clusters/clusters.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/fs.hpp>
 #include <primebeaker/core/text.hpp>
@@ -196,7 +197,11 @@ OrderedJson execute_preview(const LaunchPlan &plan, LaunchEffects &effects) {
   if (plan.write_spec) {
     write_spec(plan, effects);
   }
-  return plan.preview_json();
+  OrderedJson preview = plan.preview_json();
+  if (plan.placement) {
+    preview["cluster_auto"] = clusters::to_json(*plan.placement); // docs/clusters.md
+  }
+  return preview;
 }
 
 namespace {
@@ -300,6 +305,9 @@ OrderedJson execute_submit(const LaunchPlan &plan, LaunchEffects &effects) {
     throw;
   }
   OrderedJson receipt = plan.receipt_json(out);
+  if (plan.placement) {
+    receipt["cluster_auto"] = clusters::to_json(*plan.placement); // the snapshot it chose from
+  }
   if (const auto id = receipt.value("experiment_id", OrderedJson()); id.is_string()) {
     record_created(plan, id.get<std::string>(), effects.files);
   }

@@ -2,7 +2,10 @@
 // The first step of every launch (docs/launch.md "The pipeline"): all that a launch reads from
 // this machine before it is planned, in one place, so that every front end plans from the same
 // facts and gets the same checks.
+#include "placement.hpp"
+
 #include <primebeaker/beaker/client.hpp>
+#include <primebeaker/clusters/clusters.hpp>
 #include <primebeaker/core/env.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/fs.hpp>
@@ -107,6 +110,20 @@ Gathered gather(Program program, const LaunchOptions &options) {
   }
   gathered.files = std::make_shared<fs::RealFileSystem>();
   inputs.files = gathered.files.get();
+  if (detail::asks_auto(options)) {
+    // The only beaker calls a preview makes, and only for auto (docs/clusters.md).
+    proc::SystemRunner runner;
+    beaker::Client beaker(runner,
+                          beaker::program_from_environment(inputs.environment),
+                          {},
+                          beaker::RetryPolicy::for_reads());
+    gathered.clusters = std::make_shared<const clusters::Snapshot>(
+        clusters::take_snapshot(beaker, clusters::patterns_of(options.clusters), "--cluster auto"));
+    inputs.clusters = gathered.clusters.get();
+    spdlog::info("--cluster auto: looked at {} cluster(s) with {} beaker call(s)",
+                 gathered.clusters->clusters.size(),
+                 gathered.clusters->calls.size());
+  }
   return gathered;
 }
 

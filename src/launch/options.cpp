@@ -52,7 +52,12 @@ const std::vector<FlagInfo> &flag_table() {
        "Beaker workspace (ACCOUNT/NAME) [ai2/oe-agents; `config set workspace`]"},
       {"cluster",
        Kind::list,
-       "Beaker cluster; repeat for several [ai2/holmes; `config set clusters`]"},
+       "Beaker cluster; repeat for several; auto: the configured cluster with room now and the "
+       "shortest queue (docs/clusters.md) [ai2/holmes; `config set clusters`]"},
+      {"require-free",
+       Kind::boolean,
+       "With --cluster auto: refuse when the run fits on no cluster now, instead of queueing "
+       "where the queue is shortest [off]"},
       {"priority", Kind::text, "normal, high or urgent [high; `config set priority`]"},
       {"min-runtime-hours", Kind::integer, "Minimum runtime in hours, >= 0 [0]"},
       {"mount-path",
@@ -113,6 +118,15 @@ const std::vector<FlagInfo> &flag_table() {
        "Cluster of the recovery controller; repeat for several (default: the run's clusters)"},
       {"controller-priority", Kind::text, "Priority of the recovery controller [normal]"},
       {"controller-budget", Kind::text, "Budget of the recovery controller (default: --budget)"},
+      {"notify",
+       Kind::text,
+       "Webhook told of preemptions, resubmissions and the end (docs/notify.md): secret:NAME "
+       "(a workspace secret holding the URL) or an http(s) URL; never printed [`config set "
+       "notify.webhook`]"},
+      {"notify-event",
+       Kind::list,
+       "An event the webhook is told of; repeatable [preempted, resubmitted, failed, succeeded, "
+       "stopped, budget_spent]"},
       {"set",
        Kind::list,
        "KEY=VALUE: set a TOML key in a copy of --toml (written beside the spec; your file is "
@@ -291,6 +305,8 @@ std::string *text_field(LaunchOptions &o, const std::string &name) {
     return &o.controller_priority;
   if (name == "controller-budget")
     return &o.controller_budget;
+  if (name == "notify")
+    return &o.notify;
   return nullptr;
 }
 
@@ -357,6 +373,7 @@ void apply_setting(LaunchOptions &options,
   case Kind::boolean:
     (name == "stage"          ? options.stage
      : name == "verify-stage" ? options.verify_stage
+     : name == "require-free" ? options.require_free
                               : options.write_spec) = parse_boolean(name, values.front());
     return;
   case Kind::list: {
@@ -367,6 +384,7 @@ void apply_setting(LaunchOptions &options,
                    : name == "env"                ? options.env
                    : name == "secret"             ? options.secrets
                    : name == "set"                ? options.set
+                   : name == "notify-event"       ? options.notify_events
                                                   : options.required_services;
     target.insert(target.end(), items.begin(), items.end());
     return;

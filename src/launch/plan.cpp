@@ -5,6 +5,7 @@
 #include "ownership.hpp"
 #include "paths.hpp"
 #include "plan_parts.hpp"
+#include "placement.hpp"
 
 #include <primebeaker/beaker/client.hpp>
 #include <primebeaker/primerl/pieces.hpp>
@@ -15,6 +16,7 @@
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/environments/validate.hpp>
 #include <primebeaker/images/catalog.hpp>
+#include <primebeaker/notify/notify.hpp>
 #include <primebeaker/launch/launch.hpp>
 #include <primebeaker/primerl/config.hpp>
 #include <primebeaker/primerl/release.hpp>
@@ -26,6 +28,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <set>
 
@@ -167,6 +170,7 @@ OrderedJson LaunchPlan::preview_json() const {
                          {"spec_path", controller->spec_path.string()},
                          {"spec", controller->spec}};
   }
+  notify::redact_spec(out); // a literal webhook URL is never printed (docs/notify.md)
   return out;
 }
 
@@ -745,6 +749,9 @@ LaunchPlan plan_document(const LaunchOptions &options, const LaunchInputs &input
       replica_env(options, inputs, flags, read, experiment_name, entity, config_path);
   replica.prime_rl_version = image.prime_rl.version;
 
+  // --cluster auto: the cluster is chosen from gather's snapshot (docs/clusters.md).
+  auto placement =
+      detail::place_run(options, inputs, read.replicas, read.gpu_count, flags.clusters);
   check_clusters(flags.clusters); // 11
   std::vector<CheckedPath> checked = {{"--toml", config_path, false}};
   checked.insert(checked.end(), read.paths.begin(), read.paths.end());
@@ -793,6 +800,8 @@ LaunchPlan plan_document(const LaunchOptions &options, const LaunchInputs &input
     flags.secrets.erase("WANDB_API_KEY");
   }
   task.env_vars = container_env(replica, flags); // 12
+  const auto notify_to = notify::parse_target(options.notify, options.notify_events, "--notify");
+  std::ranges::copy(notify::container_env(notify_to), std::back_inserter(task.env_vars));
 
   beaker::Experiment experiment;
   experiment.description =
@@ -859,6 +868,9 @@ LaunchPlan plan_document(const LaunchOptions &options, const LaunchInputs &input
       plan.ownership.output_dir, recovery::ledger::run_key(replica.wandb_run_id));
   plan.recovery = detail::recovery_policy(options, program, multi);
   plan.recovery["ledger"] = plan.ownership.ledger_dir.string();
+  if (notify_to.enabled()) {
+    plan.recovery["notify"] = notify::describe(notify_to); // redacted: docs/notify.md
+  }
   plan.recover_mode = detail::recover_mode(options, program, multi);
   plan.controller = detail::controller_plan(
       options, inputs, flags, plan.recover_mode, experiment_name, staged_program, inputs.launch_id);
@@ -869,6 +881,7 @@ LaunchPlan plan_document(const LaunchOptions &options, const LaunchInputs &input
     plan.recovery["controller"] = {{"experiment_name", options.controller_name},
                                    {"already_running", true}};
   }
+  plan.placement = std::move(placement);
   if (inputs.files != nullptr) {
     check_on_this_machine(options, document, *inputs.files, plan);
   }

@@ -3,6 +3,7 @@
 #include "runtime.hpp"
 
 #include "config_helper.hpp"
+#include "notify_hook.hpp"
 #include "recovery.hpp"
 #include "support.hpp"
 
@@ -242,6 +243,7 @@ struct Replica {
     supervisor.stop_all(tuning.stop_grace_seconds);
     if (recovery) {
       record_end(*recovery, code, root_code(code), message);
+      notify_end(*recovery, code); // node single only (docs/notify.md)
     }
     if (plan.managed_service_experiment_id && !plan.on_exit.empty()) {
       const auto &service = *plan.managed_service_experiment_id;
@@ -413,6 +415,7 @@ void decide_recovery(Replica &r, const step::DecideResume &s) {
         toml::Document::load(request.config_path), request.generation);
   }
   r.recovery = start_recovery(request, [&](const std::string &line) { note(r.rank, "{}", line); });
+  notify_start(*r.recovery); // node single only (docs/notify.md)
   if (s.publish) {
     r.rendezvous.publish("recovery.json", r.recovery->published().dump() + "\n");
   }

@@ -624,10 +624,20 @@ private:
       return literal_list(type);
     case Kind::union_of: {
       std::vector<std::string> parts;
-      for (std::uint16_t i = 0; i < type.count; ++i) {
-        const std::string part = describe(m_schema.alternatives[type.first + i], depth + 1);
+      const auto add_part = [&](std::string part) {
         if (std::find(parts.begin(), parts.end(), part) == parts.end()) {
-          parts.push_back(part);
+          parts.push_back(std::move(part));
+        }
+      };
+      for (std::uint16_t i = 0; i < type.count; ++i) {
+        const std::uint16_t alt = m_schema.alternatives[type.first + i];
+        if (only_booleans(alt)) { // `true, false, a table`, not `one of true, false, a table`
+          const schema::Type &lits = m_schema.types[alt];
+          for (std::uint16_t j = 0; j < lits.count; ++j) {
+            add_part(m_schema.str(m_schema.literals[lits.first + j].text));
+          }
+        } else {
+          add_part(describe(alt, depth + 1));
         }
       }
       if (parts.size() == 2) {
@@ -672,6 +682,20 @@ private:
       parts.push_back(lit.kind == schema::LiteralKind::string ? toml_quote(text) : text);
     }
     return parts.size() == 1 ? parts[0] : "one of " + text::join(parts, ", ");
+  }
+
+  // A Literal of booleans only (a BeforeValidator's normalised inputs).
+  bool only_booleans(std::uint16_t type_id) const {
+    const schema::Type &type = m_schema.types[type_id];
+    if (type.kind != Kind::literal || type.count == 0) {
+      return false;
+    }
+    for (std::uint16_t i = 0; i < type.count; ++i) {
+      if (m_schema.literals[type.first + i].kind != schema::LiteralKind::boolean) {
+        return false;
+      }
+    }
+    return true;
   }
 
   bool admits_none(std::uint16_t type_id) const {
@@ -883,6 +907,7 @@ private:
     const schema::Type &type = m_schema.types[type_id];
     bool strings = false;
     bool integers = false;
+    bool booleans = false;
     bool others = false;
     std::vector<std::string> names;
     for (std::uint16_t i = 0; i < type.count; ++i) {
@@ -899,7 +924,7 @@ private:
           return;
         }
       } else if (lit.kind == schema::LiteralKind::boolean) {
-        others = true;
+        booleans = true;
         if (value.boolean() &&
             (*value.boolean() ? "true" : "false") == std::string_view(m_schema.str(lit.text))) {
           return;
@@ -929,10 +954,14 @@ private:
       return;
     }
     // Anything but a string for string literals (and the like) is refused; mixed kinds that
-    // lax mode might coerce are accepted.
-    const bool sure = (strings && !integers && !others && !value.string()) ||
-                      (integers && !strings && !others && !value.string() && !value.integer() &&
-                       !value.floating() && !value.boolean());
+    // lax mode might coerce are accepted. Booleans alone take only a TOML boolean: they are
+    // the `v is True` / `v is False` cases of a BeforeValidator (docs/primerl-schema.md,
+    // "Before-validators").
+    const bool booleans_only = booleans && !strings && !integers && !others;
+    const bool sure = (strings && !integers && !booleans && !others && !value.string()) ||
+                      (integers && !strings && !booleans && !others && !value.string() &&
+                       !value.integer() && !value.floating() && !value.boolean()) ||
+                      booleans_only;
     if (sure) {
       wrong_type(path, value, type_id);
     }
@@ -1046,7 +1075,8 @@ private:
       for (std::uint16_t i = 0; i < type.count; ++i) {
         const auto kind = m_schema.literals[type.first + i].kind;
         if ((kind == schema::LiteralKind::string && value.string()) ||
-            (kind == schema::LiteralKind::integer && value.integer())) {
+            (kind == schema::LiteralKind::integer && value.integer()) ||
+            (kind == schema::LiteralKind::boolean && value.boolean())) {
           return true;
         }
       }

@@ -551,6 +551,24 @@ bool write_claim_child(const stdfs::path &dir,
                           j.dump(2) + "\n");
 }
 
+bool write_notification_claim(const stdfs::path &dir,
+                              std::string_view subject,
+                              std::string_view event,
+                              std::string_view by,
+                              double unix_seconds) {
+  OrderedJson j = OrderedJson::object();
+  j["schema_version"] = k_schema_version;
+  j["record"] = "notification";
+  j["subject"] = subject;
+  j["event"] = event;
+  j["by"] = by;
+  j["claimed_at"] = utc_text(unix_seconds);
+  j["claimed_unix"] = unix_seconds;
+  // Its own folder: read() walks claims/ for resubmissions and must not see these.
+  return create_exclusive(dir / "notify" / fmt::format("{}.{}.json", subject, event),
+                          j.dump(2) + "\n");
+}
+
 OrderedJson to_json(const ControllerStatus &s) {
   OrderedJson j = OrderedJson::object();
   j["controller_experiment"] = s.controller_experiment;

@@ -13,8 +13,10 @@
 #include <primebeaker/core/signals.hpp>
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/recovery/ledger.hpp>
+#include <primebeaker/runs/queue.hpp>
 #include <primebeaker/runs/recover.hpp>
 #include <primebeaker/runs/runs.hpp>
+#include <primebeaker/runs/usage.hpp>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -23,6 +25,7 @@
 #include <cmath>
 #include <iostream>
 #include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
 
@@ -50,11 +53,120 @@ Loaded load(const std::string &run_argument, beaker::Client &beaker) {
   return loaded;
 }
 
+// What to_newest() read: the ledger (when visible here) and the chain's experiments, oldest
+// first (just the one named when there is no ledger).
+struct ChainRead {
+  std::optional<recovery::ledger::Ledger> ledger;
+  std::vector<std::string> ids;
+};
+
+// ---- GPU-hours and cost (docs/runs.md "GPU-hours and cost") ----
+
+// The prices, the GPU type of each cluster (asked once per command, and only when a price names
+// a GPU type), and the experiments already read, shared by every run of one command.
+class UsageContext {
+public:
+  UsageContext(beaker::Client &beaker, TimePoint now) : m_beaker(beaker), m_now(now) {
+    std::optional<config::Settings> settings;
+    try {
+      settings = config::Settings::load();
+    } catch (const Error &error) {
+      // What was used is still worth showing; only its price is not known.
+      spdlog::warn("no prices: {}", text::split(error.what(), '\n').front());
+      return;
+    }
+    for (const auto *setting : settings->matching(config::key_info("price.*"))) {
+      const std::string name(setting->key_name().substr(std::string_view("price.").size()));
+      m_prices[name] = std::strtod(setting->text().c_str(), nullptr); // checked when read
+      // Cluster names have an account ("ai2/jupiter"); GPU types do not ("H100").
+      m_by_type = m_by_type || name.find('/') == std::string::npos;
+    }
+  }
+
+  void remember(const RunView &run) { m_known[run.id] = run; }
+  const RunView *known(const std::string &id) const {
+    const auto it = m_known.find(id);
+    return it == m_known.end() ? nullptr : &it->second;
+  }
+
+  // The chain's usage; its experiments not read yet are read here, 8 at a time.
+  ChainUsage usage(const RunView &current, const ChainRead &read) {
+    std::vector<std::string> missing;
+    for (const auto &id : read.ids) {
+      if (id != current.id && m_known.find(id) == m_known.end()) {
+        missing.push_back(id);
+      }
+    }
+    std::vector<RunView> fetched(missing.size());
+    concurrent::for_each_index(missing.size(), k_usage_queries, [&](std::size_t i) {
+      fetched[i] = parse_run(single_experiment(m_beaker.get_experiment(missing[i]), missing[i]));
+    });
+    for (std::size_t i = 0; i < missing.size(); ++i) {
+      m_known[missing[i]] = std::move(fetched[i]);
+    }
+    std::vector<const RunView *> chain;
+    for (const auto &id : read.ids) {
+      chain.push_back(id == current.id ? &current : &m_known.at(id));
+    }
+    if (chain.empty()) {
+      chain.push_back(&current);
+    }
+    if (m_by_type) {
+      for (const RunView *run : chain) {
+        for (const auto &replica : run->replicas) {
+          for (const auto &job : replica.jobs) {
+            gpu_type(job.cluster);
+          }
+        }
+      }
+    }
+    return chain_usage(chain, read.ledger ? &*read.ledger : nullptr, m_prices, m_types, m_now);
+  }
+
+private:
+  static constexpr std::size_t k_usage_queries = 8;
+
+  // nodeShape.gpuType of `beaker cluster get`, "" when Beaker does not say (a cluster price
+  // then applies).
+  void gpu_type(const std::string &cluster) {
+    if (cluster.empty() || m_types.count(cluster) > 0) {
+      return;
+    }
+    std::string type;
+    try {
+      const auto got = m_beaker.get_cluster(cluster);
+      const OrderedJson &one = got.is_array() && !got.empty() ? got.front() : got;
+      if (one.is_object() && one.contains("nodeShape") && one["nodeShape"].is_object()) {
+        type = one["nodeShape"].value("gpuType", std::string());
+      }
+    } catch (const Error &error) {
+      spdlog::warn("the GPU type of {} is not known ({}); its cluster price applies",
+                   cluster,
+                   text::split(error.what(), '\n').front());
+    }
+    m_types[cluster] = type;
+  }
+
+  beaker::Client &m_beaker;
+  TimePoint m_now;
+  Prices m_prices;
+  bool m_by_type = false;
+  std::map<std::string, std::string> m_types;
+  std::map<std::string, RunView> m_known;
+};
+
 // One chain, one truth (docs/runs.md "One chain"): a run that was recovered, restarted or
 // resumed lives on in its newest experiment, which replaces the one named in `loaded`. Returns
 // the chain's chain_json (null where the ledger is not visible here: then the named experiment
 // is all that is known). `say`: tell stderr when the newest is not the one named.
-OrderedJson to_newest(Loaded &loaded, beaker::Client &beaker, bool say) {
+OrderedJson to_newest(Loaded &loaded,
+                      beaker::Client &beaker,
+                      bool say,
+                      ChainRead *read = nullptr,
+                      const UsageContext *context = nullptr) {
+  if (read != nullptr) {
+    read->ids = {loaded.run.id};
+  }
   const auto where = ledger_location(loaded.run);
   std::error_code ec;
   if (where.dir.empty() || !std::filesystem::is_directory(where.output_dir, ec)) {
@@ -68,13 +180,23 @@ OrderedJson to_newest(Loaded &loaded, beaker::Client &beaker, bool say) {
     return nullptr;
   }
   const Chain chain = run_chain(history, loaded.run.id);
+  if (read != nullptr) {
+    read->ids.clear();
+    for (const auto &link : chain.links) {
+      read->ids.push_back(link.experiment_id);
+    }
+    read->ledger = history;
+  }
   if (chain.newest() != loaded.run.id) {
     if (say) {
       std::cerr << fmt::format("primebeaker: {} was resubmitted; its newest experiment is {}\n",
                                loaded.run.id,
                                chain.newest());
     }
-    loaded.run = parse_run(single_experiment(beaker.get_experiment(chain.newest()), chain.newest()));
+    const RunView *known = context != nullptr ? context->known(chain.newest()) : nullptr;
+    loaded.run = known != nullptr ? *known
+                                  : parse_run(single_experiment(beaker.get_experiment(chain.newest()),
+                                                                chain.newest()));
   }
   return chain_json(chain, history, recovery_budget(loaded.run, history));
 }
@@ -146,7 +268,12 @@ void run_status(const StatusOptions &options) {
   }
   auto loaded = load(options.run, beaker);
   StatusExtras extras;
-  extras.chain = to_newest(loaded, beaker, !options.json);
+  ChainRead read;
+  extras.chain = to_newest(loaded, beaker, !options.json, &read);
+  const auto now = std::chrono::system_clock::now();
+  UsageContext context(beaker, now);
+  extras.usage = context.usage(loaded.run, read);
+  extras.queue = current_queue(loaded.run, beaker, now);
   extras.registry = registry_readiness(loaded.run, std::chrono::system_clock::now());
   extras.checkpoint = newest_checkpoint(loaded.run);
   extras.recovery =
@@ -320,7 +447,11 @@ bool confirm(const std::string &question) {
          trimmed == "Yes";
 }
 
-OrderedJson stop_loaded(Loaded loaded, const StopOptions &options, beaker::Client &beaker, bool ask);
+OrderedJson stop_loaded(Loaded loaded,
+                        const StopOptions &options,
+                        beaker::Client &beaker,
+                        bool ask,
+                        std::ostream &err);
 void finish_stop(const OrderedJson &out, const std::vector<const OrderedJson *> &runs);
 
 void run_stop(const StopOptions &options) {
@@ -335,13 +466,33 @@ void run_stop(const StopOptions &options) {
     }
     OrderedJson out = OrderedJson::object();
     out["sweep"] = sweep->name;
+    // Each variant read and stopped on its own, k_sweep_queries at a time (docs/sweep.md
+    // "Concurrency"); its lines are printed together once it is done. A variant that cannot be
+    // read is reported and the others are still stopped.
+    std::vector<OrderedJson> each_out(sweep->variants.size());
+    std::mutex print;
+    concurrent::for_each_index(sweep->variants.size(), k_sweep_queries, [&](std::size_t i) {
+      const auto &target = sweep->variants[i];
+      std::ostringstream err;
+      try {
+        Loaded loaded;
+        loaded.target = target;
+        loaded.run = parse_run(
+            single_experiment(beaker.get_experiment(target.reference), target.reference));
+        each_out[i] = stop_loaded(std::move(loaded), options, beaker, false, err);
+      } catch (const Error &error) {
+        const std::string why = text::split(error.what(), '\n').front();
+        err << fmt::format("primebeaker: could not read {}: {}\n", target.reference, why);
+        each_out[i] = {{"experiment_id", target.reference},
+                       {"stopped", false},
+                       {"not_stopped", {target.reference + " (could not be read)"}}};
+      }
+      const std::lock_guard<std::mutex> lock(print);
+      std::cerr << err.str() << std::flush;
+    });
     OrderedJson stopped = OrderedJson::array();
-    for (const auto &target : sweep->variants) {
-      Loaded loaded;
-      loaded.target = target;
-      loaded.run =
-          parse_run(single_experiment(beaker.get_experiment(target.reference), target.reference));
-      stopped.push_back(stop_loaded(std::move(loaded), options, beaker, false));
+    for (auto &one : each_out) {
+      stopped.push_back(std::move(one));
     }
     out["variants"] = std::move(stopped);
     std::vector<const OrderedJson *> each;
@@ -351,13 +502,23 @@ void run_stop(const StopOptions &options) {
     finish_stop(out, each);
     return;
   }
-  const OrderedJson out = stop_loaded(load(options.run, beaker), options, beaker, !options.yes);
+  const OrderedJson out =
+      stop_loaded(load(options.run, beaker), options, beaker, !options.yes, std::cerr);
   finish_stop(out, {&out});
 }
 
-OrderedJson stop_loaded(Loaded loaded, const StopOptions &options, beaker::Client &beaker, bool ask) {
+OrderedJson stop_loaded(Loaded loaded,
+                        const StopOptions &options,
+                        beaker::Client &beaker,
+                        bool ask,
+                        std::ostream &err) {
   // A run that was resubmitted lives on in its newest experiment: that is what stop stops.
-  to_newest(loaded, beaker, true);
+  const std::string named = loaded.run.id;
+  to_newest(loaded, beaker, false);
+  if (loaded.run.id != named) {
+    err << fmt::format(
+        "primebeaker: {} was resubmitted; its newest experiment is {}\n", named, loaded.run.id);
+  }
   const auto &run = loaded.run;
   const std::string service =
       options.keep_services ? "" : service_experiment_id(run, loaded.target);
@@ -400,17 +561,17 @@ OrderedJson stop_loaded(Loaded loaded, const StopOptions &options, beaker::Clien
   const auto stop = [&](const std::string &id, const std::string &what) {
     try {
       beaker.stop_experiment(id);
-      std::cerr << fmt::format("primebeaker: stopped {} ({})\n", id, what);
+      err << fmt::format("primebeaker: stopped {} ({})\n", id, what);
       return true;
     } catch (const Error &error) {
       const std::string why = text::split(error.what(), '\n').front();
-      std::cerr << fmt::format("primebeaker: could not stop {} ({}): {}\n", id, what, why);
+      err << fmt::format("primebeaker: could not stop {} ({}): {}\n", id, what, why);
       failed.push_back(fmt::format("{} ({})", id, what));
       return false;
     }
   };
   if (finished) {
-    std::cerr << fmt::format("primebeaker: experiment {} already {}; not stopping it\n",
+    err << fmt::format("primebeaker: experiment {} already {}; not stopping it\n",
                              run.id,
                              outcome_name(run.outcome));
     out["stopped"] = false;
@@ -435,13 +596,13 @@ OrderedJson stop_loaded(Loaded loaded, const StopOptions &options, beaker::Clien
         if (const auto found = beaker.find_experiment(author + "/" + controller_name)) {
           controller = parse_run(*found);
         } else {
-          std::cerr << fmt::format(
+          err << fmt::format(
               "primebeaker: its recovery controller {}/{} was not found\n", author, controller_name);
         }
       }
     } catch (const Error &error) {
       const std::string why = text::split(error.what(), '\n').front();
-      std::cerr << fmt::format("primebeaker: could not read its recovery controller {}: {}\n",
+      err << fmt::format("primebeaker: could not read its recovery controller {}: {}\n",
                                controller_id.empty() ? controller_name : controller_id,
                                why);
       failed.push_back(fmt::format("{} (its recovery controller)",
@@ -455,7 +616,7 @@ OrderedJson stop_loaded(Loaded loaded, const StopOptions &options, beaker::Clien
       if (controller->outcome == Outcome::running) {
         out["controller_stopped"] = stop(controller->id, "its recovery controller");
       } else {
-        std::cerr << fmt::format("primebeaker: its recovery controller {} already {}\n",
+        err << fmt::format("primebeaker: its recovery controller {} already {}\n",
                                  controller->id,
                                  outcome_name(controller->outcome));
       }
@@ -493,16 +654,24 @@ struct ListOptions {
   int limit = 20;
 };
 
-void run_list(const ListOptions &given) {
-  ListOptions options = given;
-  if (options.workspace.empty()) {
+// One row of `list` (and `cost`): a run as its newest experiment, with its chain.
+struct Listed {
+  RunView run;
+  OrderedJson chain; // chain_json(), null where the ledger is not visible here
+  ChainRead read;
+};
+
+// The runs of a workspace (or a sweep), newest first, at most `limit`, one per chain; `since`
+// keeps those whose listed experiment was created then or later. Every experiment read is
+// remembered in `context`, so that the chains' usage reads no experiment twice.
+std::vector<Listed> collect_runs(ListOptions &options,
+                                 beaker::Client &beaker,
+                                 UsageContext &context,
+                                 std::optional<TimePoint> since,
+                                 std::size_t limit) {
+  if (options.workspace.empty() && options.sweep.empty()) {
     options.workspace = config::Settings::load().text("workspace");
   }
-  if (options.limit < 1) {
-    throw usage_error("--limit must be at least 1");
-  }
-  proc::SystemRunner runner;
-  auto beaker = make_beaker(runner);
   OrderedJson experiments;
   if (!options.sweep.empty()) {
     const auto sweep = resolve_sweep(options.sweep, beaker);
@@ -533,8 +702,15 @@ void run_list(const ListOptions &given) {
     if (options.mine && run.author != me) {
       continue;
     }
+    const bool jobs = experiment.is_object() && experiment.contains("jobs");
+    if (jobs) {
+      context.remember(run);
+    }
+    if (since && run.created && *run.created < *since) {
+      continue;
+    }
     runs.push_back(std::move(run));
-    has_jobs.push_back(experiment.is_object() && experiment.contains("jobs"));
+    has_jobs.push_back(jobs);
   }
   std::vector<std::size_t> order(runs.size());
   for (std::size_t i = 0; i < order.size(); ++i) {
@@ -543,28 +719,45 @@ void run_list(const ListOptions &given) {
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
     return runs[a].created.value_or(TimePoint{}) > runs[b].created.value_or(TimePoint{});
   });
-  order.resize(std::min(order.size(), static_cast<std::size_t>(options.limit)));
-  std::vector<RunView> shown;
-  for (const auto i : order) {
-    // A listing without jobs (some CLI versions) is completed by one `experiment get`.
-    shown.push_back(
-        has_jobs[i] ? std::move(runs[i])
-                    : parse_run(single_experiment(beaker.get_experiment(runs[i].id), runs[i].id)));
-  }
+  order.resize(std::min(order.size(), limit));
   // One row per run (docs/runs.md "One chain"): an experiment its run has moved on from is shown
   // as the run's newest experiment, once.
-  std::vector<OrderedJson> chains;
+  std::vector<Listed> out;
   std::set<std::string> listed;
-  runs.clear();
-  for (auto &run : shown) {
+  for (const auto i : order) {
     Loaded loaded;
-    loaded.run = std::move(run);
-    OrderedJson chain = to_newest(loaded, beaker, false);
+    // A listing without jobs (some CLI versions) is completed by one `experiment get`.
+    loaded.run = has_jobs[i]
+                     ? std::move(runs[i])
+                     : parse_run(single_experiment(beaker.get_experiment(runs[i].id), runs[i].id));
+    Listed row;
+    row.chain = to_newest(loaded, beaker, false, &row.read, &context);
     if (!listed.insert(loaded.run.id).second) {
       continue;
     }
-    runs.push_back(std::move(loaded.run));
-    chains.push_back(std::move(chain));
+    row.run = std::move(loaded.run);
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
+void run_list(const ListOptions &given) {
+  ListOptions options = given;
+  if (options.limit < 1) {
+    throw usage_error("--limit must be at least 1");
+  }
+  proc::SystemRunner runner;
+  auto beaker = make_beaker(runner);
+  UsageContext context(beaker, std::chrono::system_clock::now());
+  const auto rows_read =
+      collect_runs(options, beaker, context, std::nullopt, static_cast<std::size_t>(options.limit));
+  std::vector<RunView> runs;
+  std::vector<OrderedJson> chains;
+  std::vector<ChainUsage> usages;
+  for (const auto &row : rows_read) {
+    usages.push_back(context.usage(row.run, row.read));
+    runs.push_back(row.run);
+    chains.push_back(row.chain);
   }
   std::vector<OrderedJson> counts;
   std::vector<OrderedJson> controllers;
@@ -604,6 +797,8 @@ void run_list(const ListOptions &given) {
       row["chain"] = chains[i];
       row["recovery"] = counts[i];
       row["controller"] = controllers[&run - runs.data()];
+      add_usage_json(row, usages[i]);
+      row["usage"] = usage_details_json(usages[i]);
       row["url"] = "https://beaker.org/ex/" + run.id;
       out.push_back(std::move(row));
     }
@@ -613,12 +808,18 @@ void run_list(const ListOptions &given) {
   if (runs.empty()) {
     std::cerr << fmt::format("primebeaker: no primebeaker launches{} in {}\n",
                              options.mine ? " of yours" : "",
-                             options.workspace);
+                             options.sweep.empty() ? options.workspace : options.sweep);
     return;
   }
   std::vector<std::vector<std::string>> rows;
-  rows.push_back(
-      {"EXPERIMENT", "NAME", "AUTHOR", "CREATED", "RECOVERIES", "RECOVERED BY", "STATUS"});
+  rows.push_back({"EXPERIMENT",
+                  "NAME",
+                  "AUTHOR",
+                  "CREATED",
+                  "RECOVERIES",
+                  "RECOVERED BY",
+                  "STATUS",
+                  "GPU-H"});
   for (const auto &run : runs) {
     const auto i = static_cast<std::size_t>(&run - runs.data());
     const OrderedJson &controller = controllers[i];
@@ -639,9 +840,114 @@ void run_list(const ListOptions &given) {
                     recovered_by,
                     run.outcome == Outcome::running
                         ? state_summary(run)
-                        : fmt::format("{} ({})", outcome_name(run.outcome), state_summary(run))});
+                        : fmt::format("{} ({})", outcome_name(run.outcome), state_summary(run)),
+                    usage_cell(usages[i])});
   }
   std::cout << render_table(rows);
+}
+
+// ---- cost ----
+
+struct CostOptions {
+  std::string since; // empty: every run listed
+  std::string sweep;
+  std::string workspace;
+  bool mine = false;
+  bool json = false;
+};
+
+void run_cost(const CostOptions &options) {
+  const auto now = std::chrono::system_clock::now();
+  std::optional<TimePoint> since;
+  if (!options.since.empty()) {
+    since = parse_since(options.since, now); // names --since when it is neither
+  }
+  ListOptions list;
+  list.sweep = options.sweep;
+  list.workspace = options.workspace;
+  list.mine = options.mine;
+  proc::SystemRunner runner;
+  auto beaker = make_beaker(runner);
+  UsageContext context(beaker, now);
+  const auto runs = collect_runs(list, beaker, context, since, static_cast<std::size_t>(-1));
+  OrderedJson rows = OrderedJson::array();
+  double gpu_hours = 0, lost = 0, queue = 0;
+  std::optional<double> cost = 0.0;
+  int unpriced = 0, without_ledger = 0;
+  std::vector<std::vector<std::string>> table = {
+      {"EXPERIMENT", "NAME", "OUTCOME", "GPU-HOURS", "LOST", "QUEUED-H", "COST"}};
+  const auto money = [](const std::optional<double> &usd) {
+    return usd ? fmt::format("${:.2f}", *usd) : std::string("-");
+  };
+  for (const auto &row : runs) {
+    const ChainUsage usage = context.usage(row.run, row.read);
+    OrderedJson one = OrderedJson::object();
+    one["experiment_id"] = row.run.id;
+    one["original_experiment_id"] =
+        row.chain.is_object() ? row.chain["original_experiment_id"] : OrderedJson(row.run.id);
+    one["name"] = row.run.name;
+    one["outcome"] = std::string(outcome_name(row.run.outcome));
+    one["experiments"] = usage.experiments.size();
+    add_usage_json(one, usage);
+    one["prices"] = usage.prices_used;
+    rows.push_back(std::move(one));
+    gpu_hours += usage.gpu_hours;
+    queue += usage.queue_hours;
+    lost += usage.lost_gpu_hours.value_or(0);
+    without_ledger += usage.lost_gpu_hours ? 0 : 1;
+    if (usage.cost_usd && cost) {
+      *cost += *usage.cost_usd;
+    } else {
+      cost.reset(); // one run without a price: no total, never a guess
+      unpriced += usage.cost_usd ? 0 : 1;
+    }
+    table.push_back({row.run.id,
+                     row.run.name,
+                     std::string(outcome_name(row.run.outcome)),
+                     fmt::format("{:.2f}", usage.gpu_hours),
+                     usage.lost_gpu_hours ? fmt::format("{:.2f}", *usage.lost_gpu_hours) : "-",
+                     fmt::format("{:.2f}", usage.queue_hours),
+                     money(usage.cost_usd)});
+  }
+  const auto round_to = [](double value, double per) { return std::round(value * per) / per; };
+  OrderedJson total = OrderedJson::object();
+  total["runs"] = runs.size();
+  total["gpu_hours"] = round_to(gpu_hours, 1e4);
+  total["lost_gpu_hours"] = round_to(lost, 1e4);
+  total["queue_hours"] = round_to(queue, 1e4);
+  total["cost_usd"] = cost ? OrderedJson(round_to(*cost, 100)) : OrderedJson(nullptr);
+  total["unpriced_runs"] = unpriced;
+  total["runs_without_ledger"] = without_ledger;
+  if (options.json) {
+    OrderedJson out = OrderedJson::object();
+    out["since"] = since ? OrderedJson(format_time(*since)) : OrderedJson(nullptr);
+    out["sweep"] = options.sweep.empty() ? OrderedJson(nullptr) : OrderedJson(options.sweep);
+    out["workspace"] = list.workspace.empty() ? OrderedJson(nullptr) : OrderedJson(list.workspace);
+    out["runs"] = std::move(rows);
+    out["total"] = std::move(total);
+    print_json(std::cout, out);
+    return;
+  }
+  table.push_back({fmt::format("total ({} run{})", runs.size(), runs.size() == 1 ? "" : "s"),
+                   "",
+                   "",
+                   fmt::format("{:.2f}", gpu_hours),
+                   fmt::format("{:.2f}", lost),
+                   fmt::format("{:.2f}", queue),
+                   money(cost)});
+  std::cout << render_table(table);
+  if (unpriced > 0) {
+    std::cout << fmt::format("{} run{} without a price: set price.<gpu type or cluster> "
+                             "(docs/config.md \"Prices\")\n",
+                             unpriced,
+                             unpriced == 1 ? "" : "s");
+  }
+  if (without_ledger > 0) {
+    std::cout << fmt::format("{} run{} whose ledger is not visible here: lost GPU-hours not "
+                             "counted\n",
+                             without_ledger,
+                             without_ledger == 1 ? "" : "s");
+  }
 }
 
 constexpr const char *k_run_help =
@@ -745,6 +1051,28 @@ void register_commands(cli::CommandTree &tree) {
     app.add_option(cli::flag("limit"), options.limit, "At most this many rows")
         .capture_default_str();
     app.callback([&options] { run_list(options); });
+  }
+  {
+    auto &options = tree.make_options<CostOptions>();
+    cli::Command &app = tree.command(
+        {"cost"},
+        "GPU-hours, GPU-hours lost to preemption, queue time and cost ($ where the config has a "
+        "price.<gpu type or cluster>) per run, over each run's whole chain, and their total");
+    app.add_option(cli::flag("since"),
+                   options.since,
+                   "Only runs with an experiment created since: RFC 3339, or a duration back "
+                   "(7d, 12h)");
+    app.add_option(
+           cli::flag("sweep"),
+           options.sweep,
+           "Only the runs of a sweep: its receipt file, or group:NAME (docs/sweep.md)")
+        .type_name("RECEIPT");
+    app.add_option(cli::flag("workspace", "-w"),
+                   options.workspace,
+                   "Beaker workspace (default: the launches' default, `config get workspace`)");
+    app.add_flag(cli::flag("mine"), options.mine, "Only runs you launched");
+    app.add_flag(cli::flag("json"), options.json, "Print one JSON object instead of a table");
+    app.callback([&options] { run_cost(options); });
   }
 }
 

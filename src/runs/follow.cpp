@@ -5,6 +5,7 @@
 
 #include "recover_step.hpp"
 #include "timing.hpp"
+#include "notify_hook.hpp"
 
 #include <primebeaker/beaker/client.hpp>
 #include <primebeaker/core/env.hpp>
@@ -12,6 +13,7 @@
 #include <primebeaker/core/signals.hpp>
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/recovery/ledger.hpp>
+#include <primebeaker/runs/queue.hpp>
 #include <primebeaker/runs/recover.hpp>
 #include <primebeaker/runs/runs.hpp>
 
@@ -213,6 +215,10 @@ int follow_one(const std::string &experiment_id,
   bool preempted = false;
   TimePoint preempted_at{};
   bool announced = false;
+  // A queued run's place (docs/runs.md "Queue position"): asked at most once a minute, said
+  // when it changes.
+  std::optional<TimePoint> queue_asked;
+  std::string queue_said;
   // --timeout holds in every wait: no sleep runs past the deadline.
   const auto timed_out = [&] {
     return options.timeout && clock.now() - started >= *options.timeout;
@@ -268,6 +274,19 @@ int follow_one(const std::string &experiment_id,
         if (shown[replica.label()] != state) {
           err << fmt::format("[{}] {}\n", replica.label(), state);
           shown[replica.label()] = state;
+        }
+      }
+      if (!options.logs || !is_queued(run)) {
+        queue_asked.reset(); // the controller and a sweep's follow spend no calls on it
+      } else if (!queue_asked || clock.now() - *queue_asked >= std::chrono::minutes(1)) {
+        queue_asked = clock.now();
+        if (const auto queue = current_queue(run, beaker, clock.now())) {
+          auto unchanged = *queue;
+          unchanged.waited_seconds = 0;
+          if (const auto key = queue_line(unchanged); key != queue_said) {
+            err << fmt::format("primebeaker: {}\n", queue_line(*queue));
+            queue_said = key;
+          }
         }
       }
       err.flush();
@@ -378,6 +397,7 @@ int follow_run(const std::string &experiment_id,
         return sleep(how_long);
       };
   RecoverState state;
+  RunNotifier notifier(options.recover); // docs/notify.md
   std::string id = experiment_id;
   // The controller's record of what it does, in the ledger beside the claims (docs/recovery.md
   // "The controller"); a terminal follower keeps none.
@@ -420,6 +440,9 @@ int follow_run(const std::string &experiment_id,
   for (;;) {
     std::optional<RunView> ended;
     const int code = follow_one(id, options, beaker, out, err, started, ended, on_first_view);
+    if (ended && options.recover.enabled) {
+      notifier.ended(*ended);
+    }
     if (!options.recover.enabled || !ended ||
         (ended->outcome != Outcome::preempted && ended->outcome != Outcome::failed)) {
       if (ended) {
@@ -433,6 +456,7 @@ int follow_run(const std::string &experiment_id,
     report(ended->id, "recovering");
     const RecoverResult next = recover_run(
         *ended, options.recover, state, beaker, clock, wait_within_timeout, signal, err);
+    notifier.recovered(*ended, next);
     if (deadline_passed) {
       say_detached(err, ended->id, "--timeout reached while recovering it");
       report(ended->id, "ended");

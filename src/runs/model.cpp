@@ -474,6 +474,8 @@ RunView parse_run(const OrderedJson &experiment) {
   std::map<std::string, std::map<int, std::vector<JobEntry>>> groups;
   std::map<std::string, std::vector<std::string>> task_commands;
   std::map<std::string, std::string> task_names;
+  std::map<std::string, int> task_gpus;
+  std::map<std::string, std::string> task_priority;
   const auto &jobs = field(experiment, "jobs");
   if (jobs.is_array()) {
     std::size_t order = 0;
@@ -506,6 +508,26 @@ RunView parse_run(const OrderedJson &experiment) {
       }
       if (task_names[task].empty()) {
         task_names[task] = string_field(spec, "name");
+      }
+      // GPUs per replica: the spec's gpuCount, else what Beaker assigned (limits.gpus).
+      if (task_gpus[task] == 0) {
+        if (const auto count = int_field(field(spec, "resources"), "gpuCount")) {
+          task_gpus[task] = std::max(0, *count);
+        } else if (const auto &assigned = field(field(job, "limits"), "gpus");
+                   assigned.is_array()) {
+          task_gpus[task] = static_cast<int>(assigned.size());
+        }
+      }
+      if (const auto &wanted = field(field(spec, "constraints"), "cluster");
+          wanted.is_array() && run.clusters.empty()) {
+        for (const auto &name : wanted) {
+          if (name.is_string()) {
+            run.clusters.push_back(name.get<std::string>());
+          }
+        }
+      }
+      if (task_priority[task].empty()) {
+        task_priority[task] = string_field(field(spec, "context"), "priority");
       }
       const auto &env = field(spec, "envVars");
       if (env.is_array() && run.env.empty()) {
@@ -551,6 +573,27 @@ RunView parse_run(const OrderedJson &experiment) {
       replica.failed_at = parse_time(field(status, "failed"));
       replica.finalized = parse_time(field(status, "finalized"));
       replica.canceled = parse_time(field(status, "canceled"));
+      replica.gpus = task_gpus[task];
+      replica.priority = task_priority[task];
+      for (const auto &entry : entries) {
+        const auto &job_status = field(*entry.job, "status");
+        JobSpan span;
+        span.job_id = string_field(*entry.job, "id");
+        span.cluster = string_field(*entry.job, "cluster");
+        span.created = parse_time(field(job_status, "created"));
+        span.started = parse_time(field(job_status, "started"));
+        span.terminal = is_terminal(classify_job(job_status));
+        for (const char *key : {"exited", "failed", "finalized"}) {
+          const auto time = parse_time(field(job_status, key));
+          if (time && (!span.ended || *time < *span.ended)) {
+            span.ended = time;
+          }
+        }
+        if (!span.ended && span.terminal) {
+          span.ended = parse_time(field(job_status, "canceled"));
+        }
+        replica.jobs.push_back(std::move(span));
+      }
       replica.attempts = static_cast<int>(entries.size());
       for (std::size_t i = 0; i + 1 < entries.size(); ++i) {
         if (classify_job(field(*entries[i].job, "status")) == JobState::preempted) {

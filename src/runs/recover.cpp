@@ -657,6 +657,7 @@ private:
                       m_verdict.refusal,
                       m_by_hand));
       m_result.not_recoverable = m_verdict.certain;
+      m_result.budget_spent = m_verdict.budget > 0 && m_verdict.number > m_verdict.budget;
       return false;
     }
     m_wait = recovery_wait(m_options, m_state.resubmissions);

@@ -28,6 +28,7 @@ struct RecoverResult {
   // `rl resume` kept failing in a way that may pass (beaker down, the source not finalized):
   // a controller, which nobody watches, tries again later instead of ending.
   bool retry_later = false;
+  bool budget_spent = false; // not resubmitted: past its budget (docs/notify.md)
 };
 
 // "1m00s", "15s", "250ms".

@@ -361,6 +361,15 @@ OrderedJson status_json(const RunView &run, const RunTarget &target, const Statu
   out["recoveries"] =
       extras.chain.is_object() ? extras.chain["recoveries"] : OrderedJson(nullptr);
   out["wandb_url"] = extras.wandb_url ? OrderedJson(*extras.wandb_url) : OrderedJson(nullptr);
+  if (extras.usage) {
+    add_usage_json(out, *extras.usage);
+    out["usage"] = usage_details_json(*extras.usage);
+  } else {
+    for (const char *key : {"gpu_hours", "lost_gpu_hours", "queue_hours", "cost_usd", "usage"}) {
+      out[key] = nullptr;
+    }
+  }
+  out["queue"] = extras.queue ? queue_json(*extras.queue) : OrderedJson(nullptr);
   const auto service = service_experiment_id(run, target);
   out["service_experiment_id"] = service.empty() ? OrderedJson(nullptr) : OrderedJson(service);
   out["receipt"] = target.receipt.empty() ? OrderedJson(nullptr) : OrderedJson(target.receipt);
@@ -381,6 +390,12 @@ std::string status_table(const RunView &run, const RunTarget &target, const Stat
   }
   out << fmt::format("outcome     {}: {}\n", outcome, state_summary(run));
   out << fmt::format("w&b         {}\n", extras.wandb_url.value_or("-"));
+  if (extras.queue) {
+    out << fmt::format("queue       {}\n", queue_line(*extras.queue));
+  }
+  if (extras.usage) {
+    out << fmt::format("usage       {}\n", usage_line(*extras.usage));
+  }
   if (extras.registry.is_object()) {
     std::string line;
     if (extras.registry.contains("error")) {

@@ -2,7 +2,9 @@
 // What `status` shows beyond the replica table, and its two renderings (docs/runs.md).
 #pragma once
 
+#include <primebeaker/runs/queue.hpp>
 #include <primebeaker/runs/runs.hpp>
+#include <primebeaker/runs/usage.hpp>
 
 #include <optional>
 #include <string>
@@ -17,6 +19,8 @@ struct StatusExtras {
   OrderedJson recovery = nullptr;   // recovery_history()
   OrderedJson chain = nullptr;      // chain_json() when the ledger could be read
   std::optional<std::string> wandb_url;
+  std::optional<ChainUsage> usage;    // GPU-hours and cost over the chain
+  std::optional<QueuePosition> queue; // while the run waits to be scheduled
 };
 
 // Left-aligned columns two spaces apart; the last column is not padded.

@@ -251,6 +251,54 @@ TEST(SchemaExtractor, ListsModelValidatorsAndStopsAtAnUnknownBeforeValidator) {
       << raw.err;
 }
 
+TEST(SchemaExtractor, ReadsTheLiteralCasesOfABeforeValidatorAndWarnsOnTheRest) {
+  proc::Result raw;
+  const Emitted e = run_extractor({"--root", "n=demo.normalised:NormalisedConfig"}, &raw);
+  ASSERT_TRUE(raw.ok()) << raw.err;
+  // `if v is True: return {}` / `elif v is False: return None` / `return v`, its function
+  // imported from another module: true and false are exact literals beside the declared type.
+  const auto &offload = e.type_of("offload");
+  ASSERT_EQ(offload.kind, "union_of") << e.text;
+  EXPECT_EQ(e.alternative_kinds(offload), (std::vector<std::string>{"literal", "model", "none"}));
+  const auto &cases = e.types.at(e.alternatives.at(offload.first));
+  EXPECT_EQ(e.literal_texts(cases), (std::vector<std::string>{"true", "false"}));
+  EXPECT_EQ(e.classes.at(e.types.at(e.alternatives.at(offload.first + 1)).item),
+            "OffloadConfig@demo.normalised:forbid");
+  // The same cases written as a lambda give the same type.
+  EXPECT_EQ(e.field("by_lambda").type, e.field("offload").type);
+  // {} is refused where the class has a required field: only false is taken.
+  const auto &needs = e.type_of("needs_path");
+  ASSERT_EQ(e.alternative_kinds(needs), (std::vector<std::string>{"literal", "model", "none"}));
+  EXPECT_EQ(e.literal_texts(e.types.at(e.alternatives.at(needs.first))),
+            (std::vector<std::string>{"false"}));
+  // A validator that refuses every other value leaves only its literal.
+  EXPECT_EQ(e.type_of("only_true").kind, "literal");
+  EXPECT_EQ(e.literal_texts(e.type_of("only_true")), (std::vector<std::string>{"true"}));
+  // What it cannot read stays untyped, each with a warning naming the field: never a guess.
+  EXPECT_EQ(e.type_of("guessed").kind, "any");
+  EXPECT_EQ(e.type_of("wrapped").kind, "any");
+  EXPECT_NE(raw.err.find("extract_schema.py: warning: NormalisedConfig.guessed: "
+                         "BeforeValidator(_guess) is not understood: the test "
+                         "`isinstance(value, bool)` is not `v is True` or `v is False`; accepted "
+                         "untyped"),
+            std::string::npos)
+      << raw.err;
+  EXPECT_NE(raw.err.find("warning: NormalisedConfig.wrapped: WrapValidator is not read"),
+            std::string::npos)
+      << raw.err;
+  EXPECT_EQ(std::count(raw.err.begin(), raw.err.end(), '\n'), 2) << raw.err;
+  // The header says what each normalisation maps, and lists the untyped ones as before.
+  EXPECT_NE(e.text.find("//   NormalisedConfig.offload: true_is_table: true -> {}, false -> "
+                        "None, the rest as declared\n"),
+            std::string::npos)
+      << e.text;
+  EXPECT_NE(e.text.find("//   NormalisedConfig.needs_path: true_is_table: true -> {} (refused), "
+                        "false -> None, the rest as declared\n"),
+            std::string::npos);
+  EXPECT_NE(e.text.find("//   NormalisedConfig.guessed: a before-validator rewrites it\n"),
+            std::string::npos);
+}
+
 // -- the compiled-in v0.8.0 schema -------------------------------------------------------------
 
 TEST(SchemaTables, HaveTheEntrypointsAndTheirClasses) {
@@ -463,6 +511,30 @@ TEST(SchemaCheck, OtherRoots) {
   EXPECT_EQ(parse_config_root("env_server"), ConfigRoot::env_server);
   EXPECT_EQ(parse_config_root("env-server"), std::nullopt);
   EXPECT_EQ(root_name(ConfigRoot::inference), "inference");
+}
+
+// v0.9's BeforeValidator field trainer.model.full_offload (test_schema_v0_9.cpp) is not a key of
+// v0.8.0 or of the cataloged fork: any value of it, "perhaps" or true, is an unknown key there.
+TEST(SchemaCheck, FullOffloadIsUnknownBeforeV09) {
+  for (const SchemaRelease release : {SchemaRelease::v0_8_0, SchemaRelease::v0_7_1_dev83}) {
+    SchemaCheckOptions options;
+    options.release = release;
+    for (const char *value : {"\"perhaps\"", "true", "false", "{ numa_bind = false }"}) {
+      const auto problems = check(std::string("[trainer]\n[orchestrator]\n[trainer.model]\n"
+                                              "full_offload = ") +
+                                      value + "\n",
+                                  ConfigRoot::rl,
+                                  options);
+      ASSERT_EQ(problems.size(), 1u) << release_name(release) << " " << value << dump(problems);
+      EXPECT_EQ(problems[0].kind, Kind::unknown_key);
+      EXPECT_EQ(problems[0].location, "t.toml:4:1");
+      EXPECT_EQ(problems[0].message.rfind("t.toml:4:1: unknown key trainer.model.full_offload "
+                                          "(ModelConfig has no such key)",
+                                          0),
+                0u)
+          << problems[0].message;
+    }
+  }
 }
 
 // The cataloged image's fork and Prime-RL v0.8.0 are two schemas, each strict about the other's

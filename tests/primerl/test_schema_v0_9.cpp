@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <iterator>
@@ -173,6 +174,73 @@ serve.max_concurrent = 0
   const auto *harness = find_key(problems, "orchestrator.train.source[0].env.agent.harnes");
   ASSERT_NE(harness, nullptr);
   EXPECT_EQ(harness->suggestion, "harness");
+}
+
+// trainer.model.full_offload is Annotated[OptimizerInBackwardOffloadConfig | None,
+// BeforeValidator(...)]: true -> {}, false -> None, the rest validated as declared
+// (docs/primerl-schema.md "Before-validators"). Exactly those are accepted, under every root
+// that holds the trainer's ModelConfig.
+TEST(SchemaV09Check, BeforeValidatorFieldTakesTrueFalseOrItsTable) {
+  const char *const perhaps_message =
+      "must be true, false, a table, or \"None\", not a string (\"perhaps\")";
+  const struct {
+    ConfigRoot root;
+    const char *table; // the header of the ModelConfig table
+    const char *key;   // full_offload's key path under that root
+  } roots[] = {
+      {ConfigRoot::rl, "[trainer.model]", "trainer.model.full_offload"},
+      {ConfigRoot::trainer, "[model]", "model.full_offload"},
+      {ConfigRoot::sft, "[model]", "model.full_offload"},
+  };
+  for (const auto &r : roots) {
+    const std::string head = std::string(r.table) + "\nname = \"m\"\n";
+    for (const char *accepted : {"true",
+                                 "false",
+                                 "{}",
+                                 "{ numa_bind = false }",
+                                 "{ cpu_optimizer_backend = \"torch\", numa_bind = true }",
+                                 "\"None\""}) {
+      const auto problems = check(head + "full_offload = " + accepted + "\n", r.root);
+      EXPECT_TRUE(problems.empty()) << r.key << " = " << accepted << "\n" << dump(problems);
+    }
+    // A [...full_offload] section is the table.
+    const std::string section = std::string(r.table).substr(0, std::strlen(r.table) - 1) +
+                                ".full_offload]\ncpu_optimizer_backend = \"native\"\n";
+    const auto sectioned = check(head + section, r.root);
+    EXPECT_TRUE(sectioned.empty()) << section << dump(sectioned);
+    // "perhaps": one wrong-type line at the value's line:column.
+    const auto perhaps = check(head + "full_offload = \"perhaps\"\n", r.root);
+    ASSERT_EQ(perhaps.size(), 1u) << dump(perhaps);
+    EXPECT_EQ(perhaps[0].kind, Kind::wrong_type);
+    EXPECT_EQ(perhaps[0].key, r.key);
+    EXPECT_EQ(perhaps[0].location, "t.toml:3:16");
+    EXPECT_EQ(perhaps[0].message, std::string("t.toml:3:16: ") + r.key + " " + perhaps_message);
+    // Only TOML booleans are `v is True` / `v is False`: lax bool strings and numbers are not.
+    for (const char *refused : {"\"true\"", "\"yes\"", "1", "0", "0.0", "[true]"}) {
+      const auto problems = check(head + "full_offload = " + refused + "\n", r.root);
+      ASSERT_EQ(problems.size(), 1u) << refused << dump(problems);
+      EXPECT_EQ(problems[0].kind, Kind::wrong_type) << problems[0].message;
+      EXPECT_EQ(problems[0].location, "t.toml:3:16");
+    }
+    // A table is checked as the class.
+    const auto table = check(head + "full_offload = { numa_bnd = false, cpu_optimizer_backend = "
+                                    "\"fast\" }\n",
+                             r.root);
+    ASSERT_EQ(table.size(), 2u) << dump(table);
+    EXPECT_EQ(table[0].kind, Kind::unknown_key);
+    EXPECT_EQ(table[0].key, std::string(r.key) + ".numa_bnd");
+    EXPECT_EQ(table[0].suggestion, "numa_bind");
+    EXPECT_EQ(table[1].kind, Kind::not_allowed);
+    EXPECT_EQ(table[1].key, std::string(r.key) + ".cpu_optimizer_backend");
+  }
+  // Through the Problems overload (preview, submit, toml check): the same single line.
+  const auto document = toml::Document::parse(
+      "[trainer]\n[orchestrator]\n[trainer.model]\nfull_offload = \"perhaps\"\n", "t.toml");
+  Problems problems(document);
+  EXPECT_EQ(check_schema(document, ConfigRoot::rl, problems, SchemaRelease::v0_9), 1u);
+  ASSERT_EQ(problems.lines().size(), 1u);
+  EXPECT_EQ(problems.lines()[0],
+            std::string("t.toml:4:16: trainer.model.full_offload ") + perhaps_message);
 }
 
 TEST(SchemaV09Check, UnknownKeysSayANewerPrimeRlIsNotSupportedYet) {

@@ -18,6 +18,7 @@
 #include <csignal>
 #include <deque>
 #include <functional>
+#include <map>
 #include <regex>
 #include <set>
 
@@ -1312,6 +1313,57 @@ TEST(RunsFollowRecover, TimeoutHoldsWhileRecoveryWaits) {
   EXPECT_NE(result.err.find("--timeout reached while recovering it"), std::string::npos)
       << result.err;
   EXPECT_TRUE(h.beaker.calls_matching({"experiment", "create"}).empty());
+}
+
+} // namespace
+
+namespace {
+
+// Notifications under chaos (docs/notify.md): the run launched with --notify to a local HTTP
+// sink, its controller killed right after the first post and restarted, terminal followers
+// beside it; the sink gets one post per transition: one `preempted` and one `resubmitted`
+// naming both experiments per recovery, never two (bench/recovery/chaos.py --notify-sink).
+TEST(RecoveryController, TheWebhookIsToldOfEachTransitionOnce) {
+  pb::proc::Command command;
+  command.argv = {"python3",
+                  (pb::test::source_dir() / "bench/recovery/chaos.py").string(),
+                  "--binary",
+                  pb::test::binary_path().string(),
+                  "--seeds",
+                  "1",
+                  "--first-seed",
+                  "2",
+                  "--notify-sink",
+                  "record"};
+  command.env_set["CHAOS_PER_SEED"] = "1";
+  command.timeout = std::chrono::seconds(900);
+  pb::proc::SystemRunner runner;
+  const auto result = runner.run(command);
+  EXPECT_TRUE(result.ok()) << result.out << result.err;
+  const auto summary = nlohmann::json::parse(result.out);
+  EXPECT_EQ(summary["problems"].size(), 0u) << summary.dump(2);
+  const auto &seed = summary["per_seed"][0];
+  EXPECT_GE(seed["controller_kills"].get<int>(), 1) << seed.dump();
+  EXPECT_GE(seed["controller_starts"].get<int>(), 2) << seed.dump();
+  std::map<std::string, int> count;
+  std::string first;
+  std::string child;
+  std::string previous;
+  for (const auto &post : seed["posts"]) {
+    ++count[post["event"].get<std::string>()];
+    if (post["event"] == "preempted" && first.empty()) {
+      first = post["experiment_id"];
+    }
+    if (post["event"] == "resubmitted" && child.empty()) {
+      child = post["experiment_id"];
+      previous = post["previous_experiment_id"];
+    }
+  }
+  EXPECT_EQ(count["preempted"], seed["injected"].get<int>()) << seed.dump();
+  EXPECT_EQ(count["resubmitted"], seed["recovered"].get<int>()) << seed.dump();
+  ASSERT_GE(count["resubmitted"], 1) << seed.dump();
+  EXPECT_EQ(previous, first);
+  EXPECT_NE(child, first);
 }
 
 } // namespace

@@ -103,9 +103,16 @@ public:
   void stop_experiment(const std::string &id);
 
   std::string job_logs(const std::string &job_id);          // job logs JOBID
+  // `beaker job list --cluster C --format json`: the jobs that asked for C, as printed
+  // (runs/queue.cpp reads them; docs/runs.md "Queue position").
+  OrderedJson cluster_jobs(const std::string &cluster);
   OrderedJson workspace_experiments(const std::string &ws); // workspace experiments WS, a list
   OrderedJson group_experiments(const std::string &group);  // group experiments G, a list
   std::string whoami();                                     // account whoami -> the name
+  // `beaker cluster list ACCOUNT --format json` and `beaker cluster get NAME --format json`:
+  // Beaker's answers as printed (pb::clusters reads them; docs/clusters.md).
+  OrderedJson list_clusters(const std::string &account);
+  OrderedJson get_cluster(const std::string &name);
 
   // Any other call: runs `program args...` once and returns the result; a program that cannot
   // be started throws pb::Error exit 4.

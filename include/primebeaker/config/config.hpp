@@ -14,7 +14,8 @@
 
 namespace pb::config {
 
-// One key a config file may hold.
+// One key a config file may hold. A key ending in ".*" is a pattern ("price.*"): it stands for
+// every "price.<name>" (docs/config.md "Prices").
 struct KeyInfo {
   std::string_view key;      // dotted, as written in the file: "workspace", "wandb.entity"
   bool list = false;         // an array of strings (else a string)
@@ -27,18 +28,22 @@ struct KeyInfo {
 // Every key, in `config list` order.
 const std::vector<KeyInfo> &keys();
 // The key named `key`; throws pb::Error exit 2 naming it, with a did-you-mean, when unknown.
+// "price.H100" finds the pattern key "price.*".
 const KeyInfo &key_info(std::string_view key);
 const KeyInfo *find_key(std::string_view key);
+bool is_pattern(const KeyInfo &key); // "price.*"
 
 // Where a value came from, lowest precedence first.
 enum class Level { built_in, derived, beaker, user, project, env, flag };
 
 struct Setting {
   const KeyInfo *key = nullptr;
+  std::string name; // the key as named ("price.H100"); empty: key->key
   std::vector<std::string> values; // one for a string key
   Level level = Level::built_in;
   std::string origin; // "file:PATH:LINE", "env:NAME", "beaker:PATH", "built-in", "derived: ..."
 
+  std::string_view key_name() const { return name.empty() ? key->key : std::string_view(name); }
   const std::string &text() const; // the first value ("" when none)
   std::string display() const;     // list items joined with ','
 };
@@ -87,8 +92,10 @@ public:
   std::string user() const { return text("user"); }
   // The setting of `key` at one level only (a file's own entry), for `config list --user`.
   const Setting *at(std::string_view key, Level level) const;
-  // Effective settings of every key that has a value, in keys() order.
+  // Effective settings of every key that has a value, in keys() order (a pattern's keys by name).
   std::vector<const Setting *> effective() const;
+  // Effective settings of the keys a pattern key stands for ("price.*"), by name.
+  std::vector<const Setting *> matching(const KeyInfo &pattern) const;
   const Files &files() const { return m_files; }
 
 private:

@@ -44,6 +44,10 @@ class Stager;
 namespace pb::config {
 class Settings;
 }
+namespace pb::clusters {
+struct Snapshot;
+struct Placement;
+} // namespace pb::clusters
 
 namespace pb::launch {
 
@@ -116,6 +120,11 @@ struct LaunchOptions {
   // The run's controller already runs (rl resume by a recovering actor): its name is carried in
   // the new spec and no controller is submitted.
   std::string controller_name;
+  // With --cluster auto: refuse when the run fits on no cluster now (docs/clusters.md).
+  bool require_free = false;
+  // The webhook (docs/notify.md): "secret:NAME" or a URL (never printed), and its events.
+  std::string notify;
+  std::vector<std::string> notify_events;
 
   // Kebab names of the flags that were given (filled by the CLI registration and by
   // apply_setting), for callers whose defaults come from elsewhere (rl resume).
@@ -189,6 +198,9 @@ struct LaunchInputs {
   // launches passes one, so all of them refuse alike (docs/launch.md "Checks"); nullptr checks
   // nothing there (a sweep's base, unit tests of the rendering).
   fs::FileSystem *files = nullptr;
+  // With --cluster auto: the clusters as gather found them (docs/clusters.md); make_plan ranks
+  // them and puts the chosen one in the spec. nullptr: no auto.
+  const clusters::Snapshot *clusters = nullptr;
 };
 
 // The recovery controller of a multi-node run (docs/recovery.md "The controller"): one small
@@ -301,6 +313,9 @@ struct LaunchPlan {
   std::filesystem::path config_copy_path;
   std::string config_copy_text;
   std::vector<std::pair<std::string, std::string>> overrides; // key, value literal
+  // With --cluster auto: the ranking, the choice and the snapshot it came from (the card shows
+  // them, the receipt records them; docs/clusters.md).
+  std::shared_ptr<const clusters::Placement> placement;
 
   // GPUs the experiment asks for: replicas x GPUs of every task.
   std::int64_t gpus() const;
@@ -359,6 +374,7 @@ struct Gathered {
   std::shared_ptr<const images::Catalog> catalog;
   std::shared_ptr<fs::FileSystem> files;
   LaunchInputs inputs;
+  std::shared_ptr<const clusters::Snapshot> clusters; // --cluster auto only
 };
 // Step one of every launch: reads the TOML named by options.toml, snapshots the environment and
 // cwd, picks the launch id, reads the image catalog, resolves the real paths, finds and hashes

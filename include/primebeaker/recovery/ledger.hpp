@@ -161,6 +161,15 @@ bool write_claim_child(const std::filesystem::path &dir,
                        double unix_seconds,
                        const ChildStart &from = {});
 
+// One notification of `event` about `subject` (an experiment id; "<id>.attempt<n>" for a
+// single-node restart), claimed by whoever posts it (docs/notify.md "Exactly one post"):
+// `notify/<subject>.<event>.json`, created exclusively; false when another actor claimed it.
+bool write_notification_claim(const std::filesystem::path &dir,
+                              std::string_view subject,
+                              std::string_view event,
+                              std::string_view by,
+                              double unix_seconds);
+
 // What the recovery controller last did (docs/recovery.md "The controller"):
 // `controller.json` beside the ledger's records, replaced atomically on every change.
 struct ControllerStatus {

@@ -65,6 +65,18 @@ inline constexpr int k_exit_timed_out = 13;
 inline constexpr int k_exit_not_recoverable = 14;
 int exit_code_for(Outcome outcome); // running -> k_exit_timed_out
 
+// One job of a replica (every attempt, oldest first): what GPU-hours and queue time are
+// computed from (include/primebeaker/runs/usage.hpp).
+struct JobSpan {
+  std::string job_id;
+  std::string cluster;
+  std::optional<TimePoint> created, started;
+  // When it let its GPUs go: the first of exited, failed, finalized; canceled when it ended
+  // without those; nullopt while it runs (or never started).
+  std::optional<TimePoint> ended;
+  bool terminal = false;
+};
+
 // One replica: the newest job of one (task, replica rank).
 struct Replica {
   std::string role; // trainer / inference / sft / rl / the task name
@@ -81,6 +93,9 @@ struct Replica {
   std::string message;
   std::optional<TimePoint> created, scheduled, ready, started, exited, failed_at, finalized,
       canceled;
+  int gpus = 0;              // the task's resources.gpuCount (0 when the spec names none)
+  std::string priority;      // the task's context.priority ("" when not given)
+  std::vector<JobSpan> jobs; // every job of this replica, oldest first (the last is this one)
   int attempts = 1;    // jobs Beaker created for this replica (retries, preemption restarts)
   int preemptions = 0; // earlier jobs of this replica that ended preempted
   // A failure caused by another one: exit 90/92 of the node runtime (a peer failed / asked
@@ -104,6 +119,7 @@ struct RunView {
   std::map<std::string, std::string> env; // plain envVars of the task spec
   std::vector<std::string> command;       // the task's command
   bool auto_resume = false;               // context.autoResume
+  std::vector<std::string> clusters;      // the spec's constraints.cluster (asked for)
   Outcome outcome = Outcome::running;
   std::optional<std::size_t> deciding_replica; // index of the replica that decided it
 };

@@ -10,9 +10,10 @@
 // Accepted untyped:
 //   SFTConfig.renderer: RendererConfig is not read (renderers)
 //   OrchestratorConfig.renderer: RendererConfig is not read (renderers)
-//   ModelConfig.full_offload: a before-validator rewrites it
 //   OPSDAlgoConfig.renderer: RendererConfig is not read (renderers)
 //   TrainClientConfig.renderer: RendererConfig is not read (renderers)
+// Normalised by a BeforeValidator (the booleans it maps take exactly those):
+//   ModelConfig.full_offload: _normalize_optimizer_in_backward_offload: true -> {}, false -> None, the rest as declared
 #include <primebeaker/primerl/schema.hpp>
 
 namespace pb::primerl::schema {
@@ -745,70 +746,72 @@ const char k_text[] =
     "flash_attention_3\0" // 10476
     "flash_attention_4\0" // 10494
     "auto\0" // 10512
-    "torch\0" // 10517
-    "deepep\0" // 10523
-    "ring\0" // 10530
-    "ulysses\0" // 10535
-    "hf\0" // 10543
-    "custom\0" // 10546
-    "bfloat16\0" // 10553
-    "float32\0" // 10562
-    "disabled\0" // 10570
-    "fixed\0" // 10579
-    "variable\0" // 10585
-    "increasing\0" // 10594
-    "random\0" // 10605
-    "sft\0" // 10612
-    "first_exhausted\0" // 10616
-    "all_exhausted\0" // 10632
-    "sgd\0" // 10646
-    "adamw\0" // 10650
-    "muon\0" // 10656
-    "sign_sgd\0" // 10661
-    "constant\0" // 10670
-    "linear\0" // 10679
-    "cosine\0" // 10686
-    "default\0" // 10693
-    "ipo\0" // 10701
-    "grpo\0" // 10705
-    "echo\0" // 10710
-    "max_rl\0" // 10715
-    "rae\0" // 10722
-    "hierarchical_grpo\0" // 10726
-    "opd\0" // 10744
-    "opsd\0" // 10748
-    "vllm-router\0" // 10753
-    "llm-d\0" // 10765
-    "float16\0" // 10771
-    "allgather_reducescatter\0" // 10779
-    "deepep_high_throughput\0" // 10803
-    "deepep_low_latency\0" // 10826
-    "flashinfer_nvlink_one_sided\0" // 10845
-    "flashinfer_nvlink_two_sided\0" // 10873
-    "native\0" // 10901
-    "mooncake\0" // 10908
-    "disaggregated\0" // 10917
-    "full\0" // 10931
-    "selective\0" // 10936
-    "fp8\0" // 10946
-    "mxfp8\0" // 10950
-    "mxfp8_rceil\0" // 10956
-    "mxfp8_rceil_wgrad_with_hp\0" // 10968
-    "minimal\0" // 10994
-    "low\0" // 11002
-    "static\0" // 11006
-    "elastic\0" // 11013
-    "subprocess\0" // 11021
-    "docker\0" // 11032
-    "modal\0" // 11039
-    "standard\0" // 11045
-    "difficulty_pool\0" // 11054
-    "advantage_range\0" // 11070
-    "rl\0" // 11086
-    "env_server\0" // 11089
-    "evals\0"; // 11100
+    "true\0" // 10517
+    "false\0" // 10522
+    "torch\0" // 10528
+    "deepep\0" // 10534
+    "ring\0" // 10541
+    "ulysses\0" // 10546
+    "hf\0" // 10554
+    "custom\0" // 10557
+    "bfloat16\0" // 10564
+    "float32\0" // 10573
+    "disabled\0" // 10581
+    "fixed\0" // 10590
+    "variable\0" // 10596
+    "increasing\0" // 10605
+    "random\0" // 10616
+    "sft\0" // 10623
+    "first_exhausted\0" // 10627
+    "all_exhausted\0" // 10643
+    "sgd\0" // 10657
+    "adamw\0" // 10661
+    "muon\0" // 10667
+    "sign_sgd\0" // 10672
+    "constant\0" // 10681
+    "linear\0" // 10690
+    "cosine\0" // 10697
+    "default\0" // 10704
+    "ipo\0" // 10712
+    "grpo\0" // 10716
+    "echo\0" // 10721
+    "max_rl\0" // 10726
+    "rae\0" // 10733
+    "hierarchical_grpo\0" // 10737
+    "opd\0" // 10755
+    "opsd\0" // 10759
+    "vllm-router\0" // 10764
+    "llm-d\0" // 10776
+    "float16\0" // 10782
+    "allgather_reducescatter\0" // 10790
+    "deepep_high_throughput\0" // 10814
+    "deepep_low_latency\0" // 10837
+    "flashinfer_nvlink_one_sided\0" // 10856
+    "flashinfer_nvlink_two_sided\0" // 10884
+    "native\0" // 10912
+    "mooncake\0" // 10919
+    "disaggregated\0" // 10928
+    "full\0" // 10942
+    "selective\0" // 10947
+    "fp8\0" // 10957
+    "mxfp8\0" // 10961
+    "mxfp8_rceil\0" // 10967
+    "mxfp8_rceil_wgrad_with_hp\0" // 10979
+    "minimal\0" // 11005
+    "low\0" // 11013
+    "static\0" // 11017
+    "elastic\0" // 11024
+    "subprocess\0" // 11032
+    "docker\0" // 11043
+    "modal\0" // 11050
+    "standard\0" // 11056
+    "difficulty_pool\0" // 11065
+    "advantage_range\0" // 11081
+    "rl\0" // 11097
+    "env_server\0" // 11100
+    "evals\0"; // 11111
 
-// 139 classes, 714 fields, 298 types.
+// 139 classes, 714 fields, 301 types.
 // name, module, first field, field count, unknown keys
 const Class k_classes[] = {
     {307, 316, 0, 20, Extra::forbid}, // 0 prime_rl.configs.rl.RLConfig
@@ -1149,59 +1152,59 @@ const Field k_fields[] = {
     {2711, 0, 2725, 145, 0, false, 86}, // 191 ModelConfig.ac_offloading
     {2754, 0, 112, 9, 0, false, -1}, // 192 ModelConfig.fsdp_cpu_offload
     {2771, 0, 960, 9, 0, false, -1}, // 193 ModelConfig.optim_cpu_offload
-    {2789, 0, 32, 37, 0, false, -1}, // 194 ModelConfig.full_offload
+    {2789, 0, 32, 148, 0, false, -1}, // 194 ModelConfig.full_offload
     {2802, 0, 960, 9, 0, false, -1}, // 195 ModelConfig.reshard_after_forward
     {2824, 0, 1103, 20, 0, false, -1}, // 196 ModelConfig.dp_replicate
-    {2837, 0, 2648, 147, 0, false, -1}, // 197 ModelConfig.ep
-    {2840, 0, 2856, 148, 0, false, -1}, // 198 ModelConfig.ep_comm_backend
+    {2837, 0, 2648, 150, 0, false, -1}, // 197 ModelConfig.ep
+    {2840, 0, 2856, 151, 0, false, -1}, // 198 ModelConfig.ep_comm_backend
     {2864, 0, 2879, 20, 1, false, -1}, // 199 ModelConfig.deepep_num_sms
     {2882, 0, 32, 21, 1, false, -1}, // 200 ModelConfig.deepep_token_chunk_size
     {2906, 0, 1103, 20, 0, false, -1}, // 201 ModelConfig.cp
-    {2909, 0, 2918, 149, 0, false, -1}, // 202 ModelConfig.cp_style
-    {2925, 0, 2648, 150, 0, false, -1}, // 203 ModelConfig.impl
-    {2930, 0, 2949, 151, 0, false, -1}, // 204 ModelConfig.optimization_dtype
-    {2959, 0, 2949, 151, 0, false, -1}, // 205 ModelConfig.reduce_dtype
-    {2972, 0, 2949, 151, 0, false, -1}, // 206 ModelConfig.moe_router_dtype
+    {2909, 0, 2918, 152, 0, false, -1}, // 202 ModelConfig.cp_style
+    {2925, 0, 2648, 153, 0, false, -1}, // 203 ModelConfig.impl
+    {2930, 0, 2949, 154, 0, false, -1}, // 204 ModelConfig.optimization_dtype
+    {2959, 0, 2949, 154, 0, false, -1}, // 205 ModelConfig.reduce_dtype
+    {2972, 0, 2949, 154, 0, false, -1}, // 206 ModelConfig.moe_router_dtype
     {2989, 0, 960, 9, 0, false, -1}, // 207 ModelConfig.moe_use_grouped_mm
     {3008, 0, 112, 9, 0, false, -1}, // 208 ModelConfig.moe_fused_kernel
-    {3025, 0, 32, 155, 0, false, -1}, // 209 ModelConfig.quantization
-    {3038, 0, 32, 157, 0, false, -1}, // 210 ModelConfig.index_cache
+    {3025, 0, 32, 158, 0, false, -1}, // 209 ModelConfig.quantization
+    {3038, 0, 32, 160, 0, false, -1}, // 210 ModelConfig.index_cache
     {3050, 0, 112, 9, 0, false, -1}, // 211 ModelConfig.freeze_moe_router
-    {3068, 0, 32, 159, 0, false, -1}, // 212 ModelConfig.lora
-    {3073, 0, 3079, 160, 0, false, 92}, // 213 ModelConfig.debug
-    {3098, 0, 3129, 162, 0, false, -1}, // 214 ModelConfig.fused_lm_head_token_chunk_size
+    {3068, 0, 32, 162, 0, false, -1}, // 212 ModelConfig.lora
+    {3073, 0, 3079, 163, 0, false, 92}, // 213 ModelConfig.debug
+    {3098, 0, 3129, 165, 0, false, -1}, // 214 ModelConfig.fused_lm_head_token_chunk_size
     {1032, 0, 3146, 20, 1, false, -1}, // 215 FakeDataConfig.batch_size
     {210, 0, 3146, 20, 1, false, -1}, // 216 FakeDataConfig.seq_len
     {3150, 0, 1103, 20, 1, false, -1}, // 217 FakeDataConfig.micro_batch_size
     {3167, 0, 1103, 20, 1, false, -1}, // 218 FakeDataConfig.num_workers
-    {1949, 0, 3179, 163, 0, false, -1}, // 219 FakeDataConfig.type
-    {3186, 0, 3193, 164, 0, false, -1}, // 220 FakeDataConfig.length
-    {3201, 0, 3211, 165, 0, false, -1}, // 221 FakeDataConfig.input_ids
+    {1949, 0, 3179, 166, 0, false, -1}, // 219 FakeDataConfig.type
+    {3186, 0, 3193, 167, 0, false, -1}, // 220 FakeDataConfig.length
+    {3201, 0, 3211, 168, 0, false, -1}, // 221 FakeDataConfig.input_ids
     {3224, 0, 3229, 20, 0, false, -1}, // 222 FakeDataConfig.seed
     {1032, 0, 3146, 20, 1, false, -1}, // 223 SFTDataConfig.batch_size
     {210, 0, 3146, 20, 1, false, -1}, // 224 SFTDataConfig.seq_len
     {3150, 0, 1103, 20, 1, false, -1}, // 225 SFTDataConfig.micro_batch_size
     {3167, 0, 1103, 20, 1, false, -1}, // 226 SFTDataConfig.num_workers
-    {1949, 0, 3246, 166, 0, false, -1}, // 227 SFTDataConfig.type
+    {1949, 0, 3246, 169, 0, false, -1}, // 227 SFTDataConfig.type
     {1689, 0, 3252, 5, 0, false, -1}, // 228 SFTDataConfig.name
-    {3286, 0, 32, 168, 0, false, -1}, // 229 SFTDataConfig.subsets
-    {3294, 0, 32, 168, 0, false, -1}, // 230 SFTDataConfig.splits
-    {3301, 0, 32, 171, 0, false, -1}, // 231 SFTDataConfig.probabilities
-    {3315, 0, 3333, 172, 0, false, -1}, // 232 SFTDataConfig.stopping_strategy
+    {3286, 0, 32, 171, 0, false, -1}, // 229 SFTDataConfig.subsets
+    {3294, 0, 32, 171, 0, false, -1}, // 230 SFTDataConfig.splits
+    {3301, 0, 32, 174, 0, false, -1}, // 231 SFTDataConfig.probabilities
+    {3315, 0, 3333, 175, 0, false, -1}, // 232 SFTDataConfig.stopping_strategy
     {3349, 0, 960, 9, 0, false, -1}, // 233 SFTDataConfig.shuffle
     {3224, 0, 3229, 20, 0, false, -1}, // 234 SFTDataConfig.seed
-    {3357, 0, 3367, 173, 0, false, 93}, // 235 SFTDataConfig.loss_mask
+    {3357, 0, 3367, 176, 0, false, 93}, // 235 SFTDataConfig.loss_mask
     {1767, 0, 3398, 20, 1, false, -1}, // 236 SFTValConfig.interval
     {3401, 0, 112, 9, 0, false, -1}, // 237 SFTValConfig.eval_on_start
     {398, 0, 0, 39, 0, true, -1}, // 238 SFTValConfig.data
-    {3428, 0, 3435, 175, 0, false, -1}, // 239 EvalsEvalConfig.source
-    {3456, 0, 3465, 176, 0, false, 95}, // 240 EvalsEvalConfig.sampling
+    {3428, 0, 3435, 178, 0, false, -1}, // 239 EvalsEvalConfig.source
+    {3456, 0, 3465, 179, 0, false, 95}, // 240 EvalsEvalConfig.sampling
     {3500, 0, 3513, 20, 0, false, -1}, // 241 EvalsEvalConfig.num_examples
     {1092, 0, 1103, 20, 1, false, -1}, // 242 EvalsEvalConfig.group_size
     {1767, 0, 3516, 20, 1, false, -1}, // 243 EvalsEvalConfig.interval
     {3520, 0, 112, 9, 0, false, -1}, // 244 EvalsEvalConfig.skip_first_step
     {3536, 0, 112, 9, 0, false, -1}, // 245 EvalsEvalConfig.retrigger_on_resume
-    {3556, 0, 3563, 177, 0, false, 96}, // 246 EvalsEvalConfig.client
+    {3556, 0, 3563, 180, 0, false, 96}, // 246 EvalsEvalConfig.client
     {1006, 0, 1027, 20, 2, false, -1}, // 247 EvalsEvalConfig.env_server_base_port
     {1060, 0, 1072, 103, 0, false, 66}, // 248 EvalsEvalConfig.concurrency
     {1949, 0, 1954, 133, 0, false, -1}, // 249 FileSystemWeightBroadcastConfig.type
@@ -1217,37 +1220,37 @@ const Field k_fields[] = {
     {3626, 0, 1103, 20, 0, false, -1}, // 259 NIXLWeightBroadcastConfig.inference_world_size
     {1949, 0, 2118, 135, 0, false, -1}, // 260 NIXLWeightBroadcastConfig.type
     {2125, 0, 2136, 5, 0, false, -1}, // 261 NIXLWeightBroadcastConfig.session_id
-    {3699, 0, 3702, 169, 3, false, -1}, // 262 SGDConfig.lr
-    {3708, 0, 3721, 169, 3, false, -1}, // 263 SGDConfig.weight_decay
-    {3726, 0, 3735, 178, 3, false, -1}, // 264 SGDConfig.max_norm
-    {1949, 0, 3739, 179, 0, false, -1}, // 265 SGDConfig.type
+    {3699, 0, 3702, 172, 3, false, -1}, // 262 SGDConfig.lr
+    {3708, 0, 3721, 172, 3, false, -1}, // 263 SGDConfig.weight_decay
+    {3726, 0, 3735, 181, 3, false, -1}, // 264 SGDConfig.max_norm
+    {1949, 0, 3739, 182, 0, false, -1}, // 265 SGDConfig.type
     {3745, 0, 960, 9, 0, false, -1}, // 266 SGDConfig.nesterov
-    {3754, 0, 3763, 169, 0, false, -1}, // 267 SGDConfig.momentum
-    {3699, 0, 3702, 169, 3, false, -1}, // 268 AdamWConfig.lr
-    {3708, 0, 3721, 169, 3, false, -1}, // 269 AdamWConfig.weight_decay
-    {3726, 0, 3735, 178, 3, false, -1}, // 270 AdamWConfig.max_norm
-    {1949, 0, 3777, 180, 0, false, -1}, // 271 AdamWConfig.type
-    {3785, 0, 3763, 169, 3, false, -1}, // 272 AdamWConfig.betas1
-    {3792, 0, 3799, 169, 3, false, -1}, // 273 AdamWConfig.betas2
-    {3699, 0, 3702, 169, 3, false, -1}, // 274 MuonConfig.lr
-    {3708, 0, 3721, 169, 3, false, -1}, // 275 MuonConfig.weight_decay
-    {3726, 0, 3735, 178, 3, false, -1}, // 276 MuonConfig.max_norm
-    {1949, 0, 3817, 181, 0, false, -1}, // 277 MuonConfig.type
-    {3824, 0, 3827, 169, 3, false, -1}, // 278 MuonConfig.mu
-    {3785, 0, 3763, 169, 3, false, -1}, // 279 MuonConfig.betas1
-    {3792, 0, 3827, 169, 3, false, -1}, // 280 MuonConfig.betas2
-    {3699, 0, 3702, 169, 3, false, -1}, // 281 SignSGDConfig.lr
-    {3708, 0, 3721, 169, 3, false, -1}, // 282 SignSGDConfig.weight_decay
-    {3726, 0, 3735, 178, 3, false, -1}, // 283 SignSGDConfig.max_norm
-    {1949, 0, 3843, 182, 0, false, -1}, // 284 SignSGDConfig.type
-    {1949, 0, 3868, 183, 0, false, -1}, // 285 ConstantSchedulerConfig.type
-    {1949, 0, 3903, 184, 0, false, -1}, // 286 LinearSchedulerConfig.type
+    {3754, 0, 3763, 172, 0, false, -1}, // 267 SGDConfig.momentum
+    {3699, 0, 3702, 172, 3, false, -1}, // 268 AdamWConfig.lr
+    {3708, 0, 3721, 172, 3, false, -1}, // 269 AdamWConfig.weight_decay
+    {3726, 0, 3735, 181, 3, false, -1}, // 270 AdamWConfig.max_norm
+    {1949, 0, 3777, 183, 0, false, -1}, // 271 AdamWConfig.type
+    {3785, 0, 3763, 172, 3, false, -1}, // 272 AdamWConfig.betas1
+    {3792, 0, 3799, 172, 3, false, -1}, // 273 AdamWConfig.betas2
+    {3699, 0, 3702, 172, 3, false, -1}, // 274 MuonConfig.lr
+    {3708, 0, 3721, 172, 3, false, -1}, // 275 MuonConfig.weight_decay
+    {3726, 0, 3735, 181, 3, false, -1}, // 276 MuonConfig.max_norm
+    {1949, 0, 3817, 184, 0, false, -1}, // 277 MuonConfig.type
+    {3824, 0, 3827, 172, 3, false, -1}, // 278 MuonConfig.mu
+    {3785, 0, 3763, 172, 3, false, -1}, // 279 MuonConfig.betas1
+    {3792, 0, 3827, 172, 3, false, -1}, // 280 MuonConfig.betas2
+    {3699, 0, 3702, 172, 3, false, -1}, // 281 SignSGDConfig.lr
+    {3708, 0, 3721, 172, 3, false, -1}, // 282 SignSGDConfig.weight_decay
+    {3726, 0, 3735, 181, 3, false, -1}, // 283 SignSGDConfig.max_norm
+    {1949, 0, 3843, 185, 0, false, -1}, // 284 SignSGDConfig.type
+    {1949, 0, 3868, 186, 0, false, -1}, // 285 ConstantSchedulerConfig.type
+    {1949, 0, 3903, 187, 0, false, -1}, // 286 LinearSchedulerConfig.type
     {3912, 0, 2219, 20, 3, false, -1}, // 287 LinearSchedulerConfig.warmup_steps
     {3925, 0, 2219, 20, 3, false, -1}, // 288 LinearSchedulerConfig.decay_steps
-    {3937, 0, 3944, 169, 3, false, -1}, // 289 LinearSchedulerConfig.min_lr
-    {1949, 0, 3970, 185, 0, false, -1}, // 290 CosineSchedulerConfig.type
+    {3937, 0, 3944, 172, 3, false, -1}, // 289 LinearSchedulerConfig.min_lr
+    {1949, 0, 3970, 188, 0, false, -1}, // 290 CosineSchedulerConfig.type
     {3912, 0, 2219, 20, 3, false, -1}, // 291 CosineSchedulerConfig.warmup_steps
-    {3937, 0, 3944, 169, 3, false, -1}, // 292 CosineSchedulerConfig.min_lr
+    {3937, 0, 3944, 172, 3, false, -1}, // 292 CosineSchedulerConfig.min_lr
     {79, 0, 32, 64, 0, false, -1}, // 293 CheckpointConfig.output_dir
     {1767, 0, 32, 21, 1, false, -1}, // 294 CheckpointConfig.interval
     {1776, 0, 32, 21, 1, false, -1}, // 295 CheckpointConfig.keep_last
@@ -1260,9 +1263,9 @@ const Field k_fields[] = {
     {4144, 0, 4153, 5, 0, false, -1}, // 302 TrainerLogConfig.vf_level
     {1738, 0, 112, 9, 0, false, -1}, // 303 TrainerLogConfig.json_logging
     {4222, 0, 112, 9, 0, false, -1}, // 304 TrainerLogConfig.log_data
-    {1767, 0, 4231, 169, 4, false, -1}, // 305 TrainerLogConfig.interval
-    {4236, 0, 4249, 186, 0, false, -1}, // 306 TrainerLogConfig.ranks_filter
-    {1841, 0, 32, 188, 0, false, -1}, // 307 MonitorsConfig.wandb
+    {1767, 0, 4231, 172, 4, false, -1}, // 305 TrainerLogConfig.interval
+    {4236, 0, 4249, 189, 0, false, -1}, // 306 TrainerLogConfig.ranks_filter
+    {1841, 0, 32, 191, 0, false, -1}, // 307 MonitorsConfig.wandb
     {1847, 0, 4270, 127, 0, false, 81}, // 308 MonitorsConfig.file
     {1767, 0, 3398, 20, 1, false, -1}, // 309 GCConfig.interval
     {4340, 0, 0, 5, 0, true, -1}, // 310 HeartbeatConfig.url
@@ -1275,57 +1278,57 @@ const Field k_fields[] = {
     {2339, 0, 4389, 20, 1, false, -1}, // 317 MultiNodeDeploymentConfig.num_train_nodes
     {2355, 4391, 3229, 20, 3, false, -1}, // 318 MultiNodeDeploymentConfig.num_infer_nodes
     {2390, 0, 32, 21, 0, false, -1}, // 319 MultiNodeDeploymentConfig.nodes_per_fsdp_group
-    {4422, 0, 32, 190, 0, false, -1}, // 320 DataLoaderConfig.fake
-    {1949, 0, 2136, 191, 0, false, -1}, // 321 DefaultLossConfig.type
-    {4444, 0, 4458, 169, 3, false, -1}, // 322 DefaultLossConfig.dppo_mask_low
-    {4462, 0, 4458, 169, 3, false, -1}, // 323 DefaultLossConfig.dppo_mask_high
-    {4477, 0, 3735, 169, 3, false, -1}, // 324 DefaultLossConfig.adv_tau
-    {4485, 0, 4492, 169, 3, false, -1}, // 325 DefaultLossConfig.kl_tau
-    {1949, 0, 4516, 192, 0, false, -1}, // 326 IPOLossConfig.type
-    {4522, 0, 4536, 169, 3, false, -1}, // 327 IPOLossConfig.ipo_threshold
-    {4477, 0, 3735, 169, 3, false, -1}, // 328 IPOLossConfig.adv_tau
-    {4485, 0, 4492, 169, 3, false, -1}, // 329 IPOLossConfig.kl_tau
-    {1949, 0, 4554, 193, 0, false, -1}, // 330 CustomLossConfig.type
+    {4422, 0, 32, 193, 0, false, -1}, // 320 DataLoaderConfig.fake
+    {1949, 0, 2136, 194, 0, false, -1}, // 321 DefaultLossConfig.type
+    {4444, 0, 4458, 172, 3, false, -1}, // 322 DefaultLossConfig.dppo_mask_low
+    {4462, 0, 4458, 172, 3, false, -1}, // 323 DefaultLossConfig.dppo_mask_high
+    {4477, 0, 3735, 172, 3, false, -1}, // 324 DefaultLossConfig.adv_tau
+    {4485, 0, 4492, 172, 3, false, -1}, // 325 DefaultLossConfig.kl_tau
+    {1949, 0, 4516, 195, 0, false, -1}, // 326 IPOLossConfig.type
+    {4522, 0, 4536, 172, 3, false, -1}, // 327 IPOLossConfig.ipo_threshold
+    {4477, 0, 3735, 172, 3, false, -1}, // 328 IPOLossConfig.adv_tau
+    {4485, 0, 4492, 172, 3, false, -1}, // 329 IPOLossConfig.kl_tau
+    {1949, 0, 4554, 196, 0, false, -1}, // 330 CustomLossConfig.type
     {4563, 0, 0, 5, 0, true, -1}, // 331 CustomLossConfig.import_path
-    {4575, 0, 4582, 194, 0, false, -1}, // 332 CustomLossConfig.kwargs
+    {4575, 0, 4582, 197, 0, false, -1}, // 332 CustomLossConfig.kwargs
     {2022, 0, 4620, 20, 2, false, -1}, // 333 MetricsServerConfig.port
     {2005, 0, 4625, 5, 0, false, -1}, // 334 MetricsServerConfig.host
-    {3456, 0, 4655, 195, 0, false, 99}, // 335 GRPOAlgoConfig.sampling
-    {1949, 0, 4672, 196, 0, false, -1}, // 336 GRPOAlgoConfig.type
-    {4679, 0, 32, 198, 0, false, -1}, // 337 GRPOAlgoConfig.length_penalty
-    {3456, 0, 4655, 195, 0, false, 99}, // 338 EchoAlgoConfig.sampling
-    {1949, 0, 4736, 199, 0, false, -1}, // 339 EchoAlgoConfig.type
-    {4679, 0, 32, 198, 0, false, -1}, // 340 EchoAlgoConfig.length_penalty
-    {4743, 0, 4749, 200, 0, false, 101}, // 341 EchoAlgoConfig.roles
-    {4788, 0, 32, 202, 0, false, -1}, // 342 EchoAlgoConfig.filter
-    {3456, 0, 4655, 195, 0, false, 99}, // 343 MaxRLAlgoConfig.sampling
-    {1949, 0, 4810, 203, 0, false, -1}, // 344 MaxRLAlgoConfig.type
-    {3456, 0, 4655, 195, 0, false, 99}, // 345 RAEAlgoConfig.sampling
-    {1949, 0, 4835, 204, 0, false, -1}, // 346 RAEAlgoConfig.type
-    {4841, 0, 3827, 169, 5, false, -1}, // 347 RAEAlgoConfig.decay
-    {3456, 0, 4655, 195, 0, false, 99}, // 348 HierarchicalGRPOAlgoConfig.sampling
-    {1949, 0, 4861, 205, 0, false, -1}, // 349 HierarchicalGRPOAlgoConfig.type
-    {4881, 0, 0, 167, 6, true, -1}, // 350 HierarchicalGRPOAlgoConfig.episode_agents
-    {3456, 0, 4655, 195, 0, false, 99}, // 351 OPDAlgoConfig.sampling
-    {1949, 0, 4923, 206, 0, false, -1}, // 352 OPDAlgoConfig.type
-    {4929, 0, 0, 207, 0, true, -1}, // 353 OPDAlgoConfig.teacher
-    {3456, 0, 4655, 195, 0, false, 99}, // 354 OPSDAlgoConfig.sampling
-    {1949, 0, 4951, 208, 0, false, -1}, // 355 OPSDAlgoConfig.type
+    {3456, 0, 4655, 198, 0, false, 99}, // 335 GRPOAlgoConfig.sampling
+    {1949, 0, 4672, 199, 0, false, -1}, // 336 GRPOAlgoConfig.type
+    {4679, 0, 32, 201, 0, false, -1}, // 337 GRPOAlgoConfig.length_penalty
+    {3456, 0, 4655, 198, 0, false, 99}, // 338 EchoAlgoConfig.sampling
+    {1949, 0, 4736, 202, 0, false, -1}, // 339 EchoAlgoConfig.type
+    {4679, 0, 32, 201, 0, false, -1}, // 340 EchoAlgoConfig.length_penalty
+    {4743, 0, 4749, 203, 0, false, 101}, // 341 EchoAlgoConfig.roles
+    {4788, 0, 32, 205, 0, false, -1}, // 342 EchoAlgoConfig.filter
+    {3456, 0, 4655, 198, 0, false, 99}, // 343 MaxRLAlgoConfig.sampling
+    {1949, 0, 4810, 206, 0, false, -1}, // 344 MaxRLAlgoConfig.type
+    {3456, 0, 4655, 198, 0, false, 99}, // 345 RAEAlgoConfig.sampling
+    {1949, 0, 4835, 207, 0, false, -1}, // 346 RAEAlgoConfig.type
+    {4841, 0, 3827, 172, 5, false, -1}, // 347 RAEAlgoConfig.decay
+    {3456, 0, 4655, 198, 0, false, 99}, // 348 HierarchicalGRPOAlgoConfig.sampling
+    {1949, 0, 4861, 208, 0, false, -1}, // 349 HierarchicalGRPOAlgoConfig.type
+    {4881, 0, 0, 170, 6, true, -1}, // 350 HierarchicalGRPOAlgoConfig.episode_agents
+    {3456, 0, 4655, 198, 0, false, 99}, // 351 OPDAlgoConfig.sampling
+    {1949, 0, 4923, 209, 0, false, -1}, // 352 OPDAlgoConfig.type
+    {4929, 0, 0, 210, 0, true, -1}, // 353 OPDAlgoConfig.teacher
+    {3456, 0, 4655, 198, 0, false, 99}, // 354 OPSDAlgoConfig.sampling
+    {1949, 0, 4951, 211, 0, false, -1}, // 355 OPSDAlgoConfig.type
     {4958, 0, 4967, 5, 0, false, -1}, // 356 OPSDAlgoConfig.demo_key
     {4983, 0, 4992, 5, 0, false, -1}, // 357 OPSDAlgoConfig.template
     {368, 0, 377, 37, 0, false, -1}, // 358 OPSDAlgoConfig.renderer
-    {3456, 0, 4655, 195, 0, false, 99}, // 359 SFTAlgoConfig.sampling
-    {1949, 0, 3246, 166, 0, false, -1}, // 360 SFTAlgoConfig.type
+    {3456, 0, 4655, 198, 0, false, 99}, // 359 SFTAlgoConfig.sampling
+    {1949, 0, 3246, 169, 0, false, -1}, // 360 SFTAlgoConfig.type
     {1689, 0, 1629, 5, 0, false, -1}, // 361 ModelConfig.name
     {1901, 0, 112, 9, 0, false, -1}, // 362 ModelConfig.trust_remote_code
     {1879, 0, 32, 131, 0, false, -1}, // 363 ModelConfig.vlm
-    {3068, 0, 32, 210, 0, false, -1}, // 364 ModelConfig.lora
-    {3556, 0, 3563, 177, 0, false, 96}, // 365 ModelConfig.client
-    {3428, 0, 3435, 212, 0, false, -1}, // 366 TrainConfig.source
-    {3456, 0, 5117, 213, 0, false, 106}, // 367 TrainConfig.sampling
+    {3068, 0, 32, 213, 0, false, -1}, // 364 ModelConfig.lora
+    {3556, 0, 3563, 180, 0, false, 96}, // 365 ModelConfig.client
+    {3428, 0, 3435, 215, 0, false, -1}, // 366 TrainConfig.source
+    {3456, 0, 5117, 216, 0, false, 106}, // 367 TrainConfig.sampling
     {5139, 0, 960, 9, 0, false, -1}, // 368 TrainConfig.filter_zero_advantages
-    {3428, 0, 3435, 175, 0, false, -1}, // 369 EvalConfig.source
-    {3456, 0, 3465, 176, 0, false, 95}, // 370 EvalConfig.sampling
+    {3428, 0, 3435, 178, 0, false, -1}, // 369 EvalConfig.source
+    {3456, 0, 3465, 179, 0, false, 95}, // 370 EvalConfig.sampling
     {3500, 0, 3513, 20, 0, false, -1}, // 371 EvalConfig.num_examples
     {1092, 0, 1103, 20, 1, false, -1}, // 372 EvalConfig.group_size
     {1767, 0, 3516, 20, 1, false, -1}, // 373 EvalConfig.interval
@@ -1335,8 +1338,8 @@ const Field k_fields[] = {
     {4144, 0, 4153, 5, 0, false, -1}, // 377 LogConfig.vf_level
     {1738, 0, 112, 9, 0, false, -1}, // 378 LogConfig.json_logging
     {4222, 0, 112, 9, 0, false, -1}, // 379 LogConfig.log_data
-    {1767, 0, 4231, 169, 4, false, -1}, // 380 LogConfig.interval
-    {1841, 0, 32, 188, 0, false, -1}, // 381 OrchestratorMonitorsConfig.wandb
+    {1767, 0, 4231, 172, 4, false, -1}, // 380 LogConfig.interval
+    {1841, 0, 32, 191, 0, false, -1}, // 381 OrchestratorMonitorsConfig.wandb
     {1847, 0, 4270, 127, 0, false, 81}, // 382 OrchestratorMonitorsConfig.file
     {1852, 0, 32, 129, 0, false, -1}, // 383 OrchestratorMonitorsConfig.prime
     {1767, 0, 32, 21, 1, false, -1}, // 384 CheckpointConfig.interval
@@ -1362,50 +1365,50 @@ const Field k_fields[] = {
     {5277, 0, 5290, 21, 1, false, -1}, // 404 ConcurrencyConfig.max_inflight
     {2005, 0, 32, 123, 0, false, -1}, // 405 ServerConfig.host
     {2022, 0, 4620, 20, 0, false, -1}, // 406 ServerConfig.port
-    {5313, 0, 5338, 169, 4, false, -1}, // 407 ServerConfig.liveness_timeout_seconds
-    {1949, 0, 5356, 214, 0, false, -1}, // 408 VllmRouterConfig.type
+    {5313, 0, 5338, 172, 4, false, -1}, // 407 ServerConfig.liveness_timeout_seconds
+    {1949, 0, 5356, 217, 0, false, -1}, // 408 VllmRouterConfig.type
     {5370, 0, 5377, 5, 0, false, -1}, // 409 VllmRouterConfig.policy
-    {1949, 0, 5412, 215, 0, false, -1}, // 410 LlmdRouterConfig.type
-    {5420, 0, 5428, 216, 0, false, -1}, // 411 LlmdRouterConfig.scorers
-    {5487, 0, 5512, 216, 0, false, -1}, // 412 LlmdRouterConfig.prefill_scorer_overrides
-    {5570, 0, 46, 216, 0, false, -1}, // 413 LlmdRouterConfig.decode_scorer_overrides
+    {1949, 0, 5412, 218, 0, false, -1}, // 410 LlmdRouterConfig.type
+    {5420, 0, 5428, 219, 0, false, -1}, // 411 LlmdRouterConfig.scorers
+    {5487, 0, 5512, 219, 0, false, -1}, // 412 LlmdRouterConfig.prefill_scorer_overrides
+    {5570, 0, 46, 219, 0, false, -1}, // 413 LlmdRouterConfig.decode_scorer_overrides
     {5594, 0, 5612, 20, 0, false, -1}, // 414 LlmdRouterConfig.non_cached_tokens
     {5615, 0, 5635, 20, 0, false, -1}, // 415 LlmdRouterConfig.decode_sidecar_port
     {184, 0, 1629, 5, 0, false, -1}, // 416 VllmConfig.model
-    {5657, 0, 2648, 217, 0, false, -1}, // 417 VllmConfig.dtype
+    {5657, 0, 2648, 220, 0, false, -1}, // 417 VllmConfig.dtype
     {5663, 0, 32, 21, 0, false, -1}, // 418 VllmConfig.max_model_len
     {5677, 0, 112, 9, 0, false, -1}, // 419 VllmConfig.enforce_eager
     {1901, 0, 112, 9, 0, false, -1}, // 420 VllmConfig.trust_remote_code
     {1919, 0, 32, 123, 0, false, -1}, // 421 VllmConfig.chat_template
     {5691, 0, 2648, 123, 0, false, -1}, // 422 VllmConfig.tool_call_parser
     {5708, 0, 2648, 123, 0, false, -1}, // 423 VllmConfig.reasoning_parser
-    {5725, 0, 32, 218, 0, false, -1}, // 424 VllmConfig.rope_scaling
+    {5725, 0, 32, 221, 0, false, -1}, // 424 VllmConfig.rope_scaling
     {5738, 0, 1103, 20, 0, false, -1}, // 425 VllmConfig.tensor_parallel_size
     {5759, 0, 1103, 20, 1, false, -1}, // 426 VllmConfig.data_parallel_size
     {5778, 0, 32, 21, 1, false, -1}, // 427 VllmConfig.data_parallel_size_local
     {5803, 0, 5826, 20, 2, false, -1}, // 428 VllmConfig.data_parallel_rpc_port
     {5832, 0, 1103, 20, 3, false, -1}, // 429 VllmConfig.api_server_count
     {3224, 0, 3229, 20, 0, false, -1}, // 430 VllmConfig.seed
-    {5849, 0, 3763, 169, 0, false, -1}, // 431 VllmConfig.gpu_memory_utilization
+    {5849, 0, 3763, 172, 0, false, -1}, // 431 VllmConfig.gpu_memory_utilization
     {5872, 0, 32, 132, 0, false, -1}, // 432 VllmConfig.enable_prefix_caching
     {3025, 0, 32, 123, 0, false, -1}, // 433 VllmConfig.quantization
     {5894, 0, 112, 9, 0, false, -1}, // 434 VllmConfig.enable_lora
     {5906, 0, 1168, 20, 0, false, -1}, // 435 VllmConfig.max_loras
     {5916, 0, 3516, 20, 0, false, -1}, // 436 VllmConfig.max_cpu_loras
     {5930, 0, 32, 21, 0, false, -1}, // 437 VllmConfig.max_lora_rank
-    {5944, 0, 32, 168, 0, false, -1}, // 438 VllmConfig.lora_target_modules
+    {5944, 0, 32, 171, 0, false, -1}, // 438 VllmConfig.lora_target_modules
     {5964, 0, 112, 9, 0, false, -1}, // 439 VllmConfig.enable_expert_parallel
-    {5987, 0, 6003, 219, 0, false, -1}, // 440 VllmConfig.all2all_backend
+    {5987, 0, 6003, 222, 0, false, -1}, // 440 VllmConfig.all2all_backend
     {6029, 0, 112, 9, 0, false, -1}, // 441 VllmConfig.enable_eplb
     {6041, 0, 112, 9, 0, false, -1}, // 442 VllmConfig.enable_dbo
     {6052, 0, 112, 9, 0, false, -1}, // 443 VllmConfig.enable_return_routed_experts
-    {1949, 0, 1954, 220, 0, false, -1}, // 444 WeightBroadcastConfig.type
-    {6114, 0, 32, 222, 0, false, -1}, // 445 NativeKVCacheOffloadConfig.cpu
-    {6118, 0, 32, 224, 0, false, -1}, // 446 NativeKVCacheOffloadConfig.disk
-    {1949, 0, 6123, 225, 0, false, -1}, // 447 NativeKVCacheOffloadConfig.type
-    {6114, 0, 32, 222, 0, false, -1}, // 448 MooncakeKVCacheOffloadConfig.cpu
-    {6118, 0, 32, 224, 0, false, -1}, // 449 MooncakeKVCacheOffloadConfig.disk
-    {1949, 0, 6159, 226, 0, false, -1}, // 450 MooncakeKVCacheOffloadConfig.type
+    {1949, 0, 1954, 223, 0, false, -1}, // 444 WeightBroadcastConfig.type
+    {6114, 0, 32, 225, 0, false, -1}, // 445 NativeKVCacheOffloadConfig.cpu
+    {6118, 0, 32, 227, 0, false, -1}, // 446 NativeKVCacheOffloadConfig.disk
+    {1949, 0, 6123, 228, 0, false, -1}, // 447 NativeKVCacheOffloadConfig.type
+    {6114, 0, 32, 225, 0, false, -1}, // 448 MooncakeKVCacheOffloadConfig.cpu
+    {6118, 0, 32, 227, 0, false, -1}, // 449 MooncakeKVCacheOffloadConfig.disk
+    {1949, 0, 6159, 229, 0, false, -1}, // 450 MooncakeKVCacheOffloadConfig.type
     {6170, 0, 6182, 5, 0, false, -1}, // 451 MooncakeKVCacheOffloadConfig.device_name
     {2241, 0, 1168, 20, 0, false, -1}, // 452 SingleNodeInferenceDeploymentConfig.gpus_per_node
     {1949, 0, 2255, 137, 0, false, -1}, // 453 SingleNodeInferenceDeploymentConfig.type
@@ -1413,7 +1416,7 @@ const Field k_fields[] = {
     {1949, 0, 2326, 138, 0, false, -1}, // 455 MultiNodeInferenceDeploymentConfig.type
     {6250, 0, 4389, 20, 1, false, -1}, // 456 MultiNodeInferenceDeploymentConfig.num_nodes
     {2241, 0, 1168, 20, 0, false, -1}, // 457 DisaggregatedInferenceDeploymentConfig.gpus_per_node
-    {1949, 0, 6295, 227, 0, false, -1}, // 458 DisaggregatedInferenceDeploymentConfig.type
+    {1949, 0, 6295, 230, 0, false, -1}, // 458 DisaggregatedInferenceDeploymentConfig.type
     {6311, 0, 1103, 20, 1, false, -1}, // 459 DisaggregatedInferenceDeploymentConfig.prefill_nodes_per_replica
     {6337, 0, 1103, 20, 1, false, -1}, // 460 DisaggregatedInferenceDeploymentConfig.decode_nodes_per_replica
     {6362, 0, 1103, 20, 1, false, -1}, // 461 DisaggregatedInferenceDeploymentConfig.num_prefill_replicas
@@ -1422,18 +1425,18 @@ const Field k_fields[] = {
     {6416, 0, 6428, 20, 0, false, -1}, // 464 DisaggregatedInferenceDeploymentConfig.decode_port
     {6433, 0, 46, 6, 0, false, -1}, // 465 DisaggregatedInferenceDeploymentConfig.prefill_env_vars
     {6450, 0, 46, 6, 0, false, -1}, // 466 DisaggregatedInferenceDeploymentConfig.decode_env_vars
-    {6466, 0, 46, 194, 0, false, -1}, // 467 DisaggregatedInferenceDeploymentConfig.prefill_vllm_overrides
-    {6489, 0, 46, 194, 0, false, -1}, // 468 DisaggregatedInferenceDeploymentConfig.decode_vllm_overrides
-    {6550, 0, 6555, 230, 0, false, 110}, // 469 ServeConfig.pool
+    {6466, 0, 46, 197, 0, false, -1}, // 467 DisaggregatedInferenceDeploymentConfig.prefill_vllm_overrides
+    {6489, 0, 46, 197, 0, false, -1}, // 468 DisaggregatedInferenceDeploymentConfig.decode_vllm_overrides
+    {6550, 0, 6555, 233, 0, false, 110}, // 469 ServeConfig.pool
     {6589, 0, 32, 123, 0, false, -1}, // 470 ServeConfig.address
     {6597, 0, 32, 21, 1, false, -1}, // 471 ServeConfig.max_concurrent
     {6651, 0, 6182, 5, 0, false, -1}, // 472 SingleAgentEnvConfig.id
-    {6654, 0, 6662, 231, 0, false, 111}, // 473 SingleAgentEnvConfig.taskset
-    {2033, 0, 6678, 232, 0, false, 112}, // 474 SingleAgentEnvConfig.timeout
-    {6694, 0, 6702, 233, 0, false, 113}, // 475 SingleAgentEnvConfig.retries
+    {6654, 0, 6662, 234, 0, false, 111}, // 473 SingleAgentEnvConfig.taskset
+    {2033, 0, 6678, 235, 0, false, 112}, // 474 SingleAgentEnvConfig.timeout
+    {6694, 0, 6702, 236, 0, false, 113}, // 475 SingleAgentEnvConfig.retries
     {6716, 0, 1103, 21, 1, false, -1}, // 476 SingleAgentEnvConfig.max_concurrent_agents
-    {6738, 0, 6751, 237, 0, false, 116}, // 477 SingleAgentEnvConfig.interception
-    {6783, 0, 6789, 238, 0, false, 117}, // 478 SingleAgentEnvConfig.agent
+    {6738, 0, 6751, 240, 0, false, 116}, // 477 SingleAgentEnvConfig.interception
+    {6783, 0, 6789, 241, 0, false, 117}, // 478 SingleAgentEnvConfig.agent
     {6859, 0, 32, 64, 0, false, -1}, // 479 OnlineConfig.broadcasts_dir
     {200, 0, 32, 21, 0, false, -1}, // 480 OnlineConfig.max_steps
     {6874, 0, 32, 21, 0, false, -1}, // 481 OnlineConfig.resume_step
@@ -1441,7 +1444,7 @@ const Field k_fields[] = {
     {6907, 0, 32, 123, 0, false, -1}, // 483 SharedWandbConfig.entity
     {1689, 0, 32, 123, 0, false, -1}, // 484 SharedWandbConfig.name
     {6914, 0, 32, 123, 0, false, -1}, // 485 SharedWandbConfig.group
-    {6920, 0, 32, 168, 0, false, -1}, // 486 SharedWandbConfig.tags
+    {6920, 0, 32, 171, 0, false, -1}, // 486 SharedWandbConfig.tags
     {6925, 0, 112, 132, 0, false, -1}, // 487 SharedWandbConfig.offline
     {6951, 0, 6956, 8, 0, false, -1}, // 488 FileMonitorConfig.path
     {1689, 0, 32, 123, 0, false, -1}, // 489 PrimeMonitorConfig.name
@@ -1449,28 +1452,28 @@ const Field k_fields[] = {
     {7035, 0, 0, 5, 0, true, -1}, // 491 VLMConfig.language_model_attr
     {7055, 0, 960, 9, 0, false, -1}, // 492 VLMConfig.freeze_vision_encoder
     {7087, 0, 112, 9, 0, false, -1}, // 493 CompileConfig.fullgraph
-    {7111, 0, 7116, 239, 0, false, -1}, // 494 ActivationCheckpointConfig.mode
+    {7111, 0, 7116, 242, 0, false, -1}, // 494 ActivationCheckpointConfig.mode
     {7123, 0, 1103, 20, 1, false, -1}, // 495 ActivationCheckpointConfig.freq
-    {7128, 0, 7136, 167, 0, false, -1}, // 496 ActivationCheckpointConfig.targets
+    {7128, 0, 7136, 170, 0, false, -1}, // 496 ActivationCheckpointConfig.targets
     {7172, 0, 960, 9, 0, false, -1}, // 497 ActivationOffloadingConfig.pin_memory
     {7183, 0, 7208, 20, 1, false, -1}, // 498 ActivationOffloadingConfig.max_inflight_activations
-    {7237, 0, 6123, 240, 0, false, -1}, // 499 OptimizerInBackwardOffloadConfig.cpu_optimizer_backend
+    {7237, 0, 6123, 243, 0, false, -1}, // 499 OptimizerInBackwardOffloadConfig.cpu_optimizer_backend
     {7259, 0, 960, 9, 0, false, -1}, // 500 OptimizerInBackwardOffloadConfig.numa_bind
-    {1949, 0, 7302, 241, 0, false, -1}, // 501 FP8Config.type
+    {1949, 0, 7302, 244, 0, false, -1}, // 501 FP8Config.type
     {7308, 0, 960, 9, 0, false, -1}, // 502 FP8Config.enable_grouped_gemm
-    {7328, 0, 7344, 167, 0, false, -1}, // 503 FP8Config.ignore_patterns
-    {1949, 0, 7383, 242, 0, false, -1}, // 504 MXFP8Config.type
-    {7391, 0, 7398, 243, 0, false, -1}, // 505 MXFP8Config.recipe
+    {7328, 0, 7344, 170, 0, false, -1}, // 503 FP8Config.ignore_patterns
+    {1949, 0, 7383, 245, 0, false, -1}, // 504 MXFP8Config.type
+    {7391, 0, 7398, 246, 0, false, -1}, // 505 MXFP8Config.recipe
     {7308, 0, 960, 9, 0, false, -1}, // 506 MXFP8Config.enable_grouped_gemm
     {7412, 0, 960, 9, 0, false, -1}, // 507 MXFP8Config.enable_a2a
-    {7328, 0, 7344, 167, 0, false, -1}, // 508 MXFP8Config.ignore_patterns
+    {7328, 0, 7344, 170, 0, false, -1}, // 508 MXFP8Config.ignore_patterns
     {7435, 0, 1103, 20, 1, false, -1}, // 509 IndexCacheConfig.topk_freq
     {7445, 0, 32, 123, 0, false, -1}, // 510 IndexCacheConfig.topk_pattern
     {7475, 0, 5612, 20, 1, false, -1}, // 511 LoRAConfig.rank
-    {7480, 0, 7486, 169, 3, false, -1}, // 512 LoRAConfig.alpha
-    {7491, 0, 3944, 169, 7, false, -1}, // 513 LoRAConfig.dropout
-    {7499, 0, 7514, 167, 0, false, -1}, // 514 LoRAConfig.target_modules
-    {7641, 0, 7657, 167, 0, false, -1}, // 515 LoRAConfig.modules_to_save
+    {7480, 0, 7486, 172, 3, false, -1}, // 512 LoRAConfig.alpha
+    {7491, 0, 3944, 172, 7, false, -1}, // 513 LoRAConfig.dropout
+    {7499, 0, 7514, 170, 0, false, -1}, // 514 LoRAConfig.target_modules
+    {7641, 0, 7657, 170, 0, false, -1}, // 515 LoRAConfig.modules_to_save
     {7671, 0, 32, 21, 0, false, -1}, // 516 DebugModelConfig.num_layers
     {7682, 0, 112, 9, 0, false, -1}, // 517 DebugModelConfig.random_init
     {7694, 0, 112, 9, 0, false, -1}, // 518 DebugModelConfig.force_balanced_routing
@@ -1481,18 +1484,18 @@ const Field k_fields[] = {
     {1532, 0, 1536, 119, 0, false, 78}, // 523 EvalSourceConfig.env
     {1562, 0, 1568, 120, 0, false, 77}, // 524 EvalSourceConfig.serve
     {1689, 0, 32, 123, 0, false, -1}, // 525 EvalSourceConfig.name
-    {7776, 0, 3735, 169, 4, false, -1}, // 526 EvalSourceConfig.ratio
-    {3456, 0, 7782, 176, 0, false, 95}, // 527 EvalSourceConfig.sampling
+    {7776, 0, 3735, 172, 4, false, -1}, // 526 EvalSourceConfig.ratio
+    {3456, 0, 7782, 179, 0, false, 95}, // 527 EvalSourceConfig.sampling
     {3500, 0, 3513, 20, 0, false, -1}, // 528 EvalSourceConfig.num_examples
     {1092, 0, 1103, 20, 1, false, -1}, // 529 EvalSourceConfig.group_size
     {1767, 0, 3516, 20, 1, false, -1}, // 530 EvalSourceConfig.interval
-    {7820, 0, 32, 178, 8, false, -1}, // 531 EvalSamplingConfig.temperature
-    {7832, 0, 32, 178, 0, false, -1}, // 532 EvalSamplingConfig.top_p
+    {7820, 0, 32, 181, 8, false, -1}, // 531 EvalSamplingConfig.temperature
+    {7832, 0, 32, 181, 0, false, -1}, // 532 EvalSamplingConfig.top_p
     {7838, 0, 32, 21, 0, false, -1}, // 533 EvalSamplingConfig.top_k
-    {7844, 0, 32, 178, 3, false, -1}, // 534 EvalSamplingConfig.min_p
+    {7844, 0, 32, 181, 3, false, -1}, // 534 EvalSamplingConfig.min_p
     {7850, 0, 32, 21, 0, false, -1}, // 535 EvalSamplingConfig.max_completion_tokens
-    {7872, 0, 32, 245, 0, false, -1}, // 536 EvalSamplingConfig.reasoning_effort
-    {7889, 0, 46, 194, 0, false, -1}, // 537 EvalSamplingConfig.extra_body
+    {7872, 0, 32, 248, 0, false, -1}, // 536 EvalSamplingConfig.reasoning_effort
+    {7889, 0, 46, 197, 0, false, -1}, // 537 EvalSamplingConfig.extra_body
     {7919, 0, 7942, 20, 0, false, -1}, // 538 ClientConfig.wait_for_ready_timeout
     {7947, 0, 7956, 5, 0, false, -1}, // 539 ClientConfig.base_url
     {7983, 0, 7995, 5, 0, false, -1}, // 540 ClientConfig.api_key_var
@@ -1500,26 +1503,26 @@ const Field k_fields[] = {
     {8018, 0, 46, 6, 0, false, -1}, // 542 ClientConfig.headers_from_env
     {8035, 0, 46, 6, 0, false, -1}, // 543 ClientConfig.extra_headers_from_state
     {8060, 0, 112, 9, 0, false, -1}, // 544 ClientConfig.skip_model_check
-    {8077, 0, 32, 168, 0, false, -1}, // 545 ClientConfig.admin_base_url
+    {8077, 0, 32, 171, 0, false, -1}, // 545 ClientConfig.admin_base_url
     {6899, 0, 2472, 5, 0, false, -1}, // 546 WandbMonitorConfig.project
     {6907, 0, 32, 123, 0, false, -1}, // 547 WandbMonitorConfig.entity
     {1689, 0, 32, 123, 0, false, -1}, // 548 WandbMonitorConfig.name
     {6914, 0, 32, 123, 0, false, -1}, // 549 WandbMonitorConfig.group
-    {6920, 0, 32, 168, 0, false, -1}, // 550 WandbMonitorConfig.tags
+    {6920, 0, 32, 171, 0, false, -1}, // 550 WandbMonitorConfig.tags
     {6925, 0, 112, 9, 0, false, -1}, // 551 WandbMonitorConfig.offline
     {1032, 0, 4389, 20, 1, false, -1}, // 552 FakeDataLoaderConfig.batch_size
     {8124, 0, 112, 9, 0, false, -1}, // 553 FakeDataLoaderConfig.generate_samples
-    {3428, 0, 8162, 247, 0, false, -1}, // 554 SamplingConfig.source
-    {1949, 0, 3903, 184, 0, false, -1}, // 555 LinearLengthPenaltyConfig.type
-    {8186, 0, 8211, 169, 9, false, -1}, // 556 LinearLengthPenaltyConfig.num_output_tokens_weight
-    {8216, 0, 4536, 169, 9, false, -1}, // 557 LinearLengthPenaltyConfig.num_input_tokens_weight
-    {8240, 0, 4536, 169, 9, false, -1}, // 558 LinearLengthPenaltyConfig.num_turns_weight
-    {7734, 0, 32, 249, 0, false, -1}, // 559 EchoRolesConfig.system
-    {7741, 0, 32, 249, 0, false, -1}, // 560 EchoRolesConfig.user
-    {7746, 0, 32, 249, 0, false, -1}, // 561 EchoRolesConfig.assistant
-    {7756, 0, 32, 249, 0, false, -1}, // 562 EchoRolesConfig.tool
+    {3428, 0, 8162, 250, 0, false, -1}, // 554 SamplingConfig.source
+    {1949, 0, 3903, 187, 0, false, -1}, // 555 LinearLengthPenaltyConfig.type
+    {8186, 0, 8211, 172, 9, false, -1}, // 556 LinearLengthPenaltyConfig.num_output_tokens_weight
+    {8216, 0, 4536, 172, 9, false, -1}, // 557 LinearLengthPenaltyConfig.num_input_tokens_weight
+    {8240, 0, 4536, 172, 9, false, -1}, // 558 LinearLengthPenaltyConfig.num_turns_weight
+    {7734, 0, 32, 252, 0, false, -1}, // 559 EchoRolesConfig.system
+    {7741, 0, 32, 252, 0, false, -1}, // 560 EchoRolesConfig.user
+    {7746, 0, 32, 252, 0, false, -1}, // 561 EchoRolesConfig.assistant
+    {7756, 0, 32, 252, 0, false, -1}, // 562 EchoRolesConfig.tool
     {4563, 0, 0, 5, 0, true, -1}, // 563 EchoFilterConfig.import_path
-    {4575, 0, 4582, 194, 0, false, -1}, // 564 EchoFilterConfig.kwargs
+    {4575, 0, 4582, 197, 0, false, -1}, // 564 EchoFilterConfig.kwargs
     {7919, 0, 7942, 20, 0, false, -1}, // 565 FrozenModelConfig.wait_for_ready_timeout
     {7947, 0, 7956, 5, 0, false, -1}, // 566 FrozenModelConfig.base_url
     {7983, 0, 7995, 5, 0, false, -1}, // 567 FrozenModelConfig.api_key_var
@@ -1527,148 +1530,148 @@ const Field k_fields[] = {
     {8018, 0, 46, 6, 0, false, -1}, // 569 FrozenModelConfig.headers_from_env
     {8035, 0, 46, 6, 0, false, -1}, // 570 FrozenModelConfig.extra_headers_from_state
     {8060, 0, 112, 9, 0, false, -1}, // 571 FrozenModelConfig.skip_model_check
-    {8077, 0, 32, 168, 0, false, -1}, // 572 FrozenModelConfig.admin_base_url
+    {8077, 0, 32, 171, 0, false, -1}, // 572 FrozenModelConfig.admin_base_url
     {1689, 0, 0, 5, 0, true, -1}, // 573 FrozenModelConfig.name
     {1689, 0, 32, 123, 0, false, -1}, // 574 LoRAConfig.name
     {7475, 0, 32, 21, 1, false, -1}, // 575 LoRAConfig.rank
-    {7480, 0, 32, 178, 3, false, -1}, // 576 LoRAConfig.alpha
+    {7480, 0, 32, 181, 3, false, -1}, // 576 LoRAConfig.alpha
     {1532, 0, 1536, 119, 0, false, 78}, // 577 TrainSourceConfig.env
     {1562, 0, 1568, 120, 0, false, 77}, // 578 TrainSourceConfig.serve
     {1689, 0, 32, 123, 0, false, -1}, // 579 TrainSourceConfig.name
-    {7776, 0, 3735, 169, 4, false, -1}, // 580 TrainSourceConfig.ratio
-    {3456, 0, 5117, 213, 0, false, 106}, // 581 TrainSourceConfig.sampling
+    {7776, 0, 3735, 172, 4, false, -1}, // 580 TrainSourceConfig.ratio
+    {3456, 0, 5117, 216, 0, false, 106}, // 581 TrainSourceConfig.sampling
     {1092, 0, 1103, 20, 1, false, -1}, // 582 TrainSourceConfig.group_size
-    {851, 0, 32, 250, 0, false, -1}, // 583 TrainSourceConfig.algo
-    {8334, 0, 32, 252, 0, false, -1}, // 584 TrainSourceConfig.curriculum
-    {7820, 0, 3735, 169, 8, false, -1}, // 585 TrainSamplingConfig.temperature
+    {851, 0, 32, 253, 0, false, -1}, // 583 TrainSourceConfig.algo
+    {8334, 0, 32, 255, 0, false, -1}, // 584 TrainSourceConfig.curriculum
+    {7820, 0, 3735, 172, 8, false, -1}, // 585 TrainSamplingConfig.temperature
     {7850, 0, 32, 21, 0, false, -1}, // 586 TrainSamplingConfig.max_completion_tokens
-    {7889, 0, 46, 194, 0, false, -1}, // 587 TrainSamplingConfig.extra_body
+    {7889, 0, 46, 197, 0, false, -1}, // 587 TrainSamplingConfig.extra_body
     {8383, 0, 0, 20, 4, true, -1}, // 588 CPUOffloadTier.num_bytes
     {6951, 0, 0, 8, 0, true, -1}, // 589 DiskOffloadTier.path
-    {1949, 0, 8424, 253, 0, false, -1}, // 590 StaticPoolConfig.type
+    {1949, 0, 8424, 256, 0, false, -1}, // 590 StaticPoolConfig.type
     {3167, 0, 8433, 20, 1, false, -1}, // 591 StaticPoolConfig.num_workers
-    {1949, 0, 8452, 254, 0, false, -1}, // 592 ElasticPoolConfig.type
+    {1949, 0, 8452, 257, 0, false, -1}, // 592 ElasticPoolConfig.type
     {8462, 0, 32, 21, 0, false, -1}, // 593 ElasticPoolConfig.max_workers
     {8474, 0, 3146, 20, 1, false, -1}, // 594 ElasticPoolConfig.multiplex
     {6651, 0, 6182, 5, 0, false, -1}, // 595 TasksetConfig.id
-    {8502, 0, 8507, 255, 0, false, 120}, // 596 TasksetConfig.task
+    {8502, 0, 8507, 258, 0, false, 120}, // 596 TasksetConfig.task
     {8520, 0, 32, 64, 0, false, -1}, // 597 TasksetConfig.system_prompt
-    {8577, 0, 32, 178, 0, false, -1}, // 598 TimeoutConfig.episode
-    {8585, 0, 32, 178, 0, false, -1}, // 599 TimeoutConfig.finalize
+    {8577, 0, 32, 181, 0, false, -1}, // 598 TimeoutConfig.episode
+    {8585, 0, 32, 181, 0, false, -1}, // 599 TimeoutConfig.finalize
     {8633, 0, 3229, 20, 3, false, -1}, // 600 RetryConfig.max_retries
-    {8645, 0, 3435, 167, 0, false, -1}, // 601 RetryConfig.include
-    {2548, 0, 3435, 167, 0, false, -1}, // 602 RetryConfig.exclude
-    {1949, 0, 8694, 256, 0, false, -1}, // 603 InterceptionServerConfig.type
-    {8703, 0, 8710, 259, 0, false, 121}, // 604 InterceptionServerConfig.tunnel
-    {1949, 0, 8424, 253, 0, false, -1}, // 605 StaticInterceptionPoolConfig.type
-    {8788, 0, 0, 260, 6, true, -1}, // 606 StaticInterceptionPoolConfig.servers
-    {1949, 0, 8452, 254, 0, false, -1}, // 607 ElasticInterceptionPoolConfig.type
+    {8645, 0, 3435, 170, 0, false, -1}, // 601 RetryConfig.include
+    {2548, 0, 3435, 170, 0, false, -1}, // 602 RetryConfig.exclude
+    {1949, 0, 8694, 259, 0, false, -1}, // 603 InterceptionServerConfig.type
+    {8703, 0, 8710, 262, 0, false, 121}, // 604 InterceptionServerConfig.tunnel
+    {1949, 0, 8424, 256, 0, false, -1}, // 605 StaticInterceptionPoolConfig.type
+    {8788, 0, 0, 263, 6, true, -1}, // 606 StaticInterceptionPoolConfig.servers
+    {1949, 0, 8452, 257, 0, false, -1}, // 607 ElasticInterceptionPoolConfig.type
     {8474, 0, 8856, 20, 1, false, -1}, // 608 ElasticInterceptionPoolConfig.multiplex
-    {8889, 0, 32, 262, 0, false, -1}, // 609 AgentConfig.harness
-    {8897, 0, 8905, 267, 0, false, 126}, // 610 AgentConfig.runtime
+    {8889, 0, 32, 265, 0, false, -1}, // 609 AgentConfig.harness
+    {8897, 0, 8905, 270, 0, false, 126}, // 610 AgentConfig.runtime
     {184, 0, 32, 123, 0, false, -1}, // 611 AgentConfig.model
-    {3556, 0, 32, 271, 0, false, -1}, // 612 AgentConfig.client
-    {3456, 0, 32, 273, 0, false, -1}, // 613 AgentConfig.sampling
+    {3556, 0, 32, 274, 0, false, -1}, // 612 AgentConfig.client
+    {3456, 0, 32, 276, 0, false, -1}, // 613 AgentConfig.sampling
     {8919, 0, 32, 21, 0, false, -1}, // 614 AgentConfig.max_turns
     {8929, 0, 32, 21, 0, false, -1}, // 615 AgentConfig.max_input_tokens
     {8946, 0, 32, 21, 0, false, -1}, // 616 AgentConfig.max_output_tokens
     {8964, 0, 32, 21, 0, false, -1}, // 617 AgentConfig.max_total_tokens
-    {2033, 0, 6678, 274, 0, false, 131}, // 618 AgentConfig.timeout
-    {6694, 0, 6702, 233, 0, false, 113}, // 619 AgentConfig.retries
-    {7480, 0, 4536, 169, 4, false, -1}, // 620 EchoRoleConfig.alpha
-    {9035, 0, 9043, 277, 0, false, 132}, // 621 CurriculumConfig.sampler
-    {9081, 0, 4582, 279, 0, false, -1}, // 622 CurriculumConfig.gates
-    {9104, 0, 3435, 281, 0, false, -1}, // 623 TaskConfig.judges
-    {9111, 0, 4582, 283, 0, false, -1}, // 624 TaskConfig.stops
-    {9117, 0, 4582, 283, 0, false, -1}, // 625 TaskConfig.metrics
-    {9125, 0, 4582, 285, 0, false, -1}, // 626 TaskConfig.rewards
-    {1949, 0, 9170, 286, 0, false, -1}, // 627 PrimeTunnelConfig.type
-    {1949, 0, 4554, 193, 0, false, -1}, // 628 CustomTunnelConfig.type
+    {2033, 0, 6678, 277, 0, false, 131}, // 618 AgentConfig.timeout
+    {6694, 0, 6702, 236, 0, false, 113}, // 619 AgentConfig.retries
+    {7480, 0, 4536, 172, 4, false, -1}, // 620 EchoRoleConfig.alpha
+    {9035, 0, 9043, 280, 0, false, 132}, // 621 CurriculumConfig.sampler
+    {9081, 0, 4582, 282, 0, false, -1}, // 622 CurriculumConfig.gates
+    {9104, 0, 3435, 284, 0, false, -1}, // 623 TaskConfig.judges
+    {9111, 0, 4582, 286, 0, false, -1}, // 624 TaskConfig.stops
+    {9117, 0, 4582, 286, 0, false, -1}, // 625 TaskConfig.metrics
+    {9125, 0, 4582, 288, 0, false, -1}, // 626 TaskConfig.rewards
+    {1949, 0, 9170, 289, 0, false, -1}, // 627 PrimeTunnelConfig.type
+    {1949, 0, 4554, 196, 0, false, -1}, // 628 CustomTunnelConfig.type
     {4340, 0, 0, 5, 0, true, -1}, // 629 CustomTunnelConfig.url
     {2022, 0, 0, 20, 2, true, -1}, // 630 CustomTunnelConfig.port
     {6651, 0, 9294, 5, 0, false, -1}, // 631 HarnessConfig.id
     {1532, 0, 4582, 6, 0, false, -1}, // 632 HarnessConfig.env
-    {9301, 0, 3435, 167, 0, false, -1}, // 633 HarnessConfig.forward_env
-    {9313, 0, 9326, 169, 10, false, -1}, // 634 HarnessConfig.tool_timeout
-    {9332, 0, 32, 168, 0, false, -1}, // 635 HarnessConfig.disabled_tools
-    {9347, 0, 3435, 287, 0, false, -1}, // 636 HarnessConfig.skills
-    {1949, 0, 9397, 288, 0, false, -1}, // 637 SubprocessConfig.type
-    {9460, 0, 9466, 167, 0, false, -1}, // 638 DockerConfig.allow
-    {9496, 0, 3435, 167, 0, false, -1}, // 639 DockerConfig.block
-    {1949, 0, 9502, 289, 0, false, -1}, // 640 DockerConfig.type
+    {9301, 0, 3435, 170, 0, false, -1}, // 633 HarnessConfig.forward_env
+    {9313, 0, 9326, 172, 10, false, -1}, // 634 HarnessConfig.tool_timeout
+    {9332, 0, 32, 171, 0, false, -1}, // 635 HarnessConfig.disabled_tools
+    {9347, 0, 3435, 290, 0, false, -1}, // 636 HarnessConfig.skills
+    {1949, 0, 9397, 291, 0, false, -1}, // 637 SubprocessConfig.type
+    {9460, 0, 9466, 170, 0, false, -1}, // 638 DockerConfig.allow
+    {9496, 0, 3435, 170, 0, false, -1}, // 639 DockerConfig.block
+    {1949, 0, 9502, 292, 0, false, -1}, // 640 DockerConfig.type
     {9511, 0, 9517, 5, 0, false, -1}, // 641 DockerConfig.image
     {9536, 0, 9544, 5, 0, false, -1}, // 642 DockerConfig.workdir
-    {6114, 0, 32, 178, 0, false, -1}, // 643 DockerConfig.cpu
-    {9551, 0, 32, 178, 0, false, -1}, // 644 DockerConfig.memory
+    {6114, 0, 32, 181, 0, false, -1}, // 643 DockerConfig.cpu
+    {9551, 0, 32, 181, 0, false, -1}, // 644 DockerConfig.memory
     {9558, 0, 32, 123, 0, false, -1}, // 645 DockerConfig.gpu
-    {6118, 0, 32, 178, 0, false, -1}, // 646 DockerConfig.disk
-    {9460, 0, 9466, 167, 0, false, -1}, // 647 PrimeConfig.allow
-    {9496, 0, 3435, 167, 0, false, -1}, // 648 PrimeConfig.block
-    {1949, 0, 9170, 286, 0, false, -1}, // 649 PrimeConfig.type
+    {6118, 0, 32, 181, 0, false, -1}, // 646 DockerConfig.disk
+    {9460, 0, 9466, 170, 0, false, -1}, // 647 PrimeConfig.allow
+    {9496, 0, 3435, 170, 0, false, -1}, // 648 PrimeConfig.block
+    {1949, 0, 9170, 289, 0, false, -1}, // 649 PrimeConfig.type
     {9511, 0, 9517, 5, 0, false, -1}, // 650 PrimeConfig.image
     {9536, 0, 9544, 5, 0, false, -1}, // 651 PrimeConfig.workdir
     {9604, 0, 960, 9, 0, false, -1}, // 652 PrimeConfig.vm
     {9607, 0, 112, 9, 0, false, -1}, // 653 PrimeConfig.guaranteed
     {9618, 0, 32, 123, 0, false, -1}, // 654 PrimeConfig.region
-    {9625, 0, 3435, 167, 0, false, -1}, // 655 PrimeConfig.labels
-    {6114, 0, 3735, 169, 0, false, -1}, // 656 PrimeConfig.cpu
-    {9551, 0, 9632, 169, 0, false, -1}, // 657 PrimeConfig.memory
+    {9625, 0, 3435, 170, 0, false, -1}, // 655 PrimeConfig.labels
+    {6114, 0, 3735, 172, 0, false, -1}, // 656 PrimeConfig.cpu
+    {9551, 0, 9632, 172, 0, false, -1}, // 657 PrimeConfig.memory
     {9558, 0, 32, 123, 0, false, -1}, // 658 PrimeConfig.gpu
-    {6118, 0, 9636, 169, 0, false, -1}, // 659 PrimeConfig.disk
-    {9640, 0, 611, 178, 0, false, -1}, // 660 PrimeConfig.idle_timeout
+    {6118, 0, 9636, 172, 0, false, -1}, // 659 PrimeConfig.disk
+    {9640, 0, 611, 181, 0, false, -1}, // 660 PrimeConfig.idle_timeout
     {9653, 0, 32, 21, 0, false, -1}, // 661 PrimeConfig.creates_per_min
-    {1949, 0, 9709, 290, 0, false, -1}, // 662 ModalConfig.type
+    {1949, 0, 9709, 293, 0, false, -1}, // 662 ModalConfig.type
     {9511, 0, 9517, 5, 0, false, -1}, // 663 ModalConfig.image
     {9536, 0, 9544, 5, 0, false, -1}, // 664 ModalConfig.workdir
     {9717, 0, 960, 9, 0, false, -1}, // 665 ModalConfig.network_access
     {9618, 0, 32, 123, 0, false, -1}, // 666 ModalConfig.region
-    {6114, 0, 3735, 169, 0, false, -1}, // 667 ModalConfig.cpu
-    {9551, 0, 9632, 169, 0, false, -1}, // 668 ModalConfig.memory
+    {6114, 0, 3735, 172, 0, false, -1}, // 667 ModalConfig.cpu
+    {9551, 0, 9632, 172, 0, false, -1}, // 668 ModalConfig.memory
     {9558, 0, 32, 123, 0, false, -1}, // 669 ModalConfig.gpu
-    {6118, 0, 9636, 169, 0, false, -1}, // 670 ModalConfig.disk
-    {9732, 0, 9748, 178, 0, false, -1}, // 671 ModalConfig.creates_per_sec
+    {6118, 0, 9636, 172, 0, false, -1}, // 670 ModalConfig.disk
+    {9732, 0, 9748, 181, 0, false, -1}, // 671 ModalConfig.creates_per_sec
     {7947, 0, 9793, 5, 0, false, -1}, // 672 EvalClientConfig.base_url
     {7983, 0, 9821, 5, 0, false, -1}, // 673 EvalClientConfig.api_key_var
     {8010, 0, 4582, 6, 0, false, -1}, // 674 EvalClientConfig.headers
-    {1949, 0, 9837, 291, 0, false, -1}, // 675 EvalClientConfig.type
+    {1949, 0, 9837, 294, 0, false, -1}, // 675 EvalClientConfig.type
     {7947, 0, 9793, 5, 0, false, -1}, // 676 TrainClientConfig.base_url
     {7983, 0, 9821, 5, 0, false, -1}, // 677 TrainClientConfig.api_key_var
     {8010, 0, 4582, 6, 0, false, -1}, // 678 TrainClientConfig.headers
-    {1949, 0, 9889, 292, 0, false, -1}, // 679 TrainClientConfig.type
+    {1949, 0, 9889, 295, 0, false, -1}, // 679 TrainClientConfig.type
     {368, 0, 32, 37, 0, false, -1}, // 680 TrainClientConfig.renderer
     {9897, 0, 32, 123, 0, false, -1}, // 681 TrainClientConfig.renderer_model_name
     {8474, 0, 9917, 20, 1, false, -1}, // 682 TrainClientConfig.multiplex
-    {7820, 0, 32, 178, 0, false, -1}, // 683 SamplingConfig.temperature
-    {7832, 0, 32, 178, 0, false, -1}, // 684 SamplingConfig.top_p
+    {7820, 0, 32, 181, 0, false, -1}, // 683 SamplingConfig.temperature
+    {7832, 0, 32, 181, 0, false, -1}, // 684 SamplingConfig.top_p
     {7872, 0, 32, 123, 0, false, -1}, // 685 SamplingConfig.reasoning_effort
     {9939, 9950, 32, 21, 0, false, -1}, // 686 SamplingConfig.max_tokens
-    {10002, 0, 32, 178, 0, false, -1}, // 687 TimeoutConfig.setup
-    {10008, 0, 32, 178, 0, false, -1}, // 688 TimeoutConfig.rollout
-    {8585, 0, 32, 178, 0, false, -1}, // 689 TimeoutConfig.finalize
-    {10016, 0, 32, 178, 0, false, -1}, // 690 TimeoutConfig.scoring
-    {1949, 0, 10024, 293, 0, false, -1}, // 691 StandardSamplerConfig.type
-    {1949, 0, 10057, 294, 0, false, -1}, // 692 DifficultyPoolSamplerConfig.type
-    {10075, 0, 10081, 296, 0, false, -1}, // 693 DifficultyPoolSamplerConfig.pools
+    {10002, 0, 32, 181, 0, false, -1}, // 687 TimeoutConfig.setup
+    {10008, 0, 32, 181, 0, false, -1}, // 688 TimeoutConfig.rollout
+    {8585, 0, 32, 181, 0, false, -1}, // 689 TimeoutConfig.finalize
+    {10016, 0, 32, 181, 0, false, -1}, // 690 TimeoutConfig.scoring
+    {1949, 0, 10024, 296, 0, false, -1}, // 691 StandardSamplerConfig.type
+    {1949, 0, 10057, 297, 0, false, -1}, // 692 DifficultyPoolSamplerConfig.type
+    {10075, 0, 10081, 299, 0, false, -1}, // 693 DifficultyPoolSamplerConfig.pools
     {3224, 0, 10122, 20, 0, false, -1}, // 694 DifficultyPoolSamplerConfig.seed
-    {1949, 0, 10153, 297, 0, false, -1}, // 695 AdvRangeGateConfig.type
-    {10171, 0, 3944, 169, 0, false, -1}, // 696 AdvRangeGateConfig.reject_min
-    {10182, 0, 3944, 169, 0, false, -1}, // 697 AdvRangeGateConfig.reject_max
+    {1949, 0, 10153, 300, 0, false, -1}, // 695 AdvRangeGateConfig.type
+    {10171, 0, 3944, 172, 0, false, -1}, // 696 AdvRangeGateConfig.reject_min
+    {10182, 0, 3944, 172, 0, false, -1}, // 697 AdvRangeGateConfig.reject_max
     {7947, 0, 9793, 5, 0, false, -1}, // 698 JudgeConfig.base_url
     {7983, 0, 9821, 5, 0, false, -1}, // 699 JudgeConfig.api_key_var
     {8010, 0, 4582, 6, 0, false, -1}, // 700 JudgeConfig.headers
     {6651, 0, 6182, 5, 0, false, -1}, // 701 JudgeConfig.id
     {1689, 0, 6182, 5, 0, false, -1}, // 702 JudgeConfig.name
-    {10212, 0, 3735, 169, 11, false, -1}, // 703 JudgeConfig.weight
+    {10212, 0, 3735, 172, 11, false, -1}, // 703 JudgeConfig.weight
     {184, 0, 10219, 5, 0, false, -1}, // 704 JudgeConfig.model
-    {3456, 0, 4655, 272, 0, false, 130}, // 705 JudgeConfig.sampling
+    {3456, 0, 4655, 275, 0, false, 130}, // 705 JudgeConfig.sampling
     {10241, 0, 32, 64, 0, false, -1}, // 706 JudgeConfig.prompt
     {10287, 0, 32, 123, 0, false, -1}, // 707 DecoratedFunctionConfig.fn
     {10290, 0, 32, 21, 0, false, -1}, // 708 DecoratedFunctionConfig.priority
     {10287, 0, 32, 123, 0, false, -1}, // 709 RewardFunctionConfig.fn
     {10290, 0, 32, 21, 0, false, -1}, // 710 RewardFunctionConfig.priority
-    {10212, 0, 32, 178, 11, false, -1}, // 711 RewardFunctionConfig.weight
-    {10344, 0, 0, 169, 0, true, -1}, // 712 DifficultyPoolConfig.threshold
-    {10212, 0, 0, 169, 3, true, -1}, // 713 DifficultyPoolConfig.weight
+    {10212, 0, 32, 181, 11, false, -1}, // 711 RewardFunctionConfig.weight
+    {10344, 0, 0, 172, 0, true, -1}, // 712 DifficultyPoolConfig.threshold
+    {10212, 0, 0, 172, 3, true, -1}, // 713 DifficultyPoolConfig.weight
 };
 
 // kind, item (list/dict value type, model class), first, count, discriminator
@@ -1819,158 +1822,161 @@ const Type k_types[] = {
     {Kind::union_of, 0, 102, 2, 0}, // 143
     {Kind::model, 86, 0, 0, 0}, // 144
     {Kind::union_of, 0, 104, 2, 0}, // 145
-    {Kind::literal, 0, 15, 1, 0}, // 146
-    {Kind::union_of, 0, 106, 2, 0}, // 147
-    {Kind::literal, 0, 16, 2, 0}, // 148
-    {Kind::literal, 0, 18, 2, 0}, // 149
-    {Kind::literal, 0, 20, 3, 0}, // 150
-    {Kind::literal, 0, 23, 2, 0}, // 151
-    {Kind::model, 88, 0, 0, 0}, // 152
-    {Kind::model, 89, 0, 0, 0}, // 153
-    {Kind::union_of, 0, 108, 2, 1949}, // 154 type
-    {Kind::union_of, 0, 110, 2, 0}, // 155
-    {Kind::model, 90, 0, 0, 0}, // 156
-    {Kind::union_of, 0, 112, 2, 0}, // 157
-    {Kind::model, 91, 0, 0, 0}, // 158
-    {Kind::union_of, 0, 114, 2, 0}, // 159
-    {Kind::model, 92, 0, 0, 0}, // 160
-    {Kind::literal, 0, 25, 1, 0}, // 161
-    {Kind::union_of, 0, 116, 2, 0}, // 162
-    {Kind::literal, 0, 26, 1, 0}, // 163
-    {Kind::literal, 0, 27, 2, 0}, // 164
-    {Kind::literal, 0, 29, 2, 0}, // 165
-    {Kind::literal, 0, 31, 1, 0}, // 166
-    {Kind::list, 5, 0, 0, 0}, // 167
-    {Kind::union_of, 0, 118, 2, 0}, // 168
-    {Kind::floating, 0, 0, 0, 0}, // 169
-    {Kind::list, 169, 0, 0, 0}, // 170
-    {Kind::union_of, 0, 120, 2, 0}, // 171
-    {Kind::literal, 0, 32, 2, 0}, // 172
-    {Kind::model, 93, 0, 0, 0}, // 173
-    {Kind::model, 94, 0, 0, 0}, // 174
-    {Kind::list, 174, 0, 0, 0}, // 175
-    {Kind::model, 95, 0, 0, 0}, // 176
-    {Kind::model, 96, 0, 0, 0}, // 177
-    {Kind::union_of, 0, 122, 2, 0}, // 178
-    {Kind::literal, 0, 34, 1, 0}, // 179
-    {Kind::literal, 0, 35, 1, 0}, // 180
-    {Kind::literal, 0, 36, 1, 0}, // 181
-    {Kind::literal, 0, 37, 1, 0}, // 182
-    {Kind::literal, 0, 38, 1, 0}, // 183
-    {Kind::literal, 0, 39, 1, 0}, // 184
-    {Kind::literal, 0, 40, 1, 0}, // 185
-    {Kind::list, 20, 0, 0, 0}, // 186
-    {Kind::model, 97, 0, 0, 0}, // 187
-    {Kind::union_of, 0, 124, 2, 0}, // 188
-    {Kind::model, 98, 0, 0, 0}, // 189
-    {Kind::union_of, 0, 126, 2, 0}, // 190
-    {Kind::literal, 0, 41, 1, 0}, // 191
-    {Kind::literal, 0, 42, 1, 0}, // 192
-    {Kind::literal, 0, 43, 1, 0}, // 193
-    {Kind::dict, 37, 0, 0, 0}, // 194
-    {Kind::model, 99, 0, 0, 0}, // 195
-    {Kind::literal, 0, 44, 1, 0}, // 196
-    {Kind::model, 100, 0, 0, 0}, // 197
-    {Kind::union_of, 0, 128, 2, 0}, // 198
-    {Kind::literal, 0, 45, 1, 0}, // 199
-    {Kind::model, 101, 0, 0, 0}, // 200
-    {Kind::model, 102, 0, 0, 0}, // 201
-    {Kind::union_of, 0, 130, 2, 0}, // 202
-    {Kind::literal, 0, 46, 1, 0}, // 203
-    {Kind::literal, 0, 47, 1, 0}, // 204
-    {Kind::literal, 0, 48, 1, 0}, // 205
-    {Kind::literal, 0, 49, 1, 0}, // 206
-    {Kind::model, 103, 0, 0, 0}, // 207
+    {Kind::literal, 0, 15, 2, 0}, // 146
+    {Kind::model, 87, 0, 0, 0}, // 147
+    {Kind::union_of, 0, 106, 3, 0}, // 148
+    {Kind::literal, 0, 17, 1, 0}, // 149
+    {Kind::union_of, 0, 109, 2, 0}, // 150
+    {Kind::literal, 0, 18, 2, 0}, // 151
+    {Kind::literal, 0, 20, 2, 0}, // 152
+    {Kind::literal, 0, 22, 3, 0}, // 153
+    {Kind::literal, 0, 25, 2, 0}, // 154
+    {Kind::model, 88, 0, 0, 0}, // 155
+    {Kind::model, 89, 0, 0, 0}, // 156
+    {Kind::union_of, 0, 111, 2, 1949}, // 157 type
+    {Kind::union_of, 0, 113, 2, 0}, // 158
+    {Kind::model, 90, 0, 0, 0}, // 159
+    {Kind::union_of, 0, 115, 2, 0}, // 160
+    {Kind::model, 91, 0, 0, 0}, // 161
+    {Kind::union_of, 0, 117, 2, 0}, // 162
+    {Kind::model, 92, 0, 0, 0}, // 163
+    {Kind::literal, 0, 27, 1, 0}, // 164
+    {Kind::union_of, 0, 119, 2, 0}, // 165
+    {Kind::literal, 0, 28, 1, 0}, // 166
+    {Kind::literal, 0, 29, 2, 0}, // 167
+    {Kind::literal, 0, 31, 2, 0}, // 168
+    {Kind::literal, 0, 33, 1, 0}, // 169
+    {Kind::list, 5, 0, 0, 0}, // 170
+    {Kind::union_of, 0, 121, 2, 0}, // 171
+    {Kind::floating, 0, 0, 0, 0}, // 172
+    {Kind::list, 172, 0, 0, 0}, // 173
+    {Kind::union_of, 0, 123, 2, 0}, // 174
+    {Kind::literal, 0, 34, 2, 0}, // 175
+    {Kind::model, 93, 0, 0, 0}, // 176
+    {Kind::model, 94, 0, 0, 0}, // 177
+    {Kind::list, 177, 0, 0, 0}, // 178
+    {Kind::model, 95, 0, 0, 0}, // 179
+    {Kind::model, 96, 0, 0, 0}, // 180
+    {Kind::union_of, 0, 125, 2, 0}, // 181
+    {Kind::literal, 0, 36, 1, 0}, // 182
+    {Kind::literal, 0, 37, 1, 0}, // 183
+    {Kind::literal, 0, 38, 1, 0}, // 184
+    {Kind::literal, 0, 39, 1, 0}, // 185
+    {Kind::literal, 0, 40, 1, 0}, // 186
+    {Kind::literal, 0, 41, 1, 0}, // 187
+    {Kind::literal, 0, 42, 1, 0}, // 188
+    {Kind::list, 20, 0, 0, 0}, // 189
+    {Kind::model, 97, 0, 0, 0}, // 190
+    {Kind::union_of, 0, 127, 2, 0}, // 191
+    {Kind::model, 98, 0, 0, 0}, // 192
+    {Kind::union_of, 0, 129, 2, 0}, // 193
+    {Kind::literal, 0, 43, 1, 0}, // 194
+    {Kind::literal, 0, 44, 1, 0}, // 195
+    {Kind::literal, 0, 45, 1, 0}, // 196
+    {Kind::dict, 37, 0, 0, 0}, // 197
+    {Kind::model, 99, 0, 0, 0}, // 198
+    {Kind::literal, 0, 46, 1, 0}, // 199
+    {Kind::model, 100, 0, 0, 0}, // 200
+    {Kind::union_of, 0, 131, 2, 0}, // 201
+    {Kind::literal, 0, 47, 1, 0}, // 202
+    {Kind::model, 101, 0, 0, 0}, // 203
+    {Kind::model, 102, 0, 0, 0}, // 204
+    {Kind::union_of, 0, 133, 2, 0}, // 205
+    {Kind::literal, 0, 48, 1, 0}, // 206
+    {Kind::literal, 0, 49, 1, 0}, // 207
     {Kind::literal, 0, 50, 1, 0}, // 208
-    {Kind::model, 104, 0, 0, 0}, // 209
-    {Kind::union_of, 0, 132, 2, 0}, // 210
-    {Kind::model, 105, 0, 0, 0}, // 211
-    {Kind::list, 211, 0, 0, 0}, // 212
-    {Kind::model, 106, 0, 0, 0}, // 213
-    {Kind::literal, 0, 51, 1, 0}, // 214
-    {Kind::literal, 0, 52, 1, 0}, // 215
-    {Kind::dict, 169, 0, 0, 0}, // 216
-    {Kind::literal, 0, 53, 4, 0}, // 217
-    {Kind::union_of, 0, 134, 3, 0}, // 218
-    {Kind::literal, 0, 57, 5, 0}, // 219
-    {Kind::literal, 0, 62, 3, 0}, // 220
-    {Kind::model, 107, 0, 0, 0}, // 221
-    {Kind::union_of, 0, 137, 2, 0}, // 222
-    {Kind::model, 108, 0, 0, 0}, // 223
-    {Kind::union_of, 0, 139, 2, 0}, // 224
-    {Kind::literal, 0, 65, 1, 0}, // 225
-    {Kind::literal, 0, 66, 1, 0}, // 226
-    {Kind::literal, 0, 67, 1, 0}, // 227
-    {Kind::model, 109, 0, 0, 0}, // 228
-    {Kind::model, 110, 0, 0, 0}, // 229
-    {Kind::union_of, 0, 141, 2, 1949}, // 230 type
-    {Kind::model, 111, 0, 0, 0}, // 231
-    {Kind::model, 112, 0, 0, 0}, // 232
-    {Kind::model, 113, 0, 0, 0}, // 233
-    {Kind::model, 114, 0, 0, 0}, // 234
-    {Kind::model, 115, 0, 0, 0}, // 235
-    {Kind::model, 116, 0, 0, 0}, // 236
-    {Kind::union_of, 0, 143, 3, 1949}, // 237 type
-    {Kind::model, 117, 0, 0, 0}, // 238
-    {Kind::literal, 0, 68, 2, 0}, // 239
-    {Kind::literal, 0, 70, 2, 0}, // 240
-    {Kind::literal, 0, 72, 1, 0}, // 241
-    {Kind::literal, 0, 73, 1, 0}, // 242
-    {Kind::literal, 0, 74, 2, 0}, // 243
-    {Kind::literal, 0, 76, 4, 0}, // 244
-    {Kind::union_of, 0, 146, 2, 0}, // 245
-    {Kind::literal, 0, 80, 1, 0}, // 246
-    {Kind::union_of, 0, 148, 2, 0}, // 247
-    {Kind::model, 118, 0, 0, 0}, // 248
-    {Kind::union_of, 0, 150, 2, 0}, // 249
-    {Kind::union_of, 0, 152, 2, 0}, // 250
-    {Kind::model, 119, 0, 0, 0}, // 251
-    {Kind::union_of, 0, 154, 2, 0}, // 252
-    {Kind::literal, 0, 81, 1, 0}, // 253
-    {Kind::literal, 0, 82, 1, 0}, // 254
-    {Kind::model, 120, 0, 0, 0}, // 255
+    {Kind::literal, 0, 51, 1, 0}, // 209
+    {Kind::model, 103, 0, 0, 0}, // 210
+    {Kind::literal, 0, 52, 1, 0}, // 211
+    {Kind::model, 104, 0, 0, 0}, // 212
+    {Kind::union_of, 0, 135, 2, 0}, // 213
+    {Kind::model, 105, 0, 0, 0}, // 214
+    {Kind::list, 214, 0, 0, 0}, // 215
+    {Kind::model, 106, 0, 0, 0}, // 216
+    {Kind::literal, 0, 53, 1, 0}, // 217
+    {Kind::literal, 0, 54, 1, 0}, // 218
+    {Kind::dict, 172, 0, 0, 0}, // 219
+    {Kind::literal, 0, 55, 4, 0}, // 220
+    {Kind::union_of, 0, 137, 3, 0}, // 221
+    {Kind::literal, 0, 59, 5, 0}, // 222
+    {Kind::literal, 0, 64, 3, 0}, // 223
+    {Kind::model, 107, 0, 0, 0}, // 224
+    {Kind::union_of, 0, 140, 2, 0}, // 225
+    {Kind::model, 108, 0, 0, 0}, // 226
+    {Kind::union_of, 0, 142, 2, 0}, // 227
+    {Kind::literal, 0, 67, 1, 0}, // 228
+    {Kind::literal, 0, 68, 1, 0}, // 229
+    {Kind::literal, 0, 69, 1, 0}, // 230
+    {Kind::model, 109, 0, 0, 0}, // 231
+    {Kind::model, 110, 0, 0, 0}, // 232
+    {Kind::union_of, 0, 144, 2, 1949}, // 233 type
+    {Kind::model, 111, 0, 0, 0}, // 234
+    {Kind::model, 112, 0, 0, 0}, // 235
+    {Kind::model, 113, 0, 0, 0}, // 236
+    {Kind::model, 114, 0, 0, 0}, // 237
+    {Kind::model, 115, 0, 0, 0}, // 238
+    {Kind::model, 116, 0, 0, 0}, // 239
+    {Kind::union_of, 0, 146, 3, 1949}, // 240 type
+    {Kind::model, 117, 0, 0, 0}, // 241
+    {Kind::literal, 0, 70, 2, 0}, // 242
+    {Kind::literal, 0, 72, 2, 0}, // 243
+    {Kind::literal, 0, 74, 1, 0}, // 244
+    {Kind::literal, 0, 75, 1, 0}, // 245
+    {Kind::literal, 0, 76, 2, 0}, // 246
+    {Kind::literal, 0, 78, 4, 0}, // 247
+    {Kind::union_of, 0, 149, 2, 0}, // 248
+    {Kind::literal, 0, 82, 1, 0}, // 249
+    {Kind::union_of, 0, 151, 2, 0}, // 250
+    {Kind::model, 118, 0, 0, 0}, // 251
+    {Kind::union_of, 0, 153, 2, 0}, // 252
+    {Kind::union_of, 0, 155, 2, 0}, // 253
+    {Kind::model, 119, 0, 0, 0}, // 254
+    {Kind::union_of, 0, 157, 2, 0}, // 255
     {Kind::literal, 0, 83, 1, 0}, // 256
-    {Kind::model, 121, 0, 0, 0}, // 257
-    {Kind::model, 122, 0, 0, 0}, // 258
-    {Kind::union_of, 0, 156, 2, 1949}, // 259 type
-    {Kind::list, 234, 0, 0, 0}, // 260
-    {Kind::model, 123, 0, 0, 0}, // 261
-    {Kind::union_of, 0, 158, 2, 0}, // 262
-    {Kind::model, 124, 0, 0, 0}, // 263
-    {Kind::model, 125, 0, 0, 0}, // 264
-    {Kind::model, 126, 0, 0, 0}, // 265
-    {Kind::model, 127, 0, 0, 0}, // 266
-    {Kind::union_of, 0, 160, 4, 1949}, // 267 type
-    {Kind::model, 128, 0, 0, 0}, // 268
-    {Kind::model, 129, 0, 0, 0}, // 269
-    {Kind::union_of, 0, 164, 2, 1949}, // 270 type
-    {Kind::union_of, 0, 166, 2, 0}, // 271
-    {Kind::model, 130, 0, 0, 0}, // 272
-    {Kind::union_of, 0, 168, 2, 0}, // 273
-    {Kind::model, 131, 0, 0, 0}, // 274
-    {Kind::model, 132, 0, 0, 0}, // 275
-    {Kind::model, 133, 0, 0, 0}, // 276
-    {Kind::union_of, 0, 170, 2, 1949}, // 277 type
-    {Kind::model, 134, 0, 0, 0}, // 278
-    {Kind::dict, 278, 0, 0, 0}, // 279
-    {Kind::model, 135, 0, 0, 0}, // 280
-    {Kind::list, 280, 0, 0, 0}, // 281
-    {Kind::model, 136, 0, 0, 0}, // 282
-    {Kind::dict, 282, 0, 0, 0}, // 283
-    {Kind::model, 137, 0, 0, 0}, // 284
-    {Kind::dict, 284, 0, 0, 0}, // 285
-    {Kind::literal, 0, 84, 1, 0}, // 286
-    {Kind::list, 8, 0, 0, 0}, // 287
-    {Kind::literal, 0, 85, 1, 0}, // 288
+    {Kind::literal, 0, 84, 1, 0}, // 257
+    {Kind::model, 120, 0, 0, 0}, // 258
+    {Kind::literal, 0, 85, 1, 0}, // 259
+    {Kind::model, 121, 0, 0, 0}, // 260
+    {Kind::model, 122, 0, 0, 0}, // 261
+    {Kind::union_of, 0, 159, 2, 1949}, // 262 type
+    {Kind::list, 237, 0, 0, 0}, // 263
+    {Kind::model, 123, 0, 0, 0}, // 264
+    {Kind::union_of, 0, 161, 2, 0}, // 265
+    {Kind::model, 124, 0, 0, 0}, // 266
+    {Kind::model, 125, 0, 0, 0}, // 267
+    {Kind::model, 126, 0, 0, 0}, // 268
+    {Kind::model, 127, 0, 0, 0}, // 269
+    {Kind::union_of, 0, 163, 4, 1949}, // 270 type
+    {Kind::model, 128, 0, 0, 0}, // 271
+    {Kind::model, 129, 0, 0, 0}, // 272
+    {Kind::union_of, 0, 167, 2, 1949}, // 273 type
+    {Kind::union_of, 0, 169, 2, 0}, // 274
+    {Kind::model, 130, 0, 0, 0}, // 275
+    {Kind::union_of, 0, 171, 2, 0}, // 276
+    {Kind::model, 131, 0, 0, 0}, // 277
+    {Kind::model, 132, 0, 0, 0}, // 278
+    {Kind::model, 133, 0, 0, 0}, // 279
+    {Kind::union_of, 0, 173, 2, 1949}, // 280 type
+    {Kind::model, 134, 0, 0, 0}, // 281
+    {Kind::dict, 281, 0, 0, 0}, // 282
+    {Kind::model, 135, 0, 0, 0}, // 283
+    {Kind::list, 283, 0, 0, 0}, // 284
+    {Kind::model, 136, 0, 0, 0}, // 285
+    {Kind::dict, 285, 0, 0, 0}, // 286
+    {Kind::model, 137, 0, 0, 0}, // 287
+    {Kind::dict, 287, 0, 0, 0}, // 288
     {Kind::literal, 0, 86, 1, 0}, // 289
-    {Kind::literal, 0, 87, 1, 0}, // 290
-    {Kind::literal, 0, 88, 1, 0}, // 291
-    {Kind::literal, 0, 89, 1, 0}, // 292
-    {Kind::literal, 0, 90, 1, 0}, // 293
-    {Kind::literal, 0, 91, 1, 0}, // 294
-    {Kind::model, 138, 0, 0, 0}, // 295
-    {Kind::dict, 295, 0, 0, 0}, // 296
-    {Kind::literal, 0, 92, 1, 0}, // 297
+    {Kind::list, 8, 0, 0, 0}, // 290
+    {Kind::literal, 0, 87, 1, 0}, // 291
+    {Kind::literal, 0, 88, 1, 0}, // 292
+    {Kind::literal, 0, 89, 1, 0}, // 293
+    {Kind::literal, 0, 90, 1, 0}, // 294
+    {Kind::literal, 0, 91, 1, 0}, // 295
+    {Kind::literal, 0, 92, 1, 0}, // 296
+    {Kind::literal, 0, 93, 1, 0}, // 297
+    {Kind::model, 138, 0, 0, 0}, // 298
+    {Kind::dict, 298, 0, 0, 0}, // 299
+    {Kind::literal, 0, 94, 1, 0}, // 300
 };
 
 const std::uint16_t k_alternatives[] = {
@@ -1978,10 +1984,10 @@ const std::uint16_t k_alternatives[] = {
     38, 39, 41, 3, 43, 3, 45, 46, 47, 48, 3, 50, 51, 52, 53, 55, 56, 57, 59, 3, 8, 3, 65, 3, 67,
     3, 69, 70, 73, 74, 75, 77, 3, 79, 80, 81, 82, 83, 84, 85, 86, 90, 3, 95, 3, 97, 3, 99, 100,
     101, 105, 106, 107, 3, 111, 112, 113, 3, 115, 116, 117, 121, 3, 5, 3, 124, 3, 126, 3, 128,
-    3, 130, 3, 9, 3, 140, 3, 142, 3, 144, 3, 20, 146, 152, 153, 154, 3, 156, 3, 158, 3, 20, 161,
-    167, 3, 170, 3, 169, 3, 187, 3, 189, 3, 197, 3, 201, 3, 209, 3, 194, 5, 3, 221, 3, 223, 3,
-    228, 229, 234, 235, 236, 244, 3, 246, 207, 248, 3, 87, 3, 251, 3, 257, 258, 261, 3, 263,
-    264, 265, 266, 268, 269, 270, 3, 272, 3, 275, 276,
+    3, 130, 3, 9, 3, 140, 3, 142, 3, 144, 3, 146, 147, 3, 20, 149, 155, 156, 157, 3, 159, 3,
+    161, 3, 20, 164, 170, 3, 173, 3, 172, 3, 190, 3, 192, 3, 200, 3, 204, 3, 212, 3, 197, 5, 3,
+    224, 3, 226, 3, 231, 232, 237, 238, 239, 247, 3, 249, 210, 251, 3, 87, 3, 254, 3, 260, 261,
+    264, 3, 266, 267, 268, 269, 271, 272, 273, 3, 275, 3, 278, 279,
 };
 
 const Literal k_literals[] = {
@@ -2000,84 +2006,86 @@ const Literal k_literals[] = {
     {LiteralKind::string, 10476}, // flash_attention_3
     {LiteralKind::string, 10494}, // flash_attention_4
     {LiteralKind::string, 10512}, // auto
+    {LiteralKind::boolean, 10517}, // true
+    {LiteralKind::boolean, 10522}, // false
     {LiteralKind::string, 10512}, // auto
-    {LiteralKind::string, 10517}, // torch
-    {LiteralKind::string, 10523}, // deepep
-    {LiteralKind::string, 10530}, // ring
-    {LiteralKind::string, 10535}, // ulysses
-    {LiteralKind::string, 10543}, // hf
-    {LiteralKind::string, 10546}, // custom
+    {LiteralKind::string, 10528}, // torch
+    {LiteralKind::string, 10534}, // deepep
+    {LiteralKind::string, 10541}, // ring
+    {LiteralKind::string, 10546}, // ulysses
+    {LiteralKind::string, 10554}, // hf
+    {LiteralKind::string, 10557}, // custom
     {LiteralKind::string, 10512}, // auto
-    {LiteralKind::string, 10553}, // bfloat16
-    {LiteralKind::string, 10562}, // float32
-    {LiteralKind::string, 10570}, // disabled
+    {LiteralKind::string, 10564}, // bfloat16
+    {LiteralKind::string, 10573}, // float32
+    {LiteralKind::string, 10581}, // disabled
     {LiteralKind::string, 4422}, // fake
-    {LiteralKind::string, 10579}, // fixed
-    {LiteralKind::string, 10585}, // variable
-    {LiteralKind::string, 10594}, // increasing
-    {LiteralKind::string, 10605}, // random
-    {LiteralKind::string, 10612}, // sft
-    {LiteralKind::string, 10616}, // first_exhausted
-    {LiteralKind::string, 10632}, // all_exhausted
-    {LiteralKind::string, 10646}, // sgd
-    {LiteralKind::string, 10650}, // adamw
-    {LiteralKind::string, 10656}, // muon
-    {LiteralKind::string, 10661}, // sign_sgd
-    {LiteralKind::string, 10670}, // constant
-    {LiteralKind::string, 10679}, // linear
-    {LiteralKind::string, 10686}, // cosine
-    {LiteralKind::string, 10693}, // default
-    {LiteralKind::string, 10701}, // ipo
-    {LiteralKind::string, 10546}, // custom
-    {LiteralKind::string, 10705}, // grpo
-    {LiteralKind::string, 10710}, // echo
-    {LiteralKind::string, 10715}, // max_rl
-    {LiteralKind::string, 10722}, // rae
-    {LiteralKind::string, 10726}, // hierarchical_grpo
-    {LiteralKind::string, 10744}, // opd
-    {LiteralKind::string, 10748}, // opsd
-    {LiteralKind::string, 10753}, // vllm-router
-    {LiteralKind::string, 10765}, // llm-d
+    {LiteralKind::string, 10590}, // fixed
+    {LiteralKind::string, 10596}, // variable
+    {LiteralKind::string, 10605}, // increasing
+    {LiteralKind::string, 10616}, // random
+    {LiteralKind::string, 10623}, // sft
+    {LiteralKind::string, 10627}, // first_exhausted
+    {LiteralKind::string, 10643}, // all_exhausted
+    {LiteralKind::string, 10657}, // sgd
+    {LiteralKind::string, 10661}, // adamw
+    {LiteralKind::string, 10667}, // muon
+    {LiteralKind::string, 10672}, // sign_sgd
+    {LiteralKind::string, 10681}, // constant
+    {LiteralKind::string, 10690}, // linear
+    {LiteralKind::string, 10697}, // cosine
+    {LiteralKind::string, 10704}, // default
+    {LiteralKind::string, 10712}, // ipo
+    {LiteralKind::string, 10557}, // custom
+    {LiteralKind::string, 10716}, // grpo
+    {LiteralKind::string, 10721}, // echo
+    {LiteralKind::string, 10726}, // max_rl
+    {LiteralKind::string, 10733}, // rae
+    {LiteralKind::string, 10737}, // hierarchical_grpo
+    {LiteralKind::string, 10755}, // opd
+    {LiteralKind::string, 10759}, // opsd
+    {LiteralKind::string, 10764}, // vllm-router
+    {LiteralKind::string, 10776}, // llm-d
     {LiteralKind::string, 10512}, // auto
-    {LiteralKind::string, 10771}, // float16
-    {LiteralKind::string, 10553}, // bfloat16
-    {LiteralKind::string, 10562}, // float32
-    {LiteralKind::string, 10779}, // allgather_reducescatter
-    {LiteralKind::string, 10803}, // deepep_high_throughput
-    {LiteralKind::string, 10826}, // deepep_low_latency
-    {LiteralKind::string, 10845}, // flashinfer_nvlink_one_sided
-    {LiteralKind::string, 10873}, // flashinfer_nvlink_two_sided
+    {LiteralKind::string, 10782}, // float16
+    {LiteralKind::string, 10564}, // bfloat16
+    {LiteralKind::string, 10573}, // float32
+    {LiteralKind::string, 10790}, // allgather_reducescatter
+    {LiteralKind::string, 10814}, // deepep_high_throughput
+    {LiteralKind::string, 10837}, // deepep_low_latency
+    {LiteralKind::string, 10856}, // flashinfer_nvlink_one_sided
+    {LiteralKind::string, 10884}, // flashinfer_nvlink_two_sided
     {LiteralKind::string, 10421}, // nccl
     {LiteralKind::string, 10410}, // filesystem
     {LiteralKind::string, 10426}, // nixl
-    {LiteralKind::string, 10901}, // native
-    {LiteralKind::string, 10908}, // mooncake
-    {LiteralKind::string, 10917}, // disaggregated
-    {LiteralKind::string, 10931}, // full
-    {LiteralKind::string, 10936}, // selective
-    {LiteralKind::string, 10901}, // native
-    {LiteralKind::string, 10517}, // torch
-    {LiteralKind::string, 10946}, // fp8
-    {LiteralKind::string, 10950}, // mxfp8
-    {LiteralKind::string, 10956}, // mxfp8_rceil
-    {LiteralKind::string, 10968}, // mxfp8_rceil_wgrad_with_hp
-    {LiteralKind::string, 10994}, // minimal
-    {LiteralKind::string, 11002}, // low
+    {LiteralKind::string, 10912}, // native
+    {LiteralKind::string, 10919}, // mooncake
+    {LiteralKind::string, 10928}, // disaggregated
+    {LiteralKind::string, 10942}, // full
+    {LiteralKind::string, 10947}, // selective
+    {LiteralKind::string, 10912}, // native
+    {LiteralKind::string, 10528}, // torch
+    {LiteralKind::string, 10957}, // fp8
+    {LiteralKind::string, 10961}, // mxfp8
+    {LiteralKind::string, 10967}, // mxfp8_rceil
+    {LiteralKind::string, 10979}, // mxfp8_rceil_wgrad_with_hp
+    {LiteralKind::string, 11005}, // minimal
+    {LiteralKind::string, 11013}, // low
     {LiteralKind::string, 10388}, // medium
     {LiteralKind::string, 10383}, // high
     {LiteralKind::string, 5370}, // policy
-    {LiteralKind::string, 11006}, // static
-    {LiteralKind::string, 11013}, // elastic
+    {LiteralKind::string, 11017}, // static
+    {LiteralKind::string, 11024}, // elastic
     {LiteralKind::string, 1219}, // server
     {LiteralKind::string, 1852}, // prime
-    {LiteralKind::string, 11021}, // subprocess
-    {LiteralKind::string, 11032}, // docker
-    {LiteralKind::string, 11039}, // modal
+    {LiteralKind::string, 11032}, // subprocess
+    {LiteralKind::string, 11043}, // docker
+    {LiteralKind::string, 11050}, // modal
     {LiteralKind::string, 423}, // eval
     {LiteralKind::string, 873}, // train
-    {LiteralKind::string, 11045}, // standard
-    {LiteralKind::string, 11054}, // difficulty_pool
-    {LiteralKind::string, 11070}, // advantage_range
+    {LiteralKind::string, 11056}, // standard
+    {LiteralKind::string, 11065}, // difficulty_pool
+    {LiteralKind::string, 11081}, // advantage_range
 };
 
 // flags (ge gt le lt min_length max_length finite), ge, gt, le, lt, min, max
@@ -2103,13 +2111,13 @@ const Rewrite k_rewrites[] = {
 };
 
 const Root k_roots[] = {
-    {11086, 0}, // rl
-    {10612, 1}, // sft
+    {11097, 0}, // rl
+    {10623, 1}, // sft
     {1, 2}, // trainer
     {9, 3}, // orchestrator
     {22, 4}, // inference
-    {11089, 5}, // env_server
-    {11100, 6}, // evals
+    {11100, 5}, // env_server
+    {11111, 6}, // evals
 };
 
 } // namespace
