@@ -277,8 +277,8 @@ void image_lines(Card &card, const LaunchPlan &plan) {
                           env.generation == primerl::Generation::v0_9 ? ", v0.9 generation" : "",
                           plan.image_name));
   }
-  for (const auto &requirement : plan.host_requirements) {
-    card.line("hosts", requirement);
+  for (const auto &[label, caution] : plan.shape_cautions) {
+    card.line(label, caution);
   }
   for (const auto &taken : plan.defaulted) {
     card.line("defaulted", taken);

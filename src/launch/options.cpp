@@ -45,8 +45,8 @@ const std::vector<FlagInfo> &flag_table() {
       {"image-holds",
        Kind::list,
        "The pieces an --image the catalog does not know holds, for the shapes that need them: "
-       "vllm-router, deepep, nixl, llm-d, mooncake [vllm-router,deepep,nixl: what Prime-RL's "
-       "published images hold]"},
+       "vllm-router, deepep, nixl, nixl-ucx-1.19, llm-d, mooncake [vllm-router,deepep,nixl: what "
+       "Prime-RL's published images hold]"},
       {"workspace",
        Kind::text,
        "Beaker workspace (ACCOUNT/NAME) [ai2/oe-agents; `config set workspace`]"},

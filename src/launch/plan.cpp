@@ -847,9 +847,22 @@ LaunchPlan plan_document(const LaunchOptions &options, const LaunchInputs &input
   plan.image_name = image.name;
   plan.weight_broadcast_port = read.weight_broadcast_port;
   if (primerl::needs_deepep_across_nodes(document)) {
-    plan.host_requirements.push_back(
+    plan.shape_cautions.emplace_back(
+        "hosts",
         "DeepEP across nodes needs the hosts' IBGDA driver options (NVSHMEM), which a container "
         "cannot set: run on InfiniBand clusters whose nodes provide them");
+  }
+  if (replica.disaggregated && std::find(image.holds.begin(),
+                                         image.holds.end(),
+                                         primerl::k_piece_nixl_ucx) == image.holds.end()) {
+    plan.shape_cautions.emplace_back(
+        "image",
+        fmt::format("{} holds NIXL's pip wheel, whose own UCX Prime-RL reports crashing on "
+                    "prefill->decode KV transfer: Prime-RL builds NIXL against UCX 1.19 "
+                    "(INCLUDE_NIXL_FROM_SOURCE=1); an image built so is declared with "
+                    "--image-holds ...,{}",
+                    image.name,
+                    primerl::k_piece_nixl_ucx));
   }
   plan.stage_dir = stage_dir;
   plan.staged_program = staged_program;

@@ -109,6 +109,7 @@ const std::vector<std::string> &known_pieces() {
   static const std::vector<std::string> pieces = {std::string(k_piece_vllm_router),
                                                   std::string(k_piece_deepep),
                                                   std::string(k_piece_nixl),
+                                                  std::string(k_piece_nixl_ucx),
                                                   std::string(k_piece_llm_d),
                                                   std::string(k_piece_mooncake)};
   return pieces;

@@ -207,7 +207,8 @@ TEST(PrimeRlV09, TheCardShowsEachDisaggregatedRole) {
         "  replica 8  GPUs 0-7 prefill: 8 engines on PREFILL_PORT ports +0..7 (instance of 4 nodes "
         "rooted on replica 8, NIXL side channels 5600+)\n",
         "  ports      NCCL weight broadcast 29502 on replica 16, vLLM DP RPC 13345\n",
-        "  hosts      DeepEP across nodes needs the hosts' IBGDA driver options (NVSHMEM)"}) {
+        "  hosts      DeepEP across nodes needs the hosts' IBGDA driver options (NVSHMEM)",
+        "  image      ghcr.io/primeintellect-ai/prime-rl:v0.8.1.dev67 holds NIXL's pip wheel"}) {
     EXPECT_NE(result.out.find(line), std::string::npos) << line << "\n" << result.out;
   }
 }

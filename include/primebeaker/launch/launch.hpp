@@ -271,9 +271,11 @@ struct LaunchPlan {
   // name: the card's "Prime-RL v0.8.0 (ghcr.io/...)" line (images/choose.hpp).
   std::string prime_rl;
   std::string image_name;
-  // What the shape needs of the hosts that a container cannot set (DeepEP across nodes), said on
-  // the card with the clusters to ask for; never a value that changes the experiment.
-  std::vector<std::string> host_requirements;
+  // What the shape needs that the launch cannot provide, as card lines (label, text): of the
+  // hosts ("hosts": DeepEP across nodes, with the clusters to ask for) and of the image ("image":
+  // NIXL built against UCX 1.19 for prefill->decode KV transfer). Never a value that changes the
+  // experiment.
+  std::vector<std::pair<std::string, std::string>> shape_cautions;
   // Prime-RL's placement: the port its NCCL weight broadcast listens on (weight_broadcast.port).
   std::int64_t weight_broadcast_port = 29501;
   // Keys the TOML leaves to Prime-RL's defaults that the launch also reads: "output_dir =

@@ -18,6 +18,9 @@ namespace pb::primerl {
 inline constexpr std::string_view k_piece_vllm_router = "vllm-router";
 inline constexpr std::string_view k_piece_deepep = "deepep";
 inline constexpr std::string_view k_piece_nixl = "nixl";
+// NIXL built against UCX 1.19 (Prime-RL's INCLUDE_NIXL_FROM_SOURCE=1), which Prime-RL requires
+// for prefill->decode KV transfer; its published images hold the pip wheel only.
+inline constexpr std::string_view k_piece_nixl_ucx = "nixl-ucx-1.19";
 inline constexpr std::string_view k_piece_llm_d = "llm-d";
 inline constexpr std::string_view k_piece_mooncake = "mooncake";
 
