@@ -363,9 +363,14 @@ def run_seed(seed, binary, root, scratch, env_base, fakebin, timeout, generation
                 break
         if not anchor and outcome is not None and controller_exit is not None:
             break
-        # With the sink: the controller killed once right after the first post, mid-recovery.
+        # With the sink: the controller killed once right after its first post is settled
+        # (its `.done` written: killed between the webhook's answer and that record, a post is
+        # sent again, docs/notify.md "Exactly one post"), in the middle of the recovery.
         if (not anchor and proc is not None and sink is not None and sink_mode == "record"
-                and not forced_kill and sink.of(seed)):
+                and not forced_kill and sink.of(seed) and any(
+                    f.endswith(".done") for d in ledger_dirs(out)
+                    for f in (os.listdir(os.path.join(d, "notify"))
+                              if os.path.isdir(os.path.join(d, "notify")) else []))):
             forced_kill = True
             kill_group(proc)
             proc = None

@@ -152,8 +152,9 @@ const std::vector<KeyInfo> &keys() {
        true,
        "PRIMEBEAKER_NOTIFY_EVENTS",
        "notify-event",
-       "preempted,resubmitted,failed,succeeded,stopped,budget_spent",
-       "The transitions the webhook is told of"},
+       "",
+       "The transitions the webhook is told of (default: all of preempted, resubmitted, failed, "
+       "succeeded, stopped, budget_spent)"},
       {"price.*",
        false,
        "",

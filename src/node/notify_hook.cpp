@@ -53,7 +53,8 @@ void post(const RecoveryOutcome &outcome,
           std::string_view event,
           const std::string &subject,
           const std::string &detail) {
-  try {
+  // Off the start's path: the ledger reads and the claim's fsync (docs/notify.md).
+  notify::in_background([outcome, event = std::string(event), subject, detail] {
     const auto env = env::snapshot();
     const auto settings = notify::settings_from(env, {});
     if (!settings || !settings->wants(event)) {
@@ -79,9 +80,7 @@ void post(const RecoveryOutcome &outcome,
                      subject,
                      e,
                      fmt::format("node single {}", record.job_id));
-  } catch (const std::exception &error) { // a notification never stops the run
-    spdlog::warn("notification {} not sent: {}", event, error.what());
-  }
+  });
 }
 
 } // namespace

@@ -413,6 +413,29 @@ bool announce(const Settings &settings,
   }
 }
 
+void in_background(std::function<void()> work) {
+  {
+    std::lock_guard<std::mutex> lock(in_flight().mutex);
+    ++in_flight().count;
+  }
+  try {
+    std::thread([work = std::move(work)] {
+      try {
+        work();
+      } catch (const std::exception &error) {
+        spdlog::warn("notification not sent: {}", error.what());
+      }
+      std::lock_guard<std::mutex> lock(in_flight().mutex);
+      --in_flight().count;
+      in_flight().done.notify_all();
+    }).detach();
+  } catch (const std::exception &error) { // no thread: only logged
+    spdlog::warn("notification not sent: {}", error.what());
+    std::lock_guard<std::mutex> lock(in_flight().mutex);
+    --in_flight().count;
+  }
+}
+
 int drain(std::chrono::milliseconds limit) {
   std::unique_lock<std::mutex> lock(in_flight().mutex);
   in_flight().done.wait_for(lock, limit, [] { return in_flight().count == 0; });

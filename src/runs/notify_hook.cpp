@@ -106,56 +106,60 @@ void RunNotifier::post(const RunView &run,
   if (!settings || !settings->wants(event)) {
     return;
   }
-  notify::Event e;
-  e.event = event;
-  e.run = run_base_name(run.name.empty() ? run.full_name : run.name);
-  e.experiment_id = experiment_id;
-  e.previous_experiment_id = previous;
-  e.detail = detail;
-  e.wandb_url = wandb_url(run, RunTarget{});
-  std::filesystem::path dir;
-  if (const auto where = ledger_location(run); !where.dir.empty()) {
-    std::error_code ec;
-    if (std::filesystem::is_directory(where.output_dir, ec)) {
-      dir = where.dir;
+  // Everything else off the recovery's path: the ledger, the TOML, the claim's fsync.
+  notify::in_background([settings = *settings, run, event, experiment_id, previous, detail,
+                         seen = m_seen, by = actor_identity(m_options.controller)] {
+    notify::Event e;
+    e.event = event;
+    e.run = run_base_name(run.name.empty() ? run.full_name : run.name);
+    e.experiment_id = experiment_id;
+    e.previous_experiment_id = previous;
+    e.detail = detail;
+    e.wandb_url = wandb_url(run, RunTarget{});
+    std::filesystem::path dir;
+    if (const auto where = ledger_location(run); !where.dir.empty()) {
+      std::error_code ec;
+      if (std::filesystem::is_directory(where.output_dir, ec)) {
+        dir = where.dir;
+      }
     }
-  }
-  if (!dir.empty()) {
-    try {
-      const auto history = ledger::read(dir);
-      const auto used = recoveries_used(history);
-      e.recoveries = used.preemptions + used.errors;
-      std::int64_t lost = 0;
-      for (const auto steps : ledger::summarize(history, 0).steps_lost_per_preemption) {
-        lost += steps;
-      }
-      e.steps_lost = lost;
-      // The chain's experiments before this one; usage only when this follow saw each end.
-      const Chain chain = run_chain(history, run.id);
-      std::vector<const RunView *> views;
-      bool complete = true;
-      for (std::size_t i = 0; i < chain.links.size(); ++i) {
-        const auto &id = chain.links[i].experiment_id;
-        if (id == run.id && i > 0 && e.previous_experiment_id.empty()) {
-          e.previous_experiment_id = chain.links[i - 1].experiment_id;
+    if (!dir.empty()) {
+      try {
+        const auto history = ledger::read(dir);
+        const auto used = recoveries_used(history);
+        e.recoveries = used.preemptions + used.errors;
+        std::int64_t lost = 0;
+        for (const auto steps : ledger::summarize(history, 0).steps_lost_per_preemption) {
+          lost += steps;
         }
-        if (const auto it = m_seen.find(id); it != m_seen.end()) {
-          views.push_back(&it->second);
-        } else if (id != experiment_id) {
-          complete = false;
+        e.steps_lost = lost;
+        // The chain's experiments before this one; usage only when this follow saw each end.
+        const Chain chain = run_chain(history, run.id);
+        std::vector<const RunView *> views;
+        bool complete = true;
+        for (std::size_t i = 0; i < chain.links.size(); ++i) {
+          const auto &id = chain.links[i].experiment_id;
+          if (id == run.id && i > 0 && e.previous_experiment_id.empty()) {
+            e.previous_experiment_id = chain.links[i - 1].experiment_id;
+          }
+          if (const auto it = seen.find(id); it != seen.end()) {
+            views.push_back(&it->second);
+          } else if (id != experiment_id) {
+            complete = false;
+          }
         }
+        if (complete && !views.empty()) {
+          const auto usage =
+              chain_usage(views, &history, prices(), {}, std::chrono::system_clock::now());
+          e.gpu_hours = usage.gpu_hours;
+          e.cost_usd = usage.cost_usd;
+        }
+      } catch (const Error &error) {
+        spdlog::debug("notification {}: the ledger could not be read: {}", event, error.what());
       }
-      if (complete && !views.empty()) {
-        const auto usage =
-            chain_usage(views, &history, prices(), {}, std::chrono::system_clock::now());
-        e.gpu_hours = usage.gpu_hours;
-        e.cost_usd = usage.cost_usd;
-      }
-    } catch (const Error &error) {
-      spdlog::debug("notification {}: the ledger could not be read: {}", event, error.what());
     }
-  }
-  notify::announce(*settings, dir, experiment_id, e, actor_identity(m_options.controller));
+    notify::announce(settings, dir, experiment_id, e, by);
+  });
 }
 
 } // namespace pb::runs

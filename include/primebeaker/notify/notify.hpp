@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -117,6 +118,10 @@ bool announce(const Settings &settings,
               const Event &event,
               const std::string &by,
               const Delivery &delivery = {});
+
+// Runs `work` (building an event, then announce()) on a detached thread counted by drain(),
+// so that even the ledger reads and the claim's fsync stay off a recovery's path. Never throws.
+void in_background(std::function<void()> work);
 
 // Waits at most `limit` for the posts still in flight (at a process's end, so that its last
 // post is not cut off); returns how many were still running.
