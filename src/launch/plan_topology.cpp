@@ -70,6 +70,20 @@ void inference_shape_fields(bool expert_parallel,
   }
 }
 
+// The replica fields of Prime-RL's placement, from either generation's multi-node RL reading
+// (inference replicas first, then the trainer's; the orchestrator's replica; its env servers).
+template <typename Rl> void prime_rl_topology_fields(const Rl &rl, TopologyRead &read) {
+  read.replica.num_train_nodes = rl.num_train_nodes;
+  read.replica.num_infer_nodes = rl.total_infer_nodes();
+  read.replica.inference_tp = rl.tensor_parallel;
+  read.replica.orchestrator_replica = rl.orchestrator_replica();
+  read.weight_broadcast_port = rl.weight_broadcast_port;
+  for (const auto &source : rl.sources) {
+    read.replica.env_servers.push_back(source.split + "/" + source.name);
+  }
+  inference_shape_fields(rl.expert_parallel, rl.num_infer_nodes, rl.disaggregated, read.replica);
+}
+
 // Prime-RL v0.9: one reader per entrypoint; the placement is Prime-RL's own
 // (multi_node_rl.sbatch.j2): inference nodes first, then trainer nodes.
 TopologyRead read_topology_v0_9(const toml::Document &document,
@@ -111,15 +125,7 @@ TopologyRead read_topology_v0_9(const toml::Document &document,
   }
   read.gpu_count = read.replica.gpus_per_node = rl.gpus_per_node;
   read.replicas = read.replica.total_nodes = rl.total_nodes();
-  read.replica.num_train_nodes = rl.num_train_nodes;
-  read.replica.num_infer_nodes = rl.total_infer_nodes();
-  read.replica.inference_tp = rl.tensor_parallel;
-  read.replica.orchestrator_replica = rl.orchestrator_replica();
-  read.weight_broadcast_port = rl.weight_broadcast_port;
-  for (const auto &source : rl.sources) {
-    read.replica.env_servers.push_back(source.split + "/" + source.name);
-  }
-  inference_shape_fields(rl.expert_parallel, rl.num_infer_nodes, rl.disaggregated, read.replica);
+  prime_rl_topology_fields(rl, read);
   return read;
 }
 
@@ -166,15 +172,7 @@ TopologyRead read_topology(const toml::Document &document,
   if (rl.prime_rl_placement) {
     // As Prime-RL's multi_node_rl.sbatch.j2 places it (docs/launch.md "Placements").
     read.replica.prime_rl_placement = true;
-    read.replica.num_train_nodes = rl.num_train_nodes;
-    read.replica.num_infer_nodes = rl.total_infer_nodes();
-    read.replica.inference_tp = rl.tensor_parallel;
-    read.replica.orchestrator_replica = rl.orchestrator_replica();
-    read.weight_broadcast_port = rl.weight_broadcast_port;
-    for (const auto &source : rl.sources) {
-      read.replica.env_servers.push_back(source.split + "/" + source.name);
-    }
-    inference_shape_fields(rl.expert_parallel, rl.num_infer_nodes, rl.disaggregated, read.replica);
+    prime_rl_topology_fields(rl, read);
     return read;
   }
   read.replica.total_infer_ranks = rl.total_infer_ranks;

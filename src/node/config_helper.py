@@ -156,46 +156,33 @@ def disaggregated_values(inference, inference_env):
     return runtime, envs
 
 
-def prepare_rl_prime_rl(request):
-    """v0.8.0 multi-node RL in Prime-RL's own placement: its config validators derive what its
-    SLURM launcher relies on (dp and api_server_count per node, the NCCL world size of every
-    inference GPU, num_train_workers), and its sub-configs are written as Prime-RL writes them."""
-    from prime_rl.configs.rl import RLConfig
-    from prime_rl.entrypoints.rl import write_subconfigs
+def placement_result(config, common_extra, engines):
+    """The answer of both generations in Prime-RL's placement: each component's environment (the
+    launcher defaults, then the config's, as Prime-RL's template exports them) and the runtime
+    values the replica plans read; `engines` is the generation's spelling of TP and the DP RPC
+    port, None without inference."""
     from prime_rl.utils.process import (
         DEFAULT_COMMON_ENV_VARS,
         DEFAULT_INFERENCE_ENV_VARS,
         DEFAULT_TRAINER_ENV_VARS,
     )
 
-    raw = load(request["config"])
-    rewrite_environment_namespace(raw, set(request["environment_modules"]))
-    apply_resume(raw, request.get("resume"))
-    # Prime-RL's multi-node validator asks for SLURM; here primebeaker is the launcher.
-    raw.setdefault("slurm", {})
-    config = RLConfig.model_validate(raw)
-    config_dir = Path(request["config_dir"])
-    config_dir.mkdir(parents=True, exist_ok=True)
-    write_subconfigs(config, config_dir)
     inference = config.inference
-    common = {**DEFAULT_COMMON_ENV_VARS, **config.env_vars,
-              "ORCHESTRATOR_OUTPUT_DIR": str(config.orchestrator.output_dir)}
+    common = {**DEFAULT_COMMON_ENV_VARS, **config.env_vars, **common_extra}
+    broadcast = config.weight_broadcast
+    transport = config.rollout_transport
     runtime = {
         "TRAINER_RANKS_FILTER": ",".join(str(rank) for rank in config.trainer.log.ranks_filter),
-        "USE_NCCL_BROADCAST": int(config.weight_broadcast is not None
-                                  and config.weight_broadcast.type == "nccl"),
-        "USE_ZMQ_TRANSPORT": int(config.rollout_transport is not None
-                                 and config.rollout_transport.type == "zmq"),
-        "WEIGHT_BROADCAST_PORT": int(getattr(config.weight_broadcast, "port", 29501)),
+        "USE_NCCL_BROADCAST": int(broadcast is not None and broadcast.type == "nccl"),
+        "USE_ZMQ_TRANSPORT": int(transport is not None and transport.type == "zmq"),
+        "WEIGHT_BROADCAST_PORT": int(getattr(broadcast, "port", 29501)),
     }
     if inference is not None:
-        router = inference.router
         runtime.update({
             "ROUTER_PORT": int(inference.server.port),
-            "ROUTER_POLICY": str(getattr(router, "policy", "consistent_hash")),
+            "ROUTER_POLICY": str(getattr(inference.router, "policy", "consistent_hash")),
             "BACKEND_PORT": int(inference.backend_port),
-            "INFERENCE_TP": int(inference.parallel.tp),
-            "INFERENCE_DP_RPC_PORT": int(inference.data_parallel_rpc_port),
+            **engines,
         })
     inference_env = {**common, **DEFAULT_INFERENCE_ENV_VARS,
                      **(inference.env_vars if inference is not None else {})}
@@ -208,6 +195,31 @@ def prepare_rl_prime_rl(request):
         **pd_envs,
         "runtime": runtime,
     }
+
+
+def prepare_rl_prime_rl(request):
+    """v0.8.0 multi-node RL in Prime-RL's own placement: its config validators derive what its
+    SLURM launcher relies on (dp and api_server_count per node, the NCCL world size of every
+    inference GPU, num_train_workers), and its sub-configs are written as Prime-RL writes them."""
+    from prime_rl.configs.rl import RLConfig
+    from prime_rl.entrypoints.rl import write_subconfigs
+
+    raw = load(request["config"])
+    rewrite_environment_namespace(raw, set(request["environment_modules"]))
+    apply_resume(raw, request.get("resume"))
+    # Prime-RL's multi-node validator asks for SLURM; here primebeaker is the launcher.
+    raw.setdefault("slurm", {})
+    config = RLConfig.model_validate(raw)
+    config_dir = Path(request["config_dir"])
+    config_dir.mkdir(parents=True, exist_ok=True)
+    write_subconfigs(config, config_dir)
+    inference = config.inference
+    common = {"ORCHESTRATOR_OUTPUT_DIR": str(config.orchestrator.output_dir)}
+    engines = None
+    if inference is not None:
+        engines = {"INFERENCE_TP": int(inference.parallel.tp),
+                   "INFERENCE_DP_RPC_PORT": int(inference.data_parallel_rpc_port)}
+    return placement_result(config, common, engines)
 
 
 def prepare_sft(request):
@@ -235,11 +247,6 @@ def prepare_sft(request):
 def prepare_rl_v0_9(request):
     from prime_rl.configs.rl import RLConfig
     from prime_rl.entrypoints.rl import write_subconfigs
-    from prime_rl.utils.process import (
-        DEFAULT_COMMON_ENV_VARS,
-        DEFAULT_INFERENCE_ENV_VARS,
-        DEFAULT_TRAINER_ENV_VARS,
-    )
 
     # "config" is the runtime TOML the node wrote: the resume point and run name are in it.
     raw = load(request["config"])
@@ -253,33 +260,12 @@ def prepare_rl_v0_9(request):
     config_dir.mkdir(parents=True, exist_ok=True)
     write_subconfigs(config, config_dir)
     inference = config.inference
-    router = inference.router if inference is not None else None
-    common = {**DEFAULT_COMMON_ENV_VARS, **config.env_vars}
-    runtime = {
-        "TRAINER_RANKS_FILTER": ",".join(str(rank) for rank in config.trainer.log.ranks_filter),
-        "USE_NCCL_BROADCAST": int(config.weight_broadcast.type == "nccl"),
-        "USE_ZMQ_TRANSPORT": int(config.rollout_transport.type == "zmq"),
-        "WEIGHT_BROADCAST_PORT": int(getattr(config.weight_broadcast, "port", 29501)),
-    }
+    engines = None
     if inference is not None:
-        runtime.update({
-            "ROUTER_PORT": int(inference.server.port),
-            "ROUTER_POLICY": str(getattr(router, "policy", "consistent_hash")),
-            "BACKEND_PORT": int(inference.backend_port),
-            "INFERENCE_TP": int(inference.vllm.tensor_parallel_size),
-            "INFERENCE_DP_RPC_PORT": int(getattr(inference.vllm, "data_parallel_rpc_port", 13345)),
-        })
-    inference_env = {**common, **DEFAULT_INFERENCE_ENV_VARS,
-                     **(inference.env_vars if inference is not None else {})}
-    pd_runtime, pd_envs = disaggregated_values(inference, inference_env)
-    runtime.update(pd_runtime)
-    return {
-        "trainer_env": strings({**common, **DEFAULT_TRAINER_ENV_VARS, **config.trainer.env_vars}),
-        "orchestrator_env": strings({**common, **config.orchestrator.env_vars}),
-        "inference_env": strings(inference_env),
-        **pd_envs,
-        "runtime": runtime,
-    }
+        engines = {"INFERENCE_TP": int(inference.vllm.tensor_parallel_size),
+                   "INFERENCE_DP_RPC_PORT": int(getattr(inference.vllm, "data_parallel_rpc_port",
+                                                        13345))}
+    return placement_result(config, {}, engines)
 
 
 def prepare_sft_v0_9(request):

@@ -41,16 +41,6 @@ std::string string_field(const OrderedJson &object, const char *key) {
   return {};
 }
 
-const OrderedJson &field(const OrderedJson &object, const char *key) {
-  static const OrderedJson null_value;
-  if (object.is_object()) {
-    const auto it = object.find(key);
-    if (it != object.end()) {
-      return *it;
-    }
-  }
-  return null_value;
-}
 
 std::optional<int> int_field(const OrderedJson &object, const char *key) {
   const auto &value = field(object, key);
@@ -647,6 +637,17 @@ std::string state_summary(const RunView &run) {
     }
   }
   return parts.empty() ? "no jobs yet" : text::join(parts, ", ");
+}
+
+const OrderedJson &field(const OrderedJson &object, const char *key) {
+  static const OrderedJson null_value;
+  if (object.is_object()) {
+    const auto it = object.find(key);
+    if (it != object.end()) {
+      return *it;
+    }
+  }
+  return null_value;
 }
 
 } // namespace pb::runs

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 // A queued run's place among its cluster's waiting jobs (docs/runs.md "Queue position").
+#include "status.hpp"
+
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/runs/queue.hpp>
@@ -15,17 +17,6 @@
 namespace pb::runs {
 
 namespace {
-
-const OrderedJson &member(const OrderedJson &object, const char *key) {
-  static const OrderedJson null_value;
-  if (object.is_object()) {
-    const auto it = object.find(key);
-    if (it != object.end()) {
-      return *it;
-    }
-  }
-  return null_value;
-}
 
 std::string text_of(const OrderedJson &value) {
   return value.is_string() ? value.get<std::string>() : std::string();
@@ -55,8 +46,8 @@ std::string duration_text(double seconds) {
 std::vector<ClusterJob> parse_cluster_jobs(const OrderedJson &listing) {
   const OrderedJson *items = &listing;
   for (const char *key : {"data", "jobs"}) {
-    if (member(listing, key).is_array()) {
-      items = &member(listing, key);
+    if (field(listing, key).is_array()) {
+      items = &field(listing, key);
     }
   }
   std::vector<ClusterJob> jobs;
@@ -67,14 +58,14 @@ std::vector<ClusterJob> parse_cluster_jobs(const OrderedJson &listing) {
     if (!job.is_object()) {
       continue;
     }
-    const auto &status = member(job, "status");
-    const auto &execution = member(job, "execution");
+    const auto &status = field(job, "status");
+    const auto &execution = field(job, "execution");
     ClusterJob one;
-    one.id = text_of(member(job, "id"));
-    one.experiment_id = text_of(member(execution, "experiment"));
-    one.priority = text_of(member(member(member(execution, "spec"), "context"), "priority"));
-    one.message = text_of(member(status, "message"));
-    one.created = parse_time(member(status, "created"));
+    one.id = text_of(field(job, "id"));
+    one.experiment_id = text_of(field(execution, "experiment"));
+    one.priority = text_of(field(field(field(execution, "spec"), "context"), "priority"));
+    one.message = text_of(field(status, "message"));
+    one.created = parse_time(field(status, "created"));
     one.unscheduled = classify_job(status) == JobState::pending;
     jobs.push_back(std::move(one));
   }

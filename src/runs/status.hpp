@@ -41,6 +41,10 @@ std::string service_experiment_id(const RunView &run, const RunTarget &target);
 
 // {uri, ready, services: {name: {required, live}}} from the task's REGISTRY and
 // REQUIRED_LITEREGISTRY_SERVICES, or {uri, ready: null, error}; null without a registry.
+// `object[key]` of Beaker's JSON, or null when `object` is not an object or lacks the key: the
+// one accessor the parsers of this module share.
+const OrderedJson &field(const OrderedJson &object, const char *key);
+
 OrderedJson registry_readiness(const RunView &run, TimePoint now);
 
 // {config_path, output_dir, newest_complete_step} from the task's CONFIG_PATH read where this
