@@ -91,7 +91,9 @@ std::optional<int> watcher_verdict(const Observation &seen, bool sft) {
     return std::nullopt;
   }
   for (const auto &[rank, status] : seen.statuses) {
-    if (status.role != "inference") {
+    // Only a trainer-bearing replica's success ends the job: inference replicas (dense, or a
+    // disaggregated deployment's prefill and decode ones) serve until then.
+    if (status.role != "inference" && status.role != "prefill" && status.role != "decode") {
       return 0;
     }
   }

@@ -360,6 +360,12 @@ TEST(NodeWatcher, Verdicts) {
   EXPECT_FALSE(watcher_verdict(seen));
   seen.statuses[2] = {0, "inference"};
   EXPECT_EQ(watcher_verdict(seen), 91);
+  // A disaggregated deployment's prefill and decode replicas are inference replicas too.
+  for (const char *role : {"prefill", "decode"}) {
+    Observation pd;
+    pd.statuses[1] = {0, role};
+    EXPECT_EQ(watcher_verdict(pd), 91) << role;
+  }
   seen.statuses[0] = {0, "trainer"};
   EXPECT_EQ(watcher_verdict(seen), 0);
   seen.statuses[1] = {143, "inference"};
