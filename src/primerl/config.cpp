@@ -604,11 +604,13 @@ namespace {
 // inference slice tp does not divide (the trainer then takes its whole node, as in Prime-RL).
 // Values are peeked, not judged: the placement's reader reports what is wrong with them.
 bool needs_prime_rl_placement(const Reader &reader, std::int64_t gpus_per_node) {
-  const auto peek = [&](std::string_view key, std::int64_t fallback) {
+  // Out of range reads as the default here, so the arithmetic below cannot overflow.
+  const auto peek = [&](std::string_view key, std::int64_t max) -> std::int64_t {
     const auto value = reader.integer_as_written(key);
-    return value && *value >= 1 ? *value : fallback;
+    return value && *value >= 1 && *value <= max ? *value : 1;
   };
-  if (peek("deployment.num_train_nodes", 1) > 1 || peek("deployment.num_infer_replicas", 1) > 1) {
+  if (peek("deployment.num_train_nodes", k_max_nodes) > 1 ||
+      peek("deployment.num_infer_replicas", k_max_nodes) > 1) {
     return true;
   }
   if (const Value *type = reader.find("inference.deployment.type");
@@ -619,9 +621,9 @@ bool needs_prime_rl_placement(const Reader &reader, std::int64_t gpus_per_node) 
       ep != nullptr && ep->boolean().value_or(false)) {
     return true;
   }
-  const auto cp = peek("trainer.model.cp", 1);
-  const auto trainer = cp * peek("trainer.model.dp_replicate", 1);
-  const auto tp = peek("inference.parallel.tp", 1);
+  const auto cp = peek("trainer.model.cp", k_max_gpus_per_node);
+  const auto trainer = cp * peek("trainer.model.dp_replicate", k_max_gpus_per_node);
+  const auto tp = peek("inference.parallel.tp", k_max_gpus_per_node);
   const auto mixed = gpus_per_node - trainer;
   return trainer < gpus_per_node && mixed % tp != 0 && gpus_per_node % tp == 0 &&
          gpus_per_node % cp == 0;
@@ -700,7 +702,9 @@ void read_prime_rl_placement(Reader &reader,
       rl.num_infer_nodes * rl.gpus_per_node / std::max<std::int64_t>(1, rl.tensor_parallel);
   if (rl.expert_parallel && group_dp > 1 && !rl.disaggregated) {
     const auto dp = reader.integer_as_written("inference.parallel.dp").value_or(1);
-    if (dp * rl.tensor_parallel != rl.num_infer_nodes * rl.gpus_per_node) {
+    // Bounded before multiplying: a dp past every GPU a launch can have fails the same check.
+    const bool in_range = dp >= 1 && dp <= k_max_nodes * k_max_gpus_per_node;
+    if (!in_range || dp * rl.tensor_parallel != rl.num_infer_nodes * rl.gpus_per_node) {
       reader.rule(reader.find("inference.parallel.dp") ? reader.find("inference.parallel.dp")
                                                        : reader.find("inference"),
                   fmt::format("expert parallelism across {} inference nodes needs "

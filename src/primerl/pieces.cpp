@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <primebeaker/core/text.hpp>
+#include <primebeaker/primerl/limits.hpp>
 #include <primebeaker/primerl/pieces.hpp>
 #include <primebeaker/toml/value.hpp>
 
@@ -22,10 +23,11 @@ struct Shape {
     const toml::Value *value = find(key);
     return value != nullptr && value->string() ? std::optional(*value->string()) : std::nullopt;
   }
-  std::int64_t integer(std::string_view key, std::int64_t fallback) const {
+  // Out of range reads as `fallback` (the readers report it), so products cannot overflow.
+  std::int64_t integer(std::string_view key, std::int64_t fallback, std::int64_t max) const {
     const toml::Value *value = find(key);
     const auto number = value != nullptr ? value->integer() : std::nullopt;
-    return number && *number >= 1 ? *number : fallback;
+    return number && *number >= 1 && *number <= max ? *number : fallback;
   }
   bool flag(std::string_view key) const {
     const toml::Value *value = find(key);
@@ -41,20 +43,25 @@ struct Shape {
            flag("inference.vllm.enable_expert_parallel");
   }
   std::int64_t tensor_parallel() const {
-    return std::max(integer("inference.parallel.tp", 1),
-                    integer("inference.vllm.tensor_parallel_size", 1));
+    return std::max(integer("inference.parallel.tp", 1, k_max_gpus_per_node),
+                    integer("inference.vllm.tensor_parallel_size", 1, k_max_gpus_per_node));
   }
-  std::int64_t gpus_per_node() const { return integer("deployment.gpus_per_node", 8); }
+  std::int64_t gpus_per_node() const {
+    return integer("deployment.gpus_per_node", 8, k_max_gpus_per_node);
+  }
   std::int64_t nodes_per_replica() const {
-    return integer("deployment.num_infer_nodes", integer("inference.deployment.num_nodes", 1));
+    return integer("deployment.num_infer_nodes",
+                   integer("inference.deployment.num_nodes", 1, k_max_nodes),
+                   k_max_nodes);
   }
   // Engines of one DP group: the replica's (dense multi-node EP) or one instance's
   // (disaggregated, the larger of prefill and decode).
   std::int64_t group_dp() const {
     const std::int64_t engines = gpus_per_node() / tensor_parallel();
     if (disaggregated()) {
-      return engines * std::max(integer("inference.deployment.prefill_nodes_per_replica", 1),
-                                integer("inference.deployment.decode_nodes_per_replica", 1));
+      return engines *
+             std::max(integer("inference.deployment.prefill_nodes_per_replica", 1, k_max_nodes),
+                      integer("inference.deployment.decode_nodes_per_replica", 1, k_max_nodes));
     }
     return engines * nodes_per_replica();
   }

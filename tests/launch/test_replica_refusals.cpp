@@ -123,6 +123,22 @@ TEST(ReplicaRefusals, GpuArithmeticCannotOverflow) {
   many = replace_once(
       many, "type = \"multi_node\"\n", "type = \"multi_node\"\ngpus_per_node = 1024\n");
   EXPECT_PB_ERROR(plan(many, options), 3, "inference ranks (2047992 inference GPUs / tp 1) exceed");
+  // Prime-RL's placement reads (and the image's pieces peek) the same keys: 2^62 overflows none
+  // of their products (UBSan), and each is refused at its key.
+  const std::string ep =
+      replace_once(k_multinode_rl, "[inference]\n", "[inference]\nenable_expert_parallel = true\n");
+  EXPECT_PB_ERROR(plan(replace_once(replace_once(ep, "num_infer_nodes = 1", "num_infer_nodes = 2"),
+                                    "dp = 8\n",
+                                    "dp = 4611686018427387904\n"),
+                       options),
+                  3,
+                  "expert parallelism across 2 inference nodes needs inference.parallel.dp x tp");
+  EXPECT_PB_ERROR(plan(replace_once(ep,
+                                    "type = \"multi_node\"\n",
+                                    "type = \"multi_node\"\ngpus_per_node = 4611686018427387904\n"),
+                       options),
+                  3,
+                  "deployment.gpus_per_node must be a positive integer at most 1024");
 }
 
 TEST(ReplicaRefusals, FlagsOutsideTheContract) {
