@@ -516,8 +516,7 @@ ReplicaEnv ReplicaEnv::from_env(Kind kind, const EnvMap &env) {
       }
       if (out.expert_parallel || out.disaggregated) {
         require_set(env, {var::nodes_per_infer_replica});
-        out.nodes_per_infer_replica =
-            integer_var(env, var::nodes_per_infer_replica, k_nodes_range);
+        out.nodes_per_infer_replica = integer_var(env, var::nodes_per_infer_replica, k_nodes_range);
       }
       if (const auto text = non_empty(env, var::registry)) {
         out.registry = parse_registry(*text, replica_context(out), var::registry, false);

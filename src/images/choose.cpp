@@ -122,9 +122,9 @@ ImageChoice choose_image(const Catalog &catalog,
                          const toml::Document &document,
                          primerl::ConfigRoot root) {
   const primerl::GenerationInfo keys = primerl::detect_generation(document);
-  const std::vector<primerl::NeededPiece> needed =
-      root == primerl::ConfigRoot::rl ? primerl::pieces_needed(document)
-                                      : std::vector<primerl::NeededPiece>();
+  const std::vector<primerl::NeededPiece> needed = root == primerl::ConfigRoot::rl
+                                                       ? primerl::pieces_needed(document)
+                                                       : std::vector<primerl::NeededPiece>();
   if (request.holds && request.image.empty()) {
     throw usage_error("--image-holds declares the pieces of an --image the catalog does not know: "
                       "pass that --image (the catalog says what its own images hold)");
@@ -181,8 +181,8 @@ ImageChoice choose_image(const Catalog &catalog,
       });
     };
     if (!narrowed.empty()) {
-      const auto fewest = lacking(*std::min_element(
-          narrowed.begin(), narrowed.end(), [&](const auto &a, const auto &b) {
+      const auto fewest = lacking(
+          *std::min_element(narrowed.begin(), narrowed.end(), [&](const auto &a, const auto &b) {
             return lacking(a) < lacking(b);
           }));
       std::erase_if(narrowed, [&](const Candidate &c) { return lacking(c) > fewest; });

@@ -162,11 +162,11 @@ TopologyRead read_topology(const toml::Document &document,
     break;
   }
   const auto rl = primerl::read_multi_node_rl(document, problems);
-  TopologyRead read =
-      shared_fields(document,
-                    rl,
-                    "prime-rl-multinode",
-                    rl.prime_rl_placement ? "multi-node RL (Prime-RL's placement)" : "multi-node RL");
+  TopologyRead read = shared_fields(document,
+                                    rl,
+                                    "prime-rl-multinode",
+                                    rl.prime_rl_placement ? "multi-node RL (Prime-RL's placement)"
+                                                          : "multi-node RL");
   read.gpu_count = read.replica.gpus_per_node = rl.gpus_per_node;
   read.replicas = read.replica.total_nodes = rl.total_nodes;
   if (rl.prime_rl_placement) {

@@ -301,12 +301,15 @@ void dp_group_engines(const GenerationWiring &generation,
   argv.insert(argv.end(), flags.begin(), flags.end());
   if (generation.v0_9) {
     const std::string file = servers.dirs.back() + "/vllm-overrides.json";
-    argv.insert(argv.end(),
-                {"--vllm.data-parallel-rpc-port", "${runtime.INFERENCE_DP_RPC_PORT}", "--vllm", "@", file});
+    argv.insert(
+        argv.end(),
+        {"--vllm.data-parallel-rpc-port", "${runtime.INFERENCE_DP_RPC_PORT}", "--vllm", "@", file});
     servers.files.emplace_back(file, overrides);
   } else {
     argv.insert(argv.end(),
-                {"--data-parallel-rpc-port", "${runtime.INFERENCE_DP_RPC_PORT}", "--vllm-extra",
+                {"--data-parallel-rpc-port",
+                 "${runtime.INFERENCE_DP_RPC_PORT}",
+                 "--vllm-extra",
                  overrides});
   }
 }
@@ -326,8 +329,10 @@ void expert_parallel_engines(const RlEnv &env,
   const int engines = env.gpus_per_node / std::max(1, env.inference_tp);
   const int per_replica = std::max(1, env.nodes_per_infer_replica);
   const int head = env.rank / per_replica * per_replica;
-  dp_group_engines(
-      generation, per_replica * engines, rank_overrides(head, (env.rank - head) * engines), servers);
+  dp_group_engines(generation,
+                   per_replica * engines,
+                   rank_overrides(head, (env.rank - head) * engines),
+                   servers);
 }
 
 // The role of inference node `rank` in a disaggregated replica, as Prime-RL's template derives
@@ -433,8 +438,9 @@ ReplicaPlan plan_rl_prime_rl(const RlEnv &env, const PlanInputs &inputs) {
   const auto config = [&](const std::string &name) {
     return paths.config_dir / (name + generation.extension);
   };
-  const std::optional<PdRole> pd =
-      inference && env.disaggregated ? std::optional(pd_role(env, env.rank, engines)) : std::nullopt;
+  const std::optional<PdRole> pd = inference && env.disaggregated
+                                       ? std::optional(pd_role(env, env.rank, engines))
+                                       : std::nullopt;
   ReplicaPlan plan = rl_plan(env,
                              paths,
                              !inference ? "trainer"
@@ -497,8 +503,7 @@ ReplicaPlan plan_rl_prime_rl(const RlEnv &env, const PlanInputs &inputs) {
   }
   // The run identity: v0.9's PRL_RUN_ID; v0.8.0's shared W&B run (WANDB_SHARED_RUN_ID is the
   // contract's, set on every replica).
-  EnvMap identity =
-      generation.v0_9 ? v0_9_run_env(env) : EnvMap{{"WANDB_SHARED_MODE", "1"}};
+  EnvMap identity = generation.v0_9 ? v0_9_run_env(env) : EnvMap{{"WANDB_SHARED_MODE", "1"}};
   identity["MASTER_ADDR"] = master;
   identity["MASTER_PORT"] = std::to_string(primerl::v0_9::k_rendezvous_port);
   plan.steps.push_back(step::SetEnv{identity});
@@ -593,7 +598,9 @@ ReplicaPlan plan_rl_prime_rl(const RlEnv &env, const PlanInputs &inputs) {
       step::Start start;
       auto &p = start.process;
       p.name = "env server " + server;
-      p.argv = {"env-server", "@", (paths.config_dir / "envs" / (server + generation.extension)).string()};
+      p.argv = {"env-server",
+                "@",
+                (paths.config_dir / "envs" / (server + generation.extension)).string()};
       p.component_env = "orchestrator";
       p.ports = {std::to_string(primerl::v0_9::k_env_server_base_port + index++)};
       p.log = {LogSpec::Mode::truncate, paths.logs / "envs" / (server + ".log"), false};

@@ -89,8 +89,8 @@ std::vector<NeededPiece> pieces_needed(const toml::Document &document) {
     needed.push_back({std::string(k_piece_deepep),
                       "disaggregated prefill/decode's all2all (inference.deployment.type)"});
   } else if (shape.expert_parallel() && shape.group_dp() > 1) {
-    needed.push_back(
-        {std::string(k_piece_deepep), "expert parallelism across engines (enable_expert_parallel)"});
+    needed.push_back({std::string(k_piece_deepep),
+                      "expert parallelism across engines (enable_expert_parallel)"});
   }
   if (shape.text("inference.router.type").value_or("") == "llm-d") {
     needed.push_back({std::string(k_piece_llm_d), "the llm-d router (inference.router.type)"});

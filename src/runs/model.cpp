@@ -41,7 +41,6 @@ std::string string_field(const OrderedJson &object, const char *key) {
   return {};
 }
 
-
 std::optional<int> int_field(const OrderedJson &object, const char *key) {
   const auto &value = field(object, key);
   if (value.is_number_integer()) {

@@ -164,9 +164,8 @@ current_queue(const RunView &run, beaker::Client &beaker, TimePoint now) {
     try {
       return queue_position(run, cluster, parse_cluster_jobs(beaker.cluster_jobs(cluster)), now);
     } catch (const Error &error) {
-      spdlog::info("the queue of {} is not known: {}",
-                   cluster,
-                   text::split(error.what(), '\n').front());
+      spdlog::info(
+          "the queue of {} is not known: {}", cluster, text::split(error.what(), '\n').front());
     }
   }
   return std::nullopt;
@@ -184,13 +183,13 @@ OrderedJson queue_json(const QueuePosition &queue) {
 }
 
 std::string queue_line(const QueuePosition &queue) {
-  std::string line = fmt::format("waiting {}: {} of {} at {} on {}",
-                                 duration_text(queue.waited_seconds),
-                                 ordinal(queue.position),
-                                 queue.of,
-                                 queue.priority.empty() ? "any priority"
-                                                        : "priority " + queue.priority,
-                                 queue.cluster);
+  std::string line =
+      fmt::format("waiting {}: {} of {} at {} on {}",
+                  duration_text(queue.waited_seconds),
+                  ordinal(queue.position),
+                  queue.of,
+                  queue.priority.empty() ? "any priority" : "priority " + queue.priority,
+                  queue.cluster);
   if (!queue.message.empty()) {
     line += "; beaker: " + queue.message;
   }

@@ -32,8 +32,10 @@ ImageChoice choose(const std::string &text,
                    const std::string &prime_rl = "",
                    const std::string &workspace = "ai2/oe-agents") {
   const auto document = toml::Document::parse(text, "t.toml");
-  return choose_image(
-      Catalog::builtin(), {image, prime_rl, workspace, true, {}}, document, primerl::ConfigRoot::rl);
+  return choose_image(Catalog::builtin(),
+                      {image, prime_rl, workspace, true, {}},
+                      document,
+                      primerl::ConfigRoot::rl);
 }
 
 Error error_of(const std::function<void()> &run) {
@@ -65,6 +67,42 @@ TEST(ChooseImage, WithoutImageTheCatalogsImageWhosePrimeRlReadsTheToml) {
   // --prime-rl narrows the catalog.
   EXPECT_EQ(choose(k_either, "", "v0.9").reference, k_v0_9_image);
   EXPECT_EQ(choose(k_either, "", "0.8.0").reference, k_v0_8_0_image);
+}
+
+// What an image holds decides which shapes may launch on it (docs/launch.md "What the image
+// holds"): a disaggregated v0.8.0 TOML skips the fork's image (vllm-router only) for Prime-RL's
+// published v0.8.0 one; --image-holds is for an uncataloged --image only, with known pieces.
+TEST(ChooseImage, TheImageHoldsWhatTheShapeNeeds) {
+  const std::string pd = std::string(k_either) +
+                         "[deployment]\ntype = 'multi_node'\nnum_train_nodes = 1\n"
+                         "[inference.deployment]\ntype = 'disaggregated'\n";
+  EXPECT_EQ(choose(pd).prime_rl.version, "v0.8.0");
+  const auto document = toml::Document::parse(pd, "t.toml");
+  ImageRequest request{"beaker://team/mine", "v0.8.0", "ai2/oe-agents", true, {}};
+  request.holds = std::vector<std::string>{"vllm-router"};
+  const Error lacking = error_of(
+      [&] { choose_image(Catalog::builtin(), request, document, primerl::ConfigRoot::rl); });
+  EXPECT_EQ(lacking.code(), 3);
+  EXPECT_NE(
+      std::string(lacking.what())
+          .find("needs nixl, which image beaker://team/mine does not hold (it holds vllm-router)"),
+      std::string::npos)
+      << lacking.what();
+  request.holds = std::vector<std::string>{"vllm-router", "nixl", "deepep"};
+  EXPECT_EQ(choose_image(Catalog::builtin(), request, document, primerl::ConfigRoot::rl).holds,
+            *request.holds);
+  request.holds = std::vector<std::string>{"nixl-from-pypi"};
+  const Error unknown = error_of(
+      [&] { choose_image(Catalog::builtin(), request, document, primerl::ConfigRoot::rl); });
+  EXPECT_EQ(unknown.code(), 2);
+  EXPECT_NE(std::string(unknown.what()).find("--image-holds: unknown piece 'nixl-from-pypi'"),
+            std::string::npos);
+  request.image.clear();
+  request.holds = std::vector<std::string>{"nixl"};
+  EXPECT_EQ(error_of([&] {
+              choose_image(Catalog::builtin(), request, document, primerl::ConfigRoot::rl);
+            }).code(),
+            2);
 }
 
 TEST(ChooseImage, ACatalogedImageSaysItsPrimeRl) {

@@ -262,7 +262,8 @@ TEST(Corpus, PrimeRlsOwnTomlsLaunchAsTheyAre) {
         // v0.8.0's card says which placement; v0.9 has only Prime-RL's.
         EXPECT_TRUE(name.rfind("main-", 0) == 0 ||
                     result.out.find("Prime-RL's placement") != std::string::npos)
-            << name << ":\n" << result.out;
+            << name << ":\n"
+            << result.out;
         ++placed;
       }
       // The card names the Prime-RL that reads it, the one `toml check` found, unless that

@@ -80,7 +80,8 @@ TEST(ReplicaRefusals, UnsupportedInferenceDeploymentsNameTheKey) {
   for (const auto &shape :
        {replace_once(k_multinode_rl, "num_infer_nodes = 1", "num_infer_nodes = 2") +
             "[inference.deployment]\ntype = \"disaggregated\"\n",
-        replace_once(k_multinode_rl, "[inference]\n", "[inference]\nenable_expert_parallel = true\n")}) {
+        replace_once(
+            k_multinode_rl, "[inference]\n", "[inference]\nenable_expert_parallel = true\n")}) {
     const auto placed = plan(shape, with_registry("redis://r:1"));
     EXPECT_NE(placed.spec_text.find("\"PRIME_RL_PLACEMENT\""), std::string::npos) << shape;
   }

@@ -151,7 +151,8 @@ TEST(PrimeRlV09, PlacementKeysAreReadAsPrimeRlReadsThem) {
              24,
              "tensor_parallel_size = 8\nenable_expert_parallel = true");
   std::string one_node = ep;
-  one_node.replace(one_node.find("num_infer_nodes = 2"), 19, "num_infer_nodes = 1\nnum_infer_replicas = 2");
+  one_node.replace(
+      one_node.find("num_infer_nodes = 2"), 19, "num_infer_nodes = 1\nnum_infer_replicas = 2");
   write_file(dir.path() / "ep.toml", one_node + "\n[run]\nname = \"swe\"\n");
   result = preview("rl", dir.path() / "ep.toml");
   ASSERT_EQ(result.exit_code, 0) << result.err;
@@ -169,7 +170,11 @@ TEST(PrimeRlV09, PlacementKeysAreReadAsPrimeRlReadsThem) {
                  "\n[run]\nname = \"swe\"\n\n[inference.router]\ntype = \"llm-d\"\n");
   result = preview("rl",
                    dir.path() / "llmd.toml",
-                   {"--image", "beaker://team/llmd", "--prime-rl", "v0.8.1.dev67", "--image-holds",
+                   {"--image",
+                    "beaker://team/llmd",
+                    "--prime-rl",
+                    "v0.8.1.dev67",
+                    "--image-holds",
                     "vllm-router,llm-d"});
   EXPECT_EQ(result.exit_code, 3);
   EXPECT_NE(result.err.find("multi-node inference.router.type = \"llm-d\" is not placed by "

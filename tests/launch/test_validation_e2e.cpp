@@ -175,10 +175,11 @@ TEST_F(Validation, Flags) {
   }
   // Without --registry a multi-node run gets a file registry on the mount (docs/launch.md
   // "Registry"); a registry it cannot use is refused by name.
-  expect_error({"rl", "preview", "--toml", "examples/multinode-rl/rl.toml", "--registry", "ftp://x"},
-               2,
-               "--registry: invalid registry URI ftp://x: unsupported scheme 'ftp'",
-               "registry");
+  expect_error(
+      {"rl", "preview", "--toml", "examples/multinode-rl/rl.toml", "--registry", "ftp://x"},
+      2,
+      "--registry: invalid registry URI ftp://x: unsupported scheme 'ftp'",
+      "registry");
   expect_error({"rl", "preview", "--toml", "missing.toml"}, 3, "missing.toml", "missing file");
   // The TOML itself must be under the mount.
   write("../outside.toml", example_text("examples/rl/rl.toml"));
@@ -403,8 +404,17 @@ TEST_F(ValidationSmoke, FlagTomlAndReplicaRefusalsThroughTheBinary) {
                      "num_train_nodes = 1",
                      "num_train_nodes = 2") +
             "\n[inference.router]\ntype = \"llm-d\"\n");
-  expect_error({"rl", "preview", "--toml", "case.toml", "--image-holds", "vllm-router,llm-d",
-                "--image", "beaker://team/llmd", "--prime-rl", "v0.8.0", "--registry",
+  expect_error({"rl",
+                "preview",
+                "--toml",
+                "case.toml",
+                "--image-holds",
+                "vllm-router,llm-d",
+                "--image",
+                "beaker://team/llmd",
+                "--prime-rl",
+                "v0.8.0",
+                "--registry",
                 "redis://r:1"},
                3,
                "inference.router.type = \"llm-d\" is not placed by primebeaker yet");

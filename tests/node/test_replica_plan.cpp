@@ -348,8 +348,10 @@ TEST_F(PrimeRlPlacement, V080SeveralTrainerNodes) {
 
 // intellect-3.1/rl: 12 inference nodes, then 4 trainer nodes.
 TEST_F(PrimeRlPlacement, V080Intellect31) {
-  const auto r = place(
-      "v0.8.0", "advanced/intellect-3.1/rl.toml", "v0.8.0", "v0.8.0-intellect-3.1-multinode-rl.txt");
+  const auto r = place("v0.8.0",
+                       "advanced/intellect-3.1/rl.toml",
+                       "v0.8.0",
+                       "v0.8.0-intellect-3.1-multinode-rl.txt");
   const std::string out = r.env.at("OUTPUT_DIR");
   ASSERT_EQ(r.plans.size(), 16u);
   EXPECT_TRUE(r.has(0, "vllm-router --policy"));
@@ -415,11 +417,10 @@ TEST_F(PrimeRlPlacement, V09ExpertParallelInsideOneEngine) {
 // first and a later decode node, the second replica's first prefill node, the first and the last
 // trainer node.
 TEST_F(PrimeRlPlacement, V09DisaggregatedGlm52) {
-  const auto r = place("main-559b4477",
-                       "advanced/glm-5.2/swe.toml",
-                       "v0.9",
-                       "",
-                       [](std::string text) { return text + "\n[run]\nname = \"glm\"\n"; });
+  const auto r =
+      place("main-559b4477", "advanced/glm-5.2/swe.toml", "v0.9", "", [](std::string text) {
+        return text + "\n[run]\nname = \"glm\"\n";
+      });
   ASSERT_EQ(r.plans.size(), 32u);
   EXPECT_EQ(r.env.at("INFERENCE_DEPLOYMENT"), "disaggregated");
   EXPECT_EQ(r.env.at("NODES_PER_INFER_REPLICA"), "8");
@@ -434,34 +435,40 @@ TEST_F(PrimeRlPlacement, V09DisaggregatedGlm52) {
   for (int rank = 0; rank < 16; ++rank) {
     const bool prefill = rank % 8 < 4;
     EXPECT_TRUE(r.has(rank, prefill ? "role=prefill" : "role=decode")) << rank;
-    EXPECT_TRUE(r.has(rank, prefill ? "${port} = ${runtime.PREFILL_PORT} + ${k}"
-                                    : "${port} = ${runtime.DECODE_PORT} + ${k}"))
+    EXPECT_TRUE(r.has(rank,
+                      prefill ? "${port} = ${runtime.PREFILL_PORT} + ${k}"
+                              : "${port} = ${runtime.DECODE_PORT} + ${k}"))
         << rank;
     EXPECT_TRUE(r.has(rank, "--vllm.data-parallel-size 32")) << rank; // 4 nodes x 8 engines
     EXPECT_TRUE(r.has(rank, "VLLM_NIXL_SIDE_CHANNEL_PORT='${k+5600}'")) << r.plans[rank];
     // The instance head and this node's first rank in it.
     const int head = rank / 4 * 4;
     const int start = rank % 4 * 8;
-    EXPECT_TRUE(r.has(rank,
-                      fmt::format("\"data_parallel_address\": \"${{host.{}}}\", "
-                                  "\"data_parallel_rank\": {}",
-                                  head,
-                                  start == 0 ? std::string("${k}") : fmt::format("${{k+{}}}", start))))
+    EXPECT_TRUE(
+        r.has(rank,
+              fmt::format("\"data_parallel_address\": \"${{host.{}}}\", "
+                          "\"data_parallel_rank\": {}",
+                          head,
+                          start == 0 ? std::string("${k}") : fmt::format("${{k+{}}}", start))))
         << rank;
-    EXPECT_TRUE(r.has(rank, prefill ? "\"all2all_backend\": \"deepep_high_throughput\""
-                                    : "\"all2all_backend\": \"deepep_low_latency\", "
-                                      "\"compilation_config\": {\"cudagraph_mode\": "
-                                      "\"FULL_DECODE_ONLY\"}"))
+    EXPECT_TRUE(r.has(rank,
+                      prefill ? "\"all2all_backend\": \"deepep_high_throughput\""
+                              : "\"all2all_backend\": \"deepep_low_latency\", "
+                                "\"compilation_config\": {\"cudagraph_mode\": "
+                                "\"FULL_DECODE_ONLY\"}"))
         << rank;
   }
   // One router, on inference node 0, in PD mode: replica 0's prefill engines, its decode ones,
   // then replica 1's, as Prime-RL's template lists them.
-  EXPECT_TRUE(r.has(0, "--vllm-pd-disaggregation --prefill http://${host.0}:${runtime.PREFILL_PORT} "
-                       "--prefill http://${host.0}:${runtime.PREFILL_PORT+1}"));
-  EXPECT_TRUE(r.has(0, "--prefill http://${host.3}:${runtime.PREFILL_PORT+7} --decode "
-                       "http://${host.4}:${runtime.DECODE_PORT} "));
-  EXPECT_TRUE(r.has(0, "--decode http://${host.7}:${runtime.DECODE_PORT+7} --prefill "
-                       "http://${host.8}:${runtime.PREFILL_PORT} "));
+  EXPECT_TRUE(r.has(0,
+                    "--vllm-pd-disaggregation --prefill http://${host.0}:${runtime.PREFILL_PORT} "
+                    "--prefill http://${host.0}:${runtime.PREFILL_PORT+1}"));
+  EXPECT_TRUE(r.has(0,
+                    "--prefill http://${host.3}:${runtime.PREFILL_PORT+7} --decode "
+                    "http://${host.4}:${runtime.DECODE_PORT} "));
+  EXPECT_TRUE(r.has(0,
+                    "--decode http://${host.7}:${runtime.DECODE_PORT+7} --prefill "
+                    "http://${host.8}:${runtime.PREFILL_PORT} "));
   for (int rank = 1; rank < 32; ++rank) {
     EXPECT_FALSE(r.has(rank, "vllm-router --policy")) << rank;
   }
@@ -472,7 +479,8 @@ TEST_F(PrimeRlPlacement, V09DisaggregatedGlm52) {
     EXPECT_TRUE(r.has(rank, "--nnodes=16 --nproc-per-node=8")) << rank;
     EXPECT_TRUE(r.has(rank, "--rdzv-endpoint=${host.16}:29500")) << rank;
   }
-  EXPECT_TRUE(r.has(16, "--model.client.admin-base-url http://${host.0}:${runtime.PREFILL_PORT}/v1"));
+  EXPECT_TRUE(
+      r.has(16, "--model.client.admin-base-url http://${host.0}:${runtime.PREFILL_PORT}/v1"));
   EXPECT_TRUE(r.has(16, "http://${host.15}:${runtime.DECODE_PORT+7}/v1\n"));
   EXPECT_TRUE(r.has(16, "ports: 29500 ${runtime.WEIGHT_BROADCAST_PORT}"));
 }
@@ -484,17 +492,20 @@ TEST_F(PrimeRlPlacement, ExpertParallelAcrossNodesRunsOneEnginePerDpRank) {
     return at == std::string::npos ? text : text.replace(at, from.size(), to);
   };
   // v0.8.0: 2 inference nodes of tp-4 engines form one group of 4 DP ranks.
-  const auto v08 = place("v0.8.0", "advanced/qwen3-30b-a3b/math.toml", "v0.8.0", "", [&](auto text) {
-    return replace(text,
-                   "[inference.parallel]\ntp = 8",
-                   "[inference]\nenable_expert_parallel = true\n\n[inference.parallel]\ntp = 4\n"
-                   "dp = 4");
-  });
+  const auto v08 =
+      place("v0.8.0", "advanced/qwen3-30b-a3b/math.toml", "v0.8.0", "", [&](auto text) {
+        return replace(
+            text,
+            "[inference.parallel]\ntp = 8",
+            "[inference]\nenable_expert_parallel = true\n\n[inference.parallel]\ntp = 4\n"
+            "dp = 4");
+      });
   EXPECT_EQ(v08.env.at("INFERENCE_ENABLE_EXPERT_PARALLEL"), "1");
   EXPECT_EQ(v08.env.at("NODES_PER_INFER_REPLICA"), "2");
   for (int rank : {0, 1}) {
-    EXPECT_TRUE(v08.has(rank, "--parallel.dp 4 --data-parallel-size-local 1 --api-server-count 1 "
-                              "--data-parallel-rpc-port ${runtime.INFERENCE_DP_RPC_PORT}"))
+    EXPECT_TRUE(v08.has(rank,
+                        "--parallel.dp 4 --data-parallel-size-local 1 --api-server-count 1 "
+                        "--data-parallel-rpc-port ${runtime.INFERENCE_DP_RPC_PORT}"))
         << v08.plans[rank];
     EXPECT_TRUE(v08.has(rank, "\"data_parallel_address\": \"${host.0}\"")) << v08.plans[rank];
   }
@@ -503,16 +514,20 @@ TEST_F(PrimeRlPlacement, ExpertParallelAcrossNodesRunsOneEnginePerDpRank) {
   EXPECT_TRUE(v08.has(1, "\"data_parallel_rank\": ${k+2}}")) << v08.plans[1];
 
   // v0.9 spells the group size as vLLM keys and passes the rank through a file of overrides.
-  const auto v09 = place("main-559b4477", "advanced/qwen3-30b-a3b/swe.toml", "v0.9", "", [&](auto text) {
-    return replace(text, "tensor_parallel_size = 8", "tensor_parallel_size = 4\nenable_expert_parallel = true") +
-           "\n[run]\nname = \"ep\"\n";
-  });
+  const auto v09 =
+      place("main-559b4477", "advanced/qwen3-30b-a3b/swe.toml", "v0.9", "", [&](auto text) {
+        return replace(text,
+                       "tensor_parallel_size = 8",
+                       "tensor_parallel_size = 4\nenable_expert_parallel = true") +
+               "\n[run]\nname = \"ep\"\n";
+      });
   EXPECT_EQ(v09.env.at("INFERENCE_ENABLE_EXPERT_PARALLEL"), "1");
   EXPECT_TRUE(v09.has(1, "--vllm.data-parallel-size 4 --vllm.data-parallel-size-local 1"))
       << v09.plans[1];
   EXPECT_TRUE(v09.has(1, "--vllm @ ")) << v09.plans[1];
-  EXPECT_TRUE(v09.has(1, "vllm-overrides.json = {\"data_parallel_address\": \"${host.0}\", "
-                         "\"data_parallel_rank\": ${k+2}}"))
+  EXPECT_TRUE(v09.has(1,
+                      "vllm-overrides.json = {\"data_parallel_address\": \"${host.0}\", "
+                      "\"data_parallel_rank\": ${k+2}}"))
       << v09.plans[1];
 }
 
