@@ -321,7 +321,7 @@ std::string rank_overrides(int head, int start_rank, const std::string &more = "
                      more);
 }
 
-// Expert parallelism across nodes (docs/node.md "Expert parallelism"): every engine of an
+// Expert parallelism across nodes (docs/node.md "Prime-RL's placement"): every engine of an
 // inference replica is one rank of a DP group rooted on the replica's first node.
 void expert_parallel_engines(const RlEnv &env,
                              const GenerationWiring &generation,
