@@ -43,9 +43,9 @@ std::string render(const std::vector<std::vector<std::string>> &rows) {
 void run(const Options &options) {
   const auto settings = config::Settings::load();
   const config::Setting *setting = settings.get("clusters");
-  const auto patterns = patterns_of(
-      setting != nullptr && setting->level != config::Level::built_in ? setting->values
-                                                                      : std::vector<std::string>{});
+  const auto patterns = patterns_of(setting != nullptr && setting->level != config::Level::built_in
+                                        ? setting->values
+                                        : std::vector<std::string>{});
   proc::SystemRunner runner;
   beaker::Client beaker(runner,
                         beaker::program_from_environment(env::snapshot()),
@@ -74,16 +74,15 @@ void run(const Options &options) {
       continue;
     }
     const bool known = cluster.has_occupancy;
-    rows.push_back({cluster.name,
-                    cluster.gpu_type.empty() ? "-" : cluster.gpu_type,
-                    known ? std::to_string(cluster.free_gpus()) : "?",
-                    known ? std::to_string(cluster.slots.total) : "?",
-                    known ? std::to_string(cluster.slots.cordoned) : "?",
-                    known ? fmt::format("{} of {}",
-                                        cluster.free_nodes(options.gpus),
-                                        cluster.node_count)
-                          : "?",
-                    std::to_string(cluster.queued_jobs)});
+    rows.push_back(
+        {cluster.name,
+         cluster.gpu_type.empty() ? "-" : cluster.gpu_type,
+         known ? std::to_string(cluster.free_gpus()) : "?",
+         known ? std::to_string(cluster.slots.total) : "?",
+         known ? std::to_string(cluster.slots.cordoned) : "?",
+         known ? fmt::format("{} of {}", cluster.free_nodes(options.gpus), cluster.node_count)
+               : "?",
+         std::to_string(cluster.queued_jobs)});
   }
   std::cout << render(rows);
 }

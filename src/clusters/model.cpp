@@ -42,10 +42,8 @@ std::int64_t count(const OrderedJson &object, std::string_view key, std::string_
       return *parsed;
     }
   }
-  throw tool_error(fmt::format("beaker's answer for {}: {} is not a whole number: {}",
-                               where,
-                               key,
-                               value->dump()));
+  throw tool_error(fmt::format(
+      "beaker's answer for {}: {} is not a whole number: {}", where, key, value->dump()));
 }
 
 std::string string_of(const OrderedJson &object, std::string_view key) {
@@ -158,7 +156,8 @@ Cluster parse_cluster(const OrderedJson &answer, const std::string &requested) {
 std::vector<std::string> parse_cluster_names(const OrderedJson &answer,
                                              const std::string &account) {
   if (!answer.is_array() && !answer.is_object()) {
-    throw tool_error(fmt::format("beaker cluster list {} printed JSON that is not a list", account));
+    throw tool_error(
+        fmt::format("beaker cluster list {} printed JSON that is not a list", account));
   }
   std::vector<std::string> names;
   const auto add = [&](const OrderedJson &object) {
@@ -208,8 +207,10 @@ Snapshot take_snapshot(beaker::Client &beaker,
     const auto slash = pattern.find('/');
     if (slash == std::string::npos || slash == 0 || slash + 1 == pattern.size() ||
         is_glob(pattern.substr(0, slash))) {
-      throw usage_error(fmt::format(
-          "{} {}: name clusters as ACCOUNT/NAME (a glob only after the '/': ai2/*)", flag, pattern));
+      throw usage_error(
+          fmt::format("{} {}: name clusters as ACCOUNT/NAME (a glob only after the '/': ai2/*)",
+                      flag,
+                      pattern));
     }
     const std::string account = pattern.substr(0, slash);
     if (is_glob(pattern) && known.count(account) == 0) {

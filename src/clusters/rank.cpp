@@ -25,15 +25,13 @@ Candidate assess(const Cluster &cluster, const Need &need) {
     return c;
   }
   if (cluster.node_gpus < need.gpus_per_node) {
-    c.why = fmt::format("its nodes have {} GPUs, the run needs {} on each",
-                        cluster.node_gpus,
-                        need.gpus_per_node);
+    c.why = fmt::format(
+        "its nodes have {} GPUs, the run needs {} on each", cluster.node_gpus, need.gpus_per_node);
     return c;
   }
   if (cluster.node_count > 0 && cluster.node_count < need.nodes) {
-    c.why = fmt::format("it has {}, the run needs {}",
-                        plural(cluster.node_count, "node", "nodes"),
-                        need.nodes);
+    c.why = fmt::format(
+        "it has {}, the run needs {}", plural(cluster.node_count, "node", "nodes"), need.nodes);
     return c;
   }
   if (!cluster.has_occupancy) {
@@ -78,8 +76,8 @@ Placement rank(const Snapshot &snapshot, const Need &need) {
                      }
                      return a.cluster < b.cluster;
                    });
-  const std::string run = fmt::format("{} x {} GPUs", plural(need.nodes, "node", "nodes"),
-                                      need.gpus_per_node);
+  const std::string run =
+      fmt::format("{} x {} GPUs", plural(need.nodes, "node", "nodes"), need.gpus_per_node);
   if (placement.ranking.empty() || !placement.ranking.front().can_host) {
     placement.reason = fmt::format("no cluster looked at can host {}", run);
     if (!placement.ranking.empty()) {
@@ -109,8 +107,7 @@ Placement rank(const Snapshot &snapshot, const Need &need) {
 
 OrderedJson to_json(const Placement &placement) {
   OrderedJson out = OrderedJson::object();
-  out["need"] = {{"nodes", placement.need.nodes},
-                 {"gpus_per_node", placement.need.gpus_per_node}};
+  out["need"] = {{"nodes", placement.need.nodes}, {"gpus_per_node", placement.need.gpus_per_node}};
   out["chosen"] = placement.chosen;
   out["fits_now"] = placement.fits_now;
   out["reason"] = placement.reason;

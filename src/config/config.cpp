@@ -655,7 +655,8 @@ std::vector<const Setting *> Settings::effective() const {
 std::vector<const Setting *> Settings::matching(const KeyInfo &pattern) const {
   std::vector<const Setting *> out;
   const auto prefix = pattern.key.substr(0, pattern.key.size() - 1);
-  for (auto it = m_layers.lower_bound(prefix); it != m_layers.end() && it->first.starts_with(prefix);
+  for (auto it = m_layers.lower_bound(prefix);
+       it != m_layers.end() && it->first.starts_with(prefix);
        ++it) {
     if (const auto *setting = get(it->first); setting != nullptr && setting->key == &pattern) {
       out.push_back(setting);

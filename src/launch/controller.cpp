@@ -120,8 +120,8 @@ std::optional<ControllerPlan> controller_plan(const LaunchOptions &options,
       beaker::EnvVar::from_secret("BEAKER_TOKEN", options.controller_token_secret),
   };
   // It posts the run's transitions (docs/notify.md): the run's webhook, as the run has it.
-  std::ranges::copy(notify::container_env(notify::parse_target(
-                        options.notify, options.notify_events, "--notify")),
+  std::ranges::copy(notify::container_env(
+                        notify::parse_target(options.notify, options.notify_events, "--notify")),
                     std::back_inserter(task.env_vars));
   task.datasets = {{flags.mount, options.dataset}};
   task.result_path = "/tmp/beaker-result";

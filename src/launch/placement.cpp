@@ -42,8 +42,8 @@ std::shared_ptr<const clusters::Placement> place_run(const LaunchOptions &option
   auto placement =
       std::make_shared<const clusters::Placement>(clusters::rank(*inputs.clusters, need));
   if (placement->chosen.empty()) {
-    throw usage_error(fmt::format("--cluster auto: {} (`primebeaker clusters` shows them)",
-                                  placement->reason));
+    throw usage_error(
+        fmt::format("--cluster auto: {} (`primebeaker clusters` shows them)", placement->reason));
   }
   if (!placement->fits_now && options.require_free) {
     throw usage_error(fmt::format(

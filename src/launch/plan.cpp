@@ -4,11 +4,10 @@
 // env (contract::ReplicaEnv), the mount check and the experiment.
 #include "ownership.hpp"
 #include "paths.hpp"
-#include "plan_parts.hpp"
 #include "placement.hpp"
+#include "plan_parts.hpp"
 
 #include <primebeaker/beaker/client.hpp>
-#include <primebeaker/primerl/pieces.hpp>
 #include <primebeaker/beaker/spec.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/random.hpp>
@@ -16,9 +15,10 @@
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/environments/validate.hpp>
 #include <primebeaker/images/catalog.hpp>
-#include <primebeaker/notify/notify.hpp>
 #include <primebeaker/launch/launch.hpp>
+#include <primebeaker/notify/notify.hpp>
 #include <primebeaker/primerl/config.hpp>
+#include <primebeaker/primerl/pieces.hpp>
 #include <primebeaker/primerl/release.hpp>
 #include <primebeaker/primerl/schema.hpp>
 #include <primebeaker/recovery/ledger.hpp>
@@ -252,10 +252,10 @@ void refuse_component_toml(const toml::Document &document, Program program) {
       best.root == primerl::ConfigRoot::sft) {
     return;
   }
-  const auto own = primerl::read_prime_rl_file(
-      document,
-      program == Program::rl ? primerl::ConfigRoot::rl : primerl::ConfigRoot::sft,
-      best.prime_rl);
+  const auto own = primerl::read_prime_rl_file(document,
+                                               program == Program::rl ? primerl::ConfigRoot::rl
+                                                                      : primerl::ConfigRoot::sft,
+                                               best.prime_rl);
   if (own.errors == 0) {
     return;
   }
@@ -343,9 +343,10 @@ contract::ReplicaEnv replica_env(const LaunchOptions &options,
     // No --registry (nor config `registry`): a file registry on the shared mount, in the run's
     // rendezvous dir, which every replica sees and which needs no server (docs/launch.md
     // "Registry").
-    replica.registry = contract::parse_registry(
-        "file://" + replica.rendezvous_dir + "/registry", {flags.working_dir, flags.home_dir},
-        "--registry", true);
+    replica.registry = contract::parse_registry("file://" + replica.rendezvous_dir + "/registry",
+                                                {flags.working_dir, flags.home_dir},
+                                                "--registry",
+                                                true);
   }
   if (replica.kind == contract::Kind::multi_rl && !replica.prime_rl_topology()) {
     replica.gateway_port = options.gateway_port;
@@ -434,8 +435,8 @@ std::vector<std::string> launch_paths(const LaunchOptions &options, const Launch
     if (inputs.document != nullptr) {
       primerl::Problems ignored(*inputs.document); // make_plan reports them
       const auto generation = choose_launch_image(options, inputs).prime_rl.generation;
-      const auto read = detail::read_topology(
-          *inputs.document, read_kind(inputs, ignored), generation, ignored);
+      const auto read =
+          detail::read_topology(*inputs.document, read_kind(inputs, ignored), generation, ignored);
       for (const auto &path : read.paths) {
         paths.push_back(detail::in_container(flags.working_dir, path.value));
       }
@@ -616,12 +617,12 @@ LaunchPlan make_plan_with_overrides(const LaunchOptions &options, const LaunchIn
   // which TOML it came from (docs/launch.md "Overrides").
   const std::string copy_text = apply_overrides(*inputs.document, overrides);
   const std::filesystem::path source(inputs.document->source_name());
-  const std::filesystem::path copy_path = normalize_path(
-      fmt::format("{}/primebeaker/beaker_experiments/{}-{}/{}",
-                  flags.scratch_dir,
-                  inputs.launch_id,
-                  sha2::sha256_hex(copy_text).substr(0, 8),
-                  (source.parent_path().filename() / source.filename()).string()));
+  const std::filesystem::path copy_path =
+      normalize_path(fmt::format("{}/primebeaker/beaker_experiments/{}-{}/{}",
+                                 flags.scratch_dir,
+                                 inputs.launch_id,
+                                 sha2::sha256_hex(copy_text).substr(0, 8),
+                                 (source.parent_path().filename() / source.filename()).string()));
   // Read under the user's file name: the run is named from it as from the file itself, and its
   // problems name it (their lines mapped back by at_override_arguments).
   const auto copy = toml::Document::parse(copy_text, inputs.document->source_name());
@@ -852,9 +853,9 @@ LaunchPlan plan_document(const LaunchOptions &options, const LaunchInputs &input
         "DeepEP across nodes needs the hosts' IBGDA driver options (NVSHMEM), which a container "
         "cannot set: run on InfiniBand clusters whose nodes provide them");
   }
-  if (replica.disaggregated && std::find(image.holds.begin(),
-                                         image.holds.end(),
-                                         primerl::k_piece_nixl_ucx) == image.holds.end()) {
+  if (replica.disaggregated &&
+      std::find(image.holds.begin(), image.holds.end(), primerl::k_piece_nixl_ucx) ==
+          image.holds.end()) {
     plan.shape_cautions.emplace_back(
         "image",
         fmt::format("{} holds NIXL's pip wheel, whose own UCX Prime-RL reports crashing on "
@@ -866,8 +867,7 @@ LaunchPlan plan_document(const LaunchOptions &options, const LaunchInputs &input
   }
   plan.stage_dir = stage_dir;
   plan.staged_program = staged_program;
-  plan.ownership.output_dir =
-      detail::in_container(flags.working_dir, replica.output_dir);
+  plan.ownership.output_dir = detail::in_container(flags.working_dir, replica.output_dir);
   plan.ownership.v0_9 = v0_9;
   plan.ownership.mount = flags.mount;
   plan.ownership.checkpoint_dir =
@@ -875,8 +875,7 @@ LaunchPlan plan_document(const LaunchOptions &options, const LaunchInputs &input
   plan.ownership.owner_path = recovery::ledger::owner_path(
       plan.ownership.output_dir, v0_9 ? replica.run_dir_name : std::string());
   plan.ownership.run_id = replica.wandb_run_id;
-  plan.ownership.index_path =
-      launch_index_path(flags.scratch_dir, plan.ownership.checkpoint_dir);
+  plan.ownership.index_path = launch_index_path(flags.scratch_dir, plan.ownership.checkpoint_dir);
   plan.ownership.ledger_dir = recovery::ledger::directory(
       plan.ownership.output_dir, recovery::ledger::run_key(replica.wandb_run_id));
   plan.recovery = detail::recovery_policy(options, program, multi);

@@ -66,11 +66,11 @@ struct TopologyRead {
   primerl::PathKey output_dir;
   std::vector<CheckedPath> paths; // TOML paths that must lie under the mount
   std::string task_name;
-  std::string description_kind; // "SFT", "multi-node RL", ...
-  std::int64_t gpu_count = 0;   // per task (single node) or per replica (multi node)
+  std::string description_kind;               // "SFT", "multi-node RL", ...
+  std::int64_t gpu_count = 0;                 // per task (single node) or per replica (multi node)
   std::int64_t weight_broadcast_port = 29501; // Prime-RL's placement: weight_broadcast.port
-  std::int64_t replicas = 0;    // multi node only
-  contract::ReplicaEnv replica; // the topology's fields (counts, local search paths)
+  std::int64_t replicas = 0;                  // multi node only
+  contract::ReplicaEnv replica;               // the topology's fields (counts, local search paths)
   primerl::Generation generation = primerl::Generation::v0_8;
   primerl::v0_9::Run run; // v0.9: the run directory the TOML names, if any
 };

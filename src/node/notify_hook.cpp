@@ -24,8 +24,7 @@ bool single(const RecoveryOutcome &outcome) {
 }
 
 double now_unix() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 // GPU-hours of this experiment's attempts from the ledger: NUM_GPUS x (end, else now, - start);
@@ -68,18 +67,15 @@ void post(const RecoveryOutcome &outcome,
     e.experiment_id = record.experiment_id;
     e.recoveries = record.preemptions_recovered + record.error_restarts;
     std::int64_t lost = 0;
-    for (const auto steps : ledger::summarize(ledger::read(outcome.ledger_dir), 0)
-                                .steps_lost_per_preemption) {
+    for (const auto steps :
+         ledger::summarize(ledger::read(outcome.ledger_dir), 0).steps_lost_per_preemption) {
       lost += steps;
     }
     e.steps_lost = lost;
     e.gpu_hours = gpu_hours(outcome, env);
     e.detail = detail;
-    notify::announce(*settings,
-                     outcome.ledger_dir,
-                     subject,
-                     e,
-                     fmt::format("node single {}", record.job_id));
+    notify::announce(
+        *settings, outcome.ledger_dir, subject, e, fmt::format("node single {}", record.job_id));
   });
 }
 

@@ -426,8 +426,7 @@ void decide_recovery(Replica &r, const step::DecideResume &s) {
 }
 
 // The runtime TOML of step::WriteRuntimeToml: the source is never edited.
-void write_runtime_toml(const step::WriteRuntimeToml &s,
-                        const recovery::Decision &decision) {
+void write_runtime_toml(const step::WriteRuntimeToml &s, const recovery::Decision &decision) {
   const auto document = toml::Document::load(s.config_path);
   const auto source =
       s.rewrite_environment_ids

@@ -36,11 +36,9 @@ bool is_url(std::string_view value) {
 
 // The secret names Beaker accepts: what `beaker secret write` takes, without a path.
 bool is_secret_name(std::string_view name) {
-  return !name.empty() && name.size() <= 128 &&
-         std::all_of(name.begin(), name.end(), [](char c) {
-           return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-' ||
-                  c == '.';
-         });
+  return !name.empty() && name.size() <= 128 && std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-' || c == '.';
+  });
 }
 
 std::string round_to(double value, int digits) {
@@ -61,7 +59,8 @@ InFlight &in_flight() {
 
 bool loopback(std::string_view url) {
   const auto host = redact_url(url);
-  return host.find("://127.") != std::string::npos || host.find("://localhost") != std::string::npos ||
+  return host.find("://127.") != std::string::npos ||
+         host.find("://localhost") != std::string::npos ||
          host.find("://[::1]") != std::string::npos;
 }
 
@@ -188,10 +187,10 @@ void redact_spec(OrderedJson &json) {
 
 std::string slack_text(const Event &e) {
   const std::string url = "https://beaker.org/ex/" + e.experiment_id;
-  std::string verb = e.event == k_budget_spent ? "was not recovered: its recovery budget is spent"
-                                               : e.event;
-  std::string out =
-      fmt::format("*{}* {}: <{}|{}>", e.run.empty() ? e.experiment_id : e.run, verb, url, e.experiment_id);
+  std::string verb =
+      e.event == k_budget_spent ? "was not recovered: its recovery budget is spent" : e.event;
+  std::string out = fmt::format(
+      "*{}* {}: <{}|{}>", e.run.empty() ? e.experiment_id : e.run, verb, url, e.experiment_id);
   if (!e.previous_experiment_id.empty() && e.previous_experiment_id != e.experiment_id) {
     out += fmt::format(" (after {})", e.previous_experiment_id);
   }
@@ -228,13 +227,14 @@ OrderedJson payload(const Event &e) {
   out["event"] = e.event;
   out["run"] = e.run;
   out["experiment_id"] = e.experiment_id;
-  out["previous_experiment_id"] =
-      e.previous_experiment_id.empty() ? OrderedJson(nullptr) : OrderedJson(e.previous_experiment_id);
+  out["previous_experiment_id"] = e.previous_experiment_id.empty()
+                                      ? OrderedJson(nullptr)
+                                      : OrderedJson(e.previous_experiment_id);
   out["url"] = "https://beaker.org/ex/" + e.experiment_id;
   out["recoveries"] = or_null(e.recoveries);
   out["steps_lost"] = or_null(e.steps_lost);
-  out["gpu_hours"] = e.gpu_hours ? OrderedJson(std::round(*e.gpu_hours * 1e4) / 1e4)
-                                 : OrderedJson(nullptr);
+  out["gpu_hours"] =
+      e.gpu_hours ? OrderedJson(std::round(*e.gpu_hours * 1e4) / 1e4) : OrderedJson(nullptr);
   out["cost_usd"] =
       e.cost_usd ? OrderedJson(std::round(*e.cost_usd * 100) / 100) : OrderedJson(nullptr);
   out["wandb_url"] = or_null(e.wandb_url);
@@ -311,9 +311,8 @@ bool post(const std::string &url,
 namespace {
 
 // The claim of generation `g` (1: `<subject>.<event>.json`), and the record of its outcome.
-std::filesystem::path claim_path(const std::filesystem::path &dir,
-                                 const std::string &stem,
-                                 int generation) {
+std::filesystem::path
+claim_path(const std::filesystem::path &dir, const std::string &stem, int generation) {
   return dir / "notify" /
          (generation == 1 ? stem + ".json" : fmt::format("{}.{}.json", stem, generation));
 }

@@ -89,8 +89,7 @@ void read_claim_file(const std::string &name,
       Claim &child = children[source];
       child.child_experiment = j.at("child_experiment").get<std::string>();
       child.child_unix = j.value("recorded_unix", 0.0);
-      if (const auto step = j.find("resume_step");
-          step != j.end() && step->is_number_integer()) {
+      if (const auto step = j.find("resume_step"); step != j.end() && step->is_number_integer()) {
         child.child_resume_step = step->get<std::int64_t>();
       }
       // `from` is null when the child's start is unknown (a controller that took a claim over

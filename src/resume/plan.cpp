@@ -240,9 +240,8 @@ std::int64_t choose_start(const ResumeOptions &options,
 
 // The registry of the relaunch: --registry, else the source's. A run in Prime-RL's own placement
 // (v0.9, or v0.8.0 with PRIME_RL_PLACEMENT) needs none; only the mixed layout does.
-std::string choose_registry(const ResumeOptions &options,
-                            const SourceExperiment &source,
-                            bool v0_9) {
+std::string
+choose_registry(const ResumeOptions &options, const SourceExperiment &source, bool v0_9) {
   std::string registry =
       options.overrides.was_given("registry") ? options.overrides.registry : std::string();
   if (registry.empty() && source.registry) {
@@ -426,8 +425,8 @@ ResumePlan make_plan(const ResumeOptions &options, const ResumeInputs &inputs) {
   }
 
   // The launch: the ordinary multi-node RL launcher, fed from the source plus overrides.
-  const launch::LaunchOptions launch_options = relaunch_options(
-      options, source, plan, registry, v0_9, step, inputs.random_run_id);
+  const launch::LaunchOptions launch_options =
+      relaunch_options(options, source, plan, registry, v0_9, step, inputs.random_run_id);
   launch::LaunchInputs launch_inputs;
   launch_inputs.program = launch::Program::rl;
   launch_inputs.document = &generated;

@@ -6,8 +6,8 @@
 #include <primebeaker/beaker/client.hpp>
 #include <primebeaker/config/config.hpp>
 #include <primebeaker/core/command_tree.hpp>
-#include <primebeaker/core/env.hpp>
 #include <primebeaker/core/concurrent.hpp>
+#include <primebeaker/core/env.hpp>
 #include <primebeaker/core/error.hpp>
 #include <primebeaker/core/json.hpp>
 #include <primebeaker/core/signals.hpp>
@@ -194,9 +194,10 @@ OrderedJson to_newest(Loaded &loaded,
                                chain.newest());
     }
     const RunView *known = context != nullptr ? context->known(chain.newest()) : nullptr;
-    loaded.run = known != nullptr ? *known
-                                  : parse_run(single_experiment(beaker.get_experiment(chain.newest()),
-                                                                chain.newest()));
+    loaded.run =
+        known != nullptr
+            ? *known
+            : parse_run(single_experiment(beaker.get_experiment(chain.newest()), chain.newest()));
   }
   return chain_json(chain, history, recovery_budget(loaded.run, history));
 }
@@ -447,11 +448,8 @@ bool confirm(const std::string &question) {
          trimmed == "Yes";
 }
 
-OrderedJson stop_loaded(Loaded loaded,
-                        const StopOptions &options,
-                        beaker::Client &beaker,
-                        bool ask,
-                        std::ostream &err);
+OrderedJson stop_loaded(
+    Loaded loaded, const StopOptions &options, beaker::Client &beaker, bool ask, std::ostream &err);
 void finish_stop(const OrderedJson &out, const std::vector<const OrderedJson *> &runs);
 
 void run_stop(const StopOptions &options) {
@@ -477,8 +475,8 @@ void run_stop(const StopOptions &options) {
       try {
         Loaded loaded;
         loaded.target = target;
-        loaded.run = parse_run(
-            single_experiment(beaker.get_experiment(target.reference), target.reference));
+        loaded.run =
+            parse_run(single_experiment(beaker.get_experiment(target.reference), target.reference));
         each_out[i] = stop_loaded(std::move(loaded), options, beaker, false, err);
       } catch (const Error &error) {
         const std::string why = text::split(error.what(), '\n').front();
@@ -572,8 +570,8 @@ OrderedJson stop_loaded(Loaded loaded,
   };
   if (finished) {
     err << fmt::format("primebeaker: experiment {} already {}; not stopping it\n",
-                             run.id,
-                             outcome_name(run.outcome));
+                       run.id,
+                       outcome_name(run.outcome));
     out["stopped"] = false;
   } else {
     out["stopped"] = stop(run.id, "the training run");
@@ -590,21 +588,23 @@ OrderedJson stop_loaded(Loaded loaded,
     std::optional<RunView> controller;
     try {
       if (!controller_id.empty()) {
-        controller = parse_run(single_experiment(beaker.get_experiment(controller_id), controller_id));
+        controller =
+            parse_run(single_experiment(beaker.get_experiment(controller_id), controller_id));
       } else {
         const std::string author = !run.author.empty() ? run.author : beaker.whoami();
         if (const auto found = beaker.find_experiment(author + "/" + controller_name)) {
           controller = parse_run(*found);
         } else {
-          err << fmt::format(
-              "primebeaker: its recovery controller {}/{} was not found\n", author, controller_name);
+          err << fmt::format("primebeaker: its recovery controller {}/{} was not found\n",
+                             author,
+                             controller_name);
         }
       }
     } catch (const Error &error) {
       const std::string why = text::split(error.what(), '\n').front();
       err << fmt::format("primebeaker: could not read its recovery controller {}: {}\n",
-                               controller_id.empty() ? controller_name : controller_id,
-                               why);
+                         controller_id.empty() ? controller_name : controller_id,
+                         why);
       failed.push_back(fmt::format("{} (its recovery controller)",
                                    controller_id.empty() ? controller_name : controller_id));
     }
@@ -617,8 +617,8 @@ OrderedJson stop_loaded(Loaded loaded,
         out["controller_stopped"] = stop(controller->id, "its recovery controller");
       } else {
         err << fmt::format("primebeaker: its recovery controller {} already {}\n",
-                                 controller->id,
-                                 outcome_name(controller->outcome));
+                           controller->id,
+                           outcome_name(controller->outcome));
       }
     }
   }
@@ -774,7 +774,7 @@ void run_list(const ListOptions &given) {
     }
     const OrderedJson &ledger = counts[i];
     return ledger.is_object() && ledger.contains("recoveries") ? ledger["recoveries"]
-                                                                : OrderedJson(nullptr);
+                                                               : OrderedJson(nullptr);
   };
   if (options.json) {
     OrderedJson out = OrderedJson::array();
@@ -812,14 +812,8 @@ void run_list(const ListOptions &given) {
     return;
   }
   std::vector<std::vector<std::string>> rows;
-  rows.push_back({"EXPERIMENT",
-                  "NAME",
-                  "AUTHOR",
-                  "CREATED",
-                  "RECOVERIES",
-                  "RECOVERED BY",
-                  "STATUS",
-                  "GPU-H"});
+  rows.push_back(
+      {"EXPERIMENT", "NAME", "AUTHOR", "CREATED", "RECOVERIES", "RECOVERED BY", "STATUS", "GPU-H"});
   for (const auto &run : runs) {
     const auto i = static_cast<std::size_t>(&run - runs.data());
     const OrderedJson &controller = controllers[i];
@@ -835,8 +829,7 @@ void run_list(const ListOptions &given) {
                     run.name,
                     run.author,
                     run.created ? format_time(*run.created).substr(0, 19) + "Z" : "-",
-                    recoveries.is_number() ? std::to_string(recoveries.get<std::int64_t>())
-                                           : "-",
+                    recoveries.is_number() ? std::to_string(recoveries.get<std::int64_t>()) : "-",
                     recovered_by,
                     run.outcome == Outcome::running
                         ? state_summary(run)
@@ -1062,10 +1055,9 @@ void register_commands(cli::CommandTree &tree) {
                    options.since,
                    "Only runs with an experiment created since: RFC 3339, or a duration back "
                    "(7d, 12h)");
-    app.add_option(
-           cli::flag("sweep"),
-           options.sweep,
-           "Only the runs of a sweep: its receipt file, or group:NAME (docs/sweep.md)")
+    app.add_option(cli::flag("sweep"),
+                   options.sweep,
+                   "Only the runs of a sweep: its receipt file, or group:NAME (docs/sweep.md)")
         .type_name("RECEIPT");
     app.add_option(cli::flag("workspace", "-w"),
                    options.workspace,

@@ -3,9 +3,9 @@
 // "[role:rank] " prefix, report state changes, and exit with the outcome's code
 // (docs/runs.md "follow"). Ctrl-C stops following only: nothing here ever stops a run.
 
+#include "notify_hook.hpp"
 #include "recover_step.hpp"
 #include "timing.hpp"
-#include "notify_hook.hpp"
 
 #include <primebeaker/beaker/client.hpp>
 #include <primebeaker/core/env.hpp>
@@ -321,8 +321,7 @@ int follow_one(const std::string &experiment_id,
         }
         if (clock.now() - preempted_at < options.resume_grace) {
           if (timed_out()) {
-            say_detached(
-                err, id, "--timeout reached (preempted, waiting for Beaker to resume it)");
+            say_detached(err, id, "--timeout reached (preempted, waiting for Beaker to resume it)");
             return k_exit_timed_out;
           }
           if (!nap(options.poll_interval)) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The follower's and the controller's notifications (docs/notify.md "Who posts").
 #include "notify_hook.hpp"
+
 #include "status.hpp"
 
 #include <primebeaker/config/config.hpp>
@@ -88,7 +89,11 @@ void RunNotifier::recovered(const RunView &run, const RecoverResult &result) {
   if (!result.child.empty()) {
     post(run, std::string(notify::k_resubmitted), result.child, run.id, "");
   } else if (result.budget_spent) {
-    post(run, std::string(notify::k_budget_spent), run.id, "", "resume by hand: primebeaker rl resume " + run.id);
+    post(run,
+         std::string(notify::k_budget_spent),
+         run.id,
+         "",
+         "resume by hand: primebeaker rl resume " + run.id);
   }
 }
 
@@ -107,8 +112,14 @@ void RunNotifier::post(const RunView &run,
     return;
   }
   // Everything else off the recovery's path: the ledger, the TOML, the claim's fsync.
-  notify::in_background([settings = *settings, run, event, experiment_id, previous, detail,
-                         seen = m_seen, by = actor_identity(m_options.controller)] {
+  notify::in_background([settings = *settings,
+                         run,
+                         event,
+                         experiment_id,
+                         previous,
+                         detail,
+                         seen = m_seen,
+                         by = actor_identity(m_options.controller)] {
     notify::Event e;
     e.event = event;
     e.run = run_base_name(run.name.empty() ? run.full_name : run.name);

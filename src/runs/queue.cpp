@@ -30,17 +30,6 @@ std::string ordinal(std::size_t n) {
   return fmt::format("{}{}", n, suffix);
 }
 
-std::string duration_text(double seconds) {
-  const auto s = static_cast<long long>(seconds + 0.5);
-  if (s >= 3600) {
-    return fmt::format("{}h{:02}m", s / 3600, (s % 3600) / 60);
-  }
-  if (s >= 60) {
-    return fmt::format("{}m{:02}s", s / 60, s % 60);
-  }
-  return fmt::format("{}s", s);
-}
-
 } // namespace
 
 std::vector<ClusterJob> parse_cluster_jobs(const OrderedJson &listing) {

@@ -475,9 +475,8 @@ Chain run_chain(const ledger::Ledger &history, const std::string &experiment_id)
   return chain;
 }
 
-OrderedJson chain_json(const Chain &chain,
-                       const ledger::Ledger &history,
-                       const RecoveryBudget &budget) {
+OrderedJson
+chain_json(const Chain &chain, const ledger::Ledger &history, const RecoveryBudget &budget) {
   OrderedJson out = OrderedJson::object();
   out["original_experiment_id"] = chain.original();
   out["current_experiment_id"] = chain.newest();

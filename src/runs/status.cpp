@@ -176,7 +176,7 @@ OrderedJson recovery_history(const RunView &run, const OrderedJson &checkpoint, 
       return nullptr;
     }
     where.dir = recovery::ledger::directory(checkpoint["output_dir"].get<std::string>(),
-                                               recovery::ledger::run_key(*run_id));
+                                            recovery::ledger::run_key(*run_id));
   }
   namespace ledger = recovery::ledger;
   const auto &dir = where.dir;
@@ -202,18 +202,6 @@ OrderedJson recovery_history(const RunView &run, const OrderedJson &checkpoint, 
 }
 
 namespace {
-
-// "1h02m", "4m05s", "12s".
-std::string duration_text(double seconds) {
-  const auto s = static_cast<long long>(seconds + 0.5);
-  if (s >= 3600) {
-    return fmt::format("{}h{:02}m", s / 3600, (s % 3600) / 60);
-  }
-  if (s >= 60) {
-    return fmt::format("{}m{:02}s", s / 60, s % 60);
-  }
-  return fmt::format("{}s", s);
-}
 
 std::string recovery_line(const OrderedJson &r) {
   if (r.contains("error")) {
@@ -358,8 +346,7 @@ OrderedJson status_json(const RunView &run, const RunTarget &target, const Statu
   out["recovery"] = extras.recovery;
   out["chain"] = extras.chain;
   out["current_experiment_id"] = run.id;
-  out["recoveries"] =
-      extras.chain.is_object() ? extras.chain["recoveries"] : OrderedJson(nullptr);
+  out["recoveries"] = extras.chain.is_object() ? extras.chain["recoveries"] : OrderedJson(nullptr);
   out["wandb_url"] = extras.wandb_url ? OrderedJson(*extras.wandb_url) : OrderedJson(nullptr);
   if (extras.usage) {
     add_usage_json(out, *extras.usage);
@@ -451,6 +438,17 @@ std::string status_table(const RunView &run, const RunTarget &target, const Stat
   }
   out << render_table(rows);
   return out.str();
+}
+
+std::string duration_text(double seconds) {
+  const auto s = static_cast<long long>(seconds + 0.5);
+  if (s >= 3600) {
+    return fmt::format("{}h{:02}m", s / 3600, (s % 3600) / 60);
+  }
+  if (s >= 60) {
+    return fmt::format("{}m{:02}s", s / 60, s % 60);
+  }
+  return fmt::format("{}s", s);
 }
 
 } // namespace pb::runs

@@ -45,6 +45,9 @@ std::string service_experiment_id(const RunView &run, const RunTarget &target);
 // one accessor the parsers of this module share.
 const OrderedJson &field(const OrderedJson &object, const char *key);
 
+// A span as "1h02m", "4m05s", "12s" (rounded to the second).
+std::string duration_text(double seconds);
+
 OrderedJson registry_readiness(const RunView &run, TimePoint now);
 
 // {config_path, output_dir, newest_complete_step} from the task's CONFIG_PATH read where this

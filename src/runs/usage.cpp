@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 // GPU-hours, queue time, preemption's loss and cost of a chain (docs/runs.md "GPU-hours and
 // cost"). Pure: the callers fetch the experiments, read the ledger and the prices.
+#include "status.hpp"
+
 #include <primebeaker/core/text.hpp>
 #include <primebeaker/runs/usage.hpp>
 
@@ -23,18 +25,6 @@ OrderedJson rounded(std::optional<double> value, double per) {
     return nullptr;
   }
   return std::round(*value * per) / per;
-}
-
-// "12m04s", "3h05m", "40s".
-std::string duration_text(double hours) {
-  const auto s = static_cast<long long>(hours * 3600 + 0.5);
-  if (s >= 3600) {
-    return fmt::format("{}h{:02}m", s / 3600, (s % 3600) / 60);
-  }
-  if (s >= 60) {
-    return fmt::format("{}m{:02}s", s / 60, s % 60);
-  }
-  return fmt::format("{}s", s);
 }
 
 int gpus_of(const RunView &run) {
@@ -123,9 +113,8 @@ ChainUsage chain_usage(const std::vector<const RunView *> &chain,
   const auto price_of = [&](const std::string &cluster) -> std::optional<Price> {
     const auto type = gpu_types.find(cluster);
     auto price = price_for(prices, cluster, type == gpu_types.end() ? "" : type->second);
-    if (price &&
-        std::find(out.prices_used.begin(), out.prices_used.end(), price->key) ==
-            out.prices_used.end()) {
+    if (price && std::find(out.prices_used.begin(), out.prices_used.end(), price->key) ==
+                     out.prices_used.end()) {
       out.prices_used.push_back(price->key);
     }
     return price;
@@ -219,7 +208,7 @@ std::string usage_line(const ChainUsage &usage) {
   if (usage.lost_gpu_hours && *usage.lost_gpu_hours > 0) {
     line += fmt::format(" ({:.2f} lost to preemption)", *usage.lost_gpu_hours);
   }
-  line += fmt::format(", queued {}", duration_text(usage.queue_hours));
+  line += fmt::format(", queued {}", duration_text(usage.queue_hours * 3600));
   if (usage.cost_usd) {
     line += fmt::format(", ${:.2f}", *usage.cost_usd);
     if (!usage.prices_used.empty()) {

@@ -97,7 +97,8 @@ SweepResult submit_sweep(const SweepPlan &plan, launch::LaunchEffects &effects, 
       effects.files.create_directories(path.parent_path());
       effects.files.write_file_atomic(path, written.dump(2) + "\n");
     } catch (const Error &error) {
-      spdlog::warn("the sweep's receipt could not be written to {}: {}", path.string(), error.what());
+      spdlog::warn(
+          "the sweep's receipt could not be written to {}: {}", path.string(), error.what());
     }
     return written;
   };

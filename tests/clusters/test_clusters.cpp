@@ -59,9 +59,8 @@ TEST(ClusterParser, WithoutOccupancyNothingIsFree) {
 }
 
 TEST(ClusterParser, AWrongTypeNamesTheFieldAndIsBeakersFault) {
-  const Error error = test::thrown_error([] {
-    parse_cluster(OrderedJson::parse(R"({"clusterJobQueueSize": "many"})"), "ai2/x");
-  });
+  const Error error = test::thrown_error(
+      [] { parse_cluster(OrderedJson::parse(R"({"clusterJobQueueSize": "many"})"), "ai2/x"); });
   EXPECT_EQ(error.code(), 4);
   EXPECT_NE(std::string(error.what()).find("clusterJobQueueSize"), std::string::npos)
       << error.what();
@@ -86,9 +85,9 @@ TEST(ClusterParser, RowCarriesTheDocumentedKeys) {
 }
 
 TEST(ClusterPatterns, GlobsMatchKnownNamesAndNamesStayAsWritten) {
-  EXPECT_EQ(expand_patterns({"ai2/j*", "ai2/holmes", "ai2/j*"},
-                            {"ai2/jupiter", "ai2/juno", "ai2/ceres"}),
-            (std::vector<std::string>{"ai2/holmes", "ai2/juno", "ai2/jupiter"}));
+  EXPECT_EQ(
+      expand_patterns({"ai2/j*", "ai2/holmes", "ai2/j*"}, {"ai2/jupiter", "ai2/juno", "ai2/ceres"}),
+      (std::vector<std::string>{"ai2/holmes", "ai2/juno", "ai2/jupiter"}));
   EXPECT_EQ(patterns_of({"auto"}), (std::vector<std::string>{"ai2/*"}));
   EXPECT_EQ(patterns_of({"auto", "ai2/a"}), (std::vector<std::string>{"ai2/a"}));
 }
@@ -115,7 +114,8 @@ Cluster world(const std::string &name, int nodes, int free, int queued) {
 
 Snapshot three_clusters() {
   Snapshot s;
-  s.clusters = {world("ai2/full", 4, 0, 30), world("ai2/roomy", 8, 6, 2), world("ai2/quiet", 4, 2, 0)};
+  s.clusters = {
+      world("ai2/full", 4, 0, 30), world("ai2/roomy", 8, 6, 2), world("ai2/quiet", 4, 2, 0)};
   return s;
 }
 

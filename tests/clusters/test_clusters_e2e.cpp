@@ -78,14 +78,15 @@ protected:
   }
 
   static const std::vector<std::string> &four_nodes() {
-    static const std::vector<std::string> args = {"rl",
-                                                  "preview",
-                                                  "--toml",
-                                                  "examples/search-agent-webterminal/multinode-rl.toml",
-                                                  "--registry",
-                                                  "redis://registry:6379",
-                                                  "--cluster",
-                                                  "auto"};
+    static const std::vector<std::string> args = {
+        "rl",
+        "preview",
+        "--toml",
+        "examples/search-agent-webterminal/multinode-rl.toml",
+        "--registry",
+        "redis://registry:6379",
+        "--cluster",
+        "auto"};
     return args;
   }
 };
@@ -147,7 +148,8 @@ TEST_F(Clusters, AutoSendsAFourNodeRunWhereFourWholeNodesAreFree) {
 }
 
 TEST_F(Clusters, AutoSendsAOneNodeRunToTheShortestQueueWhereItFits) {
-  const auto result = launch({"rl", "preview", "--toml", "examples/rl/rl.toml", "--cluster", "auto"});
+  const auto result =
+      launch({"rl", "preview", "--toml", "examples/rl/rl.toml", "--cluster", "auto"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(constraint(result), json::array({"ai2/venus"}));
 }
@@ -232,9 +234,8 @@ TEST_F(Clusters, AClusterBeakerWillNotDescribeIsShownAndNeverChosen) {
   m_beaker.clear();
   m_beaker.on({"cluster", "get", "ai2/mars"}, cluster_answer("ai2/mars", 4, 0, 30));
   m_beaker.on({"cluster", "get", "ai2/venus"}, "", 1, "Error: cluster ai2/venus not found\n");
-  const auto listed = run({"clusters", "--json"},
-                          false,
-                          {{"PRIMEBEAKER_CLUSTERS", "ai2/mars,ai2/venus"}});
+  const auto listed =
+      run({"clusters", "--json"}, false, {{"PRIMEBEAKER_CLUSTERS", "ai2/mars,ai2/venus"}});
   ASSERT_EQ(listed.exit_code, 0) << listed.err;
   const json rows = json::parse(listed.out);
   ASSERT_EQ(rows.size(), 2u);

@@ -43,9 +43,17 @@ TEST(NotifyPayload, CarriesEveryKeyInOrderWithNullsForTheUnknown) {
     keys.push_back(key);
   }
   EXPECT_EQ(keys,
-            (std::vector<std::string>{"event", "run", "experiment_id", "previous_experiment_id",
-                                      "url", "recoveries", "steps_lost", "gpu_hours", "cost_usd",
-                                      "wandb_url", "text"}));
+            (std::vector<std::string>{"event",
+                                      "run",
+                                      "experiment_id",
+                                      "previous_experiment_id",
+                                      "url",
+                                      "recoveries",
+                                      "steps_lost",
+                                      "gpu_hours",
+                                      "cost_usd",
+                                      "wandb_url",
+                                      "text"}));
   EXPECT_EQ(j["event"], "preempted");
   EXPECT_EQ(j["url"], "https://beaker.org/ex/01JSRC");
   EXPECT_TRUE(j["previous_experiment_id"].is_null());
@@ -71,11 +79,13 @@ TEST(NotifyPayload, AResubmissionNamesBothExperimentsAndTheBudgetItsOwnWords) {
   EXPECT_EQ(j["experiment_id"], "01JCHILD");
   EXPECT_DOUBLE_EQ(j["cost_usd"].get<double>(), 31.25);
   const std::string text = j["text"];
-  EXPECT_NE(text.find("<https://beaker.org/ex/01JCHILD|01JCHILD> (after 01JSRC)"), std::string::npos);
+  EXPECT_NE(text.find("<https://beaker.org/ex/01JCHILD|01JCHILD> (after 01JSRC)"),
+            std::string::npos);
   EXPECT_NE(text.find("$31.25"), std::string::npos);
   EXPECT_NE(text.find("<https://wandb.ai/team/proj/runs/abc|W&B>"), std::string::npos);
   e.event = "budget_spent";
-  EXPECT_NE(slack_text(e).find("was not recovered: its recovery budget is spent"), std::string::npos);
+  EXPECT_NE(slack_text(e).find("was not recovered: its recovery budget is spent"),
+            std::string::npos);
 }
 
 TEST(NotifyRedaction, ShowsTheSchemeAndHostOnly) {
@@ -88,10 +98,10 @@ TEST(NotifyRedaction, ShowsTheSchemeAndHostOnly) {
 
 TEST(NotifyRedaction, ASpecDumpNeverHoldsTheUrl) {
   const Target target = parse_target(k_secret_url, {}, "--notify");
-  OrderedJson spec = {{"tasks",
-                       {{{"name", "main"},
-                         {"envVars",
-                          {{{"name", "A"}, {"value", "x"}}, {{"name", "B"}, {"secret", "S"}}}}}}}};
+  OrderedJson spec = {
+      {"tasks",
+       {{{"name", "main"},
+         {"envVars", {{{"name", "A"}, {"value", "x"}}, {{"name", "B"}, {"secret", "S"}}}}}}}};
   for (const auto &var : container_env(target)) {
     spec["tasks"][0]["envVars"].push_back({{"name", var.name}, {"value", var.value}});
   }
@@ -105,7 +115,8 @@ TEST(NotifyRedaction, ASpecDumpNeverHoldsTheUrl) {
 }
 
 TEST(NotifyTarget, ASecretIsPassedByNameOnly) {
-  const Target target = parse_target("secret:SLACK_HOOK", {"preempted", "budget spent"}, "--notify");
+  const Target target =
+      parse_target("secret:SLACK_HOOK", {"preempted", "budget spent"}, "--notify");
   EXPECT_EQ(target.secret, "SLACK_HOOK");
   EXPECT_EQ(target.events, (std::vector<std::string>{"preempted", "budget_spent"}));
   const auto env = container_env(target);
@@ -163,8 +174,8 @@ TEST(NotifyPost, TwoActorsClaimingOneTransitionPostOnce) {
   }
   std::sort(events.begin(), events.end());
   EXPECT_EQ(events, (std::vector<std::string>{"preempted", "resubmitted"}));
-  const auto claim = nlohmann::json::parse(
-      pb::fs::read_file(tmp.path() / "notify" / "01JSRC.preempted.json"));
+  const auto claim =
+      nlohmann::json::parse(pb::fs::read_file(tmp.path() / "notify" / "01JSRC.preempted.json"));
   EXPECT_EQ(claim["by"], "controller A");
   EXPECT_EQ(claim["event"], "preempted");
   // The resubmission ledger does not mistake it for a claim of its own.
@@ -190,7 +201,7 @@ TEST(NotifyPost, AClaimWithoutAnOutcomeIsTakenOverByItsOwnerOrAfterTheLease) {
   pb::test::TempDir tmp;
   ASSERT_TRUE(ledger::write_notification_claim(tmp.path(), "01JSRC", "preempted", "C", 4.0e9));
   EXPECT_FALSE(announce(settings, tmp.path(), "01JSRC", preempted(), "B")); // fresh, not B's
-  EXPECT_TRUE(announce(settings, tmp.path(), "01JSRC", preempted(), "C")); // C restarted
+  EXPECT_TRUE(announce(settings, tmp.path(), "01JSRC", preempted(), "C"));  // C restarted
   EXPECT_EQ(drain(std::chrono::seconds(10)), 0);
   EXPECT_EQ(sink.wait_for(2, 5), 2u);
   EXPECT_TRUE(std::filesystem::exists(tmp.path() / "notify" / "01JSRC.preempted.2.json"));

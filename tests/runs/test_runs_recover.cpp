@@ -1092,9 +1092,9 @@ TEST(RecoveryController, StopStopsTheRunAndItsControllerAndStatusShowsIt) {
   EXPECT_EQ(receipt["controller_experiment_id"], k_child);
   EXPECT_EQ(receipt["controller_stopped"], true);
   // One line per experiment stopped.
-  EXPECT_NE(stopped.err.find(std::string("primebeaker: stopped ") + k_source +
-                             " (the training run)\n"),
-            std::string::npos)
+  EXPECT_NE(
+      stopped.err.find(std::string("primebeaker: stopped ") + k_source + " (the training run)\n"),
+      std::string::npos)
       << stopped.err;
   EXPECT_NE(stopped.err.find(std::string("primebeaker: stopped ") + k_child +
                              " (its recovery controller)\n"),
@@ -1232,9 +1232,9 @@ TEST(RunsChain, StatusListAndStopFollowTheWholeChain) {
   EXPECT_EQ(stops[0].argv.back(), k_newest);
   EXPECT_EQ(stops[1].argv.back(), k_controller);
   EXPECT_TRUE(h.beaker.calls_matching({"experiment", "get", "jdoe/search-recovery"}).empty());
-  EXPECT_NE(stopped.err.find(std::string("primebeaker: stopped ") + k_newest +
-                             " (the training run)\n"),
-            std::string::npos)
+  EXPECT_NE(
+      stopped.err.find(std::string("primebeaker: stopped ") + k_newest + " (the training run)\n"),
+      std::string::npos)
       << stopped.err;
   EXPECT_NE(stopped.err.find(std::string("primebeaker: could not stop ") + k_controller +
                              " (its recovery controller): "),
@@ -1288,8 +1288,8 @@ TEST(RunsFollowRecover, APreemptionBeforeTheFirstCheckpointIsResubmittedFromTheS
   EXPECT_EQ(history.claims[0].child_experiment, k_child);
   EXPECT_TRUE(history.claims[0].child_from_start);
   EXPECT_EQ(history.claims[0].number, 1); // counted against --max-recoveries
-  const auto raw =
-      nlohmann::json::parse(pb::test::read_file(h.ledger_dir / "claims" / (std::string(k_source) + ".child.json")));
+  const auto raw = nlohmann::json::parse(
+      pb::test::read_file(h.ledger_dir / "claims" / (std::string(k_source) + ".child.json")));
   EXPECT_EQ(raw["from"], "start");
   EXPECT_TRUE(raw["resume_step"].is_null());
   // By hand, the same run is refused with the flag that relaunches it.
@@ -1305,8 +1305,15 @@ TEST(RunsFollowRecover, TimeoutHoldsWhileRecoveryWaits) {
   h.beaker.on({"experiment", "get", k_source}, printed(source));
   h.beaker.on({"job", "logs"}, "");
   const auto started = std::chrono::steady_clock::now();
-  const auto result = h.run({"follow", k_source, "--recover", "--recover-backoff", "60",
-                             "--poll-interval", "0.01", "--timeout", "2"});
+  const auto result = h.run({"follow",
+                             k_source,
+                             "--recover",
+                             "--recover-backoff",
+                             "60",
+                             "--poll-interval",
+                             "0.01",
+                             "--timeout",
+                             "2"});
   const auto took = std::chrono::steady_clock::now() - started;
   EXPECT_EQ(result.exit_code, 13) << result.err;
   EXPECT_LT(took, std::chrono::seconds(5));

@@ -60,10 +60,12 @@ TEST(RunsUsage, GpuHoursAreEachJobsGpusTimesItsRunTimeAndGrowWhileRunning) {
   // Two replicas of 8 GPUs: rank 0 ran 10:00-10:30, rank 1 10:00-10:15, then a second job of
   // rank 1 (a Beaker retry) from 10:20 still running at 10:50.
   std::vector<OrderedJson> jobs;
-  jobs.push_back(job("J0", 0, status_at("2026-08-10T09:50:00Z", "2026-08-10T10:00:00Z",
-                                        "2026-08-10T10:30:00Z")));
-  jobs.push_back(job("J1", 1, status_at("2026-08-10T09:50:00Z", "2026-08-10T10:00:00Z",
-                                        "2026-08-10T10:15:00Z", 1)));
+  jobs.push_back(job(
+      "J0", 0, status_at("2026-08-10T09:50:00Z", "2026-08-10T10:00:00Z", "2026-08-10T10:30:00Z")));
+  jobs.push_back(
+      job("J1",
+          1,
+          status_at("2026-08-10T09:50:00Z", "2026-08-10T10:00:00Z", "2026-08-10T10:15:00Z", 1)));
   jobs.push_back(job("J1b", 1, status_at("2026-08-10T10:16:00Z", "2026-08-10T10:20:00Z", "")));
   const RunView run = parse_run(with_gpus(jobs, 8, "E1"));
   ASSERT_EQ(run.replicas.size(), 2u);
@@ -83,11 +85,10 @@ TEST(RunsUsage, GpuHoursAreEachJobsGpusTimesItsRunTimeAndGrowWhileRunning) {
 }
 
 TEST(RunsUsage, AQueuedRunHasNoGpuHoursAndItsWaitGrows) {
-  const RunView run = parse_run(with_gpus(
-      {job("J0", 0, status_at("2026-08-10T10:00:00Z", "", "")),
-       job("J1", 1, status_at("2026-08-10T10:00:00Z", "", ""))},
-      8,
-      "E1"));
+  const RunView run = parse_run(with_gpus({job("J0", 0, status_at("2026-08-10T10:00:00Z", "", "")),
+                                           job("J1", 1, status_at("2026-08-10T10:00:00Z", "", ""))},
+                                          8,
+                                          "E1"));
   const auto usage = experiment_usage(run, at("2026-08-10T10:30:00Z"));
   EXPECT_EQ(usage.gpu_hours, 0);
   EXPECT_NEAR(usage.queue_hours, 0.5, 1e-9);
@@ -107,17 +108,21 @@ TEST(RunsUsage, ATypePriceBeatsAClusterPriceAndNoPriceIsNoGuess) {
 // child run for an hour; the child's start records 15 minutes lost of the source's attempt.
 struct KnownChain {
   RunView source = parse_run(with_gpus(
-      {job("S0", 0, status_at("2026-08-10T10:00:00Z", "2026-08-10T10:02:00Z",
-                              "2026-08-10T10:20:00Z", 1)),
-       job("S1", 1, status_at("2026-08-10T10:00:00Z", "2026-08-10T10:02:00Z",
-                              "2026-08-10T10:20:00Z", 1))},
+      {job("S0",
+           0,
+           status_at("2026-08-10T10:00:00Z", "2026-08-10T10:02:00Z", "2026-08-10T10:20:00Z", 1)),
+       job("S1",
+           1,
+           status_at("2026-08-10T10:00:00Z", "2026-08-10T10:02:00Z", "2026-08-10T10:20:00Z", 1))},
       8,
       "SOURCE"));
   RunView child = parse_run(with_gpus(
-      {job("C0", 0, status_at("2026-08-10T11:00:00Z", "2026-08-10T11:10:00Z",
-                              "2026-08-10T12:10:00Z")),
-       job("C1", 1, status_at("2026-08-10T11:00:00Z", "2026-08-10T11:10:00Z",
-                              "2026-08-10T12:10:00Z"))},
+      {job("C0",
+           0,
+           status_at("2026-08-10T11:00:00Z", "2026-08-10T11:10:00Z", "2026-08-10T12:10:00Z")),
+       job("C1",
+           1,
+           status_at("2026-08-10T11:00:00Z", "2026-08-10T11:10:00Z", "2026-08-10T12:10:00Z"))},
       8,
       "CHILD"));
   ledger::Ledger history;
@@ -138,11 +143,12 @@ struct KnownChain {
 TEST(RunsUsage, AChainSumsItsExperimentsAndPricesTheLossFromTheLedger) {
   KnownChain k;
   const auto now = at("2026-08-10T13:00:00Z");
-  const auto usage = chain_usage({&k.source, &k.child}, &k.history, {{"ai2/jupiter", 2.5}}, {}, now);
-  EXPECT_NEAR(usage.gpu_hours, 16 * 0.3 + 16 * 1.0, 1e-9);              // 20.8
-  EXPECT_NEAR(usage.queue_hours, 2.0 / 60 + 10.0 / 60, 1e-9);            // 0.2
+  const auto usage =
+      chain_usage({&k.source, &k.child}, &k.history, {{"ai2/jupiter", 2.5}}, {}, now);
+  EXPECT_NEAR(usage.gpu_hours, 16 * 0.3 + 16 * 1.0, 1e-9);    // 20.8
+  EXPECT_NEAR(usage.queue_hours, 2.0 / 60 + 10.0 / 60, 1e-9); // 0.2
   ASSERT_TRUE(usage.lost_gpu_hours.has_value());
-  EXPECT_NEAR(*usage.lost_gpu_hours, 16 * 0.25, 1e-9);                   // 4
+  EXPECT_NEAR(*usage.lost_gpu_hours, 16 * 0.25, 1e-9); // 4
   EXPECT_EQ(usage.preemptions_counted, 1);
   ASSERT_TRUE(usage.cost_usd.has_value());
   EXPECT_NEAR(*usage.cost_usd, 20.8 * 2.5, 1e-9);
@@ -161,9 +167,11 @@ TEST(RunsUsage, AChainSumsItsExperimentsAndPricesTheLossFromTheLedger) {
             "(price.ai2/jupiter)");
 
   // The GPU type known for the cluster: its price applies.
-  const auto typed = chain_usage(
-      {&k.source, &k.child}, &k.history, {{"H100", 3.0}, {"ai2/jupiter", 2.5}},
-      {{"ai2/jupiter", "H100"}}, now);
+  const auto typed = chain_usage({&k.source, &k.child},
+                                 &k.history,
+                                 {{"H100", 3.0}, {"ai2/jupiter", 2.5}},
+                                 {{"ai2/jupiter", "H100"}},
+                                 now);
   EXPECT_NEAR(*typed.cost_usd, 20.8 * 3.0, 1e-9);
   EXPECT_EQ(typed.prices_used, std::vector<std::string>{"price.H100"});
 }
@@ -204,8 +212,9 @@ TEST(RunsUsage, PriceKeysAreReadFromTheConfigAsNumbersPerName) {
   for (const auto *setting : settings.matching(pattern)) {
     seen[std::string(setting->key_name())] = setting->text();
   }
-  EXPECT_EQ(seen, (std::map<std::string, std::string>{
-                      {"price.A100", "1.25"}, {"price.H100", "3"}, {"price.ai2/jupiter", "2.5"}}));
+  EXPECT_EQ(seen,
+            (std::map<std::string, std::string>{
+                {"price.A100", "1.25"}, {"price.H100", "3"}, {"price.ai2/jupiter", "2.5"}}));
   EXPECT_EQ(settings.text("price.H100"), "3");
   EXPECT_EQ(settings.text("workspace"), "ai2/mine");
 

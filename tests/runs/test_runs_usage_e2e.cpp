@@ -87,27 +87,30 @@ struct UsageHarness {
   // in the queue and was preempted; its child waited 10 minutes and ran an hour; the child's
   // start recorded 15 minutes of the source's attempt lost past its last complete checkpoint.
   UsageHarness() {
-    const std::vector<std::pair<std::string, std::string>> env = {
-        {"OUTPUT_DIR", out.string()}, {"WANDB_RUN_ID", k_run_id}};
-    source = run_of(k_source,
-                    "2026-08-10T10:00:00Z",
-                    ran("2026-08-10T10:00:00Z", "2026-08-10T10:02:00Z", "2026-08-10T10:20:00Z", true),
-                    2,
-                    8,
-                    env);
-    child = run_of(k_child,
-                   "2026-08-10T11:00:00Z",
-                   ran("2026-08-10T11:00:00Z", "2026-08-10T11:10:00Z", "2026-08-10T12:10:00Z", false),
-                   2,
-                   8,
-                   env);
+    const std::vector<std::pair<std::string, std::string>> env = {{"OUTPUT_DIR", out.string()},
+                                                                  {"WANDB_RUN_ID", k_run_id}};
+    source =
+        run_of(k_source,
+               "2026-08-10T10:00:00Z",
+               ran("2026-08-10T10:00:00Z", "2026-08-10T10:02:00Z", "2026-08-10T10:20:00Z", true),
+               2,
+               8,
+               env);
+    child =
+        run_of(k_child,
+               "2026-08-10T11:00:00Z",
+               ran("2026-08-10T11:00:00Z", "2026-08-10T11:10:00Z", "2026-08-10T12:10:00Z", false),
+               2,
+               8,
+               env);
     // An unrelated run with no ledger: 1 x 4 GPUs for 30 minutes.
-    other = run_of(k_other,
-                   "2026-08-10T10:00:00Z",
-                   ran("2026-08-10T10:00:00Z", "2026-08-10T10:02:00Z", "2026-08-10T10:32:00Z", false),
-                   1,
-                   4,
-                   {});
+    other =
+        run_of(k_other,
+               "2026-08-10T10:00:00Z",
+               ran("2026-08-10T10:00:00Z", "2026-08-10T10:02:00Z", "2026-08-10T10:32:00Z", false),
+               1,
+               4,
+               {});
     ledger::Start first;
     first.run_id = k_run_id;
     first.experiment_id = k_source;
@@ -247,19 +250,19 @@ TEST(RunsUsageE2E, ListAndCostSumPerRunAndInAll) {
 
   // --since: a run counts when an experiment of its chain was created since then (the whole
   // chain is summed).
-  const auto recent = nlohmann::json::parse(
-      h.run({"cost", "--since", "2026-08-10T10:30:00Z", "--json"}).out);
+  const auto recent =
+      nlohmann::json::parse(h.run({"cost", "--since", "2026-08-10T10:30:00Z", "--json"}).out);
   ASSERT_EQ(recent["runs"].size(), 1u);
   EXPECT_EQ(recent["runs"][0]["original_experiment_id"], k_source);
   EXPECT_EQ(recent["total"]["gpu_hours"], 20.8);
 
   // A sweep: its variants' runs summed.
   const fs::path receipt = h.tmp.path() / "sweep.json";
-  pb::test::write_file(receipt,
-                       OrderedJson{{"sweep", "lr"},
-                                   {"variants",
-                                    {{{"experiment_id", k_source}}, {{"experiment_id", k_other}}}}}
-                           .dump());
+  pb::test::write_file(
+      receipt,
+      OrderedJson{{"sweep", "lr"},
+                  {"variants", {{{"experiment_id", k_source}}, {{"experiment_id", k_other}}}}}
+          .dump());
   const auto swept = h.run({"cost", "--sweep", receipt.string(), "--json"});
   ASSERT_EQ(swept.exit_code, 0) << swept.err;
   EXPECT_EQ(nlohmann::json::parse(swept.out)["total"]["gpu_hours"], 22.8);
@@ -281,8 +284,9 @@ TEST(RunsUsageE2E, ListAndCostSumPerRunAndInAll) {
 TEST(RunsQueueE2E, StatusAndFollowSayWhereAQueuedRunStands) {
   UsageHarness h;
   h.beaker.on({"experiment", "get", k_experiment}, printed(four(status_pending())));
-  h.beaker.on({"job", "list", "--cluster", "ai2/jupiter"},
-              pb::test::read_file(pb::test::source_dir() / "tests/runs/data/job_list_cluster.json"));
+  h.beaker.on(
+      {"job", "list", "--cluster", "ai2/jupiter"},
+      pb::test::read_file(pb::test::source_dir() / "tests/runs/data/job_list_cluster.json"));
   const auto shown = h.run({"status", k_experiment, "--json"});
   ASSERT_EQ(shown.exit_code, 0) << shown.err;
   const auto view = nlohmann::json::parse(shown.out);
@@ -322,18 +326,25 @@ TEST(RunsStopSweep, VariantsAreStoppedConcurrentlyAtMostEightAtATime) {
       "#!/bin/bash\n"
       "case \"$1 $2\" in\n"
       "  'experiment get')\n"
-      "    if [ \"$3\" = 01BADBADBADBADBADBADBADBAD ]; then echo 'Error: not found' >&2; exit 1; fi\n"
-      "    echo \"[{\\\"id\\\": \\\"$3\\\", \\\"name\\\": \\\"v\\\", \\\"author\\\": {\\\"name\\\": "
+      "    if [ \"$3\" = 01BADBADBADBADBADBADBADBAD ]; then echo 'Error: not found' >&2; exit 1; "
+      "fi\n"
+      "    echo \"[{\\\"id\\\": \\\"$3\\\", \\\"name\\\": \\\"v\\\", \\\"author\\\": "
+      "{\\\"name\\\": "
       "\\\"jdoe\\\"}, \\\"jobs\\\": [{\\\"id\\\": \\\"J$3\\\", \\\"status\\\": {\\\"created\\\": "
       "\\\"2026-08-10T10:00:00Z\\\", \\\"started\\\": \\\"2026-08-10T10:01:00Z\\\"}, "
-      "\\\"execution\\\": {\\\"task\\\": \\\"T\\\", \\\"replicaRank\\\": 0, \\\"spec\\\": {}}}]}]\" ;;\n"
+      "\\\"execution\\\": {\\\"task\\\": \\\"T\\\", \\\"replicaRank\\\": 0, \\\"spec\\\": "
+      "{}}}]}]\" ;;\n"
       "  'experiment stop')\n"
-      "    echo \"start $(date +%s%N)\" >> " + log.string() + "\n"
-      "    sleep 0.3\n"
-      "    echo \"end $(date +%s%N)\" >> " + log.string() + "\n"
-      "    ;;\n"
-      "  *) exit 1 ;;\n"
-      "esac\n");
+      "    echo \"start $(date +%s%N)\" >> " +
+          log.string() +
+          "\n"
+          "    sleep 0.3\n"
+          "    echo \"end $(date +%s%N)\" >> " +
+          log.string() +
+          "\n"
+          "    ;;\n"
+          "  *) exit 1 ;;\n"
+          "esac\n");
   std::filesystem::permissions(slow, std::filesystem::perms::owner_all);
   OrderedJson variants = OrderedJson::array();
   for (int i = 0; i < 12; ++i) {

@@ -183,10 +183,10 @@ TEST_F(Sweep, EveryVariantIsCheckedAsRlPreviewChecksALaunch) {
   ASSERT_NE(owned.find("belongs to run " + first_run), std::string::npos) << owned;
 
   const auto calls_before = m_beaker.calls().size();
-  const auto swept = run(sweep({"--set", "output_dir=\"outputs/taken\",\"outputs/free\"",
-                                "--dry-run"}),
-                         true,
-                         {{"PRIMEBEAKER_LAUNCH_ID", "sweep"}});
+  const auto swept =
+      run(sweep({"--set", "output_dir=\"outputs/taken\",\"outputs/free\"", "--dry-run"}),
+          true,
+          {{"PRIMEBEAKER_LAUNCH_ID", "sweep"}});
   EXPECT_EQ(swept.exit_code, 3) << swept.err;
   EXPECT_EQ(swept.out, "");
   const std::string refused_variant = "variant primebeaker-example-rl-output_dir-outputs-taken: ";
@@ -237,8 +237,8 @@ TEST_F(Sweep, SubmitsOneGroupAndAHalfSubmittedSweepSaysWhichVariantsRun) {
   FakeAnswer refused{"", 1, "Error: quota exceeded\n"};
   m_beaker.on_sequence({"experiment", "create"}, {created, created, refused});
   // One at a time, so that the third create is the third variant's.
-  const auto result = run(
-      sweep({"--set", "trainer.optim.lr=1e-5,2e-5,3e-5,4e-5", "--yes", "--parallel", "1"}));
+  const auto result =
+      run(sweep({"--set", "trainer.optim.lr=1e-5,2e-5,3e-5,4e-5", "--yes", "--parallel", "1"}));
   EXPECT_EQ(result.exit_code, 4) << result.err;
   EXPECT_NE(result.err.find("variant primebeaker-example-rl-lr-3e-5 of the sweep "
                             "primebeaker-example-rl-sweep was not submitted"),
@@ -266,22 +266,26 @@ TEST_F(Sweep, SubmitsOneGroupAndAHalfSubmittedSweepSaysWhichVariantsRun) {
 TEST_F(Sweep, VariantsAreSubmittedConcurrentlyAtMostParallelAtATime) {
   const auto log = m_tmp.path() / "creates.log";
   const auto slow = m_tmp.path() / "slow-beaker";
-  pb::test::write_file(slow,
-             "#!/bin/bash\n"
-             "case \"$1 $2\" in\n"
-             "  'group create') echo '[{\"id\": \"01GROUP000000000000000000B\"}]' ;;\n"
-             "  'experiment create')\n"
-             "    echo \"start $(date +%s%N)\" >> " + log.string() + "\n"
-             "    sleep 0.4\n"
-             "    echo \"end $(date +%s%N)\" >> " + log.string() + "\n"
-             "    echo \"[{\\\"id\\\": \\\"01X$4\\\", \\\"name\\\": \\\"$4\\\"}]\" ;;\n"
-             "  *) ;;\n"
-             "esac\n");
+  pb::test::write_file(
+      slow,
+      "#!/bin/bash\n"
+      "case \"$1 $2\" in\n"
+      "  'group create') echo '[{\"id\": \"01GROUP000000000000000000B\"}]' ;;\n"
+      "  'experiment create')\n"
+      "    echo \"start $(date +%s%N)\" >> " +
+          log.string() +
+          "\n"
+          "    sleep 0.4\n"
+          "    echo \"end $(date +%s%N)\" >> " +
+          log.string() +
+          "\n"
+          "    echo \"[{\\\"id\\\": \\\"01X$4\\\", \\\"name\\\": \\\"$4\\\"}]\" ;;\n"
+          "  *) ;;\n"
+          "esac\n");
   std::filesystem::permissions(slow, std::filesystem::perms::owner_all);
-  const auto result =
-      run(sweep({"--set", "max_steps=1,2,3,4,5,6", "--yes", "--parallel", "3"}),
-          true,
-          {{"PRIMEBEAKER_BEAKER", slow.string()}});
+  const auto result = run(sweep({"--set", "max_steps=1,2,3,4,5,6", "--yes", "--parallel", "3"}),
+                          true,
+                          {{"PRIMEBEAKER_BEAKER", slow.string()}});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const auto receipt = json::parse(result.out);
   EXPECT_EQ(receipt["complete"], true);

@@ -102,7 +102,7 @@ public:
   // `beaker experiment stop ID`. Failure throws pb::Error exit 4.
   void stop_experiment(const std::string &id);
 
-  std::string job_logs(const std::string &job_id);          // job logs JOBID
+  std::string job_logs(const std::string &job_id); // job logs JOBID
   // `beaker job list --cluster C --format json`: the jobs that asked for C, as printed
   // (runs/queue.cpp reads them; docs/runs.md "Queue position").
   OrderedJson cluster_jobs(const std::string &cluster);

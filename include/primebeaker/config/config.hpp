@@ -38,7 +38,7 @@ enum class Level { built_in, derived, beaker, user, project, env, flag };
 
 struct Setting {
   const KeyInfo *key = nullptr;
-  std::string name; // the key as named ("price.H100"); empty: key->key
+  std::string name;                // the key as named ("price.H100"); empty: key->key
   std::vector<std::string> values; // one for a string key
   Level level = Level::built_in;
   std::string origin; // "file:PATH:LINE", "env:NAME", "beaker:PATH", "built-in", "derived: ..."

@@ -46,7 +46,7 @@ struct ImageChoice {
   std::string role;      // the catalog role, or "" for an uncataloged --image
   primerl::PrimeRl prime_rl;
   std::vector<std::string> holds; // the pieces it holds (catalog, --image-holds, or Prime-RL's)
-  std::string why;     // how the image was chosen, for -v and the card
+  std::string why;                // how the image was chosen, for -v and the card
   std::string missing; // non-empty: no cataloged image for the workspace (submit is refused)
 };
 

@@ -109,9 +109,9 @@ struct Delivery {
 
 // Claims the transition in the run's ledger (`<ledger>/notify/<subject>.<event>.json`, created
 // exclusively: of two actors one wins) and, when this actor won, posts `event` in the background
-// (a detached thread; retried, then logged), then records `<subject>.<event>.done`. `subject` is the experiment id, with the attempt
-// for a single-node restart. An empty `ledger_dir` posts unclaimed. Never throws; never waits
-// for the network. Returns whether a post was started.
+// (a detached thread; retried, then logged), then records `<subject>.<event>.done`. `subject` is
+// the experiment id, with the attempt for a single-node restart. An empty `ledger_dir` posts
+// unclaimed. Never throws; never waits for the network. Returns whether a post was started.
 bool announce(const Settings &settings,
               const std::filesystem::path &ledger_dir,
               const std::string &subject,

@@ -16,7 +16,7 @@
 namespace pb::primerl::v0_9 {
 
 // Prime-RL's fixed ports (multi_node_rl.sbatch.j2 and the config defaults).
-inline constexpr int k_rendezvous_port = 29500; // torchrun, on the first trainer host
+inline constexpr int k_rendezvous_port = 29500;   // torchrun, on the first trainer host
 inline constexpr int k_zmq_transport_port = 5555; // READY on +1
 inline constexpr int k_dp_rpc_port = 13345;
 inline constexpr int k_env_server_base_port = 5000;
@@ -51,8 +51,8 @@ struct Rl {
   bool expert_parallel = false;     // inference.vllm.enable_expert_parallel
   std::optional<Disaggregated> disaggregated;
   std::int64_t weight_broadcast_port = 29501; // weight_broadcast.port
-  std::int64_t router_port = 8000;  // inference.server.port
-  std::int64_t backend_port = 8100; // inference.backend_port
+  std::int64_t router_port = 8000;            // inference.server.port
+  std::int64_t backend_port = 8100;           // inference.backend_port
   std::vector<Source> sources;
 
   std::int64_t total_infer_nodes() const { return num_infer_nodes * num_infer_replicas; }

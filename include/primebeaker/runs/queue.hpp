@@ -36,9 +36,9 @@ std::vector<std::string> requested_clusters(const RunView &run);
 
 struct QueuePosition {
   std::string cluster;
-  std::string priority;     // the run's ("" when unknown: then every priority counts)
-  std::size_t position = 0; // 1 = next; each experiment's waiting jobs count once
-  std::size_t of = 0;       // waiting experiments (and sessions) at that priority, the run too
+  std::string priority;      // the run's ("" when unknown: then every priority counts)
+  std::size_t position = 0;  // 1 = next; each experiment's waiting jobs count once
+  std::size_t of = 0;        // waiting experiments (and sessions) at that priority, the run too
   double waited_seconds = 0; // since its waiting jobs were created
   std::string message;       // Beaker's scheduling message, "" when none
 };
@@ -51,7 +51,8 @@ std::optional<QueuePosition> queue_position(const RunView &run,
 // The one effect: asks `beaker job list --cluster C` for each cluster the run asked for until one
 // answers; nullopt when the run is not queued or no listing could be read (logged, never fatal:
 // `status` and `follow` go on without it).
-std::optional<QueuePosition> current_queue(const RunView &run, beaker::Client &beaker, TimePoint now);
+std::optional<QueuePosition>
+current_queue(const RunView &run, beaker::Client &beaker, TimePoint now);
 
 // {cluster, priority, position, of, waited_seconds, message}.
 OrderedJson queue_json(const QueuePosition &queue);

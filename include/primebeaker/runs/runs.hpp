@@ -96,8 +96,8 @@ struct Replica {
   int gpus = 0;              // the task's resources.gpuCount (0 when the spec names none)
   std::string priority;      // the task's context.priority ("" when not given)
   std::vector<JobSpan> jobs; // every job of this replica, oldest first (the last is this one)
-  int attempts = 1;    // jobs Beaker created for this replica (retries, preemption restarts)
-  int preemptions = 0; // earlier jobs of this replica that ended preempted
+  int attempts = 1;          // jobs Beaker created for this replica (retries, preemption restarts)
+  int preemptions = 0;       // earlier jobs of this replica that ended preempted
   // A failure caused by another one: exit 90/92 of the node runtime (a peer failed / asked
   // to shut down), or a cancellation after a sibling's failure.
   bool consequence = false;

@@ -21,8 +21,8 @@ namespace pb::runs {
 // One experiment of a chain.
 struct ExperimentUsage {
   std::string experiment_id;
-  int gpus = 0;          // over all replicas (each replica's gpuCount)
-  double gpu_hours = 0;  // sum over every job: its GPUs x (end or now - started)
+  int gpus = 0;           // over all replicas (each replica's gpuCount)
+  double gpu_hours = 0;   // sum over every job: its GPUs x (end or now - started)
   double queue_hours = 0; // created -> started, per wave of jobs (docs/runs.md)
   std::map<std::string, double> gpu_hours_by_cluster; // "" when a job names no cluster
   bool open = false; // a job still holds (or waits for) GPUs: the figures grow with `now`
