@@ -417,6 +417,13 @@ EnvMap ReplicaEnv::to_env() const {
             std::to_string(disaggregated->decode_nodes_per_replica);
         env[var::num_decode_replicas] = std::to_string(disaggregated->num_decode_replicas);
       }
+      if (router == primerl::Router::llm_d) {
+        env[var::inference_router] = "llm-d";
+      }
+      if (kv_offload != primerl::KvOffload::none) {
+        env[var::kv_cache_offload] =
+            kv_offload == primerl::KvOffload::mooncake ? "mooncake" : "native";
+      }
       if (registry) {
         env[var::registry] = registry->text;
       }
@@ -514,6 +521,22 @@ ReplicaEnv ReplicaEnv::from_env(Kind kind, const EnvMap &env) {
         d.num_decode_replicas = integer_var(env, var::num_decode_replicas, k_nodes_range);
         out.disaggregated = d;
       }
+      if (const auto router = non_empty(env, var::inference_router)) {
+        if (*router != "llm-d" && *router != "vllm-router") {
+          throw usage_error(fmt::format(
+              "invalid {}: '{}' (this primebeaker places \"llm-d\")", var::inference_router, *router));
+        }
+        out.router = *router == "llm-d" ? primerl::Router::llm_d : primerl::Router::vllm_router;
+      }
+      if (const auto offload = non_empty(env, var::kv_cache_offload)) {
+        if (*offload != "native" && *offload != "mooncake") {
+          throw usage_error(fmt::format("invalid {}: '{}' (native or mooncake)",
+                                        var::kv_cache_offload,
+                                        *offload));
+        }
+        out.kv_offload =
+            *offload == "mooncake" ? primerl::KvOffload::mooncake : primerl::KvOffload::native;
+      }
       if (out.expert_parallel || out.disaggregated) {
         require_set(env, {var::nodes_per_infer_replica});
         out.nodes_per_infer_replica = integer_var(env, var::nodes_per_infer_replica, k_nodes_range);
@@ -562,6 +585,8 @@ bool is_launcher_owned(std::string_view name, Kind kind) {
   full.num_train_nodes = full.total_nodes;
   full.disaggregated = primerl::Disaggregated{};
   full.nodes_per_infer_replica = full.disaggregated->nodes();
+  full.router = primerl::Router::llm_d;
+  full.kv_offload = primerl::KvOffload::mooncake;
   if (full.to_env().count(std::string(name)) > 0) {
     return true;
   }

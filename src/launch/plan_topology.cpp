@@ -82,6 +82,8 @@ template <typename Rl> void prime_rl_topology_fields(const Rl &rl, TopologyRead 
     read.replica.env_servers.push_back(source.split + "/" + source.name);
   }
   inference_shape_fields(rl.expert_parallel, rl.num_infer_nodes, rl.disaggregated, read.replica);
+  read.replica.router = rl.router;
+  read.replica.kv_offload = rl.kv_offload;
 }
 
 // Prime-RL v0.9: one reader per entrypoint; the placement is Prime-RL's own

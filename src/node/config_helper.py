@@ -156,7 +156,93 @@ def disaggregated_values(inference, inference_env):
     return runtime, envs
 
 
-def placement_result(config, common_extra, engines):
+def epp_config(router, disaggregated, endpoints):
+    """llm-d's endpoint-picker config (Prime-RL's templates/llmd/epp_*.yaml.j2): endpoints from the
+    file the replica plan writes; one profile over `scorers`, or with prefill/decode a prefill
+    profile and a decode one, each its role's filter plus its merged scorers, the prefill one taken
+    when at least non_cached_tokens of the prompt are not cached."""
+    lines = ["apiVersion: inference.networking.x-k8s.io/v1alpha1",
+             "kind: EndpointPickerConfig",
+             "plugins:",
+             "  - name: file-disc",
+             "    type: file-discovery",
+             "    parameters:",
+             f"      path: {endpoints}",
+             "      watchFile: true",
+             "  - name: vllmhttp-parser",
+             "    type: vllmhttp-parser"]
+
+    def profile(name, role_filter, scorers):
+        lines.extend([f"  - name: {name}", "    plugins:"])
+        if role_filter:
+            lines.append(f"      - pluginRef: {role_filter}")
+        for scorer, weight in scorers.items():
+            lines.extend([f"      - pluginRef: {scorer}", f"        weight: {weight}"])
+        lines.append("      - pluginRef: max-score-picker")
+
+    if disaggregated:
+        prefill, decode = dict(router.prefill_scorers), dict(router.decode_scorers)
+        lines.extend(["  - name: pd-decider",
+                      "    type: prefix-based-pd-decider",
+                      "    parameters:",
+                      f"      nonCachedTokens: {router.non_cached_tokens}",
+                      "  - name: profile-handler",
+                      "    type: disagg-profile-handler",
+                      "    parameters:",
+                      "      deciders:",
+                      "        prefill: pd-decider",
+                      "  - type: prefill-filter",
+                      "  - type: decode-filter"])
+        for scorer in dict.fromkeys([*prefill, *decode]):
+            lines.append(f"  - type: {scorer}")
+        lines.extend(["  - type: max-score-picker", "schedulingProfiles:"])
+        profile("prefill", "prefill-filter", prefill)
+        profile("decode", "decode-filter", decode)
+    else:
+        scorers = dict(router.scorers)
+        for scorer in scorers:
+            lines.append(f"  - type: {scorer}")
+        lines.extend(["  - type: max-score-picker", "  - type: single-profile-handler",
+                      "schedulingProfiles:"])
+        profile("default", None, scorers)
+    lines.extend(["requestHandler:", "  parser:", "    pluginRef: vllmhttp-parser",
+                  "dataLayer:", "  discovery:", "    pluginRef: file-disc"])
+    return "\n".join(lines) + "\n"
+
+
+def serving_values(inference, request):
+    """What llm-d's router and Mooncake's store read (docs/node.md "llm-d and Mooncake"): the
+    picker's config and the decode sidecar's port; Mooncake's segment size, devices and disk tier,
+    whose MOONCAKE_OFFLOAD_* environment every process of an inference node gets."""
+    runtime, env = {}, {}
+    if inference is None:
+        return runtime, env
+    router = getattr(inference, "router", None)
+    if router is not None and getattr(router, "type", None) == "llm-d":
+        deployment = getattr(inference, "deployment", None)
+        disaggregated = getattr(deployment, "type", None) == "disaggregated"
+        runtime["LLMD_EPP_CONFIG"] = epp_config(router, disaggregated, request["llmd_endpoints"])
+        runtime["DECODE_SIDECAR_PORT"] = int(router.decode_sidecar_port)
+    offload = getattr(inference, "kv_cache_offload", None)
+    if offload is not None and getattr(offload, "type", None) == "mooncake":
+        devices = offload.device_name or ""
+        disk = str(offload.disk.path) if getattr(offload, "disk", None) is not None else ""
+        runtime.update({
+            "MOONCAKE_SEGMENT_BYTES": int(offload.cpu.num_bytes),
+            "MOONCAKE_DEVICES": int(bool(devices)),
+            "MOONCAKE_DEVICE_NAME": devices,
+            "MOONCAKE_DEVICE_NAME_JSON": json.dumps(devices),
+            "MOONCAKE_DISK": int(bool(disk)),
+            "MOONCAKE_DISK_PATH": disk,
+            "MOONCAKE_ENABLE_OFFLOAD": "true" if disk else "false",
+        })
+        if disk:
+            env = {"MOONCAKE_OFFLOAD_FSDIR": disk, "MOONCAKE_OFFLOAD_FILE_STORAGE_PATH": disk,
+                   "MOONCAKE_OFFLOAD_ENABLE_EVICTION": "true"}
+    return runtime, env
+
+
+def placement_result(config, common_extra, engines, request):
     """The answer of both generations in Prime-RL's placement: each component's environment (the
     launcher defaults, then the config's, as Prime-RL's template exports them) and the runtime
     values the replica plans read; `engines` is the generation's spelling of TP and the DP RPC
@@ -184,8 +270,10 @@ def placement_result(config, common_extra, engines):
             "BACKEND_PORT": int(inference.backend_port),
             **engines,
         })
+    serving_runtime, serving_env = serving_values(inference, request)
+    runtime.update(serving_runtime)
     inference_env = {**common, **DEFAULT_INFERENCE_ENV_VARS,
-                     **(inference.env_vars if inference is not None else {})}
+                     **(inference.env_vars if inference is not None else {}), **serving_env}
     pd_runtime, pd_envs = disaggregated_values(inference, inference_env)
     runtime.update(pd_runtime)
     return {
@@ -219,7 +307,7 @@ def prepare_rl_prime_rl(request):
     if inference is not None:
         engines = {"INFERENCE_TP": int(inference.parallel.tp),
                    "INFERENCE_DP_RPC_PORT": int(inference.data_parallel_rpc_port)}
-    return placement_result(config, common, engines)
+    return placement_result(config, common, engines, request)
 
 
 def prepare_sft(request):
@@ -265,7 +353,7 @@ def prepare_rl_v0_9(request):
         engines = {"INFERENCE_TP": int(inference.vllm.tensor_parallel_size),
                    "INFERENCE_DP_RPC_PORT": int(getattr(inference.vllm, "data_parallel_rpc_port",
                                                         13345))}
-    return placement_result(config, {}, engines)
+    return placement_result(config, {}, engines, request)
 
 
 def prepare_sft_v0_9(request):

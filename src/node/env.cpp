@@ -134,6 +134,23 @@ Tuning parse_tuning(const EnvMap &env) {
   if (const auto root = optional_var(env, "PRIMEBEAKER_NODE_LOCAL_ROOT")) {
     t.local_root = *root;
   }
+  if (const auto ports = optional_var(env, "PRIMEBEAKER_NODE_MOONCAKE_PORTS")) {
+    // "master,metadata,client", for hosts where Prime-RL's ports are taken.
+    const auto parts = text::split(*ports, ',');
+    if (parts.size() != 3) {
+      throw usage_error(fmt::format("invalid PRIMEBEAKER_NODE_MOONCAKE_PORTS: '{}' (three ports: "
+                                    "master,metadata,client)",
+                                    *ports));
+    }
+    for (size_t i = 0; i < 3; ++i) {
+      const auto port = text::parse_integer(parts[i]);
+      if (!port || *port < 1 || *port > 65535) {
+        throw usage_error(fmt::format(
+            "invalid PRIMEBEAKER_NODE_MOONCAKE_PORTS: '{}' is not a port", parts[i]));
+      }
+      t.mooncake_ports[i] = static_cast<int>(*port);
+    }
+  }
   return t;
 }
 
@@ -168,6 +185,8 @@ RlEnv parse_rl_env(const EnvMap &env) {
     out.expert_parallel = replica.expert_parallel;
     out.nodes_per_infer_replica = static_cast<int>(replica.nodes_per_infer_replica);
     out.disaggregated = replica.disaggregated;
+    out.router = replica.router;
+    out.kv_offload = replica.kv_offload;
     return out;
   }
   out.registry = replica.registry->text;

@@ -122,7 +122,21 @@ struct JsonStep {
     return j;
   }
   nlohmann::json operator()(const step::RaiseOpenFiles &s) const {
-    return {{"step", "raise_open_files"}, {"limit", s.limit}};
+    nlohmann::json j = {{"step", "raise_open_files"}, {"limit", s.limit}};
+    if (s.unlimited_locked_memory) {
+      j["locked_memory"] = "unlimited";
+    }
+    return j;
+  }
+  nlohmann::json operator()(const step::WriteFile &s) const {
+    return {{"step", "write_file"}, {"path", s.path}, {"content", s.content}};
+  }
+  nlohmann::json operator()(const step::WaitPort &s) const {
+    return {{"step", "wait_port"},
+            {"what", s.what},
+            {"host", s.host},
+            {"port", s.port},
+            {"timeout_seconds", s.timeout_seconds}};
   }
   nlohmann::json operator()(const step::SetEnv &s) const {
     return {{"step", "set_env"}, {"env", s.env}};
@@ -296,7 +310,21 @@ struct TextStep {
            text::join(what, ", ") + "\n";
   }
   void operator()(const step::RaiseOpenFiles &s) const {
-    out += fmt::format("raise the open-file limit to {}\n", s.limit);
+    out += fmt::format("raise the open-file limit to {}{}\n",
+                       s.limit,
+                       s.unlimited_locked_memory ? ", the locked-memory limit to unlimited" : "");
+  }
+  void operator()(const step::WriteFile &s) const {
+    out += "write " + s.path + ":\n";
+    const bool ends_line = !s.content.empty() && s.content.back() == '\n';
+    for (const auto &line :
+         text::split(std::string_view(s.content).substr(0, s.content.size() - ends_line), '\n')) {
+      out += "       | " + line + "\n";
+    }
+  }
+  void operator()(const step::WaitPort &s) const {
+    out += fmt::format(
+        "wait for {} on {}:{} (timeout {} s)\n", s.what, s.host, s.port, s.timeout_seconds);
   }
   void operator()(const step::SetEnv &s) const {
     out += "set for every later child:";

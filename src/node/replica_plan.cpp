@@ -388,6 +388,262 @@ step::Start pd_router_step(const RlEnv &env, const Paths &paths, int engines) {
   return router;
 }
 
+// llm-d's file-discovery endpoints (Prime-RL's templates/llmd/endpoints.yaml.j2): one per engine,
+// at each node's published address, which is IPv4 as the file discovery requires
+// (local_address()). Disaggregated: every prefill node's engines, then every decode node's,
+// reached through that node's pd-sidecar.
+std::string llm_d_endpoints(const RlEnv &env, int engines) {
+  std::string out = "endpoints:\n";
+  const auto add = [&](const std::string &name, int node, const char *port, int k, const char *role) {
+    out += fmt::format("  - name: {}\n"
+                       "    address: ${{host.{}}}\n"
+                       "    port: \"${{runtime.{}{}}}\"\n"
+                       "    namespace: default\n"
+                       "    labels:\n"
+                       "      llm-d.ai/pool: prime-rl\n",
+                       name,
+                       node,
+                       port,
+                       k == 0 ? std::string() : fmt::format("+{}", k));
+    if (role != nullptr) {
+      out += fmt::format("      llm-d.ai/role: {}\n", role);
+    }
+  };
+  if (!env.disaggregated) {
+    for (int node = 0; node < env.num_infer_nodes; ++node) {
+      for (int k = 0; k < engines; ++k) {
+        add(fmt::format("backend-{}-rank-{}", node, k), node, "BACKEND_PORT", k, nullptr);
+      }
+    }
+    return out;
+  }
+  for (const bool prefill : {true, false}) {
+    const char *role = prefill ? "prefill" : "decode";
+    int index = 0;
+    for (int node = 0; node < env.num_infer_nodes; ++node) {
+      if (pd_role(env, node, engines).prefill != prefill) {
+        continue;
+      }
+      for (int k = 0; k < engines; ++k) {
+        add(fmt::format("{}-{}-rank-{}", role, index, k),
+            node,
+            prefill ? "PREFILL_PORT" : "DECODE_SIDECAR_PORT",
+            k,
+            role);
+      }
+      ++index;
+    }
+  }
+  return out;
+}
+
+// Envoy in front of llm-d's endpoint picker (Prime-RL's templates/llmd/envoy.yaml.j2): every
+// /v1/ and /inference/v1/ request asks the picker (gRPC on 127.0.0.1:9002) for its engine and goes
+// to the address the picker names; no timeouts, and connection limits far above any rollout
+// concurrency (Envoy's default of about 1024 overflows into 500s).
+std::string llm_d_envoy_config() {
+  const std::string limits = R"(      circuit_breakers:
+        thresholds:
+          - { priority: DEFAULT, max_connections: 100000, max_pending_requests: 100000, max_requests: 100000, max_retries: 1000 }
+          - { priority: HIGH, max_connections: 100000, max_pending_requests: 100000, max_requests: 100000, max_retries: 1000 }
+)";
+  return R"(admin:
+  address: { socket_address: { address: 127.0.0.1, port_value: 9901 } }
+static_resources:
+  listeners:
+    - name: prime_rl
+      address: { socket_address: { address: 0.0.0.0, port_value: ${runtime.ROUTER_PORT} } }
+      filter_chains:
+        - filters:
+            - name: envoy.filters.network.http_connection_manager
+              typed_config:
+                "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+                stat_prefix: prime_rl
+                codec_type: AUTO
+                stream_idle_timeout: 0s
+                request_timeout: 0s
+                route_config:
+                  virtual_hosts:
+                    - name: prime_rl
+                      domains: ["*"]
+                      routes:
+                        - { match: { prefix: "/v1/" }, route: { cluster: backend_cluster, timeout: 0s, idle_timeout: 86400s } }
+                        - { match: { prefix: "/inference/v1/" }, route: { cluster: backend_cluster, timeout: 0s, idle_timeout: 86400s } }
+                http_filters:
+                  - name: envoy.filters.http.ext_proc
+                    typed_config:
+                      "@type": type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor
+                      grpc_service: { envoy_grpc: { cluster_name: epp_cluster }, timeout: 10s }
+                      processing_mode:
+                        request_header_mode: SEND
+                        response_header_mode: SEND
+                        request_body_mode: FULL_DUPLEX_STREAMED
+                        response_body_mode: FULL_DUPLEX_STREAMED
+                        request_trailer_mode: SEND
+                        response_trailer_mode: SEND
+                      message_timeout: 1000s
+                  - name: envoy.filters.http.router
+                    typed_config:
+                      "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
+                      suppress_envoy_headers: true
+  clusters:
+    - name: backend_cluster
+      type: ORIGINAL_DST
+      lb_policy: CLUSTER_PROVIDED
+      original_dst_lb_config: { use_http_header: true, http_header_name: x-gateway-destination-endpoint }
+      connect_timeout: 5s
+)" + limits +
+         R"(    - name: epp_cluster
+      type: STRICT_DNS
+      typed_extension_protocol_options:
+        envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+          "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+          explicit_http_config: { http2_protocol_options: {} }
+      load_assignment:
+        cluster_name: epp_cluster
+        endpoints:
+          - lb_endpoints:
+              - endpoint: { address: { socket_address: { address: 127.0.0.1, port_value: 9002 } } }
+      connect_timeout: 5s
+)" + limits;
+}
+
+// llm-d's router on inference node 0 in place of vllm-router (Prime-RL's _launch_router.sh.j2):
+// its three configs under logs/inference/llmd (the picker's, rendered by the config helper from
+// the TOML's scorers), the endpoint picker (gRPC 9002; health on 9013, clear of Mooncake's
+// metrics on 9003) and Envoy on Prime-RL's router port.
+void llm_d_router_steps(const RlEnv &env, const Paths &paths, int engines, ReplicaPlan &plan) {
+  const fs::path dir = paths.logs / "inference" / "llmd";
+  const fs::path log = paths.logs / "inference" / "router.log";
+  plan.steps.push_back(step::WriteFile{(dir / "epp.yaml").string(), "${runtime.LLMD_EPP_CONFIG}"});
+  plan.steps.push_back(
+      step::WriteFile{(dir / "endpoints.yaml").string(), llm_d_endpoints(env, engines)});
+  plan.steps.push_back(step::WriteFile{(dir / "envoy.yaml").string(), llm_d_envoy_config()});
+  step::Start epp;
+  epp.process.name = "llm-d epp";
+  epp.process.argv = {"epp",
+                      "--pool-name",
+                      "prime-rl",
+                      "--pool-namespace",
+                      "beaker",
+                      "--config-file",
+                      (dir / "epp.yaml").string(),
+                      "--grpc-port",
+                      "9002",
+                      "--grpc-health-port",
+                      "9013",
+                      "--metrics-port",
+                      "9090",
+                      "--secure-serving=false",
+                      "--metrics-endpoint-auth=false",
+                      "--tracing=false"};
+  epp.process.component_env = "inference";
+  epp.process.ports = {"9002", "9013", "9090"};
+  epp.process.log = {LogSpec::Mode::append, log, false};
+  plan.steps.push_back(std::move(epp));
+  step::Start envoy;
+  envoy.process.name = "envoy";
+  envoy.process.argv = {"envoy", "-c", (dir / "envoy.yaml").string()};
+  envoy.process.ports = {"${runtime.ROUTER_PORT}", "9901"};
+  envoy.process.log = {LogSpec::Mode::append, log, false};
+  plan.steps.push_back(std::move(envoy));
+}
+
+// llm-d's pd-sidecar on every decode node: the picker sends decode requests to it (sidecar port +
+// k), and it has the prefill done remotely before passing them to engine k (decode port + k).
+step::Start pd_sidecar_step(int rank, const Paths &paths, int engines) {
+  step::Start sidecar;
+  auto &p = sidecar.process;
+  p.name = "pd-sidecar";
+  p.argv = {"pd-sidecar",
+            "--port",
+            "${runtime.DECODE_SIDECAR_PORT}",
+            "--vllm-port",
+            "${runtime.DECODE_PORT}",
+            "--kv-connector",
+            "nixlv2",
+            "--secure-proxy=false",
+            "--enable-ssrf-protection=false",
+            "--inference-pool",
+            "prime-rl",
+            "--data-parallel-size",
+            std::to_string(engines)};
+  p.component_env = "decode";
+  for (int k = 0; k < engines; ++k) {
+    p.ports.push_back(k == 0 ? std::string("${runtime.DECODE_SIDECAR_PORT}")
+                             : fmt::format("${{runtime.DECODE_SIDECAR_PORT+{}}}", k));
+  }
+  p.log = {LogSpec::Mode::append, paths.logs / "inference" / fmt::format("sidecar_{}.log", rank), false};
+  return sidecar;
+}
+
+// Mooncake's shared KV store (Prime-RL's _mooncake_store.sh.j2) on an inference node: node 0 runs
+// the master and its metadata server, every node waits for both, contributes its DRAM segment
+// through a client, waits for that client, and writes the config its engines read
+// (MOONCAKE_CONFIG_PATH). The sizes, devices and disk tier are the TOML's, resolved by the config
+// helper; its environment (the disk tier's MOONCAKE_OFFLOAD_*) is the inference one.
+void mooncake_steps(const RlEnv &env, const PlanInputs &inputs, ReplicaPlan &plan) {
+  const auto [master_port, metadata_port, client_port] = env.tuning.mooncake_ports;
+  const fs::path dir = env.run_dir() / "mooncake" / fmt::format("node_{}", env.rank);
+  const std::string master = fmt::format("${{host.0}}:{}", master_port);
+  const std::string metadata = fmt::format("http://${{host.0}}:{}/metadata", metadata_port);
+  plan.steps.push_back(step::MakeDirs{{dir, "${runtime.MOONCAKE_DISK_PATH}"}});
+  plan.steps.push_back(
+      step::SetEnv{{{"PYTHONHASHSEED", "0"}, {"MOONCAKE_CONFIG_PATH", (dir / "config.json").string()}}});
+  if (env.rank == 0) {
+    step::Start start;
+    auto &p = start.process;
+    p.name = "mooncake master";
+    // A lease of an hour, not 5 s: decode must find the blocks prefill stored.
+    p.argv = {"mooncake_master",
+              fmt::format("-rpc_port={}", master_port),
+              "-enable_http_metadata_server",
+              "-http_metadata_server_host=0.0.0.0",
+              fmt::format("-http_metadata_server_port={}", metadata_port),
+              "-default_kv_lease_ttl=3600000"};
+    p.when = {{"runtime.MOONCAKE_DISK",
+               {"-enable_offload=true", "-root_fs_dir=${runtime.MOONCAKE_DISK_PATH}"}}};
+    p.component_env = "inference";
+    p.ports = {std::to_string(master_port), std::to_string(metadata_port), "9003"};
+    p.log = {LogSpec::Mode::truncate, dir / "master.log", false};
+    plan.steps.push_back(std::move(start));
+  }
+  plan.steps.push_back(step::WaitPort{"Mooncake's master", "${host.0}", master_port, 120});
+  plan.steps.push_back(
+      step::WaitPort{"Mooncake's metadata server", "${host.0}", metadata_port, 120});
+  step::Start client;
+  auto &p = client.process;
+  p.name = "mooncake client";
+  p.argv = {"mooncake_client",
+            "-host=" + inputs.address,
+            fmt::format("-port={}", client_port),
+            "-master_server_address=" + master,
+            "-metadata_server=" + metadata,
+            "-protocol=rdma",
+            "-global_segment_size=${runtime.MOONCAKE_SEGMENT_BYTES}"};
+  p.when = {{"runtime.MOONCAKE_DEVICES", {"-device_names=${runtime.MOONCAKE_DEVICE_NAME}"}},
+            {"runtime.MOONCAKE_DISK", {"-enable_offload=true"}}};
+  p.component_env = "inference";
+  p.ports = {std::to_string(client_port)};
+  p.log = {LogSpec::Mode::truncate, dir / "client.log", false};
+  plan.steps.push_back(std::move(client));
+  plan.steps.push_back(
+      step::WaitPort{"this node's Mooncake client", inputs.address, client_port, 60});
+  const nlohmann::json config = {{"mode", "standalone-store"},
+                                 {"global_segment_size", 0},
+                                 {"local_buffer_size", 4294967296LL},
+                                 {"protocol", "rdma"},
+                                 {"device_name", "@DEVICE@"},
+                                 {"master_server_address", master},
+                                 {"metadata_server", metadata},
+                                 {"enable_offload", "@OFFLOAD@"}};
+  std::string text = config.dump() + "\n";
+  // Filled in by facts: the device list as a JSON string, the disk tier as a JSON boolean.
+  text.replace(text.find("\"@DEVICE@\""), 10, "${runtime.MOONCAKE_DEVICE_NAME_JSON}");
+  text.replace(text.find("\"@OFFLOAD@\""), 11, "${runtime.MOONCAKE_ENABLE_OFFLOAD}");
+  plan.steps.push_back(step::WriteFile{(dir / "config.json").string(), text});
+}
+
 // The engines of a prefill or decode node (Prime-RL's multi_node_rl.sbatch.j2, disaggregated
 // branch): ranks of their instance's DP group on the role's port, each with its NIXL side channel
 // (5600 + k) on this host over the RDMA ports UCX can open; prefill with DeepEP's
@@ -438,6 +694,8 @@ ReplicaPlan plan_rl_prime_rl(const RlEnv &env, const PlanInputs &inputs) {
   const auto config = [&](const std::string &name) {
     return paths.config_dir / (name + generation.extension);
   };
+  // Where llm-d's picker finds the engines (the config helper writes it into the picker's config).
+  const fs::path llmd_endpoints = paths.logs / "inference" / "llmd" / "endpoints.yaml";
   const std::optional<PdRole> pd = inference && env.disaggregated
                                        ? std::optional(pd_role(env, env.rank, engines))
                                        : std::nullopt;
@@ -465,11 +723,27 @@ ReplicaPlan plan_rl_prime_rl(const RlEnv &env, const PlanInputs &inputs) {
   plan.steps.push_back(
       decide_resume(env, "node rl", env.num_train_nodes * env.gpus_per_node, false));
   setup_step(plan, env);
+  const bool llm_d = env.router == primerl::Router::llm_d;
+  const bool mooncake = env.kv_offload == primerl::KvOffload::mooncake;
   std::vector<std::string> programs;
+  std::vector<std::string> image_programs; // what only an image built for the shape holds
   if (inference) {
     programs.emplace_back("inference");
     if (env.rank == 0) {
-      programs.emplace_back("vllm-router");
+      if (llm_d) {
+        image_programs.insert(image_programs.end(), {"epp", "envoy"});
+      } else {
+        programs.emplace_back("vllm-router");
+      }
+    }
+    if (llm_d && pd && !pd->prefill) {
+      image_programs.emplace_back("pd-sidecar");
+    }
+    if (mooncake) {
+      if (env.rank == 0) {
+        image_programs.emplace_back("mooncake_master");
+      }
+      image_programs.emplace_back("mooncake_client");
     }
   } else {
     programs.emplace_back("torchrun");
@@ -487,7 +761,20 @@ ReplicaPlan plan_rl_prime_rl(const RlEnv &env, const PlanInputs &inputs) {
     }
   }
   plan.steps.push_back(step::RequirePrograms{programs});
-  plan.steps.push_back(step::RaiseOpenFiles{});
+  if (!image_programs.empty()) {
+    plan.steps.push_back(step::RequirePrograms{
+        image_programs,
+        fmt::format("cannot find {} on PATH: the image must hold {} (Prime-RL's "
+                    "scripts/install_llmd.sh builds them into third_party/llmd/bin; put that "
+                    "on the image's PATH)",
+                    text::join(image_programs, ", "),
+                    llm_d && mooncake ? "llm-d's programs and Mooncake's"
+                    : llm_d           ? "llm-d's programs"
+                                      : "Mooncake's programs")});
+  }
+  step::RaiseOpenFiles limits;
+  limits.unlimited_locked_memory = inference && env.kv_offload != primerl::KvOffload::none;
+  plan.steps.push_back(limits);
 
   const int timeout = env.rendezvous_timeout_seconds;
   plan.steps.push_back(step::Publish{fmt::format("host.{}", env.rank), inputs.address + "\n"});
@@ -512,10 +799,13 @@ ReplicaPlan plan_rl_prime_rl(const RlEnv &env, const PlanInputs &inputs) {
     if (env.rank == 0) {
       plan.steps.push_back(v0_9_runtime_toml_step(env, runtime_toml));
     }
-    const nlohmann::json request = {{"kind", "rl_v0_9"},
-                                    {"config", runtime_toml.string()},
-                                    {"config_dir", paths.config_dir.string()},
-                                    {"run_dir", env.run_dir().string()}};
+    nlohmann::json request = {{"kind", "rl_v0_9"},
+                              {"config", runtime_toml.string()},
+                              {"config_dir", paths.config_dir.string()},
+                              {"run_dir", env.run_dir().string()}};
+    if (llm_d) {
+      request["llmd_endpoints"] = llmd_endpoints.string();
+    }
     plan.steps.push_back(resolve_config(env.rank == 0,
                                         request,
                                         paths.local_tmp,
@@ -523,11 +813,13 @@ ReplicaPlan plan_rl_prime_rl(const RlEnv &env, const PlanInputs &inputs) {
                                         {"trainer", "orchestrator", "inference"}));
   } else {
     // The helper applies the resume decision and rewrites legacy environment ids (v0.8.0).
-    const nlohmann::json request = {
-        {"kind", "rl_prime_rl"},
-        {"config", env.config_path.string()},
-        {"config_dir", paths.config_dir.string()},
-        {"environment_modules", primerl::bundled_environment_modules()}};
+    nlohmann::json request = {{"kind", "rl_prime_rl"},
+                              {"config", env.config_path.string()},
+                              {"config_dir", paths.config_dir.string()},
+                              {"environment_modules", primerl::bundled_environment_modules()}};
+    if (llm_d) {
+      request["llmd_endpoints"] = llmd_endpoints.string();
+    }
     plan.steps.push_back(resolve_config(env.rank == 0,
                                         request,
                                         paths.local_tmp,
@@ -541,9 +833,19 @@ ReplicaPlan plan_rl_prime_rl(const RlEnv &env, const PlanInputs &inputs) {
     plan.steps.push_back(step::BindWorkers{env.total_nodes, infer_nodes * engines});
   }
 
+  if (inference && mooncake) {
+    mooncake_steps(env, inputs, plan);
+  }
   if (inference && env.rank == 0) {
-    plan.steps.push_back(env.disaggregated ? pd_router_step(env, paths, engines)
-                                           : router_step(paths));
+    if (llm_d) {
+      llm_d_router_steps(env, paths, engines, plan);
+    } else {
+      plan.steps.push_back(env.disaggregated ? pd_router_step(env, paths, engines)
+                                             : router_step(paths));
+    }
+  }
+  if (inference && llm_d && pd && !pd->prefill) {
+    plan.steps.push_back(pd_sidecar_step(env.rank, paths, engines));
   }
   if (inference) {
     auto servers = inference_servers_step(plan,

@@ -48,6 +48,26 @@ void make_dirs(const std::vector<std::filesystem::path> &dirs) {
   }
 }
 
+// `ulimit -l unlimited` where the container allows it, else as far as the hard limit goes.
+void lift_locked_memory_limit(int rank) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_MEMLOCK, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) {
+    return;
+  }
+  const rlimit unlimited{RLIM_INFINITY, RLIM_INFINITY};
+  if (::setrlimit(RLIMIT_MEMLOCK, &unlimited) == 0) {
+    return;
+  }
+  rlimit raised{limit.rlim_max, limit.rlim_max};
+  ::setrlimit(RLIMIT_MEMLOCK, &raised);
+  if (raised.rlim_max != RLIM_INFINITY) {
+    note(rank,
+         "the locked-memory limit stays at {} KiB (the container's hard limit): KV-cache offload "
+         "may fail to pin its buffers",
+         raised.rlim_max / 1024);
+  }
+}
+
 void raise_open_file_limit(int limit_wanted) {
   rlimit limit{};
   if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) {
@@ -474,7 +494,15 @@ public:
     }
   }
 
-  void operator()(const step::MakeDirs &s) { make_dirs(s.dirs); }
+  void operator()(const step::MakeDirs &s) {
+    std::vector<std::filesystem::path> dirs;
+    for (const auto &dir : s.dirs) {
+      if (auto path = substitute(dir.string(), m_facts); !path.empty()) {
+        dirs.emplace_back(std::move(path));
+      }
+    }
+    make_dirs(dirs);
+  }
 
   void operator()(const step::JoinAttempt &s) {
     m_r.rendezvous.join();
@@ -512,7 +540,35 @@ public:
     note(m_r.rank, "wrote {}", s.path.string());
   }
 
-  void operator()(const step::RaiseOpenFiles &s) { raise_open_file_limit(s.limit); }
+  void operator()(const step::RaiseOpenFiles &s) {
+    raise_open_file_limit(s.limit);
+    if (s.unlimited_locked_memory) {
+      lift_locked_memory_limit(m_r.rank);
+    }
+  }
+
+  void operator()(const step::WriteFile &s) {
+    const std::filesystem::path path = substitute(s.path, m_facts);
+    make_dirs({path.parent_path()});
+    fs::write_file_atomic(path, substitute(s.content, m_facts));
+  }
+
+  // Polled under supervision, so a peer's failure or a child's exit still ends the wait.
+  void operator()(const step::WaitPort &s) {
+    const std::string host = substitute(s.host, m_facts);
+    const auto deadline = Clock::now() + std::chrono::seconds(s.timeout_seconds);
+    while (!accepts_connections(host, s.port, 1.0)) {
+      if (Clock::now() >= deadline) {
+        throw failure(fmt::format("{} did not accept connections on {}:{} within {} s",
+                                  s.what,
+                                  host,
+                                  s.port,
+                                  s.timeout_seconds));
+      }
+      m_r.pause(std::min(1.0, std::max(0.05, m_r.tuning.poll_seconds)));
+    }
+    note(m_r.rank, "{} accepts connections on {}:{}", s.what, host, s.port);
+  }
 
   void operator()(const step::SetEnv &s) {
     for (const auto &[k, v] : s.env) {

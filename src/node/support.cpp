@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <net/if.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -382,6 +383,35 @@ std::string local_address(const Tuning &tuning) {
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
   return host;
+}
+
+bool accepts_connections(const std::string &host, int port, double timeout_seconds) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo *found = nullptr;
+  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) {
+    return false;
+  }
+  bool accepted = false;
+  for (addrinfo *it = found; it != nullptr && !accepted; it = it->ai_next) {
+    const int fd = ::socket(it->ai_family, it->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      continue;
+    }
+    if (::connect(fd, it->ai_addr, it->ai_addrlen) == 0) {
+      accepted = true;
+    } else if (errno == EINPROGRESS) {
+      pollfd waiting{fd, POLLOUT, 0};
+      int error = 0;
+      socklen_t length = sizeof error;
+      accepted = ::poll(&waiting, 1, static_cast<int>(timeout_seconds * 1000)) == 1 &&
+                 ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0 && error == 0;
+    }
+    ::close(fd);
+  }
+  ::freeaddrinfo(found);
+  return accepted;
 }
 
 std::optional<std::string> interface_of(const std::string &address) {

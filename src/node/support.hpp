@@ -105,6 +105,9 @@ std::string self_executable();
 // The address this node publishes: the tuning override, else the first non-loopback IPv4
 // address, else the host name.
 std::string local_address(const Tuning &tuning);
+// Whether host:port (an IPv4 address or a name) accepts a TCP connection within
+// `timeout_seconds`.
+bool accepts_connections(const std::string &host, int port, double timeout_seconds);
 // The interface carrying `address` (for GLOO_SOCKET_IFNAME), if any.
 std::optional<std::string> interface_of(const std::string &address);
 // Comma list of InfiniBand HCAs from /sys/class/infiniband (for NCCL_IB_HCA), if any.

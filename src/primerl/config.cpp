@@ -600,8 +600,9 @@ MultiNodeSft read_multi_node_sft(const Document &document, Problems &problems) {
 namespace {
 
 // Whether the mixed layout cannot place this TOML as written while Prime-RL's own placement can:
-// several trainer nodes or inference replicas, expert parallelism, or a trainer node whose
-// inference slice tp does not divide (the trainer then takes its whole node, as in Prime-RL).
+// several trainer nodes or inference replicas, expert parallelism, disaggregated inference,
+// llm-d's router, Mooncake's KV store, or a trainer node whose inference slice tp does not divide
+// (the trainer then takes its whole node, as in Prime-RL).
 // Values are peeked, not judged: the placement's reader reports what is wrong with them.
 bool needs_prime_rl_placement(const Reader &reader, std::int64_t gpus_per_node) {
   // Out of range reads as the default here, so the arithmetic below cannot overflow.
@@ -609,16 +610,23 @@ bool needs_prime_rl_placement(const Reader &reader, std::int64_t gpus_per_node) 
     const auto value = reader.integer_as_written(key);
     return value && *value >= 1 && *value <= max ? *value : 1;
   };
+  const auto is = [&](std::string_view key, std::string_view value) {
+    const Value *found = reader.find(key);
+    return found != nullptr && found->string() && *found->string() == value;
+  };
   if (peek("deployment.num_train_nodes", k_max_nodes) > 1 ||
       peek("deployment.num_infer_replicas", k_max_nodes) > 1) {
     return true;
   }
-  if (const Value *type = reader.find("inference.deployment.type");
-      type != nullptr && type->string() && *type->string() == "disaggregated") {
+  if (is("inference.deployment.type", "disaggregated")) {
     return true;
   }
   if (const Value *ep = reader.find("inference.enable_expert_parallel");
       ep != nullptr && ep->boolean().value_or(false)) {
+    return true;
+  }
+  // llm-d's router and Mooncake's store are started the way Prime-RL's template starts them.
+  if (is("inference.router.type", "llm-d") || is("inference.kv_cache_offload.type", "mooncake")) {
     return true;
   }
   const auto cp = peek("trainer.model.cp", k_max_gpus_per_node);
@@ -717,14 +725,9 @@ void read_prime_rl_placement(Reader &reader,
   }
   rl.total_infer_gpus = rl.total_infer_nodes() * rl.gpus_per_node;
   rl.total_infer_ranks = rl.total_infer_gpus / std::max<std::int64_t>(1, rl.tensor_parallel);
-  if (const auto router = reader.optional_string("inference.router.type");
-      router && *router != "vllm-router") {
-    reader.rule(reader.find("inference.router.type"),
-                fmt::format("multi-node inference.router.type = \"{}\" is not placed by "
-                            "primebeaker yet (it places engines behind vllm-router); use "
-                            "\"vllm-router\"",
-                            *router));
-  }
+  const auto serving = detail::read_serving(reader, "inference.enable_return_routed_experts");
+  rl.router = serving.router;
+  rl.kv_offload = serving.kv_offload;
   rl.weight_broadcast_port = reader.count("weight_broadcast.port", 65535, 29501, 29501);
   rl.sources = read_env_sources(document);
 }
@@ -747,6 +750,25 @@ std::optional<Disaggregated> read_disaggregated(Reader &reader) {
   d.num_decode_replicas =
       reader.count("inference.deployment.num_decode_replicas", k_max_nodes, 1, 1);
   return d;
+}
+
+Serving read_serving(Reader &reader, const char *routed_experts_key) {
+  Serving serving;
+  if (reader.optional_string("inference.router.type").value_or("") == "llm-d") {
+    serving.router = Router::llm_d;
+    if (reader.boolean(routed_experts_key, false, false)) {
+      reader.rule(reader.find(routed_experts_key),
+                  fmt::format("{} does not work behind the llm-d router (Prime-RL refuses it: it "
+                              "breaks prefill/decode); use inference.router.type = "
+                              "\"vllm-router\" for routed-expert runs",
+                              routed_experts_key));
+    }
+  }
+  const auto offload = reader.optional_string("inference.kv_cache_offload.type").value_or("");
+  serving.kv_offload = offload == "mooncake" ? KvOffload::mooncake
+                       : offload == "native" ? KvOffload::native
+                                             : KvOffload::none;
+  return serving;
 }
 
 } // namespace detail

@@ -276,4 +276,13 @@ inline void require_type(Reader &reader, std::string_view expected) {
 // counts read with Prime-RL's defaults (1 each).
 std::optional<Disaggregated> read_disaggregated(Reader &reader);
 
+// inference.router.type and inference.kv_cache_offload.type (both generations; an unknown value
+// is the schema checker's and reads as the default), refusing what Prime-RL refuses with llm-d:
+// routed-expert return (`routed_experts_key`, the generation's spelling).
+struct Serving {
+  Router router = Router::vllm_router;
+  KvOffload kv_offload = KvOffload::none;
+};
+Serving read_serving(Reader &reader, const char *routed_experts_key);
+
 } // namespace pb::primerl::detail

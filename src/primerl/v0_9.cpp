@@ -65,24 +65,6 @@ std::int64_t infer_nodes(Reader &reader, std::int64_t fallback) {
   return *number;
 }
 
-// Multi-node shapes whose engines primebeaker does not place yet (it places Prime-RL's dense and
-// expert-parallel engines behind vllm-router): refused at preview rather than started with the
-// wrong wiring.
-void refuse_unplaced_inference(Reader &reader) {
-  const auto refuse = [&](const char *key, const std::string &value, const char *fix) {
-    reader.rule(reader.find(key),
-                fmt::format("multi-node {} = {} is not placed by primebeaker yet (it places dense, "
-                            "expert-parallel and disaggregated engines behind vllm-router); {}",
-                            key,
-                            value,
-                            fix));
-  };
-  if (const auto router = reader.optional_string("inference.router.type");
-      router && *router != "vllm-router") {
-    refuse("inference.router.type", "\"" + *router + "\"", "use \"vllm-router\"");
-  }
-}
-
 // Where the deployment table says how many GPUs and nodes the run takes.
 DeploymentType read_type(Reader &reader, const Document &document, Problems &problems) {
   // v0.9 defaults deployment to single_node: a missing table or type is not a problem.
@@ -177,7 +159,10 @@ Rl read_rl(const Document &document, Problems &problems) {
     }
     rl.expert_parallel = reader.boolean("inference.vllm.enable_expert_parallel", false, false);
     rl.weight_broadcast_port = reader.count("weight_broadcast.port", 65535, 29501, 29501);
-    refuse_unplaced_inference(reader);
+    const auto serving =
+        detail::read_serving(reader, "inference.vllm.enable_return_routed_experts");
+    rl.router = serving.router;
+    rl.kv_offload = serving.kv_offload;
   }
   // No source is Prime-RL's business (train.source defaults to an empty list).
   rl.sources = read_env_sources(document);

@@ -51,7 +51,8 @@ protected:
   // The envVars `<program> preview` renders for the example (values only: secrets are names).
   std::map<std::string, std::string> rendered_env(const std::string &program,
                                                   const std::string &toml,
-                                                  const std::string &prime_rl = "") const {
+                                                  const std::string &prime_rl = "",
+                                                  const std::vector<std::string> &extra = {}) const {
     pb::test::RunOptions options;
     options.cwd = m_root.path();
     options.env = {{"PRIMEBEAKER_LAUNCH_ID", "0123456789abcdef0123456789abcdef"}};
@@ -85,6 +86,7 @@ protected:
     if (program == "rl") {
       args.insert(args.end(), {"--registry", "redis://registry:6379"});
     }
+    args.insert(args.end(), extra.begin(), extra.end());
     const auto preview = pb::test::run_primebeaker(args, options);
     EXPECT_EQ(preview.exit_code, 0) << preview.err;
     std::map<std::string, std::string> env;
@@ -282,12 +284,13 @@ protected:
                  const std::string &example,
                  const std::string &prime_rl,
                  const std::string &golden,
-                 const std::function<std::string(std::string)> &edit = {}) {
+                 const std::function<std::string(std::string)> &edit = {},
+                 const std::vector<std::string> &extra = {}) {
     const std::string name = "placed/" + release + "/" + example;
     const std::string text = read_file(prime_rl_example(release, example));
     write_file(m_root / name, edit ? edit(text) : text);
     Replicas r;
-    r.env = rendered_env("rl", name, prime_rl);
+    r.env = rendered_env("rl", name, prime_rl, extra);
     const int replicas = std::stoi(r.env.at("TOTAL_NODES"));
     std::string all;
     for (int rank = 0; rank < replicas; ++rank) {
@@ -483,6 +486,127 @@ TEST_F(PrimeRlPlacement, V09DisaggregatedGlm52) {
       r.has(16, "--model.client.admin-base-url http://${host.0}:${runtime.PREFILL_PORT}/v1"));
   EXPECT_TRUE(r.has(16, "http://${host.15}:${runtime.DECODE_PORT+7}/v1\n"));
   EXPECT_TRUE(r.has(16, "ports: 29500 ${runtime.WEIGHT_BROADCAST_PORT}"));
+}
+
+// glm-5.2/swe-llmd: the same disaggregated shape (4 prefill instances of 2 nodes, one decode
+// instance of 8) behind llm-d's router, with Mooncake's KV store on every inference node, on an
+// image that holds both (Prime-RL's _launch_router.sh.j2, llmd/*.j2 and _mooncake_store.sh.j2).
+// The golden holds the first prefill node (router, Mooncake master), another prefill node, the
+// first and last decode nodes (pd-sidecar) and the first trainer node.
+TEST_F(PrimeRlPlacement, LlmdRouterAndMooncakeStoreGlm52) {
+  const std::vector<std::string> image = {"--image-holds",
+                                          "vllm-router,deepep,nixl,llm-d,mooncake"};
+  const auto r = place(
+      "main-559b4477",
+      "advanced/glm-5.2/swe-llmd.toml",
+      "v0.8.1.dev67",
+      "",
+      [](std::string text) {
+        // Its output dir is a placeholder ("FILL IN") outside the test's mount.
+        return std::regex_replace(
+            text, std::regex("output_dir = \"/shared/outputs[^\"]*\""), "output_dir = \"outputs\"");
+      },
+      image);
+  ASSERT_EQ(r.plans.size(), 32u);
+  EXPECT_EQ(r.env.at("INFERENCE_ROUTER"), "llm-d");
+  EXPECT_EQ(r.env.at("KV_CACHE_OFFLOAD"), "mooncake");
+  std::string golden;
+  for (int rank : {0, 2, 8, 15, 16}) {
+    golden += "=== replica " + std::to_string(rank) + "\n" + r.plans[rank];
+  }
+  expect_golden("v0.9-glm-5.2-swe-llmd-rl.txt", golden);
+  const std::string llmd = r.env.at("OUTPUT_DIR") + "/glm5-llmd/logs/inference/llmd/";
+  // The router: llm-d's picker and Envoy on inference node 0 only, never vllm-router.
+  EXPECT_TRUE(r.has(0, "require on PATH: epp envoy mooncake_master mooncake_client"))
+      << r.plans[0];
+  EXPECT_TRUE(r.has(0, "epp --pool-name prime-rl --pool-namespace beaker --config-file " + llmd +
+                           "epp.yaml --grpc-port 9002 --grpc-health-port 9013"));
+  EXPECT_TRUE(r.has(0, "envoy -c " + llmd + "envoy.yaml"));
+  EXPECT_TRUE(r.has(0, "write " + llmd + "epp.yaml:\n       | ${runtime.LLMD_EPP_CONFIG}\n"));
+  EXPECT_TRUE(r.has(0, "port_value: ${runtime.ROUTER_PORT}"));
+  for (int rank = 1; rank < 32; ++rank) {
+    EXPECT_FALSE(r.has(rank, "epp --pool-name")) << rank;
+    EXPECT_FALSE(r.has(rank, "vllm-router")) << rank;
+  }
+  EXPECT_FALSE(r.has(0, "vllm-router"));
+  // Endpoints: the 8 prefill nodes' engines on the prefill port, then the 8 decode nodes'
+  // through their sidecars, at each node's address.
+  EXPECT_TRUE(r.has(0,
+                    "  - name: prefill-0-rank-0\n"
+                    "       |     address: ${host.0}\n"
+                    "       |     port: \"${runtime.PREFILL_PORT}\"\n"));
+  EXPECT_TRUE(r.has(0,
+                    "  - name: prefill-7-rank-7\n"
+                    "       |     address: ${host.7}\n"
+                    "       |     port: \"${runtime.PREFILL_PORT+7}\"\n"));
+  EXPECT_TRUE(r.has(0,
+                    "  - name: decode-0-rank-0\n"
+                    "       |     address: ${host.8}\n"
+                    "       |     port: \"${runtime.DECODE_SIDECAR_PORT}\"\n"));
+  EXPECT_TRUE(r.has(0,
+                    "  - name: decode-7-rank-7\n"
+                    "       |     address: ${host.15}\n"
+                    "       |     port: \"${runtime.DECODE_SIDECAR_PORT+7}\"\n"));
+  // pd-sidecar on every decode node (8-15), none on prefill nodes; before the engines.
+  for (int rank = 0; rank < 16; ++rank) {
+    const bool decode = rank >= 8;
+    EXPECT_EQ(r.has(rank,
+                    "pd-sidecar --port ${runtime.DECODE_SIDECAR_PORT} --vllm-port "
+                    "${runtime.DECODE_PORT} --kv-connector nixlv2"),
+              decode)
+        << rank;
+    if (decode) {
+      EXPECT_LT(r.plans[rank].find("pd-sidecar --port"), r.plans[rank].find("inference @"))
+          << rank;
+      EXPECT_TRUE(r.has(rank, "--data-parallel-size 8")) << rank;
+    }
+    // Mooncake on every inference node: the client joins node 0's master after its ports open,
+    // and the engines start after the client's own port and the config are there.
+    EXPECT_TRUE(r.has(rank, "wait for Mooncake's master on ${host.0}:50051 (timeout 120 s)"))
+        << r.plans[rank];
+    EXPECT_TRUE(r.has(rank, "wait for Mooncake's metadata server on ${host.0}:8080")) << rank;
+    const std::string address = "10.0.0." + std::to_string(rank + 1);
+    EXPECT_TRUE(r.has(rank,
+                      "mooncake_client -host=" + address +
+                          " -port=50052 -master_server_address=${host.0}:50051 "
+                          "-metadata_server=http://${host.0}:8080/metadata -protocol=rdma "
+                          "-global_segment_size=${runtime.MOONCAKE_SEGMENT_BYTES}"))
+        << rank;
+    EXPECT_TRUE(r.has(rank, "wait for this node's Mooncake client on " + address + ":50052"))
+        << rank;
+    EXPECT_LT(r.plans[rank].find(":50052 (timeout"), r.plans[rank].find("inference @")) << rank;
+    EXPECT_TRUE(r.has(rank, fmt::format("MOONCAKE_CONFIG_PATH={}/glm5-llmd/mooncake/node_{}/"
+                                        "config.json",
+                                        r.env.at("OUTPUT_DIR"),
+                                        rank)))
+        << rank;
+    EXPECT_TRUE(r.has(rank, "the locked-memory limit to unlimited")) << rank;
+    EXPECT_EQ(r.has(rank, "mooncake_master -rpc_port=50051"), rank == 0) << rank;
+  }
+  // The trainer side is unchanged by the router: no Mooncake, no llm-d.
+  for (int rank = 16; rank < 32; ++rank) {
+    EXPECT_FALSE(r.has(rank, "mooncake")) << rank;
+    EXPECT_FALSE(r.has(rank, "locked-memory")) << rank;
+  }
+  // The orchestrator reaches the engines through Envoy on Prime-RL's router port.
+  EXPECT_TRUE(r.has(16, "--model.client.base-url http://${host.0}:${runtime.ROUTER_PORT}/v1"));
+
+  // v0.8.0's file: the same placement, in Prime-RL's placement of a v0.8.0 TOML.
+  const auto v08 = place(
+      "v0.8.0",
+      "advanced/glm-5.2/swe-llmd.toml",
+      "v0.8.0",
+      "",
+      [](std::string text) {
+        // Its output dir is a placeholder ("FILL IN") outside the test's mount.
+        return std::regex_replace(
+            text, std::regex("output_dir = \"/shared/outputs[^\"]*\""), "output_dir = \"outputs\"");
+      },
+      image);
+  EXPECT_EQ(v08.env.at("PRIME_RL_PLACEMENT"), "prime-rl");
+  EXPECT_TRUE(v08.has(0, "envoy -c")) << v08.plans[0];
+  EXPECT_TRUE(v08.has(9, "pd-sidecar --port")) << v08.plans[9];
+  EXPECT_TRUE(v08.has(3, "mooncake_client -host=10.0.0.4")) << v08.plans[3];
 }
 
 TEST_F(PrimeRlPlacement, ExpertParallelAcrossNodesRunsOneEnginePerDpRank) {

@@ -72,6 +72,10 @@ inline constexpr const char *nodes_per_prefill_replica = "NODES_PER_PREFILL_REPL
 inline constexpr const char *num_prefill_replicas = "NUM_PREFILL_REPLICAS";
 inline constexpr const char *nodes_per_decode_replica = "NODES_PER_DECODE_REPLICA";
 inline constexpr const char *num_decode_replicas = "NUM_DECODE_REPLICAS";
+// What fronts the engines ("llm-d"; absent = vllm-router) and the KV-cache offload ("native",
+// "mooncake"; absent = none), Prime-RL's placement only.
+inline constexpr const char *inference_router = "INFERENCE_ROUTER";
+inline constexpr const char *kv_cache_offload = "KV_CACHE_OFFLOAD";
 // The recovery policy (docs/recovery.md): every launch writes both; older specs lack them and
 // read as the defaults.
 inline constexpr const char *max_recoveries = "PRIMEBEAKER_MAX_RECOVERIES";
@@ -197,6 +201,8 @@ struct ReplicaEnv {
   std::int64_t nodes_per_infer_replica = 0; // with expert parallelism or disaggregated
   // Disaggregated prefill/decode inference replicas (Prime-RL's placement).
   std::optional<primerl::Disaggregated> disaggregated;
+  primerl::Router router = primerl::Router::vllm_router;
+  primerl::KvOffload kv_offload = primerl::KvOffload::none;
   // Whether the topology is Prime-RL's (inference replicas first, then trainer replicas).
   bool prime_rl_topology() const {
     return generation == primerl::Generation::v0_9 || prime_rl_placement;

@@ -6,6 +6,7 @@
 
 #include <primebeaker/primerl/config.hpp>
 
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -27,6 +28,8 @@ struct Tuning {
   double gateway_probe_timeout_seconds = 70.0;
   std::optional<std::string> host;           // the address to publish (default: first local IPv4)
   std::filesystem::path local_root = "/tmp"; // node-local root for the default TMPDIR
+  // Mooncake's master RPC, metadata HTTP and client ports (Prime-RL's 50051, 8080, 50052).
+  std::array<int, 3> mooncake_ports = {50051, 8080, 50052};
 };
 
 // Who this start is, for the attempt ledger (docs/recovery.md): the W&B run id (or the shared
@@ -92,6 +95,9 @@ struct RlEnv : CommonEnv {
   int nodes_per_infer_replica = 0;
   // Disaggregated prefill/decode inference replicas (roles per node, docs/node.md).
   std::optional<primerl::Disaggregated> disaggregated;
+  // llm-d's endpoint picker and Envoy instead of vllm-router; the KV-cache offload.
+  primerl::Router router = primerl::Router::vllm_router;
+  primerl::KvOffload kv_offload = primerl::KvOffload::none;
 };
 
 // `node single sft|rl`: one container, Prime-RL's own launcher supervised.

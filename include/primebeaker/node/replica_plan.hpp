@@ -115,6 +115,8 @@ struct ProcessSpec {
 };
 
 namespace step {
+// Directories created (and any parents); a path may hold facts, and one that is empty once they
+// are filled in is skipped (an optional directory of the TOML's).
 struct MakeDirs {
   std::vector<std::filesystem::path> dirs;
 };
@@ -161,6 +163,23 @@ struct WriteRuntimeToml {
 };
 struct RaiseOpenFiles {
   int limit = 65536;
+  // KV-cache offload pins host memory: also lift the locked-memory limit (`ulimit -l unlimited`
+  // in Prime-RL's template), as far as the container allows.
+  bool unlimited_locked_memory = false;
+};
+// A file written atomically before the processes that read it start (path and content with
+// facts): llm-d's configs, Mooncake's client config.
+struct WriteFile {
+  std::string path;
+  std::string content;
+};
+// Waits until host:port (facts) accepts a TCP connection, as Prime-RL's template waits for
+// Mooncake's master and client; fails naming `what` after `timeout_seconds`.
+struct WaitPort {
+  std::string what;
+  std::string host;
+  int port = 0;
+  int timeout_seconds = 0;
 };
 // Variables every child started from here on gets.
 struct SetEnv {
@@ -244,6 +263,8 @@ using Step = std::variant<step::MakeDirs,
                           step::CheckConfig,
                           step::WriteRuntimeToml,
                           step::RaiseOpenFiles,
+                          step::WriteFile,
+                          step::WaitPort,
                           step::SetEnv,
                           step::Publish,
                           step::WaitFor,

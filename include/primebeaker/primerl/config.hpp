@@ -211,6 +211,13 @@ struct Disaggregated {
   bool operator==(const Disaggregated &) const = default;
 };
 
+// What fronts Prime-RL's engines (inference.router.type, both generations): vllm-router, or
+// llm-d's endpoint picker behind Envoy (with a pd-sidecar on each decode node).
+enum class Router { vllm_router, llm_d };
+// inference.kv_cache_offload.type: vLLM's own offload needs nothing from the launcher but locked
+// memory; Mooncake needs its store (a master on inference node 0, a client on every node).
+enum class KvOffload { none, native, mooncake };
+
 // One environment source the launcher runs an env server for beside the orchestrator
 // (orchestrator.<split>.source entries without serve.address; both generations).
 struct EnvSource {
@@ -239,6 +246,8 @@ struct MultiNodeRl {
   bool orchestrator_on_inference = false;
   bool expert_parallel = false; // inference.enable_expert_parallel
   std::optional<Disaggregated> disaggregated;
+  Router router = Router::vllm_router;
+  KvOffload kv_offload = KvOffload::none;
   std::int64_t weight_broadcast_port = 29501; // weight_broadcast.port
   std::vector<EnvSource> sources;
   std::int64_t total_infer_nodes() const {

@@ -50,6 +50,8 @@ struct Rl {
   std::int64_t tensor_parallel = 1; // inference.vllm.tensor_parallel_size
   bool expert_parallel = false;     // inference.vllm.enable_expert_parallel
   std::optional<Disaggregated> disaggregated;
+  Router router = Router::vllm_router;
+  KvOffload kv_offload = KvOffload::none;
   std::int64_t weight_broadcast_port = 29501; // weight_broadcast.port
   std::int64_t router_port = 8000;            // inference.server.port
   std::int64_t backend_port = 8100;           // inference.backend_port
