@@ -143,12 +143,30 @@ void multi_rl_layout_prime_rl(Card &card,
   const std::int64_t tp = env.inference_tp;
   const std::int64_t engines = tp > 0 ? per_node / tp : 0;
   const std::int64_t trainer_ranks = env.num_train_nodes * per_node;
+  const bool llm_d = env.router == primerl::Router::llm_d;
+  // What fronts the engines on replica 0 (docs/node.md "llm-d and Mooncake").
+  const std::string router = llm_d ? "llm-d's router (epp + Envoy)"
+                             : env.disaggregated ? "vllm-router (prefill/decode)"
+                                                 : "vllm-router";
   if (infer > 0) {
     card.line("inference",
-              fmt::format("{} on {} (tp {}), behind vllm-router on replica 0",
+              fmt::format("{} on {} (tp {}), behind {} on replica 0",
                           plural(infer * engines, "engine", "engines"),
                           plural(infer * per_node, "GPU", "GPUs"),
-                          tp));
+                          tp,
+                          llm_d ? "llm-d's router" : "vllm-router"));
+    if (llm_d) {
+      card.more(fmt::format("llm-d: the endpoint picker (gRPC 9002) and Envoy on the router port "
+                            "on replica 0{}",
+                            env.disaggregated ? "; a pd-sidecar on every decode replica" : ""));
+    }
+    if (env.kv_offload == primerl::KvOffload::mooncake) {
+      card.more(fmt::format("KV offload: Mooncake's shared store, its master on replica 0 (ports "
+                            "50051, 8080), a client on each of the {} (port 50052)",
+                            plural(infer, "inference replica", "inference replicas")));
+    } else if (env.kv_offload == primerl::KvOffload::native) {
+      card.more("KV offload: vLLM's own, to host memory");
+    }
     if (env.expert_parallel) {
       card.more(fmt::format("expert parallel: each replica of {} is one DP group of {} (one "
                             "engine per DP rank, rooted on its first node)",
@@ -178,14 +196,16 @@ void multi_rl_layout_prime_rl(Card &card,
                             engines - 1,
                             plural(place.instance_nodes, "node", "nodes"),
                             rank / per_replica * per_replica + place.head,
-                            rank == 0 ? ", vllm-router (prefill/decode) on the router port" : ""));
+                            rank == 0 ? ", " + router + " on the router port"
+                            : llm_d && !place.prefill ? ", pd-sidecar"
+                                                      : ""));
     } else if (rank < infer) {
       card.line(label,
                 fmt::format("{} inference: {} on backend ports +0..{}{}",
                             gpu_range(0, per_node),
                             plural(engines, "engine", "engines"),
                             engines - 1,
-                            rank == 0 ? ", vllm-router on the router port" : ""));
+                            rank == 0 ? ", " + router + " on the router port" : ""));
     } else {
       const std::int64_t node = rank - infer;
       card.line(label,

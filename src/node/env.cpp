@@ -134,6 +134,9 @@ Tuning parse_tuning(const EnvMap &env) {
   if (const auto root = optional_var(env, "PRIMEBEAKER_NODE_LOCAL_ROOT")) {
     t.local_root = *root;
   }
+  if (optional_var(env, "PRIMEBEAKER_NODE_PORT_WAIT_SECONDS")) {
+    t.port_wait_seconds = integer_var(env, "PRIMEBEAKER_NODE_PORT_WAIT_SECONDS", 1, 86400);
+  }
   if (const auto ports = optional_var(env, "PRIMEBEAKER_NODE_MOONCAKE_PORTS")) {
     // "master,metadata,client", for hosts where Prime-RL's ports are taken.
     const auto parts = text::split(*ports, ',');

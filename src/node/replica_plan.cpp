@@ -608,9 +608,11 @@ void mooncake_steps(const RlEnv &env, const PlanInputs &inputs, ReplicaPlan &pla
     p.log = {LogSpec::Mode::truncate, dir / "master.log", false};
     plan.steps.push_back(std::move(start));
   }
-  plan.steps.push_back(step::WaitPort{"Mooncake's master", "${host.0}", master_port, 120});
+  const int head_wait = env.tuning.port_wait_seconds.value_or(120);
+  const int client_wait = env.tuning.port_wait_seconds.value_or(60);
+  plan.steps.push_back(step::WaitPort{"Mooncake's master", "${host.0}", master_port, head_wait});
   plan.steps.push_back(
-      step::WaitPort{"Mooncake's metadata server", "${host.0}", metadata_port, 120});
+      step::WaitPort{"Mooncake's metadata server", "${host.0}", metadata_port, head_wait});
   step::Start client;
   auto &p = client.process;
   p.name = "mooncake client";
@@ -628,7 +630,7 @@ void mooncake_steps(const RlEnv &env, const PlanInputs &inputs, ReplicaPlan &pla
   p.log = {LogSpec::Mode::truncate, dir / "client.log", false};
   plan.steps.push_back(std::move(client));
   plan.steps.push_back(
-      step::WaitPort{"this node's Mooncake client", inputs.address, client_port, 60});
+      step::WaitPort{"this node's Mooncake client", inputs.address, client_port, client_wait});
   const nlohmann::json config = {{"mode", "standalone-store"},
                                  {"global_segment_size", 0},
                                  {"local_buffer_size", 4294967296LL},

@@ -82,7 +82,11 @@ std::vector<NeededPiece> pieces_needed(const toml::Document &document) {
   if (!shape.multi_node() || shape.find("inference") == nullptr) {
     return needed; // single node: Prime-RL's own `rl` starts what it needs
   }
-  needed.push_back({std::string(k_piece_vllm_router), "multi-node RL's router"});
+  // llm-d's router replaces vllm-router (docs/node.md "llm-d and Mooncake").
+  const bool llm_d = shape.text("inference.router.type").value_or("") == "llm-d";
+  if (!llm_d) {
+    needed.push_back({std::string(k_piece_vllm_router), "multi-node RL's router"});
+  }
   if (shape.disaggregated()) {
     needed.push_back({std::string(k_piece_nixl),
                       "disaggregated prefill/decode's KV transfer (inference.deployment.type)"});
@@ -92,7 +96,7 @@ std::vector<NeededPiece> pieces_needed(const toml::Document &document) {
     needed.push_back({std::string(k_piece_deepep),
                       "expert parallelism across engines (enable_expert_parallel)"});
   }
-  if (shape.text("inference.router.type").value_or("") == "llm-d") {
+  if (llm_d) {
     needed.push_back({std::string(k_piece_llm_d), "the llm-d router (inference.router.type)"});
   }
   if (shape.text("inference.kv_cache_offload.type").value_or("") == "mooncake") {

@@ -231,7 +231,7 @@ TEST(Corpus, PrimeRlsOwnTomlsLaunchAsTheyAre) {
       "main-559b4477/examples/advanced/glm-5.2/swe.toml",
       "v0.8.0/examples/advanced/glm-5.2/swe.toml",
   };
-  std::size_t placed = 0;
+  std::size_t placed = 0, llmd_placed = 0;
   std::size_t previewed = 0, refusals = 0;
   std::map<std::string, int> images;
   for (const auto &entry : std::filesystem::recursive_directory_iterator(root)) {
@@ -292,7 +292,26 @@ TEST(Corpus, PrimeRlsOwnTomlsLaunchAsTheyAre) {
         << result.err;
     EXPECT_EQ(lines.size(), 1u) << name << ":\n" << result.err;
     ++refusals;
+    // On an image that holds llm-d and Mooncake, the same file is placed (docs/node.md).
+    auto held = args;
+    held.insert(held.end(),
+                {"--image",
+                 "beaker://team/llmd",
+                 "--prime-rl",
+                 reading.prime_rl.version,
+                 "--image-holds",
+                 "vllm-router,deepep,nixl,llm-d,mooncake"});
+    const auto on_llmd_image = run_primebeaker(held, options);
+    EXPECT_EQ(on_llmd_image.exit_code, 0) << name << ":\n" << on_llmd_image.err;
+    EXPECT_NE(on_llmd_image.out.find("llm-d's router (epp + Envoy) on the router port"),
+              std::string::npos)
+        << name << ":\n"
+        << on_llmd_image.out;
+    EXPECT_NE(on_llmd_image.out.find("KV offload: Mooncake's shared store"), std::string::npos)
+        << name;
+    ++llmd_placed;
   }
+  EXPECT_EQ(llmd_placed, 2u);
   for (const auto &[version, count] : images) {
     std::cout << "[ corpus ] previewed on Prime-RL " << version << ": " << count << "\n";
   }

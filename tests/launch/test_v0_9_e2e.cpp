@@ -164,21 +164,26 @@ TEST(PrimeRlV09, PlacementKeysAreReadAsPrimeRlReadsThem) {
   env = env_of(json::parse(result.out));
   EXPECT_EQ(env.at("INFERENCE_ENABLE_EXPERT_PARALLEL"), "1");
   EXPECT_EQ(env.at("NODES_PER_INFER_REPLICA"), "2");
-  // A router primebeaker does not place is refused at its key, not mis-wired.
+  // llm-d's router in front of plain engines: placed (epp + Envoy on inference node 0), and
+  // what Prime-RL refuses behind it is refused at its key.
+  const std::string swe = read_file(corpus("examples-advanced-qwen3-30b-a3b-swe"));
   write_file(dir.path() / "llmd.toml",
-             read_file(corpus("examples-advanced-qwen3-30b-a3b-swe")) +
-                 "\n[run]\nname = \"swe\"\n\n[inference.router]\ntype = \"llm-d\"\n");
-  result = preview("rl",
-                   dir.path() / "llmd.toml",
-                   {"--image",
-                    "beaker://team/llmd",
-                    "--prime-rl",
-                    "v0.8.1.dev67",
-                    "--image-holds",
-                    "vllm-router,llm-d"});
+             swe + "\n[run]\nname = \"swe\"\n\n[inference.router]\ntype = \"llm-d\"\n");
+  const std::vector<std::string> llmd_image = {
+      "--image", "beaker://team/llmd", "--prime-rl", "v0.8.1.dev67", "--image-holds", "llm-d"};
+  result = preview("rl", dir.path() / "llmd.toml", llmd_image);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  env = env_of(json::parse(result.out));
+  EXPECT_EQ(env.at("INFERENCE_ROUTER"), "llm-d");
+  EXPECT_EQ(env.count("KV_CACHE_OFFLOAD"), 0u);
+  std::string routed = swe;
+  routed.replace(routed.find("[inference.vllm]"), 16, "[inference.vllm]\nenable_return_routed_experts = true");
+  write_file(dir.path() / "llmd.toml",
+             routed + "\n[run]\nname = \"swe\"\n\n[inference.router]\ntype = \"llm-d\"\n");
+  result = preview("rl", dir.path() / "llmd.toml", llmd_image);
   EXPECT_EQ(result.exit_code, 3);
-  EXPECT_NE(result.err.find("multi-node inference.router.type = \"llm-d\" is not placed by "
-                            "primebeaker yet"),
+  EXPECT_NE(result.err.find("inference.vllm.enable_return_routed_experts does not work behind "
+                            "the llm-d router"),
             std::string::npos)
       << result.err;
   // TP that does not divide a node is one line at its key.

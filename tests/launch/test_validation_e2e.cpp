@@ -398,11 +398,13 @@ TEST_F(ValidationSmoke, FlagTomlAndReplicaRefusalsThroughTheBinary) {
   expect_error({"rl", "preview", "--toml", "case.toml", "--registry", "redis://r:1"},
                3,
                "inference.deployment.type 'prefill_only' is not one Prime-RL v0.8.0 knows");
-  // A router primebeaker does not place: one line at its key.
+  // What Prime-RL refuses behind llm-d's router: one line at the key, before the replicas start.
   write("case.toml",
-        replace_line(example_text("examples/multinode-rl/rl.toml"),
-                     "num_train_nodes = 1",
-                     "num_train_nodes = 2") +
+        replace_line(replace_line(example_text("examples/multinode-rl/rl.toml"),
+                                  "num_train_nodes = 1",
+                                  "num_train_nodes = 2"),
+                     "[inference]",
+                     "[inference]\nenable_return_routed_experts = true") +
             "\n[inference.router]\ntype = \"llm-d\"\n");
   expect_error({"rl",
                 "preview",
@@ -417,7 +419,8 @@ TEST_F(ValidationSmoke, FlagTomlAndReplicaRefusalsThroughTheBinary) {
                 "--registry",
                 "redis://r:1"},
                3,
-               "inference.router.type = \"llm-d\" is not placed by primebeaker yet");
+               "case.toml:54:32: inference.enable_return_routed_experts does not work behind the "
+               "llm-d router");
 }
 
 // A YAML file given as --toml is named as YAML in one line (not "expected '=' after the key"),

@@ -74,13 +74,28 @@ class RLConfig:
         deployment = inference.get("deployment", {})
         ckpt = raw.get("ckpt")
         run = raw.get("run", {})
+        router = inference.get("router", {})
+        scorers = router.get("scorers", {"prefix-cache-scorer": 3.0, "active-request-scorer": 2.0})
+        offload = inference.get("kv_cache_offload")
         return NS(
             output_dir=Path(raw["output_dir"]),
             run_dir=Path(raw["output_dir"]) / (run.get("dir") or run.get("name", "")),
             env_vars=raw.get("env_vars", {}),
             ckpt=NS(resume_step=ckpt.get("resume_step"), output_dir=None) if isinstance(ckpt, dict) else None,
             inference=NS(
-                router=NS(policy=inference["router"].get("policy", "round_robin")) if "router" in inference else None,
+                router=NS(policy=router.get("policy", "round_robin"),
+                          type=router.get("type", "vllm-router"),
+                          decode_sidecar_port=router.get("decode_sidecar_port", 8300),
+                          non_cached_tokens=router.get("non_cached_tokens", 16),
+                          scorers=scorers,
+                          prefill_scorers={**scorers, **router.get("prefill_scorer_overrides", {})},
+                          decode_scorers={**scorers, **router.get("decode_scorer_overrides", {})})
+                       if "router" in inference else None,
+                kv_cache_offload=NS(
+                    type=offload["type"], device_name=offload.get("device_name"),
+                    cpu=NS(num_bytes=offload["cpu"]["num_bytes"]),
+                    disk=NS(path=Path(offload["disk"]["path"])) if "disk" in offload else None)
+                    if offload else None,
                 enable_expert_parallel=inference.get("enable_expert_parallel", False),
                 parallel=NS(dp=parallel.get("dp", 1), tp=parallel.get("tp", 1)),
                 server=NS(port=inference.get("server", {}).get("port", 8000)),
@@ -679,6 +694,207 @@ TEST(NodeRlPrimeRlPlacement, DisaggregatedPrefillAndDecodeAreWiredAsPrimeRlWires
                                       "http://127.0.0.1:8101/v1",
                                       "http://127.0.0.1:8200/v1",
                                       "http://127.0.0.1:8201/v1"}));
+  expect_no_survivors(cluster);
+}
+
+// A recorded environment's value, or "<unset>" (so a missing variable fails by name).
+std::string env_value(const std::map<std::string, std::string> &env, const std::string &name) {
+  const auto it = env.find(name);
+  return it == env.end() ? "<unset>" : it->second;
+}
+
+// Fake Mooncake: the master listens on its RPC and metadata ports, a client on its own port (the
+// test's replicas share one address, so a second client finds the first one's port taken and
+// only waits, as if it had bound it).
+const char *k_fake_mooncake = R"PY(
+import socket, sys, time
+ports = [int(arg.split("=", 1)[1]) for arg in sys.argv[1:]
+         if arg.split("=", 1)[0] in ("-rpc_port", "-http_metadata_server_port", "-port")]
+listening = []
+for port in ports:
+    server = socket.socket()
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        server.bind(("127.0.0.1", port))
+        server.listen(16)
+        listening.append(server)
+    except OSError:
+        pass
+time.sleep(1000)
+)PY";
+
+// llm-d's router and Mooncake's store, as Prime-RL's templates start them, in a real run of
+// three replicas (prefill, decode, trainer): the store's port barriers hold every engine back
+// until the master and the node's client answer; the picker's config is rendered from the TOML's
+// scorers, its endpoints name each engine (decode through its node's sidecar), Envoy listens on
+// the router port, and every inference process gets the disk tier's environment.
+TEST(NodeRlPrimeRlPlacement, LlmdRouterAndMooncakeStoreRunAsPrimeRlRunsThem) {
+  Cluster cluster("rl", 3);
+  const fs::path out = cluster.root() / "out";
+  const fs::path disk = cluster.root() / "kv-disk";
+  write_file(cluster.root() / "config.toml",
+             "output_dir = \"" + out.string() +
+                 "\"\n\n[run]\nname = \"pd\"\n\n[deployment]\ntype = \"multi_node\"\n"
+                 "num_train_nodes = 1\n\n[inference.deployment]\ntype = \"disaggregated\"\n\n"
+                 "[inference.router]\ntype = \"llm-d\"\nnon_cached_tokens = 128\n"
+                 "scorers = { \"prefix-cache-scorer\" = 3.0 }\n"
+                 "decode_scorer_overrides = { \"queue-scorer\" = 4.0 }\n\n"
+                 "[inference.kv_cache_offload]\ntype = \"mooncake\"\ndevice_name = \"mlx5_0,mlx5_3\"\n"
+                 "cpu = { num_bytes = 1000000 }\ndisk = { path = \"" +
+                 disk.string() +
+                 "\" }\n\n[inference.vllm]\ntensor_parallel_size = 2\n\n[orchestrator]\n");
+  for (const char *program : {"mooncake_master", "mooncake_client"}) {
+    cluster.fakes().add(program,
+                        "echo $$ > \"$PB_CTL\"/pids/$(basename $0)-$BEAKER_REPLICA_RANK-$$\n"
+                        "exec python3 \"$PB_CTL\"/mooncake.py \"$@\"");
+  }
+  write_file(cluster.ctl("mooncake.py"), k_fake_mooncake);
+  // The trainer runs until every inference process has started (and so has been recorded).
+  cluster.fakes().add("torchrun",
+                      "for _ in $(seq 1 300); do\n"
+                      "  [ \"$(ls \"$PB_CTL\"/pids | grep -c -e '^inference-' -e '^pd-sidecar-' "
+                      "-e '^envoy-' -e '^epp-')\" -ge 7 ] && exit 0\n"
+                      "  sleep 0.1\n"
+                      "done\n"
+                      "exit 9");
+  for (const char *program : {"epp", "envoy", "pd-sidecar"}) {
+    cluster.fakes().add(
+        program, "echo $$ > \"$PB_CTL\"/pids/$(basename $0)-$BEAKER_REPLICA_RANK-$$\nexec sleep 1000");
+  }
+  auto &extra = cluster.extra_env();
+  extra["PRIME_RL_GENERATION"] = "v0.9";
+  extra["PRIME_RL_RUN_DIR"] = "pd";
+  extra["NUM_TRAIN_NODES"] = "1";
+  extra["NUM_INFER_NODES"] = "2";
+  extra["INFERENCE_TP"] = "2";
+  extra["ORCHESTRATOR_REPLICA"] = "2";
+  extra["ENV_SERVERS_JSON"] = "[]";
+  extra["INFERENCE_DEPLOYMENT"] = "disaggregated";
+  extra["NODES_PER_INFER_REPLICA"] = "2";
+  extra["NODES_PER_PREFILL_REPLICA"] = "1";
+  extra["NUM_PREFILL_REPLICAS"] = "1";
+  extra["NODES_PER_DECODE_REPLICA"] = "1";
+  extra["NUM_DECODE_REPLICAS"] = "1";
+  extra["INFERENCE_ROUTER"] = "llm-d";
+  extra["KV_CACHE_OFFLOAD"] = "mooncake";
+  extra["UCX_NET_DEVICES"] = "mlx5_9:1";
+  const std::vector<int> mooncake = {free_port(), free_port(), free_port()};
+  extra["PRIMEBEAKER_NODE_MOONCAKE_PORTS"] =
+      fmt::format("{},{},{}", mooncake[0], mooncake[1], mooncake[2]);
+  cluster.start_all();
+  ASSERT_EQ(cluster.wait_all(), (std::vector<int>{0, 0, 0})) << cluster.diagnostics();
+
+  const auto calls = [&](const std::string &program) { return cluster.fakes().calls(program); };
+  EXPECT_TRUE(calls("vllm-router").empty());
+  // The router: the picker and Envoy on inference node 0 only.
+  ASSERT_EQ(calls("epp").size(), 1u);
+  ASSERT_EQ(calls("envoy").size(), 1u);
+  EXPECT_EQ(env_value(calls("epp")[0].env, "BEAKER_REPLICA_RANK"), "0");
+  const fs::path llmd = out / "pd" / "logs" / "inference" / "llmd";
+  EXPECT_EQ(strings_after(calls("epp")[0].argv, "--config-file"),
+            (std::vector<std::string>{(llmd / "epp.yaml").string()}));
+  EXPECT_EQ(strings_after(calls("envoy")[0].argv, "-c"),
+            (std::vector<std::string>{(llmd / "envoy.yaml").string()}));
+  const std::string epp = read_file(llmd / "epp.yaml");
+  EXPECT_NE(epp.find("      path: " + (llmd / "endpoints.yaml").string() + "\n"),
+            std::string::npos)
+      << epp;
+  EXPECT_NE(epp.find("      nonCachedTokens: 128\n"), std::string::npos) << epp;
+  // The decode profile: its filter, the base scorer, then its override.
+  EXPECT_NE(epp.find("  - name: decode\n    plugins:\n      - pluginRef: decode-filter\n"
+                     "      - pluginRef: prefix-cache-scorer\n        weight: 3.0\n"
+                     "      - pluginRef: queue-scorer\n        weight: 4.0\n"),
+            std::string::npos)
+      << epp;
+  const std::string endpoints = read_file(llmd / "endpoints.yaml");
+  EXPECT_NE(endpoints.find("  - name: prefill-0-rank-1\n    address: 127.0.0.1\n    port: \"8101\"\n"),
+            std::string::npos)
+      << endpoints;
+  EXPECT_NE(endpoints.find("  - name: decode-0-rank-1\n    address: 127.0.0.1\n    port: \"8301\"\n"),
+            std::string::npos)
+      << endpoints;
+  EXPECT_NE(read_file(llmd / "envoy.yaml").find("port_value: 8000 }"), std::string::npos);
+  // pd-sidecar on the decode node, fronting its two engines.
+  ASSERT_EQ(calls("pd-sidecar").size(), 1u);
+  const auto sidecar = calls("pd-sidecar")[0];
+  EXPECT_EQ(env_value(sidecar.env, "BEAKER_REPLICA_RANK"), "1");
+  EXPECT_EQ(strings_after(sidecar.argv, "--port"), (std::vector<std::string>{"8300"}));
+  EXPECT_EQ(strings_after(sidecar.argv, "--vllm-port"), (std::vector<std::string>{"8200"}));
+  EXPECT_EQ(strings_after(sidecar.argv, "--data-parallel-size"), (std::vector<std::string>{"2"}));
+  // Mooncake: one master on node 0, a client on each inference node, with the TOML's sizes,
+  // devices and disk tier; each engine reads its node's config.
+  ASSERT_EQ(calls("mooncake_master").size(), 1u);
+  const auto master = calls("mooncake_master")[0].argv;
+  EXPECT_NE(std::find(master.begin(), master.end(), "-root_fs_dir=" + disk.string()), master.end());
+  ASSERT_EQ(calls("mooncake_client").size(), 2u);
+  for (const auto &client : calls("mooncake_client")) {
+    const auto &argv = client.argv;
+    for (const std::string &expected :
+         {fmt::format("-port={}", mooncake[2]),
+          fmt::format("-master_server_address=127.0.0.1:{}", mooncake[0]),
+          std::string("-global_segment_size=1000000"),
+          std::string("-device_names=mlx5_0,mlx5_3"),
+          std::string("-enable_offload=true")}) {
+      EXPECT_NE(std::find(argv.begin(), argv.end(), expected), argv.end()) << expected;
+    }
+    EXPECT_EQ(env_value(client.env, "MOONCAKE_OFFLOAD_FSDIR"), disk.string());
+  }
+  EXPECT_TRUE(fs::is_directory(disk));
+  ASSERT_EQ(calls("inference").size(), 4u);
+  for (const auto &engine : calls("inference")) {
+    const std::string rank = env_value(engine.env, "BEAKER_REPLICA_RANK");
+    const fs::path config = env_value(engine.env, "MOONCAKE_CONFIG_PATH");
+    EXPECT_EQ(config, out / "pd" / "mooncake" / ("node_" + rank) / "config.json");
+    EXPECT_EQ(env_value(engine.env, "PYTHONHASHSEED"), "0");
+    EXPECT_EQ(env_value(engine.env, "MOONCAKE_OFFLOAD_ENABLE_EVICTION"), "true");
+    const auto store = nlohmann::json::parse(read_file(config));
+    EXPECT_EQ(store["device_name"], "mlx5_0,mlx5_3");
+    EXPECT_EQ(store["enable_offload"], true);
+    EXPECT_EQ(store["master_server_address"], fmt::format("127.0.0.1:{}", mooncake[0]));
+  }
+  // The orchestrator goes through Envoy; its admin URLs are the engines themselves.
+  ASSERT_EQ(calls("orchestrator").size(), 1u);
+  EXPECT_EQ(strings_after(calls("orchestrator")[0].argv, "--model.client.base-url"),
+            (std::vector<std::string>{"http://127.0.0.1:8000/v1"}));
+  expect_no_survivors(cluster);
+}
+
+// A Mooncake master that never answers stops the replicas at its barrier, in one line naming it.
+TEST(NodeRlPrimeRlPlacement, AMooncakeMasterThatNeverAnswersFailsAtItsBarrier) {
+  Cluster cluster("rl", 2);
+  const fs::path out = cluster.root() / "out";
+  write_file(cluster.root() / "config.toml",
+             "output_dir = \"" + out.string() +
+                 "\"\n\n[run]\nname = \"kv\"\n\n[deployment]\ntype = \"multi_node\"\n"
+                 "num_train_nodes = 1\n\n[inference.kv_cache_offload]\ntype = \"mooncake\"\n"
+                 "cpu = { num_bytes = 1000 }\n\n[inference.vllm]\ntensor_parallel_size = 2\n\n"
+                 "[orchestrator]\n");
+  cluster.fakes().add("mooncake_master", "exec sleep 1000"); // listens on nothing
+  cluster.fakes().add("mooncake_client", "exec sleep 1000");
+  auto &extra = cluster.extra_env();
+  extra["PRIME_RL_GENERATION"] = "v0.9";
+  extra["PRIME_RL_RUN_DIR"] = "kv";
+  extra["NUM_TRAIN_NODES"] = "1";
+  extra["NUM_INFER_NODES"] = "1";
+  extra["INFERENCE_TP"] = "2";
+  extra["ORCHESTRATOR_REPLICA"] = "1";
+  extra["ENV_SERVERS_JSON"] = "[]";
+  extra["KV_CACHE_OFFLOAD"] = "mooncake";
+  const int master = free_port();
+  extra["PRIMEBEAKER_NODE_MOONCAKE_PORTS"] =
+      fmt::format("{},{},{}", master, free_port(), free_port());
+  extra["PRIMEBEAKER_NODE_PORT_WAIT_SECONDS"] = "2"; // Prime-RL waits 120 s
+  write_file(cluster.ctl("hang-torchrun"), "");       // the trainer would run on
+  cluster.start_all();
+  const auto codes = cluster.wait_all();
+  EXPECT_EQ(codes[0], 1) << cluster.diagnostics();
+  EXPECT_NE(codes[1], 0) << cluster.diagnostics();
+  EXPECT_NE(cluster.log(0).find(fmt::format(
+                "Mooncake's master did not accept connections on 127.0.0.1:{} within 2 s", master)),
+            std::string::npos)
+      << cluster.log(0);
+  EXPECT_TRUE(cluster.fakes().calls("inference").empty());
+  EXPECT_TRUE(cluster.fakes().calls("mooncake_client").empty());
   expect_no_survivors(cluster);
 }
 

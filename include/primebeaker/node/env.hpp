@@ -30,6 +30,8 @@ struct Tuning {
   std::filesystem::path local_root = "/tmp"; // node-local root for the default TMPDIR
   // Mooncake's master RPC, metadata HTTP and client ports (Prime-RL's 50051, 8080, 50052).
   std::array<int, 3> mooncake_ports = {50051, 8080, 50052};
+  // Replaces every port barrier's timeout (Prime-RL's: 120 s for the master, 60 s for a client).
+  std::optional<int> port_wait_seconds;
 };
 
 // Who this start is, for the attempt ledger (docs/recovery.md): the W&B run id (or the shared
