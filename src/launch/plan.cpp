@@ -853,6 +853,14 @@ LaunchPlan plan_document(const LaunchOptions &options, const LaunchInputs &input
         "DeepEP across nodes needs the hosts' IBGDA driver options (NVSHMEM), which a container "
         "cannot set: run on InfiniBand clusters whose nodes provide them");
   }
+  if (replica.kv_offload == primerl::KvOffload::mooncake) {
+    plan.shape_cautions.emplace_back(
+        "hosts",
+        "Mooncake pins each node's KV segment for RDMA, which needs an unlimited locked-memory "
+        "limit (ulimit -l) that a container cannot raise past its host's: run on InfiniBand "
+        "clusters whose containers allow it (each replica lifts it as far as it can and says so "
+        "when it cannot)");
+  }
   if (replica.disaggregated &&
       std::find(image.holds.begin(), image.holds.end(), primerl::k_piece_nixl_ucx) ==
           image.holds.end()) {

@@ -156,6 +156,8 @@ TEST(ReplicaEnv, PrimeRlV09RoundTripsWithItsOwnNames) {
           if (g.coin()) {
             x.registry.reset(); // optional in v0.9
           }
+          x.router = g.coin() ? primerl::Router::llm_d : primerl::Router::vllm_router;
+          x.kv_offload = static_cast<primerl::KvOffload>(g.integer(0, 2));
         }
       }
       const auto env = x.to_env();
@@ -189,6 +191,21 @@ TEST(ReplicaEnv, PrimeRlV09RoundTripsWithItsOwnNames) {
                   2,
                   "TOTAL_NODES (3) must be NUM_INFER_NODES + NUM_TRAIN_NODES (1 + 3)");
   env["NUM_TRAIN_NODES"] = "2";
+  env["INFERENCE_ROUTER"] = "sglang-router";
+  EXPECT_PB_ERROR(ReplicaEnv::from_env(Kind::multi_rl, env),
+                  2,
+                  "invalid INFERENCE_ROUTER: 'sglang-router' (this primebeaker places \"llm-d\")");
+  env["INFERENCE_ROUTER"] = "llm-d";
+  env["KV_CACHE_OFFLOAD"] = "lmcache";
+  EXPECT_PB_ERROR(ReplicaEnv::from_env(Kind::multi_rl, env),
+                  2,
+                  "invalid KV_CACHE_OFFLOAD: 'lmcache' (native or mooncake)");
+  env["KV_CACHE_OFFLOAD"] = "mooncake";
+  const auto served = ReplicaEnv::from_env(Kind::multi_rl, env);
+  EXPECT_EQ(served.router, primerl::Router::llm_d);
+  EXPECT_EQ(served.kv_offload, primerl::KvOffload::mooncake);
+  env.erase("INFERENCE_ROUTER");
+  env.erase("KV_CACHE_OFFLOAD");
   env["PRIME_RL_RUN_DIR"] = "../elsewhere";
   EXPECT_PB_ERROR(ReplicaEnv::from_env(Kind::multi_rl, env),
                   2,
