@@ -523,16 +523,16 @@ ReplicaEnv ReplicaEnv::from_env(Kind kind, const EnvMap &env) {
       }
       if (const auto router = non_empty(env, var::inference_router)) {
         if (*router != "llm-d" && *router != "vllm-router") {
-          throw usage_error(fmt::format(
-              "invalid {}: '{}' (this primebeaker places \"llm-d\")", var::inference_router, *router));
+          throw usage_error(fmt::format("invalid {}: '{}' (this primebeaker places \"llm-d\")",
+                                        var::inference_router,
+                                        *router));
         }
         out.router = *router == "llm-d" ? primerl::Router::llm_d : primerl::Router::vllm_router;
       }
       if (const auto offload = non_empty(env, var::kv_cache_offload)) {
         if (*offload != "native" && *offload != "mooncake") {
-          throw usage_error(fmt::format("invalid {}: '{}' (native or mooncake)",
-                                        var::kv_cache_offload,
-                                        *offload));
+          throw usage_error(fmt::format(
+              "invalid {}: '{}' (native or mooncake)", var::kv_cache_offload, *offload));
         }
         out.kv_offload =
             *offload == "mooncake" ? primerl::KvOffload::mooncake : primerl::KvOffload::native;

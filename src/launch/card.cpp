@@ -145,7 +145,7 @@ void multi_rl_layout_prime_rl(Card &card,
   const std::int64_t trainer_ranks = env.num_train_nodes * per_node;
   const bool llm_d = env.router == primerl::Router::llm_d;
   // What fronts the engines on replica 0 (docs/node.md "llm-d and Mooncake").
-  const std::string router = llm_d ? "llm-d's router (epp + Envoy)"
+  const std::string router = llm_d               ? "llm-d's router (epp + Envoy)"
                              : env.disaggregated ? "vllm-router (prefill/decode)"
                                                  : "vllm-router";
   if (infer > 0) {
@@ -196,7 +196,7 @@ void multi_rl_layout_prime_rl(Card &card,
                             engines - 1,
                             plural(place.instance_nodes, "node", "nodes"),
                             rank / per_replica * per_replica + place.head,
-                            rank == 0 ? ", " + router + " on the router port"
+                            rank == 0                 ? ", " + router + " on the router port"
                             : llm_d && !place.prefill ? ", pd-sidecar"
                                                       : ""));
     } else if (rank < infer) {

@@ -148,8 +148,8 @@ Tuning parse_tuning(const EnvMap &env) {
     for (size_t i = 0; i < 3; ++i) {
       const auto port = text::parse_integer(parts[i]);
       if (!port || *port < 1 || *port > 65535) {
-        throw usage_error(fmt::format(
-            "invalid PRIMEBEAKER_NODE_MOONCAKE_PORTS: '{}' is not a port", parts[i]));
+        throw usage_error(
+            fmt::format("invalid PRIMEBEAKER_NODE_MOONCAKE_PORTS: '{}' is not a port", parts[i]));
       }
       t.mooncake_ports[i] = static_cast<int>(*port);
     }

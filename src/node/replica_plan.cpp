@@ -394,21 +394,22 @@ step::Start pd_router_step(const RlEnv &env, const Paths &paths, int engines) {
 // reached through that node's pd-sidecar.
 std::string llm_d_endpoints(const RlEnv &env, int engines) {
   std::string out = "endpoints:\n";
-  const auto add = [&](const std::string &name, int node, const char *port, int k, const char *role) {
-    out += fmt::format("  - name: {}\n"
-                       "    address: ${{host.{}}}\n"
-                       "    port: \"${{runtime.{}{}}}\"\n"
-                       "    namespace: default\n"
-                       "    labels:\n"
-                       "      llm-d.ai/pool: prime-rl\n",
-                       name,
-                       node,
-                       port,
-                       k == 0 ? std::string() : fmt::format("+{}", k));
-    if (role != nullptr) {
-      out += fmt::format("      llm-d.ai/role: {}\n", role);
-    }
-  };
+  const auto add =
+      [&](const std::string &name, int node, const char *port, int k, const char *role) {
+        out += fmt::format("  - name: {}\n"
+                           "    address: ${{host.{}}}\n"
+                           "    port: \"${{runtime.{}{}}}\"\n"
+                           "    namespace: default\n"
+                           "    labels:\n"
+                           "      llm-d.ai/pool: prime-rl\n",
+                           name,
+                           node,
+                           port,
+                           k == 0 ? std::string() : fmt::format("+{}", k));
+        if (role != nullptr) {
+          out += fmt::format("      llm-d.ai/role: {}\n", role);
+        }
+      };
   if (!env.disaggregated) {
     for (int node = 0; node < env.num_infer_nodes; ++node) {
       for (int k = 0; k < engines; ++k) {
@@ -573,7 +574,8 @@ step::Start pd_sidecar_step(int rank, const Paths &paths, int engines) {
     p.ports.push_back(k == 0 ? std::string("${runtime.DECODE_SIDECAR_PORT}")
                              : fmt::format("${{runtime.DECODE_SIDECAR_PORT+{}}}", k));
   }
-  p.log = {LogSpec::Mode::append, paths.logs / "inference" / fmt::format("sidecar_{}.log", rank), false};
+  p.log = {
+      LogSpec::Mode::append, paths.logs / "inference" / fmt::format("sidecar_{}.log", rank), false};
   return sidecar;
 }
 
@@ -588,8 +590,8 @@ void mooncake_steps(const RlEnv &env, const PlanInputs &inputs, ReplicaPlan &pla
   const std::string master = fmt::format("${{host.0}}:{}", master_port);
   const std::string metadata = fmt::format("http://${{host.0}}:{}/metadata", metadata_port);
   plan.steps.push_back(step::MakeDirs{{dir, "${runtime.MOONCAKE_DISK_PATH}"}});
-  plan.steps.push_back(
-      step::SetEnv{{{"PYTHONHASHSEED", "0"}, {"MOONCAKE_CONFIG_PATH", (dir / "config.json").string()}}});
+  plan.steps.push_back(step::SetEnv{
+      {{"PYTHONHASHSEED", "0"}, {"MOONCAKE_CONFIG_PATH", (dir / "config.json").string()}}});
   if (env.rank == 0) {
     step::Start start;
     auto &p = start.process;

@@ -177,7 +177,8 @@ TEST(PrimeRlV09, PlacementKeysAreReadAsPrimeRlReadsThem) {
   EXPECT_EQ(env.at("INFERENCE_ROUTER"), "llm-d");
   EXPECT_EQ(env.count("KV_CACHE_OFFLOAD"), 0u);
   std::string routed = swe;
-  routed.replace(routed.find("[inference.vllm]"), 16, "[inference.vllm]\nenable_return_routed_experts = true");
+  routed.replace(
+      routed.find("[inference.vllm]"), 16, "[inference.vllm]\nenable_return_routed_experts = true");
   write_file(dir.path() / "llmd.toml",
              routed + "\n[run]\nname = \"swe\"\n\n[inference.router]\ntype = \"llm-d\"\n");
   result = preview("rl", dir.path() / "llmd.toml", llmd_image);

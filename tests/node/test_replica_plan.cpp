@@ -49,10 +49,11 @@ protected:
   }
 
   // The envVars `<program> preview` renders for the example (values only: secrets are names).
-  std::map<std::string, std::string> rendered_env(const std::string &program,
-                                                  const std::string &toml,
-                                                  const std::string &prime_rl = "",
-                                                  const std::vector<std::string> &extra = {}) const {
+  std::map<std::string, std::string>
+  rendered_env(const std::string &program,
+               const std::string &toml,
+               const std::string &prime_rl = "",
+               const std::vector<std::string> &extra = {}) const {
     pb::test::RunOptions options;
     options.cwd = m_root.path();
     options.env = {{"PRIMEBEAKER_LAUNCH_ID", "0123456789abcdef0123456789abcdef"}};
@@ -517,10 +518,10 @@ TEST_F(PrimeRlPlacement, LlmdRouterAndMooncakeStoreGlm52) {
   expect_golden("v0.9-glm-5.2-swe-llmd-rl.txt", golden);
   const std::string llmd = r.env.at("OUTPUT_DIR") + "/glm5-llmd/logs/inference/llmd/";
   // The router: llm-d's picker and Envoy on inference node 0 only, never vllm-router.
-  EXPECT_TRUE(r.has(0, "require on PATH: epp envoy mooncake_master mooncake_client"))
-      << r.plans[0];
-  EXPECT_TRUE(r.has(0, "epp --pool-name prime-rl --pool-namespace beaker --config-file " + llmd +
-                           "epp.yaml --grpc-port 9002 --grpc-health-port 9013"));
+  EXPECT_TRUE(r.has(0, "require on PATH: epp envoy mooncake_master mooncake_client")) << r.plans[0];
+  EXPECT_TRUE(r.has(0,
+                    "epp --pool-name prime-rl --pool-namespace beaker --config-file " + llmd +
+                        "epp.yaml --grpc-port 9002 --grpc-health-port 9013"));
   EXPECT_TRUE(r.has(0, "envoy -c " + llmd + "envoy.yaml"));
   EXPECT_TRUE(r.has(0, "write " + llmd + "epp.yaml:\n       | ${runtime.LLMD_EPP_CONFIG}\n"));
   EXPECT_TRUE(r.has(0, "port_value: ${runtime.ROUTER_PORT}"));
@@ -556,8 +557,7 @@ TEST_F(PrimeRlPlacement, LlmdRouterAndMooncakeStoreGlm52) {
               decode)
         << rank;
     if (decode) {
-      EXPECT_LT(r.plans[rank].find("pd-sidecar --port"), r.plans[rank].find("inference @"))
-          << rank;
+      EXPECT_LT(r.plans[rank].find("pd-sidecar --port"), r.plans[rank].find("inference @")) << rank;
       EXPECT_TRUE(r.has(rank, "--data-parallel-size 8")) << rank;
     }
     // Mooncake on every inference node: the client joins node 0's master after its ports open,
@@ -575,10 +575,11 @@ TEST_F(PrimeRlPlacement, LlmdRouterAndMooncakeStoreGlm52) {
     EXPECT_TRUE(r.has(rank, "wait for this node's Mooncake client on " + address + ":50052"))
         << rank;
     EXPECT_LT(r.plans[rank].find(":50052 (timeout"), r.plans[rank].find("inference @")) << rank;
-    EXPECT_TRUE(r.has(rank, fmt::format("MOONCAKE_CONFIG_PATH={}/glm5-llmd/mooncake/node_{}/"
-                                        "config.json",
-                                        r.env.at("OUTPUT_DIR"),
-                                        rank)))
+    EXPECT_TRUE(r.has(rank,
+                      fmt::format("MOONCAKE_CONFIG_PATH={}/glm5-llmd/mooncake/node_{}/"
+                                  "config.json",
+                                  r.env.at("OUTPUT_DIR"),
+                                  rank)))
         << rank;
     EXPECT_TRUE(r.has(rank, "the locked-memory limit to unlimited")) << rank;
     EXPECT_EQ(r.has(rank, "mooncake_master -rpc_port=50051"), rank == 0) << rank;

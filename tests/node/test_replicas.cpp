@@ -732,17 +732,17 @@ TEST(NodeRlPrimeRlPlacement, LlmdRouterAndMooncakeStoreRunAsPrimeRlRunsThem) {
   Cluster cluster("rl", 3);
   const fs::path out = cluster.root() / "out";
   const fs::path disk = cluster.root() / "kv-disk";
-  write_file(cluster.root() / "config.toml",
-             "output_dir = \"" + out.string() +
-                 "\"\n\n[run]\nname = \"pd\"\n\n[deployment]\ntype = \"multi_node\"\n"
-                 "num_train_nodes = 1\n\n[inference.deployment]\ntype = \"disaggregated\"\n\n"
-                 "[inference.router]\ntype = \"llm-d\"\nnon_cached_tokens = 128\n"
-                 "scorers = { \"prefix-cache-scorer\" = 3.0 }\n"
-                 "decode_scorer_overrides = { \"queue-scorer\" = 4.0 }\n\n"
-                 "[inference.kv_cache_offload]\ntype = \"mooncake\"\ndevice_name = \"mlx5_0,mlx5_3\"\n"
-                 "cpu = { num_bytes = 1000000 }\ndisk = { path = \"" +
-                 disk.string() +
-                 "\" }\n\n[inference.vllm]\ntensor_parallel_size = 2\n\n[orchestrator]\n");
+  write_file(
+      cluster.root() / "config.toml",
+      "output_dir = \"" + out.string() +
+          "\"\n\n[run]\nname = \"pd\"\n\n[deployment]\ntype = \"multi_node\"\n"
+          "num_train_nodes = 1\n\n[inference.deployment]\ntype = \"disaggregated\"\n\n"
+          "[inference.router]\ntype = \"llm-d\"\nnon_cached_tokens = 128\n"
+          "scorers = { \"prefix-cache-scorer\" = 3.0 }\n"
+          "decode_scorer_overrides = { \"queue-scorer\" = 4.0 }\n\n"
+          "[inference.kv_cache_offload]\ntype = \"mooncake\"\ndevice_name = \"mlx5_0,mlx5_3\"\n"
+          "cpu = { num_bytes = 1000000 }\ndisk = { path = \"" +
+          disk.string() + "\" }\n\n[inference.vllm]\ntensor_parallel_size = 2\n\n[orchestrator]\n");
   for (const char *program : {"mooncake_master", "mooncake_client"}) {
     cluster.fakes().add(program,
                         "echo $$ > \"$PB_CTL\"/pids/$(basename $0)-$BEAKER_REPLICA_RANK-$$\n"
@@ -759,7 +759,8 @@ TEST(NodeRlPrimeRlPlacement, LlmdRouterAndMooncakeStoreRunAsPrimeRlRunsThem) {
                       "exit 9");
   for (const char *program : {"epp", "envoy", "pd-sidecar"}) {
     cluster.fakes().add(
-        program, "echo $$ > \"$PB_CTL\"/pids/$(basename $0)-$BEAKER_REPLICA_RANK-$$\nexec sleep 1000");
+        program,
+        "echo $$ > \"$PB_CTL\"/pids/$(basename $0)-$BEAKER_REPLICA_RANK-$$\nexec sleep 1000");
   }
   auto &extra = cluster.extra_env();
   extra["PRIME_RL_GENERATION"] = "v0.9";
@@ -796,8 +797,7 @@ TEST(NodeRlPrimeRlPlacement, LlmdRouterAndMooncakeStoreRunAsPrimeRlRunsThem) {
   EXPECT_EQ(strings_after(calls("envoy")[0].argv, "-c"),
             (std::vector<std::string>{(llmd / "envoy.yaml").string()}));
   const std::string epp = read_file(llmd / "epp.yaml");
-  EXPECT_NE(epp.find("      path: " + (llmd / "endpoints.yaml").string() + "\n"),
-            std::string::npos)
+  EXPECT_NE(epp.find("      path: " + (llmd / "endpoints.yaml").string() + "\n"), std::string::npos)
       << epp;
   EXPECT_NE(epp.find("      nonCachedTokens: 128\n"), std::string::npos) << epp;
   // The decode profile: its filter, the base scorer, then its override.
@@ -807,11 +807,13 @@ TEST(NodeRlPrimeRlPlacement, LlmdRouterAndMooncakeStoreRunAsPrimeRlRunsThem) {
             std::string::npos)
       << epp;
   const std::string endpoints = read_file(llmd / "endpoints.yaml");
-  EXPECT_NE(endpoints.find("  - name: prefill-0-rank-1\n    address: 127.0.0.1\n    port: \"8101\"\n"),
-            std::string::npos)
+  EXPECT_NE(
+      endpoints.find("  - name: prefill-0-rank-1\n    address: 127.0.0.1\n    port: \"8101\"\n"),
+      std::string::npos)
       << endpoints;
-  EXPECT_NE(endpoints.find("  - name: decode-0-rank-1\n    address: 127.0.0.1\n    port: \"8301\"\n"),
-            std::string::npos)
+  EXPECT_NE(
+      endpoints.find("  - name: decode-0-rank-1\n    address: 127.0.0.1\n    port: \"8301\"\n"),
+      std::string::npos)
       << endpoints;
   EXPECT_NE(read_file(llmd / "envoy.yaml").find("port_value: 8000 }"), std::string::npos);
   // pd-sidecar on the decode node, fronting its two engines.
@@ -884,7 +886,7 @@ TEST(NodeRlPrimeRlPlacement, AMooncakeMasterThatNeverAnswersFailsAtItsBarrier) {
   extra["PRIMEBEAKER_NODE_MOONCAKE_PORTS"] =
       fmt::format("{},{},{}", master, free_port(), free_port());
   extra["PRIMEBEAKER_NODE_PORT_WAIT_SECONDS"] = "2"; // Prime-RL waits 120 s
-  write_file(cluster.ctl("hang-torchrun"), "");       // the trainer would run on
+  write_file(cluster.ctl("hang-torchrun"), "");      // the trainer would run on
   cluster.start_all();
   const auto codes = cluster.wait_all();
   EXPECT_EQ(codes[0], 1) << cluster.diagnostics();
