@@ -624,15 +624,8 @@ TEST(NodeRlPrimeRlPlacement, V080SeveralTrainerNodesRunAsPrimeRlRunsThem) {
 // one (two tp-2 engines each), replica 2 the trainer. vllm-router on replica 0 in PD mode over
 // every engine, prefill first; each engine a rank of its instance's DP group with its NIXL side
 // channel; the decode role's own environment.
-TEST(NodeRlPrimeRlPlacement, DisaggregatedPrefillAndDecodeAreWiredAsPrimeRlWiresThem) {
-  Cluster cluster("rl", 3);
-  const fs::path out = cluster.root() / "out";
-  write_file(cluster.root() / "config.toml",
-             "output_dir = \"" + out.string() +
-                 "\"\n\n[run]\nname = \"pd\"\n\n[deployment]\ntype = \"multi_node\"\n"
-                 "num_train_nodes = 1\n\n[inference.deployment]\ntype = \"disaggregated\"\n"
-                 "decode_env_vars = { DECODE_ONLY = \"yes\" }\n\n[inference.vllm]\n"
-                 "tensor_parallel_size = 2\n\n[orchestrator]\n");
+// The contract of a v0.9 run "pd" of one prefill node, one decode node and one trainer node.
+void disaggregated_contract(Cluster &cluster) {
   auto &extra = cluster.extra_env();
   extra["PRIME_RL_GENERATION"] = "v0.9";
   extra["PRIME_RL_RUN_DIR"] = "pd";
@@ -648,6 +641,18 @@ TEST(NodeRlPrimeRlPlacement, DisaggregatedPrefillAndDecodeAreWiredAsPrimeRlWires
   extra["NODES_PER_DECODE_REPLICA"] = "1";
   extra["NUM_DECODE_REPLICAS"] = "1";
   extra["UCX_NET_DEVICES"] = "mlx5_9:1"; // the machine's RDMA ports are not the test's
+}
+
+TEST(NodeRlPrimeRlPlacement, DisaggregatedPrefillAndDecodeAreWiredAsPrimeRlWiresThem) {
+  Cluster cluster("rl", 3);
+  const fs::path out = cluster.root() / "out";
+  write_file(cluster.root() / "config.toml",
+             "output_dir = \"" + out.string() +
+                 "\"\n\n[run]\nname = \"pd\"\n\n[deployment]\ntype = \"multi_node\"\n"
+                 "num_train_nodes = 1\n\n[inference.deployment]\ntype = \"disaggregated\"\n"
+                 "decode_env_vars = { DECODE_ONLY = \"yes\" }\n\n[inference.vllm]\n"
+                 "tensor_parallel_size = 2\n\n[orchestrator]\n");
+  disaggregated_contract(cluster);
   cluster.start_all();
   ASSERT_EQ(cluster.wait_all(), (std::vector<int>{0, 0, 0})) << cluster.diagnostics();
 
@@ -762,23 +767,10 @@ TEST(NodeRlPrimeRlPlacement, LlmdRouterAndMooncakeStoreRunAsPrimeRlRunsThem) {
         program,
         "echo $$ > \"$PB_CTL\"/pids/$(basename $0)-$BEAKER_REPLICA_RANK-$$\nexec sleep 1000");
   }
+  disaggregated_contract(cluster);
   auto &extra = cluster.extra_env();
-  extra["PRIME_RL_GENERATION"] = "v0.9";
-  extra["PRIME_RL_RUN_DIR"] = "pd";
-  extra["NUM_TRAIN_NODES"] = "1";
-  extra["NUM_INFER_NODES"] = "2";
-  extra["INFERENCE_TP"] = "2";
-  extra["ORCHESTRATOR_REPLICA"] = "2";
-  extra["ENV_SERVERS_JSON"] = "[]";
-  extra["INFERENCE_DEPLOYMENT"] = "disaggregated";
-  extra["NODES_PER_INFER_REPLICA"] = "2";
-  extra["NODES_PER_PREFILL_REPLICA"] = "1";
-  extra["NUM_PREFILL_REPLICAS"] = "1";
-  extra["NODES_PER_DECODE_REPLICA"] = "1";
-  extra["NUM_DECODE_REPLICAS"] = "1";
   extra["INFERENCE_ROUTER"] = "llm-d";
   extra["KV_CACHE_OFFLOAD"] = "mooncake";
-  extra["UCX_NET_DEVICES"] = "mlx5_9:1";
   const std::vector<int> mooncake = {free_port(), free_port(), free_port()};
   extra["PRIMEBEAKER_NODE_MOONCAKE_PORTS"] =
       fmt::format("{},{},{}", mooncake[0], mooncake[1], mooncake[2]);
