@@ -215,15 +215,29 @@ def serving_values(inference, request):
     picker's config and the decode sidecar's port; Mooncake's segment size, devices and disk tier,
     whose MOONCAKE_OFFLOAD_* environment every process of an inference node gets."""
     runtime, env = {}, {}
+    router = getattr(inference, "router", None) if inference is not None else None
+    offload = getattr(inference, "kv_cache_offload", None) if inference is not None else None
+    # The replicas were placed from the TOML as submitted; one edited since then would need
+    # other processes than the plan starts.
+    router_type = getattr(router, "type", None) or "vllm-router"
+    placed_router = "llm-d" if "llmd_endpoints" in request else "vllm-router"
+    offload_type = getattr(offload, "type", None) or "none"
+    placed_offload = request.get("kv_cache_offload", "none")
+    changed = None
+    if router_type != placed_router:
+        changed = ("inference.router.type", router_type, placed_router)
+    elif offload_type != placed_offload and "mooncake" in (offload_type, placed_offload):
+        changed = ("inference.kv_cache_offload.type", offload_type, placed_offload)
+    if changed:
+        raise ConfigProblem("{} is {!r}, but this launch was placed for {!r} (the TOML changed "
+                            "since it was submitted): submit it again".format(*changed))
     if inference is None:
         return runtime, env
-    router = getattr(inference, "router", None)
     if router is not None and getattr(router, "type", None) == "llm-d":
         deployment = getattr(inference, "deployment", None)
         disaggregated = getattr(deployment, "type", None) == "disaggregated"
         runtime["LLMD_EPP_CONFIG"] = epp_config(router, disaggregated, request["llmd_endpoints"])
         runtime["DECODE_SIDECAR_PORT"] = int(router.decode_sidecar_port)
-    offload = getattr(inference, "kv_cache_offload", None)
     if offload is not None and getattr(offload, "type", None) == "mooncake":
         devices = offload.device_name or ""
         disk = str(offload.disk.path) if getattr(offload, "disk", None) is not None else ""

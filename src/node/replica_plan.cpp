@@ -675,6 +675,18 @@ void disaggregated_engines(const PdRole &role,
   }
 }
 
+// What the config helper needs to know of the placement's router and KV offload: where llm-d's
+// endpoints file is, and the offload the replicas were placed for (it refuses a TOML edited since).
+void serving_request(const RlEnv &env, const fs::path &llmd_endpoints, nlohmann::json &request) {
+  if (env.router == primerl::Router::llm_d) {
+    request["llmd_endpoints"] = llmd_endpoints.string();
+  }
+  if (env.kv_offload != primerl::KvOffload::none) {
+    request["kv_cache_offload"] =
+        env.kv_offload == primerl::KvOffload::mooncake ? "mooncake" : "native";
+  }
+}
+
 // Multi-node RL in Prime-RL's own placement, wired as its multi_node_rl.sbatch.j2 wires a SLURM
 // job (docs/node.md "Prime-RL's placement"), for v0.9 and for v0.8.0 TOMLs the mixed layout
 // cannot place: replicas [0, I) run inference (vLLM engines, one per INFERENCE_TP GPUs, with
@@ -807,9 +819,7 @@ ReplicaPlan plan_rl_prime_rl(const RlEnv &env, const PlanInputs &inputs) {
                               {"config", runtime_toml.string()},
                               {"config_dir", paths.config_dir.string()},
                               {"run_dir", env.run_dir().string()}};
-    if (llm_d) {
-      request["llmd_endpoints"] = llmd_endpoints.string();
-    }
+    serving_request(env, llmd_endpoints, request);
     plan.steps.push_back(resolve_config(env.rank == 0,
                                         request,
                                         paths.local_tmp,
@@ -821,9 +831,7 @@ ReplicaPlan plan_rl_prime_rl(const RlEnv &env, const PlanInputs &inputs) {
                               {"config", env.config_path.string()},
                               {"config_dir", paths.config_dir.string()},
                               {"environment_modules", primerl::bundled_environment_modules()}};
-    if (llm_d) {
-      request["llmd_endpoints"] = llmd_endpoints.string();
-    }
+    serving_request(env, llmd_endpoints, request);
     plan.steps.push_back(resolve_config(env.rank == 0,
                                         request,
                                         paths.local_tmp,

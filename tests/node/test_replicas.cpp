@@ -853,6 +853,58 @@ TEST(NodeRlPrimeRlPlacement, LlmdRouterAndMooncakeStoreRunAsPrimeRlRunsThem) {
   expect_no_survivors(cluster);
 }
 
+// A TOML edited since the launch to another router is refused by the config helper in one line
+// (exit 3), before any process of the stale placement starts.
+TEST(NodeRlPrimeRlPlacement, ATomlEditedToAnotherRouterSinceTheLaunchIsRefused) {
+  Cluster cluster("rl", 3);
+  write_file(cluster.root() / "config.toml",
+             "output_dir = \"" + (cluster.root() / "out").string() +
+                 "\"\n\n[run]\nname = \"pd\"\n\n[deployment]\ntype = \"multi_node\"\n"
+                 "num_train_nodes = 1\n\n[inference.deployment]\ntype = \"disaggregated\"\n\n"
+                 "[inference.router]\ntype = \"vllm-router\"\n\n[inference.vllm]\n"
+                 "tensor_parallel_size = 2\n\n[orchestrator]\n");
+  disaggregated_contract(cluster);
+  cluster.extra_env()["INFERENCE_ROUTER"] = "llm-d";
+  for (const char *program : {"epp", "envoy", "pd-sidecar"}) {
+    cluster.fakes().add(program, "exec sleep 1000");
+  }
+  cluster.start_all();
+  const auto codes = cluster.wait_all();
+  EXPECT_EQ(codes[0], 3) << cluster.diagnostics();
+  EXPECT_NE(cluster.log(0).find("inference.router.type is 'vllm-router', but this launch was "
+                                "placed for 'llm-d' (the TOML changed since it was submitted)"),
+            std::string::npos)
+      << cluster.log(0);
+  EXPECT_TRUE(cluster.fakes().calls("inference").empty());
+  EXPECT_TRUE(cluster.fakes().calls("torchrun").empty());
+  expect_no_survivors(cluster);
+}
+
+// An image without llm-d's programs stops the replicas that need them in one line (exit 4),
+// naming the programs and where Prime-RL builds them.
+TEST(NodeRlPrimeRlPlacement, AnImageWithoutLlmdsProgramsExits4NamingThem) {
+  Cluster cluster("rl", 3);
+  write_file(cluster.root() / "config.toml",
+             "output_dir = \"" + (cluster.root() / "out").string() +
+                 "\"\n\n[run]\nname = \"pd\"\n\n[deployment]\ntype = \"multi_node\"\n"
+                 "num_train_nodes = 1\n\n[inference.deployment]\ntype = \"disaggregated\"\n\n"
+                 "[inference.router]\ntype = \"llm-d\"\n\n[inference.vllm]\n"
+                 "tensor_parallel_size = 2\n\n[orchestrator]\n");
+  disaggregated_contract(cluster);
+  cluster.extra_env()["INFERENCE_ROUTER"] = "llm-d";
+  cluster.start_all();
+  const auto codes = cluster.wait_all();
+  EXPECT_EQ(codes[0], 4) << cluster.diagnostics();
+  EXPECT_NE(cluster.log(0).find("primebeaker: error: cannot find epp, envoy on PATH: the image "
+                                "must hold llm-d's programs (Prime-RL's scripts/install_llmd.sh"),
+            std::string::npos)
+      << cluster.log(0);
+  EXPECT_NE(cluster.log(1).find("cannot find pd-sidecar on PATH"), std::string::npos)
+      << cluster.log(1);
+  EXPECT_TRUE(cluster.fakes().calls("inference").empty());
+  expect_no_survivors(cluster);
+}
+
 // A Mooncake master that never answers stops the replicas at its barrier, in one line naming it.
 TEST(NodeRlPrimeRlPlacement, AMooncakeMasterThatNeverAnswersFailsAtItsBarrier) {
   Cluster cluster("rl", 2);
