@@ -569,6 +569,7 @@ SingleNodeRl read_single_node_rl(const Document &document, Problems &problems) {
                             rl.num_infer_gpus,
                             rl.gpus_per_node));
   }
+  detail::refuse_single_node_llm_d(reader);
   // The container's environment rewrite needs it; say so here rather than on the GPU node.
   reader.table("orchestrator");
   return rl;
@@ -769,6 +770,15 @@ Serving read_serving(Reader &reader, const char *routed_experts_key) {
                        : offload == "native" ? KvOffload::native
                                              : KvOffload::none;
   return serving;
+}
+
+void refuse_single_node_llm_d(Reader &reader) {
+  if (reader.optional_string("inference.router.type").value_or("") == "llm-d") {
+    reader.rule(reader.find("inference.router.type"),
+                "inference.router.type = \"llm-d\" needs a multi-node deployment (Prime-RL "
+                "starts llm-d's router only in front of several nodes' engines); use "
+                "\"vllm-router\" or deployment.type = \"multi_node\"");
+  }
 }
 
 } // namespace detail

@@ -285,4 +285,8 @@ struct Serving {
 };
 Serving read_serving(Reader &reader, const char *routed_experts_key);
 
+// Prime-RL runs llm-d's router only in front of several nodes' engines: refused at its key on a
+// single node, as Prime-RL's inference config refuses it.
+void refuse_single_node_llm_d(Reader &reader);
+
 } // namespace pb::primerl::detail

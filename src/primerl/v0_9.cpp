@@ -107,6 +107,7 @@ Rl read_rl(const Document &document, Problems &problems) {
   rl.backend_port =
       reader.count("inference.backend_port", 65535, rl.router_port + 100, rl.router_port + 100);
   if (rl.deployment == DeploymentType::single_node) {
+    detail::refuse_single_node_llm_d(reader);
     rl.num_train_gpus = reader.count("deployment.num_train_gpus", k_max_gpus_per_node, 1, 1);
     rl.num_infer_gpus = reader.count("deployment.num_infer_gpus", k_max_gpus_per_node, 1, 1);
     if (rl.num_train_gpus + rl.num_infer_gpus > rl.gpus_per_node &&

@@ -187,6 +187,15 @@ TEST(PrimeRlV09, PlacementKeysAreReadAsPrimeRlReadsThem) {
                             "the llm-d router"),
             std::string::npos)
       << result.err;
+  // On one node there is nothing for llm-d to route between: refused at its key.
+  write_file(dir.path() / "single.toml",
+             "[run]\nname = \"one\"\n\n[inference.router]\ntype = \"llm-d\"\n");
+  result = preview("rl", dir.path() / "single.toml", llmd_image);
+  EXPECT_EQ(result.exit_code, 3);
+  EXPECT_NE(result.err.find("single.toml:5:8: inference.router.type = \"llm-d\" needs a "
+                            "multi-node deployment"),
+            std::string::npos)
+      << result.err;
   // TP that does not divide a node is one line at its key.
   std::string text = read_file(corpus("examples-advanced-qwen3-30b-a3b-swe"));
   text.replace(text.find("tensor_parallel_size = 8"), 24, "tensor_parallel_size = 3");
