@@ -10,6 +10,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <charconv>
 
@@ -741,6 +743,17 @@ ReplicaPlan plan_rl_prime_rl(const RlEnv &env, const PlanInputs &inputs) {
   setup_step(plan, env);
   const bool llm_d = env.router == primerl::Router::llm_d;
   const bool mooncake = env.kv_offload == primerl::KvOffload::mooncake;
+  if (llm_d && inference) {
+    // llm-d's file discovery takes IPv4 addresses only, and endpoints.yaml names each node by
+    // the address it publishes.
+    in_addr parsed{};
+    if (::inet_pton(AF_INET, inputs.address.c_str(), &parsed) != 1) {
+      throw usage_error(fmt::format("llm-d's endpoints need each inference node's IPv4 address, "
+                                    "and this node publishes '{}' (PRIMEBEAKER_NODE_HOST, or the "
+                                    "host name when it has no IPv4 address)",
+                                    inputs.address));
+    }
+  }
   std::vector<std::string> programs;
   std::vector<std::string> image_programs; // what only an image built for the shape holds
   if (inference) {

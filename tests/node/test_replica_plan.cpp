@@ -589,6 +589,19 @@ TEST_F(PrimeRlPlacement, LlmdRouterAndMooncakeStoreGlm52) {
     EXPECT_FALSE(r.has(rank, "mooncake")) << rank;
     EXPECT_FALSE(r.has(rank, "locked-memory")) << rank;
   }
+  // llm-d's endpoints are IPv4 addresses: an inference node publishing a host name is refused.
+  auto named = r.env;
+  named["BEAKER_REPLICA_RANK"] = "3";
+  named["PRIMEBEAKER_NODE_HOST"] = "node-3.cluster";
+  pb::test::RunOptions options;
+  options.cwd = m_root.path();
+  options.env = named;
+  const auto refused = pb::test::run_primebeaker({"node", "rl", "--dry-run"}, options);
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("llm-d's endpoints need each inference node's IPv4 address, and "
+                             "this node publishes 'node-3.cluster'"),
+            std::string::npos)
+      << refused.err;
   // The orchestrator reaches the engines through Envoy on Prime-RL's router port.
   EXPECT_TRUE(r.has(16, "--model.client.base-url http://${host.0}:${runtime.ROUTER_PORT}/v1"));
 
