@@ -853,18 +853,23 @@ TEST(NodeRlPrimeRlPlacement, LlmdRouterAndMooncakeStoreRunAsPrimeRlRunsThem) {
   expect_no_survivors(cluster);
 }
 
-// A TOML edited since the launch to another router is refused by the config helper in one line
-// (exit 3), before any process of the stale placement starts.
-TEST(NodeRlPrimeRlPlacement, ATomlEditedToAnotherRouterSinceTheLaunchIsRefused) {
-  Cluster cluster("rl", 3);
+// A launch placed for llm-d (the contract) of a TOML whose router is now `router`.
+void llm_d_launch_of(Cluster &cluster, const std::string &router) {
   write_file(cluster.root() / "config.toml",
              "output_dir = \"" + (cluster.root() / "out").string() +
                  "\"\n\n[run]\nname = \"pd\"\n\n[deployment]\ntype = \"multi_node\"\n"
                  "num_train_nodes = 1\n\n[inference.deployment]\ntype = \"disaggregated\"\n\n"
-                 "[inference.router]\ntype = \"vllm-router\"\n\n[inference.vllm]\n"
-                 "tensor_parallel_size = 2\n\n[orchestrator]\n");
+                 "[inference.router]\ntype = \"" +
+                 router + "\"\n\n[inference.vllm]\ntensor_parallel_size = 2\n\n[orchestrator]\n");
   disaggregated_contract(cluster);
   cluster.extra_env()["INFERENCE_ROUTER"] = "llm-d";
+}
+
+// A TOML edited since the launch to another router is refused by the config helper in one line
+// (exit 3), before any process of the stale placement starts.
+TEST(NodeRlPrimeRlPlacement, ATomlEditedToAnotherRouterSinceTheLaunchIsRefused) {
+  Cluster cluster("rl", 3);
+  llm_d_launch_of(cluster, "vllm-router");
   for (const char *program : {"epp", "envoy", "pd-sidecar"}) {
     cluster.fakes().add(program, "exec sleep 1000");
   }
@@ -884,14 +889,7 @@ TEST(NodeRlPrimeRlPlacement, ATomlEditedToAnotherRouterSinceTheLaunchIsRefused) 
 // naming the programs and where Prime-RL builds them.
 TEST(NodeRlPrimeRlPlacement, AnImageWithoutLlmdsProgramsExits4NamingThem) {
   Cluster cluster("rl", 3);
-  write_file(cluster.root() / "config.toml",
-             "output_dir = \"" + (cluster.root() / "out").string() +
-                 "\"\n\n[run]\nname = \"pd\"\n\n[deployment]\ntype = \"multi_node\"\n"
-                 "num_train_nodes = 1\n\n[inference.deployment]\ntype = \"disaggregated\"\n\n"
-                 "[inference.router]\ntype = \"llm-d\"\n\n[inference.vllm]\n"
-                 "tensor_parallel_size = 2\n\n[orchestrator]\n");
-  disaggregated_contract(cluster);
-  cluster.extra_env()["INFERENCE_ROUTER"] = "llm-d";
+  llm_d_launch_of(cluster, "llm-d");
   cluster.start_all();
   const auto codes = cluster.wait_all();
   EXPECT_EQ(codes[0], 4) << cluster.diagnostics();
