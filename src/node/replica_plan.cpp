@@ -515,8 +515,12 @@ static_resources:
 // its three configs under logs/inference/llmd (the picker's, rendered by the config helper from
 // the TOML's scorers), the endpoint picker (gRPC 9002; health on 9013, clear of Mooncake's
 // metrics on 9003) and Envoy on Prime-RL's router port.
+fs::path llm_d_dir(const Paths &paths) {
+  return paths.logs / "inference" / "llmd";
+}
+
 void llm_d_router_steps(const RlEnv &env, const Paths &paths, int engines, ReplicaPlan &plan) {
-  const fs::path dir = paths.logs / "inference" / "llmd";
+  const fs::path dir = llm_d_dir(paths);
   const fs::path log = paths.logs / "inference" / "router.log";
   plan.steps.push_back(step::WriteFile{(dir / "epp.yaml").string(), "${runtime.LLMD_EPP_CONFIG}"});
   plan.steps.push_back(
@@ -635,18 +639,15 @@ void mooncake_steps(const RlEnv &env, const PlanInputs &inputs, ReplicaPlan &pla
   plan.steps.push_back(std::move(client));
   plan.steps.push_back(
       step::WaitPort{"this node's Mooncake client", inputs.address, client_port, client_wait});
-  const nlohmann::json config = {{"mode", "standalone-store"},
-                                 {"global_segment_size", 0},
-                                 {"local_buffer_size", 4294967296LL},
-                                 {"protocol", "rdma"},
-                                 {"device_name", "@DEVICE@"},
-                                 {"master_server_address", master},
-                                 {"metadata_server", metadata},
-                                 {"enable_offload", "@OFFLOAD@"}};
-  std::string text = config.dump() + "\n";
-  // Filled in by facts: the device list as a JSON string, the disk tier as a JSON boolean.
-  text.replace(text.find("\"@DEVICE@\""), 10, "${runtime.MOONCAKE_DEVICE_NAME_JSON}");
-  text.replace(text.find("\"@OFFLOAD@\""), 11, "${runtime.MOONCAKE_ENABLE_OFFLOAD}");
+  // The device list comes as a JSON string and the disk tier as a JSON boolean, from the helper.
+  const std::string text = fmt::format(
+      R"({{"mode":"standalone-store","global_segment_size":0,"local_buffer_size":4294967296,)"
+      R"("protocol":"rdma","device_name":${{runtime.MOONCAKE_DEVICE_NAME_JSON}},)"
+      R"("master_server_address":"{}","metadata_server":"{}",)"
+      R"("enable_offload":${{runtime.MOONCAKE_ENABLE_OFFLOAD}}}})"
+      "\n",
+      master,
+      metadata);
   plan.steps.push_back(step::WriteFile{(dir / "config.json").string(), text});
 }
 
@@ -679,9 +680,9 @@ void disaggregated_engines(const PdRole &role,
 
 // What the config helper needs to know of the placement's router and KV offload: where llm-d's
 // endpoints file is, and the offload the replicas were placed for (it refuses a TOML edited since).
-void serving_request(const RlEnv &env, const fs::path &llmd_endpoints, nlohmann::json &request) {
+void serving_request(const RlEnv &env, const Paths &paths, nlohmann::json &request) {
   if (env.router == primerl::Router::llm_d) {
-    request["llmd_endpoints"] = llmd_endpoints.string();
+    request["llmd_endpoints"] = (llm_d_dir(paths) / "endpoints.yaml").string();
   }
   if (env.kv_offload != primerl::KvOffload::none) {
     request["kv_cache_offload"] =
@@ -712,8 +713,6 @@ ReplicaPlan plan_rl_prime_rl(const RlEnv &env, const PlanInputs &inputs) {
   const auto config = [&](const std::string &name) {
     return paths.config_dir / (name + generation.extension);
   };
-  // Where llm-d's picker finds the engines (the config helper writes it into the picker's config).
-  const fs::path llmd_endpoints = paths.logs / "inference" / "llmd" / "endpoints.yaml";
   const std::optional<PdRole> pd = inference && env.disaggregated
                                        ? std::optional(pd_role(env, env.rank, engines))
                                        : std::nullopt;
@@ -832,7 +831,7 @@ ReplicaPlan plan_rl_prime_rl(const RlEnv &env, const PlanInputs &inputs) {
                               {"config", runtime_toml.string()},
                               {"config_dir", paths.config_dir.string()},
                               {"run_dir", env.run_dir().string()}};
-    serving_request(env, llmd_endpoints, request);
+    serving_request(env, paths, request);
     plan.steps.push_back(resolve_config(env.rank == 0,
                                         request,
                                         paths.local_tmp,
@@ -844,7 +843,7 @@ ReplicaPlan plan_rl_prime_rl(const RlEnv &env, const PlanInputs &inputs) {
                               {"config", env.config_path.string()},
                               {"config_dir", paths.config_dir.string()},
                               {"environment_modules", primerl::bundled_environment_modules()}};
-    serving_request(env, llmd_endpoints, request);
+    serving_request(env, paths, request);
     plan.steps.push_back(resolve_config(env.rank == 0,
                                         request,
                                         paths.local_tmp,
