@@ -15,8 +15,11 @@
 #include <algorithm>
 #include <cmath>
 #include <condition_variable>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 namespace pb::notify {
 
@@ -45,16 +48,48 @@ std::string round_to(double value, int digits) {
   return fmt::format("{:.{}f}", value, digits);
 }
 
-// The posts in flight, for drain(). Never destroyed: a detached post may still run while the
-// process exits.
+// The posts in flight, for drain(). Never destroyed: a post still hanging when the process exits
+// is left running.
 struct InFlight {
   std::mutex mutex;
   std::condition_variable done;
   int count = 0;
+  // Each post's thread and whether its work is over. A thread whose work is over is joined (by
+  // the next post, or drain()), so that its own end - libcurl's thread-local TLS state freed -
+  // is over before the process exits.
+  std::vector<std::pair<std::thread, std::shared_ptr<bool>>> threads;
+  void join_finished() { // with `mutex` held
+    for (auto it = threads.begin(); it != threads.end();) {
+      if (*it->second) {
+        it->first.join();
+        it = threads.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
 };
 InFlight &in_flight() {
   static auto *state = new InFlight;
   return *state;
+}
+
+// Runs `work` (which does not throw) on its own thread, counted by drain(): a webhook that hangs
+// must not hold a recovery or a run (docs/notify.md). Throws when no thread can be started.
+void start_counted(std::function<void()> work) {
+  auto &state = in_flight();
+  auto finished = std::make_shared<bool>(false);
+  std::lock_guard<std::mutex> lock(state.mutex);
+  state.join_finished();
+  std::thread thread([work = std::move(work), finished, &state] {
+    work();
+    std::lock_guard<std::mutex> done(state.mutex);
+    *finished = true; // under the lock: a joiner that sees it holds the lock, so this is past it
+    --state.count;
+    state.done.notify_all();
+  });
+  ++state.count;
+  state.threads.emplace_back(std::move(thread), std::move(finished));
 }
 
 bool loopback(std::string_view url) {
@@ -378,12 +413,7 @@ bool announce(const Settings &settings,
     const std::filesystem::path done =
         ledger_dir.empty() ? std::filesystem::path()
                            : ledger_dir / "notify" / (subject + "." + event.event + ".done");
-    {
-      std::lock_guard<std::mutex> lock(in_flight().mutex);
-      ++in_flight().count;
-    }
-    // Detached: a webhook that hangs must not hold a recovery or a run (docs/notify.md).
-    std::thread([body, url, what, delivery, done] {
+    start_counted([body, url, what, delivery, done] {
       std::string why;
       const bool sent = post(*url, *body, delivery, &why);
       if (sent) {
@@ -401,10 +431,7 @@ bool announce(const Settings &settings,
         }
       } catch (const std::exception &) {
       }
-      std::lock_guard<std::mutex> lock(in_flight().mutex);
-      --in_flight().count;
-      in_flight().done.notify_all();
-    }).detach();
+    });
     return true;
   } catch (const std::exception &error) { // the ledger unwritable, no thread: only logged
     spdlog::warn("notification {} of {} not sent: {}", event.event, subject, error.what());
@@ -413,32 +440,25 @@ bool announce(const Settings &settings,
 }
 
 void in_background(std::function<void()> work) {
-  {
-    std::lock_guard<std::mutex> lock(in_flight().mutex);
-    ++in_flight().count;
-  }
   try {
-    std::thread([work = std::move(work)] {
+    start_counted([work = std::move(work)] {
       try {
         work();
       } catch (const std::exception &error) {
         spdlog::warn("notification not sent: {}", error.what());
       }
-      std::lock_guard<std::mutex> lock(in_flight().mutex);
-      --in_flight().count;
-      in_flight().done.notify_all();
-    }).detach();
+    });
   } catch (const std::exception &error) { // no thread: only logged
     spdlog::warn("notification not sent: {}", error.what());
-    std::lock_guard<std::mutex> lock(in_flight().mutex);
-    --in_flight().count;
   }
 }
 
 int drain(std::chrono::milliseconds limit) {
-  std::unique_lock<std::mutex> lock(in_flight().mutex);
-  in_flight().done.wait_for(lock, limit, [] { return in_flight().count == 0; });
-  return in_flight().count;
+  auto &state = in_flight();
+  std::unique_lock<std::mutex> lock(state.mutex);
+  state.done.wait_for(lock, limit, [&] { return state.count == 0; });
+  state.join_finished();
+  return state.count;
 }
 
 } // namespace pb::notify
