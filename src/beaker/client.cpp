@@ -123,6 +123,24 @@ bool is_transient_failure(std::string_view stderr_text) {
   std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) {
     return static_cast<char>(std::tolower(c));
   });
+  // An answer about the thing asked for is final, whatever else the line holds.
+  if (text.find("not found") != std::string::npos ||
+      text.find("does not exist") != std::string::npos) {
+    return false;
+  }
+  // Markers count as whole words only: "504" inside a name such as "recover2-45504860" is not a
+  // gateway timeout (the chaos harness once retried a missing experiment until it was killed).
+  const auto is_word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  const auto has_word = [&](std::string_view marker) {
+    for (auto at = text.find(marker); at != std::string::npos; at = text.find(marker, at + 1)) {
+      const bool starts = at == 0 || !is_word(text[at - 1]);
+      const auto end = at + marker.size();
+      if (starts && (end == text.size() || !is_word(text[end]))) {
+        return true;
+      }
+    }
+    return false;
+  };
   for (const std::string_view marker : {"timeout",
                                         "timed out",
                                         "deadline exceeded",
@@ -144,7 +162,7 @@ bool is_transient_failure(std::string_view stderr_text) {
                                         "no such host",
                                         "network is unreachable",
                                         "tls handshake"}) {
-    if (text.find(marker) != std::string::npos) {
+    if (has_word(marker)) {
       return true;
     }
   }

@@ -314,6 +314,12 @@ TEST(BeakerClientRetries, PermanentFailureIsNotRetriedAndTransientGivesUp) {
   EXPECT_EQ(sleeps, 5);
   EXPECT_TRUE(is_transient_failure("read: connection reset by peer"));
   EXPECT_FALSE(is_transient_failure("unauthorized"));
+  EXPECT_TRUE(is_transient_failure("Get https://beaker.org: 504 Gateway Timeout"));
+  EXPECT_TRUE(is_transient_failure("unexpected EOF"));
+  // A status code inside a name is not one; a missing experiment is an answer, not a hiccup.
+  EXPECT_FALSE(is_transient_failure("experiment jdoe/chaos-3-recover2-45504860 not found"));
+  EXPECT_FALSE(is_transient_failure("workspace ai2/geoffrey-429x is forbidden"));
+  EXPECT_FALSE(is_transient_failure("experiment 01X not found (request timed out earlier)"));
 }
 
 // follow_run against a scripted runner with a fake clock: no real time passes.
