@@ -128,14 +128,17 @@ bool is_transient_failure(std::string_view stderr_text) {
       text.find("does not exist") != std::string::npos) {
     return false;
   }
-  // Markers count as whole words only: "504" inside a name such as "recover2-45504860" is not a
-  // gateway timeout (the chaos harness once retried a missing experiment until it was killed).
+  // A status code counts only as a word of its own: "504" inside a name such as
+  // "recover2-45504860" is no gateway timeout (the chaos harness once retried a missing
+  // experiment under that name until every takeover was killed). Words match anywhere, so that
+  // "ReadTimeout" still counts.
   const auto is_word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
-  const auto has_word = [&](std::string_view marker) {
+  const auto has_marker = [&](std::string_view marker) {
+    const bool code = std::isdigit(static_cast<unsigned char>(marker.front())) != 0;
     for (auto at = text.find(marker); at != std::string::npos; at = text.find(marker, at + 1)) {
-      const bool starts = at == 0 || !is_word(text[at - 1]);
       const auto end = at + marker.size();
-      if (starts && (end == text.size() || !is_word(text[end]))) {
+      if (!code ||
+          ((at == 0 || !is_word(text[at - 1])) && (end == text.size() || !is_word(text[end])))) {
         return true;
       }
     }
@@ -162,7 +165,7 @@ bool is_transient_failure(std::string_view stderr_text) {
                                         "no such host",
                                         "network is unreachable",
                                         "tls handshake"}) {
-    if (has_word(marker)) {
+    if (has_marker(marker)) {
       return true;
     }
   }
