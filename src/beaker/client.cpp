@@ -128,16 +128,17 @@ bool is_transient_failure(std::string_view stderr_text) {
       text.find("does not exist") != std::string::npos) {
     return false;
   }
-  // A status code counts only as a word of its own: "504" inside a name such as
+  // A status code, and "eof", count only as words of their own: "504" inside a name such as
   // "recover2-45504860" is no gateway timeout (the chaos harness once retried a missing
-  // experiment under that name until every takeover was killed). Words match anywhere, so that
-  // "ReadTimeout" still counts.
+  // experiment under that name until every takeover was killed), nor is "geoffrey" an EOF.
+  // Longer markers match anywhere, so that "ReadTimeout" still counts.
   const auto is_word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
   const auto has_marker = [&](std::string_view marker) {
-    const bool code = std::isdigit(static_cast<unsigned char>(marker.front())) != 0;
+    const bool whole =
+        std::isdigit(static_cast<unsigned char>(marker.front())) != 0 || marker == "eof";
     for (auto at = text.find(marker); at != std::string::npos; at = text.find(marker, at + 1)) {
       const auto end = at + marker.size();
-      if (!code ||
+      if (!whole ||
           ((at == 0 || !is_word(text[at - 1])) && (end == text.size() || !is_word(text[end])))) {
         return true;
       }

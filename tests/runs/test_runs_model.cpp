@@ -316,6 +316,7 @@ TEST(BeakerClientRetries, PermanentFailureIsNotRetriedAndTransientGivesUp) {
   EXPECT_FALSE(is_transient_failure("unauthorized"));
   EXPECT_TRUE(is_transient_failure("Get https://beaker.org: 504 Gateway Timeout"));
   EXPECT_TRUE(is_transient_failure("unexpected EOF"));
+  EXPECT_TRUE(is_transient_failure("read tcp 10.0.0.1:443: EOF"));
   EXPECT_TRUE(is_transient_failure("requests.exceptions.ReadTimeout"));
   // A status code inside a name is not one; a missing experiment is an answer, not a hiccup.
   EXPECT_FALSE(is_transient_failure("experiment jdoe/chaos-3-recover2-45504860 not found"));
