@@ -315,6 +315,7 @@ TEST(BeakerClientRetries, PermanentFailureIsNotRetriedAndTransientGivesUp) {
   EXPECT_TRUE(is_transient_failure("read: connection reset by peer"));
   EXPECT_FALSE(is_transient_failure("unauthorized"));
   EXPECT_TRUE(is_transient_failure("Get https://beaker.org: 504 Gateway Timeout"));
+  EXPECT_TRUE(is_transient_failure("unexpected status 504"));
   EXPECT_TRUE(is_transient_failure("unexpected EOF"));
   EXPECT_TRUE(is_transient_failure("read tcp 10.0.0.1:443: EOF"));
   EXPECT_TRUE(is_transient_failure("requests.exceptions.ReadTimeout"));
