@@ -118,56 +118,60 @@ void require_program(const std::string &program,
   }
 }
 
-bool is_transient_failure(std::string_view stderr_text) {
-  std::string text(stderr_text);
-  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) {
+namespace {
+
+std::string lowercase(std::string_view text) {
+  std::string lower(text);
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) {
     return static_cast<char>(std::tolower(c));
   });
-  // An answer about the thing asked for is final, whatever else the line holds.
-  if (text.find("not found") != std::string::npos ||
-      text.find("does not exist") != std::string::npos) {
+  return lower;
+}
+
+// An answer about the thing asked for: final, whatever else the (lowercased) line holds.
+bool says_missing(std::string_view lower) {
+  return lower.find("not found") != std::string_view::npos ||
+         lower.find("does not exist") != std::string_view::npos;
+}
+
+} // namespace
+
+bool is_transient_failure(std::string_view stderr_text) {
+  const std::string text = lowercase(stderr_text);
+  if (says_missing(text)) {
     return false;
   }
-  // A status code, and "eof", count only as words of their own: "504" inside a name such as
-  // "recover2-45504860" is no gateway timeout (the chaos harness once retried a missing
-  // experiment under that name until every takeover was killed), nor is "geoffrey" an EOF.
-  // Longer markers match anywhere, so that "ReadTimeout" still counts.
-  const auto is_word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
-  const auto has_marker = [&](std::string_view marker) {
-    const bool whole =
-        std::isdigit(static_cast<unsigned char>(marker.front())) != 0 || marker == "eof";
-    for (auto at = text.find(marker); at != std::string::npos; at = text.find(marker, at + 1)) {
-      const auto end = at + marker.size();
-      if (!whole ||
-          ((at == 0 || !is_word(text[at - 1])) && (end == text.size() || !is_word(text[end])))) {
-        return true;
-      }
-    }
-    return false;
-  };
-  for (const std::string_view marker : {"timeout",
+  // Phrases match anywhere, so that "ReadTimeout" counts.
+  for (const std::string_view phrase : {"timeout",
                                         "timed out",
                                         "deadline exceeded",
                                         "connection refused",
                                         "connection reset",
                                         "broken pipe",
-                                        "eof",
                                         "temporarily unavailable",
                                         "temporary failure",
                                         "try again",
                                         "too many requests",
-                                        "429",
                                         "500 internal server error",
-                                        "502",
-                                        "503",
-                                        "504",
                                         "bad gateway",
                                         "service unavailable",
                                         "no such host",
                                         "network is unreachable",
                                         "tls handshake"}) {
-    if (has_marker(marker)) {
+    if (text.find(phrase) != std::string::npos) {
       return true;
+    }
+  }
+  // Status codes and "eof" count only as words of their own: "504" inside a name such as
+  // "recover2-45504860" is no gateway timeout (the chaos harness once retried a missing
+  // experiment under that name until every takeover was killed), nor is "geoffrey" an EOF.
+  const auto is_word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  for (const std::string_view word : {"eof", "429", "502", "503", "504"}) {
+    for (auto at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) {
+      const auto end = at + word.size();
+      if ((at == 0 || !is_word(text[at - 1])) && (end == text.size() || !is_word(text[end]))) {
+        return true;
+      }
     }
   }
   return false;
@@ -302,12 +306,7 @@ std::optional<OrderedJson> Client::find_experiment(const std::string &reference)
   try {
     got = get_experiment(reference);
   } catch (const Error &error) {
-    std::string message = error.what();
-    std::transform(message.begin(), message.end(), message.begin(), [](unsigned char c) {
-      return static_cast<char>(std::tolower(c));
-    });
-    if (message.find("not found") != std::string::npos ||
-        message.find("does not exist") != std::string::npos) {
+    if (says_missing(lowercase(error.what()))) {
       return std::nullopt;
     }
     throw;
