@@ -62,6 +62,28 @@ Result finish(Result &result, int status) {
   return std::move(result);
 }
 
+// A child that exits without reading all its input closes the pipe: the write then fails with
+// EPIPE, and the SIGPIPE it raises would end this process unless the process ignores it (the
+// CLI does; a test binary or another host of the library may not). So SIGPIPE is blocked for
+// this thread during the write, and one it raised is taken back before it is unblocked.
+ssize_t write_ignoring_sigpipe(int fd, std::string_view data) {
+  sigset_t pipe_signal;
+  sigset_t before;
+  sigemptyset(&pipe_signal);
+  sigaddset(&pipe_signal, SIGPIPE);
+  ::pthread_sigmask(SIG_BLOCK, &pipe_signal, &before);
+  const ssize_t written = ::write(fd, data.data(), data.size());
+  const int saved = errno;
+  if (written < 0 && saved == EPIPE) {
+    const timespec now{};
+    while (::sigtimedwait(&pipe_signal, nullptr, &now) < 0 && errno == EINTR) {
+    }
+  }
+  ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
+  errno = saved;
+  return written;
+}
+
 } // namespace
 
 std::string Result::status() const {
@@ -230,7 +252,7 @@ Result SystemRunner::run(const Command &command) {
         continue;
       }
       if (p.fd == in.write_end) {
-        const ssize_t w = ::write(in.write_end, pending.data(), pending.size());
+        const ssize_t w = write_ignoring_sigpipe(in.write_end, pending);
         if (w > 0) {
           pending.remove_prefix(static_cast<size_t>(w));
         }

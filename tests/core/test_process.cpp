@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <csignal>
+
 namespace {
 
 using pb::proc::Command;
@@ -27,6 +29,20 @@ TEST(SystemRunner, StdinAndExitCodeAndStderr) {
   EXPECT_EQ(r.out.size(), 200000U);
   EXPECT_EQ(r.err, "oops\n");
   EXPECT_EQ(r.status(), "exit code 7");
+}
+
+// A child that ends before it reads its input: the rest is dropped, and this process lives on
+// even where SIGPIPE has its default action (a test binary's, unlike the CLI's).
+TEST(SystemRunner, AChildThatReadsNoInputEndsCleanly) {
+  const auto previous = std::signal(SIGPIPE, SIG_DFL);
+  for (int i = 0; i < 20; ++i) { // the child must be gone before the write, some of the times
+    Command c;
+    c.argv = {"bash", "-c", "exit 2"};
+    c.stdin_data = std::string(1 << 20, 'x');
+    const auto r = pb::proc::SystemRunner().run(c);
+    EXPECT_EQ(r.exit_code, 2);
+  }
+  std::signal(SIGPIPE, previous);
 }
 
 TEST(SystemRunner, EnvironmentChangesAndCwd) {
